@@ -1,0 +1,286 @@
+//! Content-addressed stores: host buffers in `blobs/<2hex>/<32hex>.blob` and GPU code in
+//! `code_objects/<32hex>.<kind>`. Ids are the first 128 bits of BLAKE3; identical content is
+//! stored once; files are written temp-file + rename (0600) in folders 0700, never through links.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil;
+
+/// Folder of host-buffer blobs inside a process capture.
+pub const BLOBS_DIR: &str = "blobs";
+/// Folder of code objects inside a process capture.
+pub const CODE_OBJECTS_DIR: &str = "code_objects";
+
+/// A 128-bit content id (BLAKE3 prefix).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectId(pub [u8; 16]);
+
+impl ObjectId {
+    /// The id of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        let hash = blake3::hash(bytes);
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&hash.as_bytes()[..16]);
+        ObjectId(id)
+    }
+
+    /// From 16 raw bytes; all-zero means "no object".
+    pub fn from_slice(b: &[u8]) -> Option<Self> {
+        let id: [u8; 16] = b.try_into().ok()?;
+        (id != [0u8; 16]).then_some(ObjectId(id))
+    }
+
+    /// Lower-case 32-character hex.
+    pub fn to_hex(&self) -> String {
+        crate::schema::hex(&self.0)
+    }
+
+    /// Parse 32 hex characters.
+    pub fn from_hex(s: &str) -> Option<Self> {
+        if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let mut id = [0u8; 16];
+        for (i, chunk) in s.as_bytes().chunks(2).enumerate() {
+            id[i] = u8::from_str_radix(std::str::from_utf8(chunk).ok()?, 16).ok()?;
+        }
+        Some(ObjectId(id))
+    }
+}
+
+impl fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectId({})", self.to_hex())
+    }
+}
+
+/// What a code object holds; its file extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodeKind {
+    /// An ELF cubin.
+    Cubin,
+    /// An NVIDIA fat binary.
+    Fatbin,
+    /// NUL-terminated PTX text (stored with its NUL).
+    Ptx,
+    /// An AMD code object or offload bundle.
+    Hsaco,
+}
+
+impl CodeKind {
+    /// File extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            CodeKind::Cubin => "cubin",
+            CodeKind::Fatbin => "fatbin",
+            CodeKind::Ptx => "ptx",
+            CodeKind::Hsaco => "hsaco",
+        }
+    }
+
+    /// From a file extension.
+    pub fn from_extension(ext: &str) -> Option<Self> {
+        Some(match ext {
+            "cubin" => CodeKind::Cubin,
+            "fatbin" => CodeKind::Fatbin,
+            "ptx" => CodeKind::Ptx,
+            "hsaco" => CodeKind::Hsaco,
+            _ => return None,
+        })
+    }
+}
+
+/// Path of blob `id` under a process capture.
+pub fn blob_path(pid_dir: &Path, id: &ObjectId) -> PathBuf {
+    let hex = id.to_hex();
+    pid_dir
+        .join(BLOBS_DIR)
+        .join(&hex[..2])
+        .join(format!("{hex}.blob"))
+}
+
+/// Path of code object `id` under a process capture.
+pub fn code_object_path(pid_dir: &Path, id: &ObjectId, kind: CodeKind) -> PathBuf {
+    pid_dir
+        .join(CODE_OBJECTS_DIR)
+        .join(format!("{}.{}", id.to_hex(), kind.extension()))
+}
+
+/// Find a code object by id whatever its kind.
+pub fn find_code_object(pid_dir: &Path, id: &ObjectId) -> Option<(PathBuf, CodeKind)> {
+    [CodeKind::Cubin, CodeKind::Fatbin, CodeKind::Ptx, CodeKind::Hsaco]
+        .into_iter()
+        .map(|k| (code_object_path(pid_dir, id, k), k))
+        .find(|(p, _)| {
+            std::fs::symlink_metadata(p)
+                .map(|m| m.is_file())
+                .unwrap_or(false)
+        })
+}
+
+/// Writes blobs and code objects of one process capture, each content stored once.
+#[derive(Debug)]
+pub struct ObjectStore {
+    pid_dir: PathBuf,
+    written: Mutex<HashSet<ObjectId>>,
+}
+
+impl ObjectStore {
+    /// A store writing under `pid_dir` (which must exist).
+    pub fn new(pid_dir: &Path) -> Self {
+        ObjectStore {
+            pid_dir: pid_dir.to_path_buf(),
+            written: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Store a host buffer; returns its id and whether it was new.
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<(ObjectId, bool)> {
+        let id = ObjectId::of(bytes);
+        let path = blob_path(&self.pid_dir, &id);
+        let new = self.put(id, &path, bytes)?;
+        Ok((id, new))
+    }
+
+    /// Store a code object; returns its id and whether it was new.
+    pub fn put_code_object(&self, bytes: &[u8], kind: CodeKind) -> Result<(ObjectId, bool)> {
+        let id = ObjectId::of(bytes);
+        let path = code_object_path(&self.pid_dir, &id, kind);
+        let new = self.put(id, &path, bytes)?;
+        Ok((id, new))
+    }
+
+    fn put(&self, id: ObjectId, path: &Path, bytes: &[u8]) -> Result<bool> {
+        if self.written.lock().unwrap_or_else(|e| e.into_inner()).contains(&id) {
+            return Ok(false);
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink(path.to_path_buf())),
+            Ok(m) if m.is_file() && m.len() == bytes.len() as u64 => {
+                self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+                return Ok(false);
+            }
+            _ => {}
+        }
+        let dir = path.parent().expect("object paths have a parent");
+        fsutil::create_private_dir(dir)?;
+        let tmp = fsutil::temp_path_for(path);
+        let result = (|| {
+            let mut f = fsutil::create_new(&tmp)?;
+            f.write_all(bytes).at(&tmp)?;
+            drop(f);
+            std::fs::rename(&tmp, path).at(path)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result?;
+        self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        Ok(true)
+    }
+}
+
+/// Counts and bytes of the objects stored under a process capture.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectCounts {
+    /// Number of `.blob` files.
+    pub blobs: u64,
+    /// Their total size.
+    pub blob_bytes: u64,
+    /// Number of code objects.
+    pub code_objects: u64,
+    /// Their total size.
+    pub code_object_bytes: u64,
+}
+
+/// Count the blobs and code objects under `pid_dir` (links and temp files are not counted).
+pub fn count_objects(pid_dir: &Path) -> Result<ObjectCounts> {
+    let mut c = ObjectCounts::default();
+    let blobs = pid_dir.join(BLOBS_DIR);
+    if let Ok(top) = std::fs::read_dir(&blobs) {
+        for sub in top {
+            let sub = sub.at(&blobs)?;
+            if !sub.file_type().at(sub.path())?.is_dir() {
+                continue;
+            }
+            for f in std::fs::read_dir(sub.path()).at(sub.path())? {
+                let f = f.at(sub.path())?;
+                let name = f.file_name();
+                let meta = f.metadata().at(f.path())?;
+                if meta.is_file() && name.to_string_lossy().ends_with(".blob") {
+                    c.blobs += 1;
+                    c.blob_bytes += meta.len();
+                }
+            }
+        }
+    }
+    let code = pid_dir.join(CODE_OBJECTS_DIR);
+    if let Ok(entries) = std::fs::read_dir(&code) {
+        for f in entries {
+            let f = f.at(&code)?;
+            let meta = f.metadata().at(f.path())?;
+            let name = f.file_name().to_string_lossy().into_owned();
+            if meta.is_file() && !fsutil::is_temp_name(&name) {
+                c.code_objects += 1;
+                c.code_object_bytes += meta.len();
+            }
+        }
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn blobs_dedup_and_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ObjectStore::new(dir.path());
+        let (a, new_a) = store.put_blob(b"abc").unwrap();
+        let (b, new_b) = store.put_blob(b"abc").unwrap();
+        assert_eq!(a, b);
+        assert!(new_a && !new_b);
+        let p = blob_path(dir.path(), &a);
+        assert_eq!(std::fs::read(&p).unwrap(), b"abc");
+        assert_eq!(p.file_name().unwrap().len(), 32 + 5);
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dmode = std::fs::metadata(p.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(dmode, 0o700);
+        // a second store (another session) sees the existing file and does not rewrite it
+        let again = ObjectStore::new(dir.path());
+        assert!(!again.put_blob(b"abc").unwrap().1);
+        let (co, _) = store.put_code_object(b"\x7fELF....", CodeKind::Cubin).unwrap();
+        assert_eq!(find_code_object(dir.path(), &co).unwrap().1, CodeKind::Cubin);
+        let counts = count_objects(dir.path()).unwrap();
+        assert_eq!((counts.blobs, counts.code_objects), (1, 1));
+        assert_eq!(ObjectId::from_hex(&a.to_hex()), Some(a));
+    }
+
+    #[test]
+    fn refuses_to_write_through_a_planted_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("outside");
+        std::fs::write(&target, b"keep").unwrap();
+        let id = ObjectId::of(b"xyz");
+        let p = blob_path(dir.path(), &id);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let store = ObjectStore::new(dir.path());
+        assert!(matches!(store.put_blob(b"xyz"), Err(Error::Symlink(_))));
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    }
+}

@@ -1,0 +1,45 @@
+//! # hrr-archive
+//!
+//! The hrr archive format and nothing else: directory layout, manifests, the `events.bin`
+//! framing and its self-describing schema, the content-addressed blob and code-object stores, a
+//! streaming reader that recovers crashed captures, a durable writer, repair and the root index.
+//! No GPU, no CLI, no printing. `FORMAT.md` beside this crate is the normative specification.
+//!
+//! ```
+//! use hrr_archive::{schema::*, writer::ProcessWriter, reader::EventReader};
+//! let root = tempfile::tempdir().unwrap();
+//! let schema = Schema::new("cuda-driver", 13000, vec![CallDef {
+//!     id: 1, name: "cuInit".into(), class: CallClass::Other,
+//!     fields: vec![FieldDef { name: "result".into(), ty: FieldType::Result },
+//!                  FieldDef { name: "flags".into(), ty: FieldType::U32 }],
+//! }]);
+//! let mut w = ProcessWriter::create(root.path(), 42, 1, &schema).unwrap();
+//! let mut p = PayloadBuilder::new();
+//! p.i32(0).u32(0);
+//! w.events().append(1, 7, p.as_bytes()).unwrap();
+//! let m = w.finish().unwrap();
+//! assert!(m.complete);
+//! let mut r = EventReader::open(&root.path().join("pid-42/events.bin")).unwrap();
+//! let ev = r.next().unwrap().unwrap();
+//! let call = r.schema().unwrap().call(ev.header.kind).unwrap();
+//! assert_eq!(call.name, "cuInit");
+//! assert!(r.next().is_none() && r.recovery().complete());
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod blobs;
+pub mod error;
+pub mod framing;
+pub mod fsutil;
+pub mod layout;
+pub mod manifest;
+pub mod reader;
+pub mod repair;
+pub mod schema;
+pub mod summary;
+pub mod writer;
+
+pub use blobs::{CodeKind, ObjectId};
+pub use error::{Error, Result};
+pub use framing::FORMAT_VERSION;

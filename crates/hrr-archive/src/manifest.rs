@@ -1,0 +1,270 @@
+//! Root and per-process `manifest.json`: read with serde (any valid JSON formatting), rewritten
+//! atomically with unknown keys kept, and the root index rebuilt from the `pid-*/manifest.json`
+//! files. See FORMAT.md §1.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil;
+
+/// File name of both manifests.
+pub const MANIFEST: &str = "manifest.json";
+/// Schema version of the root manifest.
+pub const ROOT_MANIFEST_VERSION: u32 = 1;
+/// Largest manifest the reader accepts.
+pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+
+/// The per-process manifest (`pid-<pid>/manifest.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessManifest {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id (0 when unknown).
+    #[serde(default)]
+    pub parent_pid: u32,
+    /// True when the process shut down cleanly and nothing was dropped.
+    #[serde(default)]
+    pub complete: bool,
+    /// Records in events.bin (after the schema record, before the trailer).
+    #[serde(default)]
+    pub event_count: u64,
+    /// Blob files plus code objects written.
+    #[serde(default)]
+    pub blob_count: u64,
+    /// Why the capture is not complete, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    /// API family recorded (`cuda-driver`, `hip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// Calls seen that replay cannot reproduce, with the reasons.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unreplayable_apis: BTreeMap<String, Vec<String>>,
+    /// Driver symbols the program called that the recorder passed through unrecorded, with counts.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub passthrough_calls: BTreeMap<String, u64>,
+    /// Device, driver and runtime facts (free-form object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// Keys this version does not know; kept on rewrite.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl ProcessManifest {
+    /// A fresh manifest for `pid`.
+    pub fn new(pid: u32, parent_pid: u32) -> Self {
+        ProcessManifest {
+            pid,
+            parent_pid,
+            complete: false,
+            event_count: 0,
+            blob_count: 0,
+            incomplete_reason: None,
+            api: None,
+            unreplayable_apis: BTreeMap::new(),
+            passthrough_calls: BTreeMap::new(),
+            metadata: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// One row of the root index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessEntry {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    #[serde(default)]
+    pub parent_pid: u32,
+    /// Clean shutdown.
+    #[serde(default)]
+    pub complete: bool,
+    /// Events recorded.
+    #[serde(default)]
+    pub event_count: u64,
+    /// Blobs + code objects.
+    #[serde(default)]
+    pub blob_count: u64,
+    /// Keys this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The root manifest (`<archive>/manifest.json`): which processes the archive holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RootManifest {
+    /// Schema version of this file (1).
+    pub version: u32,
+    /// How the archive was produced (`in-tree` for the capture library).
+    #[serde(default = "default_mode")]
+    pub capture_mode: String,
+    /// The first process that parents another, else the first process.
+    #[serde(default)]
+    pub owner_pid: u32,
+    /// Processes sorted by pid.
+    #[serde(default)]
+    pub processes: Vec<ProcessEntry>,
+    /// Keys this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn default_mode() -> String {
+    "in-tree".into()
+}
+
+/// Read and parse a JSON manifest without following links.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = fsutil::read_small(path, MAX_MANIFEST_BYTES)?;
+    serde_json::from_slice(&bytes).map_err(|source| Error::BadManifest {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Write a manifest atomically (temp + fsync + rename).
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).expect("manifests serialise");
+    bytes.push(b'\n');
+    fsutil::write_atomic(path, &bytes, true)
+}
+
+/// Read `pid_dir/manifest.json`.
+pub fn read_process_manifest(pid_dir: &Path) -> Result<ProcessManifest> {
+    read_json(&pid_dir.join(MANIFEST))
+}
+
+/// Write `pid_dir/manifest.json`.
+pub fn write_process_manifest(pid_dir: &Path, m: &ProcessManifest) -> Result<()> {
+    write_json(&pid_dir.join(MANIFEST), m)
+}
+
+/// Read `root/manifest.json`.
+pub fn read_root_manifest(root: &Path) -> Result<RootManifest> {
+    read_json(&root.join(MANIFEST))
+}
+
+/// `pid-<pid>` folder name → pid.
+pub fn parse_pid_dir_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("pid-")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The `pid-*` folders under `root` (real directories only), sorted by pid.
+pub fn list_pid_dirs(root: &Path) -> Result<Vec<(u32, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(root).at(root)? {
+        let entry = entry.at(root)?;
+        let name = entry.file_name();
+        let Some(pid) = parse_pid_dir_name(&name.to_string_lossy()) else {
+            continue;
+        };
+        if entry.file_type().at(entry.path())?.is_dir() {
+            out.push((pid, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Result of rebuilding the root index.
+#[derive(Debug, Default)]
+pub struct RootRebuild {
+    /// The manifest written.
+    pub manifest: Option<RootManifest>,
+    /// pid folders whose manifest could not be read (left out of the index).
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Rebuild `root/manifest.json` from every `pid-*/manifest.json`, keeping the unknown keys and
+/// capture mode of an existing root manifest. Nothing is written if a folder cannot be listed.
+pub fn rebuild_root_index(root: &Path) -> Result<RootRebuild> {
+    let dirs = list_pid_dirs(root)?;
+    let mut skipped = Vec::new();
+    let mut processes = Vec::new();
+    for (_, dir) in dirs {
+        match read_process_manifest(&dir) {
+            Ok(m) => processes.push(ProcessEntry {
+                pid: m.pid,
+                parent_pid: m.parent_pid,
+                complete: m.complete,
+                event_count: m.event_count,
+                blob_count: m.blob_count,
+                extra: Map::new(),
+            }),
+            Err(e) => skipped.push((dir, e.to_string())),
+        }
+    }
+    processes.sort_by_key(|p| p.pid);
+    let previous = read_root_manifest(root).ok();
+    let pids: std::collections::HashSet<u32> = processes.iter().map(|p| p.pid).collect();
+    let owner_pid = processes
+        .iter()
+        .find(|p| processes.iter().any(|c| c.parent_pid == p.pid && c.pid != p.pid))
+        .or_else(|| processes.iter().find(|p| !pids.contains(&p.parent_pid)))
+        .or(processes.first())
+        .map_or(0, |p| p.pid);
+    let manifest = RootManifest {
+        version: ROOT_MANIFEST_VERSION,
+        capture_mode: previous
+            .as_ref()
+            .map_or_else(default_mode, |p| p.capture_mode.clone()),
+        owner_pid,
+        processes,
+        extra: previous.map(|p| p.extra).unwrap_or_default(),
+    };
+    write_json(&root.join(MANIFEST), &manifest)?;
+    Ok(RootRebuild {
+        manifest: Some(manifest),
+        skipped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_survive_a_rewrite_and_any_formatting_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(MANIFEST),
+            br#"{"pid":7,"future_key":{"x":[1,2]},"complete":true,"event_count":3,"blob_count":1,"parent_pid":1}"#,
+        )
+        .unwrap();
+        let mut m = read_process_manifest(dir.path()).unwrap();
+        assert_eq!((m.pid, m.parent_pid, m.event_count), (7, 1, 3));
+        m.event_count = 4;
+        write_process_manifest(dir.path(), &m).unwrap();
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST)).unwrap()).unwrap();
+        assert_eq!(v["future_key"]["x"][1], 2);
+        assert_eq!(v["event_count"], 4);
+    }
+
+    #[test]
+    fn root_index_is_rebuilt_from_pid_dirs() {
+        let root = tempfile::tempdir().unwrap();
+        for (pid, parent) in [(20u32, 10u32), (10, 1)] {
+            let d = root.path().join(format!("pid-{pid}"));
+            std::fs::create_dir(&d).unwrap();
+            write_process_manifest(&d, &ProcessManifest::new(pid, parent)).unwrap();
+        }
+        std::fs::create_dir(root.path().join("pid-30")).unwrap();
+        std::fs::create_dir(root.path().join("pid-x")).unwrap();
+        let r = rebuild_root_index(root.path()).unwrap();
+        let m = read_root_manifest(root.path()).unwrap();
+        assert_eq!(m.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [10, 20]);
+        assert_eq!(m.owner_pid, 10);
+        assert_eq!(r.skipped.len(), 1);
+    }
+}

@@ -1,0 +1,470 @@
+//! The schema record and event payload encoding: every call id maps to a name and an ordered list
+//! of typed fields, so any reader decodes any event by name without code for its API.
+//! See FORMAT.md §3.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::blobs::ObjectId;
+
+/// Wire type of one payload field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldType {
+    /// Unsigned 8-bit.
+    U8,
+    /// Unsigned 16-bit.
+    U16,
+    /// Unsigned 32-bit.
+    U32,
+    /// Unsigned 64-bit.
+    U64,
+    /// Signed 32-bit.
+    I32,
+    /// Signed 64-bit.
+    I64,
+    /// IEEE 754 double.
+    F64,
+    /// A device or host address (u64, shown in hex).
+    Ptr,
+    /// An opaque API handle (u64, shown in hex).
+    Handle,
+    /// The call's result code (i32).
+    Result,
+    /// UTF-8 text: u32 length + bytes.
+    Str,
+    /// Inline bytes: u32 length + bytes.
+    Bytes,
+    /// A reference to a blob: 16-byte id (all zero: none).
+    Blob,
+    /// A reference to a code object: 16-byte id (all zero: none).
+    Code,
+    /// An array of u64: u32 count + count × u64.
+    U64s,
+}
+
+impl FieldType {
+    /// Fixed wire size, if the type has one.
+    fn fixed_len(self) -> Option<usize> {
+        Some(match self {
+            FieldType::U8 => 1,
+            FieldType::U16 => 2,
+            FieldType::U32 | FieldType::I32 | FieldType::Result => 4,
+            FieldType::U64 | FieldType::I64 | FieldType::F64 | FieldType::Ptr | FieldType::Handle => 8,
+            FieldType::Blob | FieldType::Code => 16,
+            FieldType::Str | FieldType::Bytes | FieldType::U64s => return None,
+        })
+    }
+}
+
+/// One field of a call: its name and wire type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldDef {
+    /// Field name (a parameter name of the API, or a recorder-added name such as `h2d_blob`).
+    pub name: String,
+    /// Wire type.
+    #[serde(rename = "type")]
+    pub ty: FieldType,
+}
+
+/// What kind of operation a call is, for consumers that summarise without knowing the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CallClass {
+    /// Anything else.
+    #[default]
+    Other,
+    /// A kernel launch; its `kernel` field names the kernel.
+    Launch,
+    /// A graph launch.
+    GraphLaunch,
+    /// A device-to-host copy whose `d2h_blob` field holds the bytes the run copied back.
+    D2h,
+    /// A host-to-device copy whose `h2d_blob` field holds the source bytes.
+    H2d,
+}
+
+/// One call of the API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallDef {
+    /// Record type used for this call.
+    pub id: u16,
+    /// Call name as exported by the API (e.g. `cuMemAlloc_v2`).
+    pub name: String,
+    /// Classification for generic consumers.
+    #[serde(default)]
+    pub class: CallClass,
+    /// Ordered payload fields.
+    pub fields: Vec<FieldDef>,
+}
+
+/// The schema record: which API was recorded and how to decode each call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    /// API family, e.g. `cuda-driver` or `hip`.
+    pub api: String,
+    /// Version of that API the recorder was built for (e.g. 13000).
+    pub api_version: u64,
+    /// Every call that may appear.
+    pub calls: Vec<CallDef>,
+    /// Keys this reader does not know, kept.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    #[serde(skip)]
+    index: HashMap<u16, usize>,
+}
+
+impl Schema {
+    /// Build a schema and index it.
+    pub fn new(api: impl Into<String>, api_version: u64, calls: Vec<CallDef>) -> Self {
+        let mut s = Schema {
+            api: api.into(),
+            api_version,
+            calls,
+            extra: Default::default(),
+            index: HashMap::new(),
+        };
+        s.reindex();
+        s
+    }
+
+    fn reindex(&mut self) {
+        self.index = self
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id, i))
+            .collect();
+    }
+
+    /// Parse the JSON payload of a schema record.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
+        let mut s: Schema = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        for c in &s.calls {
+            if c.id >= crate::framing::FIRST_RESERVED_TYPE {
+                return Err(format!("call {} uses reserved id 0x{:04x}", c.name, c.id));
+            }
+        }
+        s.reindex();
+        if s.index.len() != s.calls.len() {
+            return Err("duplicate call ids".into());
+        }
+        Ok(s)
+    }
+
+    /// Serialise to the JSON payload of a schema record.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("schema serialises")
+    }
+
+    /// Look up a call by record type.
+    pub fn call(&self, id: u16) -> Option<&CallDef> {
+        self.index.get(&id).map(|&i| &self.calls[i])
+    }
+
+    /// Look up a call by name.
+    pub fn call_by_name(&self, name: &str) -> Option<&CallDef> {
+        self.calls.iter().find(|c| c.name == name)
+    }
+}
+
+/// A decoded field value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Any unsigned integer field.
+    U64(u64),
+    /// Any signed integer field (and results).
+    I64(i64),
+    /// A double.
+    F64(f64),
+    /// An address.
+    Ptr(u64),
+    /// A handle.
+    Handle(u64),
+    /// Text.
+    Str(String),
+    /// Inline bytes.
+    Bytes(Vec<u8>),
+    /// A blob reference (`None` when absent).
+    Blob(Option<ObjectId>),
+    /// A code-object reference.
+    Code(Option<ObjectId>),
+    /// Array of u64.
+    U64s(Vec<u64>),
+}
+
+impl Value {
+    /// The value as an unsigned integer, for integers, pointers and handles.
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Value::U64(v) | Value::Ptr(v) | Value::Handle(v) => Some(v),
+            Value::I64(v) => Some(v as u64),
+            _ => None,
+        }
+    }
+
+    /// JSON form (ids and addresses as hex strings, bytes as hex).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match self {
+            Value::U64(v) => J::from(*v),
+            Value::I64(v) => J::from(*v),
+            Value::F64(v) => serde_json::Number::from_f64(*v).map_or(J::Null, J::Number),
+            Value::Ptr(v) | Value::Handle(v) => J::String(format!("0x{v:x}")),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Bytes(b) => J::String(hex(b)),
+            Value::Blob(id) | Value::Code(id) => id.map_or(J::Null, |id| J::String(id.to_hex())),
+            Value::U64s(v) => J::from(v.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::U64(v) => write!(f, "{v}"),
+            Value::I64(v) => write!(f, "{v}"),
+            Value::F64(v) => write!(f, "{v}"),
+            Value::Ptr(v) | Value::Handle(v) => write!(f, "0x{v:x}"),
+            Value::Str(s) => write!(f, "{s:?}"),
+            Value::Bytes(b) if b.len() <= 64 => write!(f, "[{}]", hex(b)),
+            Value::Bytes(b) => write!(f, "[{}… {} bytes]", hex(&b[..64]), b.len()),
+            Value::Blob(None) | Value::Code(None) => write!(f, "-"),
+            Value::Blob(Some(id)) | Value::Code(Some(id)) => write!(f, "{id}"),
+            Value::U64s(v) => write!(f, "{v:?}"),
+        }
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Builds an event payload field by field, in schema order.
+#[derive(Debug, Default, Clone)]
+pub struct PayloadBuilder {
+    buf: Vec<u8>,
+}
+
+impl PayloadBuilder {
+    /// An empty payload.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Reuse an existing buffer (cleared).
+    pub fn with_buffer(mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        PayloadBuilder { buf }
+    }
+    /// Append a `u8` field.
+    pub fn u8(&mut self, v: u8) -> &mut Self {
+        self.buf.push(v);
+        self
+    }
+    /// Append a `u16` field.
+    pub fn u16(&mut self, v: u16) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append a `u32` field.
+    pub fn u32(&mut self, v: u32) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append a `u64`, `ptr` or `handle` field.
+    pub fn u64(&mut self, v: u64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append an `i32` or `result` field.
+    pub fn i32(&mut self, v: i32) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append an `i64` field.
+    pub fn i64(&mut self, v: i64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append an `f64` field.
+    pub fn f64(&mut self, v: f64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    /// Append a `str` field.
+    pub fn str(&mut self, s: &str) -> &mut Self {
+        self.bytes(s.as_bytes())
+    }
+    /// Append a `bytes` field.
+    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        self.buf.extend_from_slice(b);
+        self
+    }
+    /// Append a `blob` or `code` field.
+    pub fn object(&mut self, id: Option<ObjectId>) -> &mut Self {
+        self.buf
+            .extend_from_slice(&id.map_or([0u8; 16], |id| id.0));
+        self
+    }
+    /// Append a `u64s` field.
+    pub fn u64s(&mut self, v: &[u64]) -> &mut Self {
+        self.buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        for x in v {
+            self.buf.extend_from_slice(&x.to_le_bytes());
+        }
+        self
+    }
+    /// The encoded payload.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+    /// Take the encoded payload.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+/// Decode `payload` according to `call`: `(field name, value)` in schema order.
+/// Bytes after the last known field are ignored (a newer recorder may append fields).
+pub fn decode_fields<'s>(
+    call: &'s CallDef,
+    payload: &[u8],
+) -> Result<Vec<(&'s str, Value)>, String> {
+    let mut out = Vec::with_capacity(call.fields.len());
+    let mut pos = 0usize;
+    for field in &call.fields {
+        let rest = &payload[pos.min(payload.len())..];
+        let need = |n: usize| -> Result<&[u8], String> {
+            rest.get(..n).ok_or_else(|| {
+                format!(
+                    "payload ends inside field `{}` (offset {pos}, {} bytes left, {n} needed)",
+                    field.name,
+                    rest.len()
+                )
+            })
+        };
+        let (value, len) = if let Some(n) = field.ty.fixed_len() {
+            let b = need(n)?;
+            let v = match field.ty {
+                FieldType::U8 => Value::U64(b[0] as u64),
+                FieldType::U16 => Value::U64(u16::from_le_bytes([b[0], b[1]]) as u64),
+                FieldType::U32 => Value::U64(u32::from_le_bytes(b.try_into().unwrap()) as u64),
+                FieldType::I32 | FieldType::Result => {
+                    Value::I64(i32::from_le_bytes(b.try_into().unwrap()) as i64)
+                }
+                FieldType::U64 => Value::U64(u64::from_le_bytes(b.try_into().unwrap())),
+                FieldType::I64 => Value::I64(i64::from_le_bytes(b.try_into().unwrap())),
+                FieldType::F64 => Value::F64(f64::from_le_bytes(b.try_into().unwrap())),
+                FieldType::Ptr => Value::Ptr(u64::from_le_bytes(b.try_into().unwrap())),
+                FieldType::Handle => Value::Handle(u64::from_le_bytes(b.try_into().unwrap())),
+                FieldType::Blob => Value::Blob(ObjectId::from_slice(b)),
+                FieldType::Code => Value::Code(ObjectId::from_slice(b)),
+                _ => unreachable!("variable-length types have no fixed size"),
+            };
+            (v, n)
+        } else {
+            let count = u32::from_le_bytes(need(4)?.try_into().unwrap()) as usize;
+            let elem = if field.ty == FieldType::U64s { 8 } else { 1 };
+            let body_len = count
+                .checked_mul(elem)
+                .ok_or_else(|| format!("field `{}` length overflows", field.name))?;
+            let b = need(4 + body_len)?;
+            let body = &b[4..];
+            let v = match field.ty {
+                FieldType::Str => Value::Str(String::from_utf8_lossy(body).into_owned()),
+                FieldType::Bytes => Value::Bytes(body.to_vec()),
+                _ => Value::U64s(
+                    body.chunks_exact(8)
+                        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                        .collect(),
+                ),
+            };
+            (v, 4 + body_len)
+        };
+        out.push((field.name.as_str(), value));
+        pos += len;
+    }
+    Ok(out)
+}
+
+/// Find a field by name in decoded fields.
+pub fn field<'a>(fields: &'a [(&str, Value)], name: &str) -> Option<&'a Value> {
+    fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call() -> CallDef {
+        let f = |name: &str, ty| FieldDef {
+            name: name.into(),
+            ty,
+        };
+        CallDef {
+            id: 3,
+            name: "cuThing".into(),
+            class: CallClass::Other,
+            fields: vec![
+                f("result", FieldType::Result),
+                f("ptr", FieldType::Ptr),
+                f("name", FieldType::Str),
+                f("args", FieldType::Bytes),
+                f("blob", FieldType::Blob),
+                f("offs", FieldType::U64s),
+                f("x", FieldType::F64),
+            ],
+        }
+    }
+
+    #[test]
+    fn payload_round_trips_by_name() {
+        let id = ObjectId::of(b"hello");
+        let mut p = PayloadBuilder::new();
+        p.i32(-2)
+            .u64(0xdead)
+            .str("axpy")
+            .bytes(&[1, 2, 3])
+            .object(Some(id))
+            .u64s(&[0, 8])
+            .f64(1.5);
+        let c = call();
+        let v = decode_fields(&c, p.as_bytes()).unwrap();
+        assert_eq!(field(&v, "result"), Some(&Value::I64(-2)));
+        assert_eq!(field(&v, "ptr"), Some(&Value::Ptr(0xdead)));
+        assert_eq!(field(&v, "name"), Some(&Value::Str("axpy".into())));
+        assert_eq!(field(&v, "args"), Some(&Value::Bytes(vec![1, 2, 3])));
+        assert_eq!(field(&v, "blob"), Some(&Value::Blob(Some(id))));
+        assert_eq!(field(&v, "offs"), Some(&Value::U64s(vec![0, 8])));
+        assert_eq!(field(&v, "x"), Some(&Value::F64(1.5)));
+    }
+
+    #[test]
+    fn short_payload_is_an_error_not_a_panic() {
+        let c = call();
+        let mut p = PayloadBuilder::new();
+        p.i32(0).u64(1).u32(1000);
+        let err = decode_fields(&c, p.as_bytes()).unwrap_err();
+        assert!(err.contains("`name`"), "{err}");
+    }
+
+    #[test]
+    fn schema_json_round_trip_keeps_unknown_keys() {
+        let json = br#"{"api":"cuda-driver","api_version":13000,"future":{"a":1},
+            "calls":[{"id":1,"name":"cuInit","fields":[{"name":"result","type":"result"},{"name":"flags","type":"u32"}]}]}"#;
+        let s = Schema::from_json(json).unwrap();
+        assert_eq!(s.call(1).unwrap().name, "cuInit");
+        let again = Schema::from_json(&s.to_json()).unwrap();
+        assert_eq!(again.extra.get("future"), s.extra.get("future"));
+        assert!(Schema::from_json(br#"{"api":"x","api_version":1,"calls":[{"id":65535,"name":"a","fields":[]}]}"#).is_err());
+    }
+}

@@ -1,0 +1,152 @@
+//! One streaming pass over a process capture that answers `--info`: calls and kernels by name,
+//! threads, objects, bytes, completeness and why. Memory is bounded by the number of distinct
+//! names and threads, not by the number of events.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::blobs::{count_objects, ObjectCounts};
+use crate::error::Result;
+use crate::framing::{FIRST_RESERVED_TYPE, TYPE_REGION};
+use crate::manifest::{self, ProcessManifest};
+use crate::reader::{EventReader, Recovery};
+use crate::schema::{decode_fields, field, CallClass, FieldType, Schema, Value};
+use crate::writer::{ACTIVE_MARKER, EVENTS_FILE};
+
+/// Everything `--info` reports about one process capture.
+#[derive(Debug, Clone)]
+pub struct ProcessSummary {
+    /// The manifest, when it could be read.
+    pub manifest: Option<ProcessManifest>,
+    /// Why the manifest could not be read.
+    pub manifest_error: Option<String>,
+    /// The schema of events.bin.
+    pub schema: Option<Schema>,
+    /// Events (records after the schema, marks included).
+    pub events: u64,
+    /// Event counts by call name (unknown types as `type-0x....`).
+    pub calls: BTreeMap<String, u64>,
+    /// Launch counts by kernel name.
+    pub kernels: BTreeMap<String, u64>,
+    /// Kernel launches.
+    pub launches: u64,
+    /// Graph launches.
+    pub graph_launches: u64,
+    /// Calls whose recorded result was not success.
+    pub failed_calls: u64,
+    /// Device-to-host copies with a recorded result (what replay can check).
+    pub d2h_copies: u64,
+    /// Distinct thread ids in first-seen order.
+    pub threads: Vec<u64>,
+    /// Blob and code-object counts and bytes.
+    pub objects: ObjectCounts,
+    /// Size of events.bin.
+    pub events_bytes: u64,
+    /// First and last event timestamps.
+    pub time_span_ns: Option<(u64, u64)>,
+    /// End-of-stream findings.
+    pub recovery: Recovery,
+    /// Whether an `active` marker is present (capture running or killed).
+    pub active_marker: bool,
+    /// Payloads that did not match their schema entry.
+    pub undecodable: u64,
+}
+
+impl ProcessSummary {
+    /// Complete: clean trailer, no writer marks, nothing dropped.
+    pub fn complete(&self) -> bool {
+        self.recovery.complete()
+    }
+
+    /// Reasons the capture is not complete.
+    pub fn incompleteness(&self) -> Vec<String> {
+        self.recovery.incompleteness()
+    }
+}
+
+/// Summarise the capture in `dir` in one pass over events.bin.
+pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
+    let events_path = dir.join(EVENTS_FILE);
+    let mut reader = EventReader::open(&events_path)?;
+    let (manifest, manifest_error) = match manifest::read_process_manifest(dir) {
+        Ok(m) => (Some(m), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let schema = reader.schema().cloned();
+    let mut s = ProcessSummary {
+        manifest,
+        manifest_error,
+        schema: schema.clone(),
+        events: 0,
+        calls: BTreeMap::new(),
+        kernels: BTreeMap::new(),
+        launches: 0,
+        graph_launches: 0,
+        failed_calls: 0,
+        d2h_copies: 0,
+        threads: Vec::new(),
+        objects: count_objects(dir)?,
+        events_bytes: reader.file_len(),
+        time_span_ns: None,
+        recovery: Recovery::default(),
+        active_marker: std::fs::symlink_metadata(dir.join(ACTIVE_MARKER)).is_ok(),
+        undecodable: 0,
+    };
+    // Per call id: (name, class, whether the first field is the result code).
+    let mut names: BTreeMap<u16, (String, CallClass, bool)> = BTreeMap::new();
+    if let Some(schema) = &schema {
+        for c in &schema.calls {
+            let has_result = c.fields.first().is_some_and(|f| f.ty == FieldType::Result);
+            names.insert(c.id, (c.name.clone(), c.class, has_result));
+        }
+    }
+    for rec in reader.by_ref() {
+        let rec = rec?;
+        let h = rec.header;
+        if !s.threads.contains(&h.thread_id) {
+            s.threads.push(h.thread_id);
+        }
+        s.time_span_ns = Some(match s.time_span_ns {
+            None => (h.timestamp_ns, h.timestamp_ns),
+            Some((a, b)) => (a.min(h.timestamp_ns), b.max(h.timestamp_ns)),
+        });
+        let Some((name, class, has_result)) = names.get(&h.kind) else {
+            let name = if h.kind == TYPE_REGION {
+                "region-event".to_string()
+            } else if h.kind >= FIRST_RESERVED_TYPE {
+                format!("reserved-0x{:04x}", h.kind)
+            } else {
+                format!("type-0x{:04x}", h.kind)
+            };
+            *s.calls.entry(name).or_default() += 1;
+            continue;
+        };
+        *s.calls.entry(name.clone()).or_default() += 1;
+        if *has_result && rec.payload.len() >= 4 && rec.payload[..4] != [0, 0, 0, 0] {
+            s.failed_calls += 1;
+        }
+        match class {
+            CallClass::Launch => {
+                s.launches += 1;
+                let call = schema.as_ref().and_then(|sc| sc.call(h.kind)).expect("indexed");
+                let kernel = match decode_fields(call, &rec.payload) {
+                    Ok(f) => match field(&f, "kernel") {
+                        Some(Value::Str(k)) if !k.is_empty() => k.clone(),
+                        _ => "<unnamed>".into(),
+                    },
+                    Err(_) => {
+                        s.undecodable += 1;
+                        "<undecodable>".into()
+                    }
+                };
+                *s.kernels.entry(kernel).or_default() += 1;
+            }
+            CallClass::GraphLaunch => s.graph_launches += 1,
+            CallClass::D2h => s.d2h_copies += 1,
+            _ => {}
+        }
+    }
+    s.recovery = reader.recovery().clone();
+    s.events = s.recovery.records;
+    Ok(s)
+}

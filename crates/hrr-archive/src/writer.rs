@@ -1,0 +1,299 @@
+//! Writers: [`EventWriter`] appends records to events.bin (buffered, periodically flushed and
+//! fsynced, trailer on `finish`, explicit incomplete marks); [`ProcessWriter`] owns one
+//! `pid-<pid>/` capture: its events, objects, `active` marker and manifests. See FORMAT.md §5.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::blobs::{CodeKind, ObjectId, ObjectStore, BLOBS_DIR, CODE_OBJECTS_DIR};
+use crate::error::{Error, IoContext, Result};
+use crate::framing::*;
+use crate::fsutil;
+use crate::manifest::{self, ProcessManifest};
+use crate::schema::Schema;
+
+/// File name of the event stream.
+pub const EVENTS_FILE: &str = "events.bin";
+/// Marker present while a capture is running.
+pub const ACTIVE_MARKER: &str = "active";
+
+/// When the writer hands its buffer to the kernel and when it fsyncs.
+#[derive(Debug, Clone, Copy)]
+pub struct FlushPolicy {
+    /// Buffer size; a fuller buffer is written out.
+    pub buffer_bytes: usize,
+    /// Write the buffer out after this many events.
+    pub flush_every_events: u64,
+    /// fsync after this many events.
+    pub sync_every_events: u64,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        FlushPolicy {
+            buffer_bytes: 256 << 10,
+            flush_every_events: 1024,
+            sync_every_events: 16384,
+        }
+    }
+}
+
+/// Appends records to one events.bin.
+#[derive(Debug)]
+pub struct EventWriter {
+    path: PathBuf,
+    file: File,
+    buf: Vec<u8>,
+    policy: FlushPolicy,
+    next_seq: u64,
+    records: u64,
+    since_flush: u64,
+    since_sync: u64,
+    marks: Vec<String>,
+    bytes: u64,
+}
+
+impl EventWriter {
+    /// Create a new events.bin (must not exist) with the file header and schema record.
+    pub fn create(path: &Path, schema: &Schema, policy: FlushPolicy) -> Result<Self> {
+        let file = fsutil::create_new(path)?;
+        let mut w = EventWriter {
+            path: path.to_path_buf(),
+            file,
+            buf: Vec::with_capacity(policy.buffer_bytes),
+            policy,
+            next_seq: 0,
+            records: 0,
+            since_flush: 0,
+            since_sync: 0,
+            marks: Vec::new(),
+            bytes: 0,
+        };
+        w.buf.extend_from_slice(&FileHeader::current().encode());
+        let json = schema.to_json();
+        w.push_record(TYPE_SCHEMA, 0, now_ns(), &json)?;
+        w.flush(true)?;
+        Ok(w)
+    }
+
+    fn push_record(&mut self, kind: u16, thread_id: u64, ts: u64, payload: &[u8]) -> Result<u64> {
+        let total = RECORD_HEADER_LEN as u64 + payload.len() as u64;
+        if total > MAX_RECORD_LEN as u64 {
+            return Err(Error::TooLarge {
+                what: "event record",
+                size: total,
+                limit: MAX_RECORD_LEN as u64,
+            });
+        }
+        let seq = self.next_seq;
+        let header = RecordHeader {
+            kind,
+            seq,
+            timestamp_ns: ts,
+            thread_id,
+            total_len: total as u32,
+        };
+        self.buf.extend_from_slice(&header.encode());
+        self.buf.extend_from_slice(payload);
+        self.next_seq += 1;
+        if self.buf.len() >= self.policy.buffer_bytes {
+            self.write_out()?;
+        }
+        Ok(seq)
+    }
+
+    /// Append one event; returns its sequence number.
+    pub fn append(&mut self, kind: u16, thread_id: u64, payload: &[u8]) -> Result<u64> {
+        self.append_at(kind, thread_id, now_ns(), payload)
+    }
+
+    /// Append one event with an explicit timestamp.
+    pub fn append_at(&mut self, kind: u16, thread_id: u64, ts: u64, payload: &[u8]) -> Result<u64> {
+        let seq = self.push_record(kind, thread_id, ts, payload)?;
+        self.records += 1;
+        self.since_flush += 1;
+        self.since_sync += 1;
+        if self.since_sync >= self.policy.sync_every_events {
+            self.flush(true)?;
+        } else if self.since_flush >= self.policy.flush_every_events {
+            self.flush(false)?;
+        }
+        Ok(seq)
+    }
+
+    /// Record that the capture lost something: the archive can never be called complete, not
+    /// even by a repair. Written through and fsynced at once.
+    pub fn mark_incomplete(&mut self, reason: &str) -> Result<()> {
+        self.marks.push(reason.to_string());
+        self.push_record(TYPE_INCOMPLETE, 0, now_ns(), reason.as_bytes())?;
+        self.records += 1;
+        self.flush(true)
+    }
+
+    fn write_out(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.file.write_all(&self.buf).at(&self.path)?;
+            self.bytes += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Hand buffered records to the kernel; with `sync`, also fsync.
+    pub fn flush(&mut self, sync: bool) -> Result<()> {
+        self.write_out()?;
+        self.since_flush = 0;
+        if sync {
+            self.file.sync_data().at(&self.path)?;
+            self.since_sync = 0;
+        }
+        Ok(())
+    }
+
+    /// Records written so far (events and marks).
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Reasons given to [`Self::mark_incomplete`].
+    pub fn incomplete_marks(&self) -> &[String] {
+        &self.marks
+    }
+
+    /// Bytes handed to the kernel so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Write the trailer, flush and fsync. Returns the record count.
+    pub fn finish(mut self) -> Result<u64> {
+        let trailer = encode_trailer(self.next_seq, now_ns(), self.records);
+        self.buf.extend_from_slice(&trailer);
+        self.flush(true)?;
+        Ok(self.records)
+    }
+}
+
+/// Writes one process capture: `pid-<pid>/` with events.bin, blobs, code objects, manifests.
+#[derive(Debug)]
+pub struct ProcessWriter {
+    root: PathBuf,
+    dir: PathBuf,
+    events: EventWriter,
+    objects: ObjectStore,
+    manifest: ProcessManifest,
+    new_objects: u64,
+}
+
+impl ProcessWriter {
+    /// Create `root/pid-<pid>/` (and `root`), write the `active` marker and an initial manifest
+    /// (`complete: false`), then the events.bin header and schema. Fails if that folder already
+    /// holds a capture.
+    pub fn create(root: &Path, pid: u32, parent_pid: u32, schema: &Schema) -> Result<Self> {
+        Self::create_with(root, pid, parent_pid, schema, FlushPolicy::default())
+    }
+
+    /// [`Self::create`] with an explicit flush policy.
+    pub fn create_with(
+        root: &Path,
+        pid: u32,
+        parent_pid: u32,
+        schema: &Schema,
+        policy: FlushPolicy,
+    ) -> Result<Self> {
+        fsutil::create_private_dir(root)?;
+        let dir = root.join(format!("pid-{pid}"));
+        fsutil::create_private_dir(&dir)?;
+        fsutil::create_private_dir(&dir.join(BLOBS_DIR))?;
+        fsutil::create_private_dir(&dir.join(CODE_OBJECTS_DIR))?;
+        let events_path = dir.join(EVENTS_FILE);
+        if std::fs::symlink_metadata(&events_path).is_ok() {
+            return Err(Error::Io {
+                path: events_path,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "this folder already holds a capture",
+                ),
+            });
+        }
+        fsutil::write_atomic(
+            &dir.join(ACTIVE_MARKER),
+            format!("{pid}\n").as_bytes(),
+            false,
+        )?;
+        let mut manifest = ProcessManifest::new(pid, parent_pid);
+        manifest.api = Some(schema.api.clone());
+        manifest.incomplete_reason = Some("capture in progress or the process did not exit cleanly".into());
+        manifest::write_process_manifest(&dir, &manifest)?;
+        let events = EventWriter::create(&events_path, schema, policy)?;
+        Ok(ProcessWriter {
+            root: root.to_path_buf(),
+            objects: ObjectStore::new(&dir),
+            dir,
+            events,
+            manifest,
+            new_objects: 0,
+        })
+    }
+
+    /// The `pid-<pid>/` folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The event writer.
+    pub fn events(&mut self) -> &mut EventWriter {
+        &mut self.events
+    }
+
+    /// The manifest that `finish` will write (metadata, unreplayable calls, ...).
+    pub fn manifest_mut(&mut self) -> &mut ProcessManifest {
+        &mut self.manifest
+    }
+
+    /// Store a host buffer.
+    pub fn put_blob(&mut self, bytes: &[u8]) -> Result<ObjectId> {
+        let (id, new) = self.objects.put_blob(bytes)?;
+        self.new_objects += new as u64;
+        Ok(id)
+    }
+
+    /// Store a code object.
+    pub fn put_code_object(&mut self, bytes: &[u8], kind: CodeKind) -> Result<ObjectId> {
+        let (id, new) = self.objects.put_code_object(bytes, kind)?;
+        self.new_objects += new as u64;
+        Ok(id)
+    }
+
+    /// Write the manifest as it stands (complete: false), e.g. after metadata was learnt.
+    pub fn checkpoint_manifest(&mut self) -> Result<()> {
+        self.events.flush(false)?;
+        self.manifest.event_count = self.events.records();
+        self.manifest.blob_count = self.new_objects;
+        manifest::write_process_manifest(&self.dir, &self.manifest)
+    }
+
+    /// Clean shutdown: trailer, manifest (complete unless marked incomplete), `active` removed,
+    /// root index rebuilt. Returns the manifest written.
+    pub fn finish(self) -> Result<ProcessManifest> {
+        let ProcessWriter {
+            root,
+            dir,
+            events,
+            mut manifest,
+            new_objects,
+            ..
+        } = self;
+        let marks = events.incomplete_marks().to_vec();
+        manifest.event_count = events.finish()?;
+        manifest.blob_count = new_objects;
+        manifest.complete = marks.is_empty();
+        manifest.incomplete_reason = (!marks.is_empty())
+            .then(|| format!("writer marked it incomplete: {}", marks.join("; ")));
+        manifest::write_process_manifest(&dir, &manifest)?;
+        let _ = std::fs::remove_file(dir.join(ACTIVE_MARKER));
+        manifest::rebuild_root_index(&root)?;
+        Ok(manifest)
+    }
+}

@@ -1,0 +1,292 @@
+//! Framing, recovery, repair and round-trip tests of the archive library.
+
+use std::path::{Path, PathBuf};
+
+use hrr_archive::framing::*;
+use hrr_archive::reader::{Dropped, EventReader};
+use hrr_archive::repair::{repair_process, repair_root, RepairOutcome};
+use hrr_archive::schema::*;
+use hrr_archive::writer::{FlushPolicy, ProcessWriter, EVENTS_FILE};
+use hrr_archive::{manifest, summary, Error};
+use proptest::prelude::*;
+
+fn schema() -> Schema {
+    let f = |name: &str, ty| FieldDef {
+        name: name.into(),
+        ty,
+    };
+    Schema::new(
+        "test-api",
+        1,
+        vec![
+            CallDef {
+                id: 1,
+                name: "apiAlloc".into(),
+                class: CallClass::Other,
+                fields: vec![f("result", FieldType::Result), f("ptr", FieldType::Ptr), f("size", FieldType::U64)],
+            },
+            CallDef {
+                id: 2,
+                name: "apiLaunch".into(),
+                class: CallClass::Launch,
+                fields: vec![f("result", FieldType::Result), f("kernel", FieldType::Str), f("args", FieldType::Bytes)],
+            },
+        ],
+    )
+}
+
+/// Write a capture of `n` events with varied payload sizes; returns the pid dir.
+fn write_capture(root: &Path, pid: u32, n: usize, finish: bool) -> PathBuf {
+    let mut w = ProcessWriter::create(root, pid, 1, &schema()).unwrap();
+    for i in 0..n {
+        let mut p = PayloadBuilder::new();
+        if i % 2 == 0 {
+            p.i32(0).u64(0x7e00_0000_0000 + i as u64).u64(i as u64 * 256);
+            w.events().append(1, 100 + (i % 3) as u64, p.as_bytes()).unwrap();
+        } else {
+            p.i32(0).str(&format!("kernel_{}", i % 4)).bytes(&vec![i as u8; i % 17]);
+            w.events().append(2, 100, p.as_bytes()).unwrap();
+        }
+    }
+    let dir = w.dir().to_path_buf();
+    if finish {
+        w.finish().unwrap();
+    } else {
+        w.events().flush(false).unwrap();
+        std::mem::forget(w); // a crash: no trailer, no final manifest
+    }
+    dir
+}
+
+fn read_all(path: &Path) -> (Vec<hrr_archive::reader::Record>, hrr_archive::reader::Recovery) {
+    let mut r = EventReader::open(path).unwrap();
+    let recs: Vec<_> = r.by_ref().map(|x| x.unwrap()).collect();
+    (recs, r.recovery().clone())
+}
+
+#[test]
+fn clean_capture_reads_back_complete() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_capture(root.path(), 5, 10, true);
+    let (recs, rec) = read_all(&dir.join(EVENTS_FILE));
+    assert_eq!(recs.len(), 10);
+    assert!(rec.complete());
+    assert!(recs.windows(2).all(|w| w[0].header.seq < w[1].header.seq));
+    let m = manifest::read_process_manifest(&dir).unwrap();
+    assert!(m.complete && m.event_count == 10);
+    assert!(!dir.join("active").exists());
+    let rm = manifest::read_root_manifest(root.path()).unwrap();
+    assert_eq!(rm.processes.len(), 1);
+    let s = summary::summarize(&dir).unwrap();
+    assert_eq!(s.calls["apiAlloc"], 5);
+    assert_eq!(s.kernels["kernel_1"], 3);
+    assert_eq!(s.threads, vec![100, 102, 101]);
+}
+
+#[test]
+fn truncation_at_every_offset_of_the_last_records_keeps_exactly_the_complete_prefix() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_capture(root.path(), 6, 6, true);
+    let path = dir.join(EVENTS_FILE);
+    let full = std::fs::read(&path).unwrap();
+    // record end offsets
+    let mut ends = Vec::new();
+    let mut off = FILE_HEADER_LEN;
+    while off < full.len() {
+        let h = RecordHeader::decode(full[off..off + 32].try_into().unwrap());
+        off += h.total_len as usize;
+        ends.push(off);
+    }
+    // ends[0] = schema, ends[1..=6] = events, ends[7] = trailer
+    let first_cut = ends[3];
+    for cut in first_cut..full.len() {
+        let t = root.path().join("cut.bin");
+        std::fs::write(&t, &full[..cut]).unwrap();
+        let (recs, rec) = read_all(&t);
+        let expected = ends[1..7].iter().filter(|&&e| e <= cut).count();
+        assert_eq!(recs.len(), expected, "cut at {cut}");
+        assert_eq!(rec.complete(), cut == full.len(), "cut at {cut}");
+        let at_boundary = ends.contains(&cut);
+        assert_eq!(rec.dropped.is_some(), !at_boundary, "cut at {cut}");
+        assert_eq!(rec.good_len as usize, ends[expected], "cut at {cut}");
+    }
+}
+
+#[test]
+fn implausible_lengths_and_garbage_after_trailer_are_reported() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_capture(root.path(), 7, 4, true);
+    let path = dir.join(EVENTS_FILE);
+    let full = std::fs::read(&path).unwrap();
+    // garbage after the trailer
+    let mut g = full.clone();
+    g.extend_from_slice(b"garbage!");
+    std::fs::write(&path, &g).unwrap();
+    let (recs, rec) = read_all(&path);
+    assert_eq!(recs.len(), 4);
+    assert_eq!(rec.bytes_after_trailer, 8);
+    // a length of 5 in the third event's header, then one of 2^31
+    let schema_len = RecordHeader::decode(full[8..40].try_into().unwrap()).total_len as usize;
+    let mut off = 8 + schema_len;
+    for _ in 0..2 {
+        let h = RecordHeader::decode(full[off..off + 32].try_into().unwrap());
+        off += h.total_len as usize;
+    }
+    for bad in [5u32, 0x8000_0000] {
+        let mut b = full.clone();
+        b[off + 26..off + 30].copy_from_slice(&bad.to_le_bytes());
+        std::fs::write(&path, &b).unwrap();
+        let (recs, rec) = read_all(&path);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(rec.dropped, Some(Dropped::ImplausibleLength { len: bad }));
+        assert!(!rec.complete());
+    }
+}
+
+#[test]
+fn bad_headers_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("e.bin");
+    std::fs::write(&p, b"EHR").unwrap();
+    assert!(matches!(EventReader::open(&p), Err(Error::TooShort { len: 3, .. })));
+    std::fs::write(&p, b"XXXXXXXXXXXX").unwrap();
+    assert!(matches!(EventReader::open(&p), Err(Error::BadMagic { .. })));
+    let mut h = FileHeader::current();
+    h.version = 9;
+    std::fs::write(&p, h.encode()).unwrap();
+    let e = EventReader::open(&p).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("Version mismatch in {}: file=9 reader={FORMAT_VERSION}", p.display())
+    );
+    std::fs::write(&p, FileHeader::current().encode()).unwrap();
+    assert!(matches!(EventReader::open(&p), Err(Error::BadSchema { .. })));
+    let link = dir.path().join("link.bin");
+    std::os::unix::fs::symlink(&p, &link).unwrap();
+    assert!(matches!(EventReader::open(&link), Err(Error::Symlink(_))));
+}
+
+#[test]
+fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_capture(root.path(), 8, 9, false);
+    let path = dir.join(EVENTS_FILE);
+    let len = std::fs::metadata(&path).unwrap().len();
+    // tear the last record
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 3).unwrap();
+    std::fs::remove_file(dir.join("active")).unwrap();
+    match repair_process(&dir).unwrap() {
+        RepairOutcome::Repaired { events, dropped_bytes, saved_tail, still_incomplete } => {
+            assert_eq!(events, 8);
+            assert!(dropped_bytes > 0);
+            assert_eq!(std::fs::metadata(saved_tail.unwrap()).unwrap().len(), dropped_bytes);
+            assert!(still_incomplete.is_empty());
+        }
+        o => panic!("{o:?}"),
+    }
+    let (recs, rec) = read_all(&path);
+    assert_eq!(recs.len(), 8);
+    assert!(rec.complete());
+    assert!(manifest::read_process_manifest(&dir).unwrap().complete);
+    assert_eq!(repair_process(&dir).unwrap(), RepairOutcome::AlreadyComplete { events: 8 });
+}
+
+#[test]
+fn repair_never_blesses_a_capture_the_writer_marked_incomplete() {
+    let root = tempfile::tempdir().unwrap();
+    let mut w = ProcessWriter::create(root.path(), 9, 1, &schema()).unwrap();
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(1).u64(2);
+    w.events().append(1, 1, p.as_bytes()).unwrap();
+    w.events().mark_incomplete("disk nearly full; capture stopped").unwrap();
+    let dir = w.dir().to_path_buf();
+    let m = w.finish().unwrap();
+    assert!(!m.complete);
+    assert!(m.incomplete_reason.unwrap().contains("disk nearly full"));
+    match repair_process(&dir).unwrap() {
+        RepairOutcome::Repaired { still_incomplete, .. } => assert_eq!(still_incomplete.len(), 1),
+        o => panic!("{o:?}"),
+    }
+    let m = manifest::read_process_manifest(&dir).unwrap();
+    assert!(!m.complete);
+    let (_, rec) = read_all(&dir.join(EVENTS_FILE));
+    assert!(!rec.complete() && rec.clean_trailer());
+}
+
+#[test]
+fn repair_root_repairs_every_process_and_rebuilds_the_index() {
+    let root = tempfile::tempdir().unwrap();
+    write_capture(root.path(), 11, 3, true);
+    let crashed = write_capture(root.path(), 12, 5, false);
+    std::fs::remove_file(crashed.join("active")).unwrap();
+    let r = repair_root(root.path()).unwrap();
+    let outcomes: Vec<_> = r.processes.iter().map(|(_, o)| o.as_ref().unwrap().clone()).collect();
+    assert!(matches!(outcomes[0], RepairOutcome::AlreadyComplete { events: 3 }));
+    assert!(matches!(outcomes[1], RepairOutcome::Repaired { events: 5, .. }));
+    let rm = manifest::read_root_manifest(root.path()).unwrap();
+    assert!(rm.processes.iter().all(|p| p.complete));
+    assert_eq!(rm.processes[1].event_count, 5);
+}
+
+#[test]
+fn repair_refuses_a_running_capture() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_capture(root.path(), 13, 2, false);
+    std::fs::write(dir.join("active"), format!("{}\n", std::process::id() + 0)).unwrap();
+    // our own pid is allowed (tests), a live foreign pid is not: use pid 1
+    std::fs::write(dir.join("active"), "1\n").unwrap();
+    let e = repair_process(&dir).unwrap_err();
+    assert!(e.to_string().contains("still running"), "{e}");
+}
+
+#[test]
+fn periodic_flush_makes_records_visible_before_finish() {
+    let root = tempfile::tempdir().unwrap();
+    let policy = FlushPolicy { buffer_bytes: 1 << 20, flush_every_events: 4, sync_every_events: 8 };
+    let mut w = ProcessWriter::create_with(root.path(), 14, 1, &schema(), policy).unwrap();
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(1).u64(2);
+    for _ in 0..9 {
+        w.events().append(1, 1, p.as_bytes()).unwrap();
+    }
+    let (recs, rec) = read_all(&w.dir().join(EVENTS_FILE));
+    assert_eq!(recs.len(), 8);
+    assert!(!rec.complete());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn any_events_round_trip(events in proptest::collection::vec(
+        (any::<u64>(), any::<u64>(), "[a-z_]{0,20}", proptest::collection::vec(any::<u8>(), 0..300), any::<bool>()),
+        0..40)) {
+        let root = tempfile::tempdir().unwrap();
+        let mut w = ProcessWriter::create(root.path(), 1, 0, &schema()).unwrap();
+        for (a, b, name, bytes, launch) in &events {
+            let mut p = PayloadBuilder::new();
+            if *launch { p.i32(0).str(name).bytes(bytes); w.events().append(2, *a, p.as_bytes()).unwrap(); }
+            else { p.i32(-1).u64(*a).u64(*b); w.events().append(1, *b, p.as_bytes()).unwrap(); }
+        }
+        let dir = w.dir().to_path_buf();
+        w.finish().unwrap();
+        let mut r = EventReader::open(&dir.join(EVENTS_FILE)).unwrap();
+        let sch = r.schema().unwrap().clone();
+        let mut n = 0;
+        for (rec, (a, b, name, bytes, launch)) in r.by_ref().zip(&events) {
+            let rec = rec.unwrap();
+            let call = sch.call(rec.header.kind).unwrap();
+            let f = decode_fields(call, &rec.payload).unwrap();
+            if *launch {
+                prop_assert_eq!(rec.header.thread_id, *a);
+                prop_assert_eq!(field(&f, "kernel"), Some(&Value::Str(name.clone())));
+                prop_assert_eq!(field(&f, "args"), Some(&Value::Bytes(bytes.clone())));
+            } else {
+                prop_assert_eq!(field(&f, "ptr"), Some(&Value::Ptr(*a)));
+                prop_assert_eq!(field(&f, "size"), Some(&Value::U64(*b)));
+            }
+            n += 1;
+        }
+        prop_assert_eq!(n, events.len());
+        prop_assert!(r.recovery().complete());
+    }
+}

@@ -1,0 +1,298 @@
+/* A CUDA driver-API workload for the HRR end-to-end test.
+ *
+ *   driver_api KERNELS.cubin [KERNELS.ptx]
+ *
+ * Loads the cubin built from driver_api_kernels.cu with cuModuleLoadData and
+ * exercises what a replay has to get right:
+ *   - cuMemAlloc + cuMemcpyHtoD + cuLaunchKernel with kernelParams,
+ *   - cuLaunchKernel with the `extra` argument buffer,
+ *   - a VMM range (cuMemAddressReserve / cuMemCreate / cuMemMap /
+ *     cuMemSetAccess) written by a kernel and read back, then unmapped,
+ *   - a kernel that chases raw device pointers the host stored in device memory
+ *     (list nodes spread over two cuMemAlloc blocks and the VMM range, and a
+ *     table of buffer addresses), so replay must place every allocation at its
+ *     recorded address,
+ *   - a stream with async copies through page-locked host memory,
+ *   - optionally a PTX module (JIT-compiled by the driver).
+ * Every result comes back with a device-to-host copy and is printed as a sum
+ * and an FNV-1a hash of its bytes. No address is printed, so the output of a
+ * plain run and of a captured run must be identical.
+ */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(call)                                                                    \
+    do {                                                                            \
+        CUresult r_ = (call);                                                       \
+        if (r_ != CUDA_SUCCESS) {                                                   \
+            const char *name_ = NULL;                                               \
+            cuGetErrorName(r_, &name_);                                             \
+            fprintf(stderr, "driver_api: %s:%d: %s failed: %s (%d)\n", __FILE__,    \
+                    __LINE__, #call, name_ ? name_ : "?", (int)r_);                 \
+            exit(2);                                                                \
+        }                                                                           \
+    } while (0)
+
+/* Same layout as HrrNode in driver_api_kernels.cu (16 bytes). */
+struct HrrNode {
+    unsigned long long next;
+    float value;
+    int tag;
+};
+
+static void *read_file(const char *path, size_t *len_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = (char *)malloc((size_t)len + 1);
+    if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "driver_api: cannot read %s\n", path);
+        exit(2);
+    }
+    buf[len] = 0; /* PTX must be NUL-terminated */
+    fclose(f);
+    if (len_out) *len_out = (size_t)len;
+    return buf;
+}
+
+static uint64_t fnv1a(const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static double fsum(const float *v, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)v[i];
+    return s;
+}
+
+static void report(const char *what, const float *v, size_t n) {
+    printf("driver_api %-6s n=%zu sum=%.17g fnv=%016llx\n", what, n, fsum(v, n),
+           (unsigned long long)fnv1a(v, n * sizeof(float)));
+}
+
+static unsigned int blocks_for(int n, int threads) { return (unsigned int)((n + threads - 1) / threads); }
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s KERNELS.cubin [KERNELS.ptx]\n", argv[0]);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    CUdevice dev;
+    CUcontext ctx;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+
+    /* ---- module from a cubin image (no size is passed: the driver and the
+     * capture both have to size the ELF themselves) ---- */
+    void *cubin = read_file(argv[1], NULL);
+    CUmodule mod;
+    CUfunction f_fill, f_saxpy, f_chase;
+    CK(cuModuleLoadData(&mod, cubin));
+    CK(cuModuleGetFunction(&f_fill, mod, "hrr_fill"));
+    CK(cuModuleGetFunction(&f_saxpy, mod, "hrr_saxpy"));
+    CK(cuModuleGetFunction(&f_chase, mod, "hrr_chase"));
+
+    /* ---- 1. fill by kernel, upload by HtoD, saxpy through `extra` ---- */
+    const int N = 1 << 16;
+    float *h = (float *)malloc(sizeof(float) * N);
+    CUdeviceptr d_x, d_y;
+    CK(cuMemAlloc(&d_x, sizeof(float) * N));
+    CK(cuMemAlloc(&d_y, sizeof(float) * N));
+    for (int i = 0; i < N; i++) h[i] = (float)(i % 251) * 0.01f - 1.0f;
+    CK(cuMemcpyHtoD(d_y, h, sizeof(float) * N));
+    {
+        int n = N;
+        float seed = 1.5f;
+        void *params[] = {&d_x, &n, &seed};
+        CK(cuLaunchKernel(f_fill, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    }
+    {
+        struct {
+            float a;
+            CUdeviceptr x;
+            CUdeviceptr y;
+            int n;
+        } args;
+        memset(&args, 0, sizeof args); /* padding bytes deterministic */
+        args.a = 2.0f;
+        args.x = d_x;
+        args.y = d_y;
+        args.n = N;
+        size_t argsz = sizeof args;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argsz,
+                         CU_LAUNCH_PARAM_END};
+        CK(cuLaunchKernel(f_saxpy, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+    }
+    CK(cuMemcpyDtoH(h, d_y, sizeof(float) * N));
+    report("saxpy", h, N);
+
+    /* ---- 2. VMM: reserve two granules, back each with its own physical
+     * allocation, make it accessible, fill it with a kernel, read it back ---- */
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = (int)dev;
+    size_t gran = 0;
+    CK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    size_t vsize = 2 * gran;
+    CUdeviceptr vbase;
+    CUmemGenericAllocationHandle vh0, vh1;
+    CK(cuMemAddressReserve(&vbase, vsize, 0, 0, 0));
+    CK(cuMemCreate(&vh0, gran, &prop, 0));
+    CK(cuMemCreate(&vh1, gran, &prop, 0));
+    CK(cuMemMap(vbase, gran, 0, vh0, 0));
+    CK(cuMemMap(vbase + gran, gran, 0, vh1, 0));
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location = prop.location;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CK(cuMemSetAccess(vbase, vsize, &acc, 1));
+    const int VN = (int)(vsize / sizeof(float));
+    float *hv = (float *)malloc(vsize);
+    {
+        int n = VN;
+        float seed = 0.75f;
+        void *params[] = {&vbase, &n, &seed};
+        CK(cuLaunchKernel(f_fill, blocks_for(VN, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    }
+    CK(cuMemcpyDtoH(hv, vbase, vsize));
+    report("vmm", hv, (size_t)VN);
+
+    /* ---- 3. pointer chasing through addresses stored in device memory ---- */
+    enum { NBUF = 3, BUF_LEN = 4096, NNODES = 96, NTHREADS = 1024 };
+    CUdeviceptr bufs[NBUF + 1];
+    float *hb = (float *)malloc(sizeof(float) * BUF_LEN);
+    for (int b = 0; b < NBUF; b++) {
+        CK(cuMemAlloc(&bufs[b], sizeof(float) * BUF_LEN));
+        if (b % 2 == 0) { /* even: uploaded from the host */
+            for (int i = 0; i < BUF_LEN; i++) hb[i] = (float)((i * (b + 3)) % 509) * 0.002f;
+            CK(cuMemcpyHtoD(bufs[b], hb, sizeof(float) * BUF_LEN));
+        } else { /* odd: written by a kernel */
+            int n = BUF_LEN;
+            float seed = 0.5f + (float)b;
+            void *params[] = {&bufs[b], &n, &seed};
+            CK(cuLaunchKernel(f_fill, blocks_for(BUF_LEN, 128), 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+        }
+    }
+    bufs[NBUF] = vbase; /* the VMM range is the last buffer of the table */
+    CUdeviceptr d_table;
+    CK(cuMemAlloc(&d_table, sizeof(unsigned long long) * (NBUF + 1)));
+    {
+        unsigned long long table[NBUF + 1];
+        for (int b = 0; b <= NBUF; b++) table[b] = (unsigned long long)bufs[b];
+        CK(cuMemcpyHtoD(d_table, table, sizeof table));
+    }
+    /* Nodes live in three pools: two cuMemAlloc blocks and the second granule
+     * of the VMM range. Node j is in pool j%3, slot j/3. */
+    CUdeviceptr pool[3];
+    CK(cuMemAlloc(&pool[0], sizeof(struct HrrNode) * NNODES));
+    CK(cuMemAlloc(&pool[1], sizeof(struct HrrNode) * NNODES));
+    pool[2] = vbase + gran + 65536;
+    {
+        struct HrrNode nodes[3][NNODES];
+        memset(nodes, 0, sizeof nodes);
+        for (int j = 0; j < NNODES; j++) {
+            struct HrrNode *nd = &nodes[j % 3][j / 3];
+            int k = j + 1;
+            nd->next = (k < NNODES) ? (unsigned long long)(pool[k % 3] + (CUdeviceptr)(k / 3) * sizeof(struct HrrNode))
+                                    : 0ull;
+            nd->value = 0.125f * (float)(j + 1);
+            nd->tag = (j * 13) % 97;
+        }
+        for (int p = 0; p < 3; p++) {
+            int count = (NNODES - p + 2) / 3;
+            CK(cuMemcpyHtoD(pool[p], nodes[p], sizeof(struct HrrNode) * (size_t)count));
+        }
+    }
+    CUdeviceptr d_out;
+    CK(cuMemAlloc(&d_out, sizeof(float) * NTHREADS));
+    {
+        CUdeviceptr head = pool[0];
+        int table_len = NBUF + 1, buf_len = BUF_LEN, nthreads = NTHREADS;
+        void *params[] = {&head, &d_table, &table_len, &buf_len, &d_out, &nthreads};
+        CK(cuLaunchKernel(f_chase, blocks_for(NTHREADS, 128), 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+    }
+    {
+        float ho[NTHREADS];
+        CK(cuMemcpyDtoH(ho, d_out, sizeof ho));
+        report("chase", ho, NTHREADS);
+    }
+
+    /* ---- 4. a stream, async copies through page-locked memory ---- */
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    float *hp = NULL;
+    CK(cuMemAllocHost((void **)&hp, sizeof(float) * N));
+    for (int i = 0; i < N; i++) hp[i] = (float)(i % 17) * 0.5f;
+    CK(cuMemcpyHtoDAsync(d_x, hp, sizeof(float) * N, s));
+    {
+        float a = -0.5f;
+        int n = N;
+        void *params[] = {&a, &d_x, &d_y, &n};
+        CK(cuLaunchKernel(f_saxpy, blocks_for(N, 512), 1, 1, 512, 1, 1, 0, s, params, NULL));
+    }
+    CK(cuMemcpyDtoHAsync(hp, d_y, sizeof(float) * N, s));
+    CK(cuStreamSynchronize(s));
+    report("stream", hp, N);
+
+    /* ---- 5. optional: PTX text through cuModuleLoadData (driver JIT) ---- */
+    CUmodule pmod = NULL;
+    if (argc > 2) {
+        void *ptx = read_file(argv[2], NULL);
+        CUfunction f_scale;
+        CK(cuModuleLoadData(&pmod, ptx));
+        CK(cuModuleGetFunction(&f_scale, pmod, "hrr_scale"));
+        int n = N;
+        float sc = 0.5f;
+        void *params[] = {&d_y, &n, &sc};
+        CK(cuLaunchKernel(f_scale, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        CK(cuMemcpyDtoH(h, d_y, sizeof(float) * N));
+        report("ptx", h, N);
+        free(ptx);
+    }
+
+    /* ---- teardown ---- */
+    CK(cuCtxSynchronize());
+    CK(cuStreamDestroy(s));
+    CK(cuMemFreeHost(hp));
+    CK(cuMemFree(d_out));
+    CK(cuMemFree(pool[0]));
+    CK(cuMemFree(pool[1]));
+    CK(cuMemFree(d_table));
+    for (int b = 0; b < NBUF; b++) CK(cuMemFree(bufs[b]));
+    CK(cuMemUnmap(vbase, gran));
+    CK(cuMemUnmap(vbase + gran, gran));
+    CK(cuMemRelease(vh0));
+    CK(cuMemRelease(vh1));
+    CK(cuMemAddressFree(vbase, vsize));
+    CK(cuMemFree(d_x));
+    CK(cuMemFree(d_y));
+    if (pmod) CK(cuModuleUnload(pmod));
+    CK(cuModuleUnload(mod));
+    CK(cuDevicePrimaryCtxRelease(dev));
+    printf("driver_api done\n");
+    free(h);
+    free(hv);
+    free(hb);
+    free(cubin);
+    return 0;
+}
