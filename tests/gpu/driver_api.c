@@ -19,6 +19,7 @@
  * plain run and of a captured run must be identical.
  */
 #include <cuda.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,18 +126,22 @@ int main(int argc, char **argv) {
         CK(cuLaunchKernel(f_fill, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
     }
     {
-        struct {
-            float a;
-            CUdeviceptr x;
-            CUdeviceptr y;
-            int n;
+        struct SaxpyArgs {
+            float a; /* offset 0, then 4 bytes of padding */
+            CUdeviceptr x; /* 8 */
+            CUdeviceptr y; /* 16 */
+            int n;         /* 24 */
         } args;
         memset(&args, 0, sizeof args); /* padding bytes deterministic */
         args.a = 2.0f;
         args.x = d_x;
         args.y = d_y;
         args.n = N;
-        size_t argsz = sizeof args;
+        /* The buffer size must be the kernel's parameter space (28 bytes), not
+         * sizeof the struct (32, with tail padding): the driver refuses the
+         * launch with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES otherwise (seen on the
+         * H200, driver 580). */
+        size_t argsz = offsetof(struct SaxpyArgs, n) + sizeof(int);
         void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argsz,
                          CU_LAUNCH_PARAM_END};
         CK(cuLaunchKernel(f_saxpy, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, NULL, extra));

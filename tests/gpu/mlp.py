@@ -37,7 +37,9 @@ def main():
     torch.backends.cudnn.benchmark = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    torch.use_deterministic_algorithms(True)
+    # warn_only: an op with no deterministic implementation warns on stderr
+    # instead of raising; the e2e script checks determinism by comparing runs.
+    torch.use_deterministic_algorithms(True, warn_only=True)
 
     dev = torch.device("cuda")
     # Model and data are made on the CPU with a fixed generator, then uploaded
@@ -74,7 +76,7 @@ def main():
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             loss = run_steps()
             torch.cuda.synchronize()
-        names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+        names = sorted({e.name for e in prof.events() if str(e.device_type).endswith("CUDA")})
         for n in names:
             print("[mlp] kernel: " + n, file=sys.stderr)
     else:

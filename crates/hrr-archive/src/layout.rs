@@ -43,18 +43,23 @@ pub fn resolve(path: &Path) -> Result<Target> {
     }
     let processes = manifest::list_pid_dirs(path)?;
     let has_manifest = std::fs::symlink_metadata(path.join(MANIFEST)).is_ok();
-    if processes.is_empty() && !has_manifest {
-        if manifest::parse_pid_dir_name(
+    if processes.is_empty() {
+        // A `pid-<pid>/` folder (named so, or whose manifest names a pid) that lost its
+        // events.bin is a broken process capture, not an empty root.
+        let named_pid = manifest::parse_pid_dir_name(
             &path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         )
-        .is_some()
-        {
+        .is_some();
+        let process_manifest = has_manifest && manifest::read_process_manifest(path).is_ok();
+        if named_pid || process_manifest {
             return Err(Error::Missing(events));
         }
-        return Err(Error::NotAnArchive(path.to_path_buf()));
+        if !has_manifest {
+            return Err(Error::NotAnArchive(path.to_path_buf()));
+        }
     }
     Ok(Target::Root {
         root: path.to_path_buf(),

@@ -188,6 +188,16 @@ pub struct RootRebuild {
 /// Rebuild `root/manifest.json` from every `pid-*/manifest.json`, keeping the unknown keys and
 /// capture mode of an existing root manifest. Nothing is written if a folder cannot be listed.
 pub fn rebuild_root_index(root: &Path) -> Result<RootRebuild> {
+    let rebuilt = build_root_index(root)?;
+    if let Some(manifest) = &rebuilt.manifest {
+        write_json(&root.join(MANIFEST), manifest)?;
+    }
+    Ok(rebuilt)
+}
+
+/// Compute the root index [`rebuild_root_index`] would write, in memory only (nothing is
+/// written: safe on a read-only archive).
+pub fn build_root_index(root: &Path) -> Result<RootRebuild> {
     let dirs = list_pid_dirs(root)?;
     let mut skipped = Vec::new();
     let mut processes = Vec::new();
@@ -222,7 +232,6 @@ pub fn rebuild_root_index(root: &Path) -> Result<RootRebuild> {
         processes,
         extra: previous.map(|p| p.extra).unwrap_or_default(),
     };
-    write_json(&root.join(MANIFEST), &manifest)?;
     Ok(RootRebuild {
         manifest: Some(manifest),
         skipped,

@@ -1,0 +1,167 @@
+//! Command line: `hrr-playback [ARCHIVE] [flags]`, parsed with clap derive.
+//!
+//! The offline modes (`--version`, `--info`, `--events`, `--repair`) need no GPU library. Without
+//! any of them the archive is replayed with [`ReplayOptions`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser};
+
+/// Inspect, repair and replay hrr archives (GPU API call recordings).
+#[derive(Debug, Parser)]
+#[command(
+    name = "hrr-playback",
+    disable_version_flag = true,
+    after_help = "Exit status: 0 ok (replay: every D2H comparison passed), 1 failure, 2 usage."
+)]
+pub struct Cli {
+    /// Archive root (holding pid-<pid>/ folders) or one pid-<pid>/ process capture.
+    #[arg(value_name = "ARCHIVE", required_unless_present = "version")]
+    pub archive: Option<PathBuf>,
+
+    /// Print the tool version, the archive format version it reads, its source revision and the
+    /// GPU runtime it would load; needs neither an archive nor a GPU.
+    #[arg(short = 'V', long)]
+    pub version: bool,
+
+    /// Summarise the archive (no GPU needed): processes, completeness, event and kernel breakdown.
+    #[arg(long)]
+    pub info: bool,
+
+    /// Print the whole recorded call sequence, decoded by name (no GPU needed).
+    #[arg(long)]
+    pub events: bool,
+
+    /// Rewrite crashed captures with a clean trailer and manifest; on a root, every process and
+    /// the root index.
+    #[arg(long, conflicts_with_all = ["info", "events"])]
+    pub repair: bool,
+
+    /// Replay options (also `--json` for `--info` and `--events`).
+    #[command(flatten)]
+    pub replay: ReplayOptions,
+}
+
+/// Options of a replay. Agnostic of the GPU API: every backend reads the same set.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayOptions {
+    /// Machine-readable output: the replay summary (or `--info`) as one JSON object, `--events`
+    /// as JSON Lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Relative tolerance of D2H comparisons (0: exact).
+    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = non_negative_f64)]
+    pub rtol: f64,
+
+    /// Absolute tolerance of D2H comparisons (0: exact).
+    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = non_negative_f64)]
+    pub atol: f64,
+
+    /// Do not place allocations at their recorded addresses (translate pointers instead).
+    #[arg(long)]
+    pub no_placement: bool,
+
+    /// Wait for the GPU after every kernel launch, so a fault names the kernel that caused it.
+    #[arg(long)]
+    pub sync_after_launch: bool,
+
+    /// Give up on a synchronisation that takes longer than this many milliseconds (0: never).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub sync_watchdog_ms: u64,
+
+    /// Only launch kernels whose name matches (regular expression, or plain substring).
+    #[arg(long, value_name = "PATTERN")]
+    pub kernel_filter: Option<String>,
+
+    /// Replay the sequence this many times.
+    #[arg(long = "loop", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub loop_count: u32,
+
+    /// Do not show progress on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+
+    /// GPU driver library to load instead of libcuda.so.1 (or libamdhip64.so for HIP).
+    #[arg(long, value_name = "PATH")]
+    pub runtime: Option<PathBuf>,
+
+    /// Trace every replayed call on stderr.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            json: false,
+            rtol: 0.0,
+            atol: 0.0,
+            no_placement: false,
+            sync_after_launch: false,
+            sync_watchdog_ms: 0,
+            kernel_filter: None,
+            loop_count: 1,
+            no_progress: false,
+            runtime: None,
+            verbose: false,
+        }
+    }
+}
+
+fn non_negative_f64(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err("must be a finite number >= 0".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn replay_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "hrr-playback",
+            "a.hrr",
+            "--rtol",
+            "1e-3",
+            "--atol=0.5",
+            "--no-placement",
+            "--sync-after-launch",
+            "--sync-watchdog-ms",
+            "500",
+            "--kernel-filter",
+            "gemm",
+            "--loop",
+            "3",
+            "--no-progress",
+            "--runtime",
+            "/x/libcuda.so.1",
+            "-v",
+            "--json",
+        ])
+        .unwrap();
+        let r = &cli.replay;
+        assert_eq!((r.rtol, r.atol, r.sync_watchdog_ms, r.loop_count), (1e-3, 0.5, 500, 3));
+        assert!(r.no_placement && r.sync_after_launch && r.no_progress && r.verbose && r.json);
+        assert_eq!(r.kernel_filter.as_deref(), Some("gemm"));
+        let d = ReplayOptions::default();
+        assert_eq!((d.rtol, d.atol, d.loop_count), (0.0, 0.0, 1));
+        assert!(Cli::try_parse_from(["hrr-playback", "a", "--loop", "0"]).is_err());
+        assert!(Cli::try_parse_from(["hrr-playback", "a", "--rtol", "-1"]).is_err());
+        assert!(Cli::try_parse_from(["hrr-playback"]).is_err());
+        assert!(Cli::try_parse_from(["hrr-playback", "--version"]).is_ok());
+        assert!(Cli::try_parse_from(["hrr-playback", "a", "--repair", "--info"]).is_err());
+    }
+}

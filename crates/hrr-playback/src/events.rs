@@ -1,0 +1,141 @@
+//! `--events`: the whole recorded sequence, streamed (one record in memory at a time), every
+//! field decoded by name from the schema record.
+//!
+//! # Text
+//!
+//! One line per event: `#<seq> T<thread id> +<ms since the first event> <call>(<field>=<value>, ...)`.
+//! A record type the schema does not name prints as `type-0x<id> <n> bytes`; a payload that does
+//! not match its schema entry prints `<call>(<undecodable: why>)`. A last line `# end: ...` says how
+//! the stream ended: complete, or why not (the writer's "incomplete" marks, a torn tail, ...).
+//!
+//! # JSON Lines (`--events --json`)
+//!
+//! One object per event, keys in this order and stable:
+//! `{"seq", "timestamp_ns", "thread_id", "type", "name", "fields": {name: value}}`; values as
+//! `hrr_archive::schema::Value::to_json` gives them (integers as numbers, addresses, handles,
+//! bytes and object ids as hex strings, absent objects as null). An unknown type adds
+//! `"payload_bytes"`, an undecodable payload adds `"error"` (both with empty `fields`). Listing
+//! several processes of a root adds `"pid"` first. The end of the stream (marks, completeness)
+//! goes to stderr as `[HRR] ...` lines so that stdout holds events only.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Result;
+use hrr_archive::framing::{FIRST_RESERVED_TYPE, TYPE_REGION};
+use hrr_archive::reader::EventReader;
+use hrr_archive::schema::decode_fields;
+use hrr_archive::writer::EVENTS_FILE;
+use serde_json::{Map, Value as J};
+
+use crate::info::check_links;
+use crate::output;
+
+fn unknown_name(kind: u16) -> String {
+    if kind == TYPE_REGION {
+        "region-event".into()
+    } else if kind >= FIRST_RESERVED_TYPE {
+        format!("reserved-0x{kind:04x}")
+    } else {
+        format!("type-0x{kind:04x}")
+    }
+}
+
+/// Stream the events of the capture in `dir`. `pid` (set when listing several processes of a
+/// root) is added to every JSON object. Returns the number of events printed.
+pub fn print(out: &mut dyn Write, dir: &Path, json: bool, pid: Option<u32>) -> Result<u64> {
+    check_links(dir)?;
+    let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
+    let schema = reader.schema().cloned();
+    let mut first_ts: Option<u64> = None;
+    let mut n = 0u64;
+    let mut line = String::new();
+    for rec in reader.by_ref() {
+        let rec = rec?;
+        let h = rec.header;
+        let t0 = *first_ts.get_or_insert(h.timestamp_ns);
+        let call = schema.as_ref().and_then(|s| s.call(h.kind));
+        let decoded = call.map(|c| decode_fields(c, &rec.payload));
+        n += 1;
+        if json {
+            let mut o = Map::new();
+            if let Some(pid) = pid {
+                o.insert("pid".into(), pid.into());
+            }
+            o.insert("seq".into(), h.seq.into());
+            o.insert("timestamp_ns".into(), h.timestamp_ns.into());
+            o.insert("thread_id".into(), h.thread_id.into());
+            o.insert("type".into(), h.kind.into());
+            let name = call.map_or_else(|| unknown_name(h.kind), |c| c.name.clone());
+            o.insert("name".into(), name.into());
+            let mut fields = Map::new();
+            match decoded {
+                Some(Ok(f)) => {
+                    for (k, v) in f {
+                        fields.insert(k.to_string(), v.to_json());
+                    }
+                    o.insert("fields".into(), J::Object(fields));
+                }
+                Some(Err(why)) => {
+                    o.insert("fields".into(), J::Object(fields));
+                    o.insert("error".into(), why.into());
+                }
+                None => {
+                    o.insert("fields".into(), J::Object(fields));
+                    o.insert("payload_bytes".into(), rec.payload.len().into());
+                }
+            }
+            serde_json::to_writer(&mut *out, &J::Object(o))?;
+            out.write_all(b"\n")?;
+            continue;
+        }
+        line.clear();
+        use std::fmt::Write as _;
+        let _ = write!(
+            line,
+            "#{} T{} {} ",
+            h.seq,
+            h.thread_id,
+            output::signed_millis(h.timestamp_ns as i128 - t0 as i128)
+        );
+        match (call, decoded) {
+            (Some(c), Some(Ok(f))) => {
+                let _ = write!(line, "{}(", c.name);
+                for (i, (k, v)) in f.iter().enumerate() {
+                    if i > 0 {
+                        line.push_str(", ");
+                    }
+                    let _ = write!(line, "{k}={v}");
+                }
+                line.push(')');
+            }
+            (Some(c), Some(Err(why))) => {
+                let _ = write!(line, "{}(<undecodable: {why}>)", c.name);
+            }
+            _ => {
+                let _ = write!(line, "{} {} bytes", unknown_name(h.kind), rec.payload.len());
+            }
+        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+    }
+    let rec = reader.recovery();
+    if json {
+        out.flush()?;
+        for why in rec.incompleteness() {
+            eprintln!("[HRR] {}: incomplete: {why}", dir.display());
+        }
+    } else {
+        if rec.complete() {
+            writeln!(out, "# end: {} events, complete", rec.records)?;
+        } else {
+            writeln!(
+                out,
+                "# end: {} events, incomplete: {}",
+                rec.records,
+                rec.incompleteness().join("; ")
+            )?;
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,597 @@
+//! `--info`: what an archive holds, without a GPU and without writing anything.
+//!
+//! On an archive root it lists the processes (the user guide's block); on one `pid-<pid>/`
+//! capture it gives the detail: completeness and why, events, threads, objects, the breakdown of
+//! calls and kernels by name and the manifest's facts. Every count comes from one streaming pass
+//! over events.bin (bounded memory), so a crashed capture shows real numbers.
+//!
+//! # JSON (`--info --json`)
+//!
+//! One object on one line. Key names are stable: new keys may be added, none is renamed or removed.
+//!
+//! Process capture:
+//! - `kind`: `"process"`; `path`: the folder as given; `pid`, `parent_pid` (null when unknown)
+//! - `api`, `api_version`: from the schema record (null when events.bin has none)
+//! - `complete` (bool), `incomplete_reasons` (array of strings, empty when complete)
+//! - `events`: records after the schema record (writer marks included, trailer excluded)
+//! - `threads`: thread ids in first-seen order; `thread_count`
+//! - `first_timestamp_ns`, `last_timestamp_ns`, `duration_ns` (null without events)
+//! - `blobs`, `blob_bytes`, `code_objects`, `code_object_bytes`, `events_bin_bytes`
+//! - `kernel_launches`, `graph_launches`, `d2h_copies`, `failed_calls`, `undecodable_payloads`
+//! - `calls`: `[{"name", "count"}]` by count descending, then name
+//! - `kernels`: `[{"name", "launches"}]` by launches descending, then name
+//! - `manifest_error`: null or why manifest.json could not be used
+//! - `metadata`: the manifest's `metadata` object or null; `device_name`, `compute_capability`,
+//!   `driver_version`: strings picked out of it, or null
+//! - `unreplayable_calls`: `{call: [reason, ...]}`; `passthrough_calls`: `{call: count}`
+//! - `active_marker`: whether an `active` marker is present
+//!
+//! Archive root:
+//! - `kind`: `"root"`; `path`; `capture_mode`; `owner_pid`
+//! - `root_manifest`: `"ok"`, `"stale"`, `"missing"` or `"invalid"` (then the index was rebuilt
+//!   in memory from the process manifests)
+//! - `processes`: `[{"pid", "parent_pid", "complete", "events", "blobs", "path",
+//!   "incomplete_reasons", "error"}]` sorted by pid (`events`, `parent_pid` null when unknown,
+//!   `error` null unless the capture could not be read)
+//! - `notes`: further findings as strings
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use hrr_archive::blobs::count_objects;
+use hrr_archive::framing::{trailer_total, RecordHeader, RECORD_HEADER_LEN, TRAILER_LEN};
+use hrr_archive::manifest::{self, ProcessManifest, RootManifest, MANIFEST};
+use hrr_archive::reader::{EventReader, Recovery};
+use hrr_archive::summary::{summarize, ProcessSummary};
+use hrr_archive::writer::{ACTIVE_MARKER, EVENTS_FILE};
+use hrr_archive::{fsutil, Error};
+use serde_json::{json, Value};
+
+use crate::output::{self, Table};
+
+const RULE: &str = "========================================";
+
+/// Refuse archives whose well-known files are symbolic links (they are never followed).
+pub fn check_links(dir: &Path) -> Result<()> {
+    for name in [EVENTS_FILE, MANIFEST] {
+        let p = dir.join(name);
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::Symlink(p).into());
+        }
+    }
+    Ok(())
+}
+
+/// What the root listing knows about one process capture.
+#[derive(Debug)]
+pub struct ProcessRow {
+    /// pid (from the folder name).
+    pub pid: u32,
+    /// Parent pid from the manifest.
+    pub parent_pid: Option<u32>,
+    /// Clean shutdown, nothing dropped, manifest agrees.
+    pub complete: bool,
+    /// Events recorded.
+    pub events: Option<u64>,
+    /// `.blob` files.
+    pub blobs: Option<u64>,
+    /// The folder.
+    pub path: PathBuf,
+    /// Why it is not complete.
+    pub reasons: Vec<String>,
+    /// Why it could not be read at all.
+    pub error: Option<anyhow::Error>,
+}
+
+/// Is a capture's writer alive? (`active` marker naming a running process other than us.)
+fn running_writer(dir: &Path) -> Option<u32> {
+    let text = fsutil::read_small(&dir.join(ACTIVE_MARKER), 4096).ok()?;
+    let pid: u32 = String::from_utf8_lossy(&text).trim().parse().ok()?;
+    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
+}
+
+/// What became of reading a process manifest.
+enum ManifestState<'a> {
+    Ok(&'a ProcessManifest),
+    Missing,
+    Bad(String),
+}
+
+impl<'a> ManifestState<'a> {
+    fn of(r: &'a std::result::Result<ProcessManifest, Error>) -> Self {
+        match r {
+            Ok(m) => ManifestState::Ok(m),
+            Err(Error::Missing(_)) => ManifestState::Missing,
+            Err(e) => ManifestState::Bad(e.to_string()),
+        }
+    }
+
+    /// Reasons that come from the manifest rather than the event stream.
+    fn reasons(&self, stream_complete: bool) -> Vec<String> {
+        match self {
+            ManifestState::Missing => vec!["manifest.json is missing".into()],
+            ManifestState::Bad(e) => vec![format!("manifest problem: {e}")],
+            ManifestState::Ok(m) if !m.complete && stream_complete => {
+                vec![match &m.incomplete_reason {
+                    Some(r) => format!("manifest.json says incomplete: {r}"),
+                    None => "manifest.json says incomplete".into(),
+                }]
+            }
+            ManifestState::Ok(_) => Vec::new(),
+        }
+    }
+}
+
+/// Does events.bin end with a trailer counting `count` events (and carry a readable header)?
+fn trailer_matches(events: &Path, count: u64) -> hrr_archive::Result<bool> {
+    EventReader::open(events)?;
+    let mut f = fsutil::open_read(events)?;
+    let len = f
+        .metadata()
+        .map_err(|source| Error::Io { path: events.into(), source })?
+        .len();
+    if len < TRAILER_LEN as u64 {
+        return Ok(false);
+    }
+    let mut b = [0u8; TRAILER_LEN];
+    f.seek(SeekFrom::Start(len - TRAILER_LEN as u64))
+        .and_then(|_| f.read_exact(&mut b))
+        .map_err(|source| Error::Io { path: events.into(), source })?;
+    let mut hb = [0u8; RECORD_HEADER_LEN];
+    hb.copy_from_slice(&b[..RECORD_HEADER_LEN]);
+    let header = RecordHeader::decode(&hb);
+    Ok(trailer_total(&header, &b[RECORD_HEADER_LEN..]) == Some(count))
+}
+
+/// Stream events.bin (headers only) to the end.
+fn scan(events: &Path) -> hrr_archive::Result<Recovery> {
+    let mut r = EventReader::open(events)?.skip_payloads();
+    while r.next_raw()?.is_some() {}
+    Ok(r.recovery().clone())
+}
+
+/// Gather one row of the root listing. Only a link where a file must be is an error here;
+/// anything else unreadable is kept in the row.
+pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
+    check_links(dir)?;
+    let events_path = dir.join(EVENTS_FILE);
+    let manifest = manifest::read_process_manifest(dir);
+    let mut row = ProcessRow {
+        pid,
+        parent_pid: manifest.as_ref().ok().map(|m| m.parent_pid),
+        complete: false,
+        events: None,
+        blobs: None,
+        path: dir.to_path_buf(),
+        reasons: Vec::new(),
+        error: None,
+    };
+    match count_objects(dir) {
+        Ok(c) => row.blobs = Some(c.blobs),
+        Err(e) => row.reasons.push(format!("cannot count blobs: {e}")),
+    }
+    if std::fs::symlink_metadata(&events_path).is_err() {
+        row.reasons.push("events.bin is missing".into());
+        row.reasons.extend(ManifestState::of(&manifest).reasons(false));
+        return Ok(row);
+    }
+    if let Ok(m) = &manifest {
+        if m.complete && matches!(trailer_matches(&events_path, m.event_count), Ok(true)) {
+            row.complete = true;
+            row.events = Some(m.event_count);
+            return Ok(row);
+        }
+    }
+    match scan(&events_path) {
+        Ok(rec) => {
+            row.events = Some(rec.records);
+            row.reasons = rec.incompleteness();
+            row.reasons
+                .extend(ManifestState::of(&manifest).reasons(rec.complete()));
+        }
+        Err(e) => {
+            row.error = Some(e.into());
+            return Ok(row);
+        }
+    }
+    if let Some(pid) = running_writer(dir) {
+        row.reasons.push(format!("capture still running (pid {pid} holds it)"));
+    }
+    row.complete = row.reasons.is_empty();
+    Ok(row)
+}
+
+/// The root listing: header facts and one row per process.
+#[derive(Debug)]
+pub struct RootInfo {
+    /// The root as given.
+    pub path: PathBuf,
+    /// Capture mode (root manifest, else `in-tree`).
+    pub capture_mode: String,
+    /// Owner pid (root manifest, else the rule applied in memory).
+    pub owner_pid: u32,
+    /// `ok`, `stale`, `missing` or `invalid`.
+    pub root_manifest: &'static str,
+    /// Rows sorted by pid.
+    pub rows: Vec<ProcessRow>,
+    /// Further findings.
+    pub notes: Vec<String>,
+}
+
+/// Gather the root listing (reads only).
+pub fn root_info(root: &Path, processes: &[(u32, PathBuf)]) -> Result<RootInfo> {
+    let root_manifest_path = root.join(MANIFEST);
+    if std::fs::symlink_metadata(&root_manifest_path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::Symlink(root_manifest_path).into());
+    }
+    let rows = processes
+        .iter()
+        .map(|(pid, dir)| process_row(*pid, dir))
+        .collect::<Result<Vec<_>>>()?;
+    let mut notes = Vec::new();
+    let from_memory = || -> Result<RootManifest> {
+        Ok(manifest::build_root_index(root)?
+            .manifest
+            .expect("the index is always built in memory"))
+    };
+    let (m, status) = match manifest::read_root_manifest(root) {
+        Ok(m) => (m, "ok"),
+        Err(Error::Missing(_)) => {
+            notes.push(
+                "root manifest.json is missing; the index above was rebuilt in memory".to_string(),
+            );
+            (from_memory()?, "missing")
+        }
+        Err(e) => {
+            notes.push(format!(
+                "root manifest problem: {e}; the index above was rebuilt in memory"
+            ));
+            (from_memory()?, "invalid")
+        }
+    };
+    let mut status = status;
+    if status == "ok" {
+        let stale = m.processes.len() != rows.len()
+            || m.processes.iter().zip(&rows).any(|(p, r)| {
+                p.pid != r.pid || p.complete != r.complete || Some(p.event_count) != r.events
+            });
+        if stale {
+            status = "stale";
+            notes.push(
+                "root manifest.json is out of date (written before the processes ended); \
+                 the rows above come from each process capture"
+                    .to_string(),
+            );
+        }
+    }
+    Ok(RootInfo {
+        path: root.to_path_buf(),
+        capture_mode: m.capture_mode,
+        owner_pid: m.owner_pid,
+        root_manifest: status,
+        rows,
+        notes,
+    })
+}
+
+/// Write the process table of a root (also used when asking the user to choose a process).
+pub fn write_process_table(out: &mut dyn Write, rows: &[ProcessRow]) -> std::io::Result<()> {
+    let mut t = Table::new(["PID", "Parent PID", "Complete", "Events", "Blobs", "Path"]);
+    for r in rows {
+        t.row([
+            r.pid.to_string(),
+            r.parent_pid.map_or("?".into(), |p| p.to_string()),
+            if r.complete { "yes" } else { "NO" }.to_string(),
+            r.events.map_or("?".into(), |e| e.to_string()),
+            r.blobs.map_or("?".into(), |b| b.to_string()),
+            r.path.display().to_string(),
+        ]);
+    }
+    t.write(out)
+}
+
+/// Print the root listing (text or JSON). Returns the processes that could not be read.
+pub fn print_root<'a>(
+    out: &mut dyn Write,
+    info: &'a RootInfo,
+    json: bool,
+) -> Result<Vec<&'a ProcessRow>> {
+    let unreadable: Vec<&ProcessRow> = info.rows.iter().filter(|r| r.error.is_some()).collect();
+    if json {
+        let processes: Vec<Value> = info
+            .rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "pid": r.pid,
+                    "parent_pid": r.parent_pid,
+                    "complete": r.complete,
+                    "events": r.events,
+                    "blobs": r.blobs,
+                    "path": r.path.display().to_string(),
+                    "incomplete_reasons": r.reasons,
+                    "error": r.error.as_ref().map(|e| format!("{e:#}")),
+                })
+            })
+            .collect();
+        let v = json!({
+            "kind": "root",
+            "path": info.path.display().to_string(),
+            "capture_mode": info.capture_mode,
+            "owner_pid": info.owner_pid,
+            "root_manifest": info.root_manifest,
+            "processes": processes,
+            "notes": info.notes,
+        });
+        serde_json::to_writer(&mut *out, &v)?;
+        writeln!(out)?;
+        return Ok(unreadable);
+    }
+    writeln!(out, "HRR Archive Root: {}", info.path.display())?;
+    writeln!(out, "{RULE}")?;
+    writeln!(out, "Capture Mode: {}", info.capture_mode)?;
+    writeln!(out, "Owner PID: {}", info.owner_pid)?;
+    writeln!(out, "Processes: {}", info.rows.len())?;
+    write_process_table(out, &info.rows)?;
+    let incomplete: Vec<&ProcessRow> = info.rows.iter().filter(|r| !r.complete).collect();
+    if !incomplete.is_empty() || !info.notes.is_empty() {
+        writeln!(out)?;
+    }
+    for r in &incomplete {
+        match &r.error {
+            Some(e) => writeln!(out, "pid-{} could not be read: {e:#}", r.pid)?,
+            None => writeln!(out, "pid-{} is incomplete: {}", r.pid, r.reasons.join("; "))?,
+        }
+    }
+    for n in &info.notes {
+        writeln!(out, "Note: {n}")?;
+    }
+    let repairable = incomplete.iter().any(|r| r.error.is_none()) || info.root_manifest != "ok";
+    if repairable {
+        writeln!(out, "To repair: hrr-playback {} --repair", info.path.display())?;
+    }
+    Ok(unreadable)
+}
+
+/// A string (or number, or `[major, minor]`) from the manifest metadata: top level first, then
+/// `device`, then `devices[0]`.
+fn meta_text(meta: Option<&Value>, keys: &[&str]) -> Option<String> {
+    let meta = meta?;
+    let places = [
+        Some(meta),
+        meta.get("device"),
+        meta.get("devices").and_then(|d| d.get(0)),
+    ];
+    for place in places.into_iter().flatten() {
+        for key in keys {
+            match place.get(*key) {
+                Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
+                Some(Value::Number(n)) => return Some(n.to_string()),
+                Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_number) => {
+                    return Some(a.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("."))
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// Everything the process detail prints, with the reasons combined.
+struct ProcessView<'a> {
+    dir: &'a Path,
+    s: ProcessSummary,
+    pid: Option<u32>,
+    parent_pid: Option<u32>,
+    reasons: Vec<String>,
+    complete: bool,
+}
+
+fn view(dir: &Path) -> Result<ProcessView<'_>> {
+    check_links(dir)?;
+    let s = summarize(dir)?;
+    let stream_complete = s.complete();
+    let mut reasons = s.incompleteness();
+    let state = match (&s.manifest, &s.manifest_error) {
+        (Some(m), _) => ManifestState::Ok(m),
+        _ if std::fs::symlink_metadata(dir.join(MANIFEST)).is_err() => ManifestState::Missing,
+        (None, e) => ManifestState::Bad(e.clone().unwrap_or_default()),
+    };
+    reasons.extend(state.reasons(stream_complete));
+    if let Some(pid) = running_writer(dir) {
+        reasons.push(format!("capture still running (pid {pid} holds it)"));
+    }
+    let dir_pid = dir
+        .file_name()
+        .and_then(|n| manifest::parse_pid_dir_name(&n.to_string_lossy()));
+    Ok(ProcessView {
+        dir,
+        pid: s.manifest.as_ref().map(|m| m.pid).or(dir_pid),
+        parent_pid: s.manifest.as_ref().map(|m| m.parent_pid),
+        complete: reasons.is_empty(),
+        reasons,
+        s,
+    })
+}
+
+fn sorted_counts(map: &std::collections::BTreeMap<String, u64>) -> Vec<(&str, u64)> {
+    let mut v: Vec<(&str, u64)> = map.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v
+}
+
+/// Print the detail of one process capture. Returns whether it is complete.
+pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool> {
+    let v = view(dir)?;
+    let s = &v.s;
+    let meta = s.manifest.as_ref().and_then(|m| m.metadata.as_ref());
+    let device = meta_text(meta, &["device_name", "name"]);
+    let cc = meta_text(meta, &["compute_capability", "gcn_arch_name"]);
+    let driver = meta_text(meta, &["driver_version"]);
+    let empty_unrep = Default::default();
+    let empty_pass = Default::default();
+    let unreplayable = s.manifest.as_ref().map_or(&empty_unrep, |m| &m.unreplayable_apis);
+    let passthrough = s.manifest.as_ref().map_or(&empty_pass, |m| &m.passthrough_calls);
+    let calls = sorted_counts(&s.calls);
+    let kernels = sorted_counts(&s.kernels);
+    if json {
+        let j = json!({
+            "kind": "process",
+            "path": v.dir.display().to_string(),
+            "pid": v.pid,
+            "parent_pid": v.parent_pid,
+            "api": s.schema.as_ref().map(|x| x.api.clone()),
+            "api_version": s.schema.as_ref().map(|x| x.api_version),
+            "complete": v.complete,
+            "incomplete_reasons": v.reasons,
+            "events": s.events,
+            "threads": s.threads,
+            "thread_count": s.threads.len(),
+            "first_timestamp_ns": s.time_span_ns.map(|t| t.0),
+            "last_timestamp_ns": s.time_span_ns.map(|t| t.1),
+            "duration_ns": s.time_span_ns.map(|t| t.1 - t.0),
+            "blobs": s.objects.blobs,
+            "blob_bytes": s.objects.blob_bytes,
+            "code_objects": s.objects.code_objects,
+            "code_object_bytes": s.objects.code_object_bytes,
+            "events_bin_bytes": s.events_bytes,
+            "kernel_launches": s.launches,
+            "graph_launches": s.graph_launches,
+            "d2h_copies": s.d2h_copies,
+            "failed_calls": s.failed_calls,
+            "undecodable_payloads": s.undecodable,
+            "calls": calls.iter().map(|(n, c)| json!({"name": n, "count": c})).collect::<Vec<_>>(),
+            "kernels": kernels.iter().map(|(n, c)| json!({"name": n, "launches": c})).collect::<Vec<_>>(),
+            "manifest_error": s.manifest_error,
+            "metadata": meta,
+            "device_name": device,
+            "compute_capability": cc,
+            "driver_version": driver,
+            "unreplayable_calls": unreplayable,
+            "passthrough_calls": passthrough,
+            "active_marker": s.active_marker,
+        });
+        serde_json::to_writer(&mut *out, &j)?;
+        writeln!(out)?;
+        return Ok(v.complete);
+    }
+    let kv = |out: &mut dyn Write, k: &str, val: &str| writeln!(out, "{:<20}{val}", format!("{k}:"));
+    writeln!(out, "HRR Archive: {}", v.dir.display())?;
+    writeln!(out, "{RULE}")?;
+    kv(out, "PID", &v.pid.map_or("?".into(), |p| p.to_string()))?;
+    kv(out, "Parent PID", &v.parent_pid.map_or("?".into(), |p| p.to_string()))?;
+    let api = match &s.schema {
+        Some(x) => format!("{} {}", x.api, x.api_version),
+        None => "unknown (events.bin carries no schema record)".into(),
+    };
+    kv(out, "API", &api)?;
+    if v.complete {
+        kv(out, "Complete", "yes (clean shutdown)")?;
+    } else {
+        kv(out, "Complete", "NO")?;
+        for r in &v.reasons {
+            writeln!(out, "{:<20}- {r}", "")?;
+        }
+    }
+    kv(out, "Events", &s.events.to_string())?;
+    let mut threads = s
+        .threads
+        .iter()
+        .take(16)
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if s.threads.len() > 16 {
+        threads.push_str(&format!(", ... {} more", s.threads.len() - 16));
+    }
+    let threads = if s.threads.is_empty() {
+        "0".to_string()
+    } else {
+        format!("{} ({threads})", s.threads.len())
+    };
+    kv(out, "Threads", &threads)?;
+    let span = match s.time_span_ns {
+        Some((a, b)) => format!("{} ms (from {})", output::millis(b - a), output::utc(a)),
+        None => "-".into(),
+    };
+    kv(out, "Time span", &span)?;
+    kv(out, "Blobs", &format!("{}, {}", s.objects.blobs, output::bytes(s.objects.blob_bytes)))?;
+    kv(
+        out,
+        "Code objects",
+        &format!("{}, {}", s.objects.code_objects, output::bytes(s.objects.code_object_bytes)),
+    )?;
+    kv(out, "events.bin", &output::bytes(s.events_bytes))?;
+    kv(out, "Kernel launches", &s.launches.to_string())?;
+    kv(out, "Graph launches", &s.graph_launches.to_string())?;
+    kv(out, "D2H copies", &s.d2h_copies.to_string())?;
+    kv(out, "Failed calls", &s.failed_calls.to_string())?;
+    if s.undecodable > 0 {
+        kv(out, "Undecodable", &format!("{} payloads do not match the schema", s.undecodable))?;
+    }
+    kv(out, "Device", device.as_deref().unwrap_or("-"))?;
+    kv(out, "Compute capability", cc.as_deref().unwrap_or("-"))?;
+    kv(out, "Driver version", driver.as_deref().unwrap_or("-"))?;
+
+    writeln!(out)?;
+    writeln!(out, "Calls by name:")?;
+    if calls.is_empty() {
+        writeln!(out, "  none")?;
+    } else {
+        let mut t = Table::new(["Call", "Count"]).indent(2).max_width(60);
+        for (n, c) in &calls {
+            t.row([n.to_string(), c.to_string()]);
+        }
+        t.write(out)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Kernels by name:")?;
+    if kernels.is_empty() {
+        writeln!(out, "  none")?;
+    } else {
+        let mut t = Table::new(["Kernel", "Launches"]).indent(2).max_width(60);
+        for (n, c) in &kernels {
+            t.row([n.to_string(), c.to_string()]);
+        }
+        t.write(out)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Unreplayable calls (from the manifest):")?;
+    if unreplayable.is_empty() {
+        writeln!(out, "  none")?;
+    }
+    for (name, why) in unreplayable {
+        writeln!(out, "  {name}: {}", why.join("; "))?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Passthrough calls (called, not recorded; from the manifest):")?;
+    if passthrough.is_empty() {
+        writeln!(out, "  none")?;
+    } else {
+        let mut t = Table::new(["Call", "Count"]).indent(2).max_width(60);
+        for (n, c) in sorted_counts(passthrough) {
+            t.row([n.to_string(), c.to_string()]);
+        }
+        t.write(out)?;
+    }
+    if !v.complete {
+        writeln!(out)?;
+        writeln!(out, "To repair: hrr-playback {} --repair", v.dir.display())?;
+    }
+    Ok(v.complete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_facts_are_found_at_top_level_or_in_the_first_device() {
+        let m = json!({"driver_version": 13000, "devices": [{"name": "NVIDIA H200", "compute_capability": [9, 0]}]});
+        assert_eq!(meta_text(Some(&m), &["device_name", "name"]).as_deref(), Some("NVIDIA H200"));
+        assert_eq!(meta_text(Some(&m), &["compute_capability"]).as_deref(), Some("9.0"));
+        assert_eq!(meta_text(Some(&m), &["driver_version"]).as_deref(), Some("13000"));
+        assert_eq!(meta_text(None, &["x"]), None);
+    }
+}

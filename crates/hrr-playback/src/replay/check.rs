@@ -1,0 +1,79 @@
+//! D2H checks: what the GPU produces now against what the original run copied back. Exact by
+//! default; with `--rtol/--atol` the bytes are compared as f32 values (NaN equals NaN).
+
+/// Tolerances; both zero means exact.
+#[derive(Debug, Clone, Copy)]
+pub struct Tolerance {
+    /// Relative.
+    pub rtol: f64,
+    /// Absolute.
+    pub atol: f64,
+}
+
+/// Running tally.
+#[derive(Debug, Default)]
+pub struct Checks {
+    /// Identical bytes.
+    pub exact: u64,
+    /// Equal within tolerance.
+    pub within_tol: u64,
+    /// Different.
+    pub fail: u64,
+    /// No recorded result to compare with.
+    pub skipped: u64,
+    /// The first mismatches, described.
+    pub mismatches: Vec<String>,
+}
+
+impl Checks {
+    /// Compare one copy.
+    pub fn compare(&mut self, seq: u64, call: &str, got: &[u8], want: Option<&[u8]>, tol: Tolerance) {
+        let Some(want) = want else {
+            self.skipped += 1;
+            return;
+        };
+        if got == want {
+            self.exact += 1;
+            return;
+        }
+        if got.len() == want.len() && (tol.rtol > 0.0 || tol.atol > 0.0) && got.len() % 4 == 0 {
+            let close = got.chunks_exact(4).zip(want.chunks_exact(4)).all(|(a, b)| {
+                let a = f32::from_le_bytes(a.try_into().expect("4")) as f64;
+                let b = f32::from_le_bytes(b.try_into().expect("4")) as f64;
+                (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol.atol + tol.rtol * b.abs()
+            });
+            if close {
+                self.within_tol += 1;
+                return;
+            }
+        }
+        self.fail += 1;
+        if self.mismatches.len() < 10 {
+            let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+            let differing = got.iter().zip(want).filter(|(a, b)| a != b).count() + got.len().abs_diff(want.len());
+            self.mismatches.push(format!(
+                "event #{seq} {call}: {differing} of {} bytes differ, first at offset {first}",
+                want.len()
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_tolerance_and_failure() {
+        let mut c = Checks::default();
+        let exact = Tolerance { rtol: 0.0, atol: 0.0 };
+        c.compare(1, "x", b"abcd", Some(b"abcd"), exact);
+        let a = 1.0f32.to_le_bytes();
+        let b = 1.0001f32.to_le_bytes();
+        c.compare(2, "x", &a, Some(&b), exact);
+        c.compare(3, "x", &a, Some(&b), Tolerance { rtol: 1e-3, atol: 0.0 });
+        c.compare(4, "x", &a, None, exact);
+        assert_eq!((c.exact, c.within_tol, c.fail, c.skipped), (1, 1, 1, 1));
+        assert!(c.mismatches[0].contains("event #2"), "{:?}", c.mismatches);
+    }
+}

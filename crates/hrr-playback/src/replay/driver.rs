@@ -1,0 +1,184 @@
+//! The CUDA driver, loaded at run time with libloading (no link-time CUDA dependency): a table of
+//! the entry points replay uses, each optional so a missing one is an error at its first use.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+
+/// `CUresult`.
+pub type CUresult = c_int;
+/// Opaque handle.
+pub type H = *mut c_void;
+
+macro_rules! driver_api {
+    ($( $name:ident : fn($($t:ty),*); )*) => {
+        /// Entry points of the driver replay uses.
+        #[allow(non_snake_case)]
+        pub struct Api {
+            $( pub $name: Option<unsafe extern "C" fn($($t),*) -> CUresult>, )*
+            _lib: libloading::Library,
+            /// Where the library was loaded from.
+            pub path: String,
+        }
+
+        impl Api {
+            /// Load the driver library `name` (default `libcuda.so.1`).
+            pub fn load(name: Option<&Path>) -> Result<Self> {
+                let name = name.map(|p| p.as_os_str().to_owned()).unwrap_or_else(|| "libcuda.so.1".into());
+                // SAFETY: loading the GPU driver, whose initialisers are its own.
+                let lib = unsafe { libloading::Library::new(&name) }
+                    .with_context(|| format!("cannot load the CUDA driver {}", name.to_string_lossy()))?;
+                // SAFETY: each symbol is cast to its documented signature.
+                unsafe {
+                    let api = Api {
+                        $( $name: lib.get::<unsafe extern "C" fn($($t),*) -> CUresult>(concat!(stringify!($name), "\0").as_bytes()).ok().map(|s| *s), )*
+                        path: String::new(),
+                        _lib: lib,
+                    };
+                    let path = api.cuInit.map(|f| loaded_from(f as *const c_void)).unwrap_or_else(|| name.to_string_lossy().into_owned());
+                    Ok(Api { path, ..api })
+                }
+            }
+        }
+    };
+}
+
+driver_api! {
+    cuInit: fn(c_uint);
+    cuDriverGetVersion: fn(*mut c_int);
+    cuDeviceGet: fn(*mut c_int, c_int);
+    cuDeviceGetName: fn(*mut c_char, c_int, c_int);
+    cuDeviceGetAttribute: fn(*mut c_int, c_int, c_int);
+    cuDevicePrimaryCtxRetain: fn(*mut H, c_int);
+    cuCtxSetCurrent: fn(H);
+    cuCtxSynchronize: fn();
+    cuGetErrorName: fn(c_int, *mut *const c_char);
+    cuMemAlloc_v2: fn(*mut u64, usize);
+    cuMemFree_v2: fn(u64);
+    cuMemAllocManaged: fn(*mut u64, usize, c_uint);
+    cuMemHostAlloc: fn(*mut *mut c_void, usize, c_uint);
+    cuMemAddressReserve: fn(*mut u64, usize, usize, u64, u64);
+    cuMemAddressFree: fn(u64, usize);
+    cuMemCreate: fn(*mut u64, usize, *const u8, u64);
+    cuMemRelease: fn(u64);
+    cuMemMap: fn(u64, usize, usize, u64, u64);
+    cuMemUnmap: fn(u64, usize);
+    cuMemSetAccess: fn(u64, usize, *const u8, usize);
+    cuMemGetAllocationGranularity: fn(*mut usize, *const u8, c_int);
+    cuMemcpyHtoDAsync_v2: fn(u64, *const c_void, usize, H);
+    cuMemcpyDtoHAsync_v2: fn(*mut c_void, u64, usize, H);
+    cuMemcpyDtoDAsync_v2: fn(u64, u64, usize, H);
+    cuMemsetD8Async: fn(u64, u8, usize, H);
+    cuMemsetD16Async: fn(u64, u16, usize, H);
+    cuMemsetD32Async: fn(u64, u32, usize, H);
+    cuModuleLoadData: fn(*mut H, *const c_void);
+    cuModuleGetFunction: fn(*mut H, H, *const c_char);
+    cuModuleGetGlobal_v2: fn(*mut u64, *mut usize, H, *const c_char);
+    cuLibraryLoadData: fn(*mut H, *const c_void, *mut c_int, *mut *mut c_void, c_uint, *mut c_int, *mut *mut c_void, c_uint);
+    cuLibraryGetKernel: fn(*mut H, H, *const c_char);
+    cuLibraryGetModule: fn(*mut H, H);
+    cuLibraryGetGlobal: fn(*mut u64, *mut usize, H, *const c_char);
+    cuKernelGetFunction: fn(*mut H, H);
+    cuFuncSetAttribute: fn(H, c_int, c_int);
+    cuKernelSetAttribute: fn(c_int, c_int, H, c_int);
+    cuFuncSetCacheConfig: fn(H, c_int);
+    cuLaunchKernel: fn(H, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, H, *mut *mut c_void, *mut *mut c_void);
+    cuLaunchKernelEx: fn(*const LaunchConfig, H, *mut *mut c_void, *mut *mut c_void);
+    cuLaunchCooperativeKernel: fn(H, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, H, *mut *mut c_void);
+    cuStreamCreate: fn(*mut H, c_uint);
+    cuStreamCreateWithPriority: fn(*mut H, c_uint, c_int);
+    cuStreamDestroy_v2: fn(H);
+    cuStreamSynchronize: fn(H);
+    cuStreamWaitEvent: fn(H, H, c_uint);
+    cuStreamQuery: fn(H);
+    cuEventCreate: fn(*mut H, c_uint);
+    cuEventRecord: fn(H, H);
+    cuEventRecordWithFlags: fn(H, H, c_uint);
+    cuEventSynchronize: fn(H);
+    cuEventQuery: fn(H);
+    cuEventDestroy_v2: fn(H);
+}
+
+/// `CUlaunchConfig`.
+#[repr(C)]
+pub struct LaunchConfig {
+    /// Grid.
+    pub grid: [c_uint; 3],
+    /// Block.
+    pub block: [c_uint; 3],
+    /// Dynamic shared memory.
+    pub shared_mem: c_uint,
+    /// Stream.
+    pub stream: H,
+    /// Attributes (72 bytes each).
+    pub attrs: *const u8,
+    /// Attribute count.
+    pub num_attrs: c_uint,
+}
+
+fn loaded_from(addr: *const c_void) -> String {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads.
+    if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
+        // SAFETY: a NUL-terminated path owned by the loader.
+        let p = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+        return std::fs::canonicalize(&p).map(|c| c.display().to_string()).unwrap_or(p);
+    }
+    "libcuda.so.1".into()
+}
+
+impl Api {
+    /// The driver's name for an error code.
+    pub fn error_name(&self, code: CUresult) -> String {
+        let mut p: *const c_char = std::ptr::null();
+        if let Some(f) = self.cuGetErrorName {
+            // SAFETY: out-pointer to a local.
+            if unsafe { f(code, &mut p) } == 0 && !p.is_null() {
+                // SAFETY: the driver returns a static string.
+                return unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+            }
+        }
+        format!("CUDA error {code}")
+    }
+}
+
+/// Call a driver entry point, turning a missing symbol or a non-zero result into an error.
+macro_rules! cu {
+    ($api:expr, $name:ident ( $($arg:expr),* )) => {{
+        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!("the driver has no ", stringify!($name))))?;
+        // SAFETY: arguments follow the driver's documented contract for this call.
+        let r = unsafe { f($($arg),*) };
+        if r != 0 {
+            Err($crate::replay::driver::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
+        } else {
+            Ok(())
+        }
+    }};
+}
+pub(crate) use cu;
+
+/// A driver call that returned an error.
+#[derive(Debug)]
+pub struct CallFailed {
+    /// Entry point.
+    pub call: &'static str,
+    /// Result code.
+    pub code: CUresult,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for CallFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {} ({})", self.call, self.name, self.code)
+    }
+}
+
+impl std::error::Error for CallFailed {}
+
+/// Unused-import guard for `anyhow!` in macro users.
+#[allow(dead_code)]
+fn _uses() -> anyhow::Error {
+    anyhow!("")
+}

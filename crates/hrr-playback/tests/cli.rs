@@ -1,0 +1,756 @@
+//! The `hrr-playback` command line, run as a user would: golden outputs on the checked-in demo
+//! archive (`examples/demo.hrr`), repair on copies of it, and every kind of bad input.
+//!
+//! Golden files live in `tests/golden/`; after an intended output change, regenerate them with
+//! `HRR_BLESS=1 cargo test -p hrr-playback --test cli` and review the diff.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use assert_cmd::Command;
+use hrr_archive::framing::{FileHeader, RecordHeader, FILE_HEADER_LEN, FORMAT_VERSION};
+use hrr_archive::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
+use hrr_archive::writer::ProcessWriter;
+use serde::Deserialize;
+
+#[allow(dead_code)]
+#[path = "../../hrr-archive/examples/make_demo.rs"]
+mod make_demo;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn demo() -> PathBuf {
+    workspace().join("examples/demo.hrr")
+}
+
+/// The binary, run from the workspace root (so `examples/demo.hrr` is a stable relative path).
+fn hrr() -> Command {
+    let mut c = Command::cargo_bin("hrr-playback").unwrap();
+    c.current_dir(workspace());
+    c
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Out {
+    let o = hrr().args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+fn run_in(args: &[impl AsRef<std::ffi::OsStr>]) -> Out {
+    let o = hrr().args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(o.stdout).unwrap(),
+        stderr: String::from_utf8(o.stderr).unwrap(),
+    }
+}
+
+/// Compare with `tests/golden/<name>` (or write it under `HRR_BLESS=1`).
+fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("HRR_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with HRR_BLESS=1 to create it)", path.display()));
+    assert_eq!(actual, expected, "output differs from {}", path.display());
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+            // As git checks it out: 0644, whatever the writer made.
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+}
+
+/// A copy of the demo archive in a temp folder: (guard, `<tmp>/demo.hrr`).
+fn demo_copy() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("demo.hrr");
+    copy_dir(&demo(), &d);
+    (t, d)
+}
+
+fn filter(s: &str, tmp: &Path) -> String {
+    s.replace(&tmp.display().to_string(), "<TMP>")
+}
+
+/// Every file and folder under `dir` with its size, mtime and mode.
+fn listing(dir: &Path) -> BTreeMap<PathBuf, (u64, i64, i64, u32)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            out.insert(e.path(), (m.len(), m.mtime(), m.mtime_nsec(), m.mode()));
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn test_schema() -> Schema {
+    let f = |n: &str, ty| FieldDef {
+        name: n.into(),
+        ty,
+    };
+    Schema::new(
+        "test-api",
+        7,
+        vec![
+            CallDef {
+                id: 1,
+                name: "apiAlloc".into(),
+                class: CallClass::Other,
+                fields: vec![f("result", FieldType::Result), f("ptr", FieldType::Ptr), f("size", FieldType::U64)],
+            },
+            CallDef {
+                id: 2,
+                name: "apiLaunch".into(),
+                class: CallClass::Launch,
+                fields: vec![f("result", FieldType::Result), f("kernel", FieldType::Str)],
+            },
+        ],
+    )
+}
+
+/// A finished capture of `n` events under `root/pid-<pid>/`.
+fn capture(root: &Path, pid: u32, n: u64) -> PathBuf {
+    let mut w = ProcessWriter::create(root, pid, 1, &test_schema()).unwrap();
+    for i in 0..n {
+        let mut p = PayloadBuilder::new();
+        if i % 3 == 2 {
+            p.i32(0).str("kern");
+            w.events().append_at(2, 9, 1000 + i, p.as_bytes()).unwrap();
+        } else {
+            p.i32(0).u64(0x1000 * i).u64(i);
+            w.events().append_at(1, 9, 1000 + i, p.as_bytes()).unwrap();
+        }
+    }
+    let dir = w.dir().to_path_buf();
+    w.finish().unwrap();
+    dir
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden outputs on the demo archive
+
+#[test]
+fn demo_archive_is_what_make_demo_writes() {
+    let t = tempfile::tempdir().unwrap();
+    let fresh = t.path().join("demo.hrr");
+    make_demo::write_demo(&fresh).unwrap();
+    let rel = |m: BTreeMap<PathBuf, _>, base: &Path| -> Vec<PathBuf> {
+        m.into_keys().map(|p| p.strip_prefix(base).unwrap().to_path_buf()).collect()
+    };
+    let a = rel(listing(&fresh), &fresh);
+    let b = rel(listing(&demo()), &demo());
+    assert_eq!(a, b, "regenerate with: cargo run -p hrr-archive --example make_demo");
+    for p in a {
+        let (x, y) = (fresh.join(&p), demo().join(&p));
+        if x.is_file() {
+            assert_eq!(std::fs::read(&x).unwrap(), std::fs::read(&y).unwrap(), "{}", p.display());
+        }
+    }
+}
+
+#[test]
+fn info_on_the_demo_root() {
+    let o = run(&["examples/demo.hrr", "--info"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stderr, "");
+    golden("info-root.txt", &o.stdout);
+    assert!(o.stdout.starts_with(
+        "HRR Archive Root: examples/demo.hrr\n========================================\n\
+         Capture Mode: in-tree\nOwner PID: 1180\nProcesses: 2\n"
+    ));
+}
+
+#[test]
+fn info_on_each_process_of_the_demo() {
+    for (pid, arg) in [(1180, "examples/demo.hrr/pid-1180"), (1204, "examples/demo.hrr/pid-1204/")] {
+        let o = run(&[arg, "--info"]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        golden(&format!("info-pid-{pid}.txt"), &o.stdout);
+    }
+}
+
+#[test]
+fn events_of_the_demo_as_text() {
+    for pid in [1180, 1204] {
+        let o = run(&[&format!("examples/demo.hrr/pid-{pid}"), "--events"]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        golden(&format!("events-pid-{pid}.txt"), &o.stdout);
+    }
+    let both = run(&["examples/demo.hrr/pid-1204", "--info", "--events"]);
+    assert!(both.stdout.contains("\nEvents:\n#1 T1204 +0.000 cuInit(result=0, Flags=0)\n"));
+}
+
+/// Our own copy of the `--events --json` wire format: catches drift in either direction.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonEvent {
+    seq: u64,
+    timestamp_ns: u64,
+    thread_id: u64,
+    #[serde(rename = "type")]
+    kind: u16,
+    name: String,
+    fields: serde_json::Map<String, serde_json::Value>,
+}
+
+#[test]
+fn events_of_the_demo_as_json_lines() {
+    let o = run(&["examples/demo.hrr/pid-1180", "--events", "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let events: Vec<JsonEvent> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(events.len(), 16);
+    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
+    let first = &events[0];
+    assert_eq!((first.seq, first.kind, first.name.as_str()), (1, 1, "cuInit"));
+    assert_eq!(first.timestamp_ns, 1_700_000_000_000_000_000);
+    assert_eq!(first.thread_id, 1180);
+    assert_eq!(first.fields["result"], 0);
+    assert_eq!(first.fields["Flags"], 0);
+    let by_name = |n: &'static str| events.iter().filter(move |e| e.name == n);
+    let launch = by_name("cuLaunchKernel").next().unwrap();
+    assert_eq!(launch.thread_id, 1181);
+    assert_eq!(launch.fields["kernel"], "vector_add");
+    assert_eq!(launch.fields["f"], "0x555500003000");
+    assert_eq!(launch.fields["blockDimX"], 256);
+    assert_eq!(launch.fields["hStream"], "0x0");
+    assert_eq!(
+        launch.fields["params"],
+        "00002000007f000000102000007f000000202000007f000000040000"
+    );
+    let keys: Vec<&str> = launch.fields.keys().map(String::as_str).collect();
+    assert_eq!(keys[..3], ["result", "f", "kernel"], "fields keep schema order");
+    let alloc: Vec<_> = by_name("cuMemAlloc_v2").collect();
+    assert_eq!(alloc.len(), 3);
+    assert_eq!(alloc[0].fields["dptr"], "0x7f0000200000");
+    assert_eq!(alloc[0].fields["bytesize"], 4096);
+    // every blob an H2D or D2H copy names is in the store
+    for e in by_name("cuMemcpyHtoD_v2").chain(by_name("cuMemcpyDtoH_v2")) {
+        let id = e.fields.get("h2d_blob").or(e.fields.get("d2h_blob")).unwrap();
+        let id = id.as_str().unwrap();
+        assert_eq!(id.len(), 32);
+        let blob = demo().join(format!("pid-1180/blobs/{}/{id}.blob", &id[..2]));
+        assert_eq!(std::fs::metadata(&blob).unwrap().len(), 4096, "{}", blob.display());
+    }
+    // the crashed child: end-of-stream facts go to stderr, stdout stays pure JSON Lines
+    let o = run(&["examples/demo.hrr/pid-1204", "--events", "--json"]);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.stdout.lines().count(), 9);
+    assert!(o.stderr.contains("incomplete: no clean-shutdown trailer"), "{}", o.stderr);
+}
+
+#[test]
+fn events_of_every_process_of_a_root() {
+    let o = run(&["examples/demo.hrr", "--events", "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let pids: Vec<u64> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 25);
+    assert_eq!((pids[0], pids[24]), (1180, 1204));
+    let o = run(&["examples/demo.hrr", "--events"]);
+    assert!(o.stdout.starts_with("# pid-1180 (examples/demo.hrr/pid-1180)\n#1 T1180"));
+    assert!(o.stdout.contains("\n# pid-1204 (examples/demo.hrr/pid-1204)\n"));
+}
+
+#[test]
+fn info_as_json() {
+    let o = run(&["examples/demo.hrr", "--info", "--json"]);
+    assert_eq!(o.code, 0);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "root");
+    assert_eq!(v["owner_pid"], 1180);
+    assert_eq!(v["root_manifest"], "stale");
+    assert_eq!(v["processes"][0]["complete"], true);
+    assert_eq!(v["processes"][1]["complete"], false);
+    assert_eq!(v["processes"][1]["events"], 9);
+    assert_eq!(v["processes"][1]["blobs"], 1);
+    let o = run(&["examples/demo.hrr/pid-1180", "--info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["kind"], "process");
+    assert_eq!(v["api"], "cuda-driver");
+    assert_eq!(v["api_version"], 13000);
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["events"], 16);
+    assert_eq!(v["threads"], serde_json::json!([1180, 1181]));
+    assert_eq!(v["kernel_launches"], 1);
+    assert_eq!(v["d2h_copies"], 1);
+    assert_eq!(v["blobs"], 3);
+    assert_eq!(v["blob_bytes"], 12288);
+    assert_eq!(v["code_objects"], 1);
+    assert_eq!(v["calls"][0], serde_json::json!({"name": "cuMemAlloc_v2", "count": 3}));
+    assert_eq!(v["kernels"][0], serde_json::json!({"name": "vector_add", "launches": 1}));
+    assert_eq!(v["device_name"], "NVIDIA H200");
+    assert_eq!(v["compute_capability"], "9.0");
+    assert_eq!(v["passthrough_calls"]["cuGetExportTable"], 2);
+    assert_eq!(v["duration_ns"], 97_020_000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repair
+
+#[test]
+fn repair_the_demo_root_then_everything_is_complete() {
+    let (t, d) = demo_copy();
+    let arg = d.display().to_string();
+    let o = run(&[&arg, "--repair"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    golden("repair-root.txt", &filter(&o.stdout, t.path()));
+    assert!(d.join("pid-1204/events.bin.dropped-at-2746").is_file());
+    assert!(!d.join("pid-1204/active").exists());
+
+    let o = run(&[&arg, "--info"]);
+    assert_eq!(o.code, 0);
+    golden("info-root-repaired.txt", &filter(&o.stdout, t.path()));
+    assert!(!o.stdout.contains("NO"), "{}", o.stdout);
+    assert!(!o.stdout.contains("To repair"));
+
+    let o = run(&[&arg, "--repair"]);
+    assert_eq!(o.code, 0);
+    assert_eq!(
+        filter(&o.stdout, t.path()),
+        "[HRR] Repairing 2 process captures under <TMP>/demo.hrr\n\
+         [HRR] --- pid-1180 ---\n\
+         [HRR] Archive already complete (16 events); nothing to repair\n\
+         [HRR] --- pid-1204 ---\n\
+         [HRR] Archive already complete (9 events); nothing to repair\n\
+         [HRR] Repair summary: 0 repaired, 2 already complete, 0 failed\n"
+    );
+    let o = run(&[&format!("{arg}/pid-1204"), "--info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["events"], 9);
+}
+
+#[test]
+fn repair_one_process_dir() {
+    let (t, d) = demo_copy();
+    let pid = d.join("pid-1204");
+    let o = run_in(&[pid.as_os_str(), "--repair".as_ref()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        filter(&o.stdout, t.path()),
+        "[HRR] Repaired archive: 9 events kept, clean trailer + manifest written; \
+         saved 56 dropped tail bytes to <TMP>/demo.hrr/pid-1204/events.bin.dropped-at-2746\n"
+    );
+    let o = run_in(&[pid.as_os_str(), "--repair".as_ref()]);
+    assert_eq!(o.stdout, "[HRR] Archive already complete (9 events); nothing to repair\n");
+    let o = run_in(&[d.join("pid-1180").as_os_str(), "--repair".as_ref()]);
+    assert_eq!(o.stdout, "[HRR] Archive already complete (16 events); nothing to repair\n");
+}
+
+#[test]
+fn repair_keeps_a_capture_the_writer_marked_incomplete_incomplete() {
+    let t = tempfile::tempdir().unwrap();
+    let mut w = ProcessWriter::create(t.path(), 5, 1, &test_schema()).unwrap();
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(1).u64(2);
+    w.events().append(1, 1, p.as_bytes()).unwrap();
+    w.events().mark_incomplete("blob write failed: disk full").unwrap();
+    let dir = w.dir().to_path_buf();
+    w.events().flush(true).unwrap();
+    std::mem::forget(w);
+    std::fs::remove_file(dir.join("active")).unwrap();
+    let o = run_in(&[dir.as_os_str(), "--repair".as_ref()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        "[HRR] Repaired archive: 2 events kept, clean trailer + manifest written\n\
+         [HRR] Still incomplete: writer marked it incomplete: blob write failed: disk full\n"
+    );
+    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    assert!(o.stdout.contains("Complete:           NO\n"), "{}", o.stdout);
+    assert!(o.stdout.contains("- writer marked it incomplete: blob write failed: disk full"));
+    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    assert!(o
+        .stdout
+        .ends_with("# end: 2 events, incomplete: writer marked it incomplete: blob write failed: disk full\n"));
+}
+
+#[test]
+fn repair_of_a_root_reports_failures_with_exit_1() {
+    let t = tempfile::tempdir().unwrap();
+    capture(t.path(), 10, 3);
+    let bad = capture(t.path(), 11, 3);
+    let mut b = std::fs::read(bad.join("events.bin")).unwrap();
+    b[4] = 9; // another format version
+    std::fs::write(bad.join("events.bin"), b).unwrap();
+    let o = run_in(&[t.path().as_os_str(), "--repair".as_ref()]);
+    assert_eq!(o.code, 1);
+    let out = filter(&o.stdout, t.path());
+    assert!(out.contains("[HRR] --- pid-11 ---\n[HRR] Repair failed: Version mismatch in <TMP>/pid-11/events.bin: file=9 reader=1\n"), "{out}");
+    assert!(out.ends_with("[HRR] Repair summary: 0 repaired, 1 already complete, 1 failed\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Roots: choosing a process
+
+#[test]
+fn a_root_with_several_processes_asks_to_choose() {
+    let o = run(&["examples/demo.hrr"]);
+    assert_eq!(o.code, 2);
+    assert_eq!(o.stdout, "");
+    assert!(o.stderr.contains("1180  0           yes"), "{}", o.stderr);
+    assert!(o.stderr.contains("examples/demo.hrr/pid-1204"));
+    assert!(o.stderr.ends_with(
+        "[HRR] This archive holds 2 processes; choose one: hrr-playback examples/demo.hrr/pid-<pid>/\n"
+    ));
+}
+
+#[test]
+fn a_root_with_one_process_resolves_by_itself() {
+    let (t, d) = demo_copy();
+    std::fs::remove_dir_all(d.join("pid-1204")).unwrap();
+    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    assert_eq!(o.code, 0);
+    assert!(filter(&o.stdout, t.path()).starts_with("HRR Archive: <TMP>/demo.hrr/pid-1180\n"));
+    let o = run_in(&[d.as_os_str()]);
+    assert_ne!(o.code, 2, "{}", o.stderr);
+    assert!(!o.stderr.contains("choose one"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// --version, pipes, read-only archives
+
+#[test]
+fn version_needs_no_archive_and_no_gpu_library() {
+    let o = hrr().arg("--version").env("LD_LIBRARY_PATH", "").output().unwrap();
+    assert!(o.status.success());
+    let s = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 5, "{s}");
+    assert_eq!(lines[0], format!("hrr-playback {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(lines[1], format!("Format version: {FORMAT_VERSION}"));
+    assert!(lines[2].starts_with("Revision: ") && lines[2].len() > "Revision: ".len());
+    assert!(lines[3].starts_with("Runtime: "));
+    assert!(lines[4].starts_with("HIP runtime: "));
+    let o = hrr()
+        .args(["--version", "--runtime", "/nonexistent/libcuda.so.1"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(s.contains("Runtime: none found (/nonexistent/libcuda.so.1 not loadable)\n"), "{s}");
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = capture(t.path(), 3, 20_000);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("hrr-playback"))
+        .arg(&dir)
+        .arg("--events")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with("#1 T9 +0.000 apiAlloc("), "{first}");
+    // the reader (and the pipe) is gone now
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+}
+
+#[test]
+fn info_and_events_never_write() {
+    let (_t, d) = demo_copy();
+    // read-only tree (root ignores modes; the listing comparison is the real check)
+    let before = listing(&d);
+    for p in before.keys() {
+        let m = std::fs::metadata(p).unwrap();
+        let mode = if m.is_dir() { 0o555 } else { 0o444 };
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let before = listing(&d);
+    let pid = d.join("pid-1204");
+    for args in [
+        vec![d.as_os_str(), "--info".as_ref()],
+        vec![d.as_os_str(), "--info".as_ref(), "--json".as_ref()],
+        vec![d.as_os_str(), "--events".as_ref()],
+        vec![d.as_os_str()],
+        vec![pid.as_os_str(), "--info".as_ref(), "--events".as_ref()],
+        vec![pid.as_os_str(), "--events".as_ref(), "--json".as_ref()],
+    ] {
+        let o = run_in(&args);
+        assert!(o.code == 0 || o.code == 2, "{args:?}: {}", o.stderr);
+    }
+    assert_eq!(listing(&d), before);
+    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    assert!(o.stdout.contains("1204  1180        NO"));
+    // restore so the temp dir can be removed
+    for p in before.keys().chain([&d]) {
+        let m = std::fs::metadata(p).unwrap();
+        let mode = if m.is_dir() { 0o755 } else { 0o644 };
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: one line on stderr, exit 1, never a panic
+
+fn one_error_line(o: &Out) -> &str {
+    assert_eq!(o.code, 1, "stdout: {}\nstderr: {}", o.stdout, o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(!o.stderr.contains("panicked") && !o.stderr.contains("RUST_BACKTRACE"));
+    o.stderr.trim_end()
+}
+
+#[test]
+fn missing_path_file_and_non_archive() {
+    let t = tempfile::tempdir().unwrap();
+    let missing = t.path().join("nope.hrr");
+    let o = run_in(&[missing.as_os_str(), "--info".as_ref()]);
+    assert_eq!(one_error_line(&o), format!("hrr-playback: {}: no such file or directory", missing.display()));
+    let file = t.path().join("file.txt");
+    std::fs::write(&file, "x").unwrap();
+    let o = run_in(&[file.as_os_str(), "--info".as_ref()]);
+    assert_eq!(one_error_line(&o), format!("hrr-playback: {}: not a directory", file.display()));
+    let empty = t.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for flag in ["--info", "--events", "--repair"] {
+        let o = run_in(&[empty.as_os_str(), flag.as_ref()]);
+        assert_eq!(
+            one_error_line(&o),
+            format!(
+                "hrr-playback: {}: not an hrr archive (no manifest.json, events.bin or pid-*/ inside)",
+                empty.display()
+            )
+        );
+    }
+    // a pid folder that lost its events.bin
+    let pid = t.path().join("pid-77");
+    std::fs::create_dir(&pid).unwrap();
+    std::fs::write(pid.join("manifest.json"), r#"{"pid":77}"#).unwrap();
+    let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
+    assert_eq!(
+        one_error_line(&o),
+        format!("hrr-playback: {}: no such file or directory", pid.join("events.bin").display())
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(run(&[]).code, 2);
+    assert_eq!(run(&["examples/demo.hrr", "--bogus"]).code, 2);
+    assert_eq!(run(&["examples/demo.hrr", "--repair", "--info"]).code, 2);
+    assert_eq!(run(&["examples/demo.hrr", "--loop", "0"]).code, 2);
+    assert_eq!(run(&["examples/demo.hrr", "--rtol", "x"]).code, 2);
+}
+
+#[test]
+fn bad_headers() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = capture(t.path(), 4, 5);
+    let events = dir.join("events.bin");
+    let good = std::fs::read(&events).unwrap();
+
+    let mut b = good.clone();
+    b[..4].copy_from_slice(b"ABCD");
+    std::fs::write(&events, &b).unwrap();
+    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    assert_eq!(
+        one_error_line(&o),
+        format!("hrr-playback: Bad magic 0x44434241 in {} (expected 0x52524845)", events.display())
+    );
+
+    let mut b = good.clone();
+    b[4..6].copy_from_slice(&4u16.to_le_bytes());
+    std::fs::write(&events, &b).unwrap();
+    let mismatch = format!("[HRR] Version mismatch in {}/events.bin: file=4 reader={FORMAT_VERSION}", dir.display());
+    for args in [vec!["--info"], vec!["--events"], vec![], vec!["--info", "--json"]] {
+        let mut a = vec![dir.as_os_str()];
+        a.extend(args.iter().map(std::ffi::OsStr::new));
+        let o = run_in(&a);
+        assert_eq!(one_error_line(&o), mismatch, "{args:?}");
+    }
+    // on a root with two processes, the listing is printed and the mismatch reported
+    capture(t.path(), 5, 2);
+    let o = run_in(&[t.path().as_os_str(), "--info".as_ref()]);
+    assert_eq!(one_error_line(&o), mismatch);
+    assert!(o.stdout.contains("pid-4 could not be read: Version mismatch in"), "{}", o.stdout);
+
+    std::fs::write(&events, &good[..5]).unwrap();
+    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    assert_eq!(
+        one_error_line(&o),
+        format!("hrr-playback: {}: too short (5 bytes; missing the 8-byte file header)", events.display())
+    );
+    std::fs::write(&events, FileHeader::current().encode()).unwrap();
+    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    assert!(one_error_line(&o).contains("bad schema record: the file ends before its schema record"));
+}
+
+#[test]
+fn implausible_record_lengths_are_recovered_not_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = capture(t.path(), 4, 6);
+    let events = dir.join("events.bin");
+    let good = std::fs::read(&events).unwrap();
+    // offset of the third event: header, schema record, two events
+    let mut off = FILE_HEADER_LEN;
+    for _ in 0..3 {
+        off += RecordHeader::decode(good[off..off + 32].try_into().unwrap()).total_len as usize;
+    }
+    for (bad, what) in [(5u32, "implausible record length 5"), (0x7fff_ffff, "implausible record length 2147483647")] {
+        let mut b = good.clone();
+        b[off + 26..off + 30].copy_from_slice(&bad.to_le_bytes());
+        std::fs::write(&events, &b).unwrap();
+        let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        assert!(o.stdout.contains("Complete:           NO\n"));
+        assert!(o.stdout.contains("Events:             2\n"), "{}", o.stdout);
+        assert!(o.stdout.contains(what), "{}", o.stdout);
+        let o = run_in(&[t.path().as_os_str(), "--info".as_ref()]);
+        assert_eq!(o.code, 0);
+        let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+        assert_eq!(o.code, 0);
+        assert_eq!(o.stdout.lines().count(), 3);
+    }
+}
+
+#[test]
+fn unknown_types_and_undecodable_payloads_are_shown_not_fatal() {
+    let t = tempfile::tempdir().unwrap();
+    let mut w = ProcessWriter::create(t.path(), 6, 1, &test_schema()).unwrap();
+    w.events().append_at(77, 1, 10, b"abc").unwrap();
+    w.events().append_at(1, 1, 11, &[0, 0, 0, 0, 1]).unwrap();
+    let dir = w.dir().to_path_buf();
+    w.finish().unwrap();
+    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    assert_eq!(o.code, 0);
+    assert_eq!(
+        o.stdout,
+        "#1 T1 +0.000 type-0x004d 3 bytes\n\
+         #2 T1 +0.000 apiAlloc(<undecodable: payload ends inside field `ptr` (offset 4, 1 bytes left, 8 needed)>)\n\
+         # end: 2 events, complete\n"
+    );
+    let o = run_in(&[dir.as_os_str(), "--events".as_ref(), "--json".as_ref()]);
+    let lines: Vec<serde_json::Value> = o.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["name"], "type-0x004d");
+    assert_eq!(lines[0]["payload_bytes"], 3);
+    assert!(lines[1]["error"].as_str().unwrap().contains("`ptr`"));
+    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    assert!(o.stdout.contains("  type-0x004d  1\n"), "{}", o.stdout);
+}
+
+#[test]
+fn invalid_or_missing_manifests() {
+    let (t, d) = demo_copy();
+    let pid = d.join("pid-1180");
+    std::fs::write(pid.join("manifest.json"), "{not json").unwrap();
+    let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let out = filter(&o.stdout, t.path());
+    assert!(out.contains("Events:             16\n"), "{out}");
+    assert!(out.contains("- manifest problem: <TMP>/demo.hrr/pid-1180/manifest.json: invalid manifest: key must be a string"), "{out}");
+    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    assert_eq!(o.code, 0);
+    let out = filter(&o.stdout, t.path());
+    assert!(out.contains("1180  ?           NO        16"), "{out}");
+    assert!(out.contains("pid-1180 is incomplete: manifest problem: "), "{out}");
+
+    std::fs::remove_file(pid.join("manifest.json")).unwrap();
+    let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
+    assert!(o.stdout.contains("- manifest.json is missing\n"), "{}", o.stdout);
+    assert!(o.stdout.contains("PID:                1180\n"));
+
+    std::fs::write(d.join("manifest.json"), "[]").unwrap();
+    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    assert_eq!(o.code, 0);
+    assert!(o.stdout.contains("Note: root manifest problem: "), "{}", o.stdout);
+    std::fs::remove_file(d.join("manifest.json")).unwrap();
+    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    assert!(o.stdout.contains("Note: root manifest.json is missing; the index above was rebuilt in memory\n"));
+    assert!(o.stdout.contains("Owner PID: 1204\n") || o.stdout.contains("Owner PID: 1180\n"));
+}
+
+#[test]
+fn unreadable_files() {
+    let (_t, d) = demo_copy();
+    let events = d.join("pid-1180/events.bin");
+    std::fs::set_permissions(&events, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let o = run_in(&[d.join("pid-1180").as_os_str(), "--info".as_ref()]);
+    if !is_root() {
+        assert_eq!(
+            one_error_line(&o),
+            format!("hrr-playback: {}: Permission denied (os error 13)", events.display())
+        );
+    } else {
+        assert_eq!(o.code, 0); // root reads it anyway
+    }
+    std::fs::set_permissions(&events, std::fs::Permissions::from_mode(0o644)).unwrap();
+}
+
+#[test]
+fn symlinks_inside_an_archive_are_refused() {
+    let (_t, d) = demo_copy();
+    let pid = d.join("pid-1180");
+    for name in ["events.bin", "manifest.json"] {
+        let real = d.join(format!("real-{name}"));
+        std::fs::rename(pid.join(name), &real).unwrap();
+        std::os::unix::fs::symlink(&real, pid.join(name)).unwrap();
+        let link = pid.join(name).display().to_string();
+        for args in [vec!["--info"], vec!["--events"], vec!["--repair"], vec![]] {
+            let mut a = vec![pid.as_os_str()];
+            a.extend(args.iter().map(std::ffi::OsStr::new));
+            let o = run_in(&a);
+            assert_eq!(
+                one_error_line(&o),
+                format!("hrr-playback: {link}: is a symbolic link; archives never follow links"),
+                "{name} {args:?}"
+            );
+        }
+        let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+        assert_eq!(
+            one_error_line(&o),
+            format!("hrr-playback: {link}: is a symbolic link; archives never follow links")
+        );
+        std::fs::remove_file(pid.join(name)).unwrap();
+        std::fs::rename(&real, pid.join(name)).unwrap();
+    }
+}

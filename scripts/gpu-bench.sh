@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# What capture costs, and how replay compares with the original, on a GPU.
+#
+#   bash scripts/gpu-bench.sh BIN_DIR OUT_DIR
+#
+# BIN_DIR holds hrr-capture, hrr-playback and libhrr_capture.so. Measures, in
+# one run on one machine:
+#   - capture overhead on tests/gpu/tiny_launches (100,000 launches) and on the
+#     PyTorch MLP steps (tests/gpu/mlp.py): plain and captured runs alternate,
+#     REPS times each, and the median of the per-pair ratios is reported, for
+#     the process's wall time and for the time the program measures itself
+#     (its launch loop / training steps, printed on stderr);
+#   - replay against the original for gemm and mlp: replay wall time (and the
+#     "[HRR] Wall time" line when replay prints one) against the plain run.
+# Results go to OUT_DIR/bench.txt (and bench.tsv, raw numbers); logs beside.
+# Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
+#
+# Environment: HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
+# HRR_BENCH_STEP_TIMEOUT (300 s per step), HRR_BENCH_KEEP=1 keeps the work
+# directory, PYTHON (python3), NVCC / HRR_GPU_ARCH (see tests/gpu/build.sh).
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+BIN=$(cd "$1" 2>/dev/null && pwd) || { echo "gpu-bench: BIN_DIR $1 does not exist" >&2; exit 2; }
+mkdir -p "$2"
+OUT=$(cd "$2" && pwd)
+REPS=${HRR_BENCH_REPS:-3}
+TINY_COUNT=${HRR_BENCH_TINY_COUNT:-100000}
+STEP_TIMEOUT=${HRR_BENCH_STEP_TIMEOUT:-300}
+PY=${PYTHON:-python3}
+
+log() { echo "[gpu-bench] $*"; }
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! timeout 60 nvidia-smi -L >/dev/null 2>&1; then
+    log "SKIP: no NVIDIA GPU here (nvidia-smi missing or failing); nothing was run"
+    echo "SKIP: no NVIDIA GPU (nvidia-smi missing or failing)" >"$OUT/bench.txt"
+    exit 0
+fi
+for f in hrr-capture hrr-playback libhrr_capture.so; do
+    [ -e "$BIN/$f" ] || { echo "gpu-bench: $BIN/$f is missing" >&2; exit 2; }
+done
+export HRR_CAPTURE_LIB="$BIN/libhrr_capture.so"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hrr-bench.XXXXXX")
+cleanup() {
+    if [ "${HRR_BENCH_KEEP:-0}" = 1 ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+log "building tiny_launches and gemm"
+bash "$root/tests/gpu/build.sh" "$WORK/build" tiny_launches gemm || true
+cp "$WORK/build/build.log" "$OUT/build.log" 2>/dev/null || true
+B=$WORK/build
+
+failures=0
+: >"$OUT/failures.txt"
+fail_note() {
+    failures=$((failures + 1))
+    echo "$1" >>"$OUT/failures.txt"
+    log "FAIL: $1"
+}
+
+# run_timed PREFIX CMD... -> LAST_RC, LAST_SECS (wall), PREFIX.out / PREFIX.err
+LAST_RC=0
+LAST_SECS=0
+run_timed() {
+    local prefix=$1
+    shift
+    local t0 t1
+    t0=$(date +%s.%N)
+    set +e
+    timeout -k 10 "$STEP_TIMEOUT" "$@" >"$prefix.out" 2>"$prefix.err" </dev/null
+    LAST_RC=$?
+    set -e
+    t1=$(date +%s.%N)
+    LAST_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
+    return 0
+}
+
+median() {
+    printf '%s\n' "$@" | { grep -E '^[0-9]*\.?[0-9]+([eE][+-]?[0-9]+)?$' || true; } | sort -g |
+        awk '{ a[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.3f", a / b; else print "-" }'; }
+# self_time FILE REGEX: the number in the first line matching "REGEX <number> s"
+self_time() { sed -nE "s/.*$2 ([0-9.]+) s.*/\1/p" "$1" 2>/dev/null | head -1; }
+
+: >"$OUT/bench.tsv"
+printf 'case\trep\tmode\trc\twall_s\tself_s\tarchive_bytes\n' >>"$OUT/bench.tsv"
+
+# overhead NAME SELF_REGEX ENV... -- CMD...: alternate plain and captured REPS times.
+declare -A RES
+overhead() {
+    local name=$1 rx=$2
+    shift 2
+    local -a envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    local d=$OUT/$name
+    mkdir -p "$d"
+    local -a pw=() cw=() ps=() cs=() rw=() rs=()
+    local r arch bytes=- p_self c_self
+    for r in $(seq 1 "$REPS"); do
+        run_timed "$d/plain.$r" env "${envs[@]}" "$@"
+        [ $LAST_RC = 0 ] || fail_note "$name: plain run $r exit status $LAST_RC"
+        pw+=("$LAST_SECS")
+        p_self=$(self_time "$d/plain.$r.err" "$rx")
+        ps+=("${p_self:--}")
+        printf '%s\t%s\tplain\t%s\t%s\t%s\t-\n' "$name" "$r" "$LAST_RC" "$LAST_SECS" "${p_self:--}" >>"$OUT/bench.tsv"
+
+        arch=$WORK/$name.hrr
+        rm -rf "$arch"
+        run_timed "$d/capture.$r" env "${envs[@]}" "$BIN/hrr-capture" -o "$arch" -- "$@"
+        [ $LAST_RC = 0 ] || fail_note "$name: captured run $r exit status $LAST_RC"
+        cmp -s "$d/plain.$r.out" "$d/capture.$r.out" || fail_note "$name: captured run $r printed different output"
+        cw+=("$LAST_SECS")
+        c_self=$(self_time "$d/capture.$r.err" "$rx")
+        cs+=("${c_self:--}")
+        bytes=$(du -sb "$arch" 2>/dev/null | cut -f1 || echo -)
+        printf '%s\t%s\tcaptured\t%s\t%s\t%s\t%s\n' "$name" "$r" "$LAST_RC" "$LAST_SECS" "${c_self:--}" "$bytes" >>"$OUT/bench.tsv"
+        rw+=("$(ratio "$LAST_SECS" "${pw[-1]}")")
+        rs+=("$(ratio "${c_self:--}" "${p_self:--}")")
+        log "  $name rep $r: plain ${pw[-1]}s (self ${p_self:--}) captured $LAST_SECS s (self ${c_self:--})"
+    done
+    RES[$name.plain]=$(median "${pw[@]}")
+    RES[$name.captured]=$(median "${cw[@]}")
+    RES[$name.ratio]=$(median "${rw[@]}")
+    RES[$name.plain_self]=$(median "${ps[@]}")
+    RES[$name.captured_self]=$(median "${cs[@]}")
+    RES[$name.ratio_self]=$(median "${rs[@]}")
+    RES[$name.bytes]=$bytes
+    RES[$name.archive]=$arch # the last capture stays for the replay measurement
+}
+
+# replay_vs NAME ARCH: replay REPS times; ORIGINAL = RES[NAME.plain]
+replay_vs() {
+    local name=$1 arch=$2
+    local d=$OUT/$name
+    mkdir -p "$d"
+    local -a w=() s=()
+    local r t target=$arch
+    local -a pids=()
+    mapfile -t pids < <(find "$arch" -mindepth 1 -maxdepth 1 -type d -name 'pid-*' 2>/dev/null)
+    if [ ${#pids[@]} -gt 1 ]; then # the process with the largest events.bin
+        target=$(for p in "${pids[@]}"; do echo "$(stat -c %s "$p/events.bin" 2>/dev/null || echo 0) $p"; done | sort -n | tail -1 | cut -d' ' -f2-)
+    fi
+    for r in $(seq 1 "$REPS"); do
+        run_timed "$d/replay.$r" "$BIN/hrr-playback" "$target"
+        if [ $LAST_RC = 0 ] && grep -q '\[HRR\] PASS' "$d/replay.$r.out" "$d/replay.$r.err"; then :; else
+            fail_note "$name: replay $r did not PASS (exit $LAST_RC)"
+        fi
+        w+=("$LAST_SECS")
+        t=$(sed -nE 's/.*Wall time *: *([0-9.]+) *ms.*/\1/p' "$d/replay.$r.out" "$d/replay.$r.err" 2>/dev/null | head -1)
+        [ -n "$t" ] && t=$(awk -v m="$t" 'BEGIN { printf "%.4f", m / 1000 }')
+        s+=("${t:--}")
+        printf '%s\t%s\treplay\t%s\t%s\t%s\t-\n' "$name" "$r" "$LAST_RC" "$LAST_SECS" "${t:--}" >>"$OUT/bench.tsv"
+        log "  $name replay $r: ${LAST_SECS}s (replay's own wall ${t:--}s)"
+    done
+    RES[$name.replay]=$(median "${w[@]}")
+    RES[$name.replay_self]=$(median "${s[@]}")
+}
+
+# ---- capture overhead ----
+if [ -x "$B/tiny_launches" ]; then
+    log "== tiny_launches x$REPS ($TINY_COUNT launches)"
+    overhead tiny_launches "launches in" TRITON_CACHE_DIR="$WORK/tc" -- "$B/tiny_launches" "$TINY_COUNT"
+else
+    fail_note "tiny_launches did not build"
+fi
+if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    log "== mlp x$REPS"
+    overhead mlp "steps in" CUBLAS_WORKSPACE_CONFIG=:4096:8 -- "$PY" "$root/tests/gpu/mlp.py"
+    replay_vs mlp "${RES[mlp.archive]}"
+else
+    fail_note "mlp: no torch with CUDA in $PY"
+fi
+
+# ---- replay vs original: gemm (plain and one capture come from overhead) ----
+if [ -x "$B/gemm" ]; then
+    log "== gemm x$REPS"
+    overhead gemm "no-self-time" TRITON_CACHE_DIR="$WORK/tc" -- "$B/gemm"
+    replay_vs gemm "${RES[gemm.archive]}"
+else
+    fail_note "gemm did not build"
+fi
+
+v() { echo "${RES[$1]:--}"; }
+{
+    echo "HRR capture/replay benchmark, $(date -u '+%Y-%m-%dT%H:%M:%SZ'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+    echo "medians of $REPS alternated runs; ratios are medians of the per-pair ratios"
+    echo
+    echo "capture overhead (process wall time / time the program measured itself)"
+    printf '%-15s %10s %11s %8s   %10s %11s %8s %14s\n' case plain_s captured_s ratio plain_self captured_self ratio archive_bytes
+    for n in tiny_launches mlp gemm; do
+        printf '%-15s %10s %11s %8s   %10s %11s %8s %14s\n' "$n" "$(v $n.plain)" "$(v $n.captured)" "$(v $n.ratio)" \
+            "$(v $n.plain_self)" "$(v $n.captured_self)" "$(v $n.ratio_self)" "$(v $n.bytes)"
+    done
+    echo
+    echo "replay vs original (process wall time; replay_self = replay's own '[HRR] Wall time')"
+    printf '%-15s %10s %10s %8s %12s\n' case original_s replay_s ratio replay_self_s
+    for n in gemm mlp; do
+        printf '%-15s %10s %10s %8s %12s\n' "$n" "$(v $n.plain)" "$(v $n.replay)" "$(ratio "$(v $n.replay)" "$(v $n.plain)")" "$(v $n.replay_self)"
+    done
+    echo
+    if [ $failures = 0 ]; then echo "result: all runs succeeded"; else echo "result: $failures failure(s):"; cat "$OUT/failures.txt"; fi
+} >"$OUT/bench.txt"
+echo
+cat "$OUT/bench.txt"
+[ $failures = 0 ] || exit 1
+exit 0

@@ -1,0 +1,494 @@
+#!/usr/bin/env bash
+# End-to-end test of HRR on a machine with an NVIDIA GPU.
+#
+#   bash scripts/gpu-e2e.sh [--plain-only] [--diag] BIN_DIR OUT_DIR
+#
+# Run from anywhere (it changes to the repository root). BIN_DIR holds the
+# prebuilt hrr-capture, hrr-playback and libhrr_capture.so; OUT_DIR receives the
+# logs and summary.txt.
+#
+# For each workload of tests/gpu/ (built here with nvcc):
+#   1. run it plain (timed),
+#   2. run it under `hrr-capture -o ARCH -- CMD` (timed),
+#   3. check that both printed the same stdout,
+#   4. `hrr-playback ARCH --info` (and --info on each pid-* directory) must name
+#      the workload's kernels,
+#   5. replay it with `hrr-playback` (the archive itself for one process, else
+#      the pid-* directory with the most events) and expect exit 0 and
+#      "[HRR] PASS".
+# Then the "replay really ran the GPU work" check: a copy of the axpy archive
+# with every blob (not the code objects) overwritten with zeros must FAIL.
+# Every step is bounded by `timeout` and failures are collected: the exit status
+# is 1 if anything failed, 0 otherwise, and 0 with a SKIP message when the
+# machine has no GPU.
+#
+# --plain-only  no hrr binaries needed (BIN_DIR is ignored, pass "-"): build the
+#               workloads, run each twice plain, check the outputs are identical.
+# --diag        also list kernel names (cuobjdump of the built binaries and the
+#               Triton cubin, the PyTorch profiler for the MLP, ncu for cuBLAS).
+#
+# Environment:
+#   HRR_E2E_STEP_TIMEOUT  seconds per step (default 300)
+#   HRR_E2E_WORKLOADS     space-separated subset of: driver_api driver_api_ptx
+#                         axpy_static axpy_shared gemm mlp mlp_expandable
+#                         triton_add tiny_launches
+#   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
+#   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
+#   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
+#                         (default axpy_static)
+#   HRR_CUPTI_COUNT_SO    a built CUPTI counter (shared/tools/cupti-count): if
+#                         set, each workload also runs once plain under it and
+#                         the counts land in OUT_DIR/<workload>/cupti/
+#   PYTHON                python with torch and triton (default python3)
+#   NVCC, HRR_GPU_ARCH    see tests/gpu/build.sh
+set -euo pipefail
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+}
+
+plain_only=0
+diag=0
+pos=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --plain-only) plain_only=1 ;;
+    --diag) diag=1 ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    --)
+        shift
+        pos+=("$@")
+        break
+        ;;
+    -?*)
+        echo "gpu-e2e: unknown option $1" >&2
+        exit 2
+        ;;
+    *) pos+=("$1") ;;
+    esac
+    shift
+done
+if [ ${#pos[@]} -ne 2 ]; then
+    usage >&2
+    exit 2
+fi
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+mkdir -p "${pos[1]}"
+OUT=$(cd "${pos[1]}" && pwd)
+BIN=""
+if [ $plain_only = 0 ]; then
+    BIN=$(cd "${pos[0]}" 2>/dev/null && pwd) || {
+        echo "gpu-e2e: BIN_DIR ${pos[0]} does not exist" >&2
+        exit 2
+    }
+fi
+
+STEP_TIMEOUT=${HRR_E2E_STEP_TIMEOUT:-300}
+TINY_COUNT=${HRR_E2E_TINY_COUNT:-100000}
+ZERO_WL=${HRR_E2E_ZERO_WORKLOAD:-axpy_static}
+PY=${PYTHON:-python3}
+
+log() { echo "[gpu-e2e] $*"; }
+
+# ---- is there a GPU at all? ----
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! timeout 60 nvidia-smi -L >/dev/null 2>&1; then
+    log "SKIP: no NVIDIA GPU here (nvidia-smi missing or failing); nothing was run"
+    echo "SKIP: no NVIDIA GPU (nvidia-smi missing or failing)" >"$OUT/summary.txt"
+    exit 0
+fi
+
+if [ $plain_only = 0 ]; then
+    for f in hrr-capture hrr-playback libhrr_capture.so; do
+        if [ ! -e "$BIN/$f" ]; then
+            echo "gpu-e2e: $BIN/$f is missing (BIN_DIR must hold hrr-capture, hrr-playback, libhrr_capture.so)" >&2
+            exit 2
+        fi
+    done
+    # A hint for hrr-capture in case it does not look beside itself.
+    export HRR_CAPTURE_LIB="$BIN/libhrr_capture.so"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hrr-e2e.XXXXXX")
+cleanup() {
+    if [ "${HRR_E2E_KEEP:-0}" = 1 ]; then
+        log "work directory kept: $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+
+{
+    echo "date: $(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+    echo "host: $(uname -a)"
+    nvidia-smi -L 2>&1 || true
+    nvidia-smi --query-gpu=driver_version,name,memory.total --format=csv,noheader 2>&1 || true
+    [ $plain_only = 0 ] && { "$BIN/hrr-playback" --version 2>&1 || true; }
+} >"$OUT/environment.txt"
+
+# ---- build ----
+log "building workloads into $WORK/build"
+build_rc=0
+bash "$root/tests/gpu/build.sh" "$WORK/build" || build_rc=$?
+cp "$WORK/build/build.log" "$OUT/build.log" 2>/dev/null || true
+if [ $build_rc = 3 ]; then
+    log "nvcc not found: the native workloads cannot be built (they count as failures)"
+fi
+built() { # built TARGET: did tests/gpu/build.sh make it?
+    [ $build_rc != 3 ] && ! grep -qx "$1" "$WORK/build/failed" 2>/dev/null
+}
+NVCC_USED=$(. "$WORK/build/build.env" 2>/dev/null && echo "${NVCC:-}") || NVCC_USED=""
+[ -n "$NVCC_USED" ] && "$NVCC_USED" --version >>"$OUT/environment.txt" 2>&1 || true
+
+have_torch=0
+have_triton=0
+"$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1 && have_torch=1
+[ $have_torch = 1 ] && "$PY" -c 'import triton' >/dev/null 2>&1 && have_triton=1
+{
+    echo "python: $PY torch=$have_torch triton=$have_triton"
+    [ $have_torch = 1 ] && "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
+    [ $have_triton = 1 ] && "$PY" -c 'import triton; print("triton", triton.__version__)' 2>&1
+} >>"$OUT/environment.txt" || true
+
+# ---- the workloads ----
+# add_wl NAME NEEDS KERNELS ENV CMD...
+#   NEEDS: a build target (see build.sh's `failed`), or torch / triton
+#   KERNELS: space-separated names (ERE, case-insensitive) that --info must show
+#   ENV: space-separated VAR=value assignments for the run ("" for none)
+B=$WORK/build
+WL_NAMES=()
+declare -A WL_NEED WL_KERN WL_ENV WL_CMD
+add_wl() {
+    local name=$1 need=$2 kern=$3 env=$4
+    shift 4
+    WL_NAMES+=("$name")
+    WL_NEED[$name]=$need
+    WL_KERN[$name]=$kern
+    WL_ENV[$name]=$env
+    WL_CMD[$name]=$(printf '%q ' "$@")
+}
+add_wl driver_api driver_api "hrr_fill hrr_saxpy hrr_chase" "" \
+    "$B/driver_api" "$B/driver_api_kernels.cubin"
+add_wl driver_api_ptx driver_api "hrr_fill hrr_saxpy hrr_chase hrr_scale" "" \
+    "$B/driver_api" "$B/driver_api_kernels.cubin" "$B/driver_api_kernels.ptx"
+add_wl axpy_static axpy "axpy_kernel" "" "$B/axpy"
+add_wl axpy_shared axpy_shared "axpy_kernel" "" "$B/axpy_shared"
+add_wl gemm gemm "gemm" "" "$B/gemm"
+add_wl mlp torch "gemm elementwise multi_tensor_apply nll_loss" "CUBLAS_WORKSPACE_CONFIG=:4096:8" \
+    "$PY" "$root/tests/gpu/mlp.py"
+add_wl mlp_expandable torch "gemm elementwise multi_tensor_apply nll_loss" \
+    "CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" \
+    "$PY" "$root/tests/gpu/mlp.py"
+add_wl triton_add triton "add_kernel" "" "$PY" "$root/tests/gpu/triton_add.py"
+add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
+
+selected=("${WL_NAMES[@]}")
+if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
+    read -r -a selected <<<"$HRR_E2E_WORKLOADS"
+    for w in "${selected[@]}"; do
+        [ -n "${WL_NEED[$w]+x}" ] || { echo "gpu-e2e: unknown workload $w" >&2; exit 2; }
+    done
+fi
+
+available() { # available NAME -> 0 if it can run, else prints why not
+    local need=${WL_NEED[$1]}
+    case $need in
+    torch) [ $have_torch = 1 ] || { echo "no torch with CUDA in $PY"; return 1; } ;;
+    triton) [ $have_triton = 1 ] || { echo "no triton in $PY"; return 1; } ;;
+    *) built "$need" || { echo "build of $need failed"; return 1; } ;;
+    esac
+    return 0
+}
+
+# run_timed PREFIX ENVSTR CMD... -> LAST_RC, LAST_SECS; stdout/stderr in PREFIX.out/.err
+LAST_RC=0
+LAST_SECS=0
+RUN_SEQ=0
+run_timed() {
+    local prefix=$1 envstr=$2
+    shift 2
+    local -a envs=()
+    [ -n "$envstr" ] && read -r -a envs <<<"$envstr"
+    RUN_SEQ=$((RUN_SEQ + 1))
+    # A fresh Triton cache per run, so every run (captured ones too) compiles.
+    envs+=("TRITON_CACHE_DIR=$WORK/triton-cache.$RUN_SEQ")
+    local t0 t1
+    t0=$(date +%s.%N)
+    set +e
+    timeout -k 10 "$STEP_TIMEOUT" env "${envs[@]}" "$@" >"$prefix.out" 2>"$prefix.err" </dev/null
+    LAST_RC=$?
+    set -e
+    t1=$(date +%s.%N)
+    LAST_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    [ $LAST_RC = 124 ] && echo "[gpu-e2e] timed out after ${STEP_TIMEOUT}s" >>"$prefix.err"
+    return 0
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+
+# pick_replay_target ARCH INFO_FILE -> the archive itself for one process, else
+# the pid-* directory with the most events (from the --info table when it
+# parses, else the largest events.bin / directory).
+pick_replay_target() {
+    local arch=$1 info=$2
+    local -a pids=()
+    mapfile -t pids < <(find "$arch" -mindepth 1 -maxdepth 1 -type d -name 'pid-*' 2>/dev/null | sort)
+    if [ ${#pids[@]} -le 1 ]; then
+        echo "$arch"
+        return
+    fi
+    local best
+    # Table rows end in the pid directory's path, with the event count
+    # somewhere before it: "PID PPID Complete Events Blobs Path".
+    best=$(awk '$NF ~ /pid-[0-9]+\/?$/ && $4 ~ /^[0-9]+$/ { if ($4 + 0 > max) { max = $4 + 0; p = $NF } }
+                END { if (p != "") print p }' "$info" 2>/dev/null || true)
+    if [ -n "$best" ]; then
+        # Always under $arch (the table may print another spelling of the path,
+        # and the zeroed-blob check passes the original archive's table).
+        best=$arch/$(basename "${best%/}")
+        if [ -d "$best" ]; then echo "$best"; return; fi
+    fi
+    local p sz max=-1
+    best=${pids[0]}
+    for p in "${pids[@]}"; do
+        if [ -f "$p/events.bin" ]; then sz=$(stat -c %s "$p/events.bin"); else sz=$(du -sb "$p" | cut -f1); fi
+        if [ "$sz" -gt "$max" ]; then max=$sz; best=$p; fi
+    done
+    echo "$best"
+}
+
+failures=0
+fail_note() {
+    failures=$((failures + 1))
+    echo "$1" >>"$OUT/failures.txt"
+    log "FAIL: $1"
+}
+: >"$OUT/failures.txt"
+
+cupti_run() { # cupti_run NAME: one extra plain run under the CUPTI counter
+    local name=$1
+    [ -n "${HRR_CUPTI_COUNT_SO:-}" ] && [ -f "$HRR_CUPTI_COUNT_SO" ] || return 0
+    local d=$OUT/$name
+    mkdir -p "$d/cupti"
+    local -a cmd
+    eval "cmd=(${WL_CMD[$name]})"
+    run_timed "$d/cupti/run" "${WL_ENV[$name]} CUDA_INJECTION64_PATH=$HRR_CUPTI_COUNT_SO COUNT_DIR=$d/cupti" "${cmd[@]}"
+    log "  cupti count: rc=$LAST_RC, $(find "$d/cupti" -name 'pid-*' | wc -l) process file(s)"
+}
+
+# ===================== plain-only mode =====================
+if [ $plain_only = 1 ]; then
+    printf '%-16s %-6s %-4s %-4s %-10s %9s %9s\n' workload build rc1 rc2 identical plain1_s plain2_s >"$OUT/summary.txt"
+    : >"$OUT/plain-outputs.txt"
+    for name in "${selected[@]}"; do
+        d=$OUT/$name
+        mkdir -p "$d"
+        if ! why=$(available "$name"); then
+            fail_note "$name: not run: $why"
+            printf '%-16s %-6s %-4s %-4s %-10s %9s %9s\n' "$name" no - - - - - >>"$OUT/summary.txt"
+            continue
+        fi
+        log "== $name"
+        eval "cmd=(${WL_CMD[$name]})"
+        run_timed "$d/plain1" "${WL_ENV[$name]}" "${cmd[@]}"
+        rc1=$LAST_RC s1=$LAST_SECS
+        run_timed "$d/plain2" "${WL_ENV[$name]}" "${cmd[@]}"
+        rc2=$LAST_RC s2=$LAST_SECS
+        same=no
+        cmp -s "$d/plain1.out" "$d/plain2.out" && [ -s "$d/plain1.out" ] && same=yes
+        [ "$rc1" = 0 ] && [ "$rc2" = 0 ] || fail_note "$name: plain run exit status $rc1 / $rc2 (see $d/plain*.err)"
+        [ $same = yes ] || fail_note "$name: the two plain runs printed different (or no) output"
+        printf '%-16s %-6s %-4s %-4s %-10s %9s %9s\n' "$name" yes "$rc1" "$rc2" "$same" "$s1" "$s2" >>"$OUT/summary.txt"
+        {
+            echo "## $name (${s1}s, ${s2}s)"
+            cat "$d/plain1.out"
+            diff "$d/plain1.out" "$d/plain2.out" >/dev/null || { echo "-- run 2 differs:"; cat "$d/plain2.out"; }
+        } >>"$OUT/plain-outputs.txt"
+        log "   rc=$rc1/$rc2 identical=$same ${s1}s ${s2}s"
+        cupti_run "$name"
+    done
+fi
+
+# ===================== capture + replay mode =====================
+declare -A R_SAME R_INFO R_REPLAY R_PLAIN R_CAP R_REP R_BYTES R_ARCH
+if [ $plain_only = 0 ]; then
+    for name in "${selected[@]}"; do
+        d=$OUT/$name
+        mkdir -p "$d"
+        R_SAME[$name]=- R_INFO[$name]=- R_REPLAY[$name]=- R_PLAIN[$name]=- R_CAP[$name]=- R_REP[$name]=- R_BYTES[$name]=-
+        if ! why=$(available "$name"); then
+            fail_note "$name: not run: $why"
+            R_REPLAY[$name]="NOT-RUN"
+            continue
+        fi
+        log "== $name"
+        eval "cmd=(${WL_CMD[$name]})"
+        arch=$WORK/archives/$name.hrr
+        mkdir -p "$WORK/archives"
+        rm -rf "$arch"
+
+        run_timed "$d/plain" "${WL_ENV[$name]}" "${cmd[@]}"
+        R_PLAIN[$name]=$LAST_SECS
+        [ $LAST_RC = 0 ] || fail_note "$name: plain run exit status $LAST_RC"
+
+        run_timed "$d/capture" "${WL_ENV[$name]}" "$BIN/hrr-capture" -o "$arch" -- "${cmd[@]}"
+        R_CAP[$name]=$LAST_SECS
+        [ $LAST_RC = 0 ] || fail_note "$name: captured run exit status $LAST_RC (see $d/capture.err)"
+
+        if [ -s "$d/plain.out" ] && cmp -s "$d/plain.out" "$d/capture.out"; then
+            R_SAME[$name]=yes
+        else
+            R_SAME[$name]=no
+            fail_note "$name: captured run printed different output than the plain run"
+            diff "$d/plain.out" "$d/capture.out" >"$d/output.diff" 2>&1 || true
+        fi
+
+        if [ ! -d "$arch" ]; then
+            fail_note "$name: no archive written at $arch"
+            R_INFO[$name]=no R_REPLAY[$name]=NO-ARCHIVE
+            continue
+        fi
+        R_ARCH[$name]=$arch
+        R_BYTES[$name]=$(du -sb "$arch" | cut -f1)
+
+        # --info on the archive and on each recorded process
+        set +e
+        timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$arch" --info >"$d/info.txt" 2>&1
+        info_rc=$?
+        set -e
+        n=0
+        for p in $(find "$arch" -mindepth 1 -maxdepth 1 -type d -name 'pid-*' | sort); do
+            n=$((n + 1))
+            [ $n -le 16 ] || break
+            {
+                echo "### $(basename "$p")"
+                timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$p" --info 2>&1 || echo "(--info exit status $?)"
+            } >>"$d/info-pids.txt"
+        done
+        missing=""
+        for k in ${WL_KERN[$name]}; do
+            grep -Eqi -- "$k" "$d/info.txt" "$d/info-pids.txt" 2>/dev/null || missing="$missing $k"
+        done
+        if [ $info_rc = 0 ] && [ -z "$missing" ]; then
+            R_INFO[$name]=yes
+        else
+            R_INFO[$name]=no
+            fail_note "$name: --info exit status $info_rc; kernels not named:${missing:- none}"
+        fi
+
+        target=$(pick_replay_target "$arch" "$d/info.txt")
+        echo "$target" >"$d/replay-target.txt"
+        run_timed "$d/replay" "" "$BIN/hrr-playback" "$target"
+        R_REP[$name]=$LAST_SECS
+        if [ $LAST_RC = 0 ] && grep -q '\[HRR\] PASS' "$d/replay.out" "$d/replay.err"; then
+            R_REPLAY[$name]=PASS
+        else
+            R_REPLAY[$name]="FAIL($LAST_RC)"
+            fail_note "$name: replay of $target: exit status $LAST_RC (see $d/replay.out)"
+        fi
+        log "   same-output=${R_SAME[$name]} info=${R_INFO[$name]} replay=${R_REPLAY[$name]}" \
+            "plain=${R_PLAIN[$name]}s captured=${R_CAP[$name]}s replay=${R_REP[$name]}s bytes=${R_BYTES[$name]}"
+        cupti_run "$name"
+    done
+
+    # ---- did replay really run the GPU work? Zero the blobs, expect FAIL. ----
+    zero_result="NOT-RUN (no $ZERO_WL archive)"
+    if [ -n "${R_ARCH[$ZERO_WL]:-}" ] && [ -d "${R_ARCH[$ZERO_WL]}" ]; then
+        log "== zeroed-blob check on $ZERO_WL"
+        z=$WORK/archives/zeroed.hrr
+        zd=$OUT/zeroed-blobs
+        mkdir -p "$zd"
+        rm -rf "$z"
+        cp -a "${R_ARCH[$ZERO_WL]}" "$z"
+        mapfile -t blobs < <(find "$z" -type f -path '*/pid-*/blobs/*' -name '*.blob' ! -path '*/code_objects/*' | sort)
+        if [ ${#blobs[@]} -eq 0 ]; then # other naming: every file under blobs/
+            mapfile -t blobs < <(find "$z" -type f -path '*/pid-*/blobs/*' ! -path '*/code_objects/*' | sort)
+        fi
+        for f in "${blobs[@]}"; do
+            sz=$(stat -c %s "$f")
+            truncate -s 0 "$f"
+            truncate -s "$sz" "$f"
+        done
+        printf '%s\n' "${blobs[@]}" >"$zd/zeroed-files.txt"
+        if [ ${#blobs[@]} -eq 0 ]; then
+            zero_result="INCONCLUSIVE (no blob files found)"
+            fail_note "zeroed-blob check: the $ZERO_WL archive has no blob files"
+        else
+            ztarget=$(pick_replay_target "$z" "$OUT/$ZERO_WL/info.txt")
+            run_timed "$zd/replay" "" "$BIN/hrr-playback" "$ztarget"
+            mismatch=no
+            grep -q '\[HRR\] FAIL' "$zd/replay.out" "$zd/replay.err" && mismatch=yes
+            if [ $LAST_RC != 0 ]; then
+                zero_result="OK: replay failed as it must (exit $LAST_RC, '[HRR] FAIL' printed: $mismatch, ${#blobs[@]} blobs zeroed)"
+            else
+                zero_result="BAD: replay exited 0 with ${#blobs[@]} blobs zeroed"
+                fail_note "zeroed-blob check: replay of the zeroed $ZERO_WL archive still exited 0"
+            fi
+        fi
+    fi
+fi
+
+# ---- diagnostics: kernel names ----
+if [ $diag = 1 ]; then
+    log "== diagnostics (kernel names)"
+    kn=$OUT/kernel-names.txt
+    : >"$kn"
+    cuobjdump=$(command -v cuobjdump || true)
+    [ -z "$cuobjdump" ] && [ -n "$NVCC_USED" ] && [ -x "$(dirname "$NVCC_USED")/cuobjdump" ] && cuobjdump=$(dirname "$NVCC_USED")/cuobjdump
+    if [ -n "$cuobjdump" ]; then
+        for f in driver_api_kernels.cubin axpy axpy_shared gemm tiny_launches; do
+            [ -e "$B/$f" ] || continue
+            echo "## cuobjdump -sass $f" >>"$kn"
+            timeout 60 "$cuobjdump" -sass "$B/$f" 2>&1 | grep -E 'Function :|arch = ' | sort -u >>"$kn" || true
+            echo "## cuobjdump --list-elf $f" >>"$kn"
+            timeout 60 "$cuobjdump" --list-elf "$B/$f" >>"$kn" 2>&1 || true
+        done
+        echo "## PTX entries" >>"$kn"
+        grep -E '\.entry' "$B/driver_api_kernels.ptx" >>"$kn" 2>/dev/null || true
+        for c in $(find "$WORK" -path '*triton-cache*' -name '*.cubin' 2>/dev/null | head -4); do
+            echo "## triton cubin $(basename "$c")" >>"$kn"
+            timeout 60 "$cuobjdump" -sass "$c" 2>&1 | grep -E 'Function :' | sort -u >>"$kn" || true
+        done
+    else
+        echo "cuobjdump not found" >>"$kn"
+    fi
+    if [ $have_torch = 1 ]; then
+        echo "## PyTorch profiler, mlp.py --list-kernels" >>"$kn"
+        timeout -k 10 "$STEP_TIMEOUT" env CUBLAS_WORKSPACE_CONFIG=:4096:8 "$PY" "$root/tests/gpu/mlp.py" --list-kernels 2>&1 |
+            grep -E '^\[mlp\] kernel:' >>"$kn" || true
+    fi
+    if command -v ncu >/dev/null 2>&1 && [ -x "$B/gemm" ]; then
+        echo "## ncu (mangled names) gemm" >>"$kn"
+        timeout -k 10 120 ncu --clock-control none --metrics gpu__time_duration.sum --print-kernel-base mangled "$B/gemm" 2>&1 |
+            grep -E ', Context [0-9]+' | sed -e 's/^ *//' >>"$kn" || true
+    fi
+fi
+
+# ---- summary ----
+if [ $plain_only = 0 ]; then
+    {
+        printf '%-16s %-9s %-8s %-10s %9s %10s %8s %9s %14s\n' \
+            workload same_out info_ok replay plain_s captured_s overhead replay_s archive_bytes
+        for name in "${selected[@]}"; do
+            ov=-
+            [ "${R_PLAIN[$name]}" != - ] && [ "${R_CAP[$name]}" != - ] && ov=$(ratio "${R_CAP[$name]}" "${R_PLAIN[$name]}")
+            printf '%-16s %-9s %-8s %-10s %9s %10s %8s %9s %14s\n' "$name" "${R_SAME[$name]}" "${R_INFO[$name]}" \
+                "${R_REPLAY[$name]}" "${R_PLAIN[$name]}" "${R_CAP[$name]}" "$ov" "${R_REP[$name]}" "${R_BYTES[$name]}"
+        done
+        echo
+        echo "zeroed-blob check ($ZERO_WL): $zero_result"
+    } >"$OUT/summary.txt"
+fi
+{
+    echo
+    if [ $failures = 0 ]; then echo "result: all passed"; else echo "result: $failures failure(s):"; cat "$OUT/failures.txt"; fi
+} >>"$OUT/summary.txt"
+echo
+cat "$OUT/summary.txt"
+[ $failures = 0 ] || exit 1
+exit 0

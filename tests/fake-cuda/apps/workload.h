@@ -1,0 +1,533 @@
+/*
+ * workload.h - the CUDA driver workload shared by driver_app and direct_app.
+ *
+ * Each app fills a `struct cu_api` its own way (cuGetProcAddress, or dlsym of
+ * the versioned export names) and then calls app_main().  Everything that is
+ * printed on stdout is a function of the computed data only (never of
+ * addresses or timings), so captured, replayed and plain runs can be
+ * compared line by line.
+ */
+#ifndef HRR_FAKE_CUDA_WORKLOAD_H
+#define HRR_FAKE_CUDA_WORKLOAD_H
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned long long cuuint64_t;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef void (*CUhostFn)(void *);
+
+typedef struct { int type; int id; } CUmemLocation;
+typedef struct {
+  int type;
+  int requestedHandleTypes;
+  CUmemLocation location;
+  void *win32HandleMetaData;
+  struct {
+    unsigned char compressionType, gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+} CUmemAllocationProp;
+typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
+typedef union {
+  char pad[64];
+  unsigned long long align_;
+  int priority;
+} CUlaunchAttributeValue;
+typedef struct {
+  int id;
+  char pad[8 - sizeof(int)];
+  CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+
+struct cu_api {
+  CUresult (*Init)(unsigned);
+  CUresult (*DriverGetVersion)(int *);
+  CUresult (*DeviceGetCount)(int *);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*ModuleGetLoadingMode)(int *);
+  CUresult (*LibraryLoadData)(CUlibrary *, const void *, void *, void **, unsigned, void *, void **, unsigned);
+  CUresult (*LibraryGetKernel)(CUkernel *, CUlibrary, const char *);
+  CUresult (*LibraryGetModule)(CUmodule *, CUlibrary);
+  CUresult (*LibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *);
+  CUresult (*LibraryUnload)(CUlibrary);
+  CUresult (*KernelGetFunction)(CUfunction *, CUkernel);
+  CUresult (*ModuleLoadData)(CUmodule *, const void *);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemAllocHost)(void **, size_t);
+  CUresult (*MemFreeHost)(void *);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+  launch_fn LaunchKernel;
+  launch_fn LaunchKernelAlt; /* used for the extra-form launch (cuLaunchKernel_ptsz in direct_app) */
+  CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+  CUresult (*LaunchHostFunc)(CUstream, CUhostFn, void *);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*MemGetAllocationGranularity)(size_t *, const CUmemAllocationProp *, int);
+  CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+  CUresult (*MemAddressFree)(CUdeviceptr, size_t);
+  CUresult (*MemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+  CUresult (*MemRelease)(CUmemGenericAllocationHandle);
+  CUresult (*MemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+  CUresult (*MemUnmap)(CUdeviceptr, size_t);
+  CUresult (*MemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+};
+
+static const char *g_prog = "app";
+static struct cu_api g_cu;
+
+enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS };
+struct opts {
+  int mode;
+  long loops;
+};
+static struct opts g_opts = {MODE_NORMAL, 1};
+
+static void die_call(const char *call, CUresult r) {
+  fprintf(stderr, "%s: %s failed: %d\n", g_prog, call, r);
+  fflush(stderr);
+  exit(1);
+}
+#define CK(call, name)                         \
+  do {                                         \
+    CUresult r__ = (call);                     \
+    if (r__ != 0) die_call(name, r__);         \
+  } while (0)
+
+/* ---- output ---- */
+
+struct outbuf {
+  char text[4096];
+  size_t len;
+  const char *prefix;
+};
+static void outf(struct outbuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct outbuf *o, const char *fmt, ...) {
+  va_list ap;
+  int n = snprintf(o->text + o->len, sizeof o->text - o->len, "%s", o->prefix ? o->prefix : "");
+  if (n > 0) o->len += (size_t)n;
+  va_start(ap, fmt);
+  n = vsnprintf(o->text + o->len, sizeof o->text - o->len, fmt, ap);
+  va_end(ap);
+  if (n > 0) o->len += (size_t)n;
+  if (o->len < sizeof o->text - 1) o->text[o->len++] = '\n';
+  o->text[o->len] = 0;
+}
+static void outflush(struct outbuf *o) {
+  fputs(o->text, stdout);
+  fflush(stdout);
+  o->len = 0;
+  o->text[0] = 0;
+}
+
+static unsigned long long fnv1a(const void *p, size_t n) {
+  const unsigned char *b = p;
+  unsigned long long h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+static double fsum(const float *v, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += v[i];
+  return s;
+}
+static unsigned long long usum(const unsigned *v, size_t n) {
+  unsigned long long s = 0;
+  for (size_t i = 0; i < n; i++) s += v[i];
+  return s;
+}
+
+/* ---- code images ---- */
+
+/* Payload of the fake fatbin: text naming the kernels and globals. */
+static const char k_lib_text[] =
+    "// hrr fake-cuda fatbin payload\n"
+    ".entry axpy\n"
+    ".entry fill_u32\n"
+    ".entry gather\n"
+    ".entry add_global\n"
+    ".global g_bias 4\n";
+
+/* What a module built from PTX looks like to cuModuleLoadData. */
+static const char k_ptx_text[] =
+    "//\n// Generated by the hrr fake toolchain\n//\n"
+    ".version 8.0\n.target sm_90\n.address_size 64\n\n"
+    ".visible .entry axpy(\n"
+    "\t.param .f32 axpy_param_0,\n"
+    "\t.param .u64 axpy_param_1,\n"
+    "\t.param .u64 axpy_param_2,\n"
+    "\t.param .u32 axpy_param_3\n"
+    ")\n{\n\tret;\n}\n";
+
+struct fatbin_wrapper {
+  int magic;
+  int version;
+  const void *data;
+  void *unused;
+};
+
+/* Build a fatbin (16-byte header + payload padded to 8 bytes) in buf. */
+static size_t make_fatbin(unsigned char *buf, size_t cap, const char *payload) {
+  size_t plen = strlen(payload) + 1, fat = (plen + 7) & ~(size_t)7;
+  uint32_t magic = 0xBA55ED50u;
+  uint16_t version = 1, hsize = 16;
+  uint64_t fsize = fat;
+  if (16 + fat > cap) return 0;
+  memset(buf, 0, 16 + fat);
+  memcpy(buf, &magic, 4);
+  memcpy(buf + 4, &version, 2);
+  memcpy(buf + 6, &hsize, 2);
+  memcpy(buf + 8, &fsize, 8);
+  memcpy(buf + 16, payload, plen);
+  return 16 + fat;
+}
+
+/* ---- the workload ---- */
+
+#define N_ELEMS 4096
+#define BLOCK 256
+
+static void host_cb(void *arg) { ++*(int *)arg; }
+
+static void workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
+  const long loops = g_opts.loops;
+  CUdevice dev;
+  CUcontext ctx, cur;
+  int ver = 0, count = 0, major = 0, minor = 0, sms = 0, lmode = 0;
+  size_t total = 0;
+  char name[64];
+
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DriverGetVersion(&ver), "cuDriverGetVersion");
+  CK(cu->DeviceGetCount(&count), "cuDeviceGetCount");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
+  CK(cu->DeviceGetAttribute(&major, 75, dev), "cuDeviceGetAttribute");
+  CK(cu->DeviceGetAttribute(&minor, 76, dev), "cuDeviceGetAttribute");
+  CK(cu->DeviceGetAttribute(&sms, 16, dev), "cuDeviceGetAttribute");
+  CK(cu->DeviceTotalMem(&total, dev), "cuDeviceTotalMem");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  CK(cu->CtxGetCurrent(&cur), "cuCtxGetCurrent");
+  if (cur != ctx) die_call("cuCtxGetCurrent (wrong context)", -1);
+  CK(cu->ModuleGetLoadingMode(&lmode), "cuModuleGetLoadingMode");
+  outf(out, "device name=\"%s\" cc=%d.%d sms=%d mem=%zu driver=%d count=%d", name, major, minor, sms, total, ver,
+       count);
+
+  /* code: a library from a fatbin wrapper (what cudart does), and a PTX module */
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CUkernel k_axpy, k_fill, k_gather, k_addg;
+  CUfunction f_axpy, f_fill, f_gather, f_mod_axpy;
+  CUmodule mod, lmod;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  CK(cu->LibraryGetKernel(&k_gather, lib, "gather"), "cuLibraryGetKernel");
+  CK(cu->LibraryGetKernel(&k_addg, lib, "add_global"), "cuLibraryGetKernel");
+  CK(cu->KernelGetFunction(&f_axpy, k_axpy), "cuKernelGetFunction");
+  CK(cu->KernelGetFunction(&f_fill, k_fill), "cuKernelGetFunction");
+  CK(cu->KernelGetFunction(&f_gather, k_gather), "cuKernelGetFunction");
+  CK(cu->ModuleLoadData(&mod, k_ptx_text), "cuModuleLoadData");
+  CK(cu->ModuleGetFunction(&f_mod_axpy, mod, "axpy"), "cuModuleGetFunction");
+  (void)f_axpy;
+
+  /* x, y */
+  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float)), *hr = malloc(n * sizeof(float));
+  if (!hx || !hy || !hr) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) {
+    hx[i] = (float)(i % 97) * 0.25f;
+    hy[i] = (float)(i % 13) - 6.0f;
+  }
+  CUdeviceptr x, y;
+  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(x, hx, n * sizeof(float)), "cuMemcpyHtoD");
+  CK(cu->MemcpyHtoD(y, hy, n * sizeof(float)), "cuMemcpyHtoD");
+
+  /* axpy, kernelParams form, on the CUkernel handle (as cudart launches) */
+  float a = 2.0f;
+  void *axpy_params[] = {&a, &x, &y, (void *)&n};
+  for (long l = 0; l < loops; l++)
+    CK(cu->LaunchKernel((CUfunction)k_axpy, grid, 1, 1, BLOCK, 1, 1, 0, NULL, axpy_params, NULL), "cuLaunchKernel");
+  CK(cu->MemcpyDtoH(hr, y, n * sizeof(float)), "cuMemcpyDtoH");
+  outf(out, "axpy_kparams sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
+
+  if (g_opts.mode == MODE_CRASH || g_opts.mode == MODE_ABORT) {
+    outflush(out);
+    if (g_opts.mode == MODE_CRASH) kill(getpid(), SIGKILL);
+    abort();
+  }
+
+  /* axpy again, `extra` packed-buffer form, on the module's CUfunction */
+  unsigned char pbuf[32];
+  float a2 = 0.5f;
+  memset(pbuf, 0, sizeof pbuf);
+  memcpy(pbuf + 0, &a2, 4);
+  memcpy(pbuf + 8, &x, 8);
+  memcpy(pbuf + 16, &y, 8);
+  memcpy(pbuf + 24, &n, 4);
+  size_t pbuf_size = sizeof pbuf;
+  void *extra[] = {(void *)1, pbuf, (void *)2, &pbuf_size, (void *)0};
+  for (long l = 0; l < loops; l++)
+    CK(cu->LaunchKernelAlt(f_mod_axpy, grid, 1, 1, BLOCK, 1, 1, 0, NULL, NULL, extra), "cuLaunchKernel(extra)");
+  CK(cu->MemcpyDtoH(hr, y, n * sizeof(float)), "cuMemcpyDtoH");
+  outf(out, "axpy_extra sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
+
+  /* a stream: memset, async H2D from pinned memory, fill_u32 via cuLaunchKernelEx, async D2H */
+  CUstream s;
+  CUevent e0, e1;
+  CUdeviceptr z;
+  unsigned *hz;
+  int hostfn_calls = 0;
+  float ms = -1.0f;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CK(cu->EventCreate(&e0, 0), "cuEventCreate");
+  CK(cu->EventCreate(&e1, 0), "cuEventCreate");
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemAllocHost((void **)&hz, n * sizeof(unsigned)), "cuMemAllocHost");
+  for (int i = 0; i < n; i++) hz[i] = (unsigned)i * 3u + 1u;
+  CK(cu->EventRecord(e0, s), "cuEventRecord");
+  CK(cu->MemsetD32Async(z, 0xDEADBEEFu, n, s), "cuMemsetD32Async");
+  CK(cu->MemcpyHtoDAsync(z, hz, 1024 * sizeof(unsigned), s), "cuMemcpyHtoDAsync");
+  CUdeviceptr zp = z + 2048 * sizeof(unsigned);
+  unsigned fv = 0x01020304u;
+  unsigned long long fcount = 1024;
+  void *fill_params[] = {&zp, &fv, &fcount};
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = 8; /* CU_LAUNCH_ATTRIBUTE_PRIORITY */
+  attr.value.priority = 0;
+  CUlaunchConfig cfg = {4, 1, 1, BLOCK, 1, 1, 0, s, &attr, 1};
+  for (long l = 0; l < loops; l++) CK(cu->LaunchKernelEx(&cfg, f_fill, fill_params, NULL), "cuLaunchKernelEx");
+  CK(cu->MemcpyDtoHAsync(hz, z, n * sizeof(unsigned), s), "cuMemcpyDtoHAsync");
+  CK(cu->EventRecord(e1, s), "cuEventRecord");
+  CK(cu->LaunchHostFunc(s, host_cb, &hostfn_calls), "cuLaunchHostFunc");
+  CK(cu->StreamWaitEvent(s, e1, 0), "cuStreamWaitEvent");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  CK(cu->EventSynchronize(e1), "cuEventSynchronize");
+  CK(cu->EventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+  outf(out, "stream_fill sum=%llu fnv=%016llx hostfn=%d", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)),
+       hostfn_calls);
+
+  /* gather: a table of device pointers, stored in device memory, chased by the kernel */
+  CUdeviceptr table, gout;
+  CUdeviceptr *ht = malloc(n * sizeof(CUdeviceptr));
+  if (!ht) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) ht[i] = y + (CUdeviceptr)((((unsigned)i * 7u) + 3u) % (unsigned)n) * sizeof(float);
+  CK(cu->MemAlloc(&table, n * sizeof(CUdeviceptr)), "cuMemAlloc");
+  CK(cu->MemAlloc(&gout, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(table, ht, n * sizeof(CUdeviceptr)), "cuMemcpyHtoD");
+  void *gather_params[] = {&table, &gout, (void *)&n};
+  for (long l = 0; l < loops; l++)
+    CK(cu->LaunchKernel(f_gather, grid, 1, 1, BLOCK, 1, 1, 0, NULL, gather_params, NULL), "cuLaunchKernel");
+  CK(cu->MemcpyDtoH(hr, gout, n * sizeof(float)), "cuMemcpyDtoH");
+  outf(out, "gather sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
+
+  /* a __device__ global: find it two ways, set it, use it */
+  CUdeviceptr gb, gb2;
+  size_t gbs = 0, gbs2 = 0;
+  CK(cu->LibraryGetModule(&lmod, lib), "cuLibraryGetModule");
+  CK(cu->ModuleGetGlobal(&gb, &gbs, lmod, "g_bias"), "cuModuleGetGlobal");
+  CK(cu->LibraryGetGlobal(&gb2, &gbs2, lib, "g_bias"), "cuLibraryGetGlobal");
+  if (gb != gb2 || gbs != 4 || gbs2 != 4) die_call("cuLibraryGetGlobal (mismatch)", -1);
+  float bias = 1.5f;
+  CK(cu->MemcpyHtoD(gb, &bias, sizeof bias), "cuMemcpyHtoD");
+  void *addg_params[] = {&y, (void *)&n};
+  for (long l = 0; l < loops; l++)
+    CK(cu->LaunchKernel((CUfunction)k_addg, grid, 1, 1, BLOCK, 1, 1, 0, NULL, addg_params, NULL), "cuLaunchKernel");
+  CK(cu->MemcpyDtoH(hr, y, n * sizeof(float)), "cuMemcpyDtoH");
+  outf(out, "add_global sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
+
+  unsigned mt_dev = 0, mt_host = 0;
+  CK(cu->PointerGetAttribute(&mt_dev, 2, x), "cuPointerGetAttribute");
+  CK(cu->PointerGetAttribute(&mt_host, 2, (CUdeviceptr)(uintptr_t)hz), "cuPointerGetAttribute");
+  outf(out, "ptr_attr x=%u pinned=%u", mt_dev, mt_host);
+
+  /* VMM: reserve 4 MiB, back the first 2 MiB, use it, tear it down */
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = 1;          /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  prop.location.type = 1; /* CU_MEM_LOCATION_TYPE_DEVICE */
+  prop.location.id = dev;
+  size_t gran = 0;
+  CK(cu->MemGetAllocationGranularity(&gran, &prop, 0), "cuMemGetAllocationGranularity");
+  CUdeviceptr va;
+  CUmemGenericAllocationHandle mh;
+  CK(cu->MemAddressReserve(&va, 2 * gran, 0, 0, 0), "cuMemAddressReserve");
+  CK(cu->MemCreate(&mh, gran, &prop, 0), "cuMemCreate");
+  CK(cu->MemMap(va, gran, 0, mh, 0), "cuMemMap");
+  CUmemAccessDesc acc = {{1, dev}, 3};
+  CK(cu->MemSetAccess(va, gran, &acc, 1), "cuMemSetAccess");
+  CK(cu->MemsetD8(va, 0x5a, gran), "cuMemsetD8");
+  CUdeviceptr vp = va + 4096;
+  unsigned vv = 7;
+  unsigned long long vcount = 1000;
+  void *vfill_params[] = {&vp, &vv, &vcount};
+  for (long l = 0; l < loops; l++)
+    CK(cu->LaunchKernel(f_fill, 4, 1, 1, BLOCK, 1, 1, 0, NULL, vfill_params, NULL), "cuLaunchKernel");
+  size_t vbytes = 64 * 1024;
+  unsigned *hv = malloc(vbytes);
+  if (!hv) die_call("malloc", -1);
+  CK(cu->MemcpyDtoH(hv, va, vbytes), "cuMemcpyDtoH");
+  outf(out, "vmm gran=%zu sum=%llu fnv=%016llx", gran, usum(hv, vbytes / 4), fnv1a(hv, vbytes));
+  CK(cu->MemUnmap(va, gran), "cuMemUnmap");
+  CK(cu->MemRelease(mh), "cuMemRelease");
+  CK(cu->MemAddressFree(va, 2 * gran), "cuMemAddressFree");
+
+  /* teardown */
+  CK(cu->CtxSynchronize(), "cuCtxSynchronize");
+  CK(cu->EventDestroy(e0), "cuEventDestroy");
+  CK(cu->EventDestroy(e1), "cuEventDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(x), "cuMemFree");
+  CK(cu->MemFree(y), "cuMemFree");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->MemFree(table), "cuMemFree");
+  CK(cu->MemFree(gout), "cuMemFree");
+  CK(cu->MemFreeHost(hz), "cuMemFreeHost");
+  CK(cu->ModuleUnload(mod), "cuModuleUnload");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  free(hx);
+  free(hy);
+  free(hr);
+  free(ht);
+  free(hv);
+}
+
+static void *thread_main(void *arg) {
+  workload(arg);
+  return NULL;
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: %s [crash|abort|fork|nocuda|threads|loop N]\n", g_prog);
+  exit(2);
+}
+
+/* resolve() fills g_cu; it must not initialise CUDA. */
+static int app_main(int argc, char **argv, const char *prog, void (*resolve)(void)) {
+  g_prog = prog;
+  if (argc > 1) {
+    if (!strcmp(argv[1], "crash")) g_opts.mode = MODE_CRASH;
+    else if (!strcmp(argv[1], "abort")) g_opts.mode = MODE_ABORT;
+    else if (!strcmp(argv[1], "fork")) g_opts.mode = MODE_FORK;
+    else if (!strcmp(argv[1], "nocuda")) g_opts.mode = MODE_NOCUDA;
+    else if (!strcmp(argv[1], "threads")) g_opts.mode = MODE_THREADS;
+    else if (!strcmp(argv[1], "loop") && argc > 2) {
+      char *end;
+      g_opts.loops = strtol(argv[2], &end, 10);
+      if (*end || g_opts.loops < 1) usage();
+    } else usage();
+  }
+  if (g_opts.mode == MODE_NOCUDA) {
+    printf("nocuda ok\n");
+    return 0;
+  }
+  resolve();
+
+  if (g_opts.mode == MODE_THREADS) {
+    static struct outbuf ob[2];
+    pthread_t t[2];
+    ob[0].prefix = "[t0] ";
+    ob[1].prefix = "[t1] ";
+    for (int i = 0; i < 2; i++)
+      if (pthread_create(&t[i], NULL, thread_main, &ob[i])) die_call("pthread_create", -1);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    outflush(&ob[0]);
+    outflush(&ob[1]);
+    return 0;
+  }
+  if (g_opts.mode == MODE_FORK) {
+    static struct outbuf ob;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) die_call("fork", -1);
+    if (pid == 0) {
+      ob.prefix = "[child] ";
+      workload(&ob);
+      outflush(&ob);
+      _exit(0);
+    }
+    ob.prefix = "[parent] ";
+    workload(&ob);
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) die_call("waitpid", -1);
+    outflush(&ob);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "%s: child failed (status %d)\n", g_prog, st);
+      return 1;
+    }
+    return 0;
+  }
+  static struct outbuf ob;
+  workload(&ob);
+  outflush(&ob);
+  return 0;
+}
+
+#endif
