@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -231,6 +230,7 @@ struct vspace {
 };
 static struct vspace g_dev;  /* cuMemAlloc*, VMM reservations without a hint */
 static struct vspace g_glob; /* __device__ globals of loaded modules */
+static struct vspace g_fb;   /* reservations whose address hint could not be honoured */
 
 /* A chunk is one host mapping that backs one big or several small allocations. */
 struct chunk {
@@ -434,7 +434,10 @@ static void fc_postfork_child(void) {
     g_inited = 0;
     g_fork_broken = 1;
   }
-  fc_unlock();
+  /* The child's thread has a new TID, so it cannot unlock the recursive
+   * mutex taken in fc_prefork: start over with a fresh one. */
+  pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+  memcpy(&g_mu, &fresh, sizeof fresh);
 }
 
 __attribute__((constructor)) static void fc_ctor(void) {
@@ -448,6 +451,7 @@ __attribute__((constructor)) static void fc_ctor(void) {
   }
   g_dev.base = g_dev.cursor = base;
   g_glob.base = g_glob.cursor = base - (64ull << 30);
+  g_fb.base = g_fb.cursor = (base / 2) & ~(unsigned long long)(FC_GRAN - 1);
   pthread_atfork(fc_prefork, fc_postfork_parent, fc_postfork_child);
 }
 
@@ -1082,7 +1086,9 @@ static CUresult i_mem_reserve(CUdeviceptr *ptr, size_t size, size_t align, CUdev
     if (p == (void *)(uintptr_t)addr) got = addr;
     else if (p != MAP_FAILED) munmap(p, size);
   }
-  if (!got) got = va_map(&g_dev, size, align, PROT_NONE); /* the address is only a hint */
+  /* The address is only a hint.  A hint we cannot honour goes to a separate
+   * space so that it does not land on the next address a replayer asks for. */
+  if (!got) got = va_map(addr ? &g_fb : &g_dev, size, align, PROT_NONE);
   if (!got) return E_OUT_OF_MEMORY;
   GROW(g_rv, g_nrv, g_caprv);
   g_rv[g_nrv].base = got;
@@ -1430,12 +1436,12 @@ static CUresult i_module_load(CUmodule *pm, const char *path) {
   NEED_CTX(c);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return E_FILE_NOT_FOUND;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size > (1 << 30)) {
+  off_t fsize = lseek(fd, 0, SEEK_END);
+  if (fsize <= 0 || fsize > (1 << 30) || lseek(fd, 0, SEEK_SET) != 0) {
     close(fd);
     return E_INVALID_IMAGE;
   }
-  size_t n = (size_t)st.st_size, got = 0;
+  size_t n = (size_t)fsize, got = 0;
   char *buf = calloc(1, n + 16);
   if (!buf) { close(fd); return E_OUT_OF_MEMORY; }
   while (got < n) {

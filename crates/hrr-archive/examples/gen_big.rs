@@ -33,25 +33,48 @@ fn schema() -> Schema {
                 1,
                 "cuLaunchKernel",
                 CallClass::Launch,
-                &[("result", Result), ("f", Handle), ("kernel", Str), ("grid", U64s), ("params", Bytes)],
+                &[
+                    ("result", Result),
+                    ("f", Handle),
+                    ("kernel", Str),
+                    ("grid", U64s),
+                    ("params", Bytes),
+                ],
             ),
             call(
                 2,
                 "cuMemAlloc_v2",
                 CallClass::Other,
-                &[("result", Result), ("dptr", Ptr), ("bytesize", U64), ("note", Bytes)],
+                &[
+                    ("result", Result),
+                    ("dptr", Ptr),
+                    ("bytesize", U64),
+                    ("note", Bytes),
+                ],
             ),
             call(
                 3,
                 "cuMemcpyHtoDAsync_v2",
                 CallClass::H2d,
-                &[("result", Result), ("dst", Ptr), ("size", U64), ("h2d_blob", Blob), ("inline", Bytes)],
+                &[
+                    ("result", Result),
+                    ("dst", Ptr),
+                    ("size", U64),
+                    ("h2d_blob", Blob),
+                    ("inline", Bytes),
+                ],
             ),
             call(
                 4,
                 "cuMemcpyDtoHAsync_v2",
                 CallClass::D2h,
-                &[("result", Result), ("src", Ptr), ("size", U64), ("d2h_blob", Blob), ("inline", Bytes)],
+                &[
+                    ("result", Result),
+                    ("src", Ptr),
+                    ("size", U64),
+                    ("d2h_blob", Blob),
+                    ("inline", Bytes),
+                ],
             ),
             call(
                 5,
@@ -91,23 +114,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         match kind {
             1 => {
                 let name = &kernels[(i % 64) as usize];
-                p.i32(0).u64(0x5000 + i % 64).str(name).u64s(&[128, 1, 1, 256, 1, 1]);
+                p.i32(0)
+                    .u64(0x5000 + i % 64)
+                    .str(name)
+                    .u64s(&[128, 1, 1, 256, 1, 1]);
                 let used = 4 + 8 + 4 + name.len() + 4 + 48 + 4;
                 p.bytes(&filler[..1024usize.saturating_sub(used)]);
             }
             2 => {
-                p.i32(0).u64(0x7f00_0000_0000 + i * 4096).u64(4096).bytes(&filler[..1000]);
+                p.i32(0)
+                    .u64(0x7f00_0000_0000 + i * 4096)
+                    .u64(4096)
+                    .bytes(&filler[..1000]);
             }
             3 | 4 => {
-                p.i32(0).u64(0x7f00_0000_0000 + i).u64(4096).object(Some(blob)).bytes(&filler[..980]);
+                p.i32(0)
+                    .u64(0x7f00_0000_0000 + i)
+                    .u64(4096)
+                    .object(Some(blob))
+                    .bytes(&filler[..980]);
             }
             _ => {
                 p.i32(0).u64(0x9000).bytes(&filler[..1008]);
             }
         }
-        w.events().append_at(kind, tid, t0 + i * 1000, p.as_bytes())?;
+        w.events()
+            .append_at(kind, tid, t0 + i * 1000, p.as_bytes())?;
     }
     let m = w.finish()?;
-    println!("wrote {} events to {}", m.event_count, out.join("pid-4242").display());
+    println!(
+        "wrote {} events to {}",
+        m.event_count,
+        out.join("pid-4242").display()
+    );
     Ok(())
 }

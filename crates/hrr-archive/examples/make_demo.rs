@@ -51,7 +51,12 @@ pub fn demo_schema() -> Schema {
         "cuda-driver",
         13000,
         vec![
-            call(CU_INIT, "cuInit", other, &[("result", Result), ("Flags", U32)]),
+            call(
+                CU_INIT,
+                "cuInit",
+                other,
+                &[("result", Result), ("Flags", U32)],
+            ),
             call(
                 CU_DEVICE_GET,
                 "cuDeviceGet",
@@ -62,7 +67,12 @@ pub fn demo_schema() -> Schema {
                 CU_CTX_CREATE,
                 "cuCtxCreate_v2",
                 other,
-                &[("result", Result), ("pctx", Handle), ("flags", U32), ("dev", I32)],
+                &[
+                    ("result", Result),
+                    ("pctx", Handle),
+                    ("flags", U32),
+                    ("dev", I32),
+                ],
             ),
             call(
                 CU_MODULE_LOAD_DATA,
@@ -74,7 +84,12 @@ pub fn demo_schema() -> Schema {
                 CU_MODULE_GET_FUNCTION,
                 "cuModuleGetFunction",
                 other,
-                &[("result", Result), ("hfunc", Handle), ("hmod", Handle), ("name", Str)],
+                &[
+                    ("result", Result),
+                    ("hfunc", Handle),
+                    ("hmod", Handle),
+                    ("name", Str),
+                ],
             ),
             call(
                 CU_MEM_ALLOC,
@@ -86,7 +101,12 @@ pub fn demo_schema() -> Schema {
                 CU_MEMCPY_HTOD,
                 "cuMemcpyHtoD_v2",
                 CallClass::H2d,
-                &[("result", Result), ("dstDevice", Ptr), ("ByteCount", U64), ("h2d_blob", Blob)],
+                &[
+                    ("result", Result),
+                    ("dstDevice", Ptr),
+                    ("ByteCount", U64),
+                    ("h2d_blob", Blob),
+                ],
             ),
             call(
                 CU_LAUNCH_KERNEL,
@@ -120,8 +140,18 @@ pub fn demo_schema() -> Schema {
                     ("d2h_blob", Blob),
                 ],
             ),
-            call(CU_MEM_FREE, "cuMemFree_v2", other, &[("result", Result), ("dptr", Ptr)]),
-            call(CU_CTX_SYNCHRONIZE, "cuCtxSynchronize", other, &[("result", Result)]),
+            call(
+                CU_MEM_FREE,
+                "cuMemFree_v2",
+                other,
+                &[("result", Result), ("dptr", Ptr)],
+            ),
+            call(
+                CU_CTX_SYNCHRONIZE,
+                "cuCtxSynchronize",
+                other,
+                &[("result", Result)],
+            ),
         ],
     )
 }
@@ -165,7 +195,11 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let a = parent.put_blob(&floats(n, |i| i as f32))?;
     let b = parent.put_blob(&floats(n, |i| 2.0 * i as f32))?;
     let c = parent.put_blob(&floats(n, |i| 3.0 * i as f32))?;
-    let (da, db, dc) = (0x7f00_0020_0000u64, 0x7f00_0020_1000u64, 0x7f00_0020_2000u64);
+    let (da, db, dc) = (
+        0x7f00_0020_0000u64,
+        0x7f00_0020_1000u64,
+        0x7f00_0020_2000u64,
+    );
     {
         let ev = parent.events();
         let mut p = PayloadBuilder::new();
@@ -182,17 +216,30 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
         p.i32(0).u64(0x5555_0000_2000).object(Some(code));
         ev.append_at(CU_MODULE_LOAD_DATA, main, clock.at(96_250), p.as_bytes())?;
         let mut p = PayloadBuilder::new();
-        p.i32(0).u64(0x5555_0000_3000).u64(0x5555_0000_2000).str("vector_add");
+        p.i32(0)
+            .u64(0x5555_0000_3000)
+            .u64(0x5555_0000_2000)
+            .str("vector_add");
         ev.append_at(CU_MODULE_GET_FUNCTION, main, clock.at(96_300), p.as_bytes())?;
         for (i, d) in [da, db, dc].into_iter().enumerate() {
             let mut p = PayloadBuilder::new();
             p.i32(0).u64(d).u64(4 * n as u64);
-            ev.append_at(CU_MEM_ALLOC, main, clock.at(96_400 + 10 * i as u64), p.as_bytes())?;
+            ev.append_at(
+                CU_MEM_ALLOC,
+                main,
+                clock.at(96_400 + 10 * i as u64),
+                p.as_bytes(),
+            )?;
         }
         for (i, (d, blob)) in [(da, a), (db, b)].into_iter().enumerate() {
             let mut p = PayloadBuilder::new();
             p.i32(0).u64(d).u64(4 * n as u64).object(Some(blob));
-            ev.append_at(CU_MEMCPY_HTOD, main, clock.at(96_500 + 40 * i as u64), p.as_bytes())?;
+            ev.append_at(
+                CU_MEMCPY_HTOD,
+                main,
+                clock.at(96_500 + 40 * i as u64),
+                p.as_bytes(),
+            )?;
         }
         let worker = 1181;
         let mut params = Vec::new();
@@ -219,12 +266,21 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
         p.i32(0);
         ev.append_at(CU_CTX_SYNCHRONIZE, worker, clock.at(96_750), p.as_bytes())?;
         let mut p = PayloadBuilder::new();
-        p.i32(0).u64(0x5600_0000_0000).u64(dc).u64(4 * n as u64).object(Some(c));
+        p.i32(0)
+            .u64(0x5600_0000_0000)
+            .u64(dc)
+            .u64(4 * n as u64)
+            .object(Some(c));
         ev.append_at(CU_MEMCPY_DTOH, main, clock.at(96_800), p.as_bytes())?;
         for (i, d) in [da, db, dc].into_iter().enumerate() {
             let mut p = PayloadBuilder::new();
             p.i32(0).u64(d);
-            ev.append_at(CU_MEM_FREE, main, clock.at(97_000 + 10 * i as u64), p.as_bytes())?;
+            ev.append_at(
+                CU_MEM_FREE,
+                main,
+                clock.at(97_000 + 10 * i as u64),
+                p.as_bytes(),
+            )?;
         }
     }
     let parent_end = clock.0 + 1000;
@@ -288,8 +344,16 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     p.i32(0).u64(0x6666_0000_2000).object(Some(child_code));
     ev.append_at(CU_MODULE_LOAD_DATA, main, clock.at(290_400), p.as_bytes())?;
     let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x6666_0000_3000).u64(0x6666_0000_2000).str("scale");
-    ev.append_at(CU_MODULE_GET_FUNCTION, main, clock.at(290_450), p.as_bytes())?;
+    p.i32(0)
+        .u64(0x6666_0000_3000)
+        .u64(0x6666_0000_2000)
+        .str("scale");
+    ev.append_at(
+        CU_MODULE_GET_FUNCTION,
+        main,
+        clock.at(290_450),
+        p.as_bytes(),
+    )?;
     let mut params = dx.to_le_bytes().to_vec();
     params.extend_from_slice(&2.0f32.to_le_bytes());
     let mut p = PayloadBuilder::new();
@@ -308,7 +372,11 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .bytes(&params);
     ev.append_at(CU_LAUNCH_KERNEL, main, clock.at(290_500), p.as_bytes())?;
     let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x5600_0000_0000).u64(dx).u64(1024).object(Some(x));
+    p.i32(0)
+        .u64(0x5600_0000_0000)
+        .u64(dx)
+        .u64(1024)
+        .object(Some(x));
     ev.append_at(CU_MEMCPY_DTOH, main, clock.at(290_600), p.as_bytes())?;
     ev.flush(true)?;
     let child_dir = child.dir().to_path_buf();
@@ -339,7 +407,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_or_else(|| "examples/demo.hrr".into(), std::path::PathBuf::from);
     if out.exists() {
         if !out.join("manifest.json").is_file() {
-            return Err(format!("{}: exists and is not an archive; not replacing it", out.display()).into());
+            return Err(format!(
+                "{}: exists and is not an archive; not replacing it",
+                out.display()
+            )
+            .into());
         }
         std::fs::remove_dir_all(&out)?;
     }

@@ -119,14 +119,19 @@ pub fn code_object_path(pid_dir: &Path, id: &ObjectId, kind: CodeKind) -> PathBu
 
 /// Find a code object by id whatever its kind.
 pub fn find_code_object(pid_dir: &Path, id: &ObjectId) -> Option<(PathBuf, CodeKind)> {
-    [CodeKind::Cubin, CodeKind::Fatbin, CodeKind::Ptx, CodeKind::Hsaco]
-        .into_iter()
-        .map(|k| (code_object_path(pid_dir, id, k), k))
-        .find(|(p, _)| {
-            std::fs::symlink_metadata(p)
-                .map(|m| m.is_file())
-                .unwrap_or(false)
-        })
+    [
+        CodeKind::Cubin,
+        CodeKind::Fatbin,
+        CodeKind::Ptx,
+        CodeKind::Hsaco,
+    ]
+    .into_iter()
+    .map(|k| (code_object_path(pid_dir, id, k), k))
+    .find(|(p, _)| {
+        std::fs::symlink_metadata(p)
+            .map(|m| m.is_file())
+            .unwrap_or(false)
+    })
 }
 
 /// Writes blobs and code objects of one process capture, each content stored once.
@@ -162,13 +167,21 @@ impl ObjectStore {
     }
 
     fn put(&self, id: ObjectId, path: &Path, bytes: &[u8]) -> Result<bool> {
-        if self.written.lock().unwrap_or_else(|e| e.into_inner()).contains(&id) {
+        if self
+            .written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&id)
+        {
             return Ok(false);
         }
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink(path.to_path_buf())),
             Ok(m) if m.is_file() && m.len() == bytes.len() as u64 => {
-                self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+                self.written
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id);
                 return Ok(false);
             }
             _ => {}
@@ -186,7 +199,10 @@ impl ObjectStore {
             let _ = std::fs::remove_file(&tmp);
         }
         result?;
-        self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
         Ok(true)
     }
 }
@@ -258,13 +274,22 @@ mod tests {
         assert_eq!(p.file_name().unwrap().len(), 32 + 5);
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let dmode = std::fs::metadata(p.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+        let dmode = std::fs::metadata(p.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(dmode, 0o700);
         // a second store (another session) sees the existing file and does not rewrite it
         let again = ObjectStore::new(dir.path());
         assert!(!again.put_blob(b"abc").unwrap().1);
-        let (co, _) = store.put_code_object(b"\x7fELF....", CodeKind::Cubin).unwrap();
-        assert_eq!(find_code_object(dir.path(), &co).unwrap().1, CodeKind::Cubin);
+        let (co, _) = store
+            .put_code_object(b"\x7fELF....", CodeKind::Cubin)
+            .unwrap();
+        assert_eq!(
+            find_code_object(dir.path(), &co).unwrap().1,
+            CodeKind::Cubin
+        );
         let counts = count_objects(dir.path()).unwrap();
         assert_eq!((counts.blobs, counts.code_objects), (1, 1));
         assert_eq!(ObjectId::from_hex(&a.to_hex()), Some(a));

@@ -136,7 +136,9 @@ pub fn encode_trailer(seq: u64, timestamp_ns: u64, total_events: u64) -> [u8; TR
 
 /// If `header` + `payload` form a valid trailer, the event count it claims.
 pub fn trailer_total(header: &RecordHeader, payload: &[u8]) -> Option<u64> {
-    if header.kind != TYPE_TRAILER || header.total_len as usize != TRAILER_LEN || payload.len() != 12
+    if header.kind != TYPE_TRAILER
+        || header.total_len as usize != TRAILER_LEN
+        || payload.len() != 12
     {
         return None;
     }

@@ -32,6 +32,8 @@ pub mod blobs;
 pub mod error;
 pub mod framing;
 pub mod fsutil;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod layout;
 pub mod manifest;
 pub mod reader;

@@ -219,7 +219,11 @@ pub fn build_root_index(root: &Path) -> Result<RootRebuild> {
     let pids: std::collections::HashSet<u32> = processes.iter().map(|p| p.pid).collect();
     let owner_pid = processes
         .iter()
-        .find(|p| processes.iter().any(|c| c.parent_pid == p.pid && c.pid != p.pid))
+        .find(|p| {
+            processes
+                .iter()
+                .any(|c| c.parent_pid == p.pid && c.pid != p.pid)
+        })
         .or_else(|| processes.iter().find(|p| !pids.contains(&p.parent_pid)))
         .or(processes.first())
         .map_or(0, |p| p.pid);
@@ -272,7 +276,10 @@ mod tests {
         std::fs::create_dir(root.path().join("pid-x")).unwrap();
         let r = rebuild_root_index(root.path()).unwrap();
         let m = read_root_manifest(root.path()).unwrap();
-        assert_eq!(m.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [10, 20]);
+        assert_eq!(
+            m.processes.iter().map(|p| p.pid).collect::<Vec<_>>(),
+            [10, 20]
+        );
         assert_eq!(m.owner_pid, 10);
         assert_eq!(r.skipped.len(), 1);
     }

@@ -88,9 +88,8 @@ impl Recovery {
                 "no clean-shutdown trailer (capture likely crashed); {}",
                 describe_drop(d, self.dropped_bytes)
             )),
-            (None, None) => {
-                why.push("no clean-shutdown trailer (capture likely crashed or still running)".into())
-            }
+            (None, None) => why
+                .push("no clean-shutdown trailer (capture likely crashed or still running)".into()),
             (None, Some(t)) if t != self.records => why.push(format!(
                 "clean-shutdown trailer counts {t} events but {} precede it",
                 self.records

@@ -52,7 +52,11 @@ impl FieldType {
             FieldType::U8 => 1,
             FieldType::U16 => 2,
             FieldType::U32 | FieldType::I32 | FieldType::Result => 4,
-            FieldType::U64 | FieldType::I64 | FieldType::F64 | FieldType::Ptr | FieldType::Handle => 8,
+            FieldType::U64
+            | FieldType::I64
+            | FieldType::F64
+            | FieldType::Ptr
+            | FieldType::Handle => 8,
             FieldType::Blob | FieldType::Code => 16,
             FieldType::Str | FieldType::Bytes | FieldType::U64s => return None,
         })
@@ -311,8 +315,7 @@ impl PayloadBuilder {
     }
     /// Append a `blob` or `code` field.
     pub fn object(&mut self, id: Option<ObjectId>) -> &mut Self {
-        self.buf
-            .extend_from_slice(&id.map_or([0u8; 16], |id| id.0));
+        self.buf.extend_from_slice(&id.map_or([0u8; 16], |id| id.0));
         self
     }
     /// Append a `u64s` field.
@@ -465,6 +468,9 @@ mod tests {
         assert_eq!(s.call(1).unwrap().name, "cuInit");
         let again = Schema::from_json(&s.to_json()).unwrap();
         assert_eq!(again.extra.get("future"), s.extra.get("future"));
-        assert!(Schema::from_json(br#"{"api":"x","api_version":1,"calls":[{"id":65535,"name":"a","fields":[]}]}"#).is_err());
+        assert!(Schema::from_json(
+            br#"{"api":"x","api_version":1,"calls":[{"id":65535,"name":"a","fields":[]}]}"#
+        )
+        .is_err());
     }
 }

@@ -128,7 +128,10 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
         match class {
             CallClass::Launch => {
                 s.launches += 1;
-                let call = schema.as_ref().and_then(|sc| sc.call(h.kind)).expect("indexed");
+                let call = schema
+                    .as_ref()
+                    .and_then(|sc| sc.call(h.kind))
+                    .expect("indexed");
                 let kernel = match decode_fields(call, &rec.payload) {
                     Ok(f) => match field(&f, "kernel") {
                         Some(Value::Str(k)) if !k.is_empty() => k.clone(),

@@ -224,7 +224,8 @@ impl ProcessWriter {
         )?;
         let mut manifest = ProcessManifest::new(pid, parent_pid);
         manifest.api = Some(schema.api.clone());
-        manifest.incomplete_reason = Some("capture in progress or the process did not exit cleanly".into());
+        manifest.incomplete_reason =
+            Some("capture in progress or the process did not exit cleanly".into());
         manifest::write_process_manifest(&dir, &manifest)?;
         let events = EventWriter::create(&events_path, schema, policy)?;
         Ok(ProcessWriter {

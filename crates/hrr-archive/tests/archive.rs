@@ -23,13 +23,21 @@ fn schema() -> Schema {
                 id: 1,
                 name: "apiAlloc".into(),
                 class: CallClass::Other,
-                fields: vec![f("result", FieldType::Result), f("ptr", FieldType::Ptr), f("size", FieldType::U64)],
+                fields: vec![
+                    f("result", FieldType::Result),
+                    f("ptr", FieldType::Ptr),
+                    f("size", FieldType::U64),
+                ],
             },
             CallDef {
                 id: 2,
                 name: "apiLaunch".into(),
                 class: CallClass::Launch,
-                fields: vec![f("result", FieldType::Result), f("kernel", FieldType::Str), f("args", FieldType::Bytes)],
+                fields: vec![
+                    f("result", FieldType::Result),
+                    f("kernel", FieldType::Str),
+                    f("args", FieldType::Bytes),
+                ],
             },
         ],
     )
@@ -41,10 +49,16 @@ fn write_capture(root: &Path, pid: u32, n: usize, finish: bool) -> PathBuf {
     for i in 0..n {
         let mut p = PayloadBuilder::new();
         if i % 2 == 0 {
-            p.i32(0).u64(0x7e00_0000_0000 + i as u64).u64(i as u64 * 256);
-            w.events().append(1, 100 + (i % 3) as u64, p.as_bytes()).unwrap();
+            p.i32(0)
+                .u64(0x7e00_0000_0000 + i as u64)
+                .u64(i as u64 * 256);
+            w.events()
+                .append(1, 100 + (i % 3) as u64, p.as_bytes())
+                .unwrap();
         } else {
-            p.i32(0).str(&format!("kernel_{}", i % 4)).bytes(&vec![i as u8; i % 17]);
+            p.i32(0)
+                .str(&format!("kernel_{}", i % 4))
+                .bytes(&vec![i as u8; i % 17]);
             w.events().append(2, 100, p.as_bytes()).unwrap();
         }
     }
@@ -58,7 +72,12 @@ fn write_capture(root: &Path, pid: u32, n: usize, finish: bool) -> PathBuf {
     dir
 }
 
-fn read_all(path: &Path) -> (Vec<hrr_archive::reader::Record>, hrr_archive::reader::Recovery) {
+fn read_all(
+    path: &Path,
+) -> (
+    Vec<hrr_archive::reader::Record>,
+    hrr_archive::reader::Recovery,
+) {
     let mut r = EventReader::open(path).unwrap();
     let recs: Vec<_> = r.by_ref().map(|x| x.unwrap()).collect();
     (recs, r.recovery().clone())
@@ -148,7 +167,10 @@ fn bad_headers_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("e.bin");
     std::fs::write(&p, b"EHR").unwrap();
-    assert!(matches!(EventReader::open(&p), Err(Error::TooShort { len: 3, .. })));
+    assert!(matches!(
+        EventReader::open(&p),
+        Err(Error::TooShort { len: 3, .. })
+    ));
     std::fs::write(&p, b"XXXXXXXXXXXX").unwrap();
     assert!(matches!(EventReader::open(&p), Err(Error::BadMagic { .. })));
     let mut h = FileHeader::current();
@@ -157,10 +179,16 @@ fn bad_headers_are_clear_errors() {
     let e = EventReader::open(&p).unwrap_err();
     assert_eq!(
         e.to_string(),
-        format!("Version mismatch in {}: file=9 reader={FORMAT_VERSION}", p.display())
+        format!(
+            "Version mismatch in {}: file=9 reader={FORMAT_VERSION}",
+            p.display()
+        )
     );
     std::fs::write(&p, FileHeader::current().encode()).unwrap();
-    assert!(matches!(EventReader::open(&p), Err(Error::BadSchema { .. })));
+    assert!(matches!(
+        EventReader::open(&p),
+        Err(Error::BadSchema { .. })
+    ));
     let link = dir.path().join("link.bin");
     std::os::unix::fs::symlink(&p, &link).unwrap();
     assert!(matches!(EventReader::open(&link), Err(Error::Symlink(_))));
@@ -173,13 +201,26 @@ fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
     let path = dir.join(EVENTS_FILE);
     let len = std::fs::metadata(&path).unwrap().len();
     // tear the last record
-    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 3).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 3)
+        .unwrap();
     std::fs::remove_file(dir.join("active")).unwrap();
     match repair_process(&dir).unwrap() {
-        RepairOutcome::Repaired { events, dropped_bytes, saved_tail, still_incomplete } => {
+        RepairOutcome::Repaired {
+            events,
+            dropped_bytes,
+            saved_tail,
+            still_incomplete,
+        } => {
             assert_eq!(events, 8);
             assert!(dropped_bytes > 0);
-            assert_eq!(std::fs::metadata(saved_tail.unwrap()).unwrap().len(), dropped_bytes);
+            assert_eq!(
+                std::fs::metadata(saved_tail.unwrap()).unwrap().len(),
+                dropped_bytes
+            );
             assert!(still_incomplete.is_empty());
         }
         o => panic!("{o:?}"),
@@ -188,7 +229,10 @@ fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
     assert_eq!(recs.len(), 8);
     assert!(rec.complete());
     assert!(manifest::read_process_manifest(&dir).unwrap().complete);
-    assert_eq!(repair_process(&dir).unwrap(), RepairOutcome::AlreadyComplete { events: 8 });
+    assert_eq!(
+        repair_process(&dir).unwrap(),
+        RepairOutcome::AlreadyComplete { events: 8 }
+    );
 }
 
 #[test]
@@ -198,13 +242,17 @@ fn repair_never_blesses_a_capture_the_writer_marked_incomplete() {
     let mut p = PayloadBuilder::new();
     p.i32(0).u64(1).u64(2);
     w.events().append(1, 1, p.as_bytes()).unwrap();
-    w.events().mark_incomplete("disk nearly full; capture stopped").unwrap();
+    w.events()
+        .mark_incomplete("disk nearly full; capture stopped")
+        .unwrap();
     let dir = w.dir().to_path_buf();
     let m = w.finish().unwrap();
     assert!(!m.complete);
     assert!(m.incomplete_reason.unwrap().contains("disk nearly full"));
     match repair_process(&dir).unwrap() {
-        RepairOutcome::Repaired { still_incomplete, .. } => assert_eq!(still_incomplete.len(), 1),
+        RepairOutcome::Repaired {
+            still_incomplete, ..
+        } => assert_eq!(still_incomplete.len(), 1),
         o => panic!("{o:?}"),
     }
     let m = manifest::read_process_manifest(&dir).unwrap();
@@ -220,9 +268,19 @@ fn repair_root_repairs_every_process_and_rebuilds_the_index() {
     let crashed = write_capture(root.path(), 12, 5, false);
     std::fs::remove_file(crashed.join("active")).unwrap();
     let r = repair_root(root.path()).unwrap();
-    let outcomes: Vec<_> = r.processes.iter().map(|(_, o)| o.as_ref().unwrap().clone()).collect();
-    assert!(matches!(outcomes[0], RepairOutcome::AlreadyComplete { events: 3 }));
-    assert!(matches!(outcomes[1], RepairOutcome::Repaired { events: 5, .. }));
+    let outcomes: Vec<_> = r
+        .processes
+        .iter()
+        .map(|(_, o)| o.as_ref().unwrap().clone())
+        .collect();
+    assert!(matches!(
+        outcomes[0],
+        RepairOutcome::AlreadyComplete { events: 3 }
+    ));
+    assert!(matches!(
+        outcomes[1],
+        RepairOutcome::Repaired { events: 5, .. }
+    ));
     let rm = manifest::read_root_manifest(root.path()).unwrap();
     assert!(rm.processes.iter().all(|p| p.complete));
     assert_eq!(rm.processes[1].event_count, 5);
@@ -232,7 +290,7 @@ fn repair_root_repairs_every_process_and_rebuilds_the_index() {
 fn repair_refuses_a_running_capture() {
     let root = tempfile::tempdir().unwrap();
     let dir = write_capture(root.path(), 13, 2, false);
-    std::fs::write(dir.join("active"), format!("{}\n", std::process::id() + 0)).unwrap();
+    std::fs::write(dir.join("active"), format!("{}\n", std::process::id())).unwrap();
     // our own pid is allowed (tests), a live foreign pid is not: use pid 1
     std::fs::write(dir.join("active"), "1\n").unwrap();
     let e = repair_process(&dir).unwrap_err();
@@ -242,7 +300,11 @@ fn repair_refuses_a_running_capture() {
 #[test]
 fn periodic_flush_makes_records_visible_before_finish() {
     let root = tempfile::tempdir().unwrap();
-    let policy = FlushPolicy { buffer_bytes: 1 << 20, flush_every_events: 4, sync_every_events: 8 };
+    let policy = FlushPolicy {
+        buffer_bytes: 1 << 20,
+        flush_every_events: 4,
+        sync_every_events: 8,
+    };
     let mut w = ProcessWriter::create_with(root.path(), 14, 1, &schema(), policy).unwrap();
     let mut p = PayloadBuilder::new();
     p.i32(0).u64(1).u64(2);

@@ -24,6 +24,8 @@ const MODE_STOPPED: u8 = 3;
 static MODE: AtomicU8 = AtomicU8::new(MODE_UNDECIDED);
 static OUTPUT: OnceLock<PathBuf> = OnceLock::new();
 static STATE: Mutex<Option<Recorder>> = Mutex::new(None);
+/// Passthrough symbols noted before the archive was opened.
+static PENDING_PASSTHROUGH: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 thread_local! {
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
@@ -162,6 +164,12 @@ fn open(state: &mut Option<Recorder>) -> bool {
                 capturing: HashSet::new(),
                 min_free,
             });
+            if let Some(rec) = state.as_mut() {
+                let pending = std::mem::take(&mut *PENDING_PASSTHROUGH.lock().unwrap_or_else(|e| e.into_inner()));
+                for name in pending {
+                    *rec.writer.manifest_mut().passthrough_calls.entry(name).or_default() += 1;
+                }
+            }
             crate::signals::install();
             true
         }
@@ -257,10 +265,13 @@ pub fn note_passthrough(name: &CStr) {
     if !active() {
         return;
     }
+    let name = name.to_string_lossy().into_owned();
     let mut state = lock();
-    if let Some(rec) = state.as_mut() {
-        let name = name.to_string_lossy().into_owned();
-        *rec.writer.manifest_mut().passthrough_calls.entry(name).or_default() += 1;
+    match state.as_mut() {
+        Some(rec) if rec.pid == std::process::id() => {
+            *rec.writer.manifest_mut().passthrough_calls.entry(name).or_default() += 1;
+        }
+        _ => PENDING_PASSTHROUGH.lock().unwrap_or_else(|e| e.into_inner()).push(name),
     }
 }
 

@@ -153,7 +153,10 @@ mod tests {
         ])
         .unwrap();
         let r = &cli.replay;
-        assert_eq!((r.rtol, r.atol, r.sync_watchdog_ms, r.loop_count), (1e-3, 0.5, 500, 3));
+        assert_eq!(
+            (r.rtol, r.atol, r.sync_watchdog_ms, r.loop_count),
+            (1e-3, 0.5, 500, 3)
+        );
         assert!(r.no_placement && r.sync_after_launch && r.no_progress && r.verbose && r.json);
         assert_eq!(r.kernel_filter.as_deref(), Some("gemm"));
         let d = ReplayOptions::default();

@@ -129,7 +129,10 @@ fn trailer_matches(events: &Path, count: u64) -> hrr_archive::Result<bool> {
     let mut f = fsutil::open_read(events)?;
     let len = f
         .metadata()
-        .map_err(|source| Error::Io { path: events.into(), source })?
+        .map_err(|source| Error::Io {
+            path: events.into(),
+            source,
+        })?
         .len();
     if len < TRAILER_LEN as u64 {
         return Ok(false);
@@ -137,7 +140,10 @@ fn trailer_matches(events: &Path, count: u64) -> hrr_archive::Result<bool> {
     let mut b = [0u8; TRAILER_LEN];
     f.seek(SeekFrom::Start(len - TRAILER_LEN as u64))
         .and_then(|_| f.read_exact(&mut b))
-        .map_err(|source| Error::Io { path: events.into(), source })?;
+        .map_err(|source| Error::Io {
+            path: events.into(),
+            source,
+        })?;
     let mut hb = [0u8; RECORD_HEADER_LEN];
     hb.copy_from_slice(&b[..RECORD_HEADER_LEN]);
     let header = RecordHeader::decode(&hb);
@@ -173,7 +179,8 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
     }
     if std::fs::symlink_metadata(&events_path).is_err() {
         row.reasons.push("events.bin is missing".into());
-        row.reasons.extend(ManifestState::of(&manifest).reasons(false));
+        row.reasons
+            .extend(ManifestState::of(&manifest).reasons(false));
         return Ok(row);
     }
     if let Ok(m) = &manifest {
@@ -196,7 +203,8 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
         }
     }
     if let Some(pid) = running_writer(dir) {
-        row.reasons.push(format!("capture still running (pid {pid} holds it)"));
+        row.reasons
+            .push(format!("capture still running (pid {pid} holds it)"));
     }
     row.complete = row.reasons.is_empty();
     Ok(row)
@@ -349,7 +357,11 @@ pub fn print_root<'a>(
     }
     let repairable = incomplete.iter().any(|r| r.error.is_none()) || info.root_manifest != "ok";
     if repairable {
-        writeln!(out, "To repair: hrr-playback {} --repair", info.path.display())?;
+        writeln!(
+            out,
+            "To repair: hrr-playback {} --repair",
+            info.path.display()
+        )?;
     }
     Ok(unreadable)
 }
@@ -369,7 +381,12 @@ fn meta_text(meta: Option<&Value>, keys: &[&str]) -> Option<String> {
                 Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
                 Some(Value::Number(n)) => return Some(n.to_string()),
                 Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_number) => {
-                    return Some(a.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("."))
+                    return Some(
+                        a.iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join("."),
+                    )
                 }
                 _ => {}
             }
@@ -428,11 +445,22 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     let meta = s.manifest.as_ref().and_then(|m| m.metadata.as_ref());
     let device = meta_text(meta, &["device_name", "name"]);
     let cc = meta_text(meta, &["compute_capability", "gcn_arch_name"]);
-    let driver = meta_text(meta, &["driver_version"]);
+    let mut driver = meta_text(meta, &["driver_version"]);
+    let cuda = s.schema.as_ref().is_some_and(|x| x.api == "cuda-driver");
+    if let (true, Some(Ok(v))) = (cuda, driver.as_deref().map(str::parse::<u64>)) {
+        // cuDriverGetVersion: 1000 * major + 10 * minor
+        driver = Some(format!("{}.{} ({v})", v / 1000, (v % 1000) / 10));
+    }
     let empty_unrep = Default::default();
     let empty_pass = Default::default();
-    let unreplayable = s.manifest.as_ref().map_or(&empty_unrep, |m| &m.unreplayable_apis);
-    let passthrough = s.manifest.as_ref().map_or(&empty_pass, |m| &m.passthrough_calls);
+    let unreplayable = s
+        .manifest
+        .as_ref()
+        .map_or(&empty_unrep, |m| &m.unreplayable_apis);
+    let passthrough = s
+        .manifest
+        .as_ref()
+        .map_or(&empty_pass, |m| &m.passthrough_calls);
     let calls = sorted_counts(&s.calls);
     let kernels = sorted_counts(&s.kernels);
     if json {
@@ -476,11 +504,16 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         writeln!(out)?;
         return Ok(v.complete);
     }
-    let kv = |out: &mut dyn Write, k: &str, val: &str| writeln!(out, "{:<20}{val}", format!("{k}:"));
+    let kv =
+        |out: &mut dyn Write, k: &str, val: &str| writeln!(out, "{:<20}{val}", format!("{k}:"));
     writeln!(out, "HRR Archive: {}", v.dir.display())?;
     writeln!(out, "{RULE}")?;
     kv(out, "PID", &v.pid.map_or("?".into(), |p| p.to_string()))?;
-    kv(out, "Parent PID", &v.parent_pid.map_or("?".into(), |p| p.to_string()))?;
+    kv(
+        out,
+        "Parent PID",
+        &v.parent_pid.map_or("?".into(), |p| p.to_string()),
+    )?;
     let api = match &s.schema {
         Some(x) => format!("{} {}", x.api, x.api_version),
         None => "unknown (events.bin carries no schema record)".into(),
@@ -516,11 +549,23 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         None => "-".into(),
     };
     kv(out, "Time span", &span)?;
-    kv(out, "Blobs", &format!("{}, {}", s.objects.blobs, output::bytes(s.objects.blob_bytes)))?;
+    kv(
+        out,
+        "Blobs",
+        &format!(
+            "{}, {}",
+            s.objects.blobs,
+            output::bytes(s.objects.blob_bytes)
+        ),
+    )?;
     kv(
         out,
         "Code objects",
-        &format!("{}, {}", s.objects.code_objects, output::bytes(s.objects.code_object_bytes)),
+        &format!(
+            "{}, {}",
+            s.objects.code_objects,
+            output::bytes(s.objects.code_object_bytes)
+        ),
     )?;
     kv(out, "events.bin", &output::bytes(s.events_bytes))?;
     kv(out, "Kernel launches", &s.launches.to_string())?;
@@ -528,7 +573,11 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     kv(out, "D2H copies", &s.d2h_copies.to_string())?;
     kv(out, "Failed calls", &s.failed_calls.to_string())?;
     if s.undecodable > 0 {
-        kv(out, "Undecodable", &format!("{} payloads do not match the schema", s.undecodable))?;
+        kv(
+            out,
+            "Undecodable",
+            &format!("{} payloads do not match the schema", s.undecodable),
+        )?;
     }
     kv(out, "Device", device.as_deref().unwrap_or("-"))?;
     kv(out, "Compute capability", cc.as_deref().unwrap_or("-"))?;
@@ -565,7 +614,10 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         writeln!(out, "  {name}: {}", why.join("; "))?;
     }
     writeln!(out)?;
-    writeln!(out, "Passthrough calls (called, not recorded; from the manifest):")?;
+    writeln!(
+        out,
+        "Passthrough calls (called, not recorded; from the manifest):"
+    )?;
     if passthrough.is_empty() {
         writeln!(out, "  none")?;
     } else {
@@ -589,9 +641,18 @@ mod tests {
     #[test]
     fn metadata_facts_are_found_at_top_level_or_in_the_first_device() {
         let m = json!({"driver_version": 13000, "devices": [{"name": "NVIDIA H200", "compute_capability": [9, 0]}]});
-        assert_eq!(meta_text(Some(&m), &["device_name", "name"]).as_deref(), Some("NVIDIA H200"));
-        assert_eq!(meta_text(Some(&m), &["compute_capability"]).as_deref(), Some("9.0"));
-        assert_eq!(meta_text(Some(&m), &["driver_version"]).as_deref(), Some("13000"));
+        assert_eq!(
+            meta_text(Some(&m), &["device_name", "name"]).as_deref(),
+            Some("NVIDIA H200")
+        );
+        assert_eq!(
+            meta_text(Some(&m), &["compute_capability"]).as_deref(),
+            Some("9.0")
+        );
+        assert_eq!(
+            meta_text(Some(&m), &["driver_version"]).as_deref(),
+            Some("13000")
+        );
         assert_eq!(meta_text(None, &["x"]), None);
     }
 }

@@ -28,10 +28,12 @@ use crate::cli::Cli;
 
 /// Print an error the one way errors are printed.
 fn report(err: &anyhow::Error) {
-    let mismatch = err.chain().find_map(|e| match e.downcast_ref::<hrr_archive::Error>() {
-        Some(v @ hrr_archive::Error::VersionMismatch { .. }) => Some(v),
-        _ => None,
-    });
+    let mismatch = err
+        .chain()
+        .find_map(|e| match e.downcast_ref::<hrr_archive::Error>() {
+            Some(v @ hrr_archive::Error::VersionMismatch { .. }) => Some(v),
+            _ => None,
+        });
     match mismatch {
         Some(v) => eprintln!("[HRR] {v}"),
         None => eprintln!("hrr-playback: {}", format!("{err:#}").replace('\n', " ")),
@@ -46,7 +48,10 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         eprintln!("hrr-playback: internal error: {msg}{at}");
     }));
     let cli = match Cli::try_parse() {
@@ -81,7 +86,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<u8> {
         version::print(out, cli.replay.runtime.as_deref())?;
         return Ok(0);
     }
-    let path = cli.archive.as_deref().expect("clap requires ARCHIVE without --version");
+    let path = cli
+        .archive
+        .as_deref()
+        .expect("clap requires ARCHIVE without --version");
     match layout::resolve(path)? {
         Target::Process { dir } => process(cli, out, &dir),
         Target::Root { root, processes } => {

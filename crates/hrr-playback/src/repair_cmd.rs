@@ -52,6 +52,10 @@ pub fn repair_process(out: &mut dyn Write, dir: &Path) -> Result<u8> {
 
 /// Repair every capture under `root` and rebuild the root index. Exit status 1 if any failed.
 pub fn repair_root(out: &mut dyn Write, root: &Path) -> Result<u8> {
+    // Refuse before anything is written when a capture holds a link where a file must be.
+    for (_, dir) in hrr_archive::manifest::list_pid_dirs(root)? {
+        check_links(&dir)?;
+    }
     let r = repair::repair_root(root)?;
     writeln!(
         out,
@@ -61,9 +65,10 @@ pub fn repair_root(out: &mut dyn Write, root: &Path) -> Result<u8> {
     )?;
     let (mut repaired, mut complete, mut failed) = (0usize, 0usize, 0usize);
     for (dir, result) in &r.processes {
-        let name = dir
-            .file_name()
-            .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         writeln!(out, "[HRR] --- {name} ---")?;
         match result {
             Ok(o) => {

@@ -23,7 +23,8 @@ pub const REVISION: &str = env!("HRR_REVISION");
 
 /// Print the version block. `cuda_runtime` overrides the CUDA driver library (`--runtime`).
 pub fn print(out: &mut dyn Write, cuda_runtime: Option<&Path>) -> anyhow::Result<()> {
-    let cuda_name = cuda_runtime.map_or_else(|| CUDA_DRIVER.to_string(), |p| p.display().to_string());
+    let cuda_name =
+        cuda_runtime.map_or_else(|| CUDA_DRIVER.to_string(), |p| p.display().to_string());
     writeln!(out, "hrr-playback {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "Format version: {}", hrr_archive::FORMAT_VERSION)?;
     writeln!(out, "Revision: {REVISION}")?;

@@ -21,7 +21,10 @@ use serde::Deserialize;
 mod make_demo;
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn demo() -> PathBuf {
@@ -61,14 +64,20 @@ fn run_in(args: &[impl AsRef<std::ffi::OsStr>]) -> Out {
 
 /// Compare with `tests/golden/<name>` (or write it under `HRR_BLESS=1`).
 fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("HRR_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with HRR_BLESS=1 to create it)", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with HRR_BLESS=1 to create it)",
+            path.display()
+        )
+    });
     assert_eq!(actual, expected, "output differs from {}", path.display());
 }
 
@@ -122,10 +131,7 @@ fn is_root() -> bool {
 }
 
 fn test_schema() -> Schema {
-    let f = |n: &str, ty| FieldDef {
-        name: n.into(),
-        ty,
-    };
+    let f = |n: &str, ty| FieldDef { name: n.into(), ty };
     Schema::new(
         "test-api",
         7,
@@ -134,7 +140,11 @@ fn test_schema() -> Schema {
                 id: 1,
                 name: "apiAlloc".into(),
                 class: CallClass::Other,
-                fields: vec![f("result", FieldType::Result), f("ptr", FieldType::Ptr), f("size", FieldType::U64)],
+                fields: vec![
+                    f("result", FieldType::Result),
+                    f("ptr", FieldType::Ptr),
+                    f("size", FieldType::U64),
+                ],
             },
             CallDef {
                 id: 2,
@@ -173,15 +183,25 @@ fn demo_archive_is_what_make_demo_writes() {
     let fresh = t.path().join("demo.hrr");
     make_demo::write_demo(&fresh).unwrap();
     let rel = |m: BTreeMap<PathBuf, _>, base: &Path| -> Vec<PathBuf> {
-        m.into_keys().map(|p| p.strip_prefix(base).unwrap().to_path_buf()).collect()
+        m.into_keys()
+            .map(|p| p.strip_prefix(base).unwrap().to_path_buf())
+            .collect()
     };
     let a = rel(listing(&fresh), &fresh);
     let b = rel(listing(&demo()), &demo());
-    assert_eq!(a, b, "regenerate with: cargo run -p hrr-archive --example make_demo");
+    assert_eq!(
+        a, b,
+        "regenerate with: cargo run -p hrr-archive --example make_demo"
+    );
     for p in a {
         let (x, y) = (fresh.join(&p), demo().join(&p));
         if x.is_file() {
-            assert_eq!(std::fs::read(&x).unwrap(), std::fs::read(&y).unwrap(), "{}", p.display());
+            assert_eq!(
+                std::fs::read(&x).unwrap(),
+                std::fs::read(&y).unwrap(),
+                "{}",
+                p.display()
+            );
         }
     }
 }
@@ -200,7 +220,10 @@ fn info_on_the_demo_root() {
 
 #[test]
 fn info_on_each_process_of_the_demo() {
-    for (pid, arg) in [(1180, "examples/demo.hrr/pid-1180"), (1204, "examples/demo.hrr/pid-1204/")] {
+    for (pid, arg) in [
+        (1180, "examples/demo.hrr/pid-1180"),
+        (1204, "examples/demo.hrr/pid-1204/"),
+    ] {
         let o = run(&[arg, "--info"]);
         assert_eq!(o.code, 0, "{}", o.stderr);
         golden(&format!("info-pid-{pid}.txt"), &o.stdout);
@@ -215,7 +238,9 @@ fn events_of_the_demo_as_text() {
         golden(&format!("events-pid-{pid}.txt"), &o.stdout);
     }
     let both = run(&["examples/demo.hrr/pid-1204", "--info", "--events"]);
-    assert!(both.stdout.contains("\nEvents:\n#1 T1204 +0.000 cuInit(result=0, Flags=0)\n"));
+    assert!(both
+        .stdout
+        .contains("\nEvents:\n#1 T1204 +0.000 cuInit(result=0, Flags=0)\n"));
 }
 
 /// Our own copy of the `--events --json` wire format: catches drift in either direction.
@@ -243,7 +268,10 @@ fn events_of_the_demo_as_json_lines() {
     assert_eq!(events.len(), 16);
     assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
     let first = &events[0];
-    assert_eq!((first.seq, first.kind, first.name.as_str()), (1, 1, "cuInit"));
+    assert_eq!(
+        (first.seq, first.kind, first.name.as_str()),
+        (1, 1, "cuInit")
+    );
     assert_eq!(first.timestamp_ns, 1_700_000_000_000_000_000);
     assert_eq!(first.thread_id, 1180);
     assert_eq!(first.fields["result"], 0);
@@ -260,24 +288,41 @@ fn events_of_the_demo_as_json_lines() {
         "00002000007f000000102000007f000000202000007f000000040000"
     );
     let keys: Vec<&str> = launch.fields.keys().map(String::as_str).collect();
-    assert_eq!(keys[..3], ["result", "f", "kernel"], "fields keep schema order");
+    assert_eq!(
+        keys[..3],
+        ["result", "f", "kernel"],
+        "fields keep schema order"
+    );
     let alloc: Vec<_> = by_name("cuMemAlloc_v2").collect();
     assert_eq!(alloc.len(), 3);
     assert_eq!(alloc[0].fields["dptr"], "0x7f0000200000");
     assert_eq!(alloc[0].fields["bytesize"], 4096);
     // every blob an H2D or D2H copy names is in the store
     for e in by_name("cuMemcpyHtoD_v2").chain(by_name("cuMemcpyDtoH_v2")) {
-        let id = e.fields.get("h2d_blob").or(e.fields.get("d2h_blob")).unwrap();
+        let id = e
+            .fields
+            .get("h2d_blob")
+            .or(e.fields.get("d2h_blob"))
+            .unwrap();
         let id = id.as_str().unwrap();
         assert_eq!(id.len(), 32);
         let blob = demo().join(format!("pid-1180/blobs/{}/{id}.blob", &id[..2]));
-        assert_eq!(std::fs::metadata(&blob).unwrap().len(), 4096, "{}", blob.display());
+        assert_eq!(
+            std::fs::metadata(&blob).unwrap().len(),
+            4096,
+            "{}",
+            blob.display()
+        );
     }
     // the crashed child: end-of-stream facts go to stderr, stdout stays pure JSON Lines
     let o = run(&["examples/demo.hrr/pid-1204", "--events", "--json"]);
     assert_eq!(o.code, 0);
     assert_eq!(o.stdout.lines().count(), 9);
-    assert!(o.stderr.contains("incomplete: no clean-shutdown trailer"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("incomplete: no clean-shutdown trailer"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
@@ -287,13 +332,21 @@ fn events_of_every_process_of_a_root() {
     let pids: Vec<u64> = o
         .stdout
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["pid"].as_u64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["pid"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(pids.len(), 25);
     assert_eq!((pids[0], pids[24]), (1180, 1204));
     let o = run(&["examples/demo.hrr", "--events"]);
-    assert!(o.stdout.starts_with("# pid-1180 (examples/demo.hrr/pid-1180)\n#1 T1180"));
-    assert!(o.stdout.contains("\n# pid-1204 (examples/demo.hrr/pid-1204)\n"));
+    assert!(o
+        .stdout
+        .starts_with("# pid-1180 (examples/demo.hrr/pid-1180)\n#1 T1180"));
+    assert!(o
+        .stdout
+        .contains("\n# pid-1204 (examples/demo.hrr/pid-1204)\n"));
 }
 
 #[test]
@@ -321,8 +374,14 @@ fn info_as_json() {
     assert_eq!(v["blobs"], 3);
     assert_eq!(v["blob_bytes"], 12288);
     assert_eq!(v["code_objects"], 1);
-    assert_eq!(v["calls"][0], serde_json::json!({"name": "cuMemAlloc_v2", "count": 3}));
-    assert_eq!(v["kernels"][0], serde_json::json!({"name": "vector_add", "launches": 1}));
+    assert_eq!(
+        v["calls"][0],
+        serde_json::json!({"name": "cuMemAlloc_v2", "count": 3})
+    );
+    assert_eq!(
+        v["kernels"][0],
+        serde_json::json!({"name": "vector_add", "launches": 1})
+    );
     assert_eq!(v["device_name"], "NVIDIA H200");
     assert_eq!(v["compute_capability"], "9.0");
     assert_eq!(v["passthrough_calls"]["cuGetExportTable"], 2);
@@ -377,9 +436,15 @@ fn repair_one_process_dir() {
          saved 56 dropped tail bytes to <TMP>/demo.hrr/pid-1204/events.bin.dropped-at-2746\n"
     );
     let o = run_in(&[pid.as_os_str(), "--repair".as_ref()]);
-    assert_eq!(o.stdout, "[HRR] Archive already complete (9 events); nothing to repair\n");
+    assert_eq!(
+        o.stdout,
+        "[HRR] Archive already complete (9 events); nothing to repair\n"
+    );
     let o = run_in(&[d.join("pid-1180").as_os_str(), "--repair".as_ref()]);
-    assert_eq!(o.stdout, "[HRR] Archive already complete (16 events); nothing to repair\n");
+    assert_eq!(
+        o.stdout,
+        "[HRR] Archive already complete (16 events); nothing to repair\n"
+    );
 }
 
 #[test]
@@ -389,7 +454,9 @@ fn repair_keeps_a_capture_the_writer_marked_incomplete_incomplete() {
     let mut p = PayloadBuilder::new();
     p.i32(0).u64(1).u64(2);
     w.events().append(1, 1, p.as_bytes()).unwrap();
-    w.events().mark_incomplete("blob write failed: disk full").unwrap();
+    w.events()
+        .mark_incomplete("blob write failed: disk full")
+        .unwrap();
     let dir = w.dir().to_path_buf();
     w.events().flush(true).unwrap();
     std::mem::forget(w);
@@ -402,12 +469,18 @@ fn repair_keeps_a_capture_the_writer_marked_incomplete_incomplete() {
          [HRR] Still incomplete: writer marked it incomplete: blob write failed: disk full\n"
     );
     let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
-    assert!(o.stdout.contains("Complete:           NO\n"), "{}", o.stdout);
-    assert!(o.stdout.contains("- writer marked it incomplete: blob write failed: disk full"));
-    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    assert!(
+        o.stdout.contains("Complete:           NO\n"),
+        "{}",
+        o.stdout
+    );
     assert!(o
         .stdout
-        .ends_with("# end: 2 events, incomplete: writer marked it incomplete: blob write failed: disk full\n"));
+        .contains("- writer marked it incomplete: blob write failed: disk full"));
+    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    assert!(o.stdout.ends_with(
+        "# end: 2 events, incomplete: writer marked it incomplete: blob write failed: disk full\n"
+    ));
 }
 
 #[test]
@@ -457,12 +530,19 @@ fn a_root_with_one_process_resolves_by_itself() {
 
 #[test]
 fn version_needs_no_archive_and_no_gpu_library() {
-    let o = hrr().arg("--version").env("LD_LIBRARY_PATH", "").output().unwrap();
+    let o = hrr()
+        .arg("--version")
+        .env("LD_LIBRARY_PATH", "")
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let s = String::from_utf8(o.stdout).unwrap();
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines.len(), 5, "{s}");
-    assert_eq!(lines[0], format!("hrr-playback {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        lines[0],
+        format!("hrr-playback {}", env!("CARGO_PKG_VERSION"))
+    );
     assert_eq!(lines[1], format!("Format version: {FORMAT_VERSION}"));
     assert!(lines[2].starts_with("Revision: ") && lines[2].len() > "Revision: ".len());
     assert!(lines[3].starts_with("Runtime: "));
@@ -472,7 +552,10 @@ fn version_needs_no_archive_and_no_gpu_library() {
         .output()
         .unwrap();
     let s = String::from_utf8(o.stdout).unwrap();
-    assert!(s.contains("Runtime: none found (/nonexistent/libcuda.so.1 not loadable)\n"), "{s}");
+    assert!(
+        s.contains("Runtime: none found (/nonexistent/libcuda.so.1 not loadable)\n"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -487,7 +570,9 @@ fn a_closed_stdout_ends_quietly() {
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
     assert!(first.starts_with("#1 T9 +0.000 apiAlloc("), "{first}");
     // the reader (and the pipe) is gone now
     let o = child.wait_with_output().unwrap();
@@ -545,11 +630,20 @@ fn missing_path_file_and_non_archive() {
     let t = tempfile::tempdir().unwrap();
     let missing = t.path().join("nope.hrr");
     let o = run_in(&[missing.as_os_str(), "--info".as_ref()]);
-    assert_eq!(one_error_line(&o), format!("hrr-playback: {}: no such file or directory", missing.display()));
+    assert_eq!(
+        one_error_line(&o),
+        format!(
+            "hrr-playback: {}: no such file or directory",
+            missing.display()
+        )
+    );
     let file = t.path().join("file.txt");
     std::fs::write(&file, "x").unwrap();
     let o = run_in(&[file.as_os_str(), "--info".as_ref()]);
-    assert_eq!(one_error_line(&o), format!("hrr-playback: {}: not a directory", file.display()));
+    assert_eq!(
+        one_error_line(&o),
+        format!("hrr-playback: {}: not a directory", file.display())
+    );
     let empty = t.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     for flag in ["--info", "--events", "--repair"] {
@@ -569,7 +663,10 @@ fn missing_path_file_and_non_archive() {
     let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
     assert_eq!(
         one_error_line(&o),
-        format!("hrr-playback: {}: no such file or directory", pid.join("events.bin").display())
+        format!(
+            "hrr-playback: {}: no such file or directory",
+            pid.join("events.bin").display()
+        )
     );
 }
 
@@ -595,14 +692,25 @@ fn bad_headers() {
     let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
     assert_eq!(
         one_error_line(&o),
-        format!("hrr-playback: Bad magic 0x44434241 in {} (expected 0x52524845)", events.display())
+        format!(
+            "hrr-playback: Bad magic 0x44434241 in {} (expected 0x52524845)",
+            events.display()
+        )
     );
 
     let mut b = good.clone();
     b[4..6].copy_from_slice(&4u16.to_le_bytes());
     std::fs::write(&events, &b).unwrap();
-    let mismatch = format!("[HRR] Version mismatch in {}/events.bin: file=4 reader={FORMAT_VERSION}", dir.display());
-    for args in [vec!["--info"], vec!["--events"], vec![], vec!["--info", "--json"]] {
+    let mismatch = format!(
+        "[HRR] Version mismatch in {}/events.bin: file=4 reader={FORMAT_VERSION}",
+        dir.display()
+    );
+    for args in [
+        vec!["--info"],
+        vec!["--events"],
+        vec![],
+        vec!["--info", "--json"],
+    ] {
         let mut a = vec![dir.as_os_str()];
         a.extend(args.iter().map(std::ffi::OsStr::new));
         let o = run_in(&a);
@@ -612,17 +720,27 @@ fn bad_headers() {
     capture(t.path(), 5, 2);
     let o = run_in(&[t.path().as_os_str(), "--info".as_ref()]);
     assert_eq!(one_error_line(&o), mismatch);
-    assert!(o.stdout.contains("pid-4 could not be read: Version mismatch in"), "{}", o.stdout);
+    assert!(
+        o.stdout
+            .contains("pid-4 could not be read: Version mismatch in"),
+        "{}",
+        o.stdout
+    );
 
     std::fs::write(&events, &good[..5]).unwrap();
     let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
     assert_eq!(
         one_error_line(&o),
-        format!("hrr-playback: {}: too short (5 bytes; missing the 8-byte file header)", events.display())
+        format!(
+            "hrr-playback: {}: too short (5 bytes; missing the 8-byte file header)",
+            events.display()
+        )
     );
     std::fs::write(&events, FileHeader::current().encode()).unwrap();
     let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
-    assert!(one_error_line(&o).contains("bad schema record: the file ends before its schema record"));
+    assert!(
+        one_error_line(&o).contains("bad schema record: the file ends before its schema record")
+    );
 }
 
 #[test]
@@ -636,7 +754,10 @@ fn implausible_record_lengths_are_recovered_not_errors() {
     for _ in 0..3 {
         off += RecordHeader::decode(good[off..off + 32].try_into().unwrap()).total_len as usize;
     }
-    for (bad, what) in [(5u32, "implausible record length 5"), (0x7fff_ffff, "implausible record length 2147483647")] {
+    for (bad, what) in [
+        (5u32, "implausible record length 5"),
+        (0x7fff_ffff, "implausible record length 2147483647"),
+    ] {
         let mut b = good.clone();
         b[off + 26..off + 30].copy_from_slice(&bad.to_le_bytes());
         std::fs::write(&events, &b).unwrap();
@@ -670,7 +791,11 @@ fn unknown_types_and_undecodable_payloads_are_shown_not_fatal() {
          # end: 2 events, complete\n"
     );
     let o = run_in(&[dir.as_os_str(), "--events".as_ref(), "--json".as_ref()]);
-    let lines: Vec<serde_json::Value> = o.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["name"], "type-0x004d");
     assert_eq!(lines[0]["payload_bytes"], 3);
     assert!(lines[1]["error"].as_str().unwrap().contains("`ptr`"));
@@ -692,20 +817,33 @@ fn invalid_or_missing_manifests() {
     assert_eq!(o.code, 0);
     let out = filter(&o.stdout, t.path());
     assert!(out.contains("1180  ?           NO        16"), "{out}");
-    assert!(out.contains("pid-1180 is incomplete: manifest problem: "), "{out}");
+    assert!(
+        out.contains("pid-1180 is incomplete: manifest problem: "),
+        "{out}"
+    );
 
     std::fs::remove_file(pid.join("manifest.json")).unwrap();
     let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
-    assert!(o.stdout.contains("- manifest.json is missing\n"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("- manifest.json is missing\n"),
+        "{}",
+        o.stdout
+    );
     assert!(o.stdout.contains("PID:                1180\n"));
 
     std::fs::write(d.join("manifest.json"), "[]").unwrap();
     let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
     assert_eq!(o.code, 0);
-    assert!(o.stdout.contains("Note: root manifest problem: "), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("Note: root manifest problem: "),
+        "{}",
+        o.stdout
+    );
     std::fs::remove_file(d.join("manifest.json")).unwrap();
     let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
-    assert!(o.stdout.contains("Note: root manifest.json is missing; the index above was rebuilt in memory\n"));
+    assert!(o
+        .stdout
+        .contains("Note: root manifest.json is missing; the index above was rebuilt in memory\n"));
     assert!(o.stdout.contains("Owner PID: 1204\n") || o.stdout.contains("Owner PID: 1180\n"));
 }
 
@@ -718,7 +856,10 @@ fn unreadable_files() {
     if !is_root() {
         assert_eq!(
             one_error_line(&o),
-            format!("hrr-playback: {}: Permission denied (os error 13)", events.display())
+            format!(
+                "hrr-playback: {}: Permission denied (os error 13)",
+                events.display()
+            )
         );
     } else {
         assert_eq!(o.code, 0); // root reads it anyway
@@ -745,11 +886,16 @@ fn symlinks_inside_an_archive_are_refused() {
                 "{name} {args:?}"
             );
         }
-        let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
-        assert_eq!(
-            one_error_line(&o),
-            format!("hrr-playback: {link}: is a symbolic link; archives never follow links")
-        );
+        let torn = std::fs::read(d.join("pid-1204/events.bin")).unwrap();
+        for flag in ["--info", "--repair"] {
+            let o = run_in(&[d.as_os_str(), flag.as_ref()]);
+            assert_eq!(
+                one_error_line(&o),
+                format!("hrr-playback: {link}: is a symbolic link; archives never follow links")
+            );
+        }
+        // refused before anything was written
+        assert_eq!(std::fs::read(d.join("pid-1204/events.bin")).unwrap(), torn);
         std::fs::remove_file(pid.join(name)).unwrap();
         std::fs::rename(&real, pid.join(name)).unwrap();
     }

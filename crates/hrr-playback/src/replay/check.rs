@@ -27,7 +27,14 @@ pub struct Checks {
 
 impl Checks {
     /// Compare one copy.
-    pub fn compare(&mut self, seq: u64, call: &str, got: &[u8], want: Option<&[u8]>, tol: Tolerance) {
+    pub fn compare(
+        &mut self,
+        seq: u64,
+        call: &str,
+        got: &[u8],
+        want: Option<&[u8]>,
+        tol: Tolerance,
+    ) {
         let Some(want) = want else {
             self.skipped += 1;
             return;
@@ -49,8 +56,13 @@ impl Checks {
         }
         self.fail += 1;
         if self.mismatches.len() < 10 {
-            let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
-            let differing = got.iter().zip(want).filter(|(a, b)| a != b).count() + got.len().abs_diff(want.len());
+            let first = got
+                .iter()
+                .zip(want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.len().min(want.len()));
+            let differing = got.iter().zip(want).filter(|(a, b)| a != b).count()
+                + got.len().abs_diff(want.len());
             self.mismatches.push(format!(
                 "event #{seq} {call}: {differing} of {} bytes differ, first at offset {first}",
                 want.len()
@@ -66,12 +78,24 @@ mod tests {
     #[test]
     fn exact_tolerance_and_failure() {
         let mut c = Checks::default();
-        let exact = Tolerance { rtol: 0.0, atol: 0.0 };
+        let exact = Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        };
         c.compare(1, "x", b"abcd", Some(b"abcd"), exact);
         let a = 1.0f32.to_le_bytes();
         let b = 1.0001f32.to_le_bytes();
         c.compare(2, "x", &a, Some(&b), exact);
-        c.compare(3, "x", &a, Some(&b), Tolerance { rtol: 1e-3, atol: 0.0 });
+        c.compare(
+            3,
+            "x",
+            &a,
+            Some(&b),
+            Tolerance {
+                rtol: 1e-3,
+                atol: 0.0,
+            },
+        );
         c.compare(4, "x", &a, None, exact);
         assert_eq!((c.exact, c.within_tol, c.fail, c.skipped), (1, 1, 1, 1));
         assert!(c.mismatches[0].contains("event #2"), "{:?}", c.mismatches);

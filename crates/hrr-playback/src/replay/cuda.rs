@@ -72,13 +72,21 @@ impl Cuda {
         let mut name = [0 as std::ffi::c_char; 256];
         cu!(api, cuDeviceGetName(name.as_mut_ptr(), 255, dev))?;
         // SAFETY: NUL-terminated by the driver within 255 bytes.
-        let device_name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        let device_name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
         let (mut major, mut minor) = (0, 0);
         cu!(api, cuDeviceGetAttribute(&mut major, 75, dev))?;
         cu!(api, cuDeviceGetAttribute(&mut minor, 76, dev))?;
         let prop = super::memory::device_prop(dev);
         let mut gran = 0usize;
-        if cu!(api, cuMemGetAllocationGranularity(&mut gran, prop.as_ptr(), 0)).is_err() || gran == 0 {
+        if cu!(
+            api,
+            cuMemGetAllocationGranularity(&mut gran, prop.as_ptr(), 0)
+        )
+        .is_err()
+            || gran == 0
+        {
             gran = 2 << 20;
         }
         let mut handles = HashMap::new();
@@ -118,20 +126,40 @@ impl Cuda {
     }
 
     fn load_code(&mut self, id: ObjectId, path: &Path, as_library: bool) -> Result<H> {
-        let cache = if as_library { &self.library_of_code } else { &self.module_of_code };
+        let cache = if as_library {
+            &self.library_of_code
+        } else {
+            &self.module_of_code
+        };
         if let Some(h) = cache.get(&id) {
             return Ok(*h);
         }
-        let image = std::fs::read(path).with_context(|| format!("cannot read code object {}", path.display()))?;
+        let image = std::fs::read(path)
+            .with_context(|| format!("cannot read code object {}", path.display()))?;
         let mut h: H = std::ptr::null_mut();
         if as_library {
             let n = std::ptr::null_mut();
-            cu!(self.api, cuLibraryLoadData(&mut h, image.as_ptr() as *const c_void, n, std::ptr::null_mut(), 0, n, std::ptr::null_mut(), 0))
-                .with_context(|| format!("loading code object {id}"))?;
+            cu!(
+                self.api,
+                cuLibraryLoadData(
+                    &mut h,
+                    image.as_ptr() as *const c_void,
+                    n,
+                    std::ptr::null_mut(),
+                    0,
+                    n,
+                    std::ptr::null_mut(),
+                    0
+                )
+            )
+            .with_context(|| format!("loading code object {id}"))?;
             self.library_of_code.insert(id, h);
         } else {
-            cu!(self.api, cuModuleLoadData(&mut h, image.as_ptr() as *const c_void))
-                .with_context(|| format!("loading code object {id}"))?;
+            cu!(
+                self.api,
+                cuModuleLoadData(&mut h, image.as_ptr() as *const c_void)
+            )
+            .with_context(|| format!("loading code object {id}"))?;
             self.module_of_code.insert(id, h);
         }
         Ok(h)
@@ -166,10 +194,14 @@ impl Cuda {
         let f = &ev.fields;
         let kernel = text(f, "kernel");
         if u(f, "in_capture").unwrap_or(0) != 0 {
-            return Ok(Outcome::Skipped("launch inside stream capture (graphs are not replayed)".into()));
+            return Ok(Outcome::Skipped(
+                "launch inside stream capture (graphs are not replayed)".into(),
+            ));
         }
         if u(f, "args_known").unwrap_or(1) == 0 {
-            return Ok(Outcome::Skipped(format!("argument layout of `{kernel}` unknown")));
+            return Ok(Outcome::Skipped(format!(
+                "argument layout of `{kernel}` unknown"
+            )));
         }
         if filter.is_some_and(|p| !kernel.contains(p)) {
             return Ok(Outcome::Filtered);
@@ -178,8 +210,14 @@ impl Cuda {
         let stream = self.stream(ev, "stream")?;
         let mut args = bytes(f, "args").to_vec();
         if self.mem.any_moved() {
-            let offs = match field(f, "arg_offsets") { Some(Value::U64s(v)) => v.clone(), _ => vec![] };
-            let sizes = match field(f, "arg_sizes") { Some(Value::U64s(v)) => v.clone(), _ => vec![] };
+            let offs = match field(f, "arg_offsets") {
+                Some(Value::U64s(v)) => v.clone(),
+                _ => vec![],
+            };
+            let sizes = match field(f, "arg_sizes") {
+                Some(Value::U64s(v)) => v.clone(),
+                _ => vec![],
+            };
             for (o, s) in offs.iter().zip(&sizes) {
                 let o = *o as usize;
                 if *s == 8 && o + 8 <= args.len() {
@@ -189,20 +227,74 @@ impl Cuda {
             }
         }
         let g = |n| u(f, n).map(|v| v as u32);
-        let (grid, block) = ([g("grid_x")?, g("grid_y")?, g("grid_z")?], [g("block_x")?, g("block_y")?, g("block_z")?]);
+        let (grid, block) = (
+            [g("grid_x")?, g("grid_y")?, g("grid_z")?],
+            [g("block_x")?, g("block_y")?, g("block_z")?],
+        );
         let shmem = g("shared_mem")?;
         let mut size = args.len();
-        let mut extra: [*mut c_void; 5] = [1 as *mut c_void, args.as_mut_ptr() as *mut c_void, 2 as *mut c_void, &mut size as *mut usize as *mut c_void, std::ptr::null_mut()];
+        let mut extra: [*mut c_void; 5] = [
+            1 as *mut c_void,
+            args.as_mut_ptr() as *mut c_void,
+            2 as *mut c_void,
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        ];
         let attrs = bytes(f, "attrs");
         let result = if u(f, "cooperative").unwrap_or(0) != 0 {
-            let offs = match field(f, "arg_offsets") { Some(Value::U64s(v)) => v.clone(), _ => vec![] };
-            let mut ptrs: Vec<*mut c_void> = offs.iter().map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void).collect();
-            cu!(self.api, cuLaunchCooperativeKernel(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem, stream, ptrs.as_mut_ptr()))
+            let offs = match field(f, "arg_offsets") {
+                Some(Value::U64s(v)) => v.clone(),
+                _ => vec![],
+            };
+            let mut ptrs: Vec<*mut c_void> = offs
+                .iter()
+                .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void)
+                .collect();
+            cu!(
+                self.api,
+                cuLaunchCooperativeKernel(
+                    func,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    shmem,
+                    stream,
+                    ptrs.as_mut_ptr()
+                )
+            )
         } else if !attrs.is_empty() || ev.name == "cuLaunchKernelEx" {
-            let cfg = LaunchConfig { grid, block, shared_mem: shmem, stream, attrs: attrs.as_ptr(), num_attrs: (attrs.len() / 72) as u32 };
-            cu!(self.api, cuLaunchKernelEx(&cfg, func, std::ptr::null_mut(), extra.as_mut_ptr()))
+            let cfg = LaunchConfig {
+                grid,
+                block,
+                shared_mem: shmem,
+                stream,
+                attrs: attrs.as_ptr(),
+                num_attrs: (attrs.len() / 72) as u32,
+            };
+            cu!(
+                self.api,
+                cuLaunchKernelEx(&cfg, func, std::ptr::null_mut(), extra.as_mut_ptr())
+            )
         } else {
-            cu!(self.api, cuLaunchKernel(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], shmem, stream, std::ptr::null_mut(), extra.as_mut_ptr()))
+            cu!(
+                self.api,
+                cuLaunchKernel(
+                    func,
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    block[0],
+                    block[1],
+                    block[2],
+                    shmem,
+                    stream,
+                    std::ptr::null_mut(),
+                    extra.as_mut_ptr()
+                )
+            )
         };
         result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
         if self.sync_after_launch || self.watchdog_ms > 0 {
@@ -230,7 +322,9 @@ impl Backend for Cuda {
         if let Some(cc) = meta["devices"][0]["compute_capability"].as_str() {
             let here = format!("{}.{}", self.cc.0, self.cc.1);
             if cc != here {
-                let name = meta["devices"][0]["name"].as_str().unwrap_or("unknown device");
+                let name = meta["devices"][0]["name"]
+                    .as_str()
+                    .unwrap_or("unknown device");
                 bail!("[HRR] Architecture mismatch: the archive was captured on compute capability {cc} ({name}); this device is {here} ({}). Replay on a GPU of the same architecture.", self.device_name);
             }
         }
@@ -251,7 +345,12 @@ impl Backend for Cuda {
         Ok(())
     }
 
-    fn replay(&mut self, ev: &Event, blobs: &dyn Fn(Option<ObjectId>) -> Result<Option<Vec<u8>>>, opts: &ReplayOptions) -> Result<Outcome> {
+    fn replay(
+        &mut self,
+        ev: &Event,
+        blobs: &dyn Fn(Option<ObjectId>) -> Result<Option<Vec<u8>>>,
+        opts: &ReplayOptions,
+    ) -> Result<Outcome> {
         let f = &ev.fields;
         let api = &self.api;
         Ok(match ev.name {
@@ -262,17 +361,22 @@ impl Backend for Cuda {
                 Outcome::Done
             }
             "cuMemAlloc" | "cuMemAllocAsync" | "cuMemAllocFromPoolAsync" => {
-                self.mem.alloc(&self.api, u(f, "dptr")?, u(f, "bytesize")?)?;
+                self.mem
+                    .alloc(&self.api, u(f, "dptr")?, u(f, "bytesize")?)?;
                 Outcome::Done
             }
             "cuMemAllocPitch" => {
-                self.mem.alloc(&self.api, u(f, "dptr")?, u(f, "pitch")? * u(f, "height")?)?;
+                self.mem
+                    .alloc(&self.api, u(f, "dptr")?, u(f, "pitch")? * u(f, "height")?)?;
                 Outcome::Done
             }
             "cuMemAllocManaged" => {
                 let mut p = 0u64;
                 let size = u(f, "bytesize")?;
-                cu!(api, cuMemAllocManaged(&mut p, size as usize, u(f, "flags")? as u32))?;
+                cu!(
+                    api,
+                    cuMemAllocManaged(&mut p, size as usize, u(f, "flags")? as u32)
+                )?;
                 self.mem.note_moved(u(f, "dptr")?, size, p);
                 Outcome::Done
             }
@@ -283,7 +387,10 @@ impl Backend for Cuda {
             "cuMemHostAlloc" | "cuMemAllocHost" => {
                 let mut p: *mut c_void = std::ptr::null_mut();
                 let size = u(f, "bytesize")?;
-                cu!(api, cuMemHostAlloc(&mut p, size as usize, u(f, "flags").unwrap_or(0) as u32))?;
+                cu!(
+                    api,
+                    cuMemHostAlloc(&mut p, size as usize, u(f, "flags").unwrap_or(0) as u32)
+                )?;
                 self.mem.note_moved(u(f, "host_ptr")?, size, p as u64);
                 Outcome::Done
             }
@@ -291,13 +398,25 @@ impl Backend for Cuda {
                 let (rec, size) = (u(f, "ptr")?, u(f, "size")?);
                 let mut got = 0u64;
                 let hint = if opts.no_placement { 0 } else { rec };
-                cu!(api, cuMemAddressReserve(&mut got, size as usize, u(f, "alignment")? as usize, hint, 0))?;
+                cu!(
+                    api,
+                    cuMemAddressReserve(
+                        &mut got,
+                        size as usize,
+                        u(f, "alignment")? as usize,
+                        hint,
+                        0
+                    )
+                )?;
                 self.mem.note_moved(rec, size, got);
                 Outcome::Done
             }
             "cuMemAddressFree" => {
                 let rec = u(f, "ptr")?;
-                cu!(api, cuMemAddressFree(self.mem.translate(rec), u(f, "size")? as usize))?;
+                cu!(
+                    api,
+                    cuMemAddressFree(self.mem.translate(rec), u(f, "size")? as usize)
+                )?;
                 self.mem.forget(rec);
                 Outcome::Done
             }
@@ -307,7 +426,15 @@ impl Backend for Cuda {
                     prop[12..16].copy_from_slice(&self.dev.to_le_bytes());
                 }
                 let mut h = 0u64;
-                cu!(api, cuMemCreate(&mut h, u(f, "size")? as usize, prop.as_ptr(), u(f, "flags")?))?;
+                cu!(
+                    api,
+                    cuMemCreate(
+                        &mut h,
+                        u(f, "size")? as usize,
+                        prop.as_ptr(),
+                        u(f, "flags")?
+                    )
+                )?;
                 self.vmm.insert(u(f, "handle")?, h);
                 Outcome::Done
             }
@@ -318,12 +445,27 @@ impl Backend for Cuda {
                 Outcome::Done
             }
             "cuMemMap" => {
-                let h = *self.vmm.get(&u(f, "handle")?).ok_or_else(|| anyhow!("cuMemMap of an unknown allocation handle"))?;
-                cu!(api, cuMemMap(self.mem.translate(u(f, "ptr")?), u(f, "size")? as usize, u(f, "offset")? as usize, h, 0))?;
+                let h = *self
+                    .vmm
+                    .get(&u(f, "handle")?)
+                    .ok_or_else(|| anyhow!("cuMemMap of an unknown allocation handle"))?;
+                cu!(
+                    api,
+                    cuMemMap(
+                        self.mem.translate(u(f, "ptr")?),
+                        u(f, "size")? as usize,
+                        u(f, "offset")? as usize,
+                        h,
+                        0
+                    )
+                )?;
                 Outcome::Done
             }
             "cuMemUnmap" => {
-                cu!(api, cuMemUnmap(self.mem.translate(u(f, "ptr")?), u(f, "size")? as usize))?;
+                cu!(
+                    api,
+                    cuMemUnmap(self.mem.translate(u(f, "ptr")?), u(f, "size")? as usize)
+                )?;
                 Outcome::Done
             }
             "cuMemSetAccess" => {
@@ -332,16 +474,31 @@ impl Backend for Cuda {
                 for _ in 0..n {
                     desc.extend_from_slice(&rw_access(self.dev));
                 }
-                cu!(api, cuMemSetAccess(self.mem.translate(u(f, "ptr")?), u(f, "size")? as usize, desc.as_ptr(), n))?;
+                cu!(
+                    api,
+                    cuMemSetAccess(
+                        self.mem.translate(u(f, "ptr")?),
+                        u(f, "size")? as usize,
+                        desc.as_ptr(),
+                        n
+                    )
+                )?;
                 Outcome::Done
             }
             "cuMemcpyHtoD" | "cuMemcpyHtoDAsync" => {
-                let Some(data) = blobs(match field(f, "h2d_blob") { Some(Value::Blob(b)) => *b, _ => None })? else {
+                let Some(data) = blobs(match field(f, "h2d_blob") {
+                    Some(Value::Blob(b)) => *b,
+                    _ => None,
+                })?
+                else {
                     return Ok(Outcome::Skipped("H2D source not recorded".into()));
                 };
                 let dst = self.mem.translate(u(f, "dst")?);
                 let stream = self.stream(ev, "stream")?;
-                cu!(api, cuMemcpyHtoDAsync_v2(dst, data.as_ptr() as *const c_void, data.len(), stream))?;
+                cu!(
+                    api,
+                    cuMemcpyHtoDAsync_v2(dst, data.as_ptr() as *const c_void, data.len(), stream)
+                )?;
                 cu!(api, cuStreamSynchronize(stream))?;
                 Outcome::Done
             }
@@ -349,38 +506,90 @@ impl Backend for Cuda {
                 let src = self.mem.translate(u(f, "src")?);
                 let mut got = vec![0u8; u(f, "bytes")? as usize];
                 let stream = self.stream(ev, "stream")?;
-                cu!(api, cuMemcpyDtoHAsync_v2(got.as_mut_ptr() as *mut c_void, src, got.len(), stream))?;
+                cu!(
+                    api,
+                    cuMemcpyDtoHAsync_v2(got.as_mut_ptr() as *mut c_void, src, got.len(), stream)
+                )?;
                 self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
-                Outcome::D2h { got, expected: match field(f, "d2h_blob") { Some(Value::Blob(b)) => *b, _ => None } }
+                Outcome::D2h {
+                    got,
+                    expected: match field(f, "d2h_blob") {
+                        Some(Value::Blob(b)) => *b,
+                        _ => None,
+                    },
+                }
             }
             "cuMemcpyDtoD" | "cuMemcpyDtoDAsync" => {
                 let stream = self.stream(ev, "stream")?;
-                cu!(api, cuMemcpyDtoDAsync_v2(self.mem.translate(u(f, "dst")?), self.mem.translate(u(f, "src")?), u(f, "bytes")? as usize, stream))?;
+                cu!(
+                    api,
+                    cuMemcpyDtoDAsync_v2(
+                        self.mem.translate(u(f, "dst")?),
+                        self.mem.translate(u(f, "src")?),
+                        u(f, "bytes")? as usize,
+                        stream
+                    )
+                )?;
                 Outcome::Done
             }
             "cuMemcpy" | "cuMemcpyAsync" => {
                 let stream = self.stream(ev, "stream")?;
                 let n = u(f, "bytes")? as usize;
                 match u(f, "direction")? as u8 {
-                    0 => cu!(api, cuMemcpyDtoDAsync_v2(self.mem.translate(u(f, "dst")?), self.mem.translate(u(f, "src")?), n, stream))?,
+                    0 => cu!(
+                        api,
+                        cuMemcpyDtoDAsync_v2(
+                            self.mem.translate(u(f, "dst")?),
+                            self.mem.translate(u(f, "src")?),
+                            n,
+                            stream
+                        )
+                    )?,
                     1 => {
-                        let Some(data) = blobs(match field(f, "h2d_blob") { Some(Value::Blob(b)) => *b, _ => None })? else {
+                        let Some(data) = blobs(match field(f, "h2d_blob") {
+                            Some(Value::Blob(b)) => *b,
+                            _ => None,
+                        })?
+                        else {
                             return Ok(Outcome::Skipped("H2D source not recorded".into()));
                         };
-                        cu!(api, cuMemcpyHtoDAsync_v2(self.mem.translate(u(f, "dst")?), data.as_ptr() as *const c_void, data.len(), stream))?;
+                        cu!(
+                            api,
+                            cuMemcpyHtoDAsync_v2(
+                                self.mem.translate(u(f, "dst")?),
+                                data.as_ptr() as *const c_void,
+                                data.len(),
+                                stream
+                            )
+                        )?;
                         cu!(api, cuStreamSynchronize(stream))?;
                     }
                     2 => {
                         let mut got = vec![0u8; n];
-                        cu!(api, cuMemcpyDtoHAsync_v2(got.as_mut_ptr() as *mut c_void, self.mem.translate(u(f, "src")?), n, stream))?;
+                        cu!(
+                            api,
+                            cuMemcpyDtoHAsync_v2(
+                                got.as_mut_ptr() as *mut c_void,
+                                self.mem.translate(u(f, "src")?),
+                                n,
+                                stream
+                            )
+                        )?;
                         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
-                        return Ok(Outcome::D2h { got, expected: match field(f, "d2h_blob") { Some(Value::Blob(b)) => *b, _ => None } });
+                        return Ok(Outcome::D2h {
+                            got,
+                            expected: match field(f, "d2h_blob") {
+                                Some(Value::Blob(b)) => *b,
+                                _ => None,
+                            },
+                        });
                     }
                     _ => return Ok(Outcome::Skipped("host-to-host copy".into())),
                 }
                 Outcome::Done
             }
-            "cuMemsetD8" | "cuMemsetD16" | "cuMemsetD32" | "cuMemsetD8Async" | "cuMemsetD16Async" | "cuMemsetD32Async" => {
+            "cuMemsetD8" | "cuMemsetD16" | "cuMemsetD32" | "cuMemsetD8Async"
+            | "cuMemsetD16Async" | "cuMemsetD32Async" => {
                 let dst = self.mem.translate(u(f, "dst")?);
                 let (v, n) = (u(f, "value")?, u(f, "count")? as usize);
                 let stream = self.stream(ev, "stream")?;
@@ -391,15 +600,24 @@ impl Backend for Cuda {
                 }
                 Outcome::Done
             }
-            "cuModuleLoad" | "cuModuleLoadData" | "cuModuleLoadDataEx" | "cuModuleLoadFatBinary" => {
+            "cuModuleLoad"
+            | "cuModuleLoadData"
+            | "cuModuleLoadDataEx"
+            | "cuModuleLoadFatBinary" => {
                 let id = code(f).ok_or_else(|| anyhow!("module image was not recorded"))?;
-                let h = *self.module_of_code.get(&id).ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
+                let h = *self
+                    .module_of_code
+                    .get(&id)
+                    .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
                 self.map_out(u(f, "module")?, h);
                 Outcome::Done
             }
             "cuLibraryLoadData" | "cuLibraryLoadFromFile" => {
                 let id = code(f).ok_or_else(|| anyhow!("library image was not recorded"))?;
-                let h = *self.library_of_code.get(&id).ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
+                let h = *self
+                    .library_of_code
+                    .get(&id)
+                    .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
                 self.map_out(u(f, "library")?, h);
                 Outcome::Done
             }
@@ -438,23 +656,47 @@ impl Backend for Cuda {
                 let name = CString::new(text(f, "name"))?;
                 let (mut p, mut n) = (0u64, 0usize);
                 if ev.name == "cuModuleGetGlobal" {
-                    cu!(api, cuModuleGetGlobal_v2(&mut p, &mut n, owner, name.as_ptr()))?;
+                    cu!(
+                        api,
+                        cuModuleGetGlobal_v2(&mut p, &mut n, owner, name.as_ptr())
+                    )?;
                 } else {
-                    cu!(api, cuLibraryGetGlobal(&mut p, &mut n, owner, name.as_ptr()))?;
+                    cu!(
+                        api,
+                        cuLibraryGetGlobal(&mut p, &mut n, owner, name.as_ptr())
+                    )?;
                 }
                 self.mem.note_moved(u(f, "dptr")?, n as u64, p);
                 Outcome::Done
             }
             "cuFuncSetAttribute" => {
-                cu!(api, cuFuncSetAttribute(self.handle(u(f, "function")?)?, u(f, "attrib")? as i32, u(f, "value")? as i32))?;
+                cu!(
+                    api,
+                    cuFuncSetAttribute(
+                        self.handle(u(f, "function")?)?,
+                        u(f, "attrib")? as i32,
+                        u(f, "value")? as i32
+                    )
+                )?;
                 Outcome::Done
             }
             "cuKernelSetAttribute" => {
-                cu!(api, cuKernelSetAttribute(u(f, "attrib")? as i32, u(f, "value")? as i32, self.handle(u(f, "kernel")?)?, self.dev))?;
+                cu!(
+                    api,
+                    cuKernelSetAttribute(
+                        u(f, "attrib")? as i32,
+                        u(f, "value")? as i32,
+                        self.handle(u(f, "kernel")?)?,
+                        self.dev
+                    )
+                )?;
                 Outcome::Done
             }
             "cuFuncSetCacheConfig" => {
-                cu!(api, cuFuncSetCacheConfig(self.handle(u(f, "function")?)?, u(f, "config")? as i32))?;
+                cu!(
+                    api,
+                    cuFuncSetCacheConfig(self.handle(u(f, "function")?)?, u(f, "config")? as i32)
+                )?;
                 Outcome::Done
             }
             "cuLaunchKernel" | "cuLaunchKernelEx" | "cuLaunchCooperativeKernel" => {
@@ -486,7 +728,14 @@ impl Backend for Cuda {
                 Outcome::Done
             }
             "cuStreamWaitEvent" => {
-                cu!(api, cuStreamWaitEvent(self.stream(ev, "stream")?, self.handle(u(f, "event")?)?, u(f, "flags")? as u32))?;
+                cu!(
+                    api,
+                    cuStreamWaitEvent(
+                        self.stream(ev, "stream")?,
+                        self.handle(u(f, "event")?)?,
+                        u(f, "flags")? as u32
+                    )
+                )?;
                 Outcome::Done
             }
             "cuEventCreate" => {
@@ -496,7 +745,10 @@ impl Backend for Cuda {
                 Outcome::Done
             }
             "cuEventRecord" | "cuEventRecordWithFlags" => {
-                cu!(api, cuEventRecord(self.handle(u(f, "event")?)?, self.stream(ev, "stream")?))?;
+                cu!(
+                    api,
+                    cuEventRecord(self.handle(u(f, "event")?)?, self.stream(ev, "stream")?)
+                )?;
                 Outcome::Done
             }
             "cuEventSynchronize" => {

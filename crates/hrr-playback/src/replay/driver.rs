@@ -91,10 +91,8 @@ driver_api! {
     cuStreamDestroy_v2: fn(H);
     cuStreamSynchronize: fn(H);
     cuStreamWaitEvent: fn(H, H, c_uint);
-    cuStreamQuery: fn(H);
     cuEventCreate: fn(*mut H, c_uint);
     cuEventRecord: fn(H, H);
-    cuEventRecordWithFlags: fn(H, H, c_uint);
     cuEventSynchronize: fn(H);
     cuEventQuery: fn(H);
     cuEventDestroy_v2: fn(H);
@@ -122,8 +120,12 @@ fn loaded_from(addr: *const c_void) -> String {
     // SAFETY: dladdr only reads.
     if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
         // SAFETY: a NUL-terminated path owned by the loader.
-        let p = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-        return std::fs::canonicalize(&p).map(|c| c.display().to_string()).unwrap_or(p);
+        let p = unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned();
+        return std::fs::canonicalize(&p)
+            .map(|c| c.display().to_string())
+            .unwrap_or(p);
     }
     "libcuda.so.1".into()
 }

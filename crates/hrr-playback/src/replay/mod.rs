@@ -83,12 +83,17 @@ pub trait Backend {
 
 /// Strip `_ptsz`/`_ptds` and `_vN` suffixes.
 pub fn base_name(name: &str) -> (&str, bool) {
-    let (name, per_thread) = match name.strip_suffix("_ptsz").or_else(|| name.strip_suffix("_ptds")) {
+    let (name, per_thread) = match name
+        .strip_suffix("_ptsz")
+        .or_else(|| name.strip_suffix("_ptds"))
+    {
         Some(n) => (n, true),
         None => (name, false),
     };
     let base = match name.rfind("_v") {
-        Some(i) if name[i + 2..].bytes().all(|b| b.is_ascii_digit()) && i + 2 < name.len() => &name[..i],
+        Some(i) if name[i + 2..].bytes().all(|b| b.is_ascii_digit()) && i + 2 < name.len() => {
+            &name[..i]
+        }
         _ => name,
     };
     (base, per_thread)
@@ -97,23 +102,34 @@ pub fn base_name(name: &str) -> (&str, bool) {
 /// Code objects loaded by the capture: (id, loaded as a library).
 fn code_loads(dir: &Path) -> Result<Vec<(ObjectId, PathBuf, bool)>> {
     let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
-    let schema = reader.schema().cloned().ok_or_else(|| anyhow!("events.bin has no schema record"))?;
+    let schema = reader
+        .schema()
+        .cloned()
+        .ok_or_else(|| anyhow!("events.bin has no schema record"))?;
     let mut out: Vec<(ObjectId, PathBuf, bool)> = Vec::new();
     for rec in reader.by_ref() {
         let rec = rec?;
-        let Some(call) = schema.call(rec.header.kind) else { continue };
+        let Some(call) = schema.call(rec.header.kind) else {
+            continue;
+        };
         let as_library = call.name.starts_with("cuLibraryLoad");
         if !as_library && !call.name.starts_with("cuModuleLoad") {
             continue;
         }
-        let fields = decode_fields(call, &rec.payload).map_err(|e| anyhow!("event #{}: {e}", rec.header.seq))?;
+        let fields = decode_fields(call, &rec.payload)
+            .map_err(|e| anyhow!("event #{}: {e}", rec.header.seq))?;
         if field(&fields, "result") != Some(&Value::I64(0)) {
             continue;
         }
         if let Some(Value::Code(Some(id))) = field(&fields, "code") {
             if !out.iter().any(|(i, _, l)| i == id && *l == as_library) {
-                let (path, _) = find_code_object(dir, id)
-                    .ok_or_else(|| anyhow!("code object {id} is referenced by event #{} but missing from {}", rec.header.seq, dir.join("code_objects").display()))?;
+                let (path, _) = find_code_object(dir, id).ok_or_else(|| {
+                    anyhow!(
+                        "code object {id} is referenced by event #{} but missing from {}",
+                        rec.header.seq,
+                        dir.join("code_objects").display()
+                    )
+                })?;
                 out.push((*id, path, as_library));
             }
         }
@@ -124,9 +140,18 @@ fn code_loads(dir: &Path) -> Result<Vec<(ObjectId, PathBuf, bool)>> {
 /// Replay the process capture in `dir`; returns the exit code (0 only when every check passed).
 pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
     let sum = summary::summarize(dir)?;
-    let schema = sum.schema.clone().ok_or_else(|| anyhow!("{}: events.bin has no schema record; cannot replay", dir.display()))?;
+    let schema = sum.schema.clone().ok_or_else(|| {
+        anyhow!(
+            "{}: events.bin has no schema record; cannot replay",
+            dir.display()
+        )
+    })?;
     if schema.api != "cuda-driver" {
-        bail!("{}: replay of `{}` archives is not available in this build (CUDA driver only)", dir.display(), schema.api);
+        bail!(
+            "{}: replay of `{}` archives is not available in this build (CUDA driver only)",
+            dir.display(),
+            schema.api
+        );
     }
     let code = code_loads(dir)?;
     let load_start = Instant::now();
@@ -146,10 +171,16 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
         println!("[HRR] {:<16}: {}", "Runtime", backend.runtime());
         println!("[HRR] {:<16}: single-threaded", "Mode");
         if !sum.complete() {
-            println!("[HRR] Note: capture incomplete ({}); replaying the recovered events", sum.incompleteness().join("; "));
+            println!(
+                "[HRR] Note: capture incomplete ({}); replaying the recovered events",
+                sum.incompleteness().join("; ")
+            );
         }
     }
-    let tol = Tolerance { rtol: opts.rtol, atol: opts.atol };
+    let tol = Tolerance {
+        rtol: opts.rtol,
+        atol: opts.atol,
+    };
     let mut checks = Checks::default();
     let mut launched = 0u64;
     let mut filtered = 0u64;
@@ -163,7 +194,8 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
                 let p = blob_path(dir, &id);
                 let f = hrr_archive::fsutil::open_read(&p)?;
                 let mut v = Vec::new();
-                std::io::Read::read_to_end(&mut &f, &mut v).with_context(|| format!("reading {}", p.display()))?;
+                std::io::Read::read_to_end(&mut &f, &mut v)
+                    .with_context(|| format!("reading {}", p.display()))?;
                 Ok(Some(v))
             }
         }
@@ -176,15 +208,23 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
         while let Some(rec) = reader.next() {
             let rec = rec?;
             n += 1;
-            let Some(call) = schema.call(rec.header.kind) else { continue };
-            let fields = decode_fields(call, &rec.payload).map_err(|e| anyhow!("event #{} ({}): {e}", rec.header.seq, call.name))?;
+            let Some(call) = schema.call(rec.header.kind) else {
+                continue;
+            };
+            let fields = decode_fields(call, &rec.payload)
+                .map_err(|e| anyhow!("event #{} ({}): {e}", rec.header.seq, call.name))?;
             if let Some(Value::I64(r)) = field(&fields, "result") {
                 if *r != 0 {
                     continue; // failed during capture: not reissued
                 }
             }
             let (name, per_thread) = base_name(&call.name);
-            let ev = Event { seq: rec.header.seq, name, per_thread, fields };
+            let ev = Event {
+                seq: rec.header.seq,
+                name,
+                per_thread,
+                fields,
+            };
             if opts.verbose {
                 eprintln!("[HRR] #{} {}", ev.seq, call.name);
             }
@@ -247,13 +287,24 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
             println!("[HRR] Error at {f}");
         }
         println!("[HRR] -- Replay summary ------------------------------");
-        println!("[HRR] {:<16}: {:.1} ms (load {:.1} ms, execute {:.1} ms)", "Wall time", load_ms + exec_ms, load_ms, exec_ms);
+        println!(
+            "[HRR] {:<16}: {:.1} ms (load {:.1} ms, execute {:.1} ms)",
+            "Wall time",
+            load_ms + exec_ms,
+            load_ms,
+            exec_ms
+        );
         println!("[HRR] {:<16}: 1", "Threads used");
         println!("[HRR] {:<16}: {launched}", "Kernels launched");
         println!("[HRR] {:<16}: 0", "Graphs launched");
         println!(
             "[HRR] {:<16}: {} pass ({} exact, {} within tol), {} fail, {} skipped",
-            "D2H checks", checks.exact + checks.within_tol, checks.exact, checks.within_tol, checks.fail, checks.skipped
+            "D2H checks",
+            checks.exact + checks.within_tol,
+            checks.exact,
+            checks.within_tol,
+            checks.fail,
+            checks.skipped
         );
         if translated > 0 {
             println!("[HRR] Placement       : {placed} allocations at their recorded address, {translated} translated");
@@ -269,7 +320,10 @@ mod tests {
 
     #[test]
     fn abi_suffixes_are_stripped() {
-        assert_eq!(base_name("cuMemcpyHtoDAsync_v2_ptsz"), ("cuMemcpyHtoDAsync", true));
+        assert_eq!(
+            base_name("cuMemcpyHtoDAsync_v2_ptsz"),
+            ("cuMemcpyHtoDAsync", true)
+        );
         assert_eq!(base_name("cuMemAlloc_v2"), ("cuMemAlloc", false));
         assert_eq!(base_name("cuLaunchKernel"), ("cuLaunchKernel", false));
         assert_eq!(base_name("cuMemcpy_ptds"), ("cuMemcpy", true));

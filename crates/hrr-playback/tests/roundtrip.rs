@@ -1,0 +1,382 @@
+//! Capture → inspect → replay round trips on the CPU, against the fake `libcuda.so.1` of
+//! `tests/fake-cuda` and real C programs that reach the driver the way cudart does.
+//!
+//! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
+//! --workspace` first; the README's test command does) and a C compiler.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn bin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hrr-playback"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn playback() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hrr-playback"))
+}
+
+/// The fake driver and its apps, built once per test run.
+fn fake() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let lib = bin_dir().join("libhrr_capture.so");
+        assert!(
+            lib.is_file() && bin_dir().join("hrr-capture").is_file(),
+            "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
+            lib.display()
+        );
+        let out = std::env::temp_dir().join(format!("hrr-fake-cuda-{}", std::process::id()));
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-cuda/build.sh");
+        let st = Command::new("sh")
+            .arg(&script)
+            .arg(&out)
+            .status()
+            .expect("run build.sh");
+        assert!(st.success(), "building the fake driver failed");
+        out
+    })
+}
+
+fn app(name: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(fake().join(name));
+    c.args(args)
+        .env("LD_LIBRARY_PATH", fake())
+        .env_remove("HIP_HRR_CAPTURE_OUTPUT")
+        .env_remove("HRR_CAPTURE_OUTPUT");
+    c
+}
+
+fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
+    let mut c = Command::new(bin_dir().join("hrr-capture"));
+    c.arg("-o")
+        .arg(archive)
+        .arg("--")
+        .arg(fake().join(name))
+        .args(args);
+    c.env("LD_LIBRARY_PATH", fake())
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1");
+    c.output().expect("run hrr-capture")
+}
+
+fn run(mut c: Command) -> (i32, String, String) {
+    let o = c.output().expect("run");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut c = playback();
+    c.arg(target)
+        .args(extra)
+        .arg("--no-progress")
+        .env("LD_LIBRARY_PATH", fake());
+    run(c)
+}
+
+fn pid_dirs(archive: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(archive)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pid-"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn events_json(target: &Path) -> Vec<serde_json::Value> {
+    let (code, out, err) = run({
+        let mut c = playback();
+        c.arg(target).args(["--events", "--json"]);
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let (_, plain, _) = run(app("driver_app", &[]));
+    let o = capture(&arch, "driver_app", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        stderr.matches("[HRR capture] Recording pid").count(),
+        1,
+        "{stderr}"
+    );
+
+    let events = events_json(&arch);
+    let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    for call in [
+        "cuInit",
+        "cuLibraryLoadData",
+        "cuLibraryGetKernel",
+        "cuKernelGetFunction",
+        "cuModuleLoadData",
+        "cuModuleGetFunction",
+        "cuMemAlloc_v2",
+        "cuMemcpyHtoD_v2",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuMemcpyDtoHAsync_v2",
+        "cuStreamSynchronize",
+        "cuMemAddressReserve",
+        "cuMemCreate",
+        "cuMemMap",
+        "cuMemSetAccess",
+        "cuMemUnmap",
+        "cuMemRelease",
+        "cuMemcpyDtoH_v2",
+        "cuMemFree_v2",
+    ] {
+        assert!(names.contains(&call), "{call} missing from {names:?}");
+    }
+    // launches carry the kernel name and the packed arguments sized by the param info
+    let axpy = events
+        .iter()
+        .find(|e| e["name"] == "cuLaunchKernel" && e["fields"]["kernel"] == "axpy")
+        .unwrap();
+    assert_eq!(
+        axpy["fields"]["arg_offsets"],
+        serde_json::json!([0, 8, 16, 24])
+    );
+    assert_eq!(axpy["fields"]["args"].as_str().unwrap().len(), 28 * 2);
+    // every blob and code object an event names exists, named by its content hash
+    let dir = &pid_dirs(&arch)[0];
+    for e in &events {
+        for key in ["h2d_blob", "d2h_blob"] {
+            if let Some(id) = e["fields"][key].as_str() {
+                let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+                let bytes = std::fs::read(&p).unwrap();
+                assert_eq!(&blake3::hash(&bytes).to_hex()[..32], id);
+            }
+        }
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["complete"], true);
+    assert_eq!(manifest["metadata"]["devices"][0]["name"], "HRR Fake GPU");
+    assert_eq!(manifest["metadata"]["driver_version"], 13000);
+
+    let (code, out, err) = replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[HRR] Kernels launched: 6"), "{out}");
+    assert!(
+        out.contains("D2H checks      : 6 pass (6 exact, 0 within tol), 0 fail, 0 skipped"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("[HRR] PASS"), "{out}");
+}
+
+#[test]
+fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    assert!(capture(&arch, "driver_app", &[]).status.success());
+    let dir = pid_dirs(&arch).remove(0);
+    let ev = events_json(&dir)
+        .into_iter()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .unwrap();
+    let id = ev["fields"]["d2h_blob"].as_str().unwrap().to_string();
+    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[5] ^= 0xff;
+    std::fs::write(&p, &bytes).unwrap();
+    let (code, out, _) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("event #{} cuMemcpyDtoH_v2", ev["seq"])),
+        "{out}"
+    );
+    assert!(out.contains("first at offset 5"), "{out}");
+    assert!(out.trim_end().ends_with("[HRR] FAIL"), "{out}");
+}
+
+#[test]
+fn replay_really_runs_the_work_zeroed_inputs_fail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    assert!(capture(&arch, "driver_app", &[]).status.success());
+    let dir = pid_dirs(&arch).remove(0);
+    for e in events_json(&dir) {
+        if let Some(id) = e["fields"]["h2d_blob"].as_str() {
+            let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+            let len = std::fs::metadata(&p).unwrap().len() as usize;
+            std::fs::write(&p, vec![0u8; len]).unwrap();
+        }
+    }
+    let (code, out, _) = replay(&dir, &["--json"]);
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["result"], "FAIL");
+    assert!(v["d2h_checks"]["fail"].as_u64().unwrap() >= 3, "{v}");
+}
+
+#[test]
+fn a_killed_capture_is_recovered_by_repair_and_replays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "driver_app", &["crash"]);
+    assert!(!o.status.success());
+    let dir = pid_dirs(&arch).remove(0);
+    let (code, out, _) = run({
+        let mut c = playback();
+        c.arg(&arch).arg("--info");
+        c
+    });
+    assert_eq!(code, 0);
+    assert!(out.contains("NO"), "{out}");
+    let (code, out, err) = run({
+        let mut c = playback();
+        c.arg(&arch).arg("--repair");
+        c
+    });
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Repaired archive"), "{out}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["complete"], true);
+    assert!(m["event_count"].as_u64().unwrap() > 10);
+    let (code, out, err) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+}
+
+#[test]
+fn processes_that_never_touch_the_driver_get_no_pid_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "driver_app", &["nocuda"]);
+    assert!(o.status.success());
+    assert!(!arch.exists() || pid_dirs(&arch).is_empty());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("Recording"));
+}
+
+#[test]
+fn fork_children_get_their_own_capture_and_replay_asks_which() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "driver_app", &["fork"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dirs = pid_dirs(&arch);
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    let root: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(arch.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(root["processes"].as_array().unwrap().len(), 2);
+    let (code, _, err) = replay(&arch, &[]);
+    assert_eq!(code, 2, "{err}");
+    for d in &dirs {
+        let (code, out, err) = replay(d, &[]);
+        assert_eq!(code, 0, "{}: {out}{err}", d.display());
+    }
+}
+
+#[test]
+fn direct_symbol_calls_are_recorded_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let (_, plain, _) = run(app("direct_app", &[]));
+    let o = capture(&arch, "direct_app", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let names: Vec<String> = events_json(&arch)
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "cuLaunchKernel_ptsz"),
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .filter(|n| n.starts_with("cuLaunchKernel"))
+            .count()
+            >= 5
+    );
+    let (code, out, err) = replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let (_, plain, _) = run(app("driver_app", &[]));
+    let mut c = Command::new(bin_dir().join("hrr-capture"));
+    c.arg("-o")
+        .arg(&arch)
+        .arg("--")
+        .arg(fake().join("driver_app"));
+    c.env("LD_LIBRARY_PATH", fake())
+        .env("HRR_CAPTURE_MIN_FREE_MB", "999999999");
+    let o = c.output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Disk nearly full"));
+    let dir = pid_dirs(&arch).remove(0);
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["complete"], false);
+    let (_, out, _) = run({
+        let mut c = playback();
+        c.arg(&dir).arg("--repair");
+        c
+    });
+    assert!(out.contains("Still incomplete"), "{out}");
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        m["complete"], false,
+        "repair must not bless a writer-marked incomplete capture"
+    );
+}
+
+#[test]
+fn without_the_variable_the_library_only_forwards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, plain, _) = run(app("driver_app", &[]));
+    let mut c = app("driver_app", &[]);
+    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
+        .current_dir(tmp.path());
+    let (code, out, err) = run(c);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, plain);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn concurrent_threads_are_recorded_and_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "driver_app", &["threads"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (code, out, _) = run({
+        let mut c = playback();
+        c.arg(&arch).args(["--info", "--json"]);
+        c
+    });
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["threads"].as_array().map_or(0, |t| t.len()) >= 2
+            || v["thread_count"].as_u64().unwrap_or(0) >= 2,
+        "{v}"
+    );
+    let (code, out, err) = replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
