@@ -74,12 +74,15 @@ pub fn driver_symbol(name: &CStr) -> *mut c_void {
 }
 
 /// Name of the exported symbol at exactly `addr`, if `addr` is one (no allocation).
-pub fn symbol_at(addr: *const c_void) -> Option<&'static CStr> {
+///
+/// # Safety
+/// `addr` is only compared and passed to `dladdr`; any value is accepted.
+pub unsafe fn symbol_at(addr: *const c_void) -> Option<&'static CStr> {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads its arguments.
     if unsafe { libc::dladdr(addr, &mut info) } == 0
         || info.dli_sname.is_null()
-        || info.dli_saddr as *const c_void != addr
+        || !std::ptr::eq(info.dli_saddr, addr)
     {
         return None;
     }

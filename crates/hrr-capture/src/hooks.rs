@@ -198,7 +198,7 @@ pub fn set_real(i: usize, p: *mut c_void) {
 }
 
 macro_rules! real {
-    ($h:expr, fn($($t:ty),*)) => {{
+    ($h:expr, fn($($t:ty),* $(,)?)) => {{
         let p = real_ptr($h as usize);
         if p.is_null() {
             return CUDA_ERROR_NOT_FOUND;
@@ -259,16 +259,38 @@ fn rec(h: Hook, r: CUresult, fill: impl FnOnce(&mut Recorder, &mut PayloadBuilde
 fn fields(imp: &str) -> (CallClass, &'static [(&'static str, FieldType)]) {
     use FieldType::*;
     const LAUNCH: &[(&str, FieldType)] = &[
-        ("function", Handle), ("kernel", Str), ("code", Code),
-        ("grid_x", U32), ("grid_y", U32), ("grid_z", U32),
-        ("block_x", U32), ("block_y", U32), ("block_z", U32),
-        ("shared_mem", U32), ("stream", Handle), ("args", Bytes),
-        ("arg_offsets", U64s), ("arg_sizes", U64s), ("attrs", Bytes),
-        ("cooperative", U8), ("in_capture", U8), ("args_known", U8),
+        ("function", Handle),
+        ("kernel", Str),
+        ("code", Code),
+        ("grid_x", U32),
+        ("grid_y", U32),
+        ("grid_z", U32),
+        ("block_x", U32),
+        ("block_y", U32),
+        ("block_z", U32),
+        ("shared_mem", U32),
+        ("stream", Handle),
+        ("args", Bytes),
+        ("arg_offsets", U64s),
+        ("arg_sizes", U64s),
+        ("attrs", Bytes),
+        ("cooperative", U8),
+        ("in_capture", U8),
+        ("args_known", U8),
     ];
-    const MEMSET: &[(&str, FieldType)] =
-        &[("dst", Ptr), ("value", U32), ("element_bytes", U32), ("count", U64), ("stream", Handle)];
-    const GLOBAL: &[(&str, FieldType)] = &[("dptr", Ptr), ("bytes", U64), ("owner", Handle), ("name", Str)];
+    const MEMSET: &[(&str, FieldType)] = &[
+        ("dst", Ptr),
+        ("value", U32),
+        ("element_bytes", U32),
+        ("count", U64),
+        ("stream", Handle),
+    ];
+    const GLOBAL: &[(&str, FieldType)] = &[
+        ("dptr", Ptr),
+        ("bytes", U64),
+        ("owner", Handle),
+        ("name", Str),
+    ];
     match imp {
         "init" => (CallClass::Other, &[("flags", U32)]),
         "driver_get_version" => (CallClass::Other, &[("version", I32)]),
@@ -276,63 +298,215 @@ fn fields(imp: &str) -> (CallClass, &'static [(&'static str, FieldType)]) {
         "device_get_count" => (CallClass::Other, &[("count", I32)]),
         "device_get_name" => (CallClass::Other, &[("name", Str), ("device", I32)]),
         "device_total_mem" => (CallClass::Other, &[("bytes", U64), ("device", I32)]),
-        "device_get_attribute" => (CallClass::Other, &[("value", I32), ("attrib", I32), ("device", I32)]),
+        "device_get_attribute" => (
+            CallClass::Other,
+            &[("value", I32), ("attrib", I32), ("device", I32)],
+        ),
         "device_get_uuid" => (CallClass::Other, &[("uuid", Bytes), ("device", I32)]),
         "primary_ctx_retain" => (CallClass::Other, &[("ctx", Handle), ("device", I32)]),
         "device_only" => (CallClass::Other, &[("device", I32)]),
-        "ctx_create" => (CallClass::Other, &[("ctx", Handle), ("flags", U32), ("device", I32)]),
+        "ctx_create" => (
+            CallClass::Other,
+            &[("ctx", Handle), ("flags", U32), ("device", I32)],
+        ),
         "ctx_only" | "ctx_pop" => (CallClass::Other, &[("ctx", Handle)]),
         "ctx_synchronize" => (CallClass::Other, &[]),
         "mem_alloc" => (CallClass::Other, &[("dptr", Ptr), ("bytesize", U64)]),
-        "mem_alloc_pitch" => (CallClass::Other, &[("dptr", Ptr), ("pitch", U64), ("width", U64), ("height", U64), ("element_bytes", U32)]),
-        "mem_alloc_managed" => (CallClass::Other, &[("dptr", Ptr), ("bytesize", U64), ("flags", U32)]),
+        "mem_alloc_pitch" => (
+            CallClass::Other,
+            &[
+                ("dptr", Ptr),
+                ("pitch", U64),
+                ("width", U64),
+                ("height", U64),
+                ("element_bytes", U32),
+            ],
+        ),
+        "mem_alloc_managed" => (
+            CallClass::Other,
+            &[("dptr", Ptr), ("bytesize", U64), ("flags", U32)],
+        ),
         "mem_free" => (CallClass::Other, &[("dptr", Ptr)]),
-        "mem_alloc_async" => (CallClass::Other, &[("dptr", Ptr), ("bytesize", U64), ("stream", Handle)]),
-        "mem_alloc_from_pool_async" => (CallClass::Other, &[("dptr", Ptr), ("bytesize", U64), ("pool", Handle), ("stream", Handle)]),
+        "mem_alloc_async" => (
+            CallClass::Other,
+            &[("dptr", Ptr), ("bytesize", U64), ("stream", Handle)],
+        ),
+        "mem_alloc_from_pool_async" => (
+            CallClass::Other,
+            &[
+                ("dptr", Ptr),
+                ("bytesize", U64),
+                ("pool", Handle),
+                ("stream", Handle),
+            ],
+        ),
         "mem_free_async" => (CallClass::Other, &[("dptr", Ptr), ("stream", Handle)]),
-        "mem_host_alloc" => (CallClass::Other, &[("host_ptr", Ptr), ("bytesize", U64), ("flags", U32)]),
+        "mem_host_alloc" => (
+            CallClass::Other,
+            &[("host_ptr", Ptr), ("bytesize", U64), ("flags", U32)],
+        ),
         "mem_alloc_host" => (CallClass::Other, &[("host_ptr", Ptr), ("bytesize", U64)]),
         "host_ptr_only" => (CallClass::Other, &[("host_ptr", Ptr)]),
-        "mem_host_register" => (CallClass::Other, &[("host_ptr", Ptr), ("bytesize", U64), ("flags", U32), ("contents", Blob)]),
-        "mem_host_get_device_pointer" => (CallClass::Other, &[("dptr", Ptr), ("host_ptr", Ptr), ("flags", U32)]),
-        "mem_address_reserve" => (CallClass::Other, &[("ptr", Ptr), ("size", U64), ("alignment", U64), ("addr", Ptr), ("flags", U64)]),
+        "mem_host_register" => (
+            CallClass::Other,
+            &[
+                ("host_ptr", Ptr),
+                ("bytesize", U64),
+                ("flags", U32),
+                ("contents", Blob),
+            ],
+        ),
+        "mem_host_get_device_pointer" => (
+            CallClass::Other,
+            &[("dptr", Ptr), ("host_ptr", Ptr), ("flags", U32)],
+        ),
+        "mem_address_reserve" => (
+            CallClass::Other,
+            &[
+                ("ptr", Ptr),
+                ("size", U64),
+                ("alignment", U64),
+                ("addr", Ptr),
+                ("flags", U64),
+            ],
+        ),
         "mem_range" => (CallClass::Other, &[("ptr", Ptr), ("size", U64)]),
-        "mem_create" => (CallClass::Other, &[("handle", Handle), ("size", U64), ("prop", Bytes), ("flags", U64)]),
+        "mem_create" => (
+            CallClass::Other,
+            &[
+                ("handle", Handle),
+                ("size", U64),
+                ("prop", Bytes),
+                ("flags", U64),
+            ],
+        ),
         "mem_release" => (CallClass::Other, &[("handle", Handle)]),
-        "mem_map" => (CallClass::Other, &[("ptr", Ptr), ("size", U64), ("offset", U64), ("handle", Handle), ("flags", U64)]),
-        "mem_set_access" => (CallClass::Other, &[("ptr", Ptr), ("size", U64), ("desc", Bytes), ("count", U64)]),
-        "memcpy_htod" | "memcpy_htod_async" => (CallClass::H2d, &[("dst", Ptr), ("src", Ptr), ("bytes", U64), ("stream", Handle), ("h2d_blob", Blob)]),
-        "memcpy_dtoh" | "memcpy_dtoh_async" => (CallClass::D2h, &[("dst", Ptr), ("src", Ptr), ("bytes", U64), ("stream", Handle), ("d2h_blob", Blob)]),
-        "memcpy_dtod" | "memcpy_dtod_async" => (CallClass::Other, &[("dst", Ptr), ("src", Ptr), ("bytes", U64), ("stream", Handle)]),
-        "memcpy" | "memcpy_async" => (CallClass::D2h, &[("dst", Ptr), ("src", Ptr), ("bytes", U64), ("stream", Handle), ("direction", U8), ("h2d_blob", Blob), ("d2h_blob", Blob)]),
-        "memset_d8" | "memset_d16" | "memset_d32" | "memset_d8_async" | "memset_d16_async" | "memset_d32_async" => (CallClass::Other, MEMSET),
-        "module_load" | "module_load_data" | "module_load_data_ex" => (CallClass::Other, &[("module", Handle), ("code", Code)]),
+        "mem_map" => (
+            CallClass::Other,
+            &[
+                ("ptr", Ptr),
+                ("size", U64),
+                ("offset", U64),
+                ("handle", Handle),
+                ("flags", U64),
+            ],
+        ),
+        "mem_set_access" => (
+            CallClass::Other,
+            &[("ptr", Ptr), ("size", U64), ("desc", Bytes), ("count", U64)],
+        ),
+        "memcpy_htod" | "memcpy_htod_async" => (
+            CallClass::H2d,
+            &[
+                ("dst", Ptr),
+                ("src", Ptr),
+                ("bytes", U64),
+                ("stream", Handle),
+                ("h2d_blob", Blob),
+            ],
+        ),
+        "memcpy_dtoh" | "memcpy_dtoh_async" => (
+            CallClass::D2h,
+            &[
+                ("dst", Ptr),
+                ("src", Ptr),
+                ("bytes", U64),
+                ("stream", Handle),
+                ("d2h_blob", Blob),
+            ],
+        ),
+        "memcpy_dtod" | "memcpy_dtod_async" => (
+            CallClass::Other,
+            &[
+                ("dst", Ptr),
+                ("src", Ptr),
+                ("bytes", U64),
+                ("stream", Handle),
+            ],
+        ),
+        "memcpy" | "memcpy_async" => (
+            CallClass::D2h,
+            &[
+                ("dst", Ptr),
+                ("src", Ptr),
+                ("bytes", U64),
+                ("stream", Handle),
+                ("direction", U8),
+                ("h2d_blob", Blob),
+                ("d2h_blob", Blob),
+            ],
+        ),
+        "memset_d8" | "memset_d16" | "memset_d32" | "memset_d8_async" | "memset_d16_async"
+        | "memset_d32_async" => (CallClass::Other, MEMSET),
+        "module_load" | "module_load_data" | "module_load_data_ex" => {
+            (CallClass::Other, &[("module", Handle), ("code", Code)])
+        }
         "module_only" => (CallClass::Other, &[("module", Handle)]),
-        "module_get_function" => (CallClass::Other, &[("function", Handle), ("module", Handle), ("name", Str)]),
+        "module_get_function" => (
+            CallClass::Other,
+            &[("function", Handle), ("module", Handle), ("name", Str)],
+        ),
         "module_get_global" | "library_get_global" => (CallClass::Other, GLOBAL),
-        "library_load_data" | "library_load_from_file" => (CallClass::Other, &[("library", Handle), ("code", Code)]),
+        "library_load_data" | "library_load_from_file" => {
+            (CallClass::Other, &[("library", Handle), ("code", Code)])
+        }
         "library_only" => (CallClass::Other, &[("library", Handle)]),
-        "library_get_kernel" => (CallClass::Other, &[("kernel", Handle), ("library", Handle), ("name", Str)]),
+        "library_get_kernel" => (
+            CallClass::Other,
+            &[("kernel", Handle), ("library", Handle), ("name", Str)],
+        ),
         "library_get_module" => (CallClass::Other, &[("module", Handle), ("library", Handle)]),
-        "kernel_get_function" => (CallClass::Other, &[("function", Handle), ("kernel", Handle)]),
-        "func_set_attribute" => (CallClass::Other, &[("function", Handle), ("attrib", I32), ("value", I32)]),
-        "kernel_set_attribute" => (CallClass::Other, &[("attrib", I32), ("value", I32), ("kernel", Handle), ("device", I32)]),
+        "kernel_get_function" => (
+            CallClass::Other,
+            &[("function", Handle), ("kernel", Handle)],
+        ),
+        "func_set_attribute" => (
+            CallClass::Other,
+            &[("function", Handle), ("attrib", I32), ("value", I32)],
+        ),
+        "kernel_set_attribute" => (
+            CallClass::Other,
+            &[
+                ("attrib", I32),
+                ("value", I32),
+                ("kernel", Handle),
+                ("device", I32),
+            ],
+        ),
         "func_set_cache_config" => (CallClass::Other, &[("function", Handle), ("config", I32)]),
         "launch_kernel" | "launch_kernel_ex" | "launch_cooperative" => (CallClass::Launch, LAUNCH),
         "stream_create" => (CallClass::Other, &[("stream", Handle), ("flags", U32)]),
-        "stream_create_with_priority" => (CallClass::Other, &[("stream", Handle), ("flags", U32), ("priority", I32)]),
+        "stream_create_with_priority" => (
+            CallClass::Other,
+            &[("stream", Handle), ("flags", U32), ("priority", I32)],
+        ),
         "stream_only" | "stream_synchronize" => (CallClass::Other, &[("stream", Handle)]),
-        "stream_wait_event" => (CallClass::Other, &[("stream", Handle), ("event", Handle), ("flags", U32)]),
+        "stream_wait_event" => (
+            CallClass::Other,
+            &[("stream", Handle), ("event", Handle), ("flags", U32)],
+        ),
         "event_create" => (CallClass::Other, &[("event", Handle), ("flags", U32)]),
         "event_record" => (CallClass::Other, &[("event", Handle), ("stream", Handle)]),
-        "event_record_with_flags" => (CallClass::Other, &[("event", Handle), ("stream", Handle), ("flags", U32)]),
+        "event_record_with_flags" => (
+            CallClass::Other,
+            &[("event", Handle), ("stream", Handle), ("flags", U32)],
+        ),
         "event_only" => (CallClass::Other, &[("event", Handle)]),
         "stream_begin_capture" => (CallClass::Other, &[("stream", Handle), ("mode", I32)]),
         "stream_end_capture" => (CallClass::Other, &[("stream", Handle), ("graph", Handle)]),
-        "graph_instantiate" => (CallClass::Other, &[("exec", Handle), ("graph", Handle), ("flags", U64)]),
-        "graph_launch" => (CallClass::GraphLaunch, &[("exec", Handle), ("stream", Handle)]),
+        "graph_instantiate" => (
+            CallClass::Other,
+            &[("exec", Handle), ("graph", Handle), ("flags", U64)],
+        ),
+        "graph_launch" => (
+            CallClass::GraphLaunch,
+            &[("exec", Handle), ("stream", Handle)],
+        ),
         "graph_only" => (CallClass::Other, &[("graph", Handle)]),
-        "launch_host_func" => (CallClass::Other, &[("stream", Handle), ("func", Ptr), ("data", Ptr)]),
+        "launch_host_func" => (
+            CallClass::Other,
+            &[("stream", Handle), ("func", Ptr), ("data", Ptr)],
+        ),
         _ => (CallClass::Other, &[]),
     }
 }
@@ -344,9 +518,20 @@ pub fn schema() -> Schema {
         .enumerate()
         .map(|(i, name)| {
             let (class, list) = fields(IMPLS[i]);
-            let mut f = vec![FieldDef { name: "result".into(), ty: FieldType::Result }];
-            f.extend(list.iter().map(|(n, t)| FieldDef { name: (*n).into(), ty: *t }));
-            CallDef { id: i as u16 + 1, name: name.to_string_lossy().into_owned(), class, fields: f }
+            let mut f = vec![FieldDef {
+                name: "result".into(),
+                ty: FieldType::Result,
+            }];
+            f.extend(list.iter().map(|(n, t)| FieldDef {
+                name: (*n).into(),
+                ty: *t,
+            }));
+            CallDef {
+                id: i as u16 + 1,
+                name: name.to_string_lossy().into_owned(),
+                class,
+                fields: f,
+            }
         })
         .collect();
     Schema::new("cuda-driver", 13000, calls)
@@ -390,7 +575,11 @@ unsafe fn device_get_count(h: Hook, count: *mut c_int) -> CUresult {
 unsafe fn device_get_name(h: Hook, name: *mut c_char, len: c_int, dev: c_int) -> CUresult {
     let r = real!(h, fn(*mut c_char, c_int, c_int))(name, len, dev);
     rec(h, r, |_, p| {
-        let s = if r == 0 && len > 0 { cstr(name) } else { String::new() };
+        let s = if r == 0 && len > 0 {
+            cstr(name)
+        } else {
+            String::new()
+        };
         p.str(&s).i32(dev);
     });
     r
@@ -415,7 +604,11 @@ unsafe fn device_get_attribute(h: Hook, v: *mut c_int, attrib: c_int, dev: c_int
 unsafe fn device_get_uuid(h: Hook, uuid: *mut u8, dev: c_int) -> CUresult {
     let r = real!(h, fn(*mut u8, c_int))(uuid, dev);
     rec(h, r, |_, p| {
-        let b = if r == 0 && !uuid.is_null() { std::slice::from_raw_parts(uuid, 16) } else { &[] };
+        let b = if r == 0 && !uuid.is_null() {
+            std::slice::from_raw_parts(uuid, 16)
+        } else {
+            &[]
+        };
         p.bytes(b).i32(dev);
     });
     r
@@ -479,10 +672,22 @@ unsafe fn mem_alloc(h: Hook, dptr: *mut u64, size: usize) -> CUresult {
     r
 }
 
-unsafe fn mem_alloc_pitch(h: Hook, dptr: *mut u64, pitch: *mut usize, width: usize, height: usize, elem: c_uint) -> CUresult {
-    let r = real!(h, fn(*mut u64, *mut usize, usize, usize, c_uint))(dptr, pitch, width, height, elem);
+unsafe fn mem_alloc_pitch(
+    h: Hook,
+    dptr: *mut u64,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+    elem: c_uint,
+) -> CUresult {
+    let r =
+        real!(h, fn(*mut u64, *mut usize, usize, usize, c_uint))(dptr, pitch, width, height, elem);
     rec(h, r, |_, p| {
-        p.u64(out(dptr)).u64(out(pitch) as u64).u64(width as u64).u64(height as u64).u32(elem);
+        p.u64(out(dptr))
+            .u64(out(pitch) as u64)
+            .u64(width as u64)
+            .u64(height as u64)
+            .u32(elem);
     });
     r
 }
@@ -490,7 +695,11 @@ unsafe fn mem_alloc_pitch(h: Hook, dptr: *mut u64, pitch: *mut usize, width: usi
 unsafe fn mem_alloc_managed(h: Hook, dptr: *mut u64, size: usize, flags: c_uint) -> CUresult {
     let r = real!(h, fn(*mut u64, usize, c_uint))(dptr, size, flags);
     rec(h, r, |rc, p| {
-        note_unreplayable(rc, "cuMemAllocManaged", "managed memory is not placed; host-side accesses are not recorded");
+        note_unreplayable(
+            rc,
+            "cuMemAllocManaged",
+            "managed memory is not placed; host-side accesses are not recorded",
+        );
         p.u64(out(dptr)).u64(size as u64).u32(flags);
     });
     r
@@ -512,10 +721,19 @@ unsafe fn mem_alloc_async(h: Hook, dptr: *mut u64, size: usize, stream: Handle) 
     r
 }
 
-unsafe fn mem_alloc_from_pool_async(h: Hook, dptr: *mut u64, size: usize, pool: Handle, stream: Handle) -> CUresult {
+unsafe fn mem_alloc_from_pool_async(
+    h: Hook,
+    dptr: *mut u64,
+    size: usize,
+    pool: Handle,
+    stream: Handle,
+) -> CUresult {
     let r = real!(h, fn(*mut u64, usize, Handle, Handle))(dptr, size, pool, stream);
     rec(h, r, |_, p| {
-        p.u64(out(dptr)).u64(size as u64).u64(pool as u64).u64(stream as u64);
+        p.u64(out(dptr))
+            .u64(size as u64)
+            .u64(pool as u64)
+            .u64(stream as u64);
     });
     r
 }
@@ -531,7 +749,9 @@ unsafe fn mem_free_async(h: Hook, dptr: u64, stream: Handle) -> CUresult {
 unsafe fn mem_host_alloc(h: Hook, pp: *mut *mut c_void, size: usize, flags: c_uint) -> CUresult {
     let r = real!(h, fn(*mut *mut c_void, usize, c_uint))(pp, size, flags);
     rec(h, r, |_, p| {
-        p.u64(out(pp as *const *mut c_void) as u64).u64(size as u64).u32(flags);
+        p.u64(out(pp as *const *mut c_void) as u64)
+            .u64(size as u64)
+            .u32(flags);
     });
     r
 }
@@ -561,19 +781,39 @@ unsafe fn mem_host_register(h: Hook, ptr: *mut c_void, size: usize, flags: c_uin
     r
 }
 
-unsafe fn mem_host_get_device_pointer(h: Hook, dptr: *mut u64, ptr: *mut c_void, flags: c_uint) -> CUresult {
+unsafe fn mem_host_get_device_pointer(
+    h: Hook,
+    dptr: *mut u64,
+    ptr: *mut c_void,
+    flags: c_uint,
+) -> CUresult {
     let r = real!(h, fn(*mut u64, *mut c_void, c_uint))(dptr, ptr, flags);
     rec(h, r, |rc, p| {
-        note_unreplayable(rc, "cuMemHostGetDevicePointer_v2", "mapped host memory is read by kernels but its later host-side writes are not recorded");
+        note_unreplayable(
+            rc,
+            "cuMemHostGetDevicePointer_v2",
+            "mapped host memory is read by kernels but its later host-side writes are not recorded",
+        );
         p.u64(out(dptr)).u64(ptr as u64).u32(flags);
     });
     r
 }
 
-unsafe fn mem_address_reserve(h: Hook, ptr: *mut u64, size: usize, align: usize, addr: u64, flags: u64) -> CUresult {
+unsafe fn mem_address_reserve(
+    h: Hook,
+    ptr: *mut u64,
+    size: usize,
+    align: usize,
+    addr: u64,
+    flags: u64,
+) -> CUresult {
     let r = real!(h, fn(*mut u64, usize, usize, u64, u64))(ptr, size, align, addr, flags);
     rec(h, r, |_, p| {
-        p.u64(out(ptr)).u64(size as u64).u64(align as u64).u64(addr).u64(flags);
+        p.u64(out(ptr))
+            .u64(size as u64)
+            .u64(align as u64)
+            .u64(addr)
+            .u64(flags);
     });
     r
 }
@@ -591,10 +831,20 @@ const MEM_PROP_BYTES: usize = 32;
 /// `sizeof(CUmemAccessDesc)`.
 const ACCESS_DESC_BYTES: usize = 12;
 
-unsafe fn mem_create(h: Hook, handle: *mut u64, size: usize, prop: *const u8, flags: u64) -> CUresult {
+unsafe fn mem_create(
+    h: Hook,
+    handle: *mut u64,
+    size: usize,
+    prop: *const u8,
+    flags: u64,
+) -> CUresult {
     let r = real!(h, fn(*mut u64, usize, *const u8, u64))(handle, size, prop, flags);
     rec(h, r, |_, p| {
-        let b = if prop.is_null() { &[][..] } else { std::slice::from_raw_parts(prop, MEM_PROP_BYTES) };
+        let b = if prop.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(prop, MEM_PROP_BYTES)
+        };
         p.u64(out(handle)).u64(size as u64).bytes(b).u64(flags);
     });
     r
@@ -608,19 +858,40 @@ unsafe fn mem_release(h: Hook, handle: u64) -> CUresult {
     r
 }
 
-unsafe fn mem_map(h: Hook, ptr: u64, size: usize, offset: usize, handle: u64, flags: u64) -> CUresult {
+unsafe fn mem_map(
+    h: Hook,
+    ptr: u64,
+    size: usize,
+    offset: usize,
+    handle: u64,
+    flags: u64,
+) -> CUresult {
     let r = real!(h, fn(u64, usize, usize, u64, u64))(ptr, size, offset, handle, flags);
     rec(h, r, |_, p| {
-        p.u64(ptr).u64(size as u64).u64(offset as u64).u64(handle).u64(flags);
+        p.u64(ptr)
+            .u64(size as u64)
+            .u64(offset as u64)
+            .u64(handle)
+            .u64(flags);
     });
     r
 }
 
-unsafe fn mem_set_access(h: Hook, ptr: u64, size: usize, desc: *const u8, count: usize) -> CUresult {
+unsafe fn mem_set_access(
+    h: Hook,
+    ptr: u64,
+    size: usize,
+    desc: *const u8,
+    count: usize,
+) -> CUresult {
     let r = real!(h, fn(u64, usize, *const u8, usize))(ptr, size, desc, count);
     rec(h, r, |_, p| {
         let n = count.min(64) * ACCESS_DESC_BYTES;
-        let b = if desc.is_null() { &[][..] } else { std::slice::from_raw_parts(desc, n) };
+        let b = if desc.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(desc, n)
+        };
         p.u64(ptr).u64(size as u64).bytes(b).u64(count as u64);
     });
     r
@@ -638,18 +909,32 @@ unsafe fn memcpy_htod(h: Hook, dst: u64, src: *const c_void, n: usize) -> CUresu
     r
 }
 
-unsafe fn memcpy_htod_async(h: Hook, dst: u64, src: *const c_void, n: usize, stream: Handle) -> CUresult {
+unsafe fn memcpy_htod_async(
+    h: Hook,
+    dst: u64,
+    src: *const c_void,
+    n: usize,
+    stream: Handle,
+) -> CUresult {
     let blob = recorder::put_host_blob(src, n);
     let r = real!(h, fn(u64, *const c_void, usize, Handle))(dst, src, n, stream);
     rec(h, r, |_, p| {
-        p.u64(dst).u64(src as u64).u64(n as u64).u64(stream as u64).object(blob);
+        p.u64(dst)
+            .u64(src as u64)
+            .u64(n as u64)
+            .u64(stream as u64)
+            .object(blob);
     });
     r
 }
 
 unsafe fn memcpy_dtoh(h: Hook, dst: *mut c_void, src: u64, n: usize) -> CUresult {
     let r = real!(h, fn(*mut c_void, u64, usize))(dst, src, n);
-    let blob = if r == 0 { recorder::put_host_blob(dst, n) } else { None };
+    let blob = if r == 0 {
+        recorder::put_host_blob(dst, n)
+    } else {
+        None
+    };
     rec(h, r, |_, p| {
         p.u64(dst as u64).u64(src).u64(n as u64).u64(0).object(blob);
     });
@@ -668,7 +953,13 @@ unsafe fn sync_stream(h: Hook, stream: Handle) -> CUresult {
     f(effective_stream(h, stream))
 }
 
-unsafe fn memcpy_dtoh_async(h: Hook, dst: *mut c_void, src: u64, n: usize, stream: Handle) -> CUresult {
+unsafe fn memcpy_dtoh_async(
+    h: Hook,
+    dst: *mut c_void,
+    src: u64,
+    n: usize,
+    stream: Handle,
+) -> CUresult {
     let r = real!(h, fn(*mut c_void, u64, usize, Handle))(dst, src, n, stream);
     let blob = if r == 0 && recorder::active() && sync_stream(h, stream) == 0 {
         recorder::put_host_blob(dst, n)
@@ -676,7 +967,11 @@ unsafe fn memcpy_dtoh_async(h: Hook, dst: *mut c_void, src: u64, n: usize, strea
         None
     };
     rec(h, r, |_, p| {
-        p.u64(dst as u64).u64(src).u64(n as u64).u64(stream as u64).object(blob);
+        p.u64(dst as u64)
+            .u64(src)
+            .u64(n as u64)
+            .u64(stream as u64)
+            .object(blob);
     });
     r
 }
@@ -715,33 +1010,61 @@ unsafe fn is_device_ptr(ptr: u64) -> bool {
     if p.is_null() {
         return false;
     }
-    let f = std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult>(p);
+    let f = std::mem::transmute::<
+        *mut c_void,
+        unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult,
+    >(p);
     let mut ty: c_uint = 0;
     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2; CU_MEMORYTYPE_HOST = 1.
     f(&mut ty as *mut c_uint as *mut c_void, 2, ptr) == 0 && ty != 1
 }
 
-unsafe fn generic_copy(h: Hook, dst: u64, src: u64, n: usize, stream: Handle, async_: bool) -> CUresult {
-    let (dd, sd) = if recorder::active() { (is_device_ptr(dst), is_device_ptr(src)) } else { (true, true) };
+unsafe fn generic_copy(
+    h: Hook,
+    dst: u64,
+    src: u64,
+    n: usize,
+    stream: Handle,
+    async_: bool,
+) -> CUresult {
+    let (dd, sd) = if recorder::active() {
+        (is_device_ptr(dst), is_device_ptr(src))
+    } else {
+        (true, true)
+    };
     let dir = match (sd, dd) {
         (true, true) => direction::D2D,
         (false, true) => direction::H2D,
         (true, false) => direction::D2H,
         (false, false) => direction::H2H,
     };
-    let h2d = if dir == direction::H2D { recorder::put_host_blob(src as *const c_void, n) } else { None };
+    let h2d = if dir == direction::H2D {
+        recorder::put_host_blob(src as *const c_void, n)
+    } else {
+        None
+    };
     let r = if async_ {
         real!(h, fn(u64, u64, usize, Handle))(dst, src, n, stream)
     } else {
         real!(h, fn(u64, u64, usize))(dst, src, n)
     };
-    let d2h = if r == 0 && dir == direction::D2H && recorder::active() && (!async_ || sync_stream(h, stream) == 0) {
+    let d2h = if r == 0
+        && dir == direction::D2H
+        && recorder::active()
+        && (!async_ || sync_stream(h, stream) == 0)
+    {
         recorder::put_host_blob(dst as *const c_void, n)
     } else {
         None
     };
     rec(h, r, |_, p| {
-        p.u64(dst).u64(src).u64(n as u64).u64(stream as u64).u8(dir).object(h2d).object(d2h);
+        p.u64(dst)
+            .u64(src)
+            .u64(n as u64)
+            .u64(stream as u64)
+            .u8(dir)
+            .object(h2d)
+            .object(d2h);
     });
     r
 }
@@ -760,19 +1083,25 @@ fn memset_fields(p: &mut PayloadBuilder, dst: u64, v: u32, elem: u32, n: usize, 
 
 unsafe fn memset_d8(h: Hook, dst: u64, v: c_uchar, n: usize) -> CUresult {
     let r = real!(h, fn(u64, c_uchar, usize))(dst, v, n);
-    rec(h, r, |_, p| memset_fields(p, dst, v as u32, 1, n, std::ptr::null_mut()));
+    rec(h, r, |_, p| {
+        memset_fields(p, dst, v as u32, 1, n, std::ptr::null_mut())
+    });
     r
 }
 
 unsafe fn memset_d16(h: Hook, dst: u64, v: c_ushort, n: usize) -> CUresult {
     let r = real!(h, fn(u64, c_ushort, usize))(dst, v, n);
-    rec(h, r, |_, p| memset_fields(p, dst, v as u32, 2, n, std::ptr::null_mut()));
+    rec(h, r, |_, p| {
+        memset_fields(p, dst, v as u32, 2, n, std::ptr::null_mut())
+    });
     r
 }
 
 unsafe fn memset_d32(h: Hook, dst: u64, v: c_uint, n: usize) -> CUresult {
     let r = real!(h, fn(u64, c_uint, usize))(dst, v, n);
-    rec(h, r, |_, p| memset_fields(p, dst, v, 4, n, std::ptr::null_mut()));
+    rec(h, r, |_, p| {
+        memset_fields(p, dst, v, 4, n, std::ptr::null_mut())
+    });
     r
 }
 
@@ -815,7 +1144,9 @@ unsafe fn store_image_file(fname: *const c_char) -> Option<hrr_archive::ObjectId
     let mut bytes = std::fs::read(path).ok()?;
     let kind = match bytes.get(..4) {
         Some([0x7f, b'E', b'L', b'F']) => CodeKind::Cubin,
-        Some(m) if u32::from_le_bytes(m.try_into().ok()?) == crate::image::FATBIN_MAGIC => CodeKind::Fatbin,
+        Some(m) if u32::from_le_bytes(m.try_into().ok()?) == crate::image::FATBIN_MAGIC => {
+            CodeKind::Fatbin
+        }
         _ => {
             if bytes.last() != Some(&0) {
                 bytes.push(0);
@@ -850,9 +1181,19 @@ unsafe fn module_load_data(h: Hook, m: *mut Handle, image: *const c_void) -> CUr
     r
 }
 
-unsafe fn module_load_data_ex(h: Hook, m: *mut Handle, image: *const c_void, n: c_uint, opts: *mut c_int, vals: *mut *mut c_void) -> CUresult {
+unsafe fn module_load_data_ex(
+    h: Hook,
+    m: *mut Handle,
+    image: *const c_void,
+    n: c_uint,
+    opts: *mut c_int,
+    vals: *mut *mut c_void,
+) -> CUresult {
     let code = store_image(image);
-    let r = real!(h, fn(*mut Handle, *const c_void, c_uint, *mut c_int, *mut *mut c_void))(m, image, n, opts, vals);
+    let r = real!(
+        h,
+        fn(*mut Handle, *const c_void, c_uint, *mut c_int, *mut *mut c_void)
+    )(m, image, n, opts, vals);
     rec(h, r, |rc, p| {
         note_module(rc, out_handle(m), code);
         p.u64(out_handle(m)).object(code);
@@ -874,24 +1215,62 @@ unsafe fn module_get_function(h: Hook, f: *mut Handle, m: Handle, name: *const c
         let name = cstr(name);
         if r == 0 {
             let code = rc.modules.get(&(m as u64)).copied().flatten();
-            rc.kernels.insert(out_handle(f), KernelInfo { name: name.clone(), code, is_library_kernel: false });
+            rc.kernels.insert(
+                out_handle(f),
+                KernelInfo {
+                    name: name.clone(),
+                    code,
+                    is_library_kernel: false,
+                },
+            );
         }
         p.u64(out_handle(f)).u64(m as u64).str(&name);
     });
     r
 }
 
-unsafe fn module_get_global(h: Hook, dptr: *mut u64, bytes: *mut usize, m: Handle, name: *const c_char) -> CUresult {
+unsafe fn module_get_global(
+    h: Hook,
+    dptr: *mut u64,
+    bytes: *mut usize,
+    m: Handle,
+    name: *const c_char,
+) -> CUresult {
     let r = real!(h, fn(*mut u64, *mut usize, Handle, *const c_char))(dptr, bytes, m, name);
     rec(h, r, |_, p| {
-        p.u64(out(dptr)).u64(out(bytes) as u64).u64(m as u64).str(&cstr(name));
+        p.u64(out(dptr))
+            .u64(out(bytes) as u64)
+            .u64(m as u64)
+            .str(&cstr(name));
     });
     r
 }
 
-unsafe fn library_load_data(h: Hook, lib: *mut Handle, code: *const c_void, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) -> CUresult {
+unsafe fn library_load_data(
+    h: Hook,
+    lib: *mut Handle,
+    code: *const c_void,
+    jo: *mut c_int,
+    jv: *mut *mut c_void,
+    njo: c_uint,
+    lo: *mut c_int,
+    lv: *mut *mut c_void,
+    nlo: c_uint,
+) -> CUresult {
     let id = store_image(code);
-    let r = real!(h, fn(*mut Handle, *const c_void, *mut c_int, *mut *mut c_void, c_uint, *mut c_int, *mut *mut c_void, c_uint))(lib, code, jo, jv, njo, lo, lv, nlo);
+    let r = real!(
+        h,
+        fn(
+            *mut Handle,
+            *const c_void,
+            *mut c_int,
+            *mut *mut c_void,
+            c_uint,
+            *mut c_int,
+            *mut *mut c_void,
+            c_uint,
+        )
+    )(lib, code, jo, jv, njo, lo, lv, nlo);
     rec(h, r, |rc, p| {
         note_module(rc, out_handle(lib), id);
         p.u64(out_handle(lib)).object(id);
@@ -899,9 +1278,31 @@ unsafe fn library_load_data(h: Hook, lib: *mut Handle, code: *const c_void, jo: 
     r
 }
 
-unsafe fn library_load_from_file(h: Hook, lib: *mut Handle, fname: *const c_char, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) -> CUresult {
+unsafe fn library_load_from_file(
+    h: Hook,
+    lib: *mut Handle,
+    fname: *const c_char,
+    jo: *mut c_int,
+    jv: *mut *mut c_void,
+    njo: c_uint,
+    lo: *mut c_int,
+    lv: *mut *mut c_void,
+    nlo: c_uint,
+) -> CUresult {
     let id = store_image_file(fname);
-    let r = real!(h, fn(*mut Handle, *const c_char, *mut c_int, *mut *mut c_void, c_uint, *mut c_int, *mut *mut c_void, c_uint))(lib, fname, jo, jv, njo, lo, lv, nlo);
+    let r = real!(
+        h,
+        fn(
+            *mut Handle,
+            *const c_char,
+            *mut c_int,
+            *mut *mut c_void,
+            c_uint,
+            *mut c_int,
+            *mut *mut c_void,
+            c_uint,
+        )
+    )(lib, fname, jo, jv, njo, lo, lv, nlo);
     rec(h, r, |rc, p| {
         note_module(rc, out_handle(lib), id);
         p.u64(out_handle(lib)).object(id);
@@ -917,13 +1318,25 @@ unsafe fn library_only(h: Hook, lib: Handle) -> CUresult {
     r
 }
 
-unsafe fn library_get_kernel(h: Hook, k: *mut Handle, lib: Handle, name: *const c_char) -> CUresult {
+unsafe fn library_get_kernel(
+    h: Hook,
+    k: *mut Handle,
+    lib: Handle,
+    name: *const c_char,
+) -> CUresult {
     let r = real!(h, fn(*mut Handle, Handle, *const c_char))(k, lib, name);
     rec(h, r, |rc, p| {
         let name = cstr(name);
         if r == 0 {
             let code = rc.modules.get(&(lib as u64)).copied().flatten();
-            rc.kernels.insert(out_handle(k), KernelInfo { name: name.clone(), code, is_library_kernel: true });
+            rc.kernels.insert(
+                out_handle(k),
+                KernelInfo {
+                    name: name.clone(),
+                    code,
+                    is_library_kernel: true,
+                },
+            );
         }
         p.u64(out_handle(k)).u64(lib as u64).str(&name);
     });
@@ -940,10 +1353,19 @@ unsafe fn library_get_module(h: Hook, m: *mut Handle, lib: Handle) -> CUresult {
     r
 }
 
-unsafe fn library_get_global(h: Hook, dptr: *mut u64, bytes: *mut usize, lib: Handle, name: *const c_char) -> CUresult {
+unsafe fn library_get_global(
+    h: Hook,
+    dptr: *mut u64,
+    bytes: *mut usize,
+    lib: Handle,
+    name: *const c_char,
+) -> CUresult {
     let r = real!(h, fn(*mut u64, *mut usize, Handle, *const c_char))(dptr, bytes, lib, name);
     rec(h, r, |_, p| {
-        p.u64(out(dptr)).u64(out(bytes) as u64).u64(lib as u64).str(&cstr(name));
+        p.u64(out(dptr))
+            .u64(out(bytes) as u64)
+            .u64(lib as u64)
+            .str(&cstr(name));
     });
     r
 }
@@ -952,7 +1374,13 @@ unsafe fn kernel_get_function(h: Hook, f: *mut Handle, k: Handle) -> CUresult {
     let r = real!(h, fn(*mut Handle, Handle))(f, k);
     rec(h, r, |rc, p| {
         if let Some(info) = rc.kernels.get(&(k as u64)).cloned() {
-            rc.kernels.insert(out_handle(f), KernelInfo { is_library_kernel: false, ..info });
+            rc.kernels.insert(
+                out_handle(f),
+                KernelInfo {
+                    is_library_kernel: false,
+                    ..info
+                },
+            );
         }
         p.u64(out_handle(f)).u64(k as u64);
     });
@@ -967,7 +1395,13 @@ unsafe fn func_set_attribute(h: Hook, f: Handle, attrib: c_int, value: c_int) ->
     r
 }
 
-unsafe fn kernel_set_attribute(h: Hook, attrib: c_int, value: c_int, k: Handle, dev: c_int) -> CUresult {
+unsafe fn kernel_set_attribute(
+    h: Hook,
+    attrib: c_int,
+    value: c_int,
+    k: Handle,
+    dev: c_int,
+) -> CUresult {
     let r = real!(h, fn(c_int, c_int, Handle, c_int))(attrib, value, k, dev);
     rec(h, r, |_, p| {
         p.i32(attrib).i32(value).u64(k as u64).i32(dev);
@@ -1012,9 +1446,19 @@ struct Launch {
 
 /// The packed argument buffer of a launch: from `extra` when given, else laid out from the
 /// driver's parameter info.
-unsafe fn pack_args(rc: &mut Recorder, f: Handle, params: *mut *mut c_void, extra: *mut *mut c_void) -> (Vec<u8>, Vec<u64>, Vec<u64>, bool) {
+unsafe fn pack_args(
+    rc: &mut Recorder,
+    f: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> (Vec<u8>, Vec<u64>, Vec<u64>, bool) {
     let layout = rc.param_layout(f as u64);
-    let (offs, sizes): (Vec<u64>, Vec<u64>) = layout.as_deref().unwrap_or(&[]).iter().map(|&(o, s)| (o as u64, s as u64)).unzip();
+    let (offs, sizes): (Vec<u64>, Vec<u64>) = layout
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .map(|&(o, s)| (o as u64, s as u64))
+        .unzip();
     if !extra.is_null() {
         let (mut buf, mut size) = (std::ptr::null::<u8>(), 0usize);
         let mut i = 0;
@@ -1029,17 +1473,30 @@ unsafe fn pack_args(rc: &mut Recorder, f: Handle, params: *mut *mut c_void, extr
             i += 2;
         }
         if !buf.is_null() {
-            return (std::slice::from_raw_parts(buf, size).to_vec(), offs, sizes, true);
+            return (
+                std::slice::from_raw_parts(buf, size).to_vec(),
+                offs,
+                sizes,
+                true,
+            );
         }
     }
     match layout {
         Some(l) if !params.is_null() || l.is_empty() => {
-            let total = l.iter().map(|&(o, s)| o as usize + s as usize).max().unwrap_or(0);
+            let total = l
+                .iter()
+                .map(|&(o, s)| o as usize + s as usize)
+                .max()
+                .unwrap_or(0);
             let mut buf = vec![0u8; total];
             for (i, &(o, s)) in l.iter().enumerate() {
                 let src = *params.add(i) as *const u8;
                 if !src.is_null() {
-                    std::ptr::copy_nonoverlapping(src, buf.as_mut_ptr().add(o as usize), s as usize);
+                    std::ptr::copy_nonoverlapping(
+                        src,
+                        buf.as_mut_ptr().add(o as usize),
+                        s as usize,
+                    );
                 }
             }
             (buf, offs, sizes, true)
@@ -1054,53 +1511,169 @@ unsafe fn driver_func_name(f: Handle) -> Option<String> {
     if p.is_null() {
         return None;
     }
-    let g = std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut *const c_char, Handle) -> CUresult>(p);
+    let g = std::mem::transmute::<
+        *mut c_void,
+        unsafe extern "C" fn(*mut *const c_char, Handle) -> CUresult,
+    >(p);
     let mut name = std::ptr::null();
     (g(&mut name, f) == 0 && !name.is_null()).then(|| cstr(name))
 }
 
-unsafe fn record_launch(h: Hook, r: CUresult, l: &Launch, params: *mut *mut c_void, extra: *mut *mut c_void) {
+unsafe fn record_launch(
+    h: Hook,
+    r: CUresult,
+    l: &Launch,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) {
     rec(h, r, |rc, p| {
         let (args, offs, sizes, known) = pack_args(rc, l.f, params, extra);
         let info = match rc.kernels.get(&(l.f as u64)) {
             Some(k) => Some(k.clone()),
-            None => driver_func_name(l.f).map(|name| KernelInfo { name, code: None, is_library_kernel: false }),
+            None => driver_func_name(l.f).map(|name| KernelInfo {
+                name,
+                code: None,
+                is_library_kernel: false,
+            }),
         };
         let (name, code) = info.map_or((String::new(), None), |k| (k.name, k.code));
         if !known {
-            note_unreplayable(rc, "cuLaunchKernel", &format!("argument layout unknown for kernel `{name}`"));
+            note_unreplayable(
+                rc,
+                "cuLaunchKernel",
+                &format!("argument layout unknown for kernel `{name}`"),
+            );
         }
         let in_capture = rc.capturing.contains(&(l.stream as u64));
         p.u64(l.f as u64).str(&name).object(code);
         for v in l.grid.iter().chain(&l.block) {
             p.u32(*v);
         }
-        p.u32(l.shared_mem).u64(l.stream as u64).bytes(&args).u64s(&offs).u64s(&sizes).bytes(&l.attrs);
-        p.u8(l.cooperative as u8).u8(in_capture as u8).u8(known as u8);
+        p.u32(l.shared_mem)
+            .u64(l.stream as u64)
+            .bytes(&args)
+            .u64s(&offs)
+            .u64s(&sizes)
+            .bytes(&l.attrs);
+        p.u8(l.cooperative as u8)
+            .u8(in_capture as u8)
+            .u8(known as u8);
     });
 }
 
-unsafe fn launch_kernel(h: Hook, f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, stream: Handle, params: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult {
-    let r = real!(h, fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void, *mut *mut c_void))(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);
-    let l = Launch { f, grid: [gx, gy, gz], block: [bx, by, bz], shared_mem: shmem, stream, attrs: Vec::new(), cooperative: false };
+unsafe fn launch_kernel(
+    h: Hook,
+    f: Handle,
+    gx: c_uint,
+    gy: c_uint,
+    gz: c_uint,
+    bx: c_uint,
+    by: c_uint,
+    bz: c_uint,
+    shmem: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let r = real!(
+        h,
+        fn(
+            Handle,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            Handle,
+            *mut *mut c_void,
+            *mut *mut c_void,
+        )
+    )(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);
+    let l = Launch {
+        f,
+        grid: [gx, gy, gz],
+        block: [bx, by, bz],
+        shared_mem: shmem,
+        stream,
+        attrs: Vec::new(),
+        cooperative: false,
+    };
     record_launch(h, r, &l, params, extra);
     r
 }
 
-unsafe fn launch_kernel_ex(h: Hook, config: *const LaunchConfig, f: Handle, params: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult {
-    let r = real!(h, fn(*const LaunchConfig, Handle, *mut *mut c_void, *mut *mut c_void))(config, f, params, extra);
+unsafe fn launch_kernel_ex(
+    h: Hook,
+    config: *const LaunchConfig,
+    f: Handle,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let r = real!(
+        h,
+        fn(*const LaunchConfig, Handle, *mut *mut c_void, *mut *mut c_void)
+    )(config, f, params, extra);
     if !config.is_null() {
         let c = &*config;
-        let attrs = if c.attrs.is_null() { Vec::new() } else { std::slice::from_raw_parts(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES).to_vec() };
-        let l = Launch { f, grid: c.grid, block: c.block, shared_mem: c.shared_mem, stream: c.stream, attrs, cooperative: false };
+        let attrs = if c.attrs.is_null() {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES)
+                .to_vec()
+        };
+        let l = Launch {
+            f,
+            grid: c.grid,
+            block: c.block,
+            shared_mem: c.shared_mem,
+            stream: c.stream,
+            attrs,
+            cooperative: false,
+        };
         record_launch(h, r, &l, params, extra);
     }
     r
 }
 
-unsafe fn launch_cooperative(h: Hook, f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, stream: Handle, params: *mut *mut c_void) -> CUresult {
-    let r = real!(h, fn(Handle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Handle, *mut *mut c_void))(f, gx, gy, gz, bx, by, bz, shmem, stream, params);
-    let l = Launch { f, grid: [gx, gy, gz], block: [bx, by, bz], shared_mem: shmem, stream, attrs: Vec::new(), cooperative: true };
+unsafe fn launch_cooperative(
+    h: Hook,
+    f: Handle,
+    gx: c_uint,
+    gy: c_uint,
+    gz: c_uint,
+    bx: c_uint,
+    by: c_uint,
+    bz: c_uint,
+    shmem: c_uint,
+    stream: Handle,
+    params: *mut *mut c_void,
+) -> CUresult {
+    let r = real!(
+        h,
+        fn(
+            Handle,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            c_uint,
+            Handle,
+            *mut *mut c_void,
+        )
+    )(f, gx, gy, gz, bx, by, bz, shmem, stream, params);
+    let l = Launch {
+        f,
+        grid: [gx, gy, gz],
+        block: [bx, by, bz],
+        shared_mem: shmem,
+        stream,
+        attrs: Vec::new(),
+        cooperative: true,
+    };
     record_launch(h, r, &l, params, std::ptr::null_mut());
     r
 }
@@ -1116,7 +1689,12 @@ unsafe fn stream_create(h: Hook, s: *mut Handle, flags: c_uint) -> CUresult {
     r
 }
 
-unsafe fn stream_create_with_priority(h: Hook, s: *mut Handle, flags: c_uint, prio: c_int) -> CUresult {
+unsafe fn stream_create_with_priority(
+    h: Hook,
+    s: *mut Handle,
+    flags: c_uint,
+    prio: c_int,
+) -> CUresult {
     let r = real!(h, fn(*mut Handle, c_uint, c_int))(s, flags, prio);
     rec(h, r, |_, p| {
         p.u64(out_handle(s)).u32(flags).i32(prio);
@@ -1232,7 +1810,11 @@ unsafe fn graph_only(h: Hook, g: Handle) -> CUresult {
 unsafe fn launch_host_func(h: Hook, s: Handle, func: *mut c_void, data: *mut c_void) -> CUresult {
     let r = real!(h, fn(Handle, *mut c_void, *mut c_void))(s, func, data);
     rec(h, r, |rc, p| {
-        note_unreplayable(rc, "cuLaunchHostFunc", "host callbacks run application code that is not in the archive");
+        note_unreplayable(
+            rc,
+            "cuLaunchHostFunc",
+            "host callbacks run application code that is not in the archive",
+        );
         p.u64(s as u64).u64(func as u64).u64(data as u64);
     });
     r

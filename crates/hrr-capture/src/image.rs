@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn sizes_wrapper_fatbin_and_ptx() {
-        let mut fat = vec![0u8; 16 + 40];
+        let mut fat = [0u8; 16 + 40];
         fat[..4].copy_from_slice(&FATBIN_MAGIC.to_le_bytes());
         fat[4..6].copy_from_slice(&1u16.to_le_bytes());
         fat[6..8].copy_from_slice(&16u16.to_le_bytes());
@@ -124,7 +124,10 @@ mod tests {
         struct Wrapper(u32, u32, *const u8, *const u8);
         let w = Wrapper(FATBIN_WRAPPER_MAGIC, 1, fat.as_ptr(), std::ptr::null());
         let img = unsafe { identify(&w as *const Wrapper as *const u8) }.unwrap();
-        assert_eq!((img.ptr, img.len, img.kind), (fat.as_ptr(), 56, CodeKind::Fatbin));
+        assert_eq!(
+            (img.ptr, img.len, img.kind),
+            (fat.as_ptr(), 56, CodeKind::Fatbin)
+        );
         let ptx = b".version 8.0\n.entry k\n\0";
         let img = unsafe { identify(ptx.as_ptr()) }.unwrap();
         assert_eq!((img.len, img.kind), (ptx.len(), CodeKind::Ptx));

@@ -141,12 +141,20 @@ fn real_gpa(slot: &AtomicPtr<c_void>, name: &CStr) -> *mut c_void {
 /// # Safety
 /// Same contract as the driver's.
 #[no_mangle]
-pub unsafe extern "C" fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut c_void, version: c_int, flags: u64) -> CUresult {
+pub unsafe extern "C" fn cuGetProcAddress(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+) -> CUresult {
     let p = real_gpa(&REAL_GPA, c"cuGetProcAddress");
     if p.is_null() {
         return CUDA_ERROR_NOT_FOUND;
     }
-    let f = std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult>(p);
+    let f = std::mem::transmute::<
+        *mut c_void,
+        unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> CUresult,
+    >(p);
     let r = f(symbol, pfn, version, flags);
     if r == 0 {
         let _ = recorder::guarded(|| substitute(symbol, pfn));
@@ -159,12 +167,21 @@ pub unsafe extern "C" fn cuGetProcAddress(symbol: *const c_char, pfn: *mut *mut 
 /// # Safety
 /// Same contract as the driver's.
 #[no_mangle]
-pub unsafe extern "C" fn cuGetProcAddress_v2(symbol: *const c_char, pfn: *mut *mut c_void, version: c_int, flags: u64, status: *mut c_int) -> CUresult {
+pub unsafe extern "C" fn cuGetProcAddress_v2(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+    status: *mut c_int,
+) -> CUresult {
     let p = real_gpa(&REAL_GPA_V2, c"cuGetProcAddress_v2");
     if p.is_null() {
         return CUDA_ERROR_NOT_FOUND;
     }
-    let f = std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> CUresult>(p);
+    let f = std::mem::transmute::<
+        *mut c_void,
+        unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> CUresult,
+    >(p);
     let r = f(symbol, pfn, version, flags, status);
     if r == 0 {
         let _ = recorder::guarded(|| substitute(symbol, pfn));

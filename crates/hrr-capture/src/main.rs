@@ -19,12 +19,18 @@ fn library_path() -> Result<PathBuf> {
     }
     let exe = std::env::current_exe().context("cannot locate hrr-capture itself")?;
     let dir = exe.parent().context("hrr-capture has no parent folder")?;
-    for candidate in [dir.join("libhrr_capture.so"), dir.join("../lib/libhrr_capture.so")] {
+    for candidate in [
+        dir.join("libhrr_capture.so"),
+        dir.join("../lib/libhrr_capture.so"),
+    ] {
         if candidate.is_file() {
             return Ok(candidate.canonicalize().unwrap_or(candidate));
         }
     }
-    bail!("libhrr_capture.so not found next to {} (set HRR_CAPTURE_LIB)", exe.display())
+    bail!(
+        "libhrr_capture.so not found next to {} (set HRR_CAPTURE_LIB)",
+        exe.display()
+    )
 }
 
 fn run() -> Result<i32> {

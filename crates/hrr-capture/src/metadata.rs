@@ -18,7 +18,10 @@ pub fn collect() -> serde_json::Value {
     unsafe {
         let mut meta = serde_json::Map::new();
         meta.insert("schema_version".into(), json!(1));
-        meta.insert("recorder".into(), json!(format!("hrr-capture {}", env!("CARGO_PKG_VERSION"))));
+        meta.insert(
+            "recorder".into(),
+            json!(format!("hrr-capture {}", env!("CARGO_PKG_VERSION"))),
+        );
         let mut version: c_int = 0;
         if let Some(f) = sym::<unsafe extern "C" fn(*mut c_int) -> c_int>(c"cuDriverGetVersion") {
             if f(&mut version) == 0 {
@@ -31,8 +34,10 @@ pub fn collect() -> serde_json::Value {
             meta.insert("device_count".into(), json!(count));
         }
         let get = sym::<unsafe extern "C" fn(*mut c_int, c_int) -> c_int>(c"cuDeviceGet");
-        let name = sym::<unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int>(c"cuDeviceGetName");
-        let attr = sym::<unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int>(c"cuDeviceGetAttribute");
+        let name =
+            sym::<unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int>(c"cuDeviceGetName");
+        let attr =
+            sym::<unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int>(c"cuDeviceGetAttribute");
         let mem = sym::<unsafe extern "C" fn(*mut usize, c_int) -> c_int>(c"cuDeviceTotalMem_v2");
         let uuid = sym::<unsafe extern "C" fn(*mut [u8; 16], c_int) -> c_int>(c"cuDeviceGetUuid");
         let mut devices = Vec::new();
@@ -45,12 +50,18 @@ pub fn collect() -> serde_json::Value {
             d.insert("ordinal".into(), json!(ordinal));
             let mut buf = [0 as c_char; 256];
             if name.is_some_and(|f| f(buf.as_mut_ptr(), 255, dev) == 0) {
-                d.insert("name".into(), json!(CStr::from_ptr(buf.as_ptr()).to_string_lossy()));
+                d.insert(
+                    "name".into(),
+                    json!(CStr::from_ptr(buf.as_ptr()).to_string_lossy()),
+                );
             }
             let (mut major, mut minor) = (0, 0);
             if let Some(f) = attr {
                 if f(&mut major, 75, dev) == 0 && f(&mut minor, 76, dev) == 0 {
-                    d.insert("compute_capability".into(), json!(format!("{major}.{minor}")));
+                    d.insert(
+                        "compute_capability".into(),
+                        json!(format!("{major}.{minor}")),
+                    );
                 }
                 let mut sms = 0;
                 if f(&mut sms, 16, dev) == 0 {

@@ -43,6 +43,9 @@ pub struct KernelInfo {
     pub is_library_kernel: bool,
 }
 
+/// A kernel's parameters as (offset, size), from the driver.
+pub type ParamLayout = Arc<[(u32, u32)]>;
+
 /// Per-process capture state.
 pub struct Recorder {
     pid: u32,
@@ -51,7 +54,7 @@ pub struct Recorder {
     pub modules: HashMap<u64, Option<ObjectId>>,
     /// Function or kernel handle → what it is.
     pub kernels: HashMap<u64, KernelInfo>,
-    layouts: HashMap<u64, Option<Arc<[(u32, u32)]>>>,
+    layouts: HashMap<u64, Option<ParamLayout>>,
     /// Streams currently in stream capture.
     pub capturing: HashSet<u64>,
     min_free: u64,
@@ -74,7 +77,9 @@ pub fn init_from_env() {
             let abs = if path.is_absolute() {
                 path
             } else {
-                std::env::current_dir().map(|d| d.join(&path)).unwrap_or(path)
+                std::env::current_dir()
+                    .map(|d| d.join(&path))
+                    .unwrap_or(path)
             };
             let _ = OUTPUT.set(abs);
             // SAFETY: registering a plain extern "C" function.
@@ -165,9 +170,17 @@ fn open(state: &mut Option<Recorder>) -> bool {
                 min_free,
             });
             if let Some(rec) = state.as_mut() {
-                let pending = std::mem::take(&mut *PENDING_PASSTHROUGH.lock().unwrap_or_else(|e| e.into_inner()));
+                let pending = std::mem::take(
+                    &mut *PENDING_PASSTHROUGH
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()),
+                );
                 for name in pending {
-                    *rec.writer.manifest_mut().passthrough_calls.entry(name).or_default() += 1;
+                    *rec.writer
+                        .manifest_mut()
+                        .passthrough_calls
+                        .entry(name)
+                        .or_default() += 1;
                 }
             }
             crate::signals::install();
@@ -269,9 +282,16 @@ pub fn note_passthrough(name: &CStr) {
     let mut state = lock();
     match state.as_mut() {
         Some(rec) if rec.pid == std::process::id() => {
-            *rec.writer.manifest_mut().passthrough_calls.entry(name).or_default() += 1;
+            *rec.writer
+                .manifest_mut()
+                .passthrough_calls
+                .entry(name)
+                .or_default() += 1;
         }
-        _ => PENDING_PASSTHROUGH.lock().unwrap_or_else(|e| e.into_inner()).push(name),
+        _ => PENDING_PASSTHROUGH
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(name),
     }
 }
 
@@ -308,11 +328,14 @@ impl Recorder {
     }
 
     /// Parameter layout `(offset, size)` of a function or kernel handle, from the driver.
-    pub fn param_layout(&mut self, handle: u64) -> Option<Arc<[(u32, u32)]>> {
+    pub fn param_layout(&mut self, handle: u64) -> Option<ParamLayout> {
         if let Some(l) = self.layouts.get(&handle) {
             return l.clone();
         }
-        let is_kernel = self.kernels.get(&handle).is_some_and(|k| k.is_library_kernel);
+        let is_kernel = self
+            .kernels
+            .get(&handle)
+            .is_some_and(|k| k.is_library_kernel);
         let order: [&CStr; 2] = if is_kernel {
             [c"cuKernelGetParamInfo", c"cuFuncGetParamInfo"]
         } else {
@@ -324,7 +347,8 @@ impl Recorder {
             if f.is_null() {
                 continue;
             }
-            type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> c_int;
+            type ParamInfo =
+                unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> c_int;
             // SAFETY: both calls share this signature.
             let f: ParamInfo = unsafe { std::mem::transmute(f) };
             let mut v = Vec::new();

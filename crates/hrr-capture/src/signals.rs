@@ -5,7 +5,13 @@
 
 use std::sync::Once;
 
-const SIGNALS: [libc::c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGABRT];
+const SIGNALS: [libc::c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+];
 
 static mut PREVIOUS: [Option<libc::sigaction>; 5] = [None; 5];
 
@@ -30,7 +36,9 @@ pub fn install() {
             // SAFETY: querying and setting dispositions with zeroed, then filled, structs.
             unsafe {
                 let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL {
+                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction != libc::SIG_DFL
+                {
                     continue;
                 }
                 (*std::ptr::addr_of_mut!(PREVIOUS))[i] = Some(old);

@@ -43,7 +43,10 @@ impl Checks {
             self.exact += 1;
             return;
         }
-        if got.len() == want.len() && (tol.rtol > 0.0 || tol.atol > 0.0) && got.len() % 4 == 0 {
+        if got.len() == want.len()
+            && (tol.rtol > 0.0 || tol.atol > 0.0)
+            && got.len().is_multiple_of(4)
+        {
             let close = got.chunks_exact(4).zip(want.chunks_exact(4)).all(|(a, b)| {
                 let a = f32::from_le_bytes(a.try_into().expect("4")) as f64;
                 let b = f32::from_le_bytes(b.try_into().expect("4")) as f64;

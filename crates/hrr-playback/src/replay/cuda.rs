@@ -61,7 +61,7 @@ fn code(fields: &[(&str, Value)]) -> Option<ObjectId> {
 
 impl Cuda {
     /// Load the driver, initialise it and make device 0's primary context current.
-    pub fn open(opts: &ReplayOptions) -> Result<Self> {
+    pub fn open(opts: &ReplayOptions, hold: super::memory::HostHold) -> Result<Self> {
         let api = Api::load(opts.runtime.as_deref())?;
         cu!(api, cuInit(0))?;
         let mut dev: c_int = 0;
@@ -92,7 +92,7 @@ impl Cuda {
         let mut handles = HashMap::new();
         handles.insert(0u64, std::ptr::null_mut());
         Ok(Cuda {
-            mem: Memory::new(!opts.no_placement, dev, gran as u64),
+            mem: Memory::new(!opts.no_placement, dev, gran as u64, hold),
             api,
             dev,
             device_name,
@@ -234,9 +234,9 @@ impl Cuda {
         let shmem = g("shared_mem")?;
         let mut size = args.len();
         let mut extra: [*mut c_void; 5] = [
-            1 as *mut c_void,
+            std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
             args.as_mut_ptr() as *mut c_void,
-            2 as *mut c_void,
+            std::ptr::without_provenance_mut(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
             &mut size as *mut usize as *mut c_void,
             std::ptr::null_mut(),
         ];
@@ -398,6 +398,7 @@ impl Backend for Cuda {
                 let (rec, size) = (u(f, "ptr")?, u(f, "size")?);
                 let mut got = 0u64;
                 let hint = if opts.no_placement { 0 } else { rec };
+                self.mem.release_hold(rec, size);
                 cu!(
                     api,
                     cuMemAddressReserve(

@@ -27,6 +27,99 @@ pub fn rw_access(dev: i32) -> [u8; 12] {
     d
 }
 
+/// Recorded device ranges held free on the host side (`PROT_NONE`, no reserve) from before the
+/// driver loads until each is placed, so neither the driver's own pools nor host mappings take
+/// them. Only ranges this process mapped itself are ever unmapped.
+#[derive(Default)]
+pub struct HostHold {
+    held: BTreeMap<u64, u64>,
+}
+
+impl HostHold {
+    /// Hold every range in `ranges` (start, len), rounded out to `gran`, that is free now.
+    pub fn hold(ranges: &[(u64, u64)], gran: u64) -> Self {
+        let mut spans: Vec<(u64, u64)> = ranges
+            .iter()
+            .filter(|(s, l)| *s != 0 && *l != 0)
+            .map(|&(s, l)| (s / gran * gran, (s.saturating_add(l)).div_ceil(gran) * gran))
+            .collect();
+        spans.sort();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (s, e) in spans {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        let mut hold = HostHold::default();
+        for (s, e) in merged {
+            if hold.map(s, e - s) {
+                continue;
+            }
+            // Part of the run is taken: hold what is free, a granule at a time (bounded).
+            if (e - s) / gran <= 65536 {
+                let mut p = s;
+                while p < e {
+                    hold.map(p, gran);
+                    p += gran;
+                }
+            }
+        }
+        hold
+    }
+
+    fn map(&mut self, start: u64, len: u64) -> bool {
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
+        let p = unsafe {
+            libc::mmap(
+                start as *mut libc::c_void,
+                len as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        if p as u64 != start {
+            // An old kernel without MAP_FIXED_NOREPLACE placed it elsewhere: give it back.
+            // SAFETY: unmapping the mapping just made.
+            unsafe { libc::munmap(p, len as usize) };
+            return false;
+        }
+        self.held.insert(start, start + len);
+        true
+    }
+
+    /// Give `[start, start+len)` back (the parts this process holds) so the driver can use it.
+    pub fn release(&mut self, start: u64, len: u64) {
+        let end = start.saturating_add(len);
+        let overlapping: Vec<(u64, u64)> = self
+            .held
+            .range(..end)
+            .filter(|(_, &e)| e > start)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in overlapping {
+            let (cut_s, cut_e) = (s.max(start), e.min(end));
+            // SAFETY: [cut_s, cut_e) lies inside a PROT_NONE mapping this process made.
+            unsafe { libc::munmap(cut_s as *mut libc::c_void, (cut_e - cut_s) as usize) };
+            self.held.remove(&s);
+            if s < cut_s {
+                self.held.insert(s, cut_s);
+            }
+            if cut_e < e {
+                self.held.insert(cut_e, e);
+            }
+        }
+    }
+}
+
 struct Page {
     handle: u64,
     refs: u32,
@@ -38,6 +131,7 @@ pub struct Memory {
     dev: i32,
     gran: u64,
     pages: HashMap<u64, Page>,
+    hold: HostHold,
     /// Recorded start → (length, replay start) for ranges that did not land at their address.
     moved: BTreeMap<u64, (u64, u64)>,
     /// Recorded allocations alive now: start → length.
@@ -50,12 +144,13 @@ pub struct Memory {
 
 impl Memory {
     /// New state; `gran` is the VMM granularity.
-    pub fn new(placement: bool, dev: i32, gran: u64) -> Self {
+    pub fn new(placement: bool, dev: i32, gran: u64, hold: HostHold) -> Self {
         Memory {
             placement,
             dev,
             gran: gran.max(4096),
             pages: HashMap::new(),
+            hold,
             moved: BTreeMap::new(),
             live: BTreeMap::new(),
             placed: 0,
@@ -101,8 +196,14 @@ impl Memory {
         Ok(true)
     }
 
-    fn map_page(&self, api: &Api, page: u64) -> Result<Option<u64>> {
+    /// Give a held range back before the driver is asked for it.
+    pub fn release_hold(&mut self, start: u64, len: u64) {
+        self.hold.release(start, len);
+    }
+
+    fn map_page(&mut self, api: &Api, page: u64) -> Result<Option<u64>> {
         let g = self.gran as usize;
+        self.hold.release(page, self.gran);
         let mut got = 0u64;
         if cu!(api, cuMemAddressReserve(&mut got, g, 0, page, 0)).is_err() {
             return Ok(None);

@@ -99,26 +99,54 @@ pub fn base_name(name: &str) -> (&str, bool) {
     (base, per_thread)
 }
 
-/// Code objects loaded by the capture: (id, loaded as a library).
-fn code_loads(dir: &Path) -> Result<Vec<(ObjectId, PathBuf, bool)>> {
+/// What replay must know before the driver loads.
+struct Prescan {
+    /// Code objects loaded by the capture: (id, file, loaded as a library).
+    code: Vec<(ObjectId, PathBuf, bool)>,
+    /// Device address ranges the capture allocated or reserved.
+    ranges: Vec<(u64, u64)>,
+}
+
+/// One pass over the capture for its code objects and device address ranges.
+fn prescan(dir: &Path) -> Result<Prescan> {
     let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
     let schema = reader
         .schema()
         .cloned()
         .ok_or_else(|| anyhow!("events.bin has no schema record"))?;
     let mut out: Vec<(ObjectId, PathBuf, bool)> = Vec::new();
+    let mut ranges = Vec::new();
     for rec in reader.by_ref() {
         let rec = rec?;
         let Some(call) = schema.call(rec.header.kind) else {
             continue;
         };
-        let as_library = call.name.starts_with("cuLibraryLoad");
-        if !as_library && !call.name.starts_with("cuModuleLoad") {
+        let (name, _) = base_name(&call.name);
+        let as_library = name.starts_with("cuLibraryLoad");
+        let is_load = as_library || name.starts_with("cuModuleLoad");
+        let is_alloc = matches!(
+            name,
+            "cuMemAlloc"
+                | "cuMemAllocAsync"
+                | "cuMemAllocFromPoolAsync"
+                | "cuMemAllocPitch"
+                | "cuMemAddressReserve"
+        );
+        if !is_load && !is_alloc {
             continue;
         }
         let fields = decode_fields(call, &rec.payload)
             .map_err(|e| anyhow!("event #{}: {e}", rec.header.seq))?;
         if field(&fields, "result") != Some(&Value::I64(0)) {
+            continue;
+        }
+        if is_alloc {
+            let get = |n: &str| field(&fields, n).and_then(Value::as_u64).unwrap_or(0);
+            ranges.push(match name {
+                "cuMemAddressReserve" => (get("ptr"), get("size")),
+                "cuMemAllocPitch" => (get("dptr"), get("pitch").saturating_mul(get("height"))),
+                _ => (get("dptr"), get("bytesize")),
+            });
             continue;
         }
         if let Some(Value::Code(Some(id))) = field(&fields, "code") {
@@ -134,7 +162,7 @@ fn code_loads(dir: &Path) -> Result<Vec<(ObjectId, PathBuf, bool)>> {
             }
         }
     }
-    Ok(out)
+    Ok(Prescan { code: out, ranges })
 }
 
 /// Replay the process capture in `dir`; returns the exit code (0 only when every check passed).
@@ -153,11 +181,16 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
             schema.api
         );
     }
-    let code = code_loads(dir)?;
     let load_start = Instant::now();
-    let mut backend: Box<dyn Backend> = Box::new(cuda::Cuda::open(opts)?);
+    let scan = prescan(dir)?;
+    let hold = if opts.no_placement {
+        memory::HostHold::default()
+    } else {
+        memory::HostHold::hold(&scan.ranges, 2 << 20)
+    };
+    let mut backend: Box<dyn Backend> = Box::new(cuda::Cuda::open(opts, hold)?);
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
-    backend.preload(&code)?;
+    backend.preload(&scan.code)?;
     let load_ms = load_start.elapsed().as_secs_f64() * 1e3;
 
     let human = !opts.json;
@@ -203,9 +236,9 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
     let exec_start = Instant::now();
     let mut last_progress = Instant::now();
     'loops: for _ in 0..opts.loop_count {
-        let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
+        let reader = EventReader::open(&dir.join(EVENTS_FILE))?;
         let mut n = 0u64;
-        while let Some(rec) = reader.next() {
+        for rec in reader {
             let rec = rec?;
             n += 1;
             let Some(call) = schema.call(rec.header.kind) else {
