@@ -15,8 +15,15 @@ fn bin_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// Every program runs under `timeout`, so a hang fails the test instead of stalling CI.
+fn bounded(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("120").arg(program);
+    c
+}
+
 fn playback() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hrr-playback"))
+    bounded(env!("CARGO_BIN_EXE_hrr-playback"))
 }
 
 /// The fake driver and its apps, built once per test run.
@@ -42,7 +49,7 @@ fn fake() -> &'static Path {
 }
 
 fn app(name: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(fake().join(name));
+    let mut c = bounded(fake().join(name));
     c.args(args)
         .env("LD_LIBRARY_PATH", fake())
         .env_remove("HIP_HRR_CAPTURE_OUTPUT")
@@ -51,7 +58,7 @@ fn app(name: &str, args: &[&str]) -> Command {
 }
 
 fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
-    let mut c = Command::new(bin_dir().join("hrr-capture"));
+    let mut c = bounded(bin_dir().join("hrr-capture"));
     c.arg("-o")
         .arg(archive)
         .arg("--")
@@ -316,7 +323,7 @@ fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let (_, plain, _) = run(app("driver_app", &[]));
-    let mut c = Command::new(bin_dir().join("hrr-capture"));
+    let mut c = bounded(bin_dir().join("hrr-capture"));
     c.arg("-o")
         .arg(&arch)
         .arg("--")
