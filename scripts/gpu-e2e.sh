@@ -270,15 +270,29 @@ fail_note() {
 }
 : >"$OUT/failures.txt"
 
-cupti_run() { # cupti_run NAME: one extra plain run under the CUPTI counter
-    local name=$1
+cupti_run() { # cupti_run NAME [ARCH]: one extra run under the CUPTI counter; with ARCH, captured
+    local name=$1 arch=${2:-}
     [ -n "${HRR_CUPTI_COUNT_SO:-}" ] && [ -f "$HRR_CUPTI_COUNT_SO" ] || return 0
     local d=$OUT/$name
     mkdir -p "$d/cupti"
     local -a cmd
     eval "cmd=(${WL_CMD[$name]})"
-    run_timed "$d/cupti/run" "${WL_ENV[$name]} CUDA_INJECTION64_PATH=$HRR_CUPTI_COUNT_SO COUNT_DIR=$d/cupti" "${cmd[@]}"
-    log "  cupti count: rc=$LAST_RC, $(find "$d/cupti" -name 'pid-*' | wc -l) process file(s)"
+    if [ -z "$arch" ]; then
+        run_timed "$d/cupti/run" "${WL_ENV[$name]} CUDA_INJECTION64_PATH=$HRR_CUPTI_COUNT_SO COUNT_DIR=$d/cupti" "${cmd[@]}"
+        log "  cupti count: rc=$LAST_RC, $(find "$d/cupti" -name 'pid-*' | wc -l) process file(s)"
+        return 0
+    fi
+    rm -rf "$arch.cupti"
+    run_timed "$d/cupti/run" "${WL_ENV[$name]} CUDA_INJECTION64_PATH=$HRR_CUPTI_COUNT_SO COUNT_DIR=$d/cupti" \
+        "$BIN/hrr-capture" -o "$arch.cupti" -- "${cmd[@]}"
+    if python3 "$ROOT/scripts/cupti-compare.py" "$d/cupti" "$arch.cupti" >"$d/cupti/compare.txt" 2>&1; then
+        R_CUPTI[$name]=match
+    else
+        R_CUPTI[$name]=MISMATCH
+        fail_note "$name: archive and CUPTI disagree (see $d/cupti/compare.txt)"
+    fi
+    log "  cupti vs archive: ${R_CUPTI[$name]}: $(head -c 300 "$d/cupti/compare.txt" | tr '\n' ' ')"
+    rm -rf "$arch.cupti"
 }
 
 # ===================== plain-only mode =====================
@@ -315,7 +329,7 @@ if [ $plain_only = 1 ]; then
 fi
 
 # ===================== capture + replay mode =====================
-declare -A R_SAME R_INFO R_REPLAY R_PLAIN R_CAP R_REP R_BYTES R_ARCH
+declare -A R_SAME R_INFO R_REPLAY R_PLAIN R_CAP R_REP R_BYTES R_ARCH R_CUPTI
 if [ $plain_only = 0 ]; then
     for name in "${selected[@]}"; do
         d=$OUT/$name
@@ -393,7 +407,7 @@ if [ $plain_only = 0 ]; then
         fi
         log "   same-output=${R_SAME[$name]} info=${R_INFO[$name]} replay=${R_REPLAY[$name]}" \
             "plain=${R_PLAIN[$name]}s captured=${R_CAP[$name]}s replay=${R_REP[$name]}s bytes=${R_BYTES[$name]}"
-        cupti_run "$name"
+        cupti_run "$name" "$arch"
     done
 
     # ---- did replay really run the GPU work? Zero the blobs, expect FAIL. ----
