@@ -1528,24 +1528,31 @@ unsafe fn record_launch(
 ) {
     rec(h, r, |rc, p| {
         let (args, offs, sizes, known) = pack_args(rc, l.f, params, extra);
-        let info = match rc.kernels.get(&(l.f as u64)) {
-            Some(k) => Some(k.clone()),
-            None => driver_func_name(l.f).map(|name| KernelInfo {
-                name,
-                code: None,
-                is_library_kernel: false,
-            }),
-        };
-        let (name, code) = info.map_or((String::new(), None), |k| (k.name, k.code));
+        let f = l.f as u64;
+        if !rc.kernels.contains_key(&f) {
+            // Not seen looked up (e.g. obtained before capture opened): ask the driver, once.
+            let name = driver_func_name(l.f).unwrap_or_default();
+            rc.kernels.insert(
+                f,
+                KernelInfo {
+                    name,
+                    code: None,
+                    is_library_kernel: false,
+                },
+            );
+        }
         if !known {
+            let name = rc.kernels[&f].name.clone();
             note_unreplayable(
                 rc,
                 "cuLaunchKernel",
                 &format!("argument layout unknown for kernel `{name}`"),
             );
         }
+        let k = &rc.kernels[&f];
+        let (name, code) = (k.name.as_str(), k.code);
         let in_capture = rc.capturing.contains(&(l.stream as u64));
-        p.u64(l.f as u64).str(&name).object(code);
+        p.u64(f).str(name).object(code);
         for v in l.grid.iter().chain(&l.block) {
             p.u32(*v);
         }

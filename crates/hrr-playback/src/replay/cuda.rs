@@ -496,11 +496,11 @@ impl Backend for Cuda {
                 };
                 let dst = self.mem.translate(u(f, "dst")?);
                 let stream = self.stream(ev, "stream")?;
+                // From pageable memory the driver stages the source before returning: no wait.
                 cu!(
                     api,
                     cuMemcpyHtoDAsync_v2(dst, data.as_ptr() as *const c_void, data.len(), stream)
                 )?;
-                cu!(api, cuStreamSynchronize(stream))?;
                 Outcome::Done
             }
             "cuMemcpyDtoH" | "cuMemcpyDtoHAsync" => {
@@ -563,7 +563,6 @@ impl Backend for Cuda {
                                 stream
                             )
                         )?;
-                        cu!(api, cuStreamSynchronize(stream))?;
                     }
                     2 => {
                         let mut got = vec![0u8; n];
