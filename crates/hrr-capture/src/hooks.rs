@@ -1529,18 +1529,12 @@ unsafe fn record_launch(
     rec(h, r, |rc, p| {
         let (args, offs, sizes, known) = pack_args(rc, l.f, params, extra);
         let f = l.f as u64;
-        if !rc.kernels.contains_key(&f) {
-            // Not seen looked up (e.g. obtained before capture opened): ask the driver, once.
-            let name = driver_func_name(l.f).unwrap_or_default();
-            rc.kernels.insert(
-                f,
-                KernelInfo {
-                    name,
-                    code: None,
-                    is_library_kernel: false,
-                },
-            );
-        }
+        // Not seen looked up (e.g. obtained before capture opened): ask the driver, once.
+        rc.kernels.entry(f).or_insert_with(|| KernelInfo {
+            name: driver_func_name(l.f).unwrap_or_default(),
+            code: None,
+            is_library_kernel: false,
+        });
         if !known {
             let name = rc.kernels[&f].name.clone();
             note_unreplayable(
