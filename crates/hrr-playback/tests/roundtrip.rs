@@ -387,3 +387,33 @@ fn concurrent_threads_are_recorded_and_replay() {
     let (code, out, err) = replay(&arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+#[test]
+fn replay_flags_filter_loop_sync_and_no_placement() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    assert!(capture(&arch, "driver_app", &[]).status.success());
+    let json = |extra: &[&str]| -> (i32, serde_json::Value) {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = replay(&arch, &args);
+        (
+            code,
+            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}")),
+        )
+    };
+    let (code, v) = json(&["--loop", "2"]);
+    assert_eq!((code, v["kernels_launched"].as_u64()), (0, Some(12)), "{v}");
+    assert_eq!(v["d2h_checks"]["exact"], 12);
+    let (code, v) = json(&["--sync-after-launch", "--sync-watchdog-ms", "5000"]);
+    assert_eq!(code, 0, "{v}");
+    let (_, v) = json(&["--kernel-filter", "axpy"]);
+    assert_eq!(v["kernels_launched"], 2, "{v}");
+    assert_eq!(v["kernels_filtered"], 4, "{v}");
+    let (code, v) = json(&["--no-placement"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["allocations"]["placed"], 0, "{v}");
+    assert!(v["allocations"]["translated"].as_u64().unwrap() >= 5, "{v}");
+    let (_, v) = json(&[]);
+    assert!(v["allocations"]["placed"].as_u64().unwrap() >= 5, "{v}");
+}
