@@ -27,8 +27,13 @@ __global__ void axpy_kernel(int n, float a, const float *x, float *y, float b) {
     if (i < n) y[i] = a * x[i] + y[i] + b;
 }
 
-int main() {
-    const int n = 1 << 20;
+int main(int argc, char **argv) {
+    // Optional element count (default 1 Mi); a small n makes a small archive (examples/).
+    const int n = argc > 1 ? std::atoi(argv[1]) : 1 << 20;
+    if (n <= 0) {
+        std::fprintf(stderr, "usage: axpy [N > 0]\n");
+        return 2;
+    }
     std::vector<float> x(n), y(n);
     for (int i = 0; i < n; i++) {
         x[i] = (float)(i % 1000) * 0.001f;
