@@ -603,22 +603,21 @@ impl Backend for Cuda {
             "cuModuleLoad"
             | "cuModuleLoadData"
             | "cuModuleLoadDataEx"
-            | "cuModuleLoadFatBinary" => {
-                let id = code(f).ok_or_else(|| anyhow!("module image was not recorded"))?;
-                let h = *self
-                    .module_of_code
+            | "cuModuleLoadFatBinary"
+            | "cuLibraryLoadData"
+            | "cuLibraryLoadFromFile" => {
+                // Loaded once by `preload`; this load only binds the recorded handle to it.
+                let library = ev.name.starts_with("cuLibrary");
+                let (loaded, key) = if library {
+                    (&self.library_of_code, "library")
+                } else {
+                    (&self.module_of_code, "module")
+                };
+                let id = code(f).ok_or_else(|| anyhow!("the {key} image was not recorded"))?;
+                let h = *loaded
                     .get(&id)
                     .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
-                self.map_out(u(f, "module")?, h);
-                Outcome::Done
-            }
-            "cuLibraryLoadData" | "cuLibraryLoadFromFile" => {
-                let id = code(f).ok_or_else(|| anyhow!("library image was not recorded"))?;
-                let h = *self
-                    .library_of_code
-                    .get(&id)
-                    .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
-                self.map_out(u(f, "library")?, h);
+                self.map_out(u(f, key)?, h);
                 Outcome::Done
             }
             "cuModuleGetFunction" => {
