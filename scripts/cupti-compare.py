@@ -16,6 +16,11 @@ import struct
 import sys
 from collections import Counter
 
+# CUPTI subscribes inside cuInit and writes its counts from an atexit handler registered then:
+# calls before cuInit returns (cuInit itself, an early cuDriverGetVersion) and unloads in the
+# runtime's own exit handlers are invisible to it, so for these the archive may hold more.
+CUPTI_BLIND = {"cuInit", "cuDriverGetVersion", "cuLibraryUnload", "cuModuleUnload"}
+
 # Calls the recorder issues itself, unrecorded, on top of the application's.
 RECORDER_OWN = {
     "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
@@ -82,6 +87,8 @@ def main():
             if a == c:
                 ok += c > 0
             elif a < c and call in RECORDER_OWN:
+                ok += 1
+            elif a > c and call in CUPTI_BLIND:
                 ok += 1
             elif a < c:
                 missing.append(f"{call}: CUPTI {c}, archive {a}")

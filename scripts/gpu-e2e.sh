@@ -285,7 +285,7 @@ cupti_run() { # cupti_run NAME [ARCH]: one extra run under the CUPTI counter; wi
     rm -rf "$arch.cupti"
     run_timed "$d/cupti/run" "${WL_ENV[$name]} CUDA_INJECTION64_PATH=$HRR_CUPTI_COUNT_SO COUNT_DIR=$d/cupti" \
         "$BIN/hrr-capture" -o "$arch.cupti" -- "${cmd[@]}"
-    if python3 "$ROOT/scripts/cupti-compare.py" "$d/cupti" "$arch.cupti" >"$d/cupti/compare.txt" 2>&1; then
+    if python3 "$root/scripts/cupti-compare.py" "$d/cupti" "$arch.cupti" >"$d/cupti/compare.txt" 2>&1; then
         R_CUPTI[$name]=match
     else
         R_CUPTI[$name]=MISMATCH
