@@ -256,6 +256,36 @@ pub fn count_objects(pid_dir: &Path) -> Result<ObjectCounts> {
     Ok(c)
 }
 
+/// For a file path below a process capture (or with more folders in front, `/`-separated): the
+/// 32-hex content id its name claims, when it is a blob (`blobs/<2 hex>/<32 hex>.blob`) or a code
+/// object (`code_objects/<32 hex>.<kind>`).
+pub fn claimed_object_id(rel: &str) -> Option<&str> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let n = parts.len();
+    let is_hex =
+        |s: &str| s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if n >= 3 && parts[n - 3] == BLOBS_DIR {
+        let name = parts[n - 1].strip_suffix(".blob")?;
+        return (is_hex(name) && parts[n - 2] == &name[..2]).then_some(name);
+    }
+    if n >= 2 && parts[n - 2] == CODE_OBJECTS_DIR {
+        let (name, ext) = parts[n - 1].split_once('.')?;
+        CodeKind::from_extension(ext)?;
+        return is_hex(name).then_some(name);
+    }
+    None
+}
+
+/// Would [`count_objects`] count the file at `rel` (a path below a process capture,
+/// `/`-separated)?
+pub fn is_counted_object(rel: &str) -> bool {
+    match rel.split_once('/') {
+        Some((BLOBS_DIR, rest)) => rest.matches('/').count() == 1 && rest.ends_with(".blob"),
+        Some((CODE_OBJECTS_DIR, name)) => !name.contains('/') && !fsutil::is_temp_name(name),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +323,27 @@ mod tests {
         let counts = count_objects(dir.path()).unwrap();
         assert_eq!((counts.blobs, counts.code_objects), (1, 1));
         assert_eq!(ObjectId::from_hex(&a.to_hex()), Some(a));
+    }
+
+    #[test]
+    fn object_names_are_recognised() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            claimed_object_id(&format!("pid-1/blobs/01/{id}.blob")),
+            Some(id)
+        );
+        assert_eq!(claimed_object_id(&format!("blobs/01/{id}.blob")), Some(id));
+        assert_eq!(claimed_object_id(&format!("blobs/02/{id}.blob")), None);
+        assert_eq!(
+            claimed_object_id(&format!("pid-1/code_objects/{id}.cubin")),
+            Some(id)
+        );
+        assert_eq!(claimed_object_id(&format!("code_objects/{id}.exe")), None);
+        assert_eq!(claimed_object_id("pid-1/events.bin"), None);
+        assert!(is_counted_object(&format!("blobs/01/{id}.blob")));
+        assert!(is_counted_object("code_objects/x.cubin"));
+        assert!(!is_counted_object("code_objects/.x.tmp"));
+        assert!(!is_counted_object("blobs/x.blob"));
     }
 
     #[test]

@@ -134,3 +134,49 @@ pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(".tmp")
 }
+
+/// Rename `from` to `to`, failing with `AlreadyExists` if `to` exists (never replaces anything,
+/// not even an empty folder). Uses `renameat2(RENAME_NOREPLACE)`; on a file system without it,
+/// falls back to a check then a rename.
+pub fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
+            if fs::symlink_metadata(to).is_ok() {
+                return Err(Error::Io {
+                    path: to.to_path_buf(),
+                    source: std::io::ErrorKind::AlreadyExists.into(),
+                });
+            }
+            fs::rename(from, to).at(to)
+        }
+        Err(e) => Err(Error::Io {
+            path: to.to_path_buf(),
+            source: e.into(),
+        }),
+    }
+}
+
+/// Swap two paths atomically (`renameat2(RENAME_EXCHANGE)`). Returns `Ok(false)` when the file
+/// system cannot do it (nothing was changed then).
+pub fn exchange(a: &Path, b: &Path) -> Result<bool> {
+    use rustix::fs::{renameat_with, RenameFlags, CWD};
+    match renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE) {
+        Ok(()) => Ok(true),
+        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => Ok(false),
+        Err(e) => Err(Error::Io {
+            path: b.to_path_buf(),
+            source: e.into(),
+        }),
+    }
+}
+
+/// Flush the file system holding `path` to stable storage (`syncfs`).
+pub fn sync_filesystem(path: &Path) -> Result<()> {
+    let dir = File::open(path).at(path)?;
+    rustix::fs::syncfs(&dir).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })
+}

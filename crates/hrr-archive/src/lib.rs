@@ -4,6 +4,8 @@
 //! framing and its self-describing schema, the content-addressed blob and code-object stores, a
 //! streaming reader that recovers crashed captures, a durable writer, repair and the root index.
 //! No GPU, no CLI, no printing. `FORMAT.md` beside this crate is the normative specification.
+//! With the default feature `pack`: the packed form (`.hrr.tar.zst`, [`pack`]); always: verify
+//! ([`verify`]) and the redaction records a scrub leaves ([`redact`]).
 //!
 //! ```
 //! use hrr_archive::{schema::*, writer::ProcessWriter, reader::EventReader};
@@ -36,10 +38,15 @@ pub mod fsutil;
 pub mod fuzz;
 pub mod layout;
 pub mod manifest;
+#[cfg(feature = "pack")]
+pub mod pack;
+pub mod progress;
 pub mod reader;
+pub mod redact;
 pub mod repair;
 pub mod schema;
 pub mod summary;
+pub mod verify;
 pub mod writer;
 
 pub use blobs::{CodeKind, ObjectId};

@@ -404,6 +404,86 @@ pub fn field<'a>(fields: &'a [(&str, Value)], name: &str) -> Option<&'a Value> {
     fields.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
 }
 
+/// Where one field of a payload lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldSpan<'s> {
+    /// Field name.
+    pub name: &'s str,
+    /// Wire type.
+    pub ty: FieldType,
+    /// Offset of the field's first byte in the payload (for `str`, `bytes` and `u64s`: of the
+    /// length prefix).
+    pub offset: usize,
+    /// Bytes the field occupies, length prefix included.
+    pub len: usize,
+}
+
+/// The offset and length of every field of `payload`, in schema order; the same walk as
+/// [`decode_fields`] without building values. A payload that ends inside a field is an error.
+pub fn field_offsets<'s>(call: &'s CallDef, payload: &[u8]) -> Result<Vec<FieldSpan<'s>>, String> {
+    let mut out = Vec::with_capacity(call.fields.len());
+    let mut pos = 0usize;
+    for field in &call.fields {
+        let len = match field.ty.fixed_len() {
+            Some(n) => n,
+            None => {
+                let count = payload
+                    .get(pos..pos + 4)
+                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+                    .ok_or_else(|| format!("payload ends inside field `{}`", field.name))?;
+                let elem = if field.ty == FieldType::U64s { 8 } else { 1 };
+                count
+                    .checked_mul(elem)
+                    .and_then(|b| b.checked_add(4))
+                    .ok_or_else(|| format!("field `{}` length overflows", field.name))?
+            }
+        };
+        if pos.checked_add(len).is_none_or(|end| end > payload.len()) {
+            return Err(format!(
+                "payload ends inside field `{}` (offset {pos}, {} bytes left, {len} needed)",
+                field.name,
+                payload.len().saturating_sub(pos)
+            ));
+        }
+        out.push(FieldSpan {
+            name: &field.name,
+            ty: field.ty,
+            offset: pos,
+            len,
+        });
+        pos += len;
+    }
+    Ok(out)
+}
+
+/// An object reference (`blob` or `code` field) in a payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef<'s> {
+    /// Field name.
+    pub name: &'s str,
+    /// [`FieldType::Blob`] or [`FieldType::Code`].
+    pub ty: FieldType,
+    /// Offset of the 16-byte id in the payload.
+    pub offset: usize,
+    /// The id (`None`: all zero, no object).
+    pub id: Option<ObjectId>,
+}
+
+/// Every `blob` and `code` field of `payload`: where its 16-byte id lies, and the id. Scrub uses
+/// the offsets to rewrite references in place (ids have a fixed size).
+pub fn object_fields<'s>(call: &'s CallDef, payload: &[u8]) -> Result<Vec<ObjectRef<'s>>, String> {
+    Ok(field_offsets(call, payload)?
+        .into_iter()
+        .filter(|s| matches!(s.ty, FieldType::Blob | FieldType::Code))
+        .map(|s| ObjectRef {
+            name: s.name,
+            ty: s.ty,
+            offset: s.offset,
+            id: ObjectId::from_slice(&payload[s.offset..s.offset + 16]),
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,6 +529,17 @@ mod tests {
         assert_eq!(field(&v, "blob"), Some(&Value::Blob(Some(id))));
         assert_eq!(field(&v, "offs"), Some(&Value::U64s(vec![0, 8])));
         assert_eq!(field(&v, "x"), Some(&Value::F64(1.5)));
+        let spans = field_offsets(&c, p.as_bytes()).unwrap();
+        assert_eq!(spans.len(), 7);
+        assert_eq!((spans[2].offset, spans[2].len), (12, 8));
+        let refs = object_fields(&c, p.as_bytes()).unwrap();
+        assert_eq!(refs.len(), 1);
+        assert_eq!(
+            (refs[0].name, refs[0].offset, refs[0].id),
+            ("blob", 27, Some(id))
+        );
+        assert_eq!(&p.as_bytes()[27..43], &id.0);
+        assert!(field_offsets(&c, &p.as_bytes()[..30]).is_err());
     }
 
     #[test]

@@ -145,7 +145,19 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
                 *s.kernels.entry(kernel).or_default() += 1;
             }
             CallClass::GraphLaunch => s.graph_launches += 1,
-            CallClass::D2h => s.d2h_copies += 1,
+            CallClass::D2h => {
+                // Only copies that left a result to check: a generic copy (`cuMemcpy`,
+                // `hipMemcpy`) is classed D2H but may have gone another way, or failed.
+                let call = schema
+                    .as_ref()
+                    .and_then(|sc| sc.call(h.kind))
+                    .expect("indexed");
+                let checked = match decode_fields(call, &rec.payload) {
+                    Ok(f) => !matches!(field(&f, "d2h_blob"), Some(Value::Blob(None))),
+                    Err(_) => true,
+                };
+                s.d2h_copies += checked as u64;
+            }
             _ => {}
         }
     }

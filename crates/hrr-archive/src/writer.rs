@@ -34,7 +34,7 @@ impl Default for FlushPolicy {
         FlushPolicy {
             buffer_bytes: 256 << 10,
             flush_every_events: 1024,
-            sync_every_events: 16384,
+            sync_every_events: 262_144,
         }
     }
 }

@@ -43,7 +43,11 @@ macro_rules! hooks {
         $(
             #[no_mangle]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-                $imp(Hook::$name, $($arg),*)
+                if ordered_impl(stringify!($imp)) {
+                    recorder::ordered(|| $imp(Hook::$name, $($arg),*))
+                } else {
+                    $imp(Hook::$name, $($arg),*)
+                }
             }
         )*
     };
@@ -68,6 +72,7 @@ hooks! {
     cuCtxPushCurrent_v2 => ctx_only(ctx: Handle);
     cuCtxPopCurrent_v2 => ctx_pop(ctx: *mut Handle);
     cuCtxSynchronize => ctx_synchronize();
+    cuCtxSynchronize_v2 => ctx_synchronize_v2(ctx: Handle);
     cuMemAlloc_v2 => mem_alloc(dptr: *mut u64, size: usize);
     cuMemAllocPitch_v2 => mem_alloc_pitch(dptr: *mut u64, pitch: *mut usize, width: usize, height: usize, elem: c_uint);
     cuMemAllocManaged => mem_alloc_managed(dptr: *mut u64, size: usize, flags: c_uint);
@@ -153,7 +158,7 @@ hooks! {
     cuEventRecordWithFlags => event_record_with_flags(e: Handle, s: Handle, flags: c_uint);
     cuEventRecordWithFlags_ptsz => event_record_with_flags(e: Handle, s: Handle, flags: c_uint);
     cuEventSynchronize => event_only(e: Handle);
-    cuEventDestroy_v2 => event_only(e: Handle);
+    cuEventDestroy_v2 => event_destroy(e: Handle);
     cuStreamBeginCapture_v2 => stream_begin_capture(s: Handle, mode: c_int);
     cuStreamBeginCapture_v2_ptsz => stream_begin_capture(s: Handle, mode: c_int);
     cuStreamEndCapture => stream_end_capture(s: Handle, g: *mut Handle);
@@ -165,6 +170,74 @@ hooks! {
     cuGraphExecDestroy => graph_only(g: Handle);
     cuLaunchHostFunc => launch_host_func(s: Handle, func: *mut c_void, data: *mut c_void);
     cuLaunchHostFunc_ptsz => launch_host_func(s: Handle, func: *mut c_void, data: *mut c_void);
+}
+
+/// Calls that create or destroy allocations and handles: run under [`recorder::ordered`] so
+/// their recorded order is the driver's. (Blocking calls stay out: a wait must never hold it.)
+const fn ordered_impl(imp: &str) -> bool {
+    const ORDERED: &[&str] = &[
+        "primary_ctx_retain",
+        "ctx_create",
+        "ctx_only",
+        "mem_alloc",
+        "mem_alloc_pitch",
+        "mem_alloc_managed",
+        "mem_free",
+        "mem_alloc_async",
+        "mem_alloc_from_pool_async",
+        "mem_free_async",
+        "mem_host_alloc",
+        "mem_alloc_host",
+        "host_ptr_only",
+        "mem_address_reserve",
+        "mem_range",
+        "mem_create",
+        "mem_release",
+        "mem_map",
+        "module_load",
+        "module_load_data",
+        "module_load_data_ex",
+        "module_only",
+        "module_get_function",
+        "module_get_global",
+        "library_load_data",
+        "library_load_from_file",
+        "library_only",
+        "library_get_kernel",
+        "library_get_module",
+        "library_get_global",
+        "kernel_get_function",
+        "stream_create",
+        "stream_create_with_priority",
+        "stream_only",
+        "event_create",
+        "event_destroy",
+        "graph_instantiate",
+        "graph_only",
+    ];
+    let mut i = 0;
+    while i < ORDERED.len() {
+        if const_eq(ORDERED[i], imp) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+const fn const_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The hook exporting `name`, if any (no allocation: used inside `dlsym`).
@@ -311,6 +384,7 @@ fn fields(imp: &str) -> (CallClass, &'static [(&'static str, FieldType)]) {
         ),
         "ctx_only" | "ctx_pop" => (CallClass::Other, &[("ctx", Handle)]),
         "ctx_synchronize" => (CallClass::Other, &[]),
+        "ctx_synchronize_v2" => (CallClass::Other, &[("ctx", Handle)]),
         "mem_alloc" => (CallClass::Other, &[("dptr", Ptr), ("bytesize", U64)]),
         "mem_alloc_pitch" => (
             CallClass::Other,
@@ -491,7 +565,7 @@ fn fields(imp: &str) -> (CallClass, &'static [(&'static str, FieldType)]) {
             CallClass::Other,
             &[("event", Handle), ("stream", Handle), ("flags", U32)],
         ),
-        "event_only" => (CallClass::Other, &[("event", Handle)]),
+        "event_only" | "event_destroy" => (CallClass::Other, &[("event", Handle)]),
         "stream_begin_capture" => (CallClass::Other, &[("stream", Handle), ("mode", I32)]),
         "stream_end_capture" => (CallClass::Other, &[("stream", Handle), ("graph", Handle)]),
         "graph_instantiate" => (
@@ -545,6 +619,9 @@ unsafe fn init(h: Hook, flags: c_uint) -> CUresult {
     rec(h, r, |_, p| {
         p.u32(flags);
     });
+    if r == 0 {
+        let _ = guarded(recorder::refresh_metadata);
+    }
     r
 }
 
@@ -657,6 +734,15 @@ unsafe fn ctx_pop(h: Hook, ctx: *mut Handle) -> CUresult {
 unsafe fn ctx_synchronize(h: Hook) -> CUresult {
     let r = real!(h, fn())();
     rec(h, r, |_, _| {});
+    recorder::flush_soft();
+    r
+}
+
+unsafe fn ctx_synchronize_v2(h: Hook, ctx: Handle) -> CUresult {
+    let r = real!(h, fn(Handle))(ctx);
+    rec(h, r, |_, p| {
+        p.u64(ctx as u64);
+    });
     recorder::flush_soft();
     r
 }
@@ -1215,7 +1301,7 @@ unsafe fn module_get_function(h: Hook, f: *mut Handle, m: Handle, name: *const c
         let name = cstr(name);
         if r == 0 {
             let code = rc.modules.get(&(m as u64)).copied().flatten();
-            rc.kernels.insert(
+            rc.define_kernel(
                 out_handle(f),
                 KernelInfo {
                     name: name.clone(),
@@ -1329,7 +1415,7 @@ unsafe fn library_get_kernel(
         let name = cstr(name);
         if r == 0 {
             let code = rc.modules.get(&(lib as u64)).copied().flatten();
-            rc.kernels.insert(
+            rc.define_kernel(
                 out_handle(k),
                 KernelInfo {
                     name: name.clone(),
@@ -1374,7 +1460,7 @@ unsafe fn kernel_get_function(h: Hook, f: *mut Handle, k: Handle) -> CUresult {
     let r = real!(h, fn(*mut Handle, Handle))(f, k);
     rec(h, r, |rc, p| {
         if let Some(info) = rc.kernels.get(&(k as u64)).cloned() {
-            rc.kernels.insert(
+            rc.define_kernel(
                 out_handle(f),
                 KernelInfo {
                     is_library_kernel: false,
@@ -1758,6 +1844,10 @@ unsafe fn event_only(h: Hook, e: Handle) -> CUresult {
         p.u64(e as u64);
     });
     r
+}
+
+unsafe fn event_destroy(h: Hook, e: Handle) -> CUresult {
+    event_only(h, e)
 }
 
 const GRAPHS_UNREPLAYED: &str = "CUDA graphs and stream capture are recorded but not replayed yet";

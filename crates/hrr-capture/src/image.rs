@@ -80,7 +80,7 @@ pub unsafe fn identify(ptr: *const u8) -> Option<Image> {
 
 /// Length of a 64-bit ELF in memory: the furthest of the section table, the program header
 /// table and the end of every non-NOBITS section.
-unsafe fn elf_len(p: *const u8) -> Option<u64> {
+pub(crate) unsafe fn elf_len(p: *const u8) -> Option<u64> {
     if *p.add(4) != 2 {
         return None; // not ELFCLASS64
     }

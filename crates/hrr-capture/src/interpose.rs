@@ -1,6 +1,7 @@
 //! How calls reach the hooks: our `dlsym` (cudart and PyTorch look the driver up through it),
 //! our `cuGetProcAddress`/`_v2` (cudart fetches every entry point through them), and the exported
-//! `cu*` wrappers themselves (programs linked against libcuda).
+//! `cu*` wrappers themselves (programs linked against libcuda). HIP entry points looked up with
+//! `dlsym` in `libamdhip64.so` are handed out as their `hip*` wrappers the same way.
 //!
 //! `dlsym` never locks, allocates or calls the driver. `dlsym(RTLD_NEXT, ...)` is forwarded with
 //! a tail jump so glibc still sees the original caller. For `cuGetProcAddress` the real driver is
@@ -12,7 +13,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::ffi::{self, CUresult, CUDA_ERROR_NOT_FOUND};
-use crate::{hooks, recorder};
+use crate::{hip, hooks, recorder};
 
 /// glibc's dlsym, primed by the library constructor, for the `RTLD_NEXT` tail jump.
 static HRR_REAL_DLSYM_NEXT: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
@@ -71,6 +72,16 @@ extern "C" fn dlsym_inner(handle: *mut c_void, symbol: *const c_char) -> *mut c_
     }
     // SAFETY: dlsym's symbol argument is a NUL-terminated string.
     let name = unsafe { CStr::from_ptr(symbol) }.to_bytes();
+    if name.starts_with(b"hip") || name.starts_with(b"__hip") {
+        return match hip::hooks::find(name) {
+            Some(i) if p == hip::hooks::wrapper(i) => p,
+            Some(i) if hip::from_runtime(p as usize) => {
+                hip::hooks::set_real(i, p);
+                hip::hooks::wrapper(i)
+            }
+            _ => p,
+        };
+    }
     if !name.starts_with(b"cu") {
         return p;
     }

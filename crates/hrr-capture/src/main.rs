@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 
 const USAGE: &str = "usage: hrr-capture [-o ARCHIVE] -- COMMAND [ARGS...]\n\
 \n\
-Runs COMMAND with libhrr_capture.so preloaded, recording its CUDA driver calls into ARCHIVE\n\
-(default: ./capture.hrr). The library is looked for in $HRR_CAPTURE_LIB, next to this program,\n\
-and in ../lib beside it.";
+Runs COMMAND with libhrr_capture.so preloaded, recording its CUDA driver or HIP runtime calls\n\
+into ARCHIVE (default: ./capture.hrr). The library is looked for in $HRR_CAPTURE_LIB, next to\n\
+this program, and in ../lib beside it.";
 
 fn library_path() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("HRR_CAPTURE_LIB") {

@@ -2,6 +2,10 @@
 //! first recorded call (so processes that never touch the driver get none), writes events through
 //! hrr-archive, finishes on exit, flushes what it can on fatal signals, and stops (marking the
 //! archive incomplete) when the disk is nearly full or a write fails. Never panics across FFI.
+//!
+//! The archive's schema is that of the [`Api`] whose call opened it (CUDA driver or HIP); call
+//! ids are per schema. A process that uses both APIs gets the first one recorded; calls of the
+//! other are not recorded, and the manifest says so.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -32,6 +36,39 @@ thread_local! {
     static TID: Cell<u64> = const { Cell::new(0) };
 }
 
+/// The GPU API a process capture records: it selects the schema and the device facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// The CUDA driver API (`cuda-driver`).
+    CudaDriver,
+    /// The HIP runtime API (`hip`).
+    Hip,
+}
+
+impl Api {
+    /// Schema `api` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::CudaDriver => "cuda-driver",
+            Api::Hip => "hip",
+        }
+    }
+
+    fn schema(self) -> hrr_archive::schema::Schema {
+        match self {
+            Api::CudaDriver => crate::hooks::schema(),
+            Api::Hip => crate::hip::hooks::schema(),
+        }
+    }
+
+    fn metadata(self) -> serde_json::Value {
+        match self {
+            Api::CudaDriver => crate::metadata::collect(),
+            Api::Hip => crate::hip::device::collect(),
+        }
+    }
+}
+
 /// What the recorder knows about a function or kernel handle.
 #[derive(Debug, Clone)]
 pub struct KernelInfo {
@@ -49,6 +86,7 @@ pub type ParamLayout = Arc<[(u32, u32)]>;
 /// Per-process capture state.
 pub struct Recorder {
     pid: u32,
+    api: Api,
     writer: ProcessWriter,
     /// Module or library handle → code object.
     pub modules: HashMap<u64, Option<ObjectId>>,
@@ -133,10 +171,22 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
     MODE.store(MODE_STOPPED, Ordering::Release);
 }
 
-fn open(state: &mut Option<Recorder>) -> bool {
+fn open(state: &mut Option<Recorder>, api: Api) -> bool {
     let pid = std::process::id();
-    if let Some(rec) = state.as_ref() {
+    if let Some(rec) = state.as_mut() {
         if rec.pid == pid {
+            if rec.api != api {
+                note_unreplayable(
+                    rec,
+                    api.name(),
+                    &format!(
+                        "this process also calls the {} API; only the {} API, used first, is recorded",
+                        api.name(),
+                        rec.api.name()
+                    ),
+                );
+                return false;
+            }
             return true;
         }
         // A fork child: the parent's writer is not ours to finish.
@@ -147,9 +197,17 @@ fn open(state: &mut Option<Recorder>) -> bool {
     };
     // SAFETY: getppid has no preconditions.
     let ppid = unsafe { libc::getppid() } as u32;
-    match ProcessWriter::create(root, pid, ppid, &crate::hooks::schema()) {
+    match ProcessWriter::create(root, pid, ppid, &api.schema()) {
         Ok(mut writer) => {
-            writer.manifest_mut().metadata = Some(crate::metadata::collect());
+            // The runtime is asked with hooks passed through: a runtime that calls its own
+            // exports must not re-enter the recorder while it is locked.
+            let meta = IN_HOOK.with(|h| {
+                let before = h.replace(true);
+                let meta = api.metadata();
+                h.set(before);
+                meta
+            });
+            writer.manifest_mut().metadata = Some(meta);
             let _ = writer.checkpoint_manifest();
             notice(&format!(
                 "Recording pid {pid} into {}",
@@ -162,6 +220,7 @@ fn open(state: &mut Option<Recorder>) -> bool {
                 .saturating_mul(1 << 20);
             *state = Some(Recorder {
                 pid,
+                api,
                 writer,
                 modules: HashMap::new(),
                 kernels: HashMap::new(),
@@ -198,21 +257,52 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Recorder>> {
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Record one event of call `id` with `result`; `fill` appends the call's fields after the result.
+/// Record one CUDA driver event of call `id` with `result`; `fill` appends the call's fields
+/// after the result.
 pub fn record(id: u16, result: CUresult, fill: impl FnOnce(&mut Recorder, &mut PayloadBuilder)) {
+    record_api(Api::CudaDriver, id, |rec, p| {
+        p.i32(result);
+        fill(rec, p);
+    });
+}
+
+/// Record one event of call `id` of `api`; `fill` writes every field (the result too, for calls
+/// that return one).
+pub fn record_api(api: Api, id: u16, fill: impl FnOnce(&mut Recorder, &mut PayloadBuilder)) {
     if !active() {
         return;
     }
     let mut state = lock();
-    if !open(&mut state) {
+    if !open(&mut state, api) {
         return;
     }
     let rec = state.as_mut().expect("opened");
     let mut p = PayloadBuilder::new();
-    p.i32(result);
     fill(rec, &mut p);
     if let Err(e) = rec.writer.events().append(id, thread_id(), p.as_bytes()) {
         stop(&mut state, &format!("cannot write events.bin: {e}"));
+    }
+}
+
+/// Re-ask the driver for device facts once it is initialised (cudart calls
+/// `cuDriverGetVersion` before `cuInit`, so the archive may open before devices can be queried).
+pub fn refresh_metadata() {
+    if !active() {
+        return;
+    }
+    let mut state = lock();
+    if let Some(rec) = state.as_mut() {
+        let known = rec
+            .writer
+            .manifest_mut()
+            .metadata
+            .as_ref()
+            .and_then(|m| m["devices"].as_array().map(|d| !d.is_empty()))
+            .unwrap_or(false);
+        if !known {
+            rec.writer.manifest_mut().metadata = Some(crate::metadata::collect());
+            let _ = rec.writer.checkpoint_manifest();
+        }
     }
 }
 
@@ -232,12 +322,20 @@ pub fn flush_soft() {
 /// # Safety
 /// `ptr` must be readable for `len` bytes.
 pub unsafe fn put_host_blob(ptr: *const c_void, len: usize) -> Option<ObjectId> {
+    put_host_blob_api(Api::CudaDriver, ptr, len)
+}
+
+/// [`put_host_blob`] for a call of `api`.
+///
+/// # Safety
+/// `ptr` must be readable for `len` bytes.
+pub unsafe fn put_host_blob_api(api: Api, ptr: *const c_void, len: usize) -> Option<ObjectId> {
     if !active() || ptr.is_null() {
         return None;
     }
     let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
     let mut state = lock();
-    if !open(&mut state) {
+    if !open(&mut state, api) {
         return None;
     }
     let rec = state.as_mut()?;
@@ -256,11 +354,16 @@ pub unsafe fn put_host_blob(ptr: *const c_void, len: usize) -> Option<ObjectId> 
 
 /// Store a code object; `None` if recording is off or failed.
 pub fn put_code(bytes: &[u8], kind: CodeKind) -> Option<ObjectId> {
+    put_code_api(Api::CudaDriver, bytes, kind)
+}
+
+/// [`put_code`] for a call of `api`.
+pub fn put_code_api(api: Api, bytes: &[u8], kind: CodeKind) -> Option<ObjectId> {
     if !active() {
         return None;
     }
     let mut state = lock();
-    if !open(&mut state) {
+    if !open(&mut state, api) {
         return None;
     }
     let rec = state.as_mut()?;
@@ -325,6 +428,13 @@ impl Recorder {
                 self.writer.dir().display()
             )
         })
+    }
+
+    /// A function or kernel handle was (re)defined: handle values are reused once their object
+    /// is destroyed, so what was cached under the value is dropped.
+    pub fn define_kernel(&mut self, handle: u64, info: KernelInfo) {
+        self.layouts.remove(&handle);
+        self.kernels.insert(handle, info);
     }
 
     /// Parameter layout `(offset, size)` of a function or kernel handle, from the driver.
@@ -407,4 +517,19 @@ pub fn emergency_flush() {
             }
         }
     }
+}
+
+/// Serialises the calls that create or destroy what later calls refer to (allocations, handles):
+/// each such call runs and is recorded under this lock, so the recorded order of a `cuMemFree`
+/// and a `cuMemAlloc` (or a destroy and a create) on two threads is the order the driver saw,
+/// and a reused address or handle value maps to the right object at replay.
+static ORDER: Mutex<()> = Mutex::new(());
+
+/// Run `f` (the real call and its recording) under the ordering lock when recording.
+pub fn ordered<R>(f: impl FnOnce() -> R) -> R {
+    if !active() {
+        return f();
+    }
+    let _order = ORDER.lock().unwrap_or_else(|e| e.into_inner());
+    f()
 }

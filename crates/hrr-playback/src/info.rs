@@ -451,6 +451,16 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         // cuDriverGetVersion: 1000 * major + 10 * minor
         driver = Some(format!("{}.{} ({v})", v / 1000, (v % 1000) / 10));
     }
+    let hip = s.schema.as_ref().is_some_and(|x| x.api == "hip");
+    if let (true, Some(Ok(v))) = (hip, driver.as_deref().map(str::parse::<u64>)) {
+        // HIP_VERSION: 10^7 * major + 10^5 * minor + patch
+        driver = Some(format!(
+            "{}.{}.{} ({v})",
+            v / 10_000_000,
+            (v / 100_000) % 100,
+            v % 100_000
+        ));
+    }
     let empty_unrep = Default::default();
     let empty_pass = Default::default();
     let unreplayable = s
@@ -580,7 +590,12 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         )?;
     }
     kv(out, "Device", device.as_deref().unwrap_or("-"))?;
-    kv(out, "Compute capability", cc.as_deref().unwrap_or("-"))?;
+    let arch_label = if hip {
+        "Architecture"
+    } else {
+        "Compute capability"
+    };
+    kv(out, arch_label, cc.as_deref().unwrap_or("-"))?;
     kv(out, "Driver version", driver.as_deref().unwrap_or("-"))?;
 
     writeln!(out)?;
@@ -614,18 +629,39 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         writeln!(out, "  {name}: {}", why.join("; "))?;
     }
     writeln!(out)?;
+    // Entry points the recorder handed out without a wrapper (looked up through
+    // cuGetProcAddress/dlsym): queries and calls replay does not need. cudart looks up hundreds,
+    // so the text view names the most looked-up few; --json lists them all.
+    const SHOWN: usize = 12;
     writeln!(
         out,
-        "Passthrough calls (called, not recorded; from the manifest):"
+        "Handed out unrecorded (looked up, not recorded; from the manifest): {}",
+        if passthrough.is_empty() {
+            "none".to_string()
+        } else {
+            format!(
+                "{} entry point{}",
+                passthrough.len(),
+                if passthrough.len() == 1 { "" } else { "s" }
+            )
+        }
     )?;
-    if passthrough.is_empty() {
-        writeln!(out, "  none")?;
-    } else {
-        let mut t = Table::new(["Call", "Count"]).indent(2).max_width(60);
-        for (n, c) in sorted_counts(passthrough) {
+    if !passthrough.is_empty() {
+        let mut t = Table::new(["Entry point", "Look-ups"])
+            .indent(2)
+            .max_width(60);
+        let sorted = sorted_counts(passthrough);
+        for (n, c) in sorted.iter().take(SHOWN) {
             t.row([n.to_string(), c.to_string()]);
         }
         t.write(out)?;
+        if sorted.len() > SHOWN {
+            writeln!(
+                out,
+                "  ... {} more (--json lists them all)",
+                sorted.len() - SHOWN
+            )?;
+        }
     }
     if !v.complete {
         writeln!(out)?;

@@ -417,3 +417,29 @@ fn replay_flags_filter_loop_sync_and_no_placement() {
     let (_, v) = json(&[]);
     assert!(v["allocations"]["placed"].as_u64().unwrap() >= 5, "{v}");
 }
+
+#[test]
+fn an_aborting_program_leaves_what_it_recorded_for_repair() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "driver_app", &["abort"]);
+    assert_eq!(
+        o.status.code(),
+        Some(128 + 6),
+        "SIGABRT's status is forwarded"
+    );
+    let dir = pid_dirs(&arch).remove(0);
+    // The SIGABRT handler handed the buffered events to the kernel and wrote the manifest.
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["complete"], false);
+    assert!(m["event_count"].as_u64().unwrap() > 10, "{m}");
+    let (code, out, err) = run({
+        let mut c = playback();
+        c.arg(&dir).arg("--repair");
+        c
+    });
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}

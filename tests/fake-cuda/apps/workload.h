@@ -258,8 +258,9 @@ static void workload(struct outbuf *out) {
   size_t total = 0;
   char name[64];
 
-  CK(cu->Init(0), "cuInit");
+  /* Like cudart: the version is asked before cuInit (a recorder opens its archive then). */
   CK(cu->DriverGetVersion(&ver), "cuDriverGetVersion");
+  CK(cu->Init(0), "cuInit");
   CK(cu->DeviceGetCount(&count), "cuDeviceGetCount");
   CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
   CK(cu->DeviceGetName(name, sizeof name, dev), "cuDeviceGetName");

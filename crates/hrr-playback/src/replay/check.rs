@@ -19,13 +19,46 @@ pub struct Checks {
     pub within_tol: u64,
     /// Different.
     pub fail: u64,
-    /// No recorded result to compare with.
+    /// No recorded result to compare with, or differences only inside ranges a scrub redacted.
     pub skipped: u64,
+    /// Of `skipped`: results that differed only inside redacted ranges.
+    pub redacted: u64,
     /// The first mismatches, described.
     pub mismatches: Vec<String>,
 }
 
 impl Checks {
+    /// Compare one copy whose recorded blob had `redacted` byte ranges overwritten by a scrub
+    /// (sorted, merged). The bytes inside them were not recorded truthfully, so they are not
+    /// held against the result: identical bytes are an exact pass as usual; a result that
+    /// differs only inside the ranges is counted as skipped (not verified, not failed); a
+    /// difference outside them is judged by [`Self::compare`] as usual.
+    pub fn compare_redacted(
+        &mut self,
+        seq: u64,
+        call: &str,
+        got: &[u8],
+        want: &[u8],
+        redacted: &[std::ops::Range<u64>],
+        tol: Tolerance,
+    ) {
+        if redacted.is_empty() || got == want || got.len() != want.len() {
+            return self.compare(seq, call, got, Some(want), tol);
+        }
+        let mut masked = got.to_vec();
+        for r in redacted {
+            let s = (r.start as usize).min(want.len());
+            let e = (r.end as usize).min(want.len());
+            masked[s..e].copy_from_slice(&want[s..e]);
+        }
+        if masked == want {
+            self.skipped += 1;
+            self.redacted += 1;
+        } else {
+            self.compare(seq, call, &masked, Some(want), tol);
+        }
+    }
+
     /// Compare one copy.
     pub fn compare(
         &mut self,
@@ -102,5 +135,25 @@ mod tests {
         c.compare(4, "x", &a, None, exact);
         assert_eq!((c.exact, c.within_tol, c.fail, c.skipped), (1, 1, 1, 1));
         assert!(c.mismatches[0].contains("event #2"), "{:?}", c.mismatches);
+    }
+
+    #[test]
+    fn redacted_ranges_are_skipped_not_failed() {
+        let exact = Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        };
+        let mut c = Checks::default();
+        let ranges = vec![4..8u64, 20..22];
+        // The recorded blob was scrubbed at 4..8; the GPU reproduces the original bytes.
+        c.compare_redacted(1, "x", b"key=abcd;", b"key=XXXX;", &ranges, exact);
+        assert_eq!((c.exact, c.fail, c.skipped, c.redacted), (0, 0, 1, 1));
+        // Identical bytes stay an exact pass.
+        c.compare_redacted(2, "x", b"key=XXXX;", b"key=XXXX;", &ranges, exact);
+        assert_eq!(c.exact, 1);
+        // A difference outside the ranges still fails.
+        c.compare_redacted(3, "x", b"kez=abcd;", b"key=XXXX;", &ranges, exact);
+        assert_eq!(c.fail, 1);
+        assert!(c.mismatches[0].contains("event #3"), "{:?}", c.mismatches);
     }
 }

@@ -61,7 +61,8 @@ fn code(fields: &[(&str, Value)]) -> Option<ObjectId> {
 
 impl Cuda {
     /// Load the driver, initialise it and make device 0's primary context current.
-    pub fn open(opts: &ReplayOptions, hold: super::memory::HostHold) -> Result<Self> {
+    /// `ranges` are the recorded device address ranges, reserved before anything else.
+    pub fn open(opts: &ReplayOptions, ranges: &[(u64, u64)]) -> Result<Self> {
         let api = Api::load(opts.runtime.as_deref())?;
         cu!(api, cuInit(0))?;
         let mut dev: c_int = 0;
@@ -91,8 +92,8 @@ impl Cuda {
         }
         let mut handles = HashMap::new();
         handles.insert(0u64, std::ptr::null_mut());
-        Ok(Cuda {
-            mem: Memory::new(!opts.no_placement, dev, gran as u64, hold),
+        let mut cuda = Cuda {
+            mem: Memory::new(!opts.no_placement, dev, gran as u64),
             api,
             dev,
             device_name,
@@ -104,7 +105,9 @@ impl Cuda {
             watchdog: None,
             sync_after_launch: opts.sync_after_launch,
             watchdog_ms: opts.sync_watchdog_ms,
-        })
+        };
+        cuda.mem.prereserve(&cuda.api, ranges)?;
+        Ok(cuda)
     }
 
     fn handle(&self, recorded: u64) -> Result<H> {
@@ -396,29 +399,26 @@ impl Backend for Cuda {
             }
             "cuMemAddressReserve" => {
                 let (rec, size) = (u(f, "ptr")?, u(f, "size")?);
+                if !opts.no_placement && self.mem.reserve_covering(&self.api, rec, size)? {
+                    return Ok(Outcome::Done); // placed: inside a reservation of ours
+                }
                 let mut got = 0u64;
-                let hint = if opts.no_placement { 0 } else { rec };
-                self.mem.release_hold(rec, size);
                 cu!(
-                    api,
-                    cuMemAddressReserve(
-                        &mut got,
-                        size as usize,
-                        u(f, "alignment")? as usize,
-                        hint,
-                        0
-                    )
+                    self.api,
+                    cuMemAddressReserve(&mut got, size as usize, u(f, "alignment")? as usize, 0, 0)
                 )?;
                 self.mem.note_moved(rec, size, got);
                 Outcome::Done
             }
             "cuMemAddressFree" => {
-                let rec = u(f, "ptr")?;
-                cu!(
-                    api,
-                    cuMemAddressFree(self.mem.translate(rec), u(f, "size")? as usize)
-                )?;
-                self.mem.forget(rec);
+                let (rec, size) = (u(f, "ptr")?, u(f, "size")?);
+                if !self.mem.covered(rec, size) {
+                    cu!(
+                        api,
+                        cuMemAddressFree(self.mem.translate(rec), size as usize)
+                    )?;
+                    self.mem.forget(rec);
+                }
                 Outcome::Done
             }
             "cuMemCreate" => {
@@ -773,7 +773,11 @@ impl Backend for Cuda {
         Ok(())
     }
 
-    fn placement(&self) -> (u64, u64) {
-        (self.mem.placed, self.mem.translated)
+    fn placement(&self) -> super::Placement {
+        super::Placement {
+            placed: self.mem.placed,
+            translated: self.mem.translated,
+            first_refusal: self.mem.first_refusal.clone(),
+        }
     }
 }

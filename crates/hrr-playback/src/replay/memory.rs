@@ -27,98 +27,12 @@ pub fn rw_access(dev: i32) -> [u8; 12] {
     d
 }
 
-/// Recorded device ranges held free on the host side (`PROT_NONE`, no reserve) from before the
-/// driver loads until each is placed, so neither the driver's own pools nor host mappings take
-/// them. Only ranges this process mapped itself are ever unmapped.
-#[derive(Default)]
-pub struct HostHold {
-    held: BTreeMap<u64, u64>,
-}
-
-impl HostHold {
-    /// Hold every range in `ranges` (start, len), rounded out to `gran`, that is free now.
-    pub fn hold(ranges: &[(u64, u64)], gran: u64) -> Self {
-        let mut spans: Vec<(u64, u64)> = ranges
-            .iter()
-            .filter(|(s, l)| *s != 0 && *l != 0)
-            .map(|&(s, l)| (s / gran * gran, (s.saturating_add(l)).div_ceil(gran) * gran))
-            .collect();
-        spans.sort();
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (s, e) in spans {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        let mut hold = HostHold::default();
-        for (s, e) in merged {
-            if hold.map(s, e - s) {
-                continue;
-            }
-            // Part of the run is taken: hold what is free, a granule at a time (bounded).
-            if (e - s) / gran <= 65536 {
-                let mut p = s;
-                while p < e {
-                    hold.map(p, gran);
-                    p += gran;
-                }
-            }
-        }
-        hold
-    }
-
-    fn map(&mut self, start: u64, len: u64) -> bool {
-        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping.
-        let p = unsafe {
-            libc::mmap(
-                start as *mut libc::c_void,
-                len as usize,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE
-                    | libc::MAP_ANONYMOUS
-                    | libc::MAP_NORESERVE
-                    | libc::MAP_FIXED_NOREPLACE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return false;
-        }
-        if p as u64 != start {
-            // An old kernel without MAP_FIXED_NOREPLACE placed it elsewhere: give it back.
-            // SAFETY: unmapping the mapping just made.
-            unsafe { libc::munmap(p, len as usize) };
-            return false;
-        }
-        self.held.insert(start, start + len);
-        true
-    }
-
-    /// Give `[start, start+len)` back (the parts this process holds) so the driver can use it.
-    pub fn release(&mut self, start: u64, len: u64) {
-        let end = start.saturating_add(len);
-        let overlapping: Vec<(u64, u64)> = self
-            .held
-            .range(..end)
-            .filter(|(_, &e)| e > start)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
-            let (cut_s, cut_e) = (s.max(start), e.min(end));
-            // SAFETY: [cut_s, cut_e) lies inside a PROT_NONE mapping this process made.
-            unsafe { libc::munmap(cut_s as *mut libc::c_void, (cut_e - cut_s) as usize) };
-            self.held.remove(&s);
-            if s < cut_s {
-                self.held.insert(s, cut_s);
-            }
-            if cut_e < e {
-                self.held.insert(cut_e, e);
-            }
-        }
-    }
-}
+/// Recorded ranges are reserved in whole chunks of this size. Measured on the H200 (driver 580):
+/// the driver ignores the address hint of small reservations (2 MiB ones come from its own pool)
+/// and honours it for large, aligned ones; it was also seen to shift a hint by one chunk, which
+/// the back-off in [`Memory::reserve_covering`] absorbs. Holding the ranges with host `mmap`
+/// before the driver loads made the driver refuse them, so nothing is held.
+pub const RESERVE_CHUNK: u64 = 32 << 20;
 
 struct Page {
     handle: u64,
@@ -131,7 +45,8 @@ pub struct Memory {
     dev: i32,
     gran: u64,
     pages: HashMap<u64, Page>,
-    hold: HostHold,
+    /// Address ranges this replay reserved from the driver: start → length.
+    reservations: BTreeMap<u64, u64>,
     /// Recorded start → (length, replay start) for ranges that did not land at their address.
     moved: BTreeMap<u64, (u64, u64)>,
     /// Recorded allocations alive now: start → length.
@@ -140,21 +55,24 @@ pub struct Memory {
     pub placed: u64,
     /// Allocations that fell back to translation.
     pub translated: u64,
+    /// Why the first refused placement was refused.
+    pub first_refusal: Option<String>,
 }
 
 impl Memory {
     /// New state; `gran` is the VMM granularity.
-    pub fn new(placement: bool, dev: i32, gran: u64, hold: HostHold) -> Self {
+    pub fn new(placement: bool, dev: i32, gran: u64) -> Self {
         Memory {
             placement,
             dev,
             gran: gran.max(4096),
             pages: HashMap::new(),
-            hold,
+            reservations: BTreeMap::new(),
             moved: BTreeMap::new(),
             live: BTreeMap::new(),
             placed: 0,
             translated: 0,
+            first_refusal: None,
         }
     }
 
@@ -196,20 +114,91 @@ impl Memory {
         Ok(true)
     }
 
-    /// Give a held range back before the driver is asked for it.
-    pub fn release_hold(&mut self, start: u64, len: u64) {
-        self.hold.release(start, len);
+    /// Is `[start, start+len)` inside one of our reservations?
+    pub fn covered(&self, start: u64, len: u64) -> bool {
+        matches!(self.reservations.range(..=start).next_back(),
+            Some((&s, &l)) if start + len <= s + l)
+    }
+
+    /// Reserve the address range `[start, start+len)` from the driver, exactly or inside a
+    /// larger reservation around it (the driver treats the address as a hint and may shift it).
+    pub fn reserve_covering(&mut self, api: &Api, start: u64, len: u64) -> Result<bool> {
+        if self.covered(start, len) {
+            return Ok(true);
+        }
+        let mut got = 0u64;
+        let mut last = None;
+        let c = RESERVE_CHUNK.max(self.gran);
+        let (chunk_start, chunk_end) = (start / c * c, (start + len).div_ceil(c) * c);
+        // The driver was seen to put a reservation one chunk above an aligned hint; asking up
+        // to two chunks lower (and that much longer) still covers the range when it does.
+        let span = chunk_end - chunk_start;
+        let attempts = [
+            (chunk_start, span),
+            (chunk_start.saturating_sub(c), span + c),
+            (chunk_start.saturating_sub(2 * c), span + 2 * c),
+            (start, len),
+        ];
+        for (hint, size) in attempts {
+            match cu!(
+                api,
+                cuMemAddressReserve(&mut got, size as usize, 0, hint, 0)
+            ) {
+                Ok(()) if got <= start && got + size >= start + len => {
+                    self.reservations.insert(got, size);
+                    return Ok(true);
+                }
+                Ok(()) => {
+                    last = Some(format!(
+                        "the driver put the reservation asked at 0x{hint:x} (+{size} bytes) at 0x{got:x}"
+                    ));
+                    cu!(api, cuMemAddressFree(got, size as usize))?;
+                }
+                Err(e) => last = Some(format!("reserving 0x{hint:x}: {e}")),
+            }
+        }
+        if self.first_refusal.is_none() {
+            self.first_refusal = last;
+        }
+        Ok(false)
+    }
+
+    /// Reserve every recorded range before anything else takes device addresses (code loading
+    /// allocates too): ranges are rounded to the granularity and merged.
+    pub fn prereserve(&mut self, api: &Api, ranges: &[(u64, u64)]) -> Result<()> {
+        if !self.placement {
+            return Ok(());
+        }
+        let g = RESERVE_CHUNK.max(self.gran);
+        let mut spans: Vec<(u64, u64)> = ranges
+            .iter()
+            .filter(|(s, l)| *s != 0 && *l != 0)
+            .map(|&(s, l)| (s / g * g, s.saturating_add(l).div_ceil(g) * g))
+            .collect();
+        spans.sort();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (s, e) in spans {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        for (s, e) in merged {
+            if !self.reserve_covering(api, s, e - s)? {
+                // Try the granules one by one: parts of the run may still be placeable.
+                let mut p = s;
+                while p < e && (e - s) / g <= 4096 {
+                    self.reserve_covering(api, p, g)?;
+                    p += g;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn map_page(&mut self, api: &Api, page: u64) -> Result<Option<u64>> {
         let g = self.gran as usize;
-        self.hold.release(page, self.gran);
-        let mut got = 0u64;
-        if cu!(api, cuMemAddressReserve(&mut got, g, 0, page, 0)).is_err() {
-            return Ok(None);
-        }
-        if got != page {
-            cu!(api, cuMemAddressFree(got, g))?;
+        if !self.reserve_covering(api, page, self.gran)? {
             return Ok(None);
         }
         let prop = device_prop(self.dev);
@@ -227,12 +216,11 @@ impl Memory {
         };
         p.refs -= 1;
         if p.refs == 0 {
+            // The address range stays reserved (recorded runs reuse addresses).
             let handle = p.handle;
             self.pages.remove(&page);
-            let g = self.gran as usize;
-            cu!(api, cuMemUnmap(page, g))?;
+            cu!(api, cuMemUnmap(page, self.gran as usize))?;
             cu!(api, cuMemRelease(handle))?;
-            cu!(api, cuMemAddressFree(page, g))?;
         }
         Ok(())
     }

@@ -1,0 +1,151 @@
+//! `hrr-pack list FILE|ARCHIVE [--files]`: from a pack's index alone (nothing else is
+//! decompressed), or from an archive folder's manifests and files.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use hrr_archive::pack::{self, PackKind, ProcessListing};
+
+use crate::ui::{bytes, Ui};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A .hrr.tar.zst, or an archive folder.
+    path: PathBuf,
+    /// Also list every file (with its BLAKE3 hash, for a pack).
+    #[arg(long)]
+    files: bool,
+}
+
+pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let meta = std::fs::metadata(&a.path).with_context(|| format!("{}", a.path.display()))?;
+    let (source, kind, root, processes, files, packed) = if meta.is_dir() {
+        let (kind, processes) = pack::list_dir(&a.path)?;
+        let mut files = Vec::new();
+        if a.files {
+            for e in walkdir::WalkDir::new(&a.path)
+                .follow_links(false)
+                .sort_by_file_name()
+                .min_depth(1)
+            {
+                let e = e?;
+                if e.file_type().is_file() {
+                    let rel = e
+                        .path()
+                        .strip_prefix(&a.path)?
+                        .to_string_lossy()
+                        .into_owned();
+                    files.push((rel, e.metadata()?.len(), None));
+                }
+            }
+        }
+        let root = std::fs::canonicalize(&a.path)?
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        ("archive", kind, root, processes, files, None)
+    } else {
+        let index = pack::read_index(&a.path)?;
+        let files = index
+            .files
+            .iter()
+            .map(|f| (f.path.clone(), f.size, Some(f.blake3.clone())))
+            .collect();
+        (
+            "pack",
+            index.kind,
+            index.root,
+            index.processes,
+            files,
+            Some(meta.len()),
+        )
+    };
+    let total = |f: fn(&ProcessListing) -> u64| processes.iter().map(f).sum::<u64>();
+    if ui.json {
+        let mut v = serde_json::json!({
+            "schema": "hrr.list/1", "ok": true, "path": a.path.display().to_string(),
+            "source": source, "kind": kind, "root": root, "processes": processes,
+            "totals": {
+                "processes": processes.len(), "events": total(|p| p.event_count),
+                "blobs": total(|p| p.blobs), "blob_bytes": total(|p| p.blob_bytes),
+                "code_objects": total(|p| p.code_objects),
+                "code_object_bytes": total(|p| p.code_object_bytes),
+                "events_bytes": total(|p| p.events_bytes),
+            },
+            "packed_bytes": packed,
+        });
+        if a.files {
+            v["files"] = files
+                .iter()
+                .map(|(p, s, h)| serde_json::json!({"path": p, "size": s, "blake3": h}))
+                .collect();
+        }
+        ui.json(&v);
+        return Ok(0);
+    }
+    let mut s = String::new();
+    let what = match kind {
+        PackKind::Root => "archive root",
+        PackKind::Process => "process capture",
+    };
+    match packed {
+        Some(n) => writeln!(
+            s,
+            "{}: pack of {what} `{root}` ({} packed)",
+            a.path.display(),
+            bytes(n)
+        )?,
+        None => writeln!(s, "{}: {what} `{root}`", a.path.display())?,
+    }
+    writeln!(
+        s,
+        "{:<10} {:<9} {:>10} {:>11} {:>8} {:>11} {:>6} {:>11}  note",
+        "pid", "complete", "events", "events.bin", "blobs", "blob bytes", "code", "code bytes"
+    )?;
+    for p in &processes {
+        let mut note = Vec::new();
+        if p.active {
+            note.push("active marker".to_string());
+        }
+        if p.scrubbed {
+            note.push("scrubbed".into());
+        }
+        if let Some(e) = &p.manifest_error {
+            note.push(format!("manifest: {e}"));
+        }
+        writeln!(
+            s,
+            "{:<10} {:<9} {:>10} {:>11} {:>8} {:>11} {:>6} {:>11}  {}",
+            p.pid,
+            if p.complete { "yes" } else { "no" },
+            p.event_count,
+            bytes(p.events_bytes),
+            p.blobs,
+            bytes(p.blob_bytes),
+            p.code_objects,
+            bytes(p.code_object_bytes),
+            note.join(", ")
+        )?;
+    }
+    writeln!(
+        s,
+        "total: {} processes, {} events, {} blobs ({}), {} code objects ({})",
+        processes.len(),
+        total(|p| p.event_count),
+        total(|p| p.blobs),
+        bytes(total(|p| p.blob_bytes)),
+        total(|p| p.code_objects),
+        bytes(total(|p| p.code_object_bytes)),
+    )?;
+    if a.files {
+        for (p, size, h) in &files {
+            match h {
+                Some(h) => writeln!(s, "{h}  {size:>12}  {p}")?,
+                None => writeln!(s, "{size:>12}  {p}")?,
+            }
+        }
+    }
+    ui.out(&s);
+    Ok(0)
+}

@@ -1,0 +1,81 @@
+//! `hrr-pack pack ARCHIVE [-o FILE] [--level N] [-T N] [--force]`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use hrr_archive::pack::{self, PackOptions};
+
+use crate::ui::{bytes, rate, Ui};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The archive folder (a root, or one pid-<pid>/).
+    archive: PathBuf,
+    /// Output file (`-`: standard output). Default: <name>.hrr.tar.zst in the current folder.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// zstd level.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=19))]
+    level: i32,
+    /// Compression threads (0: one per core); the output is the same for every value.
+    #[arg(short = 'T', long, default_value_t = 0)]
+    threads: u32,
+    /// Pack even though a capture is running or left writer state (`active` marker, temp files).
+    #[arg(long)]
+    force: bool,
+    /// fsync the pack before it is renamed into place.
+    #[arg(long)]
+    sync: bool,
+}
+
+pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let out = match &a.output {
+        Some(p) if p.as_os_str() == "-" => None,
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from(pack::default_pack_name(&a.archive)?)),
+    };
+    let opts = PackOptions {
+        level: a.level,
+        threads: a.threads,
+        force: a.force,
+        sync: a.sync,
+    };
+    let bar = ui.progress();
+    let t0 = Instant::now();
+    let o = pack::pack_to_file(&a.archive, out.as_deref(), &opts, &bar)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let shown = o
+        .path
+        .as_ref()
+        .map_or("<stdout>".to_string(), |p| p.display().to_string());
+    if ui.json {
+        ui.json(&serde_json::json!({
+            "schema": "hrr.pack/1", "ok": true,
+            "archive": a.archive.display().to_string(), "output": shown,
+            "root": o.index.root, "kind": o.index.kind,
+            "files": o.files, "bytes_in": o.bytes_in, "bytes_out": o.bytes_out,
+            "level": a.level, "threads": pack::workers(a.threads),
+            "forced": o.index.forced, "skipped": o.skipped, "seconds": secs,
+        }));
+    } else {
+        for s in &o.skipped {
+            eprintln!("hrr-pack: left out writer temp file {s}");
+        }
+        let out_msg = format!(
+            "packed {} -> {shown}: {} files, {} -> {} (ratio {:.2}) in {secs:.2} s ({})\n",
+            a.archive.display(),
+            o.files,
+            bytes(o.bytes_in),
+            bytes(o.bytes_out),
+            o.bytes_in as f64 / o.bytes_out.max(1) as f64,
+            rate(o.bytes_in, secs)
+        );
+        if o.path.is_some() {
+            ui.out(&out_msg);
+        } else {
+            eprint!("{out_msg}");
+        }
+    }
+    Ok(0)
+}

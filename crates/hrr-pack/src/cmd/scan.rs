@@ -1,0 +1,115 @@
+//! `hrr-pack scan ARCHIVE|FILE`: where the secrets are (file, offset, length, rule, encoding,
+//! keyed fingerprint), never what they are. Exit 3 when something is found.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use hrr_pack::fingerprint::FingerprintKey;
+use hrr_pack::scan::archive::{scan_path, Source};
+use hrr_pack::scan::Scanner;
+
+use crate::ui::{bytes, rate, Ui};
+
+/// Exit status when secrets were found.
+pub const FOUND: i32 = 3;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// An archive folder, a .hrr.tar.zst, or any file.
+    path: PathBuf,
+    /// Fingerprints to leave out (repeatable, or comma-separated).
+    #[arg(long, value_name = "FP")]
+    allow: Vec<String>,
+    /// File of fingerprints to leave out, one per line.
+    #[arg(long, value_name = "FILE")]
+    allow_file: Vec<PathBuf>,
+    /// Fingerprint key file (default: $HRR_FINGERPRINT_KEY_FILE, else ~/.config/hrr/fingerprint.key).
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// Scan threads (0: one per core).
+    #[arg(short = 'T', long, default_value_t = 0)]
+    threads: usize,
+}
+
+pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let allow = super::allow_list(&a.allow, &a.allow_file)?;
+    let key = FingerprintKey::resolve(a.key_file.as_deref())?;
+    let scanner = Scanner::new();
+    let bar = ui.progress();
+    let t0 = Instant::now();
+    let (source, report) = scan_path(&scanner, &key, &a.path, &allow, a.threads, &bar)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let found = report.found();
+    let code = if found > 0 { FOUND } else { 0 };
+    let source = match source {
+        Source::Archive => "archive",
+        Source::Pack => "pack",
+        Source::File => "file",
+    };
+    if ui.json {
+        let findings: Vec<_> = report
+            .files
+            .iter()
+            .flat_map(|f| {
+                f.findings.iter().map(move |x| {
+                    serde_json::json!({
+                        "file": f.path, "object": f.object.map(|(id, _)| id.to_hex()),
+                        "offset": x.offset, "length": x.length, "rule": x.rule,
+                        "encoding": x.encoding.as_str(), "fingerprint": x.fingerprint,
+                    })
+                })
+            })
+            .collect();
+        ui.json(&serde_json::json!({
+            "schema": "hrr.scan/1", "ok": true, "path": a.path.display().to_string(),
+            "source": source, "found": found, "files_with_findings": report.files.len(),
+            "files_scanned": report.files_scanned, "bytes_scanned": report.bytes_scanned,
+            "allowed": report.allowed, "key_id": key.id, "seconds": secs,
+            "findings": findings,
+        }));
+        return Ok(code);
+    }
+    let mut s = String::new();
+    for f in &report.files {
+        for x in &f.findings {
+            writeln!(
+                s,
+                "{}  offset {}  length {}  {}  {}  {}",
+                f.path,
+                x.offset,
+                x.length,
+                x.rule,
+                x.encoding.as_str(),
+                x.fingerprint
+            )?;
+        }
+    }
+    let allowed = if report.allowed > 0 {
+        format!("; {} allowed by fingerprint", report.allowed)
+    } else {
+        String::new()
+    };
+    if found > 0 {
+        writeln!(
+            s,
+            "scan: {found} secret{} in {} of {} files ({} scanned in {secs:.2} s, {}){allowed}; `hrr-pack scrub` redacts them",
+            if found == 1 { "" } else { "s" },
+            report.files.len(),
+            report.files_scanned,
+            bytes(report.bytes_scanned),
+            rate(report.bytes_scanned, secs),
+        )?;
+    } else {
+        writeln!(
+            s,
+            "scan: no secrets found in {} files ({} scanned in {secs:.2} s, {}){allowed}",
+            report.files_scanned,
+            bytes(report.bytes_scanned),
+            rate(report.bytes_scanned, secs),
+        )?;
+    }
+    ui.out(&s);
+    Ok(code)
+}

@@ -1,0 +1,480 @@
+//! Scrub: overwrite every secret a scan finds with same-length filler (framing kept), give each
+//! changed object its new content id, point every event at the new ids, record what was
+//! overwritten in `redactions.json` (never the secret), and mark the archive scrubbed.
+//!
+//! Atomicity: the scrubbed archive is built beside the original in a staging folder (unchanged
+//! files hard-linked, so it costs little room; copied for `-o`), then swapped in with one
+//! `renameat2(RENAME_EXCHANGE)`, and the old tree is removed. A crash before the swap leaves the
+//! original untouched and a staging folder the next scrub removes; a crash after it leaves the
+//! scrubbed archive in place and the old tree in the staging folder, which the next scrub removes.
+//! A second scrub of a scrubbed archive finds nothing and changes nothing.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use hrr_archive::blobs::{blob_path, code_object_path, count_objects, CodeKind};
+use hrr_archive::layout::{self, Target};
+use hrr_archive::manifest::{self, MANIFEST};
+use hrr_archive::progress::Progress;
+use hrr_archive::redact::{
+    self, ObjectKind, RedactedObject, Redaction, RedactionsFile, FINGERPRINT_SCHEME,
+    REDACTIONS_VERSION,
+};
+use hrr_archive::writer::{ACTIVE_MARKER, EVENTS_FILE};
+use hrr_archive::{fsutil, ObjectId};
+use serde_json::Value;
+
+use crate::fingerprint::FingerprintKey;
+use crate::scan::archive::{scan_archive, FileReport, ScanReport};
+use crate::scan::{Finding, Scanner};
+
+/// Options of [`scrub`].
+#[derive(Debug, Clone, Default)]
+pub struct ScrubOptions {
+    /// Write the scrubbed archive here (must not exist) instead of replacing the original.
+    pub out: Option<PathBuf>,
+    /// Fingerprints left as they are.
+    pub allow: HashSet<String>,
+    /// Scan workers (0: one per core).
+    pub threads: usize,
+}
+
+/// One object scrub rewrote.
+#[derive(Debug, Clone)]
+pub struct Rewritten {
+    /// Its path before (below the archive root).
+    pub path: String,
+    /// Its path after (new content id).
+    pub new_path: String,
+    /// Ranges overwritten.
+    pub ranges: usize,
+}
+
+/// What a scrub did.
+#[derive(Debug, Clone)]
+pub struct ScrubReport {
+    /// The archive written (the original path, or `out`).
+    pub archive: PathBuf,
+    /// What the scan found (the secrets now redacted).
+    pub scan: ScanReport,
+    /// Objects rewritten under new ids.
+    pub objects: Vec<Rewritten>,
+    /// events.bin files changed: (path, references repointed, ranges redacted in payloads).
+    pub events: Vec<(String, u64, usize)>,
+    /// False when there was nothing to do (already scrubbed and nothing found).
+    pub changed: bool,
+    /// Findings that could not be redacted (parts of events.bin outside event payloads).
+    pub not_redacted: Vec<String>,
+}
+
+fn is_marked(v: Option<&Value>) -> bool {
+    v == Some(&Value::Bool(true))
+}
+
+/// Scrub the archive at `path` (a root or one process capture).
+pub fn scrub(
+    scanner: &Scanner,
+    key: &FingerprintKey,
+    path: &Path,
+    opts: &ScrubOptions,
+    progress: &dyn Progress,
+) -> Result<ScrubReport> {
+    let target = layout::resolve(path)?;
+    let src = std::fs::canonicalize(path).with_context(|| format!("{}", path.display()))?;
+    let (is_root, pid_dirs): (bool, Vec<String>) = match &target {
+        Target::Root { processes, .. } => (
+            true,
+            processes
+                .iter()
+                .map(|(_, d)| {
+                    d.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect(),
+        ),
+        Target::Process { .. } => (false, vec![String::new()]),
+    };
+    for d in &pid_dirs {
+        if std::fs::symlink_metadata(src.join(d).join(ACTIVE_MARKER)).is_ok() {
+            bail!(
+                "{}: capture still running or killed before its clean shutdown (`active` marker); run `hrr-playback {} --repair` first",
+                src.join(d).display(),
+                path.display()
+            );
+        }
+    }
+    let scan = scan_archive(scanner, key, &src, &opts.allow, opts.threads, progress)?;
+    let marked = pid_dirs.iter().all(|d| {
+        manifest::read_process_manifest(&src.join(d))
+            .is_ok_and(|m| is_marked(m.extra.get("scrubbed")))
+    }) && (!is_root
+        || manifest::read_root_manifest(&src).is_ok_and(|m| is_marked(m.extra.get("scrubbed"))));
+    if scan.found() == 0 && marked && opts.out.is_none() {
+        return Ok(ScrubReport {
+            archive: src,
+            scan,
+            objects: Vec::new(),
+            events: Vec::new(),
+            changed: false,
+            not_redacted: Vec::new(),
+        });
+    }
+
+    // Stage the new tree beside its destination.
+    let name = src
+        .file_name()
+        .ok_or_else(|| anyhow!("{}: has no name", src.display()))?
+        .to_string_lossy()
+        .into_owned();
+    let (stage, dest) = match &opts.out {
+        Some(out) => {
+            if std::fs::symlink_metadata(out).is_ok() {
+                bail!(
+                    "{}: already exists; hrr-pack never overwrites",
+                    out.display()
+                );
+            }
+            let parent = out
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let out_name = out
+                .file_name()
+                .ok_or_else(|| anyhow!("{}: has no name", out.display()))?
+                .to_string_lossy()
+                .into_owned();
+            (parent.join(format!(".{out_name}.hrr-scrub")), out.clone())
+        }
+        None => (
+            src.parent()
+                .unwrap_or(Path::new("/"))
+                .join(format!(".{name}.hrr-scrub")),
+            src.clone(),
+        ),
+    };
+    if std::fs::symlink_metadata(&stage).is_ok() {
+        // Left by a scrub that crashed: a partial stage, or the old tree after the swap.
+        std::fs::remove_dir_all(&stage)
+            .with_context(|| format!("removing the stale staging folder {}", stage.display()))?;
+    }
+    let result = build_and_swap(&key.id, &src, &stage, &dest, opts, is_root, &pid_dirs, scan);
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&stage);
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_and_swap(
+    key_id: &str,
+    src: &Path,
+    stage: &Path,
+    dest: &Path,
+    opts: &ScrubOptions,
+    is_root: bool,
+    pid_dirs: &[String],
+    scan: ScanReport,
+) -> Result<ScrubReport> {
+    replicate(src, stage, opts.out.is_none())?;
+    let mut report = ScrubReport {
+        archive: dest.to_path_buf(),
+        scan: ScanReport::default(),
+        objects: Vec::new(),
+        events: Vec::new(),
+        changed: true,
+        not_redacted: Vec::new(),
+    };
+    for d in pid_dirs {
+        let prefix = if d.is_empty() {
+            String::new()
+        } else {
+            format!("{d}/")
+        };
+        let files: Vec<&FileReport> = scan
+            .files
+            .iter()
+            .filter(|f| f.path.starts_with(&prefix))
+            .collect();
+        scrub_process(
+            &src.join(d),
+            &stage.join(d),
+            &prefix,
+            &files,
+            key_id,
+            &mut report,
+        )?;
+    }
+    if is_root {
+        manifest::rebuild_root_index(stage)?;
+        let mut m = manifest::read_root_manifest(stage)?;
+        m.extra.insert("scrubbed".into(), Value::Bool(true));
+        manifest::write_json(&stage.join(MANIFEST), &m)?;
+    }
+    fsutil::sync_filesystem(stage)?;
+    if opts.out.is_some() {
+        fsutil::rename_noreplace(stage, dest)?;
+    } else if fsutil::exchange(stage, dest)? {
+        std::fs::remove_dir_all(stage)
+            .with_context(|| format!("removing the old tree {}", stage.display()))?;
+    } else {
+        // No RENAME_EXCHANGE on this file system: two renames (a crash between them leaves the
+        // original at the `.old` name beside it).
+        let old = stage.with_extension("old");
+        std::fs::rename(dest, &old).with_context(|| format!("moving {}", dest.display()))?;
+        std::fs::rename(stage, dest).with_context(|| format!("moving {}", stage.display()))?;
+        std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+    }
+    report.scan = scan;
+    Ok(report)
+}
+
+/// Copy the folder tree `src` to `dst` (0700 folders): files hard-linked (`link`) or copied.
+fn replicate(src: &Path, dst: &Path, link: bool) -> Result<()> {
+    fsutil::create_private_dir(dst)?;
+    for e in walkdir::WalkDir::new(src)
+        .follow_links(false)
+        .sort_by_file_name()
+        .min_depth(1)
+    {
+        let e = e.with_context(|| format!("listing {}", src.display()))?;
+        let rel = e.path().strip_prefix(src).expect("below the root");
+        let to = dst.join(rel);
+        let ft = e.file_type();
+        if ft.is_dir() {
+            fsutil::create_private_dir(&to)?;
+        } else if ft.is_file() {
+            let name = e.file_name().to_string_lossy();
+            if fsutil::is_temp_name(&name) {
+                continue;
+            }
+            if !(link && std::fs::hard_link(e.path(), &to).is_ok()) {
+                let mut from = fsutil::open_read(e.path())?;
+                let mut out = fsutil::create_new(&to)?;
+                std::io::copy(&mut from, &mut out)
+                    .with_context(|| format!("copying {}", e.path().display()))?;
+            }
+        } else {
+            bail!(
+                "{}: not a regular file or folder (links are never followed)",
+                e.path().display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Write `src` with the replacements of `findings` applied to `dst_dir/<temp>`, hashing on the
+/// way; returns the temp path and the new id.
+fn write_redacted(src: &Path, dst_dir: &Path, findings: &[Finding]) -> Result<(PathBuf, ObjectId)> {
+    fsutil::create_private_dir(dst_dir)?;
+    let tmp = fsutil::temp_path_for(&dst_dir.join("scrubbed"));
+    let mut from = fsutil::open_read(src)?;
+    let mut out = fsutil::create_new(&tmp)?;
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pos = 0u64;
+    let mut sorted: Vec<&Finding> = findings.iter().collect();
+    sorted.sort_by_key(|f| f.redact_offset);
+    loop {
+        let n = from
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", src.display()))?;
+        if n == 0 {
+            break;
+        }
+        let chunk = &mut buf[..n];
+        let end = pos + n as u64;
+        let touching: Vec<&&Finding> = sorted
+            .iter()
+            .filter(|f| {
+                let r = f.redact_range();
+                r.start < end && r.end > pos
+            })
+            .collect();
+        if !touching.is_empty() {
+            // A replacement differs from the original only where it redacts; writing only
+            // those bytes makes overlapping findings add up instead of undoing each other.
+            let original = chunk.to_vec();
+            for f in touching {
+                let r = f.redact_range();
+                for i in r.start.max(pos)..r.end.min(end) {
+                    let b = f.replacement[(i - r.start) as usize];
+                    let k = (i - pos) as usize;
+                    if b != original[k] {
+                        chunk[k] = b;
+                    }
+                }
+            }
+        }
+        hasher.update(chunk);
+        out.write_all(chunk)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        pos = end;
+    }
+    out.sync_all()
+        .with_context(|| format!("syncing {}", tmp.display()))?;
+    let hash = hasher.finalize();
+    let id = ObjectId::from_slice(&hash.as_bytes()[..16]).expect("a hash is never all zero");
+    Ok((tmp, id))
+}
+
+fn scrub_process(
+    src: &Path,
+    stage: &Path,
+    prefix: &str,
+    files: &[&FileReport],
+    key_id: &str,
+    report: &mut ScrubReport,
+) -> Result<()> {
+    let mut renames: HashMap<ObjectId, ObjectId> = HashMap::new();
+    let mut redactions = redact::read_redactions(src)?.unwrap_or_else(|| RedactionsFile {
+        version: REDACTIONS_VERSION,
+        fingerprint: FINGERPRINT_SCHEME.into(),
+        ..Default::default()
+    });
+    redactions.key_id = key_id.to_string();
+    let mut events_findings: Vec<&Finding> = Vec::new();
+    for f in files {
+        let rel = &f.path[prefix.len()..];
+        let Some((old_id, kind)) = f.object else {
+            if rel == EVENTS_FILE {
+                events_findings.extend(f.findings.iter());
+            }
+            continue;
+        };
+        let src_file = src.join(rel);
+        let dir = stage.join(rel);
+        let dir = dir.parent().expect("objects live in a folder");
+        let (tmp, new_id) = write_redacted(&src_file, dir, &f.findings)?;
+        let new_path = match kind {
+            ObjectKind::Blob => blob_path(stage, &new_id),
+            ObjectKind::Code => {
+                let ext = rel.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+                let kind = CodeKind::from_extension(ext)
+                    .ok_or_else(|| anyhow!("{rel}: unknown code object kind"))?;
+                code_object_path(stage, &new_id, kind)
+            }
+        };
+        if let Some(parent) = new_path.parent() {
+            fsutil::create_private_dir(parent)?;
+        }
+        if std::fs::symlink_metadata(&new_path).is_ok() {
+            std::fs::remove_file(&tmp).ok();
+        } else {
+            std::fs::rename(&tmp, &new_path)
+                .with_context(|| format!("renaming to {}", new_path.display()))?;
+        }
+        if new_id != old_id {
+            std::fs::remove_file(stage.join(rel))
+                .with_context(|| format!("removing {}", stage.join(rel).display()))?;
+            renames.insert(old_id, new_id);
+        }
+        // Carry the ranges recorded by an earlier scrub over to the new id.
+        let mut entry = redactions
+            .objects
+            .remove(&old_id.to_hex())
+            .unwrap_or_else(|| RedactedObject {
+                kind,
+                size: f.size,
+                ranges: Vec::new(),
+            });
+        for x in &f.findings {
+            entry.ranges.push(Redaction {
+                offset: x.redact_offset,
+                length: x.replacement.len() as u64,
+                rule: x.rule.to_string(),
+                encoding: x.encoding.as_str().to_string(),
+                fingerprint: x.fingerprint.clone(),
+            });
+        }
+        entry.ranges.sort_by_key(|r| (r.offset, r.length));
+        entry.kind = kind;
+        entry.size = f.size;
+        let new_rel = new_path
+            .strip_prefix(stage)
+            .expect("below the stage")
+            .to_string_lossy()
+            .into_owned();
+        report.objects.push(Rewritten {
+            path: format!("{prefix}{rel}"),
+            new_path: format!("{prefix}{new_rel}"),
+            ranges: f.findings.len(),
+        });
+        match redactions.objects.get_mut(&new_id.to_hex()) {
+            // Two objects that became identical: keep the union of their ranges.
+            Some(existing) => {
+                existing.ranges.extend(entry.ranges);
+                existing.ranges.sort_by_key(|r| (r.offset, r.length));
+                existing.ranges.dedup();
+            }
+            None => {
+                redactions.objects.insert(new_id.to_hex(), entry);
+            }
+        }
+    }
+    if !renames.is_empty() || !events_findings.is_empty() {
+        let repl: Vec<(u64, Vec<u8>)> = events_findings
+            .iter()
+            .map(|f| (f.redact_offset, f.replacement.clone()))
+            .collect();
+        let events_dst = stage.join(EVENTS_FILE);
+        let tmp = fsutil::temp_path_for(&events_dst);
+        let rw = redact::rewrite_events(&src.join(EVENTS_FILE), &tmp, &renames, &repl);
+        let rw = match rw {
+            Ok(rw) => rw,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e.into());
+            }
+        };
+        std::fs::rename(&tmp, &events_dst)
+            .with_context(|| format!("renaming to {}", events_dst.display()))?;
+        let applied: BTreeMap<u64, u64> = rw.redacted.iter().map(|r| (r.start, r.end)).collect();
+        for f in &events_findings {
+            let r = f.redact_range();
+            let covered = applied
+                .range(..r.end)
+                .any(|(&s, &e)| s < r.end && e > r.start);
+            if covered {
+                redactions.events.push(Redaction {
+                    offset: r.start,
+                    length: r.end - r.start,
+                    rule: f.rule.to_string(),
+                    encoding: f.encoding.as_str().to_string(),
+                    fingerprint: f.fingerprint.clone(),
+                });
+            } else {
+                report.not_redacted.push(format!(
+                    "{prefix}{EVENTS_FILE} offset {}: {} outside any event payload (file header or schema record)",
+                    f.offset, f.rule
+                ));
+            }
+        }
+        report.events.push((
+            format!("{prefix}{EVENTS_FILE}"),
+            rw.references,
+            rw.redacted.len(),
+        ));
+    }
+    let n_ranges: usize = redactions
+        .objects
+        .values()
+        .map(|o| o.ranges.len())
+        .sum::<usize>()
+        + redactions.events.len();
+    if n_ranges > 0 {
+        redact::write_redactions(stage, &redactions)?;
+    }
+    let mut m = manifest::read_process_manifest(src)?;
+    m.extra.insert("scrubbed".into(), Value::Bool(true));
+    m.extra
+        .insert("redactions".into(), Value::from(n_ranges as u64));
+    let counts = count_objects(stage)?;
+    m.blob_count = counts.blobs + counts.code_objects;
+    manifest::write_process_manifest(stage, &m)?;
+    Ok(())
+}

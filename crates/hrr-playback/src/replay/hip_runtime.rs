@@ -1,0 +1,199 @@
+//! The HIP runtime, loaded at run time with libloading (no link-time ROCm dependency): a table
+//! of the entry points replay uses, each optional so a missing one is an error at its first use.
+//! The library is `--runtime PATH`, else the first of `libamdhip64.so`, `.so.7`, `.so.6`, `.so.5`
+//! and `/opt/rocm/lib/libamdhip64.so` that loads.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Result};
+
+/// `hipError_t`.
+pub type HipError = c_int;
+/// Opaque handle.
+pub type H = *mut c_void;
+
+/// `hipErrorNotReady`.
+pub const HIP_ERROR_NOT_READY: HipError = 600;
+/// `hipMemcpyKind` values.
+pub mod kind {
+    /// Host to device.
+    pub const H2D: i32 = 1;
+    /// Device to host.
+    pub const D2H: i32 = 2;
+    /// Device to device.
+    pub const D2D: i32 = 3;
+}
+
+/// Library names tried when `--runtime` is not given.
+pub const CANDIDATES: [&str; 5] = [
+    "libamdhip64.so",
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+    "/opt/rocm/lib/libamdhip64.so",
+];
+
+macro_rules! hip_api {
+    ($( $name:ident : fn($($t:ty),*); )*) => {
+        /// Entry points of the runtime replay uses.
+        #[allow(non_snake_case)]
+        pub struct HipApi {
+            $( pub $name: Option<unsafe extern "C" fn($($t),*) -> HipError>, )*
+            /// `hipGetErrorName`.
+            pub hipGetErrorName: Option<unsafe extern "C" fn(HipError) -> *const c_char>,
+            _lib: libloading::Library,
+            /// Where the library was loaded from.
+            pub path: String,
+        }
+
+        impl HipApi {
+            fn from_library(lib: libloading::Library, name: &str) -> Self {
+                // SAFETY: each symbol is cast to its documented signature.
+                unsafe {
+                    let api = HipApi {
+                        $( $name: lib.get::<unsafe extern "C" fn($($t),*) -> HipError>(concat!(stringify!($name), "\0").as_bytes()).ok().map(|s| *s), )*
+                        hipGetErrorName: lib.get::<unsafe extern "C" fn(HipError) -> *const c_char>(b"hipGetErrorName\0").ok().map(|s| *s),
+                        path: String::new(),
+                        _lib: lib,
+                    };
+                    let path = api.hipInit.map(|f| loaded_from(f as *const c_void)).unwrap_or_else(|| name.to_string());
+                    HipApi { path, ..api }
+                }
+            }
+        }
+    };
+}
+
+hip_api! {
+    hipInit: fn(c_uint);
+    hipRuntimeGetVersion: fn(*mut c_int);
+    hipGetDeviceCount: fn(*mut c_int);
+    hipSetDevice: fn(c_int);
+    hipDeviceGetName: fn(*mut c_char, c_int, c_int);
+    hipGetDeviceProperties: fn(*mut u8, c_int);
+    hipGetDevicePropertiesR0600: fn(*mut u8, c_int);
+    hipDeviceSynchronize: fn();
+    hipMalloc: fn(*mut u64, usize);
+    hipFree: fn(u64);
+    hipMallocManaged: fn(*mut u64, usize, c_uint);
+    hipHostMalloc: fn(*mut u64, usize, c_uint);
+    hipHostFree: fn(u64);
+    hipMemGetAllocationGranularity: fn(*mut usize, *const u8, c_int);
+    hipMemAddressReserve: fn(*mut u64, usize, usize, u64, u64);
+    hipMemAddressFree: fn(u64, usize);
+    hipMemCreate: fn(*mut u64, usize, *const u8, u64);
+    hipMemRelease: fn(u64);
+    hipMemMap: fn(u64, usize, usize, u64, u64);
+    hipMemUnmap: fn(u64, usize);
+    hipMemSetAccess: fn(u64, usize, *const u8, usize);
+    hipMemcpyAsync: fn(u64, u64, usize, c_int, H);
+    hipMemsetD8Async: fn(u64, u8, usize, H);
+    hipMemsetD16Async: fn(u64, u16, usize, H);
+    hipMemsetD32Async: fn(u64, c_int, usize, H);
+    hipModuleLoadData: fn(*mut H, *const c_void);
+    hipModuleGetFunction: fn(*mut H, H, *const c_char);
+    hipModuleGetGlobal: fn(*mut u64, *mut usize, H, *const c_char);
+    hipModuleLaunchKernel: fn(H, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, H, *mut *mut c_void, *mut *mut c_void);
+    hipModuleLaunchCooperativeKernel: fn(H, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, H, *mut *mut c_void);
+    hipStreamCreateWithFlags: fn(*mut H, c_uint);
+    hipStreamCreateWithPriority: fn(*mut H, c_uint, c_int);
+    hipStreamDestroy: fn(H);
+    hipStreamSynchronize: fn(H);
+    hipStreamWaitEvent: fn(H, H, c_uint);
+    hipEventCreateWithFlags: fn(*mut H, c_uint);
+    hipEventRecord: fn(H, H);
+    hipEventSynchronize: fn(H);
+    hipEventQuery: fn(H);
+    hipEventDestroy: fn(H);
+}
+
+fn loaded_from(addr: *const c_void) -> String {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads.
+    if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
+        // SAFETY: a NUL-terminated path owned by the loader.
+        let p = unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned();
+        return std::fs::canonicalize(&p)
+            .map(|c| c.display().to_string())
+            .unwrap_or(p);
+    }
+    "libamdhip64.so".into()
+}
+
+impl HipApi {
+    /// Load the runtime: `name` when given, else the first of [`CANDIDATES`] that loads.
+    pub fn load(name: Option<&Path>) -> Result<Self> {
+        let names: Vec<String> = match name {
+            Some(p) => vec![p.display().to_string()],
+            None => CANDIDATES.iter().map(|s| s.to_string()).collect(),
+        };
+        let mut errors = Vec::new();
+        for n in &names {
+            // SAFETY: loading the GPU runtime, whose initialisers are its own.
+            match unsafe { libloading::Library::new(n) } {
+                Ok(lib) => return Ok(Self::from_library(lib, n)),
+                Err(e) => errors.push(format!("{n}: {e}")),
+            }
+        }
+        bail!(
+            "cannot load the HIP runtime (tried {}); install ROCm or name it with --runtime",
+            errors.join("; ")
+        )
+    }
+
+    /// The runtime's name for an error code.
+    pub fn error_name(&self, code: HipError) -> String {
+        if let Some(f) = self.hipGetErrorName {
+            // SAFETY: returns a static string or null.
+            let p = unsafe { f(code) };
+            if !p.is_null() {
+                // SAFETY: a NUL-terminated static string.
+                return unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+            }
+        }
+        format!("HIP error {code}")
+    }
+}
+
+/// A runtime call that returned an error.
+#[derive(Debug)]
+pub struct CallFailed {
+    /// Entry point.
+    pub call: &'static str,
+    /// Result code.
+    pub code: HipError,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for CallFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {} ({})", self.call, self.name, self.code)
+    }
+}
+
+impl std::error::Error for CallFailed {}
+
+/// Call a runtime entry point, turning a missing symbol or a non-zero result into an error.
+macro_rules! hip {
+    ($api:expr, $name:ident ( $($arg:expr),* )) => {{
+        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!("the HIP runtime has no ", stringify!($name))))?;
+        // SAFETY: arguments follow the runtime's documented contract for this call.
+        let r = unsafe { f($($arg),*) };
+        if r != 0 {
+            Err($crate::replay::hip_runtime::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
+        } else {
+            Ok(())
+        }
+    }};
+}
+pub(crate) use hip;
+
+/// Unused-import guard for `anyhow!` in macro users.
+#[allow(dead_code)]
+fn _uses() -> anyhow::Error {
+    anyhow!("")
+}

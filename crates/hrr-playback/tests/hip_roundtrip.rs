@@ -1,0 +1,788 @@
+//! HIP capture → inspect → replay round trips on the CPU: real programs built by hipcc
+//! (`tests/fake-hip/apps`) run against the fake `libamdhip64.so.5` of `tests/fake-hip`, and
+//! capture stacked on the real ROCm runtime (no GPU here: it answers with its own errors).
+//!
+//! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
+//! --workspace` first), a C compiler, and hipcc (Debian: `apt-get install hipcc libamdhip64-5
+//! libamdhip64-dev`). Without hipcc every test here says it is skipped and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn bin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hrr-playback"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Every program runs under `timeout`, so a hang fails the test instead of stalling CI.
+fn bounded(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("120").arg(program);
+    c
+}
+
+fn playback() -> Command {
+    bounded(env!("CARGO_BIN_EXE_hrr-playback"))
+}
+
+/// The fake runtime, the C programs and (with hipcc) the HIP programs, built once per test run:
+/// the folder, and whether hipcc built the HIP programs.
+fn built() -> &'static (PathBuf, bool) {
+    static DIR: OnceLock<(PathBuf, bool)> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let lib = bin_dir().join("libhrr_capture.so");
+        assert!(
+            lib.is_file() && bin_dir().join("hrr-capture").is_file(),
+            "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
+            lib.display()
+        );
+        let out = std::env::temp_dir().join(format!("hrr-fake-hip-{}", std::process::id()));
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-hip/build.sh");
+        let o = Command::new("sh")
+            .arg(&script)
+            .arg(&out)
+            .output()
+            .expect("run build.sh");
+        match o.status.code() {
+            Some(0) => (out, true),
+            Some(3) => (out, false),
+            _ => panic!(
+                "building the fake HIP runtime or the HIP programs failed:\n{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        }
+    })
+}
+
+/// The folder of the fake runtime and the HIP programs; `None` (with the reason printed) when
+/// hipcc is not installed.
+fn fake() -> Option<&'static Path> {
+    let (dir, hipcc) = built();
+    if !hipcc {
+        eprintln!(
+            "SKIPPED: hipcc is not installed, so the HIP test programs cannot be built \
+             (apt-get install -y --no-install-recommends hipcc libamdhip64-5 libamdhip64-dev)"
+        );
+        return None;
+    }
+    Some(dir)
+}
+
+macro_rules! fake_or_skip {
+    () => {
+        match fake() {
+            Some(d) => d,
+            None => return,
+        }
+    };
+}
+
+fn app_args(dir: &Path, name: &str) -> Vec<String> {
+    match name {
+        "module_launch" => vec![dir.join("kernels.co").display().to_string()],
+        "plugin_host" => vec![dir.join("libplugin.so").display().to_string()],
+        _ => vec![],
+    }
+}
+
+/// The program on the fake runtime.
+fn app(dir: &Path, name: &str, extra: &[&str]) -> Command {
+    let mut c = bounded(dir.join(name));
+    c.args(app_args(dir, name))
+        .args(extra)
+        .env("LD_LIBRARY_PATH", dir)
+        .env_remove("HIP_HRR_CAPTURE_OUTPUT")
+        .env_remove("HRR_CAPTURE_OUTPUT");
+    c
+}
+
+fn capture(dir: &Path, archive: &Path, name: &str, extra: &[&str]) -> Output {
+    let mut c = bounded(bin_dir().join("hrr-capture"));
+    c.arg("-o")
+        .arg(archive)
+        .arg("--")
+        .arg(dir.join(name))
+        .args(app_args(dir, name))
+        .args(extra)
+        .env("LD_LIBRARY_PATH", dir)
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1");
+    c.output().expect("run hrr-capture")
+}
+
+fn run(mut c: Command) -> (i32, String, String) {
+    let o = c.output().expect("run");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn replay(dir: &Path, target: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut c = playback();
+    c.arg(target)
+        .args(extra)
+        .arg("--no-progress")
+        .env("LD_LIBRARY_PATH", dir);
+    run(c)
+}
+
+fn replay_json(dir: &Path, target: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    let (code, out, err) = replay(dir, target, &args);
+    let v = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    (code, v)
+}
+
+fn pid_dirs(archive: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(archive)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pid-"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn events_json(target: &Path) -> Vec<serde_json::Value> {
+    let (code, out, err) = run({
+        let mut c = playback();
+        c.arg(target).args(["--events", "--json"]);
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn names(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Capture `name` on the fake runtime: the program's output is what it prints without capture.
+fn captured(dir: &Path, arch: &Path, name: &str) -> Vec<serde_json::Value> {
+    let (code, plain, _) = run(app(dir, name, &[]));
+    assert_eq!(code, 0, "{name} fails on the fake runtime: {plain}");
+    let o = capture(dir, arch, name, &[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    assert_eq!(
+        stderr.matches("[HRR capture] Recording pid").count(),
+        1,
+        "{stderr}"
+    );
+    events_json(arch)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument layouts, read independently of hrr: `llvm-readelf --notes` decodes the
+// NT_AMDGPU_METADATA note of each code object.
+
+fn llvm_readelf() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(rocm) = std::env::var_os("ROCM_PATH") {
+        candidates.push(Path::new(&rocm).join("llvm/bin/llvm-readelf"));
+    }
+    candidates.push("/opt/rocm/llvm/bin/llvm-readelf".into());
+    if let Ok(rd) = std::fs::read_dir("/usr/lib") {
+        let mut llvm: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("llvm-")
+            })
+            .map(|p| p.join("bin/llvm-readelf"))
+            .collect();
+        llvm.sort();
+        candidates.extend(llvm.into_iter().rev());
+    }
+    candidates.push("llvm-readelf".into());
+    candidates.into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// The device ELF entries of a clang offload bundle.
+fn bundle_entries(b: &[u8]) -> Vec<(String, Vec<u8>)> {
+    assert!(b.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"), "not a bundle");
+    let rd = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
+    let mut pos = 32;
+    let mut out = Vec::new();
+    for _ in 0..rd(24) {
+        let (off, size, tlen) = (rd(pos), rd(pos + 8), rd(pos + 16));
+        let triple = String::from_utf8_lossy(&b[pos + 24..pos + 24 + tlen]).into_owned();
+        pos += 24 + tlen;
+        if triple.contains("amdgcn") {
+            out.push((triple, b[off..off + size].to_vec()));
+        }
+    }
+    out
+}
+
+/// Kernel name → every `(offset, size, value_kind)` of its `.args`, from llvm-readelf's YAML.
+type Metadata = std::collections::HashMap<String, Vec<(u64, u64, String)>>;
+
+fn metadata_of(readelf: &Path, elf: &[u8], scratch: &Path) -> Metadata {
+    std::fs::write(scratch, elf).unwrap();
+    let o = Command::new(readelf)
+        .arg("--notes")
+        .arg(scratch)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut out = Metadata::new();
+    let mut args: Vec<(u64, u64, String)> = Vec::new();
+    let mut arg: Option<(u64, u64, String)> = None;
+    let mut in_args = false;
+    for line in text.lines() {
+        let spaces = line.len() - line.trim_start().len();
+        let (dash, body) = match line.trim_start().strip_prefix("- ") {
+            Some(rest) => (true, rest),
+            None => (false, line.trim_start()),
+        };
+        let Some((key, value)) = body.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        let indent = spaces + if dash { 2 } else { 0 };
+        if dash && spaces == 2 {
+            // `  - ` opens a kernel of amdhsa.kernels
+            args.clear();
+            arg = None;
+            in_args = false;
+        }
+        if indent == 4 {
+            // a key of the kernel
+            if in_args {
+                args.extend(arg.take());
+            }
+            in_args = key == ".args";
+            if key == ".name" {
+                out.insert(value.to_string(), std::mem::take(&mut args));
+            }
+        }
+        if in_args && dash && spaces == 6 {
+            // `      - ` opens an argument
+            args.extend(arg.take());
+            arg = Some((0, 0, String::new()));
+        }
+        if let (true, 8, Some(a)) = (in_args, indent, arg.as_mut()) {
+            match key {
+                ".offset" => a.0 = value.parse().unwrap(),
+                ".size" => a.1 = value.parse().unwrap(),
+                ".value_kind" => a.2 = value.to_string(),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Check the argument layout of every recorded launch against the metadata of the code object
+/// it names, read with llvm-readelf. Returns the number of launches checked and how many of
+/// them have hidden arguments.
+fn check_layouts(archive: &Path, events: &[serde_json::Value]) -> (usize, usize) {
+    let Some(readelf) = llvm_readelf() else {
+        eprintln!("NOTE: llvm-readelf not found; argument layouts not checked against it");
+        return (0, 0);
+    };
+    let dir = pid_dirs(archive).remove(0);
+    let scratch = dir.join("..").join("layout-check.o");
+    let mut cache: std::collections::HashMap<String, Metadata> = Default::default();
+    let (mut checked, mut hidden) = (0, 0);
+    for e in events.iter().filter(|e| {
+        e["name"]
+            .as_str()
+            .is_some_and(|n| n.contains("LaunchKernel"))
+    }) {
+        let f = &e["fields"];
+        let code = f["code"].as_str().unwrap().to_string();
+        let meta = cache.entry(code.clone()).or_insert_with(|| {
+            let bytes = std::fs::read(dir.join("code_objects").join(format!("{code}.hsaco")))
+                .expect("code object");
+            let mut all = Metadata::new();
+            for (triple, elf) in bundle_entries(&bytes) {
+                let m = metadata_of(&readelf, &elf, &scratch);
+                assert!(!m.is_empty(), "no kernels in the {triple} entry");
+                all.extend(m);
+            }
+            all
+        });
+        let kernel = f["kernel"].as_str().unwrap();
+        let args = &meta[kernel];
+        let explicit: Vec<(u64, u64)> = args
+            .iter()
+            .filter(|a| !a.2.starts_with("hidden_"))
+            .map(|a| (a.0, a.1))
+            .collect();
+        let recorded: Vec<(u64, u64)> = f["arg_offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(f["arg_sizes"].as_array().unwrap())
+            .map(|(o, s)| (o.as_u64().unwrap(), s.as_u64().unwrap()))
+            .collect();
+        assert_eq!(
+            recorded, explicit,
+            "{kernel}: recorded layout vs llvm-readelf"
+        );
+        let end = explicit.iter().map(|(o, s)| o + s).max().unwrap_or(0);
+        assert_eq!(
+            f["args"].as_str().unwrap().len() as u64,
+            2 * end,
+            "{kernel}"
+        );
+        assert_eq!(f["args_known"], 1, "{kernel}");
+        checked += 1;
+        hidden += (explicit.len() < args.len()) as usize;
+    }
+    let _ = std::fs::remove_file(&scratch);
+    (checked, hidden)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn vector_add_round_trip() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, "vector_add");
+    let names = names(&events);
+    for call in [
+        "hipGetDeviceCount",
+        "hipMalloc",
+        "hipMemcpy",
+        "hipMemcpyHtoD",
+        "__hipRegisterFatBinary",
+        "__hipRegisterFunction",
+        "hipLaunchKernel",
+        "hipMemcpyDtoH",
+        "hipMemset",
+        "hipMemcpyToSymbol",
+        "hipMemcpyFromSymbol",
+        "hipMemcpyDtoD",
+        "hipDeviceSynchronize",
+        "hipFree",
+    ] {
+        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
+    }
+    // the fat binary is written once, before its first launch, as a code object
+    let reg = names
+        .iter()
+        .position(|n| n == "__hipRegisterFatBinary")
+        .unwrap();
+    let first_launch = names.iter().position(|n| n == "hipLaunchKernel").unwrap();
+    assert!(reg < first_launch);
+    assert_eq!(names.iter().filter(|n| *n == "hipLaunchKernel").count(), 5);
+    // argument layouts agree with the code object's own metadata (hidden arguments excluded)
+    let (checked, hidden) = check_layouts(&arch, &events);
+    assert!(checked == 0 || checked == 5, "{checked}");
+    assert!(
+        checked == 0 || hidden >= 1,
+        "count_over has hidden arguments"
+    );
+    let saxpy = events
+        .iter()
+        .find(|e| e["fields"]["kernel"] == "_Z5saxpyfPKfPfi")
+        .unwrap();
+    assert_eq!(
+        saxpy["fields"]["arg_offsets"],
+        serde_json::json!([0, 8, 16, 24])
+    );
+    // a hipMemcpyDefault copy back is classified as D2H and carries its result
+    let default_copy = events
+        .iter()
+        .find(|e| e["name"] == "hipMemcpy" && e["fields"]["kind"] == 4)
+        .unwrap();
+    assert_eq!(default_copy["fields"]["direction"], 2);
+    assert!(default_copy["fields"]["d2h_blob"].is_string());
+
+    let (code, info, err) = run({
+        let mut c = playback();
+        c.arg(&arch).arg("--info");
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "API:                hip",
+        "Complete:           yes",
+        "Kernel launches:    5",
+        "D2H copies:         7",
+        "Architecture:       gfx90a:sramecc+:xnack-",
+        "Driver version:     5.2.21153 (50221153)",
+        "_Z10count_overPKfifPi",
+    ] {
+        assert!(info.contains(want), "{want:?} not in:\n{info}");
+    }
+
+    let (code, out, err) = replay(dir, &arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[HRR] Kernels launched: 5"), "{out}");
+    assert!(
+        out.contains("D2H checks      : 7 pass (7 exact, 0 within tol), 0 fail, 0 skipped"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Device          : HRR Fake AMD GPU (gfx90a:sramecc+:xnack-)"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("[HRR] PASS"), "{out}");
+}
+
+#[test]
+fn module_launch_round_trip() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, "module_launch");
+    let names = names(&events);
+    for call in [
+        "hipModuleLoadData",
+        "hipModuleLoad",
+        "hipModuleGetFunction",
+        "hipModuleLaunchKernel",
+        "hipStreamCreate",
+        "hipMemcpyDtoHAsync",
+        "hipStreamSynchronize",
+        "hipModuleUnload",
+    ] {
+        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
+    }
+    // both loads are the same code object (the one from memory was overwritten after loading)
+    let codes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"].as_str().unwrap().starts_with("hipModuleLoad"))
+        .map(|e| e["fields"]["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes.len(), 2);
+    assert_eq!(codes[0], codes[1]);
+    let kernels_co = std::fs::read(dir.join("kernels.co")).unwrap();
+    let stored = pid_dirs(&arch)[0]
+        .join("code_objects")
+        .join(format!("{}.hsaco", codes[0]));
+    assert_eq!(std::fs::read(stored).unwrap(), kernels_co);
+    // kernelParams launches are laid out from the metadata; the `extra` one keeps its buffer
+    let (checked, _) = check_layouts(&arch, &events);
+    assert!(checked == 0 || checked == 3, "{checked}");
+    let stride = events
+        .iter()
+        .find(|e| e["fields"]["kernel"] == "grid_stride")
+        .unwrap();
+    assert_eq!(stride["fields"]["args"].as_str().unwrap().len(), 24);
+
+    let (code, out, err) = replay(dir, &arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[HRR] Kernels launched: 3"), "{out}");
+    assert!(out.contains("D2H checks      : 3 pass (3 exact"), "{out}");
+}
+
+#[test]
+fn streams_events_vmm_round_trip() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, "streams");
+    let names = names(&events);
+    for call in [
+        "hipStreamCreateWithFlags",
+        "hipStreamCreateWithPriority",
+        "hipEventCreate",
+        "hipEventCreateWithFlags",
+        "hipEventRecord",
+        "hipStreamWaitEvent",
+        "hipHostMalloc",
+        "hipMemcpyAsync",
+        "hipMemsetD32Async",
+        "hipMallocAsync",
+        "hipFreeAsync",
+        "hipMemsetD8", // reached through dlsym
+        "hipMemsetD16",
+        "hipMemAddressReserve",
+        "hipMemCreate",
+        "hipMemMap",
+        "hipMemSetAccess",
+        "hipMemUnmap",
+        "hipMemRelease",
+        "hipMemAddressFree",
+        "hipEventDestroy",
+        "hipStreamDestroy",
+    ] {
+        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
+    }
+    // calls the runtime makes to its own exports while serving one are not recorded: the fake's
+    // hipMallocAsync calls hipMalloc, its hipMemcpyDtoHAsync calls hipMemcpyAsync
+    assert_eq!(names.iter().filter(|n| *n == "hipMalloc").count(), 2);
+    check_layouts(&arch, &events);
+
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["kernels_launched"], 4, "{v}");
+    assert_eq!(v["d2h_checks"]["exact"], 5, "{v}");
+    assert!(v["allocations"]["placed"].as_u64().unwrap() >= 3, "{v}");
+    assert_eq!(v["allocations"]["translated"], 0, "{v}");
+}
+
+#[test]
+fn a_runtime_loaded_rtld_local_by_a_plugin_is_found_and_recorded() {
+    // Built with cc: runs without hipcc. The plugin's HIP calls reach the preloaded wrappers,
+    // whose RTLD_NEXT finds no runtime (it is in the plugin's local scope only): the wrappers
+    // find the loaded runtime by name instead. Its hipMemset comes from hipGetProcAddress,
+    // which hands out the wrapper.
+    let dir = &built().0;
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, "plugin_host");
+    assert_eq!(
+        names(&events),
+        [
+            "hipGetDeviceCount",
+            "hipMalloc",
+            "hipMemcpy",
+            "hipMemset",
+            "hipMemcpy",
+            "hipFree"
+        ]
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(pid_dirs(&arch)[0].join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["metadata"]["devices"][0]["name"], "HRR Fake AMD GPU");
+    let (code, out, err) = replay(dir, &arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("D2H checks      : 1 pass (1 exact"), "{out}");
+}
+
+#[test]
+fn replay_without_placement_translates_pointers() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["vector_add", "streams"] {
+        let arch = tmp.path().join(format!("{name}.hrr"));
+        captured(dir, &arch, name);
+        // The fake hands out addresses from another window: every pointer moves.
+        let mut c = playback();
+        c.arg(&arch)
+            .args(["--json", "--no-progress", "--no-placement"])
+            .env("LD_LIBRARY_PATH", dir)
+            .env("FAKE_HIP_VA_BASE", "0x7c0000000000");
+        let (code, out, err) = run(c);
+        let v: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        assert_eq!(code, 0, "{name}: {v}");
+        assert_eq!(v["allocations"]["placed"], 0, "{v}");
+        assert!(v["allocations"]["translated"].as_u64().unwrap() >= 3, "{v}");
+        assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    }
+}
+
+#[test]
+fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, "vector_add");
+    let pid = pid_dirs(&arch).remove(0);
+    let ev = events
+        .iter()
+        .find(|e| e["name"] == "hipMemcpyDtoH")
+        .unwrap();
+    let id = ev["fields"]["d2h_blob"].as_str().unwrap();
+    let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[9] ^= 0xff;
+    std::fs::write(&p, &bytes).unwrap();
+    let (code, out, _) = replay(dir, &pid, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("event #{} hipMemcpyDtoH", ev["seq"])),
+        "{out}"
+    );
+    assert!(out.contains("first at offset 9"), "{out}");
+    assert!(out.trim_end().ends_with("[HRR] FAIL"), "{out}");
+}
+
+#[test]
+fn replay_really_runs_the_work_zeroed_inputs_fail() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, "module_launch");
+    let pid = pid_dirs(&arch).remove(0);
+    for e in &events {
+        if let Some(id) = e["fields"]["h2d_blob"].as_str() {
+            let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+            let len = std::fs::metadata(&p).unwrap().len() as usize;
+            std::fs::write(&p, vec![0u8; len]).unwrap();
+        }
+    }
+    let (code, v) = replay_json(dir, &pid, &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["result"], "FAIL");
+    assert_eq!(v["d2h_checks"]["fail"], 2, "{v}"); // affine and grid_stride read the input
+}
+
+#[test]
+fn replay_flags_filter_loop_and_sync() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    captured(dir, &arch, "module_launch");
+    let (code, v) = replay_json(dir, &arch, &["--loop", "2"]);
+    assert_eq!((code, v["kernels_launched"].as_u64()), (0, Some(6)), "{v}");
+    let (code, v) = replay_json(
+        dir,
+        &arch,
+        &["--sync-after-launch", "--sync-watchdog-ms", "5000"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let (_, v) = replay_json(dir, &arch, &["--kernel-filter", "fill"]);
+    assert_eq!(
+        (
+            v["kernels_launched"].as_u64(),
+            v["kernels_filtered"].as_u64()
+        ),
+        (Some(1), Some(2)),
+        "{v}"
+    );
+}
+
+#[test]
+fn processes_that_only_register_fat_binaries_get_no_pid_dir() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(dir, &arch, "vector_add", &["nohip"]);
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "nohip ok\n");
+    assert!(!arch.exists() || pid_dirs(&arch).is_empty());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("Recording"));
+}
+
+#[test]
+fn without_the_variable_the_library_only_forwards() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, plain, _) = run(app(dir, "streams", &[]));
+    let mut c = app(dir, "streams", &[]);
+    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
+        .current_dir(tmp.path());
+    let (code, out, err) = run(c);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, plain);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+/// The real ROCm runtime, if installed where the dynamic loader finds it.
+fn real_runtime() -> Option<PathBuf> {
+    let o = Command::new("ldconfig").arg("-p").output().ok()?;
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find(|l| l.trim_start().starts_with("libamdhip64.so.5 "))
+        .and_then(|l| l.rsplit(" => ").next())
+        .map(PathBuf::from)
+        .or_else(|| {
+            ["/opt/rocm/lib/libamdhip64.so.5"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.exists())
+        })
+}
+
+#[test]
+fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
+    let dir = fake_or_skip!();
+    let Some(runtime) = real_runtime() else {
+        eprintln!("SKIPPED: the real libamdhip64.so.5 is not installed");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let plain_cmd = || {
+        let mut c = bounded(dir.join("vector_add"));
+        c.env_remove("LD_LIBRARY_PATH")
+            .env_remove("HIP_HRR_CAPTURE_OUTPUT")
+            .env_remove("HRR_CAPTURE_OUTPUT");
+        c
+    };
+    let (plain_code, plain, _) = run(plain_cmd());
+    if plain_code == 0 {
+        eprintln!("SKIPPED: {} found a usable GPU", runtime.display());
+        return;
+    }
+    // No GPU: the program prints the runtime's codes and exits 3.
+    assert_eq!(plain_code, 3, "{plain}");
+    let mut c = bounded(bin_dir().join("hrr-capture"));
+    c.arg("-o")
+        .arg(&arch)
+        .arg("--")
+        .arg(dir.join("vector_add"))
+        .env_remove("LD_LIBRARY_PATH")
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1");
+    let (code, out, err) = run(c);
+    assert_eq!((code, out.as_str()), (plain_code, plain.as_str()), "{err}");
+
+    let code_of = |prefix: &str| -> i64 {
+        let line = plain
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix} not in {plain}"));
+        line[prefix.len()..]
+            .trim_start_matches(':')
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let events = events_json(&arch);
+    let result = |name: &str| -> i64 {
+        events
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not recorded: {events:?}"))["fields"]["result"]
+            .as_i64()
+            .unwrap()
+    };
+    for call in [
+        "hipGetDeviceCount",
+        "hipMalloc",
+        "hipMemcpy",
+        "hipDeviceSynchronize",
+    ] {
+        let printed = code_of(call);
+        assert_ne!(printed, 0, "{call}");
+        assert_eq!(result(call), printed, "{call}");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(pid_dirs(&arch)[0].join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["api"], "hip");
+    assert_eq!(manifest["complete"], true);
+    let recorded_runtime = manifest["metadata"]["runtime"].as_str().unwrap();
+    assert_eq!(
+        Path::new(recorded_runtime),
+        std::fs::canonicalize(&runtime).unwrap()
+    );
+    // replay of that archive reissues nothing that failed, and the failures are no checks
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["kernels_launched"], 0, "{v}");
+}

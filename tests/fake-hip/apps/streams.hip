@@ -1,0 +1,120 @@
+// Streams and events ordering work between two streams, pinned host memory, async copies and
+// memsets, stream-ordered allocation, an entry point found with dlsym, and the virtual memory
+// API (reserve, create, map, set access, unmap, release, free).
+#include <dlfcn.h>
+
+#include "common.h"
+
+__global__ void scale(float *x, float s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= s;
+}
+
+__global__ void add_into(float *d, const float *s, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) d[i] += s[i];
+}
+
+int main() {
+  require_device();
+  const int n = 4096;
+  const size_t bytes = n * sizeof(float);
+  const dim3 grid(n / 256), block(256);
+
+  hipStream_t s1, s2;
+  CHECK(hipStreamCreateWithFlags(&s1, hipStreamNonBlocking));
+  CHECK(hipStreamCreateWithPriority(&s2, 0, 0));
+  hipEvent_t e0, e1, e2;
+  CHECK(hipEventCreate(&e0));
+  CHECK(hipEventCreateWithFlags(&e1, hipEventDisableTiming));
+  CHECK(hipEventCreate(&e2));
+
+  float *pinned;
+  CHECK(hipHostMalloc((void **)&pinned, bytes, 0));
+  for (int i = 0; i < n; i++) pinned[i] = (float)(i % 13) * 0.25f;
+  float *dx, *dy, *dz;
+  CHECK(hipMalloc(&dx, bytes));
+  CHECK(hipMalloc(&dy, bytes));
+
+  CHECK(hipMemcpyAsync(dx, pinned, bytes, hipMemcpyHostToDevice, s1));
+  float one_half = 1.5f;
+  int bits;
+  memcpy(&bits, &one_half, 4);
+  CHECK(hipMemsetD32Async(dy, bits, n, s2));
+  CHECK(hipEventRecord(e0, s1));
+  CHECK(hipStreamWaitEvent(s2, e0, 0));
+  scale<<<grid, block, 0, s1>>>(dx, 3.0f, n);
+  CHECK(hipEventRecord(e1, s1));
+  CHECK(hipStreamWaitEvent(s2, e1, 0));
+  add_into<<<grid, block, 0, s2>>>(dy, dx, n);
+  CHECK(hipEventRecord(e2, s2));
+  CHECK(hipMemcpyDtoHAsync(pinned, dy, bytes, s2));
+  CHECK(hipStreamSynchronize(s2));
+  show_f32("two_streams", pinned, n);
+  float ms = 0;
+  printf("%-14s %s\n", "elapsed", hipEventElapsedTime(&ms, e0, e2) == hipSuccess ? "ok" : "failed");
+
+  CHECK(hipMallocAsync((void **)&dz, bytes, s1));
+  CHECK(hipMemcpyDtoDAsync(dz, dy, bytes, s1));
+  scale<<<grid, block, 0, s1>>>(dz, -1.0f, n);
+  CHECK(hipMemcpyAsync(pinned, dz, bytes, hipMemcpyDeviceToHost, s1));
+  CHECK(hipFreeAsync(dz, s1));
+  CHECK(hipEventSynchronize(e1));
+  CHECK(hipStreamSynchronize(s1));
+  show_f32("stream_alloc", pinned, n);
+
+  // An entry point looked up the way plugin loaders do.
+  void *rt = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_NOLOAD);
+  typedef hipError_t (*memset_d8_t)(hipDeviceptr_t, unsigned char, size_t);
+  memset_d8_t memset_d8 = rt ? (memset_d8_t)dlsym(rt, "hipMemsetD8") : NULL;
+  CHECK(memset_d8 ? memset_d8((hipDeviceptr_t)dx, 0x3f, bytes) : hipErrorNotFound);
+  CHECK(hipMemsetD16((hipDeviceptr_t)dy, 0x4000, 2 * n));
+  CHECK(hipMemsetAsync(dy, 0, 64, 0));
+  CHECK(hipMemcpy(pinned, dx, bytes, hipMemcpyDeviceToHost));
+  show_f32("memset_d8", pinned, n);
+  CHECK(hipMemcpy(pinned, dy, bytes, hipMemcpyDeviceToHost));
+  show_f32("memset_d16", pinned, n);
+
+  // Virtual memory: two allocations mapped side by side in one reservation.
+  hipMemAllocationProp prop = {};
+  prop.type = hipMemAllocationTypePinned;
+  prop.location.type = hipMemLocationTypeDevice;
+  prop.location.id = 0;
+  size_t gran = 0;
+  CHECK(hipMemGetAllocationGranularity(&gran, &prop, hipMemAllocationGranularityMinimum));
+  const size_t chunk = (bytes + gran - 1) / gran * gran;
+  void *va = NULL;
+  CHECK(hipMemAddressReserve(&va, 2 * chunk, 0, NULL, 0));
+  hipMemGenericAllocationHandle_t h1, h2;
+  CHECK(hipMemCreate(&h1, chunk, &prop, 0));
+  CHECK(hipMemCreate(&h2, chunk, &prop, 0));
+  char *base = (char *)va;
+  CHECK(hipMemMap(base, chunk, 0, h1, 0));
+  CHECK(hipMemMap(base + chunk, chunk, 0, h2, 0));
+  hipMemAccessDesc access = {};
+  access.location = prop.location;
+  access.flags = hipMemAccessFlagsProtReadWrite;
+  CHECK(hipMemSetAccess(va, 2 * chunk, &access, 1));
+  for (int i = 0; i < n; i++) pinned[i] = (float)i;
+  CHECK(hipMemcpyHtoD((hipDeviceptr_t)base, pinned, bytes));
+  CHECK(hipMemcpyDtoD((hipDeviceptr_t)(base + chunk), (hipDeviceptr_t)base, bytes));
+  add_into<<<grid, block>>>((float *)(base + chunk), (const float *)base, n);
+  CHECK(hipMemcpyDtoH(pinned, (hipDeviceptr_t)(base + chunk), bytes));
+  show_f32("vmm", pinned, n);
+  CHECK(hipMemUnmap(base, chunk));
+  CHECK(hipMemUnmap(base + chunk, chunk));
+  CHECK(hipMemRelease(h1));
+  CHECK(hipMemRelease(h2));
+  CHECK(hipMemAddressFree(va, 2 * chunk));
+
+  CHECK(hipEventDestroy(e0));
+  CHECK(hipEventDestroy(e1));
+  CHECK(hipEventDestroy(e2));
+  CHECK(hipStreamDestroy(s1));
+  CHECK(hipStreamDestroy(s2));
+  CHECK(hipHostFree(pinned));
+  CHECK(hipFree(dx));
+  CHECK(hipFree(dy));
+  printf("streams done\n");
+  return 0;
+}
