@@ -323,9 +323,10 @@ fn bin() -> Command {
 }
 
 fn key_file() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hrr-pack-test-key-{}", std::process::id()));
+    // one key for the whole run (created by the first command), kept under target/
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hrr-pack-key");
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join("fingerprint.key")
+    dir.join(format!("fingerprint-{}.key", std::process::id()))
 }
 
 fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
