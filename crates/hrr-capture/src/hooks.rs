@@ -43,7 +43,8 @@ macro_rules! hooks {
         $(
             #[no_mangle]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-                if ordered_impl(stringify!($imp)) {
+                const ORDERED: bool = ordered_impl(stringify!($imp));
+                if ORDERED {
                     recorder::ordered(|| $imp(Hook::$name, $($arg),*))
                 } else {
                     $imp(Hook::$name, $($arg),*)

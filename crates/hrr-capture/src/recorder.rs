@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void, CStr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use hrr_archive::schema::PayloadBuilder;
@@ -26,6 +26,21 @@ const MODE_ON: u8 = 2;
 const MODE_STOPPED: u8 = 3;
 
 static MODE: AtomicU8 = AtomicU8::new(MODE_UNDECIDED);
+/// This process's id, kept current across `fork` by an atfork handler (no syscall per event).
+static PID: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // SAFETY: getpid is async-signal-safe and has no preconditions.
+    PID.store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
+}
+
+/// This process's id (cached; correct in fork children).
+pub fn current_pid() -> u32 {
+    match PID.load(Ordering::Relaxed) {
+        0 => std::process::id(),
+        pid => pid,
+    }
+}
 static OUTPUT: OnceLock<PathBuf> = OnceLock::new();
 static STATE: Mutex<Option<Recorder>> = Mutex::new(None);
 /// Passthrough symbols noted before the archive was opened.
@@ -93,6 +108,8 @@ pub struct Recorder {
     /// Function or kernel handle → what it is.
     pub kernels: HashMap<u64, KernelInfo>,
     layouts: HashMap<u64, Option<ParamLayout>>,
+    /// Payload buffer reused from event to event.
+    scratch: Vec<u8>,
     /// Streams currently in stream capture.
     pub capturing: HashSet<u64>,
     min_free: u64,
@@ -120,8 +137,12 @@ pub fn init_from_env() {
                     .unwrap_or(path)
             };
             let _ = OUTPUT.set(abs);
-            // SAFETY: registering a plain extern "C" function.
-            unsafe { libc::atexit(at_exit) };
+            PID.store(std::process::id(), Ordering::Relaxed);
+            // SAFETY: registering plain extern "C" functions.
+            unsafe {
+                libc::atexit(at_exit);
+                libc::pthread_atfork(None, None, Some(after_fork_in_child));
+            }
             MODE_ON
         }
         _ => MODE_OFF,
@@ -172,7 +193,7 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
 }
 
 fn open(state: &mut Option<Recorder>, api: Api) -> bool {
-    let pid = std::process::id();
+    let pid = current_pid();
     if let Some(rec) = state.as_mut() {
         if rec.pid == pid {
             if rec.api != api {
@@ -225,6 +246,7 @@ fn open(state: &mut Option<Recorder>, api: Api) -> bool {
                 modules: HashMap::new(),
                 kernels: HashMap::new(),
                 layouts: HashMap::new(),
+                scratch: Vec::with_capacity(256),
                 capturing: HashSet::new(),
                 min_free,
             });
@@ -277,9 +299,11 @@ pub fn record_api(api: Api, id: u16, fill: impl FnOnce(&mut Recorder, &mut Paylo
         return;
     }
     let rec = state.as_mut().expect("opened");
-    let mut p = PayloadBuilder::new();
+    let mut p = PayloadBuilder::with_buffer(std::mem::take(&mut rec.scratch));
     fill(rec, &mut p);
-    if let Err(e) = rec.writer.events().append(id, thread_id(), p.as_bytes()) {
+    let result = rec.writer.events().append(id, thread_id(), p.as_bytes());
+    rec.scratch = p.into_bytes();
+    if let Err(e) = result {
         stop(&mut state, &format!("cannot write events.bin: {e}"));
     }
 }
@@ -384,7 +408,7 @@ pub fn note_passthrough(name: &CStr) {
     let name = name.to_string_lossy().into_owned();
     let mut state = lock();
     match state.as_mut() {
-        Some(rec) if rec.pid == std::process::id() => {
+        Some(rec) if rec.pid == current_pid() => {
             *rec.writer
                 .manifest_mut()
                 .passthrough_calls
@@ -494,7 +518,7 @@ extern "C" fn at_exit() {
 pub fn finish() {
     let mut state = lock();
     if let Some(rec) = state.take() {
-        if rec.pid == std::process::id() {
+        if rec.pid == current_pid() {
             if let Err(e) = rec.writer.finish() {
                 notice(&format!("could not finish the archive: {e}"));
             }
@@ -512,7 +536,7 @@ pub fn finish() {
 pub fn emergency_flush() {
     if let Ok(mut state) = STATE.try_lock() {
         if let Some(rec) = state.as_mut() {
-            if rec.pid == std::process::id() {
+            if rec.pid == current_pid() {
                 let _ = rec.writer.checkpoint_manifest();
             }
         }

@@ -286,7 +286,7 @@ pub fn note_variable(fatbin: u64, host_var: u64, name: &str) {
 /// The fat binary `handle`'s code object, writing its registration event (and the code object)
 /// into this process's archive the first time.
 fn ensure_fat_binary(st: &mut State, handle: u64) -> Option<ObjectId> {
-    let pid = std::process::id();
+    let pid = recorder::current_pid();
     let fb = st.fatbins.get_mut(&handle)?;
     if fb.written_in != pid {
         fb.written_in = pid;
@@ -326,7 +326,7 @@ pub fn kernel_of_host_function(f: u64) -> Option<KernelRef> {
         (hf.name.clone(), hf.fatbin, hf.written_in)
     };
     let code = ensure_fat_binary(&mut st, fatbin);
-    let pid = std::process::id();
+    let pid = recorder::current_pid();
     if written_in != pid {
         if let Some(hf) = st.host_functions.get_mut(&f) {
             hf.written_in = pid;
