@@ -176,49 +176,56 @@ hooks! {
 /// Calls that create or destroy allocations and handles: run under [`recorder::ordered`] so
 /// their recorded order is the driver's. (Blocking calls stay out: a wait must never hold it.)
 const fn ordered_impl(imp: &str) -> bool {
-    const ORDERED: &[&str] = &[
-        "primary_ctx_retain",
-        "ctx_create",
-        "ctx_only",
-        "mem_alloc",
-        "mem_alloc_pitch",
-        "mem_alloc_managed",
-        "mem_free",
-        "mem_alloc_async",
-        "mem_alloc_from_pool_async",
-        "mem_free_async",
-        "mem_host_alloc",
-        "mem_alloc_host",
-        "host_ptr_only",
-        "mem_address_reserve",
-        "mem_range",
-        "mem_create",
-        "mem_release",
-        "mem_map",
-        "module_load",
-        "module_load_data",
-        "module_load_data_ex",
-        "module_only",
-        "module_get_function",
-        "module_get_global",
-        "library_load_data",
-        "library_load_from_file",
-        "library_only",
-        "library_get_kernel",
-        "library_get_module",
-        "library_get_global",
-        "kernel_get_function",
-        "stream_create",
-        "stream_create_with_priority",
-        "stream_only",
-        "event_create",
-        "event_destroy",
-        "graph_instantiate",
-        "graph_only",
-    ];
+    contains(ORDERED, imp)
+}
+
+/// CUDA implementations run under the ordering lock.
+const ORDERED: &[&str] = &[
+    "primary_ctx_retain",
+    "ctx_create",
+    "ctx_only",
+    "mem_alloc",
+    "mem_alloc_pitch",
+    "mem_alloc_managed",
+    "mem_free",
+    "mem_alloc_async",
+    "mem_alloc_from_pool_async",
+    "mem_free_async",
+    "mem_host_alloc",
+    "mem_alloc_host",
+    "host_ptr_only",
+    "mem_address_reserve",
+    "mem_range",
+    "mem_create",
+    "mem_release",
+    "mem_map",
+    "module_load",
+    "module_load_data",
+    "module_load_data_ex",
+    "module_only",
+    "module_get_function",
+    "module_get_global",
+    "library_load_data",
+    "library_load_from_file",
+    "library_only",
+    "library_get_kernel",
+    "library_get_module",
+    "library_get_global",
+    "kernel_get_function",
+    "stream_create",
+    "stream_create_with_priority",
+    "stream_only",
+    "event_create",
+    "event_destroy",
+    "graph_instantiate",
+    "graph_only",
+];
+
+/// Is `s` in `list`? (const, so the wrappers decide at compile time.)
+pub const fn contains(list: &[&str], s: &str) -> bool {
     let mut i = 0;
-    while i < ORDERED.len() {
-        if const_eq(ORDERED[i], imp) {
+    while i < list.len() {
+        if const_eq(list[i], s) {
             return true;
         }
         i += 1;

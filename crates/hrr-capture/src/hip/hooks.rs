@@ -27,6 +27,37 @@ pub type Handle = *mut c_void;
 /// A device or host pointer.
 pub type Ptr = *mut c_void;
 
+/// HIP implementations that create or destroy allocations and handles: run and recorded under
+/// the capture's ordering lock, so a reused address or handle value replays right across threads
+/// (see `crate::hooks`). Blocking calls are left out.
+const ORDERED_IMPLS: &[&str] = &[
+    "malloc",
+    "malloc_flags",
+    "malloc_managed",
+    "malloc_async",
+    "malloc_pitch",
+    "free",
+    "free_async",
+    "host_malloc",
+    "host_ptr_only",
+    "mem_address_reserve",
+    "mem_range",
+    "mem_create",
+    "mem_release",
+    "mem_map",
+    "module_load",
+    "module_load_data",
+    "module_load_data_ex",
+    "module_unload",
+    "module_get_function",
+    "stream_create",
+    "stream_create_with_flags",
+    "stream_create_with_priority",
+    "stream_only",
+    "event_create",
+    "event_create_with_flags",
+];
+
 /// Table of hooked entry points, generated with their exported wrappers.
 macro_rules! hip_hooks {
     ($( $name:ident => $imp:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty; )*) => {
@@ -54,8 +85,13 @@ macro_rules! hip_hooks {
             #[no_mangle]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 let outer = DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
+                const ORDERED: bool = crate::hooks::contains(ORDERED_IMPLS, stringify!($imp));
                 let r = if outer && recorder::active() {
-                    $imp(Hook::$name, $($arg),*)
+                    if ORDERED {
+                        recorder::ordered(|| $imp(Hook::$name, $($arg),*))
+                    } else {
+                        $imp(Hook::$name, $($arg),*)
+                    }
                 } else {
                     // Capture off, or the runtime calling its own export: only forward.
                     let p = real_ptr(Hook::$name as usize);
