@@ -46,6 +46,16 @@ typedef struct fc_kernel *CUkernel;
 typedef struct fc_stream *CUstream;
 typedef struct fc_event *CUevent;
 typedef void (*CUhostFn)(void *userData);
+typedef struct fc_graph *CUgraph;
+typedef struct fc_gexec *CUgraphExec;
+typedef struct fc_node_opaque *CUgraphNode;
+
+typedef struct {
+  cuuint64_t flags;
+  CUstream hUploadStream;
+  CUgraphNode hErrNode_out;
+  int result_out; /* CUgraphInstantiateResult */
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
 
 typedef struct { char bytes[16]; } CUuuid;
 
@@ -110,12 +120,14 @@ _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
 #define E_INVALID_CONTEXT 201
 #define E_FILE_NOT_FOUND 301
 #define E_INVALID_HANDLE 400
+#define E_ILLEGAL_STATE 401
 #define E_NOT_FOUND 500
 #define E_ILLEGAL_ADDRESS 700
 #define E_CONTEXT_IS_DESTROYED 709
 #define E_HOST_MEMORY_ALREADY_REGISTERED 712
 #define E_HOST_MEMORY_NOT_REGISTERED 713
 #define E_LAUNCH_FAILED 719
+#define E_STREAM_CAPTURE_UNSUPPORTED 900
 
 #define FC_DRIVER_VERSION 13000
 #define FC_GRAN ((size_t)2 << 20)       /* VMM granularity and big-allocation alignment */
@@ -163,7 +175,7 @@ static void *xgrow(void *arr, size_t *cap, size_t elt) {
 
 /* ---- handle registry: every live handle we gave out, with its type ---- */
 
-enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM };
+enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC };
 
 struct objent { const void *p; int type; };
 static struct objent *g_obj;
@@ -493,7 +505,9 @@ static const struct { int code; const char *name, *text; } k_errors[] = {
   {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
   {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
   {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+  {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
   {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+  {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
   {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
   {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
@@ -730,7 +744,65 @@ struct fc_stream {
   struct fc_ctx *ctx;
   unsigned flags;
   int prio;
+  struct fc_graph *cap; /* the graph being captured into, or NULL */
+  int cap_mode;         /* CUstreamCaptureMode: 0 GLOBAL, 1 THREAD_LOCAL, 2 RELAXED */
 };
+
+/* ---- graphs: a captured stream appends nodes instead of running them ---- */
+
+enum { N_KERNEL = 1, N_MEMSET, N_COPY };
+struct fc_func;
+struct fc_node {
+  int kind;
+  struct fc_func *f;              /* kernel */
+  unsigned long long threads;     /* kernel */
+  unsigned char *pb;              /* kernel: FC_PARAM_BUF bytes of arguments */
+  uintptr_t dst, src;             /* copy; memset uses dst */
+  int dst_dev, src_dev;           /* copy: as copy_checked */
+  size_t n;                       /* copy bytes, memset elements */
+  unsigned v;                     /* memset */
+  int width;                      /* memset */
+};
+struct fc_graph {
+  struct fc_node *nodes;
+  size_t n, cap;
+};
+struct fc_gexec {
+  struct fc_node *nodes;
+  size_t n;
+};
+/* Captures in GLOBAL or THREAD_LOCAL mode now running (both treated as GLOBAL):
+ * while any runs, "potentially unsafe" calls (cuMemAlloc, VMM mapping, copies
+ * and memsets on the legacy stream) fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+ * as with the real driver.  RELAXED captures forbid nothing. */
+static int g_strict_captures;
+#define NO_STRICT_CAPTURE() do { if (g_strict_captures) return E_STREAM_CAPTURE_UNSUPPORTED; } while (0)
+
+static struct fc_graph *stream_graph(CUstream s) {
+  return ((uintptr_t)s > 2 && obj_is(s, T_STREAM)) ? s->cap : NULL;
+}
+static struct fc_node *graph_add(struct fc_graph *g) {
+  GROW(g->nodes, g->n, g->cap);
+  struct fc_node *nd = &g->nodes[g->n++];
+  memset(nd, 0, sizeof *nd);
+  return nd;
+}
+static void nodes_free(struct fc_node *nodes, size_t n) {
+  for (size_t i = 0; i < n; i++) free(nodes[i].pb);
+  free(nodes);
+}
+/* Deep copy of nodes[0..n) appended to g. */
+static void graph_append(struct fc_graph *g, const struct fc_node *nodes, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    struct fc_node *nd = graph_add(g);
+    *nd = nodes[i];
+    if (nodes[i].pb) {
+      nd->pb = malloc(FC_PARAM_BUF);
+      if (!nd->pb) abort();
+      memcpy(nd->pb, nodes[i].pb, FC_PARAM_BUF);
+    }
+  }
+}
 struct fc_event {
   unsigned flags;
   int recorded;
@@ -757,6 +829,11 @@ static CUresult i_stream_create(CUstream *ps, unsigned flags, int prio) {
 }
 static CUresult i_stream_destroy(CUstream s) {
   if (!obj_is(s, T_STREAM)) return E_INVALID_HANDLE;
+  if (s->cap) {
+    if (s->cap_mode != 2) g_strict_captures--;
+    nodes_free(s->cap->nodes, s->cap->n);
+    free(s->cap);
+  }
   obj_del(s);
   free(s);
   return E_SUCCESS;
@@ -764,7 +841,9 @@ static CUresult i_stream_destroy(CUstream s) {
 static CUresult i_stream_sync(CUstream s) {
   struct fc_ctx *c;
   NEED_CTX(c);
-  return chk_stream(s);
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  return stream_graph(s) ? E_STREAM_CAPTURE_UNSUPPORTED : E_SUCCESS;
 }
 static CUresult i_stream_wait_event(CUstream s, CUevent ev, unsigned flags) {
   struct fc_ctx *c;
@@ -781,7 +860,32 @@ static CUresult i_stream_is_capturing(CUstream s, int *status) {
   NEED_CTX(c);
   CUresult e = chk_stream(s);
   if (e) return e;
-  *status = 0; /* CU_STREAM_CAPTURE_STATUS_NONE */
+  *status = stream_graph(s) ? 1 : 0; /* CU_STREAM_CAPTURE_STATUS_ACTIVE / _NONE */
+  return E_SUCCESS;
+}
+static CUresult i_begin_capture(CUstream s, int mode) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (mode < 0 || mode > 2) return E_INVALID_VALUE;
+  if ((uintptr_t)s <= 2) return E_STREAM_CAPTURE_UNSUPPORTED; /* the NULL/legacy stream cannot capture */
+  if (!obj_is(s, T_STREAM)) return E_INVALID_HANDLE;
+  if (s->cap) return E_ILLEGAL_STATE;
+  s->cap = calloc(1, sizeof *s->cap);
+  if (!s->cap) return E_OUT_OF_MEMORY;
+  s->cap_mode = mode;
+  if (mode != 2) g_strict_captures++;
+  return E_SUCCESS;
+}
+static CUresult i_end_capture(CUstream s, CUgraph *pg) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!pg) return E_INVALID_VALUE;
+  if ((uintptr_t)s <= 2 || !obj_is(s, T_STREAM)) return E_INVALID_HANDLE;
+  if (!s->cap) return E_ILLEGAL_STATE;
+  if (s->cap_mode != 2) g_strict_captures--;
+  obj_add(s->cap, T_GRAPH);
+  *pg = s->cap;
+  s->cap = NULL;
   return E_SUCCESS;
 }
 
@@ -837,6 +941,7 @@ static CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int asyn
     if (e) return e;
   }
   if (size == 0) return E_INVALID_VALUE;
+  if (!async) NO_STRICT_CAPTURE();
   if (size > g_total || g_used + size > g_total) return E_OUT_OF_MEMORY;
   size_t charged = 0;
   uintptr_t p = dev_alloc(&g_dev, size, &charged);
@@ -1010,17 +1115,8 @@ static CUresult i_ptr_get_attrs(unsigned n, int *attrs, void **data, CUdeviceptr
 
 /* ---- copies and memsets ---- */
 
-static CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n,
-                             CUstream s, int check_stream) {
-  struct fc_ctx *c;
-  NEED_CTX(c);
-  if (check_stream) {
-    CUresult e = chk_stream(s);
-    if (e) return e;
-  }
-  if (n == 0) return E_SUCCESS;
-  if (!dst || !src) return E_INVALID_VALUE;
-  /* dst_dev/src_dev: 1 = must be device-accessible, 0 = host, -1 = either (UVA) */
+/* dst_dev/src_dev: 1 = must be device-accessible, 0 = host, -1 = either (UVA) */
+static CUresult copy_run(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n) {
   if (dst_dev == 1 || (dst_dev < 0 && (region_find(dst) >= 0 || in_device_va(dst))))
     if (!range_ok(dst, n, 2)) return E_INVALID_VALUE;
   if (src_dev == 1 || (src_dev < 0 && (region_find(src) >= 0 || in_device_va(src))))
@@ -1028,21 +1124,37 @@ static CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_
   memmove((void *)dst, (const void *)src, n);
   return E_SUCCESS;
 }
-#define H2D(d, s, n, st, chk) copy_checked((uintptr_t)(d), 1, (uintptr_t)(s), 0, (n), (st), (chk))
-#define D2H(d, s, n, st, chk) copy_checked((uintptr_t)(d), 0, (uintptr_t)(s), 1, (n), (st), (chk))
-#define D2D(d, s, n, st, chk) copy_checked((uintptr_t)(d), 1, (uintptr_t)(s), 1, (n), (st), (chk))
-#define UVA(d, s, n, st, chk) copy_checked((uintptr_t)(d), -1, (uintptr_t)(s), -1, (n), (st), (chk))
-
-static CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, CUstream s, int check_stream) {
+static CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n,
+                             CUstream s, int check_stream) {
   struct fc_ctx *c;
   NEED_CTX(c);
   if (check_stream) {
     CUresult e = chk_stream(s);
     if (e) return e;
+  } else {
+    NO_STRICT_CAPTURE();
   }
   if (n == 0) return E_SUCCESS;
-  if (d % (unsigned)width) return E_INVALID_VALUE;
-  if (n > SIZE_MAX / (size_t)width) return E_INVALID_VALUE;
+  if (!dst || !src) return E_INVALID_VALUE;
+  struct fc_graph *g = check_stream ? stream_graph(s) : NULL;
+  if (g) { /* captured: the source is read when the graph runs, as with the real driver */
+    struct fc_node *nd = graph_add(g);
+    nd->kind = N_COPY;
+    nd->dst = dst;
+    nd->dst_dev = dst_dev;
+    nd->src = src;
+    nd->src_dev = src_dev;
+    nd->n = n;
+    return E_SUCCESS;
+  }
+  return copy_run(dst, dst_dev, src, src_dev, n);
+}
+#define H2D(d, s, n, st, chk) copy_checked((uintptr_t)(d), 1, (uintptr_t)(s), 0, (n), (st), (chk))
+#define D2H(d, s, n, st, chk) copy_checked((uintptr_t)(d), 0, (uintptr_t)(s), 1, (n), (st), (chk))
+#define D2D(d, s, n, st, chk) copy_checked((uintptr_t)(d), 1, (uintptr_t)(s), 1, (n), (st), (chk))
+#define UVA(d, s, n, st, chk) copy_checked((uintptr_t)(d), -1, (uintptr_t)(s), -1, (n), (st), (chk))
+
+static CUresult memset_run(CUdeviceptr d, unsigned v, size_t n, int width) {
   if (!range_ok(d, n * (size_t)width, 2)) return E_INVALID_VALUE;
   if (width == 1) {
     memset((void *)(uintptr_t)d, (int)(v & 0xff), n);
@@ -1054,6 +1166,30 @@ static CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, C
     for (size_t i = 0; i < n; i++) p[i] = v;
   }
   return E_SUCCESS;
+}
+static CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, CUstream s, int check_stream) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (check_stream) {
+    CUresult e = chk_stream(s);
+    if (e) return e;
+  } else {
+    NO_STRICT_CAPTURE();
+  }
+  if (n == 0) return E_SUCCESS;
+  if (d % (unsigned)width) return E_INVALID_VALUE;
+  if (n > SIZE_MAX / (size_t)width) return E_INVALID_VALUE;
+  struct fc_graph *g = check_stream ? stream_graph(s) : NULL;
+  if (g) {
+    struct fc_node *nd = graph_add(g);
+    nd->kind = N_MEMSET;
+    nd->dst = d;
+    nd->v = v;
+    nd->n = n;
+    nd->width = width;
+    return E_SUCCESS;
+  }
+  return memset_run(d, v, n, width);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1077,6 +1213,7 @@ static CUresult i_mem_reserve(CUdeviceptr *ptr, size_t size, size_t align, CUdev
                               unsigned long long flags) {
   if (!ptr || size == 0 || size % FC_GRAN || flags != 0) return E_INVALID_VALUE;
   if (align & (align - 1)) return E_INVALID_VALUE;
+  NO_STRICT_CAPTURE();
   if (align < FC_GRAN) align = FC_GRAN;
   uintptr_t got = 0, end;
   if (addr && addr % 4096 == 0 && addr + size > addr && addr + size <= FC_VA_LIMIT &&
@@ -1121,6 +1258,7 @@ static CUresult i_mem_create(CUmemGenericAllocationHandle *h, size_t size, const
   CUresult e = chk_prop(prop);
   if (e) return e;
   if (size == 0 || size % FC_GRAN) return E_INVALID_VALUE;
+  NO_STRICT_CAPTURE();
   if (size > g_total || g_used + size > g_total) return E_OUT_OF_MEMORY;
   int fd = memfd_create("hrr-fake-cuda-vmm", MFD_CLOEXEC);
   if (fd < 0) return E_OUT_OF_MEMORY;
@@ -1150,6 +1288,7 @@ static CUresult i_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGene
   struct fc_vmem *vm = vmem_get(h);
   if (flags != 0 || !vm || vm->released) return E_INVALID_VALUE;
   if (size == 0 || size % FC_GRAN || offset % FC_GRAN || ptr % FC_GRAN) return E_INVALID_VALUE;
+  NO_STRICT_CAPTURE();
   if (offset > vm->size || size > vm->size - offset) return E_INVALID_VALUE;
   if (resv_containing(ptr, size) < 0) return E_INVALID_VALUE;
   for (size_t i = 0; i < g_nreg; i++)
@@ -1756,6 +1895,17 @@ static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, uns
   } else if (f->np) {
     return E_INVALID_VALUE;
   }
+  struct fc_graph *g = stream_graph(s);
+  if (g) { /* captured: arguments are copied now, the kernel runs when the graph does */
+    struct fc_node *nd = graph_add(g);
+    nd->kind = N_KERNEL;
+    nd->f = f;
+    nd->threads = (unsigned long long)gx * bx;
+    nd->pb = malloc(FC_PARAM_BUF);
+    if (!nd->pb) abort();
+    memcpy(nd->pb, pb, FC_PARAM_BUF);
+    return E_SUCCESS;
+  }
   return run_kernel(f, pb, (unsigned long long)gx * bx);
 }
 
@@ -1772,6 +1922,77 @@ static CUresult launch_ex(const CUlaunchConfig *cfg, const void *h, void **param
   }
   return launch(h, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,
                 cfg->sharedMemBytes, cfg->hStream, params, extra);
+}
+
+static CUresult i_graph_create(CUgraph *pg, unsigned flags) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!pg || flags) return E_INVALID_VALUE;
+  struct fc_graph *g = calloc(1, sizeof *g);
+  if (!g) return E_OUT_OF_MEMORY;
+  obj_add(g, T_GRAPH);
+  *pg = g;
+  return E_SUCCESS;
+}
+static CUresult i_graph_instantiate(CUgraphExec *pe, CUgraph g, cuuint64_t flags) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!pe || flags > 0xf) return E_INVALID_VALUE;
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  struct fc_gexec *x = calloc(1, sizeof *x);
+  if (!x) return E_OUT_OF_MEMORY;
+  struct fc_graph tmp = {NULL, 0, 0};
+  graph_append(&tmp, g->nodes, g->n);
+  x->nodes = tmp.nodes;
+  x->n = tmp.n;
+  obj_add(x, T_GEXEC);
+  *pe = x;
+  return E_SUCCESS;
+}
+static CUresult i_graph_instantiate_params(CUgraphExec *pe, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
+  if (!p) return E_INVALID_VALUE;
+  if ((p->flags & 2) && chk_stream(p->hUploadStream)) return E_INVALID_HANDLE; /* UPLOAD */
+  CUresult e = i_graph_instantiate(pe, g, p->flags);
+  p->hErrNode_out = NULL;
+  p->result_out = e ? 1 : 0; /* CUDA_GRAPH_INSTANTIATE_ERROR / _SUCCESS */
+  return e;
+}
+static CUresult i_graph_launch(CUgraphExec x, CUstream s) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!obj_is(x, T_GEXEC)) return E_INVALID_HANDLE;
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  struct fc_graph *g = stream_graph(s);
+  if (g) { /* launched into a capture: becomes part of that graph */
+    graph_append(g, x->nodes, x->n);
+    return E_SUCCESS;
+  }
+  for (size_t i = 0; i < x->n; i++) {
+    const struct fc_node *nd = &x->nodes[i];
+    switch (nd->kind) {
+    case N_KERNEL: e = run_kernel(nd->f, nd->pb, nd->threads); break;
+    case N_MEMSET: e = memset_run(nd->dst, nd->v, nd->n, nd->width); break;
+    case N_COPY: e = copy_run(nd->dst, nd->dst_dev, nd->src, nd->src_dev, nd->n); break;
+    default: e = E_LAUNCH_FAILED;
+    }
+    if (e) return e;
+  }
+  return E_SUCCESS;
+}
+static CUresult i_graph_destroy(CUgraph g) {
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  obj_del(g);
+  nodes_free(g->nodes, g->n);
+  free(g);
+  return E_SUCCESS;
+}
+static CUresult i_graph_exec_destroy(CUgraphExec x) {
+  if (!obj_is(x, T_GEXEC)) return E_INVALID_HANDLE;
+  obj_del(x);
+  nodes_free(x->nodes, x->n);
+  free(x);
+  return E_SUCCESS;
 }
 
 static CUresult hostfn_check(CUstream s, CUhostFn fn) {
@@ -1932,6 +2153,24 @@ DEF(cuEventQuery, (CUevent e), i_event_query(e))
 DEF(cuEventElapsedTime, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms, a, b))
 DEF(cuEventElapsedTime_v2, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms, a, b))
 DEF(cuEventDestroy_v2, (CUevent e), i_event_destroy(e))
+
+/* stream capture and graphs */
+DEF(cuStreamBeginCapture_v2, (CUstream s, int mode), i_begin_capture(s, mode))
+DEF(cuStreamBeginCapture_v2_ptsz, (CUstream s, int mode), i_begin_capture(s, mode))
+DEF(cuStreamEndCapture, (CUstream s, CUgraph *g), i_end_capture(s, g))
+DEF(cuStreamEndCapture_ptsz, (CUstream s, CUgraph *g), i_end_capture(s, g))
+DEF(cuGraphCreate, (CUgraph *g, unsigned flags), i_graph_create(g, flags))
+DEF(cuGraphInstantiate_v2, (CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log, size_t logsz),
+    ((void)log, (void)logsz, (err ? (void)(*err = NULL) : (void)0), i_graph_instantiate(x, g, 0)))
+DEF(cuGraphInstantiateWithFlags, (CUgraphExec *x, CUgraph g, unsigned long long flags), i_graph_instantiate(x, g, flags))
+DEF(cuGraphInstantiateWithParams, (CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p),
+    i_graph_instantiate_params(x, g, p))
+DEF(cuGraphInstantiateWithParams_ptsz, (CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p),
+    i_graph_instantiate_params(x, g, p))
+DEF(cuGraphLaunch, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
+DEF(cuGraphLaunch_ptsz, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
+DEF(cuGraphDestroy, (CUgraph g), i_graph_destroy(g))
+DEF(cuGraphExecDestroy, (CUgraphExec x), i_graph_exec_destroy(x))
 
 /* modules and libraries */
 DEF(cuModuleLoad, (CUmodule *pm, const char *path), i_module_load(pm, path))
@@ -2132,6 +2371,16 @@ static const struct pa_ent k_procs[] = {
   PT("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz)
   PT("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz)
   PT("cuLaunchHostFunc", 10000, cuLaunchHostFunc, cuLaunchHostFunc_ptsz)
+  PT("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz)
+  PT("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz)
+  P("cuGraphCreate", 10000, cuGraphCreate)
+  P("cuGraphInstantiate", 11000, cuGraphInstantiate_v2)
+  P("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags)
+  P("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags)
+  PT("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz)
+  PT("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz)
+  P("cuGraphDestroy", 10000, cuGraphDestroy)
+  P("cuGraphExecDestroy", 10000, cuGraphExecDestroy)
 };
 
 static CUresult i_get_proc_address(const char *sym, void **pfn, int ver, cuuint64_t flags, int *status) {

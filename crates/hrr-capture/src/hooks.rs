@@ -171,6 +171,9 @@ hooks! {
     cuGraphExecDestroy => graph_only(g: Handle);
     cuLaunchHostFunc => launch_host_func(s: Handle, func: *mut c_void, data: *mut c_void);
     cuLaunchHostFunc_ptsz => launch_host_func(s: Handle, func: *mut c_void, data: *mut c_void);
+    cuGraphInstantiate_v2 => graph_instantiate_v2(exec: *mut Handle, g: Handle, err_node: *mut Handle, log: *mut c_char, log_size: usize);
+    cuGraphInstantiateWithParams => graph_instantiate_params(exec: *mut Handle, g: Handle, params: *mut GraphInstantiateParams);
+    cuGraphInstantiateWithParams_ptsz => graph_instantiate_params(exec: *mut Handle, g: Handle, params: *mut GraphInstantiateParams);
 }
 
 /// Calls that create or destroy allocations and handles: run under [`recorder::ordered`] so
@@ -218,6 +221,8 @@ const ORDERED: &[&str] = &[
     "event_create",
     "event_destroy",
     "graph_instantiate",
+    "graph_instantiate_v2",
+    "graph_instantiate_params",
     "graph_only",
 ];
 
@@ -576,9 +581,18 @@ fn fields(imp: &str) -> (CallClass, &'static [(&'static str, FieldType)]) {
         "event_only" | "event_destroy" => (CallClass::Other, &[("event", Handle)]),
         "stream_begin_capture" => (CallClass::Other, &[("stream", Handle), ("mode", I32)]),
         "stream_end_capture" => (CallClass::Other, &[("stream", Handle), ("graph", Handle)]),
-        "graph_instantiate" => (
+        "graph_instantiate" | "graph_instantiate_v2" => (
             CallClass::Other,
             &[("exec", Handle), ("graph", Handle), ("flags", U64)],
+        ),
+        "graph_instantiate_params" => (
+            CallClass::Other,
+            &[
+                ("exec", Handle),
+                ("graph", Handle),
+                ("flags", U64),
+                ("upload_stream", Handle),
+            ],
         ),
         "graph_launch" => (
             CallClass::GraphLaunch,
@@ -1036,8 +1050,29 @@ unsafe fn memcpy_dtoh(h: Hook, dst: *mut c_void, src: u64, n: usize) -> CUresult
     r
 }
 
+/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
+const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CUresult = 900;
+
+/// Is `stream` capturing into a graph (asked of the driver, so streams that joined a capture
+/// through an event count too)?
+unsafe fn stream_is_capturing(h: Hook, stream: Handle) -> bool {
+    let p = ffi::driver_symbol(c"cuStreamIsCapturing");
+    if p.is_null() {
+        return false;
+    }
+    let f =
+        std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Handle, *mut c_int) -> CUresult>(p);
+    let mut status: c_int = 0;
+    f(effective_stream(h, stream), &mut status) == 0 && status != 0
+}
+
 /// Wait for `stream` so an async D2H result can be read (the recorder's own call, unrecorded).
+/// A capturing stream is never waited for (the driver would refuse and invalidate the capture):
+/// a copy issued there only becomes a graph node, so there is no result to store yet.
 unsafe fn sync_stream(h: Hook, stream: Handle) -> CUresult {
+    if stream_is_capturing(h, stream) {
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     let i = find(b"cuStreamSynchronize").expect("hooked");
     let p = real_ptr(i);
     if p.is_null() {
@@ -1858,7 +1893,15 @@ unsafe fn event_destroy(h: Hook, e: Handle) -> CUresult {
     event_only(h, e)
 }
 
-const GRAPHS_UNREPLAYED: &str = "CUDA graphs and stream capture are recorded but not replayed yet";
+/// Why a graph that no recorded stream capture produced cannot be replayed.
+const GRAPH_NOT_CAPTURED: &str = "graph was not built by a recorded stream capture (explicit graph construction, cuGraphAdd*Node, is not recorded); replay skips it";
+
+/// Note an instantiation of a graph that replay cannot rebuild.
+fn note_graph_source(rc: &mut Recorder, call: &str, g: Handle) {
+    if !rc.captured_graphs.contains(&(g as u64)) {
+        note_unreplayable(rc, call, GRAPH_NOT_CAPTURED);
+    }
+}
 
 unsafe fn stream_begin_capture(h: Hook, s: Handle, mode: c_int) -> CUresult {
     let r = real!(h, fn(Handle, c_int))(s, mode);
@@ -1866,7 +1909,6 @@ unsafe fn stream_begin_capture(h: Hook, s: Handle, mode: c_int) -> CUresult {
         if r == 0 {
             rc.capturing.insert(s as u64);
         }
-        note_unreplayable(rc, "cuStreamBeginCapture_v2", GRAPHS_UNREPLAYED);
         p.u64(s as u64).i32(mode);
     });
     r
@@ -1876,6 +1918,9 @@ unsafe fn stream_end_capture(h: Hook, s: Handle, g: *mut Handle) -> CUresult {
     let r = real!(h, fn(Handle, *mut Handle))(s, g);
     rec(h, r, |rc, p| {
         rc.capturing.remove(&(s as u64));
+        if r == 0 {
+            rc.captured_graphs.insert(out_handle(g));
+        }
         p.u64(s as u64).u64(out_handle(g));
     });
     r
@@ -1883,16 +1928,69 @@ unsafe fn stream_end_capture(h: Hook, s: Handle, g: *mut Handle) -> CUresult {
 
 unsafe fn graph_instantiate(h: Hook, exec: *mut Handle, g: Handle, flags: u64) -> CUresult {
     let r = real!(h, fn(*mut Handle, Handle, u64))(exec, g, flags);
-    rec(h, r, |_, p| {
+    rec(h, r, |rc, p| {
+        if r == 0 {
+            note_graph_source(rc, "cuGraphInstantiateWithFlags", g);
+        }
         p.u64(out_handle(exec)).u64(g as u64).u64(flags);
+    });
+    r
+}
+
+/// CUDA 11's `cuGraphInstantiate` (error node and log buffer; no flags).
+unsafe fn graph_instantiate_v2(
+    h: Hook,
+    exec: *mut Handle,
+    g: Handle,
+    err_node: *mut Handle,
+    log: *mut c_char,
+    log_size: usize,
+) -> CUresult {
+    let r = real!(h, fn(*mut Handle, Handle, *mut Handle, *mut c_char, usize))(
+        exec, g, err_node, log, log_size,
+    );
+    rec(h, r, |rc, p| {
+        if r == 0 {
+            note_graph_source(rc, "cuGraphInstantiate_v2", g);
+        }
+        p.u64(out_handle(exec)).u64(g as u64).u64(0);
+    });
+    r
+}
+
+/// `CUDA_GRAPH_INSTANTIATE_PARAMS`.
+#[repr(C)]
+pub struct GraphInstantiateParams {
+    flags: u64,
+    upload_stream: Handle,
+    err_node_out: Handle,
+    result_out: c_int,
+}
+
+unsafe fn graph_instantiate_params(
+    h: Hook,
+    exec: *mut Handle,
+    g: Handle,
+    params: *mut GraphInstantiateParams,
+) -> CUresult {
+    let r = real!(h, fn(*mut Handle, Handle, *mut GraphInstantiateParams))(exec, g, params);
+    rec(h, r, |rc, p| {
+        if r == 0 {
+            note_graph_source(rc, "cuGraphInstantiateWithParams", g);
+        }
+        let (flags, upload) = if params.is_null() {
+            (0, 0)
+        } else {
+            ((*params).flags, (*params).upload_stream as u64)
+        };
+        p.u64(out_handle(exec)).u64(g as u64).u64(flags).u64(upload);
     });
     r
 }
 
 unsafe fn graph_launch(h: Hook, exec: Handle, s: Handle) -> CUresult {
     let r = real!(h, fn(Handle, Handle))(exec, s);
-    rec(h, r, |rc, p| {
-        note_unreplayable(rc, "cuGraphLaunch", GRAPHS_UNREPLAYED);
+    rec(h, r, |_, p| {
         p.u64(exec as u64).u64(s as u64);
     });
     r

@@ -112,6 +112,8 @@ pub struct Recorder {
     scratch: Vec<u8>,
     /// Streams currently in stream capture.
     pub capturing: HashSet<u64>,
+    /// Graphs a recorded `cuStreamEndCapture` produced (replay rebuilds exactly these).
+    pub captured_graphs: HashSet<u64>,
     min_free: u64,
 }
 
@@ -248,6 +250,7 @@ fn open(state: &mut Option<Recorder>, api: Api) -> bool {
                 layouts: HashMap::new(),
                 scratch: Vec::with_capacity(256),
                 capturing: HashSet::new(),
+                captured_graphs: HashSet::new(),
                 min_free,
             });
             if let Some(rec) = state.as_mut() {

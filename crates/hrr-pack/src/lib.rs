@@ -18,5 +18,6 @@
 #![forbid(unsafe_code)]
 
 pub mod fingerprint;
+pub mod image;
 pub mod scan;
 pub mod scrub;

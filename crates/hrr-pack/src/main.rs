@@ -1,9 +1,10 @@
 //! `hrr-pack`: ship hrr archives (pack, unpack, list, verify) and keep secrets out of them (scan,
 //! scrub). Results go to stdout (`--json`: one JSON object), logs and progress bars to stderr.
 //! Exit codes: 0 ok, 1 failure (an error, or `verify` found damage), 2 usage, 3 `scan` found
-//! secrets.
+//! secrets, 4 a registry refused the credentials (`push`, `pull`, `list REF`).
 
 mod cmd;
+mod registry;
 mod ui;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +37,12 @@ enum Cmd {
     Scan(cmd::scan::Args),
     /// Redact the secrets of an archive in place (or into -o), keeping it valid and replayable.
     Scrub(cmd::scrub::Args),
+    /// Push an archive or pack to an OCI registry as an artifact (only new layers are uploaded).
+    Push(cmd::push::Args),
+    /// Pull an archive from an OCI registry, verifying every file before it lands.
+    Pull(cmd::pull::Args),
+    /// Build a container image bundling hrr-playback: one layer appended to a base image file.
+    Image(cmd::image::Args),
 }
 
 fn main() {
@@ -48,6 +55,9 @@ fn main() {
         Cmd::Verify(a) => cmd::verify::run(a, &ui),
         Cmd::Scan(a) => cmd::scan::run(a, &ui),
         Cmd::Scrub(a) => cmd::scrub::run(a, &ui),
+        Cmd::Push(a) => cmd::push::run(a, &ui),
+        Cmd::Pull(a) => cmd::pull::run(a, &ui),
+        Cmd::Image(a) => cmd::image::run(a, &ui),
     };
     let code = match result {
         Ok(code) => code,

@@ -15,7 +15,8 @@ use clap::{Args, Parser};
     after_help = "Exit status: 0 ok (replay: every D2H comparison passed), 1 failure, 2 usage."
 )]
 pub struct Cli {
-    /// Archive root (holding pid-<pid>/ folders) or one pid-<pid>/ process capture.
+    /// Archive root (holding pid-<pid>/ folders), one pid-<pid>/ process capture, or a packed
+    /// `.hrr.tar.zst` (read from a private temp copy; never repaired in place).
     #[arg(value_name = "ARCHIVE", required_unless_present = "version")]
     pub archive: Option<PathBuf>,
 

@@ -90,6 +90,61 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<u8> {
         .archive
         .as_deref()
         .expect("clap requires ARCHIVE without --version");
+    if path.is_file() && hrr_archive::pack::is_pack_file(path) {
+        return packed(cli, out, path);
+    }
+    if cli.repair && read_only_fs(path) {
+        anyhow::bail!(
+            "cannot repair {}: it is on a read-only file system (mounted `:ro`?), and --repair \
+             rewrites the archive in place; copy it somewhere writable, or mount it read-write",
+            path.display()
+        );
+    }
+    archive(cli, out, path)
+}
+
+/// Is `path` on a file system mounted read-only?
+fn read_only_fs(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a NUL-terminated path and `st` a valid out-pointer.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::statvfs(c.as_ptr(), &mut st) == 0 && st.f_flag & libc::ST_RDONLY != 0 }
+}
+
+/// A packed archive (`.hrr.tar.zst`): unpacked, checked file by file, into a private temp folder
+/// (`$TMPDIR`, never next to the pack, which may be on a read-only mount) and read from there.
+/// `--info`/`--events` show paths relative to the pack (its root folder's name).
+fn packed(cli: &Cli, out: &mut dyn Write, pack: &Path) -> Result<u8> {
+    if cli.repair {
+        anyhow::bail!(
+            "{}: a packed archive is never repaired in place; unpack it (hrr-pack unpack) and \
+             repair the copy",
+            pack.display()
+        );
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("hrr-playback-")
+        .tempdir()
+        .context("creating a temp folder to unpack into")?;
+    let root =
+        hrr_archive::pack::unpack(pack, tmp.path(), false, &hrr_archive::progress::NoProgress)
+            .with_context(|| format!("unpacking {}", pack.display()))?;
+    if !(cli.info || cli.events) {
+        return archive(cli, out, &root);
+    }
+    let here = std::env::current_dir().context("current folder")?;
+    std::env::set_current_dir(tmp.path()).context("entering the unpacked archive")?;
+    let name = root.file_name().map(PathBuf::from).unwrap_or_default();
+    let result = archive(cli, out, &name);
+    std::env::set_current_dir(here).context("leaving the unpacked archive")?;
+    result
+}
+
+/// An archive folder: a root or one process capture.
+fn archive(cli: &Cli, out: &mut dyn Write, path: &Path) -> Result<u8> {
     match layout::resolve(path)? {
         Target::Process { dir } => process(cli, out, &dir),
         Target::Root { root, processes } => {

@@ -18,6 +18,14 @@ use std::path::{Path, PathBuf};
 pub const CUDA_DRIVER: &str = "libcuda.so.1";
 /// Library name of the HIP runtime loaded by default.
 pub const HIP_RUNTIME: &str = "libamdhip64.so";
+/// HIP runtime names tried in order, as replay does (`replay::hip_runtime::CANDIDATES`).
+const HIP_CANDIDATES: [&str; 5] = [
+    "libamdhip64.so",
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+    "/opt/rocm/lib/libamdhip64.so",
+];
 /// Source revision embedded by build.rs (`git rev-parse --short HEAD`, `+dirty`, or `unknown`).
 pub const REVISION: &str = env!("HRR_REVISION");
 
@@ -29,7 +37,15 @@ pub fn print(out: &mut dyn Write, cuda_runtime: Option<&Path>) -> anyhow::Result
     writeln!(out, "Format version: {}", hrr_archive::FORMAT_VERSION)?;
     writeln!(out, "Revision: {REVISION}")?;
     writeln!(out, "Runtime: {}", describe(&cuda_name, "cuInit"))?;
-    writeln!(out, "HIP runtime: {}", describe(HIP_RUNTIME, "hipInit"))?;
+    // The names replay tries, in its order (Debian's ROCm 5 ships only `libamdhip64.so.5`).
+    let hip = HIP_CANDIDATES
+        .iter()
+        .find(|n| locate(n, "hipInit").is_some())
+        .map_or_else(
+            || describe(HIP_RUNTIME, "hipInit"),
+            |n| describe(n, "hipInit"),
+        );
+    writeln!(out, "HIP runtime: {hip}")?;
     out.flush()?;
     Ok(())
 }

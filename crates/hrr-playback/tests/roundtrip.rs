@@ -443,3 +443,93 @@ fn an_aborting_program_leaves_what_it_recorded_for_repair() {
     let (code, out, err) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// The `graph` mode: a memset, an H2D copy and two launches captured from a stream into a graph,
+/// instantiated with flags and with params, launched 3 times; then an explicitly built (empty)
+/// graph, which replay cannot rebuild, instantiated and launched once.
+#[test]
+fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let (code, plain, err) = run(app("driver_app", &["graph"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(plain.contains("graph_axpy sum="), "{plain}");
+    let o = capture(&arch, "driver_app", &["graph"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
+    assert_eq!(count("cuStreamBeginCapture_v2"), 1);
+    assert_eq!(count("cuStreamEndCapture"), 1);
+    assert_eq!(count("cuGraphInstantiateWithFlags"), 1);
+    assert_eq!(count("cuGraphInstantiateWithParams"), 1);
+    assert_eq!(count("cuGraphInstantiate_v2"), 1);
+    assert_eq!(count("cuGraphLaunch"), 4);
+    let launches: Vec<_> = events
+        .iter()
+        .filter(|e| e["name"] == "cuLaunchKernel")
+        .collect();
+    assert_eq!(launches.len(), 2);
+    assert!(launches.iter().all(|e| e["fields"]["in_capture"] == 1));
+
+    // only the explicitly built graph is reported as unreplayable
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let unrepl = manifest["unreplayable_apis"].as_object().unwrap();
+    let keys: Vec<&String> = unrepl.keys().collect();
+    assert_eq!(keys, ["cuGraphInstantiate_v2"], "{unrepl:?}");
+    assert!(
+        unrepl["cuGraphInstantiate_v2"][0]
+            .as_str()
+            .unwrap()
+            .contains("not built by a recorded stream capture"),
+        "{unrepl:?}"
+    );
+
+    for extra in [&[][..], &["--no-placement"], &["--sync-after-launch"]] {
+        let (code, out, err) = replay(&dir, extra);
+        assert_eq!(code, 0, "{extra:?}: {out}{err}");
+        assert!(out.contains("[HRR] Graphs launched : 3"), "{out}");
+        assert!(
+            out.contains("D2H checks      : 2 pass (2 exact, 0 within tol), 0 fail, 0 skipped"),
+            "{out}"
+        );
+        assert!(
+            out.contains("cuGraphInstantiate_v2: graph 0x")
+                && out.contains("was not built by a recorded stream capture"),
+            "{out}"
+        );
+        assert!(out.trim_end().ends_with("[HRR] PASS"), "{out}");
+    }
+    let (_, out, _) = replay(&dir, &["--json", "--loop", "2"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["graphs_launched"], 6, "{v}");
+    assert_eq!(v["result"], "PASS", "{v}");
+
+    // a D2H result produced by the graph launches, corrupted: replay fails and names it
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .unwrap();
+    let first_graph_launch = events
+        .iter()
+        .find(|e| e["name"] == "cuGraphLaunch")
+        .unwrap();
+    assert!(last["seq"].as_u64() > first_graph_launch["seq"].as_u64());
+    let id = last["fields"]["d2h_blob"].as_str().unwrap();
+    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[4100] ^= 0x01;
+    std::fs::write(&p, &bytes).unwrap();
+    let (code, out, _) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("event #{} cuMemcpyDtoH_v2", last["seq"])),
+        "{out}"
+    );
+    assert!(out.contains("[HRR] Graphs launched : 3"), "{out}");
+    assert!(out.trim_end().ends_with("[HRR] FAIL"), "{out}");
+}

@@ -6,7 +6,7 @@
  * dlopen("libcuda.so.1") by its versioned export name (cuMemAlloc_v2, ...).
  * The `extra`-form launch goes through cuLaunchKernel_ptsz.
  *
- * usage: direct_app [crash|abort|fork|nocuda|threads|loop N]
+ * usage: direct_app [crash|abort|fork|nocuda|threads|graph|loop N]
  */
 #include "workload.h"
 
@@ -86,6 +86,15 @@ static void resolve(void) {
   SYM(MemMap, "cuMemMap");
   SYM(MemUnmap, "cuMemUnmap");
   SYM(MemSetAccess, "cuMemSetAccess");
+  SYM(StreamBeginCapture, "cuStreamBeginCapture_v2");
+  SYM(StreamEndCapture, "cuStreamEndCapture");
+  SYM(GraphCreate, "cuGraphCreate");
+  SYM(GraphInstantiateV2, "cuGraphInstantiate_v2");
+  SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  SYM(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");
+  SYM(GraphLaunch, "cuGraphLaunch");
+  SYM(GraphDestroy, "cuGraphDestroy");
+  SYM(GraphExecDestroy, "cuGraphExecDestroy");
 }
 
 int main(int argc, char **argv) { return app_main(argc, argv, "direct_app", resolve); }

@@ -4,7 +4,7 @@
  * "cuGetProcAddress", then fetch every other entry point through it by base
  * name with cudaVersion 12000 and flags 0.
  *
- * usage: driver_app [crash|abort|fork|nocuda|threads|loop N]
+ * usage: driver_app [crash|abort|fork|nocuda|threads|graph|loop N]
  */
 #include "workload.h"
 
@@ -94,6 +94,18 @@ static void resolve(void) {
   GET(MemMap, "cuMemMap");
   GET(MemUnmap, "cuMemUnmap");
   GET(MemSetAccess, "cuMemSetAccess");
+  GET(StreamBeginCapture, "cuStreamBeginCapture");
+  GET(StreamEndCapture, "cuStreamEndCapture");
+  GET(GraphCreate, "cuGraphCreate");
+  GET(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  GET(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");
+  GET(GraphLaunch, "cuGraphLaunch");
+  GET(GraphDestroy, "cuGraphDestroy");
+  GET(GraphExecDestroy, "cuGraphExecDestroy");
+  /* CUDA 11's cuGraphInstantiate (cuGraphInstantiate_v2); version 12000 would give WithFlags */
+  status = -1;
+  r = g_gpa("cuGraphInstantiate", (void **)&g_cu.GraphInstantiateV2, 11000, 0, &status);
+  if (r != 0 || !g_cu.GraphInstantiateV2 || status != 0) die_call("cuGetProcAddress(cuGraphInstantiate, 11000)", r ? r : -1);
 }
 
 int main(int argc, char **argv) { return app_main(argc, argv, "driver_app", resolve); }

@@ -36,6 +36,15 @@ typedef struct CUkern_st *CUkernel;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef void (*CUhostFn)(void *);
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+  cuuint64_t flags;
+  CUstream hUploadStream;
+  CUgraphNode hErrNode_out;
+  int result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
 
 typedef struct { int type; int id; } CUmemLocation;
 typedef struct {
@@ -126,12 +135,22 @@ struct cu_api {
   CUresult (*MemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
   CUresult (*MemUnmap)(CUdeviceptr, size_t);
   CUresult (*MemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+  /* stream capture and graphs (the `graph` mode) */
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*GraphCreate)(CUgraph *, unsigned);
+  CUresult (*GraphInstantiateV2)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*GraphInstantiateWithParams)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphDestroy)(CUgraph);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
 };
 
 static const char *g_prog = "app";
 static struct cu_api g_cu;
 
-enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS };
+enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH };
 struct opts {
   int mode;
   long loops;
@@ -460,13 +479,108 @@ static void workload(struct outbuf *out) {
   free(hv);
 }
 
+/* The `graph` mode: a few launches, a memset and an H2D copy captured from a stream into a
+ * graph (GLOBAL capture mode, as cudaStreamBeginCapture's default), instantiated two ways and
+ * launched 3 times; then an explicitly built (empty) graph instantiated and launched once. */
+static void graph_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
+  CUdevice dev;
+  CUcontext ctx;
+  int ver = 0;
+  CK(cu->DriverGetVersion(&ver), "cuDriverGetVersion");
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CUkernel k_axpy, k_fill;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+
+  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
+  unsigned *hz = malloc(n * sizeof(unsigned));
+  float head[64];
+  if (!hx || !hy || !hz) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) {
+    hx[i] = (float)(i % 89) * 0.5f;
+    hy[i] = (float)(i % 11) - 5.0f;
+  }
+  for (int i = 0; i < 64; i++) head[i] = (float)i * 0.125f;
+  CUdeviceptr x, y, z;
+  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(x, hx, n * sizeof(float)), "cuMemcpyHtoD");
+  CK(cu->MemcpyHtoD(y, hy, n * sizeof(float)), "cuMemcpyHtoD");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+
+  float a = 1.5f;
+  void *axpy_params[] = {&a, &x, &y, (void *)&n};
+  CUdeviceptr zp = z + 1024 * sizeof(unsigned);
+  unsigned fv = 0x00C0FFEEu;
+  unsigned long long fcount = 512;
+  void *fill_params[] = {&zp, &fv, &fcount};
+  CUgraph g;
+  CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture"); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+  CK(cu->MemsetD32Async(z, 0x11111111u, n, s), "cuMemsetD32Async");
+  CK(cu->MemcpyHtoDAsync(x, head, sizeof head, s), "cuMemcpyHtoDAsync");
+  CK(cu->LaunchKernel((CUfunction)k_axpy, grid, 1, 1, BLOCK, 1, 1, 0, s, axpy_params, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)k_fill, 2, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
+  CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
+
+  CUgraphExec e1, e2;
+  CUDA_GRAPH_INSTANTIATE_PARAMS ip;
+  memset(&ip, 0, sizeof ip);
+  CK(cu->GraphInstantiateWithFlags(&e1, g, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphInstantiateWithParams(&e2, g, &ip), "cuGraphInstantiateWithParams");
+  CK(cu->GraphLaunch(e1, s), "cuGraphLaunch");
+  CK(cu->GraphLaunch(e1, s), "cuGraphLaunch");
+  CK(cu->GraphLaunch(e2, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  CK(cu->MemcpyDtoH(hy, y, n * sizeof(float)), "cuMemcpyDtoH");
+  CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "graph_axpy sum=%.6f fnv=%016llx", fsum(hy, n), fnv1a(hy, n * sizeof(float)));
+  outf(out, "graph_fill sum=%llu fnv=%016llx", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+
+  /* an explicitly built graph (no stream capture): empty, so it changes nothing */
+  CUgraph eg;
+  CUgraphExec ee;
+  CK(cu->GraphCreate(&eg, 0), "cuGraphCreate");
+  CK(cu->GraphInstantiateV2(&ee, eg, NULL, NULL, 0), "cuGraphInstantiate");
+  CK(cu->GraphLaunch(ee, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+
+  CK(cu->GraphExecDestroy(ee), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(eg), "cuGraphDestroy");
+  CK(cu->GraphExecDestroy(e1), "cuGraphExecDestroy");
+  CK(cu->GraphExecDestroy(e2), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(x), "cuMemFree");
+  CK(cu->MemFree(y), "cuMemFree");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  free(hx);
+  free(hy);
+  free(hz);
+}
+
 static void *thread_main(void *arg) {
   workload(arg);
   return NULL;
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|fork|nocuda|threads|loop N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|fork|nocuda|threads|graph|loop N]\n", g_prog);
   exit(2);
 }
 
@@ -479,6 +593,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "fork")) g_opts.mode = MODE_FORK;
     else if (!strcmp(argv[1], "nocuda")) g_opts.mode = MODE_NOCUDA;
     else if (!strcmp(argv[1], "threads")) g_opts.mode = MODE_THREADS;
+    else if (!strcmp(argv[1], "graph")) g_opts.mode = MODE_GRAPH;
     else if (!strcmp(argv[1], "loop") && argc > 2) {
       char *end;
       g_opts.loops = strtol(argv[2], &end, 10);
@@ -490,6 +605,13 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     return 0;
   }
   resolve();
+
+  if (g_opts.mode == MODE_GRAPH) {
+    static struct outbuf ob;
+    graph_workload(&ob);
+    outflush(&ob);
+    return 0;
+  }
 
   if (g_opts.mode == MODE_THREADS) {
     static struct outbuf ob[2];

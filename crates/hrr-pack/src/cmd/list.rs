@@ -11,56 +11,68 @@ use crate::ui::{bytes, Ui};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .hrr.tar.zst, or an archive folder.
+    /// A .hrr.tar.zst, an archive folder, or a registry reference (registry/repo:tag or
+    /// @sha256:…; answered from the manifest's annotations, no blob is downloaded).
     path: PathBuf,
-    /// Also list every file (with its BLAKE3 hash, for a pack).
+    /// Also list every file (with its BLAKE3 hash, for a pack or registry reference).
     #[arg(long)]
     files: bool,
+    #[command(flatten)]
+    connect: crate::registry::ConnectArgs,
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
-    let meta = std::fs::metadata(&a.path).with_context(|| format!("{}", a.path.display()))?;
-    let (source, kind, root, processes, files, packed) = if meta.is_dir() {
-        let (kind, processes) = pack::list_dir(&a.path)?;
-        let mut files = Vec::new();
-        if a.files {
-            for e in walkdir::WalkDir::new(&a.path)
-                .follow_links(false)
-                .sort_by_file_name()
-                .min_depth(1)
-            {
-                let e = e?;
-                if e.file_type().is_file() {
-                    let rel = e
-                        .path()
-                        .strip_prefix(&a.path)?
-                        .to_string_lossy()
-                        .into_owned();
-                    files.push((rel, e.metadata()?.len(), None));
+    let text = a.path.to_string_lossy();
+    let (source, kind, root, processes, files, packed) =
+        if crate::registry::looks_like_reference(&text) {
+            match crate::registry::transfer::list_remote(&text, &a.connect, a.files) {
+                Ok(r) => r,
+                Err(e) => return crate::registry::report_coded(&e, ui.json).ok_or(e),
+            }
+        } else if std::fs::metadata(&a.path)
+            .with_context(|| format!("{}", a.path.display()))?
+            .is_dir()
+        {
+            let (kind, processes) = pack::list_dir(&a.path)?;
+            let mut files = Vec::new();
+            if a.files {
+                for e in walkdir::WalkDir::new(&a.path)
+                    .follow_links(false)
+                    .sort_by_file_name()
+                    .min_depth(1)
+                {
+                    let e = e?;
+                    if e.file_type().is_file() {
+                        let rel = e
+                            .path()
+                            .strip_prefix(&a.path)?
+                            .to_string_lossy()
+                            .into_owned();
+                        files.push((rel, e.metadata()?.len(), None));
+                    }
                 }
             }
-        }
-        let root = std::fs::canonicalize(&a.path)?
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        ("archive", kind, root, processes, files, None)
-    } else {
-        let index = pack::read_index(&a.path)?;
-        let files = index
-            .files
-            .iter()
-            .map(|f| (f.path.clone(), f.size, Some(f.blake3.clone())))
-            .collect();
-        (
-            "pack",
-            index.kind,
-            index.root,
-            index.processes,
-            files,
-            Some(meta.len()),
-        )
-    };
+            let root = std::fs::canonicalize(&a.path)?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            ("archive", kind, root, processes, files, None)
+        } else {
+            let index = pack::read_index(&a.path)?;
+            let files = index
+                .files
+                .iter()
+                .map(|f| (f.path.clone(), f.size, Some(f.blake3.clone())))
+                .collect();
+            (
+                "pack",
+                index.kind,
+                index.root,
+                index.processes,
+                files,
+                Some(std::fs::metadata(&a.path)?.len()),
+            )
+        };
     let total = |f: fn(&ProcessListing) -> u64| processes.iter().map(f).sum::<u64>();
     if ui.json {
         let mut v = serde_json::json!({
@@ -92,8 +104,13 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     match packed {
         Some(n) => writeln!(
             s,
-            "{}: pack of {what} `{root}` ({} packed)",
+            "{}: {} of {what} `{root}` ({} packed)",
             a.path.display(),
+            if source == "registry" {
+                "registry artifact"
+            } else {
+                "pack"
+            },
             bytes(n)
         )?,
         None => writeln!(s, "{}: {what} `{root}`", a.path.display())?,

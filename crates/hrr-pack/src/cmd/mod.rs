@@ -1,7 +1,10 @@
 //! One module per subcommand: parse flags, call the library, render.
 
+pub mod image;
 pub mod list;
 pub mod pack;
+pub mod pull;
+pub mod push;
 pub mod scan;
 pub mod scrub;
 pub mod unpack;

@@ -2,6 +2,12 @@
 //! streams, events, modules, libraries, functions, kernels, VMM handles) are remapped; code
 //! objects are loaded once, before the first call, and kernels are bound through the recorded
 //! look-ups of that code object, so two kernels of one name in different code objects stay apart.
+//!
+//! CUDA graphs built by stream capture are rebuilt the same way: capture begins on the mapped
+//! stream, the recorded operations are reissued on it (so the driver captures them into a new
+//! graph), the graph and its instantiations are mapped like any other handle, and every
+//! `cuGraphLaunch` runs the rebuilt graph. Graphs built node by node (`cuGraphAdd*Node`, not
+//! recorded) are skipped with a reason.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CString};
@@ -16,6 +22,13 @@ use super::memory::{rw_access, Memory};
 use super::{Backend, Event, Outcome};
 use crate::cli::ReplayOptions;
 
+/// `CU_STREAM_CAPTURE_MODE_RELAXED`.
+const CU_STREAM_CAPTURE_MODE_RELAXED: c_int = 2;
+
+/// Why a D2H copy issued inside a stream capture is not checked.
+const CAPTURED_D2H: &str =
+    "D2H copy inside stream capture: it runs with the graph, its result was not recorded";
+
 /// Replays CUDA driver events.
 pub struct Cuda {
     api: Api,
@@ -26,8 +39,16 @@ pub struct Cuda {
     module_of_code: HashMap<ObjectId, H>,
     library_of_code: HashMap<ObjectId, H>,
     handles: HashMap<u64, H>,
+    /// Graphs rebuilt from recorded stream captures, by recorded handle (kept apart from
+    /// `handles` so an explicitly built graph never matches a stale handle of another kind).
+    graphs: HashMap<u64, H>,
+    /// Their instantiations, by recorded handle.
+    execs: HashMap<u64, H>,
     vmm: HashMap<u64, u64>,
     watchdog: Option<H>,
+    /// Host buffers read or written by copies captured into graphs: the graph reads (or
+    /// writes) them at every launch, so they live until replay ends.
+    graph_host: Vec<Vec<u8>>,
     sync_after_launch: bool,
     watchdog_ms: u64,
 }
@@ -101,8 +122,11 @@ impl Cuda {
             module_of_code: HashMap::new(),
             library_of_code: HashMap::new(),
             handles,
+            graphs: HashMap::new(),
+            execs: HashMap::new(),
             vmm: HashMap::new(),
             watchdog: None,
+            graph_host: Vec::new(),
             sync_after_launch: opts.sync_after_launch,
             watchdog_ms: opts.sync_watchdog_ms,
         };
@@ -168,6 +192,17 @@ impl Cuda {
         Ok(h)
     }
 
+    /// Is `stream` capturing into a graph now? (Work issued there is recorded, not run: it must
+    /// not be waited for, and host buffers it names must outlive the graph.)
+    fn capturing(&self, stream: H) -> bool {
+        let Some(f) = self.api.cuStreamIsCapturing else {
+            return false;
+        };
+        let mut status: c_int = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { f(stream, &mut status) == 0 && status != 0 }
+    }
+
     fn wait(&mut self, stream: H, what: &str) -> Result<()> {
         if self.watchdog_ms == 0 {
             return cu!(self.api, cuStreamSynchronize(stream)).map_err(|e| anyhow!("{what}: {e}"));
@@ -196,11 +231,6 @@ impl Cuda {
     fn launch(&mut self, ev: &Event, filter: Option<&str>) -> Result<Outcome> {
         let f = &ev.fields;
         let kernel = text(f, "kernel");
-        if u(f, "in_capture").unwrap_or(0) != 0 {
-            return Ok(Outcome::Skipped(
-                "launch inside stream capture (graphs are not replayed)".into(),
-            ));
-        }
         if u(f, "args_known").unwrap_or(1) == 0 {
             return Ok(Outcome::Skipped(format!(
                 "argument layout of `{kernel}` unknown"
@@ -300,6 +330,9 @@ impl Cuda {
             )
         };
         result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
+        if self.capturing(stream) {
+            return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
+        }
         if self.sync_after_launch || self.watchdog_ms > 0 {
             self.wait(stream, &format!("kernel `{kernel}` (event #{})", ev.seq))?;
         }
@@ -501,6 +534,9 @@ impl Backend for Cuda {
                     api,
                     cuMemcpyHtoDAsync_v2(dst, data.as_ptr() as *const c_void, data.len(), stream)
                 )?;
+                if self.capturing(stream) {
+                    self.graph_host.push(data); // the graph reads it at every launch
+                }
                 Outcome::Done
             }
             "cuMemcpyDtoH" | "cuMemcpyDtoHAsync" => {
@@ -511,6 +547,10 @@ impl Backend for Cuda {
                     api,
                     cuMemcpyDtoHAsync_v2(got.as_mut_ptr() as *mut c_void, src, got.len(), stream)
                 )?;
+                if self.capturing(stream) {
+                    self.graph_host.push(got);
+                    return Ok(Outcome::Skipped(CAPTURED_D2H.into()));
+                }
                 self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
                 Outcome::D2h {
                     got,
@@ -563,6 +603,9 @@ impl Backend for Cuda {
                                 stream
                             )
                         )?;
+                        if self.capturing(stream) {
+                            self.graph_host.push(data);
+                        }
                     }
                     2 => {
                         let mut got = vec![0u8; n];
@@ -575,6 +618,10 @@ impl Backend for Cuda {
                                 stream
                             )
                         )?;
+                        if self.capturing(stream) {
+                            self.graph_host.push(got);
+                            return Ok(Outcome::Skipped(CAPTURED_D2H.into()));
+                        }
                         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
                         return Ok(Outcome::D2h {
                             got,
@@ -760,7 +807,73 @@ impl Backend for Cuda {
                 self.handles.remove(&rec);
                 Outcome::Done
             }
-            "cuGraphLaunch" => Outcome::Skipped("CUDA graph launches are not replayed yet".into()),
+            "cuStreamBeginCapture" => {
+                // Always RELAXED, whatever mode the program used: in GLOBAL (cudart's default)
+                // or THREAD_LOCAL mode the driver refuses "potentially unsafe" calls — memory
+                // allocation, VMM mapping, legacy-stream copies — while the capture runs, and
+                // replay makes such calls of its own (placing allocations the program made
+                // during the capture, copies for its checks). The mode changes only what may be
+                // called meanwhile, never what the graph holds.
+                cu!(
+                    api,
+                    cuStreamBeginCapture_v2(
+                        self.stream(ev, "stream")?,
+                        CU_STREAM_CAPTURE_MODE_RELAXED
+                    )
+                )?;
+                Outcome::Done
+            }
+            "cuStreamEndCapture" => {
+                let mut g: H = std::ptr::null_mut();
+                cu!(api, cuStreamEndCapture(self.stream(ev, "stream")?, &mut g))?;
+                self.graphs.insert(u(f, "graph")?, g);
+                Outcome::Done
+            }
+            "cuGraphInstantiate"
+            | "cuGraphInstantiateWithFlags"
+            | "cuGraphInstantiateWithParams" => {
+                let graph = u(f, "graph")?;
+                let Some(&g) = self.graphs.get(&graph) else {
+                    return Ok(Outcome::Skipped(format!(
+                        "graph 0x{graph:x} was not built by a recorded stream capture (explicit graph construction is not recorded); not instantiated"
+                    )));
+                };
+                // CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD (2) only means "upload now" and needs
+                // cuGraphInstantiateWithParams; the graph is uploaded at its first launch anyway.
+                let flags = u(f, "flags").unwrap_or(0) & !2;
+                let mut exec: H = std::ptr::null_mut();
+                cu!(api, cuGraphInstantiateWithFlags(&mut exec, g, flags))?;
+                self.execs.insert(u(f, "exec")?, exec);
+                Outcome::Done
+            }
+            "cuGraphLaunch" => {
+                let rec = u(f, "exec")?;
+                let Some(&exec) = self.execs.get(&rec) else {
+                    return Ok(Outcome::Skipped(format!(
+                        "graph exec 0x{rec:x} was not instantiated in replay (its graph was not built by a recorded stream capture)"
+                    )));
+                };
+                let stream = self.stream(ev, "stream")?;
+                cu!(api, cuGraphLaunch(exec, stream))?;
+                if !self.capturing(stream) && (self.sync_after_launch || self.watchdog_ms > 0) {
+                    self.wait(stream, &format!("graph launch (event #{})", ev.seq))?;
+                }
+                Outcome::GraphLaunched
+            }
+            "cuGraphDestroy" => match self.graphs.remove(&u(f, "graph")?) {
+                Some(g) => {
+                    cu!(api, cuGraphDestroy(g))?;
+                    Outcome::Done
+                }
+                None => Outcome::Ignored, // not rebuilt (explicitly built)
+            },
+            "cuGraphExecDestroy" => match self.execs.remove(&u(f, "graph")?) {
+                Some(e) => {
+                    cu!(api, cuGraphExecDestroy(e))?;
+                    Outcome::Done
+                }
+                None => Outcome::Ignored,
+            },
             "cuLaunchHostFunc" => Outcome::Skipped("host callbacks are not in the archive".into()),
             // Queries, context selection, unloads (code stays loaded, shared by code object),
             // registrations and graph construction change no device state replay depends on.

@@ -96,6 +96,13 @@ driver_api! {
     cuEventSynchronize: fn(H);
     cuEventQuery: fn(H);
     cuEventDestroy_v2: fn(H);
+    cuStreamBeginCapture_v2: fn(H, c_int);
+    cuStreamEndCapture: fn(H, *mut H);
+    cuStreamIsCapturing: fn(H, *mut c_int);
+    cuGraphInstantiateWithFlags: fn(*mut H, H, u64);
+    cuGraphLaunch: fn(H, H);
+    cuGraphDestroy: fn(H);
+    cuGraphExecDestroy: fn(H);
 }
 
 /// `CUlaunchConfig`.

@@ -45,6 +45,8 @@ pub enum Outcome {
     Done,
     /// A kernel was launched.
     Launched,
+    /// A CUDA graph was launched.
+    GraphLaunched,
     /// Filtered out by `--kernel-filter`.
     Filtered,
     /// Not reissued, with the reason.
@@ -247,6 +249,7 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
         );
     }
     let mut launched = 0u64;
+    let mut graphs = 0u64;
     let mut filtered = 0u64;
     let mut skipped: Vec<String> = Vec::new();
     let mut failure: Option<String> = None;
@@ -294,6 +297,7 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
             }
             match backend.replay(&ev, &blobs, opts) {
                 Ok(Outcome::Launched) => launched += 1,
+                Ok(Outcome::GraphLaunched) => graphs += 1,
                 Ok(Outcome::Filtered) => filtered += 1,
                 Ok(Outcome::Skipped(why)) => {
                     if skipped.len() < 20 {
@@ -341,7 +345,7 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
             "device": backend.device(), "runtime": backend.runtime(), "mode": "single-threaded",
             "wall_time_ms": load_ms + exec_ms, "load_ms": load_ms, "execute_ms": exec_ms,
             "threads_used": 1, "kernels_launched": launched, "kernels_filtered": filtered,
-            "graphs_launched": 0,
+            "graphs_launched": graphs,
             "d2h_checks": {"pass": checks.exact + checks.within_tol, "exact": checks.exact,
                            "within_tol": checks.within_tol, "fail": checks.fail, "skipped": checks.skipped,
                            "skipped_redacted": checks.redacted},
@@ -370,7 +374,7 @@ pub fn run(opts: &ReplayOptions, dir: &Path) -> Result<i32> {
         );
         println!("[HRR] {:<16}: 1", "Threads used");
         println!("[HRR] {:<16}: {launched}", "Kernels launched");
-        println!("[HRR] {:<16}: 0", "Graphs launched");
+        println!("[HRR] {:<16}: {graphs}", "Graphs launched");
         println!(
             "[HRR] {:<16}: {} pass ({} exact, {} within tol), {} fail, {} skipped",
             "D2H checks",
