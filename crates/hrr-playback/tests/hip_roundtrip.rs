@@ -10,23 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-fn bin_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_hrr-playback"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// Every program runs under `timeout`, so a hang fails the test instead of stalling CI.
-fn bounded(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut c = Command::new("timeout");
-    c.arg("120").arg(program);
-    c
-}
-
-fn playback() -> Command {
-    bounded(env!("CARGO_BIN_EXE_hrr-playback"))
-}
+mod common;
+use common::*;
 
 /// The fake runtime, the C programs and (with hipcc) the HIP programs, built once per test run:
 /// the folder, and whether hipcc built the HIP programs.
@@ -113,15 +98,6 @@ fn capture(dir: &Path, archive: &Path, name: &str, extra: &[&str]) -> Output {
     c.output().expect("run hrr-capture")
 }
 
-fn run(mut c: Command) -> (i32, String, String) {
-    let o = c.output().expect("run");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 fn replay(dir: &Path, target: &Path, extra: &[&str]) -> (i32, String, String) {
     let mut c = playback();
     c.arg(target)
@@ -137,28 +113,6 @@ fn replay_json(dir: &Path, target: &Path, extra: &[&str]) -> (i32, serde_json::V
     let (code, out, err) = replay(dir, target, &args);
     let v = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
     (code, v)
-}
-
-fn pid_dirs(archive: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(archive)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pid-"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn events_json(target: &Path) -> Vec<serde_json::Value> {
-    let (code, out, err) = run({
-        let mut c = playback();
-        c.arg(target).args(["--events", "--json"]);
-        c
-    });
-    assert_eq!(code, 0, "{err}");
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn names(events: &[serde_json::Value]) -> Vec<String> {

@@ -8,44 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-fn bin_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_hrr-playback"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// Every program runs under `timeout`, so a hang fails the test instead of stalling CI.
-fn bounded(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut c = Command::new("timeout");
-    c.arg("120").arg(program);
-    c
-}
-
-fn playback() -> Command {
-    bounded(env!("CARGO_BIN_EXE_hrr-playback"))
-}
+mod common;
+use common::*;
 
 /// The fake driver and its apps, built once per test run.
 fn fake() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let lib = bin_dir().join("libhrr_capture.so");
-        assert!(
-            lib.is_file() && bin_dir().join("hrr-capture").is_file(),
-            "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
-            lib.display()
-        );
-        let out = std::env::temp_dir().join(format!("hrr-fake-cuda-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-cuda/build.sh");
-        let st = Command::new("sh")
-            .arg(&script)
-            .arg(&out)
-            .status()
-            .expect("run build.sh");
-        assert!(st.success(), "building the fake driver failed");
-        out
-    })
+    DIR.get_or_init(|| build_fake_cuda(""))
 }
 
 fn app(name: &str, args: &[&str]) -> Command {
@@ -69,15 +38,6 @@ fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
     c.output().expect("run hrr-capture")
 }
 
-fn run(mut c: Command) -> (i32, String, String) {
-    let o = c.output().expect("run");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
 fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
     let mut c = playback();
     c.arg(target)
@@ -85,28 +45,6 @@ fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
         .arg("--no-progress")
         .env("LD_LIBRARY_PATH", fake());
     run(c)
-}
-
-fn pid_dirs(archive: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(archive)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pid-"))
-        .collect();
-    v.sort();
-    v
-}
-
-fn events_json(target: &Path) -> Vec<serde_json::Value> {
-    let (code, out, err) = run({
-        let mut c = playback();
-        c.arg(target).args(["--events", "--json"]);
-        c
-    });
-    assert_eq!(code, 0, "{err}");
-    out.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]

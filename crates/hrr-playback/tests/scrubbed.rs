@@ -8,45 +8,18 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
+
+mod common;
+use common::*;
 
 use hrr_archive::blobs::blob_path;
 use hrr_archive::redact::{self, ObjectKind, RedactedObject, Redaction, RedactionsFile};
 use hrr_archive::ObjectId;
 
-fn bin_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_hrr-playback"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn bounded(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut c = Command::new("timeout");
-    c.arg("120").arg(program);
-    c
-}
-
 fn fake() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let lib = bin_dir().join("libhrr_capture.so");
-        assert!(
-            lib.is_file() && bin_dir().join("hrr-capture").is_file(),
-            "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
-            lib.display()
-        );
-        let out = std::env::temp_dir().join(format!("hrr-fake-cuda-scrub-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-cuda/build.sh");
-        let st = Command::new("sh")
-            .arg(&script)
-            .arg(&out)
-            .status()
-            .expect("run build.sh");
-        assert!(st.success(), "building the fake driver failed");
-        out
-    })
+    DIR.get_or_init(|| build_fake_cuda("-scrub"))
 }
 
 fn replay(dir: &Path, extra: &[&str]) -> (i32, String) {

@@ -1,0 +1,81 @@
+//! Helpers shared by the round-trip tests: where the built binaries are, running programs
+//! bounded in time, building the fake CUDA driver, reading archives back through `--events`.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Folder of the built `hrr-playback` (and, after `cargo build --workspace`, `hrr-capture` and
+/// `libhrr_capture.so`).
+pub fn bin_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hrr-playback"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Every program runs under `timeout`, so a hang fails the test instead of stalling CI.
+pub fn bounded(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("120").arg(program);
+    c
+}
+
+/// `hrr-playback`, bounded.
+pub fn playback() -> Command {
+    bounded(env!("CARGO_BIN_EXE_hrr-playback"))
+}
+
+/// Run to completion: exit code (-1 when killed), stdout, stderr.
+pub fn run(mut c: Command) -> (i32, String, String) {
+    let o = c.output().expect("run");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Build the fake `libcuda.so.1` and its apps into a folder of this test process (`tag` keeps
+/// test binaries apart), checking the capture library was built first.
+pub fn build_fake_cuda(tag: &str) -> PathBuf {
+    let lib = bin_dir().join("libhrr_capture.so");
+    assert!(
+        lib.is_file() && bin_dir().join("hrr-capture").is_file(),
+        "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
+        lib.display()
+    );
+    let out = std::env::temp_dir().join(format!("hrr-fake-cuda{tag}-{}", std::process::id()));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-cuda/build.sh");
+    let st = Command::new("sh")
+        .arg(&script)
+        .arg(&out)
+        .status()
+        .expect("run build.sh");
+    assert!(st.success(), "building the fake driver failed");
+    out
+}
+
+/// The `pid-*` folders of an archive, sorted.
+pub fn pid_dirs(archive: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(archive)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("pid-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every event of `target`, from `--events --json`.
+pub fn events_json(target: &Path) -> Vec<serde_json::Value> {
+    let (code, out, err) = run({
+        let mut c = playback();
+        c.arg(target).args(["--events", "--json"]);
+        c
+    });
+    assert_eq!(code, 0, "{err}");
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
