@@ -36,7 +36,7 @@ macro_rules! driver_api {
                         path: String::new(),
                         _lib: lib,
                     };
-                    let path = api.cuInit.map(|f| loaded_from(f as *const c_void)).unwrap_or_else(|| name.to_string_lossy().into_owned());
+                    let path = api.cuInit.map(|f| loaded_from(f as *const c_void, "libcuda.so.1")).unwrap_or_else(|| name.to_string_lossy().into_owned());
                     Ok(Api { path, ..api })
                 }
             }
@@ -122,7 +122,8 @@ pub struct LaunchConfig {
     pub num_attrs: c_uint,
 }
 
-fn loaded_from(addr: *const c_void) -> String {
+/// The file the loaded library holding `addr` came from (links resolved), else `fallback`.
+pub fn loaded_from(addr: *const c_void, fallback: &str) -> String {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads.
     if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
@@ -134,7 +135,7 @@ fn loaded_from(addr: *const c_void) -> String {
             .map(|c| c.display().to_string())
             .unwrap_or(p);
     }
-    "libcuda.so.1".into()
+    fallback.into()
 }
 
 impl Api {
@@ -167,7 +168,7 @@ macro_rules! cu {
 }
 pub(crate) use cu;
 
-/// A driver call that returned an error.
+/// A driver or runtime call that returned an error (CUDA and HIP results are both C ints).
 #[derive(Debug)]
 pub struct CallFailed {
     /// Entry point.

@@ -57,7 +57,7 @@ macro_rules! hip_api {
                         path: String::new(),
                         _lib: lib,
                     };
-                    let path = api.hipInit.map(|f| loaded_from(f as *const c_void)).unwrap_or_else(|| name.to_string());
+                    let path = api.hipInit.map(|f| super::driver::loaded_from(f as *const c_void, "libamdhip64.so")).unwrap_or_else(|| name.to_string());
                     HipApi { path, ..api }
                 }
             }
@@ -108,21 +108,6 @@ hip_api! {
     hipEventDestroy: fn(H);
 }
 
-fn loaded_from(addr: *const c_void) -> String {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads.
-    if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
-        // SAFETY: a NUL-terminated path owned by the loader.
-        let p = unsafe { CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned();
-        return std::fs::canonicalize(&p)
-            .map(|c| c.display().to_string())
-            .unwrap_or(p);
-    }
-    "libamdhip64.so".into()
-}
-
 impl HipApi {
     /// Load the runtime: `name` when given, else the first of [`CANDIDATES`] that loads.
     pub fn load(name: Option<&Path>) -> Result<Self> {
@@ -158,24 +143,7 @@ impl HipApi {
     }
 }
 
-/// A runtime call that returned an error.
-#[derive(Debug)]
-pub struct CallFailed {
-    /// Entry point.
-    pub call: &'static str,
-    /// Result code.
-    pub code: HipError,
-    /// Its name.
-    pub name: String,
-}
-
-impl std::fmt::Display for CallFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} failed: {} ({})", self.call, self.name, self.code)
-    }
-}
-
-impl std::error::Error for CallFailed {}
+pub use super::driver::CallFailed;
 
 /// Call a runtime entry point, turning a missing symbol or a non-zero result into an error.
 macro_rules! hip {
