@@ -14,10 +14,10 @@ use std::ffi::{c_int, c_void, CString};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
-use hrr_archive::schema::{field, Value};
 use hrr_archive::ObjectId;
 
 use super::driver::{cu, Api, LaunchConfig, H};
+use super::fields::{bytes, object, text, u, u64s};
 use super::memory::{rw_access, Memory};
 use super::{Backend, Event, Outcome};
 use crate::cli::ReplayOptions;
@@ -51,33 +51,6 @@ pub struct Cuda {
     graph_host: Vec<Vec<u8>>,
     sync_after_launch: bool,
     watchdog_ms: u64,
-}
-
-fn u(fields: &[(&str, Value)], name: &str) -> Result<u64> {
-    field(fields, name)
-        .and_then(Value::as_u64)
-        .ok_or_else(|| anyhow!("field `{name}` missing"))
-}
-
-fn bytes<'a>(fields: &'a [(&str, Value)], name: &str) -> &'a [u8] {
-    match field(fields, name) {
-        Some(Value::Bytes(b)) => b,
-        _ => &[],
-    }
-}
-
-fn text(fields: &[(&str, Value)], name: &str) -> String {
-    match field(fields, name) {
-        Some(Value::Str(s)) => s.clone(),
-        _ => String::new(),
-    }
-}
-
-fn code(fields: &[(&str, Value)]) -> Option<ObjectId> {
-    match field(fields, "code") {
-        Some(Value::Code(id)) => *id,
-        _ => None,
-    }
 }
 
 impl Cuda {
@@ -243,14 +216,8 @@ impl Cuda {
         let stream = self.stream(ev, "stream")?;
         let mut args = bytes(f, "args").to_vec();
         if self.mem.any_moved() {
-            let offs = match field(f, "arg_offsets") {
-                Some(Value::U64s(v)) => v.clone(),
-                _ => vec![],
-            };
-            let sizes = match field(f, "arg_sizes") {
-                Some(Value::U64s(v)) => v.clone(),
-                _ => vec![],
-            };
+            let offs = u64s(f, "arg_offsets");
+            let sizes = u64s(f, "arg_sizes");
             for (o, s) in offs.iter().zip(&sizes) {
                 let o = *o as usize;
                 if *s == 8 && o + 8 <= args.len() {
@@ -275,10 +242,7 @@ impl Cuda {
         ];
         let attrs = bytes(f, "attrs");
         let result = if u(f, "cooperative").unwrap_or(0) != 0 {
-            let offs = match field(f, "arg_offsets") {
-                Some(Value::U64s(v)) => v.clone(),
-                _ => vec![],
-            };
+            let offs = u64s(f, "arg_offsets");
             let mut ptrs: Vec<*mut c_void> = offs
                 .iter()
                 .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void)
@@ -520,11 +484,7 @@ impl Backend for Cuda {
                 Outcome::Done
             }
             "cuMemcpyHtoD" | "cuMemcpyHtoDAsync" => {
-                let Some(data) = blobs(match field(f, "h2d_blob") {
-                    Some(Value::Blob(b)) => *b,
-                    _ => None,
-                })?
-                else {
+                let Some(data) = blobs(object(f, "h2d_blob"))? else {
                     return Ok(Outcome::Skipped("H2D source not recorded".into()));
                 };
                 let dst = self.mem.translate(u(f, "dst")?);
@@ -554,10 +514,7 @@ impl Backend for Cuda {
                 self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
                 Outcome::D2h {
                     got,
-                    expected: match field(f, "d2h_blob") {
-                        Some(Value::Blob(b)) => *b,
-                        _ => None,
-                    },
+                    expected: object(f, "d2h_blob"),
                 }
             }
             "cuMemcpyDtoD" | "cuMemcpyDtoDAsync" => {
@@ -587,11 +544,7 @@ impl Backend for Cuda {
                         )
                     )?,
                     1 => {
-                        let Some(data) = blobs(match field(f, "h2d_blob") {
-                            Some(Value::Blob(b)) => *b,
-                            _ => None,
-                        })?
-                        else {
+                        let Some(data) = blobs(object(f, "h2d_blob"))? else {
                             return Ok(Outcome::Skipped("H2D source not recorded".into()));
                         };
                         cu!(
@@ -625,10 +578,7 @@ impl Backend for Cuda {
                         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
                         return Ok(Outcome::D2h {
                             got,
-                            expected: match field(f, "d2h_blob") {
-                                Some(Value::Blob(b)) => *b,
-                                _ => None,
-                            },
+                            expected: object(f, "d2h_blob"),
                         });
                     }
                     _ => return Ok(Outcome::Skipped("host-to-host copy".into())),
@@ -660,7 +610,8 @@ impl Backend for Cuda {
                 } else {
                     (&self.module_of_code, "module")
                 };
-                let id = code(f).ok_or_else(|| anyhow!("the {key} image was not recorded"))?;
+                let id =
+                    object(f, "code").ok_or_else(|| anyhow!("the {key} image was not recorded"))?;
                 let h = *loaded
                     .get(&id)
                     .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;

@@ -19,46 +19,12 @@ use std::ffi::{c_int, c_void, CString};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use hrr_archive::schema::{field, Value};
 use hrr_archive::ObjectId;
 
+use super::fields::{bytes, object, text, u, u64s};
 use super::hip_runtime::{hip, kind, HipApi, H, HIP_ERROR_NOT_READY};
 use super::{Backend, Event, Outcome, Placement};
 use crate::cli::ReplayOptions;
-
-fn u(fields: &[(&str, Value)], name: &str) -> Result<u64> {
-    field(fields, name)
-        .and_then(Value::as_u64)
-        .ok_or_else(|| anyhow!("field `{name}` missing"))
-}
-
-fn bytes<'a>(fields: &'a [(&str, Value)], name: &str) -> &'a [u8] {
-    match field(fields, name) {
-        Some(Value::Bytes(b)) => b,
-        _ => &[],
-    }
-}
-
-fn text(fields: &[(&str, Value)], name: &str) -> String {
-    match field(fields, name) {
-        Some(Value::Str(s)) => s.clone(),
-        _ => String::new(),
-    }
-}
-
-fn object(fields: &[(&str, Value)], name: &str) -> Option<ObjectId> {
-    match field(fields, name) {
-        Some(Value::Code(id)) | Some(Value::Blob(id)) => *id,
-        _ => None,
-    }
-}
-
-fn u64s(fields: &[(&str, Value)], name: &str) -> Vec<u64> {
-    match field(fields, name) {
-        Some(Value::U64s(v)) => v.clone(),
-        _ => Vec::new(),
-    }
-}
 
 /// `hipMemAllocationProp` for pinned memory on device `dev`, in the ROCm 6+ layout (CUDA's) or
 /// the ROCm 5 one.

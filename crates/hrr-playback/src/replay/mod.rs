@@ -9,6 +9,7 @@
 mod check;
 mod cuda;
 mod driver;
+mod fields;
 mod hip;
 mod hip_runtime;
 mod memory;
