@@ -359,7 +359,7 @@ pub unsafe fn identify(ptr: *const u8) -> Option<(*const u8, usize)> {
         return identify(inner);
     }
     let len = if head == b"\x7fELF" {
-        crate::image::elf_len(ptr)?
+        crate::api::cuda::image::elf_len(ptr)?
     } else if head == CCOB_MAGIC {
         compressed_len(&read(0, 16)?)?
     } else if head == BUNDLE_MAGIC[..4] && read(0, 24)? == BUNDLE_MAGIC {

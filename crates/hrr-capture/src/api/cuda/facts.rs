@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use serde_json::json;
 
-use crate::ffi::driver_symbol;
+use super::loader::driver_symbol;
 
 unsafe fn sym<T>(name: &CStr) -> Option<T> {
     let p = driver_symbol(name);

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use serde_json::json;
 
-use super::runtime_symbol;
+use super::loader::runtime_symbol;
 
 unsafe fn sym<T>(name: &CStr) -> Option<T> {
     let p = runtime_symbol(name);

@@ -1,157 +1,30 @@
-//! The HIP interposer: exported `hip*` and `__hip*` wrappers (apps built by hipcc import them
-//! from `libamdhip64.so` as `hipMalloc@hip_4.2` and so on; an unversioned definition in a
-//! preloaded library satisfies those references), each forwarding to the real runtime found with
-//! `dlsym(RTLD_NEXT, ...)` (or, when the runtime was loaded `RTLD_LOCAL`, through its handle),
-//! and recording the call with its result.
-//!
-//! Fat binaries are registered by every hipcc-built program at start-up, before it has decided
-//! to use the GPU. Registrations are therefore only remembered; the `__hipRegisterFatBinary`
-//! event (with the bundle as a code object) and a function's `__hipRegisterFunction` event are
-//! written when a launch or a symbol copy first uses them. A process that never calls HIP beyond
-//! registration gets no `pid-<pid>/`, and an archive holds only the code its run used.
+//! What HIP capture remembers between calls. Fat binaries are registered by every hipcc-built
+//! program at start-up, before it has decided to use the GPU. Registrations are therefore only
+//! remembered here; the `__hipRegisterFatBinary` event (with the bundle as a code object) and a
+//! function's `__hipRegisterFunction` event are written when a launch or a symbol copy first
+//! uses them. A process that never calls HIP beyond registration gets no `pid-<pid>/`, and an
+//! archive holds only the code its run used. Also: loaded modules and their functions with
+//! their argument layouts (from the code object's metadata), live device ranges (for
+//! `hipMemcpyDefault`), and streams in capture.
 //!
 //! Lock order: this module's state, then the recorder's. Nothing inside a recorder `fill`
 //! closure takes this module's lock.
 
-pub mod code_object;
-pub mod device;
-pub mod hooks;
-pub mod msgpack;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::ffi::c_void;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use hrr_archive::{CodeKind, ObjectId};
+use hrr_calls::shapes::{RegisterFatBinary, RegisterFunction};
 
-use crate::ffi;
-use crate::recorder::{self, Api, ParamLayout};
+use super::calls::Export;
+use super::code_object;
+use super::API;
+use crate::hook;
+use crate::recorder;
 
-/// `hipError_t`.
-pub type HipError = c_int;
-/// `hipSuccess`.
-pub const HIP_SUCCESS: HipError = 0;
-/// `hipErrorNotFound`, returned when the real entry point is missing.
-pub const HIP_ERROR_NOT_FOUND: HipError = 500;
-
-/// `dim3`, passed by value.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Dim3 {
-    /// x.
-    pub x: u32,
-    /// y.
-    pub y: u32,
-    /// z.
-    pub z: u32,
-}
-
-/// Library names of the HIP runtime, newest first.
-pub const RUNTIME_NAMES: [&CStr; 4] = [
-    c"libamdhip64.so.7",
-    c"libamdhip64.so.6",
-    c"libamdhip64.so.5",
-    c"libamdhip64.so",
-];
-
-static RUNTIME: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-
-/// Handle of a HIP runtime already loaded in this process (never loads one).
-pub fn runtime_handle() -> *mut c_void {
-    let h = RUNTIME.load(Ordering::Acquire);
-    if !h.is_null() {
-        return h;
-    }
-    for name in RUNTIME_NAMES {
-        // SAFETY: RTLD_NOLOAD only returns a library that is already loaded.
-        let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        if !h.is_null() {
-            RUNTIME.store(h, Ordering::Release);
-            return h;
-        }
-    }
-    std::ptr::null_mut()
-}
-
-/// The real runtime's `name`: the next definition after this library (the runtime, or another
-/// interposer stacked above it), else the loaded runtime's own.
-pub fn runtime_symbol(name: &CStr) -> *mut c_void {
-    let Some(dlsym) = ffi::real_dlsym() else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: glibc's dlsym with a NUL-terminated name; RTLD_NEXT is relative to this library.
-    let p = unsafe { dlsym(libc::RTLD_NEXT, name.as_ptr()) };
-    if !p.is_null() {
-        return p;
-    }
-    let h = runtime_handle();
-    if h.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: a live handle and a NUL-terminated name.
-    unsafe { dlsym(h, name.as_ptr()) }
-}
-
-/// Is address `p` inside the HIP runtime library (by file name)?
-pub fn from_runtime(p: usize) -> bool {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only looks the address up in the loader's tables.
-    if unsafe { libc::dladdr(p as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return false;
-    }
-    // SAFETY: a NUL-terminated path owned by the loader.
-    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes();
-    let file = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
-    file.starts_with(b"libamdhip64.so")
-}
-
-static REAL_GPA: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
-
-/// `hipGetProcAddress` (ROCm 6.1+): the runtime is asked first; when its answer is exactly the
-/// export of a recorded entry point (`dladdr` names it, so the variant the runtime chose for
-/// `hipVersion` is kept), the matching wrapper is handed out instead. Not itself recorded.
-///
-/// # Safety
-/// Same contract as the runtime's.
-#[no_mangle]
-pub unsafe extern "C" fn hipGetProcAddress(
-    symbol: *const std::ffi::c_char,
-    pfn: *mut *mut c_void,
-    version: c_int,
-    flags: u64,
-    status: *mut c_int,
-) -> HipError {
-    let mut p = REAL_GPA.load(Ordering::Acquire);
-    if p.is_null() {
-        p = runtime_symbol(c"hipGetProcAddress");
-        if p.is_null() {
-            return HIP_ERROR_NOT_FOUND;
-        }
-        REAL_GPA.store(p, Ordering::Release);
-    }
-    type Gpa = unsafe extern "C" fn(
-        *const std::ffi::c_char,
-        *mut *mut c_void,
-        c_int,
-        u64,
-        *mut c_int,
-    ) -> HipError;
-    let r = std::mem::transmute::<*mut c_void, Gpa>(p)(symbol, pfn, version, flags, status);
-    if r == HIP_SUCCESS && recorder::active() && !pfn.is_null() && !(*pfn).is_null() {
-        let got = *pfn;
-        if let Some(i) = ffi::symbol_at(got).and_then(|n| hooks::find(n.to_bytes())) {
-            if from_runtime(got as usize) {
-                hooks::set_real(i, got);
-                *pfn = hooks::wrapper(i);
-            }
-        }
-    }
-    r
-}
-
-// ---------------------------------------------------------------------------------------------
-// What the interposer remembers between calls.
+/// A kernel's explicit arguments as (offset, size).
+pub type ParamLayout = Arc<[(u32, u32)]>;
 
 /// Layouts of the kernels of one image, by name.
 type Layouts = Arc<HashMap<String, ParamLayout>>;
@@ -292,15 +165,15 @@ fn ensure_fat_binary(st: &mut State, handle: u64) -> Option<ObjectId> {
         fb.written_in = pid;
         // SAFETY: the runtime keeps a registered image mapped until it is unregistered.
         let bytes = unsafe { std::slice::from_raw_parts(fb.image as *const u8, fb.len) };
-        fb.code = recorder::put_code_api(Api::Hip, bytes, CodeKind::Hsaco);
-        let (code, len) = (fb.code, fb.len as u64);
-        recorder::record_api(
-            Api::Hip,
-            hooks::call_id(hooks::Hook::__hipRegisterFatBinary),
-            |_, p| {
-                p.u64(handle).object(code).u64(len);
-            },
-        );
+        fb.code = recorder::put_code(&API, bytes, CodeKind::Hsaco);
+        let (code, bytes) = (fb.code, fb.len as u64);
+        hook::record(&API, Export::__hipRegisterFatBinary.id(), None, |_| {
+            RegisterFatBinary {
+                modules: handle,
+                code,
+                bytes,
+            }
+        });
     }
     fb.code
 }
@@ -331,14 +204,14 @@ pub fn kernel_of_host_function(f: u64) -> Option<KernelRef> {
         if let Some(hf) = st.host_functions.get_mut(&f) {
             hf.written_in = pid;
         }
-        let n = name.clone();
-        recorder::record_api(
-            Api::Hip,
-            hooks::call_id(hooks::Hook::__hipRegisterFunction),
-            |_, p| {
-                p.u64(fatbin).u64(f).str(&n);
-            },
-        );
+        let name = name.to_string();
+        hook::record(&API, Export::__hipRegisterFunction.id(), None, |_| {
+            RegisterFunction {
+                modules: fatbin,
+                host_function: f,
+                name,
+            }
+        });
     }
     let layout = fat_binary_layouts(&mut st, fatbin).and_then(|l| layout_in(&Ok(l), &name));
     Some(KernelRef { name, code, layout })

@@ -1,0 +1,107 @@
+//! The CUDA driver call table: one row per recorded call (see the crate docs for the grammar).
+//! Row order is record-type order: append new rows at the end, never reorder (archives name
+//! calls by record type within their own schema, but goldens and old readers expect stability).
+//!
+//! Row: `Op [exports…] (typed C arguments, annotated) [-> non-status return] : Shape, Kind
+//! [, ordered] [=> custom_fn];` where an argument `= field` records its value, `=> field` reads
+//! an out-pointer after the call, and a bare argument is not recorded.
+
+/// The CUDA driver call table: `cuda_calls!(m)` expands to `m! { rows }`.
+#[macro_export]
+macro_rules! cuda_calls {
+    ($m:ident) => {
+        $m! {
+            Init [cuInit] (flags: c_uint) : Init, Init => init;
+            DriverGetVersion [cuDriverGetVersion] (v: *mut c_int => version) : Version, Query;
+            DeviceGet [cuDeviceGet] (dev: *mut c_int => device, ordinal: c_int = ordinal) : DeviceGet, Query;
+            DeviceGetCount [cuDeviceGetCount] (count: *mut c_int => count) : DeviceCount, Query;
+            DeviceGetName [cuDeviceGetName] (name: *mut c_char, len: c_int, dev: c_int) : DeviceName, Query => device_get_name;
+            DeviceTotalMem [cuDeviceTotalMem_v2] (bytes: *mut usize => bytes, dev: c_int = device) : DeviceTotalMem, Query;
+            DeviceGetAttribute [cuDeviceGetAttribute] (v: *mut c_int => value, attrib: c_int = attrib, dev: c_int = device) : DeviceAttribute, Query;
+            DeviceGetUuid [cuDeviceGetUuid, cuDeviceGetUuid_v2] (uuid: *mut u8, dev: c_int) : DeviceUuid, Query => device_get_uuid;
+            DevicePrimaryCtxRetain [cuDevicePrimaryCtxRetain] (ctx: *mut Handle => ctx, dev: c_int = device) : PrimaryCtx, Context, ordered;
+            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int = device) : Device, Context;
+            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int = device) : Device, Context;
+            CtxCreate [cuCtxCreate_v2] (ctx: *mut Handle => ctx, flags: c_uint = flags, dev: c_int = device) : CtxCreate, Context, ordered;
+            CtxDestroy [cuCtxDestroy_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
+            CtxSetCurrent [cuCtxSetCurrent] (ctx: Handle = ctx) : Ctx, Context, ordered;
+            CtxPushCurrent [cuCtxPushCurrent_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
+            CtxPopCurrent [cuCtxPopCurrent_v2] (ctx: *mut Handle => ctx) : Ctx, Context;
+            CtxSynchronize [cuCtxSynchronize] () : NoFields, Sync;
+            CtxSynchronizeCtx [cuCtxSynchronize_v2] (ctx: Handle = ctx) : Ctx, Sync;
+            MemAlloc [cuMemAlloc_v2] (dptr: *mut u64 => dptr, size: usize = bytesize) : MemAlloc, Alloc, ordered;
+            MemAllocPitch [cuMemAllocPitch_v2] (dptr: *mut u64 => dptr, pitch: *mut usize => pitch, width: usize = width, height: usize = height, elem: c_uint = element_bytes) : MemAllocPitch, Alloc, ordered;
+            MemAllocManaged [cuMemAllocManaged] (dptr: *mut u64, size: usize, flags: c_uint) : MemAllocFlags, Managed, ordered => mem_alloc_managed;
+            MemFree [cuMemFree_v2] (dptr: u64 = dptr) : DevicePtr, Free, ordered;
+            MemAllocAsync [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, stream: Handle = stream) : MemAllocAsync, Alloc, ordered;
+            MemAllocFromPoolAsync [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, pool: Handle = pool, stream: Handle = stream) : MemAllocFromPool, Alloc, ordered;
+            MemFreeAsync [cuMemFreeAsync, cuMemFreeAsync_ptsz] (dptr: u64 = dptr, stream: Handle = stream) : MemFreeAsync, Free, ordered;
+            MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize, flags: c_uint = flags) : HostAlloc, HostMem, ordered;
+            MemAllocHost [cuMemAllocHost_v2] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize) : HostAllocPlain, HostMem, ordered;
+            MemFreeHost [cuMemFreeHost] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
+            MemHostRegister [cuMemHostRegister_v2] (p: *mut c_void, size: usize, flags: c_uint) : HostRegister, HostMem => mem_host_register;
+            MemHostUnregister [cuMemHostUnregister] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
+            MemHostGetDevicePointer [cuMemHostGetDevicePointer_v2] (dptr: *mut u64, p: *mut c_void, flags: c_uint) : HostDevicePointer, HostMem => mem_host_get_device_pointer;
+            MemAddressReserve [cuMemAddressReserve] (ptr: *mut u64 => ptr, size: usize = size, align: usize = alignment, addr: u64 = addr, flags: u64 = flags) : AddressReserve, Reserve, ordered;
+            MemAddressFree [cuMemAddressFree] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
+            MemCreate [cuMemCreate] (handle: *mut u64, size: usize, prop: *const u8, flags: u64) : MemCreate, Vmm, ordered => mem_create;
+            MemRelease [cuMemRelease] (handle: u64 = handle) : MemHandle, Vmm, ordered;
+            MemMap [cuMemMap] (ptr: u64 = ptr, size: usize = size, offset: usize = offset, handle: u64 = handle, flags: u64 = flags) : MemMap, Vmm, ordered;
+            MemUnmap [cuMemUnmap] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
+            MemSetAccess [cuMemSetAccess] (ptr: u64, size: usize, desc: *const u8, count: usize) : MemSetAccess, Vmm => mem_set_access;
+            MemcpyHtoD [cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds] (dst: u64, src: *const c_void, n: usize) : CopyH2d, H2d => memcpy_htod;
+            MemcpyHtoDAsync [cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz] (dst: u64, src: *const c_void, n: usize, stream: Handle) : CopyH2d, H2d => memcpy_htod_async;
+            MemcpyDtoH [cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds] (dst: *mut c_void, src: u64, n: usize) : CopyD2h, D2h => memcpy_dtoh;
+            MemcpyDtoHAsync [cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz] (dst: *mut c_void, src: u64, n: usize, stream: Handle) : CopyD2h, D2h => memcpy_dtoh_async;
+            MemcpyDtoD [cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds] (dst: u64, src: u64, n: usize) : CopyD2d, D2d => memcpy_dtod;
+            MemcpyDtoDAsync [cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz] (dst: u64 = dst, src: u64 = src, n: usize = bytes, stream: Handle = stream) : CopyD2d, D2d;
+            Memcpy [cuMemcpy, cuMemcpy_ptds] (dst: u64, src: u64, n: usize) : CopyAny, Copy => memcpy;
+            MemcpyAsync [cuMemcpyAsync, cuMemcpyAsync_ptsz] (dst: u64, src: u64, n: usize, stream: Handle) : CopyAny, Copy => memcpy_async;
+            MemsetD8 [cuMemsetD8_v2, cuMemsetD8_v2_ptds] (dst: u64, v: c_uchar, n: usize) : Memset, Memset => memset;
+            MemsetD16 [cuMemsetD16_v2] (dst: u64, v: c_ushort, n: usize) : Memset, Memset => memset;
+            MemsetD32 [cuMemsetD32_v2, cuMemsetD32_v2_ptds] (dst: u64, v: c_uint, n: usize) : Memset, Memset => memset;
+            MemsetD8Async [cuMemsetD8Async, cuMemsetD8Async_ptsz] (dst: u64, v: c_uchar, n: usize, stream: Handle) : Memset, Memset => memset_async;
+            MemsetD16Async [cuMemsetD16Async] (dst: u64, v: c_ushort, n: usize, stream: Handle) : Memset, Memset => memset_async;
+            MemsetD32Async [cuMemsetD32Async, cuMemsetD32Async_ptsz] (dst: u64, v: c_uint, n: usize, stream: Handle) : Memset, Memset => memset_async;
+            ModuleLoad [cuModuleLoad] (m: *mut Handle, fname: *const c_char) : ModuleLoad, Load, ordered => module_load;
+            ModuleLoadData [cuModuleLoadData] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data;
+            ModuleLoadDataEx [cuModuleLoadDataEx] (m: *mut Handle, image: *const c_void, n: c_uint, opts: *mut c_int, vals: *mut *mut c_void) : ModuleLoad, Load, ordered => module_load_data_ex;
+            ModuleLoadFatBinary [cuModuleLoadFatBinary] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data;
+            ModuleUnload [cuModuleUnload] (m: Handle = module) : Module, Unload, ordered;
+            ModuleGetFunction [cuModuleGetFunction] (f: *mut Handle, m: Handle, name: *const c_char) : ModuleGetFunction, Lookup, ordered => module_get_function;
+            ModuleGetGlobal [cuModuleGetGlobal_v2] (dptr: *mut u64, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup, ordered => get_global;
+            LibraryLoadData [cuLibraryLoadData] (lib: *mut Handle, code: *const c_void, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) : LibraryLoad, Load, ordered => library_load_data;
+            LibraryLoadFromFile [cuLibraryLoadFromFile] (lib: *mut Handle, fname: *const c_char, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) : LibraryLoad, Load, ordered => library_load_from_file;
+            LibraryUnload [cuLibraryUnload] (lib: Handle = library) : Library, Unload, ordered;
+            LibraryGetKernel [cuLibraryGetKernel] (k: *mut Handle, lib: Handle, name: *const c_char) : LibraryGetKernel, Lookup, ordered => library_get_kernel;
+            LibraryGetModule [cuLibraryGetModule] (m: *mut Handle, lib: Handle) : LibraryGetModule, Lookup, ordered => library_get_module;
+            LibraryGetGlobal [cuLibraryGetGlobal] (dptr: *mut u64, bytes: *mut usize, lib: Handle, name: *const c_char) : Global, Lookup, ordered => get_global;
+            KernelGetFunction [cuKernelGetFunction] (f: *mut Handle, k: Handle) : KernelGetFunction, Lookup, ordered => kernel_get_function;
+            FuncSetAttribute [cuFuncSetAttribute] (f: Handle = function, attrib: c_int = attrib, value: c_int = value) : FuncSetAttribute, Attribute;
+            KernelSetAttribute [cuKernelSetAttribute] (attrib: c_int = attrib, value: c_int = value, k: Handle = kernel, dev: c_int = device) : KernelSetAttribute, Attribute;
+            FuncSetCacheConfig [cuFuncSetCacheConfig] (f: Handle = function, config: c_int = config) : FuncSetCacheConfig, Attribute;
+            LaunchKernel [cuLaunchKernel, cuLaunchKernel_ptsz] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, stream: Handle, params: *mut *mut c_void, extra: *mut *mut c_void) : Launch, Launch => launch_kernel;
+            LaunchKernelEx [cuLaunchKernelEx, cuLaunchKernelEx_ptsz] (config: *const LaunchConfig, f: Handle, params: *mut *mut c_void, extra: *mut *mut c_void) : Launch, Launch => launch_kernel_ex;
+            LaunchCooperativeKernel [cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, stream: Handle, params: *mut *mut c_void) : Launch, Launch => launch_cooperative;
+            StreamCreate [cuStreamCreate] (s: *mut Handle => stream, flags: c_uint = flags) : StreamCreate, Stream, ordered;
+            StreamCreateWithPriority [cuStreamCreateWithPriority] (s: *mut Handle => stream, flags: c_uint = flags, prio: c_int = priority) : StreamCreatePriority, Stream, ordered;
+            StreamDestroy [cuStreamDestroy_v2] (s: Handle = stream) : Stream, Stream, ordered;
+            StreamSynchronize [cuStreamSynchronize, cuStreamSynchronize_ptsz] (s: Handle = stream) : Stream, Sync;
+            StreamWaitEvent [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (s: Handle = stream, e: Handle = event, flags: c_uint = flags) : StreamWaitEvent, Event;
+            EventCreate [cuEventCreate] (e: *mut Handle => event, flags: c_uint = flags) : EventCreate, Event, ordered;
+            EventRecord [cuEventRecord, cuEventRecord_ptsz] (e: Handle = event, s: Handle = stream) : EventRecord, Event;
+            EventRecordWithFlags [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (e: Handle = event, s: Handle = stream, flags: c_uint = flags) : EventRecordFlags, Event;
+            EventSynchronize [cuEventSynchronize] (e: Handle = event) : Event, Sync;
+            EventDestroy [cuEventDestroy_v2] (e: Handle = event) : Event, Event, ordered;
+            StreamBeginCapture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (s: Handle, mode: c_int) : BeginCapture, Capture => stream_begin_capture;
+            StreamEndCapture [cuStreamEndCapture, cuStreamEndCapture_ptsz] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture;
+            GraphInstantiateWithFlags [cuGraphInstantiateWithFlags] (exec: *mut Handle, g: Handle, flags: u64) : GraphInstantiate, Graph, ordered => graph_instantiate;
+            GraphLaunch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: Handle = exec, s: Handle = stream) : GraphLaunch, GraphLaunch;
+            GraphDestroy [cuGraphDestroy] (g: Handle = graph) : Graph, Graph, ordered;
+            GraphExecDestroy [cuGraphExecDestroy] (g: Handle = graph) : Graph, Graph, ordered;
+            LaunchHostFunc [cuLaunchHostFunc, cuLaunchHostFunc_ptsz] (s: Handle, func: *mut c_void, data: *mut c_void) : HostFunc, HostFunc => launch_host_func;
+            GraphInstantiate [cuGraphInstantiate_v2] (exec: *mut Handle, g: Handle, err_node: *mut Handle, log: *mut c_char, log_size: usize) : GraphInstantiate, Graph, ordered => graph_instantiate_v2;
+            GraphInstantiateWithParams [cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz] (exec: *mut Handle, g: Handle, params: *mut InstantiateParams) : GraphInstantiateParams, Graph, ordered => graph_instantiate_params;
+        }
+    };
+}

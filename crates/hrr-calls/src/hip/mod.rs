@@ -1,0 +1,47 @@
+//! The HIP runtime API: its C types, its call table ([`crate::hip_calls!`], in `table.rs`) and
+//! what this crate generates from the table: [`Op`], [`EXPORTS`] and the [`schema`].
+
+mod table;
+
+/// The C types the HIP rows are written in. A consumer that expands [`crate::hip_calls!`] does
+/// so where `use hrr_calls::hip::ffi::*;` is in scope.
+pub mod ffi {
+    pub use std::ffi::{c_char, c_int, c_uint, c_void};
+
+    /// `hipError_t`.
+    pub type HipError = c_int;
+    /// An opaque runtime handle (`hipStream_t`, `hipEvent_t`, `hipModule_t`, ...).
+    pub type Handle = *mut c_void;
+    /// A device or host pointer.
+    pub type Ptr = *mut c_void;
+
+    /// `hipSuccess`.
+    pub const HIP_SUCCESS: HipError = 0;
+    /// `hipErrorNotFound`: what a wrapper returns when the runtime lacks the entry point.
+    pub const HIP_ERROR_NOT_FOUND: HipError = 500;
+
+    /// `dim3`.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct Dim3 {
+        /// x.
+        pub x: u32,
+        /// y.
+        pub y: u32,
+        /// z.
+        pub z: u32,
+    }
+}
+
+/// HIP version the recorder was written against (`HIP_VERSION` of ROCm 6.2: major × 10⁷ +
+/// minor × 10⁵ + patch); the calls recorded exist from ROCm 5.2 on.
+pub const API_VERSION: u64 = 60_200_000;
+
+/// Expands the table into this module's generated items.
+macro_rules! hip_api {
+    ($($rows:tt)*) => {
+        $crate::define_api! { api: "hip", version: API_VERSION; $($rows)* }
+    };
+}
+
+crate::hip_calls!(hip_api);

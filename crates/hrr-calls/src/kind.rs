@@ -1,0 +1,79 @@
+//! What a call does, for capture (when to flush, what to order) and replay (what to prescan,
+//! what to reissue) alike.
+
+use hrr_archive::schema::CallClass;
+
+/// What a call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Driver or runtime initialisation.
+    Init,
+    /// A query of the driver, a device or an object: changes nothing.
+    Query,
+    /// Creates, destroys or selects a context or device.
+    Context,
+    /// A device allocation whose range replay reserves at its recorded address.
+    Alloc,
+    /// Reserves a device address range (virtual memory management) replay reserves again.
+    Reserve,
+    /// Managed (unified) memory allocation.
+    Managed,
+    /// Frees a device allocation.
+    Free,
+    /// Page-locked or registered host memory.
+    HostMem,
+    /// Virtual memory management: reserve, create, map, access, release.
+    Vmm,
+    /// A host-to-device copy (its source bytes are recorded).
+    H2d,
+    /// A device-to-host copy (its result is recorded).
+    D2h,
+    /// A device-to-device copy.
+    D2d,
+    /// A copy whose direction is found at run time (may hold H2D source or D2H result bytes).
+    Copy,
+    /// A memset.
+    Memset,
+    /// Loads code: a module, a library, a fat binary.
+    Load,
+    /// Unloads code.
+    Unload,
+    /// Looks up a function, kernel, module or global in loaded code.
+    Lookup,
+    /// Sets a function or kernel attribute or cache configuration.
+    Attribute,
+    /// Registers code or symbols with the runtime (HIP start-up).
+    Register,
+    /// Prepares a launch (HIP's pushed call configuration).
+    Configure,
+    /// A kernel launch.
+    Launch,
+    /// Creates or destroys a stream.
+    Stream,
+    /// Creates, records or destroys an event, or makes a stream wait for one.
+    Event,
+    /// Blocks the host until work is done.
+    Sync,
+    /// Begins or ends a stream capture.
+    Capture,
+    /// Instantiates or destroys a graph.
+    Graph,
+    /// Launches a graph.
+    GraphLaunch,
+    /// Enqueues a host function.
+    HostFunc,
+}
+
+impl Kind {
+    /// The schema's classification for consumers that know no API.
+    pub fn schema_class(self) -> CallClass {
+        match self {
+            Kind::Launch => CallClass::Launch,
+            Kind::GraphLaunch => CallClass::GraphLaunch,
+            Kind::H2d => CallClass::H2d,
+            // A generic copy may hold a D2H result.
+            Kind::D2h | Kind::Copy => CallClass::D2h,
+            _ => CallClass::Other,
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Record shapes: the ordered, typed fields of a call's events, shared by every API (HIP's field
+//! names follow CUDA's wherever the meaning is the same). Capture fills a shape and writes it;
+//! replay reads an event back into the same struct. The order of the fields is the order on the
+//! wire; changing it changes the format (see `tests/schema.rs`).
+
+use hrr_archive::schema::PayloadBuilder;
+
+use crate::wire::{FieldType, Fields, Wire};
+use crate::FieldError;
+
+/// A record shape: a struct whose fields are an event's payload after `result`.
+pub trait Shape: Sized {
+    /// Field names and wire types, in payload order.
+    const FIELDS: &'static [(&'static str, FieldType)];
+    /// Append every field, in order.
+    fn write(&self, p: &mut PayloadBuilder);
+    /// Read the fields back from a decoded event.
+    fn read(fields: &Fields) -> Result<Self, FieldError>;
+}
+
+macro_rules! shapes {
+    ($( $(#[$meta:meta])* $name:ident { $($field:ident : $ft:ident),* $(,)? } )*) => {
+        $(
+            $(#[$meta])*
+            #[derive(Debug, Clone, Default, PartialEq, Eq)]
+            #[allow(missing_docs)]
+            pub struct $name { $(pub $field: $crate::rust_type!($ft),)* }
+
+            impl Shape for $name {
+                const FIELDS: &'static [(&'static str, FieldType)] =
+                    &[$((stringify!($field), FieldType::$ft),)*];
+                #[inline]
+                fn write(&self, _p: &mut PayloadBuilder) {
+                    $( Wire::put(&self.$field, _p); )*
+                }
+                fn read(_fields: &Fields) -> Result<Self, FieldError> {
+                    Ok($name { $($field: Wire::get(_fields, stringify!($field))?,)* })
+                }
+            }
+        )*
+    };
+}
+
+shapes! {
+    // Initialisation, devices, contexts.
+    /// Initialisation flags.
+    Init { flags: U32 }
+    /// A driver or runtime version.
+    Version { version: I32 }
+    /// A device ordinal looked up.
+    DeviceGet { device: I32, ordinal: I32 }
+    /// How many devices.
+    DeviceCount { count: I32 }
+    /// A device's name.
+    DeviceName { name: Str, device: I32 }
+    /// A device's memory size.
+    DeviceTotalMem { bytes: U64, device: I32 }
+    /// One device attribute.
+    DeviceAttribute { value: I32, attrib: I32, device: I32 }
+    /// A device's UUID (16 bytes).
+    DeviceUuid { uuid: Bytes, device: I32 }
+    /// HIP device properties (name and architecture read from the struct).
+    DeviceProperties { device: I32, name: Str, gcn_arch_name: Str }
+    /// A call on one device.
+    Device { device: I32 }
+    /// A retained primary context.
+    PrimaryCtx { ctx: Handle, device: I32 }
+    /// A created context.
+    CtxCreate { ctx: Handle, flags: U32, device: I32 }
+    /// A call on one context.
+    Ctx { ctx: Handle }
+    /// A call that records nothing but its result.
+    NoFields {}
+
+    // Device memory.
+    /// A device allocation.
+    MemAlloc { dptr: Ptr, bytesize: U64 }
+    /// A pitched allocation (CUDA: with the element size).
+    MemAllocPitch { dptr: Ptr, pitch: U64, width: U64, height: U64, element_bytes: U32 }
+    /// A pitched allocation (HIP).
+    MallocPitch { dptr: Ptr, pitch: U64, width: U64, height: U64 }
+    /// An allocation with flags (managed memory, HIP's extended allocation).
+    MemAllocFlags { dptr: Ptr, bytesize: U64, flags: U32 }
+    /// A call on one device pointer.
+    DevicePtr { dptr: Ptr }
+    /// A stream-ordered allocation.
+    MemAllocAsync { dptr: Ptr, bytesize: U64, stream: Handle }
+    /// A stream-ordered allocation from a pool.
+    MemAllocFromPool { dptr: Ptr, bytesize: U64, pool: Handle, stream: Handle }
+    /// A stream-ordered free.
+    MemFreeAsync { dptr: Ptr, stream: Handle }
+
+    // Host memory.
+    /// Page-locked host memory with flags.
+    HostAlloc { host_ptr: Ptr, bytesize: U64, flags: U32 }
+    /// Page-locked host memory.
+    HostAllocPlain { host_ptr: Ptr, bytesize: U64 }
+    /// A call on one host pointer.
+    HostPtr { host_ptr: Ptr }
+    /// Registered host memory, with its contents at registration.
+    HostRegister { host_ptr: Ptr, bytesize: U64, flags: U32, contents: Blob }
+    /// The device pointer of mapped host memory.
+    HostDevicePointer { dptr: Ptr, host_ptr: Ptr, flags: U32 }
+
+    // Virtual memory management.
+    /// A reserved address range.
+    AddressReserve { ptr: Ptr, size: U64, alignment: U64, addr: Ptr, flags: U64 }
+    /// A call on an address range.
+    Range { ptr: Ptr, size: U64 }
+    /// A physical allocation (its properties struct, 32 bytes).
+    MemCreate { handle: Handle, size: U64, prop: Bytes, flags: U64 }
+    /// A call on a physical allocation handle.
+    MemHandle { handle: Handle }
+    /// A mapping of a physical allocation.
+    MemMap { ptr: Ptr, size: U64, offset: U64, handle: Handle, flags: U64 }
+    /// Access descriptors set on a range (12 bytes each).
+    MemSetAccess { ptr: Ptr, size: U64, desc: Bytes, count: U64 }
+
+    // Copies and memsets.
+    /// A host-to-device copy and its source bytes.
+    CopyH2d { dst: Ptr, src: Ptr, bytes: U64, stream: Handle, h2d_blob: Blob }
+    /// A device-to-host copy and the bytes it produced.
+    CopyD2h { dst: Ptr, src: Ptr, bytes: U64, stream: Handle, d2h_blob: Blob }
+    /// A device-to-device copy.
+    CopyD2d { dst: Ptr, src: Ptr, bytes: U64, stream: Handle }
+    /// A copy whose direction was found from pointer attributes (CUDA's unified copies).
+    CopyAny { dst: Ptr, src: Ptr, bytes: U64, stream: Handle, direction: U8, h2d_blob: Blob, d2h_blob: Blob }
+    /// A copy with a HIP copy kind.
+    CopyKind { dst: Ptr, src: Ptr, bytes: U64, kind: I32, stream: Handle, direction: U8, h2d_blob: Blob, d2h_blob: Blob }
+    /// A memset of 1-, 2- or 4-byte elements.
+    Memset { dst: Ptr, value: U32, element_bytes: U32, count: U64, stream: Handle }
+
+    // Symbols (HIP `__device__` variables).
+    /// A copy into a `__device__` variable.
+    CopyToSymbol { symbol: Ptr, name: Str, code: Code, src: Ptr, bytes: U64, offset: U64, kind: I32, stream: Handle, direction: U8, h2d_blob: Blob }
+    /// A copy out of a `__device__` variable.
+    CopyFromSymbol { dst: Ptr, symbol: Ptr, name: Str, code: Code, bytes: U64, offset: U64, kind: I32, stream: Handle, direction: U8, d2h_blob: Blob }
+    /// The device address of a `__device__` variable.
+    SymbolAddress { dptr: Ptr, symbol: Ptr, name: Str, code: Code }
+    /// A registered fat binary.
+    RegisterFatBinary { modules: Handle, code: Code, bytes: U64 }
+    /// A registered kernel stub.
+    RegisterFunction { modules: Handle, host_function: Ptr, name: Str }
+    /// A registered `__device__` variable.
+    RegisterVar { modules: Handle, host_var: Ptr, name: Str, bytes: U64, constant: I32 }
+    /// A call on a registered fat binary.
+    FatBinary { modules: Handle }
+
+    // Code.
+    /// A loaded module and its image.
+    ModuleLoad { module: Handle, code: Code }
+    /// A call on one module.
+    Module { module: Handle }
+    /// A function looked up in a module.
+    ModuleGetFunction { function: Handle, module: Handle, name: Str }
+    /// A global looked up in a module or library.
+    Global { dptr: Ptr, bytes: U64, owner: Handle, name: Str }
+    /// A loaded library and its image.
+    LibraryLoad { library: Handle, code: Code }
+    /// A call on one library.
+    Library { library: Handle }
+    /// A kernel looked up in a library.
+    LibraryGetKernel { kernel: Handle, library: Handle, name: Str }
+    /// The module of a library.
+    LibraryGetModule { module: Handle, library: Handle }
+    /// The function of a library kernel in the current context.
+    KernelGetFunction { function: Handle, kernel: Handle }
+    /// A function attribute set.
+    FuncSetAttribute { function: Handle, attrib: I32, value: I32 }
+    /// A kernel attribute set on a device.
+    KernelSetAttribute { attrib: I32, value: I32, kernel: Handle, device: I32 }
+    /// A function's cache configuration.
+    FuncSetCacheConfig { function: Handle, config: I32 }
+
+    // Launches.
+    /// HIP's pushed launch configuration (`<<<>>>`).
+    CallConfiguration { grid_x: U32, grid_y: U32, grid_z: U32, block_x: U32, block_y: U32, block_z: U32, shared_mem: U64, stream: Handle }
+    /// A kernel launch: the kernel, its code object, dimensions and packed argument bytes.
+    Launch {
+        function: Handle, kernel: Str, code: Code,
+        grid_x: U32, grid_y: U32, grid_z: U32, block_x: U32, block_y: U32, block_z: U32,
+        shared_mem: U32, stream: Handle, args: Bytes, arg_offsets: U64s, arg_sizes: U64s,
+        attrs: Bytes, cooperative: U8, in_capture: U8, args_known: U8,
+    }
+
+    // Streams, events, graphs.
+    /// A created stream.
+    StreamCreate { stream: Handle, flags: U32 }
+    /// A created stream with a priority.
+    StreamCreatePriority { stream: Handle, flags: U32, priority: I32 }
+    /// A call on one stream.
+    Stream { stream: Handle }
+    /// A stream waiting for an event.
+    StreamWaitEvent { stream: Handle, event: Handle, flags: U32 }
+    /// A created event.
+    EventCreate { event: Handle, flags: U32 }
+    /// An event recorded on a stream.
+    EventRecord { event: Handle, stream: Handle }
+    /// An event recorded on a stream, with flags.
+    EventRecordFlags { event: Handle, stream: Handle, flags: U32 }
+    /// A call on one event.
+    Event { event: Handle }
+    /// A stream capture begun.
+    BeginCapture { stream: Handle, mode: I32 }
+    /// A stream capture ended, and the graph it made.
+    EndCapture { stream: Handle, graph: Handle }
+    /// An instantiated graph.
+    GraphInstantiate { exec: Handle, graph: Handle, flags: U64 }
+    /// An instantiated graph, with its upload stream.
+    GraphInstantiateParams { exec: Handle, graph: Handle, flags: U64, upload_stream: Handle }
+    /// A graph launch.
+    GraphLaunch { exec: Handle, stream: Handle }
+    /// A call on one graph or graph instantiation.
+    Graph { graph: Handle }
+    /// A host function enqueued on a stream.
+    HostFunc { stream: Handle, func: Ptr, data: Ptr }
+}
+
+/// Directions of a copy whose direction is found at run time, as recorded in `direction`
+/// ([`CopyAny`], [`CopyKind`], the symbol copies).
+pub mod direction {
+    /// Device to device.
+    pub const D2D: u8 = 0;
+    /// Host to device.
+    pub const H2D: u8 = 1;
+    /// Device to host.
+    pub const D2H: u8 = 2;
+    /// Host to host.
+    pub const H2H: u8 = 3;
+
+    /// The direction of a copy from whether each side is device memory.
+    pub fn of(src_is_device: bool, dst_is_device: bool) -> u8 {
+        match (src_is_device, dst_is_device) {
+            (true, true) => D2D,
+            (false, true) => H2D,
+            (true, false) => D2H,
+            (false, false) => H2H,
+        }
+    }
+}

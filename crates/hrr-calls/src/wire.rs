@@ -1,0 +1,143 @@
+//! How a shape field's Rust type is written to and read from an event payload. Wire types map
+//! to Rust types one way: `u8`/`u32`/`i32` as themselves, `u64`/`ptr`/`handle` as `u64`, `str`
+//! as `String`, `bytes` as `Vec<u8>`, `blob`/`code` as `Option<ObjectId>`, `u64s` as `Vec<u64>`.
+
+use std::fmt;
+
+pub use hrr_archive::schema::FieldType;
+use hrr_archive::schema::{field, PayloadBuilder, Value};
+use hrr_archive::ObjectId;
+
+/// Decoded fields of one event, by name.
+pub type Fields<'a> = [(&'a str, Value)];
+
+/// A field an event's schema promised but its payload did not give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's name.
+    pub field: &'static str,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "field `{}` missing", self.field)
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// The Rust type of a wire type, for shape declarations.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! rust_type {
+    (U8) => { u8 };
+    (U32) => { u32 };
+    (I32) => { i32 };
+    (U64) => { u64 };
+    (Ptr) => { u64 };
+    (Handle) => { u64 };
+    (Str) => { ::std::string::String };
+    (Bytes) => { ::std::vec::Vec<u8> };
+    (Blob) => { ::std::option::Option<::hrr_archive::ObjectId> };
+    (Code) => { ::std::option::Option<::hrr_archive::ObjectId> };
+    (U64s) => { ::std::vec::Vec<u64> };
+}
+
+/// A Rust value that is one payload field.
+pub trait Wire: Sized {
+    /// Append it to a payload.
+    fn put(&self, p: &mut PayloadBuilder);
+    /// Read it from decoded fields. Integers must be present (the schema promised them); bytes,
+    /// text, arrays and object references read as empty when absent.
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError>;
+}
+
+fn int(fields: &Fields, name: &'static str) -> Result<u64, FieldError> {
+    field(fields, name)
+        .and_then(Value::as_u64)
+        .ok_or(FieldError { field: name })
+}
+
+impl Wire for u8 {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.u8(*self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        int(fields, name).map(|v| v as u8)
+    }
+}
+
+impl Wire for u32 {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.u32(*self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        int(fields, name).map(|v| v as u32)
+    }
+}
+
+impl Wire for i32 {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.i32(*self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        int(fields, name).map(|v| v as i32)
+    }
+}
+
+impl Wire for u64 {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.u64(*self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        int(fields, name)
+    }
+}
+
+impl Wire for String {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.str(self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        Ok(match field(fields, name) {
+            Some(Value::Str(s)) => s.clone(),
+            _ => String::new(),
+        })
+    }
+}
+
+impl Wire for Vec<u8> {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.bytes(self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        Ok(match field(fields, name) {
+            Some(Value::Bytes(b)) => b.clone(),
+            _ => Vec::new(),
+        })
+    }
+}
+
+impl Wire for Vec<u64> {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.u64s(self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        Ok(match field(fields, name) {
+            Some(Value::U64s(v)) => v.clone(),
+            _ => Vec::new(),
+        })
+    }
+}
+
+impl Wire for Option<ObjectId> {
+    fn put(&self, p: &mut PayloadBuilder) {
+        p.object(*self);
+    }
+    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+        Ok(match field(fields, name) {
+            Some(Value::Code(id)) | Some(Value::Blob(id)) => *id,
+            _ => None,
+        })
+    }
+}

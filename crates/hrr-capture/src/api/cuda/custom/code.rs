@@ -1,0 +1,270 @@
+//! Code: module and library loads (images stored as code objects), function, kernel and global look-ups (remembered in the state).
+
+#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+
+use hrr_archive::{CodeKind, ObjectId};
+use hrr_calls::cuda::ffi::{CUresult, Handle};
+use hrr_calls::shapes::*;
+
+use super::rec;
+use crate::api::cuda::calls::Export;
+use crate::api::cuda::state::{self, KernelInfo};
+use crate::api::cuda::API;
+use crate::hook::args::{cstr, out, out_addr};
+use crate::recorder::{self};
+
+/// Store the image at `image` as a code object.
+unsafe fn store_image(image: *const c_void) -> Option<ObjectId> {
+    if !recorder::active() {
+        return None;
+    }
+    let img = crate::api::cuda::image::identify(image as *const u8)?;
+    recorder::put_code(&API, std::slice::from_raw_parts(img.ptr, img.len), img.kind)
+}
+
+/// Store the image file at `fname` as a code object.
+unsafe fn store_image_file(fname: *const c_char) -> Option<ObjectId> {
+    if !recorder::active() || fname.is_null() {
+        return None;
+    }
+    let path = std::ffi::OsStr::from_encoded_bytes_unchecked(CStr::from_ptr(fname).to_bytes());
+    let mut bytes = std::fs::read(path).ok()?;
+    let kind = match bytes.get(..4) {
+        Some([0x7f, b'E', b'L', b'F']) => CodeKind::Cubin,
+        Some(m)
+            if u32::from_le_bytes(m.try_into().ok()?) == crate::api::cuda::image::FATBIN_MAGIC =>
+        {
+            CodeKind::Fatbin
+        }
+        _ => {
+            if bytes.last() != Some(&0) {
+                bytes.push(0);
+            }
+            CodeKind::Ptx
+        }
+    };
+    recorder::put_code(&API, &bytes, kind)
+}
+
+/// Record a module or library load of `code` that produced `*m`.
+unsafe fn loaded(h: Export, r: CUresult, m: *mut Handle, code: Option<ObjectId>, library: bool) {
+    let handle = out_addr(m);
+    let remember = || state::with(|st| st.modules.insert(handle, code));
+    if library {
+        rec(h, r, |_| {
+            remember();
+            LibraryLoad {
+                library: handle,
+                code,
+            }
+        });
+    } else {
+        rec(h, r, |_| {
+            remember();
+            ModuleLoad {
+                module: handle,
+                code,
+            }
+        });
+    }
+}
+
+pub unsafe fn module_load(
+    h: Export,
+    m: *mut Handle,
+    fname: *const c_char,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let code = store_image_file(fname);
+    let r = call();
+    loaded(h, r, m, code, false);
+    r
+}
+
+pub unsafe fn module_load_data(
+    h: Export,
+    m: *mut Handle,
+    image: *const c_void,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let code = store_image(image);
+    let r = call();
+    loaded(h, r, m, code, false);
+    r
+}
+
+pub unsafe fn module_load_data_ex(
+    h: Export,
+    m: *mut Handle,
+    image: *const c_void,
+    _n: c_uint,
+    _opts: *mut c_int,
+    _vals: *mut *mut c_void,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    module_load_data(h, m, image, call)
+}
+
+pub unsafe fn library_load_data(
+    h: Export,
+    lib: *mut Handle,
+    code: *const c_void,
+    _jo: *mut c_int,
+    _jv: *mut *mut c_void,
+    _njo: c_uint,
+    _lo: *mut c_int,
+    _lv: *mut *mut c_void,
+    _nlo: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let id = store_image(code);
+    let r = call();
+    loaded(h, r, lib, id, true);
+    r
+}
+
+pub unsafe fn library_load_from_file(
+    h: Export,
+    lib: *mut Handle,
+    fname: *const c_char,
+    _jo: *mut c_int,
+    _jv: *mut *mut c_void,
+    _njo: c_uint,
+    _lo: *mut c_int,
+    _lv: *mut *mut c_void,
+    _nlo: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let id = store_image_file(fname);
+    let r = call();
+    loaded(h, r, lib, id, true);
+    r
+}
+
+/// Remember what a looked-up function or kernel handle is.
+fn define_kernel(handle: u64, owner: u64, name: &str, is_library_kernel: bool) {
+    state::with(|st| {
+        let code = st.code_of(owner);
+        st.define_kernel(
+            handle,
+            KernelInfo {
+                name: name.into(),
+                code,
+                is_library_kernel,
+            },
+        );
+    });
+}
+
+pub unsafe fn module_get_function(
+    h: Export,
+    f: *mut Handle,
+    m: Handle,
+    name: *const c_char,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        let s = ModuleGetFunction {
+            function: out_addr(f),
+            module: m as u64,
+            name: cstr(name),
+        };
+        if r == 0 {
+            define_kernel(s.function, s.module, &s.name, false);
+        }
+        s
+    });
+    r
+}
+
+pub unsafe fn library_get_kernel(
+    h: Export,
+    k: *mut Handle,
+    lib: Handle,
+    name: *const c_char,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        let s = LibraryGetKernel {
+            kernel: out_addr(k),
+            library: lib as u64,
+            name: cstr(name),
+        };
+        if r == 0 {
+            define_kernel(s.kernel, s.library, &s.name, true);
+        }
+        s
+    });
+    r
+}
+
+pub unsafe fn get_global(
+    h: Export,
+    dptr: *mut u64,
+    bytes: *mut usize,
+    owner: Handle,
+    name: *const c_char,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| Global {
+        dptr: out(dptr),
+        bytes: out(bytes) as u64,
+        owner: owner as u64,
+        name: cstr(name),
+    });
+    r
+}
+
+pub unsafe fn library_get_module(
+    h: Export,
+    m: *mut Handle,
+    lib: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        let module = out_addr(m);
+        state::with(|st| {
+            let code = st.code_of(lib as u64);
+            st.modules.insert(module, code);
+        });
+        LibraryGetModule {
+            module,
+            library: lib as u64,
+        }
+    });
+    r
+}
+
+pub unsafe fn kernel_get_function(
+    h: Export,
+    f: *mut Handle,
+    k: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        let function = out_addr(f);
+        state::with(|st| {
+            if let Some(info) = st.kernels.get(&(k as u64)).cloned() {
+                st.define_kernel(
+                    function,
+                    KernelInfo {
+                        is_library_kernel: false,
+                        ..info
+                    },
+                );
+            }
+        });
+        KernelGetFunction {
+            function,
+            kernel: k as u64,
+        }
+    });
+    r
+}

@@ -1,0 +1,60 @@
+//! Initialisation and device queries that need logic.
+
+#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, c_uint};
+
+use hrr_calls::cuda::ffi::CUresult;
+use hrr_calls::shapes::*;
+
+use super::rec;
+use crate::api::cuda::calls::Export;
+use crate::api::cuda::API;
+use crate::hook::args::{bytes_at, cstr};
+use crate::recorder::{self};
+
+pub unsafe fn init(h: Export, flags: c_uint, call: impl FnOnce() -> CUresult) -> CUresult {
+    let r = call();
+    rec(h, r, |_| Init { flags });
+    if r == 0 {
+        recorder::refresh_metadata(&API);
+    }
+    r
+}
+
+pub unsafe fn device_get_name(
+    h: Export,
+    name: *mut c_char,
+    len: c_int,
+    dev: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| DeviceName {
+        name: if r == 0 && len > 0 {
+            cstr(name)
+        } else {
+            String::new()
+        },
+        device: dev,
+    });
+    r
+}
+
+pub unsafe fn device_get_uuid(
+    h: Export,
+    uuid: *mut u8,
+    dev: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| DeviceUuid {
+        uuid: if r == 0 {
+            bytes_at(uuid, 16).to_vec()
+        } else {
+            Vec::new()
+        },
+        device: dev,
+    });
+    r
+}

@@ -1,0 +1,109 @@
+//! What CUDA capture remembers between calls: which code object each module or library came
+//! from, what each function or kernel handle is (name, code object, parameter layout from the
+//! driver), which streams are capturing, and which graphs a recorded stream capture produced.
+//!
+//! Lock order: the recorder's lock, then this one (custom functions take it inside the closure
+//! that fills an event), never the other way round.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hrr_archive::ObjectId;
+
+use super::loader::driver_fn;
+
+/// What capture knows about a function or kernel handle.
+#[derive(Debug, Clone)]
+pub struct KernelInfo {
+    /// Kernel name.
+    pub name: String,
+    /// Code object it came from.
+    pub code: Option<ObjectId>,
+    /// True for `CUkernel` handles (library kernels), false for `CUfunction`.
+    pub is_library_kernel: bool,
+}
+
+/// A kernel's parameters as (offset, size), from the driver.
+pub type ParamLayout = Arc<[(u32, u32)]>;
+
+/// The CUDA capture state of this process.
+#[derive(Default)]
+pub struct State {
+    /// Module or library handle → code object.
+    pub modules: HashMap<u64, Option<ObjectId>>,
+    /// Function or kernel handle → what it is.
+    pub kernels: HashMap<u64, KernelInfo>,
+    layouts: HashMap<u64, Option<ParamLayout>>,
+    /// Streams currently in stream capture.
+    pub capturing: HashSet<u64>,
+    /// Graphs a recorded `cuStreamEndCapture` produced (replay rebuilds exactly these).
+    pub captured_graphs: HashSet<u64>,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// Run `f` on the state.
+pub fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    let mut g: MutexGuard<'_, Option<State>> = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(State::default))
+}
+
+impl State {
+    /// A function or kernel handle was (re)defined: handle values are reused once their object
+    /// is destroyed, so what was cached under the value is dropped.
+    pub fn define_kernel(&mut self, handle: u64, info: KernelInfo) {
+        self.layouts.remove(&handle);
+        self.kernels.insert(handle, info);
+    }
+
+    /// Code object of a module or library handle.
+    pub fn code_of(&self, module: u64) -> Option<ObjectId> {
+        self.modules.get(&module).copied().flatten()
+    }
+
+    /// Parameter layout `(offset, size)` of a function or kernel handle, from the driver.
+    pub fn param_layout(&mut self, handle: u64) -> Option<ParamLayout> {
+        if let Some(l) = self.layouts.get(&handle) {
+            return l.clone();
+        }
+        let is_kernel = self
+            .kernels
+            .get(&handle)
+            .is_some_and(|k| k.is_library_kernel);
+        let order: [&CStr; 2] = if is_kernel {
+            [c"cuKernelGetParamInfo", c"cuFuncGetParamInfo"]
+        } else {
+            [c"cuFuncGetParamInfo", c"cuKernelGetParamInfo"]
+        };
+        type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> c_int;
+        let mut layout = None;
+        for name in order {
+            // SAFETY: both entry points share this signature.
+            let Some(f) = (unsafe { driver_fn::<ParamInfo>(name) }) else {
+                continue;
+            };
+            let mut v = Vec::new();
+            loop {
+                let (mut off, mut size) = (0usize, 0usize);
+                // SAFETY: out-pointers to locals; the handle came from the application.
+                let r = unsafe { f(handle as *mut c_void, v.len(), &mut off, &mut size) };
+                if r != 0 || v.len() > 4096 {
+                    break;
+                }
+                v.push((off as u32, size as u32));
+            }
+            let first_ok = {
+                let (mut off, mut size) = (0usize, 0usize);
+                // SAFETY: as above.
+                unsafe { f(handle as *mut c_void, 0, &mut off, &mut size) == 0 }
+            };
+            if first_ok || !v.is_empty() {
+                layout = Some(Arc::from(v));
+                break;
+            }
+        }
+        self.layouts.insert(handle, layout.clone());
+        layout
+    }
+}

@@ -1,0 +1,295 @@
+//! Copies and memsets: H2D sources stored before the call, D2H results after it (async: after
+//! synchronising the stream); `hipMemcpyDefault` classified by the device ranges capture saw.
+
+use std::ffi::c_int;
+
+use hrr_archive::ObjectId;
+use hrr_calls::hip::ffi::{Handle, HipError, Ptr, HIP_ERROR_NOT_FOUND};
+use hrr_calls::shapes::direction;
+use hrr_calls::shapes::*;
+
+use super::{host_blob, rec};
+use crate::api::hip::calls::{real_fn, Export};
+use crate::api::hip::state;
+use crate::recorder;
+
+/// Wait for `stream` so an async D2H result can be read (the recorder's own call, unrecorded).
+unsafe fn sync_stream(stream: Handle) -> HipError {
+    type Sync = unsafe extern "C" fn(Handle) -> HipError;
+    match real_fn::<Sync>(Export::hipStreamSynchronize) {
+        Some(f) => f(stream),
+        None => HIP_ERROR_NOT_FOUND,
+    }
+}
+
+/// Store the bytes a D2H copy produced (after waiting for `stream` when the copy is async).
+pub(crate) unsafe fn result_blob(
+    r: HipError,
+    dst: Ptr,
+    n: usize,
+    stream: Option<Handle>,
+) -> Option<ObjectId> {
+    if r != 0 {
+        return None;
+    }
+    if let Some(s) = stream {
+        if sync_stream(s) != 0 {
+            return None;
+        }
+    }
+    host_blob(dst, n)
+}
+
+/// `hipMemcpyKind` → direction; `hipMemcpyDefault` (4) from the recorded device ranges.
+fn direction_of(kind: c_int, dst: Ptr, src: Ptr) -> u8 {
+    match kind {
+        0 => direction::H2H,
+        1 => direction::H2D,
+        2 => direction::D2H,
+        3 => direction::D2D,
+        _ => direction::of(state::is_device(src as u64), state::is_device(dst as u64)),
+    }
+}
+
+unsafe fn generic_copy(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    kind: c_int,
+    stream: Option<Handle>,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let dir = direction_of(kind, dst, src);
+    let h2d_blob = if dir == direction::H2D {
+        host_blob(src, n)
+    } else {
+        None
+    };
+    let r = call();
+    let d2h_blob = if dir == direction::D2H {
+        result_blob(r, dst, n, stream)
+    } else {
+        None
+    };
+    rec(h, r, |_| CopyKind {
+        dst: dst as u64,
+        src: src as u64,
+        bytes: n as u64,
+        kind,
+        stream: stream.unwrap_or(std::ptr::null_mut()) as u64,
+        direction: dir,
+        h2d_blob,
+        d2h_blob,
+    });
+    if stream.is_none() {
+        recorder::flush_soft();
+    }
+    r
+}
+
+pub unsafe fn memcpy(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    kind: c_int,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    generic_copy(h, dst, src, n, kind, None, call)
+}
+
+pub unsafe fn memcpy_async(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    kind: c_int,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    generic_copy(h, dst, src, n, kind, Some(stream), call)
+}
+
+pub unsafe fn memcpy_htod(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    memcpy_htod_async(h, dst, src, n, std::ptr::null_mut(), call)
+}
+
+pub unsafe fn memcpy_htod_async(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let h2d_blob = host_blob(src, n);
+    let r = call();
+    rec(h, r, |_| CopyH2d {
+        dst: dst as u64,
+        src: src as u64,
+        bytes: n as u64,
+        stream: stream as u64,
+        h2d_blob,
+    });
+    r
+}
+
+pub unsafe fn memcpy_dtoh(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    let d2h_blob = result_blob(r, dst, n, None);
+    rec(h, r, |_| CopyD2h {
+        dst: dst as u64,
+        src: src as u64,
+        bytes: n as u64,
+        stream: 0,
+        d2h_blob,
+    });
+    recorder::flush_soft();
+    r
+}
+
+pub unsafe fn memcpy_dtoh_async(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    let d2h_blob = result_blob(r, dst, n, Some(stream));
+    rec(h, r, |_| CopyD2h {
+        dst: dst as u64,
+        src: src as u64,
+        bytes: n as u64,
+        stream: stream as u64,
+        d2h_blob,
+    });
+    r
+}
+
+pub unsafe fn memcpy_dtod(
+    h: Export,
+    dst: Ptr,
+    src: Ptr,
+    n: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |_| CopyD2d {
+        dst: dst as u64,
+        src: src as u64,
+        bytes: n as u64,
+        stream: 0,
+    });
+    r
+}
+
+/// Record a memset of `count` elements of `element_bytes` set to `value`.
+fn memset_event(
+    h: Export,
+    r: HipError,
+    dst: Ptr,
+    value: u32,
+    element_bytes: u32,
+    count: usize,
+    stream: Handle,
+) {
+    rec(h, r, |_| Memset {
+        dst: dst as u64,
+        value,
+        element_bytes,
+        count: count as u64,
+        stream: stream as u64,
+    });
+}
+
+/// `hipMemset`: bytes, the value given as an `int`.
+pub unsafe fn memset_bytes(
+    h: Export,
+    dst: Ptr,
+    v: c_int,
+    n: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    memset_bytes_async(h, dst, v, n, std::ptr::null_mut(), call)
+}
+
+/// `hipMemsetAsync`: bytes, the value given as an `int`.
+pub unsafe fn memset_bytes_async(
+    h: Export,
+    dst: Ptr,
+    v: c_int,
+    n: usize,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    memset_event(h, r, dst, v as u8 as u32, 1, n, stream);
+    r
+}
+
+/// A `hipMemsetD8/16/32` value: its element size is its own.
+pub trait MemsetValue: Copy {
+    /// The value as recorded.
+    fn value(self) -> u32;
+}
+impl MemsetValue for u8 {
+    fn value(self) -> u32 {
+        self as u32
+    }
+}
+impl MemsetValue for u16 {
+    fn value(self) -> u32 {
+        self as u32
+    }
+}
+impl MemsetValue for c_int {
+    fn value(self) -> u32 {
+        self as u32
+    }
+}
+
+pub unsafe fn memset<V: MemsetValue>(
+    h: Export,
+    dst: Ptr,
+    v: V,
+    n: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    memset_async(h, dst, v, n, std::ptr::null_mut(), call)
+}
+
+pub unsafe fn memset_async<V: MemsetValue>(
+    h: Export,
+    dst: Ptr,
+    v: V,
+    n: usize,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    memset_event(
+        h,
+        r,
+        dst,
+        v.value(),
+        std::mem::size_of::<V>() as u32,
+        n,
+        stream,
+    );
+    r
+}

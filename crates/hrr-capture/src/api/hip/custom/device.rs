@@ -1,0 +1,91 @@
+//! Device queries and resets that need logic.
+
+use std::ffi::{c_char, c_int, CStr};
+
+use hrr_calls::hip::ffi::HipError;
+use hrr_calls::shapes::{DeviceName, DeviceProperties, NoFields};
+
+use super::rec;
+use crate::api::hip::calls::Export;
+use crate::api::hip::facts::find_arch_name;
+use crate::hook::args::{bytes_at, cstr};
+
+pub unsafe fn device_get_name(
+    h: Export,
+    name: *mut c_char,
+    len: c_int,
+    dev: c_int,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |_| DeviceName {
+        name: if r == 0 && len > 0 {
+            cstr(name)
+        } else {
+            String::new()
+        },
+        device: dev,
+    });
+    r
+}
+
+/// Bytes of `hipDeviceProp_t` read back: the whole struct of ROCm 5 (792 bytes; `name` first,
+/// `gcnArchName` at 396), and of the ROCm 6 layout (`hipGetDevicePropertiesR0600`, 1472 bytes).
+const PROPS_READ: usize = 792;
+const PROPS_READ_R0600: usize = 1472;
+
+unsafe fn properties(
+    h: Export,
+    prop: *mut u8,
+    dev: c_int,
+    read: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |_| {
+        let (mut name, mut gcn_arch_name) = (String::new(), String::new());
+        if r == 0 && !prop.is_null() {
+            let b = bytes_at(prop, read);
+            name = CStr::from_bytes_until_nul(&b[..256])
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            gcn_arch_name = find_arch_name(b).unwrap_or_default();
+        }
+        DeviceProperties {
+            device: dev,
+            name,
+            gcn_arch_name,
+        }
+    });
+    r
+}
+
+pub unsafe fn get_device_properties(
+    h: Export,
+    prop: *mut u8,
+    dev: c_int,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    properties(h, prop, dev, PROPS_READ, call)
+}
+
+pub unsafe fn get_device_properties_r0600(
+    h: Export,
+    prop: *mut u8,
+    dev: c_int,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    properties(h, prop, dev, PROPS_READ_R0600, call)
+}
+
+pub unsafe fn device_reset(h: Export, call: impl FnOnce() -> HipError) -> HipError {
+    let r = call();
+    rec(h, r, |rc| {
+        rc.note_unreplayable(
+            "hipDeviceReset",
+            "replay keeps its allocations and code loaded across a device reset",
+        );
+        NoFields {}
+    });
+    r
+}

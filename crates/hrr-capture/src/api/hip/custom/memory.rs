@@ -1,0 +1,267 @@
+//! Allocations (their live ranges remembered for `hipMemcpyDefault`), host memory and VMM calls
+//! that need logic.
+
+use std::ffi::c_uint;
+
+use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
+use hrr_calls::shapes::*;
+
+use super::{host_blob, rec};
+use crate::api::hip::calls::Export;
+use crate::api::hip::state;
+use crate::hook::args::{bytes_at, out, out_addr};
+
+/// Record an allocation of `size` bytes at `*ptr` whose shape `fill` builds from the address.
+unsafe fn allocated<S: hrr_calls::Shape>(
+    h: Export,
+    r: HipError,
+    ptr: *mut Ptr,
+    size: u64,
+    fill: impl FnOnce(u64) -> S,
+) {
+    let d = out_addr(ptr);
+    if r == 0 {
+        state::note_device(d, size);
+    }
+    rec(h, r, |_| fill(d));
+}
+
+pub unsafe fn malloc(
+    h: Export,
+    ptr: *mut Ptr,
+    size: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    allocated(h, r, ptr, size as u64, |dptr| MemAlloc {
+        dptr,
+        bytesize: size as u64,
+    });
+    r
+}
+
+pub unsafe fn malloc_flags(
+    h: Export,
+    ptr: *mut Ptr,
+    size: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    allocated(h, r, ptr, size as u64, |dptr| MemAllocFlags {
+        dptr,
+        bytesize: size as u64,
+        flags,
+    });
+    r
+}
+
+pub unsafe fn malloc_managed(
+    h: Export,
+    ptr: *mut Ptr,
+    size: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    let d = out_addr(ptr);
+    if r == 0 {
+        state::note_device(d, size as u64);
+    }
+    rec(h, r, |rc| {
+        rc.note_unreplayable(
+            "hipMallocManaged",
+            "managed memory is not placed; host-side accesses are not recorded",
+        );
+        MemAllocFlags {
+            dptr: d,
+            bytesize: size as u64,
+            flags,
+        }
+    });
+    r
+}
+
+pub unsafe fn malloc_async(
+    h: Export,
+    ptr: *mut Ptr,
+    size: usize,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    allocated(h, r, ptr, size as u64, |dptr| MemAllocAsync {
+        dptr,
+        bytesize: size as u64,
+        stream: stream as u64,
+    });
+    r
+}
+
+pub unsafe fn malloc_pitch(
+    h: Export,
+    ptr: *mut Ptr,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    let pitch = out(pitch) as u64;
+    allocated(h, r, ptr, pitch.saturating_mul(height as u64), |dptr| {
+        MallocPitch {
+            dptr,
+            pitch,
+            width: width as u64,
+            height: height as u64,
+        }
+    });
+    r
+}
+
+pub unsafe fn free(h: Export, ptr: Ptr, call: impl FnOnce() -> HipError) -> HipError {
+    let r = call();
+    if r == 0 {
+        state::forget_device(ptr as u64);
+    }
+    rec(h, r, |_| DevicePtr { dptr: ptr as u64 });
+    r
+}
+
+pub unsafe fn free_async(
+    h: Export,
+    ptr: Ptr,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    if r == 0 {
+        state::forget_device(ptr as u64);
+    }
+    rec(h, r, |_| MemFreeAsync {
+        dptr: ptr as u64,
+        stream: stream as u64,
+    });
+    r
+}
+
+pub unsafe fn host_register(
+    h: Export,
+    ptr: Ptr,
+    size: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let contents = host_blob(ptr, size);
+    let r = call();
+    rec(h, r, |_| HostRegister {
+        host_ptr: ptr as u64,
+        bytesize: size as u64,
+        flags,
+        contents,
+    });
+    r
+}
+
+pub unsafe fn host_get_device_pointer(
+    h: Export,
+    dptr: *mut Ptr,
+    ptr: Ptr,
+    flags: c_uint,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |rc| {
+        rc.note_unreplayable(
+            "hipHostGetDevicePointer",
+            "mapped host memory is read by kernels but its later host-side writes are not recorded",
+        );
+        HostDevicePointer {
+            dptr: out_addr(dptr),
+            host_ptr: ptr as u64,
+            flags,
+        }
+    });
+    r
+}
+
+/// `sizeof(hipMemAllocationProp)`.
+const MEM_PROP_BYTES: usize = 32;
+/// `sizeof(hipMemAccessDesc)`.
+const ACCESS_DESC_BYTES: usize = 12;
+
+pub unsafe fn mem_create(
+    h: Export,
+    handle: *mut u64,
+    size: usize,
+    prop: *const u8,
+    flags: u64,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |_| MemCreate {
+        handle: out(handle),
+        size: size as u64,
+        prop: bytes_at(prop, MEM_PROP_BYTES).to_vec(),
+        flags,
+    });
+    r
+}
+
+pub unsafe fn mem_map(
+    h: Export,
+    ptr: Ptr,
+    size: usize,
+    offset: usize,
+    handle: u64,
+    flags: u64,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    if r == 0 {
+        state::note_device(ptr as u64, size as u64);
+    }
+    rec(h, r, |_| MemMap {
+        ptr: ptr as u64,
+        size: size as u64,
+        offset: offset as u64,
+        handle,
+        flags,
+    });
+    r
+}
+
+pub unsafe fn mem_unmap(
+    h: Export,
+    ptr: Ptr,
+    size: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    if r == 0 {
+        state::forget_device(ptr as u64);
+    }
+    rec(h, r, |_| Range {
+        ptr: ptr as u64,
+        size: size as u64,
+    });
+    r
+}
+
+pub unsafe fn mem_set_access(
+    h: Export,
+    ptr: Ptr,
+    size: usize,
+    desc: *const u8,
+    count: usize,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |_| MemSetAccess {
+        ptr: ptr as u64,
+        size: size as u64,
+        desc: bytes_at(desc, count.min(64) * ACCESS_DESC_BYTES).to_vec(),
+        count: count as u64,
+    });
+    r
+}

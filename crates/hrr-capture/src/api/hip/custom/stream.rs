@@ -1,0 +1,112 @@
+//! Streams, events, stream capture and graphs that need logic (HIP graphs are recorded, not yet
+//! replayed), host functions.
+
+use std::ffi::c_int;
+
+use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
+use hrr_calls::shapes::{
+    BeginCapture, EndCapture, EventCreate, GraphLaunch, HostFunc, StreamCreate,
+};
+
+use super::rec;
+use crate::api::hip::calls::Export;
+use crate::api::hip::state;
+use crate::hook::args::out_addr;
+
+const GRAPHS_UNREPLAYED: &str = "HIP graphs and stream capture are recorded but not replayed yet";
+
+pub unsafe fn stream_create(
+    h: Export,
+    s: *mut Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |_| StreamCreate {
+        stream: out_addr(s),
+        flags: 0,
+    });
+    r
+}
+
+pub unsafe fn event_create(h: Export, e: *mut Handle, call: impl FnOnce() -> HipError) -> HipError {
+    let r = call();
+    rec(h, r, |_| EventCreate {
+        event: out_addr(e),
+        flags: 0,
+    });
+    r
+}
+
+pub unsafe fn stream_begin_capture(
+    h: Export,
+    s: Handle,
+    mode: c_int,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    if r == 0 {
+        state::set_capturing(s as u64, true);
+    }
+    rec(h, r, |rc| {
+        rc.note_unreplayable("hipStreamBeginCapture", GRAPHS_UNREPLAYED);
+        BeginCapture {
+            stream: s as u64,
+            mode,
+        }
+    });
+    r
+}
+
+pub unsafe fn stream_end_capture(
+    h: Export,
+    s: Handle,
+    g: *mut Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    state::set_capturing(s as u64, false);
+    rec(h, r, |_| EndCapture {
+        stream: s as u64,
+        graph: out_addr(g),
+    });
+    r
+}
+
+pub unsafe fn graph_launch(
+    h: Export,
+    exec: Handle,
+    s: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |rc| {
+        rc.note_unreplayable("hipGraphLaunch", GRAPHS_UNREPLAYED);
+        GraphLaunch {
+            exec: exec as u64,
+            stream: s as u64,
+        }
+    });
+    r
+}
+
+pub unsafe fn launch_host_func(
+    h: Export,
+    s: Handle,
+    func: Ptr,
+    data: Ptr,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    rec(h, r, |rc| {
+        rc.note_unreplayable(
+            "hipLaunchHostFunc",
+            "host callbacks run application code that is not in the archive",
+        );
+        HostFunc {
+            stream: s as u64,
+            func: func as u64,
+            data: data as u64,
+        }
+    });
+    r
+}

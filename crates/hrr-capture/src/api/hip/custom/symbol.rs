@@ -1,0 +1,188 @@
+//! `__device__` variables: copies to and from them and their addresses, named by the variable's
+//! registration (its fat binary's registration is written on first use).
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use hrr_archive::ObjectId;
+use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
+use hrr_calls::shapes::direction;
+use hrr_calls::shapes::{CopyFromSymbol, CopyToSymbol, SymbolAddress};
+
+use super::copy::result_blob;
+use super::{host_blob, rec};
+use crate::api::hip::calls::Export;
+use crate::api::hip::state;
+use crate::hook::args::out_addr;
+use crate::recorder::Recorder;
+
+/// The registered variable at `symbol`: its name and code object (empty when never seen
+/// registered, noted as unreplayable under `call`).
+fn named(
+    rc: &mut Recorder,
+    call: &str,
+    sym: Option<(Arc<str>, Option<ObjectId>)>,
+) -> (String, Option<ObjectId>) {
+    match sym {
+        Some((name, code)) => (name.to_string(), code),
+        None => {
+            rc.note_unreplayable(
+                call,
+                "a variable whose registration was not seen (its name and code object are unknown)",
+            );
+            (String::new(), None)
+        }
+    }
+}
+
+/// A symbol copy's direction: device-to-device for `hipMemcpyDeviceToDevice` (3) and for
+/// `hipMemcpyDefault` (4) with a device-side other end, else `host`.
+fn symbol_direction(kind: c_int, other: Ptr, host: u8) -> u8 {
+    if kind == 3 || (kind == 4 && state::is_device(other as u64)) {
+        direction::D2D
+    } else {
+        host
+    }
+}
+
+unsafe fn to_symbol(
+    h: Export,
+    symbol: Ptr,
+    src: Ptr,
+    n: usize,
+    offset: usize,
+    kind: c_int,
+    stream: Option<Handle>,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let dir = symbol_direction(kind, src, direction::H2D);
+    let h2d_blob = if dir == direction::H2D {
+        host_blob(src, n)
+    } else {
+        None
+    };
+    let sym = state::symbol(symbol as u64);
+    let r = call();
+    rec(h, r, |rc| {
+        let (name, code) = named(rc, "hipMemcpyToSymbol", sym);
+        CopyToSymbol {
+            symbol: symbol as u64,
+            name,
+            code,
+            src: src as u64,
+            bytes: n as u64,
+            offset: offset as u64,
+            kind,
+            stream: stream.unwrap_or(std::ptr::null_mut()) as u64,
+            direction: dir,
+            h2d_blob,
+        }
+    });
+    r
+}
+
+pub unsafe fn memcpy_to_symbol(
+    h: Export,
+    symbol: Ptr,
+    src: Ptr,
+    n: usize,
+    offset: usize,
+    kind: c_int,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    to_symbol(h, symbol, src, n, offset, kind, None, call)
+}
+
+pub unsafe fn memcpy_to_symbol_async(
+    h: Export,
+    symbol: Ptr,
+    src: Ptr,
+    n: usize,
+    offset: usize,
+    kind: c_int,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    to_symbol(h, symbol, src, n, offset, kind, Some(stream), call)
+}
+
+unsafe fn from_symbol(
+    h: Export,
+    dst: Ptr,
+    symbol: Ptr,
+    n: usize,
+    offset: usize,
+    kind: c_int,
+    stream: Option<Handle>,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let dir = symbol_direction(kind, dst, direction::D2H);
+    let sym = state::symbol(symbol as u64);
+    let r = call();
+    let d2h_blob = if dir == direction::D2H {
+        result_blob(r, dst, n, stream)
+    } else {
+        None
+    };
+    rec(h, r, |rc| {
+        let (name, code) = named(rc, "hipMemcpyFromSymbol", sym);
+        CopyFromSymbol {
+            dst: dst as u64,
+            symbol: symbol as u64,
+            name,
+            code,
+            bytes: n as u64,
+            offset: offset as u64,
+            kind,
+            stream: stream.unwrap_or(std::ptr::null_mut()) as u64,
+            direction: dir,
+            d2h_blob,
+        }
+    });
+    r
+}
+
+pub unsafe fn memcpy_from_symbol(
+    h: Export,
+    dst: Ptr,
+    symbol: Ptr,
+    n: usize,
+    offset: usize,
+    kind: c_int,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    from_symbol(h, dst, symbol, n, offset, kind, None, call)
+}
+
+pub unsafe fn memcpy_from_symbol_async(
+    h: Export,
+    dst: Ptr,
+    symbol: Ptr,
+    n: usize,
+    offset: usize,
+    kind: c_int,
+    stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    from_symbol(h, dst, symbol, n, offset, kind, Some(stream), call)
+}
+
+pub unsafe fn get_symbol_address(
+    h: Export,
+    dptr: *mut Ptr,
+    symbol: Ptr,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    let r = call();
+    let sym = state::symbol(symbol as u64);
+    rec(h, r, |rc| {
+        let (name, code) = named(rc, "hipGetSymbolAddress", sym);
+        SymbolAddress {
+            dptr: out_addr(dptr),
+            symbol: symbol as u64,
+            name,
+            code,
+        }
+    });
+    r
+}

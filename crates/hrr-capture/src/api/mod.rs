@@ -1,0 +1,27 @@
+//! The APIs capture records, each in a module of the same layout:
+//!
+//! | file | owns |
+//! |---|---|
+//! | `loader.rs` | finding the real library and its symbols |
+//! | `calls.rs` | the exported wrappers, expanded from the API's table in `hrr-calls` |
+//! | `custom.rs` (or `custom/`) | the calls that need logic: typed arguments in, a shape out |
+//! | `facts.rs` | device and driver facts for the manifest |
+//! | `state.rs` | what capture remembers about the API's handles between calls |
+//! | `proc_address.rs` | handing out wrappers from the API's own symbol look-up |
+//!
+//! A call is declared in `crates/hrr-calls/src/<api>/table.rs`, recorded by `calls.rs` (and,
+//! when it names one, its custom function), and replayed in
+//! `crates/hrr-playback/src/replay/backend/<api>/`.
+
+pub mod cuda;
+pub mod hip;
+
+/// What the recorder needs of an API, none of it code of the API's calls.
+pub struct ApiDef {
+    /// Schema `api` name (`cuda-driver`, `hip`).
+    pub name: &'static str,
+    /// The schema record of every call of the API.
+    pub schema: fn() -> hrr_archive::schema::Schema,
+    /// Device and driver facts for the manifest.
+    pub metadata: fn() -> serde_json::Value,
+}

@@ -1,0 +1,199 @@
+//! The hook core shared by every API: how one row of a call table (`hrr_calls::cuda_calls!`,
+//! `hrr_calls::hip_calls!`) becomes an exported wrapper.
+//!
+//! [`define_exports!`] expands a table into, per API module: the `Export` enum (one variant per
+//! exported name; record type = index + 1), `NAMES`, the lazily resolved real entry points
+//! (`real_ptr`, `set_real`), `find` and `wrapper` for the interposers, and one
+//! `#[no_mangle] extern "C"` wrapper per export. A wrapper:
+//!
+//! 1. resolves the real entry point of its export (or returns the API's "not found");
+//! 2. forwards only, when capture is off or the thread is already inside a hook (the runtime
+//!    calling its own exports, or the recorder calling the driver) — see [`guard`];
+//! 3. otherwise, under the cross-thread ordering lock when the row says `ordered`, calls the
+//!    real function and records the row's shape: filled from the annotated arguments (`= field`,
+//!    `=> field`), or by the row's custom function, which receives the typed arguments and a
+//!    closure making the real call;
+//! 4. after a blocking call (`Kind::Sync`) hands buffered events to the kernel.
+
+pub mod args;
+pub mod dlsym;
+pub mod guard;
+pub mod record;
+
+pub use record::{after, record};
+
+/// What a wrapper returns when the real entry point is missing.
+pub trait Missing {
+    /// The value.
+    fn missing() -> Self;
+}
+
+impl Missing for std::ffi::c_int {
+    /// `CUDA_ERROR_NOT_FOUND` and `hipErrorNotFound` are both 500.
+    fn missing() -> Self {
+        500
+    }
+}
+
+impl<T> Missing for *mut T {
+    fn missing() -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+impl Missing for () {
+    fn missing() -> Self {}
+}
+
+/// The return type of a row: its explicit one, else the API status (`c_int`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! ret_or_status {
+    () => {
+        ::std::ffi::c_int
+    };
+    ($ret:ty) => {
+        $ret
+    };
+}
+
+/// Expand a call table into exported wrappers (see the module docs). Invoked by each API's
+/// `calls.rs` as `hrr_calls::cuda_calls!(exports)` through a one-line adapter that names the
+/// API's resolver, its [`crate::api::ApiDef`] and its custom-function module.
+#[macro_export]
+macro_rules! define_exports {
+    (
+        resolve: $resolve:path, api: $api:expr, custom: $cmod:ident;
+        $(
+            $(#[$meta:meta])*
+            $op:ident [$($export:ident),+ $(,)?] $sig:tt $(-> $ret:ty)?
+                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident)? ;
+        )*
+    ) => {
+        /// One variant per exported name, in table order (record type = index + 1).
+        #[allow(non_camel_case_types, dead_code)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u16)]
+        pub enum Export { $($($export,)+)* }
+
+        impl Export {
+            /// Record type of the export.
+            #[inline]
+            pub fn id(self) -> u16 {
+                self as u16 + 1
+            }
+            /// Exported name.
+            pub fn name(self) -> &'static ::std::ffi::CStr {
+                NAMES[self as usize]
+            }
+        }
+
+        /// Exported names, by export index.
+        pub const NAMES: &[&::std::ffi::CStr] = &[$($(
+            match ::std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($export), "\0").as_bytes()) {
+                Ok(c) => c,
+                Err(_) => panic!("export name"),
+            },
+        )+)*];
+
+        /// Real entry points, resolved on first use or set by the interposers.
+        static REAL: [::std::sync::atomic::AtomicPtr<::std::ffi::c_void>; NAMES.len()] =
+            [const { ::std::sync::atomic::AtomicPtr::new(::std::ptr::null_mut()) }; NAMES.len()];
+
+        /// The export named `name`, if any (no allocation: used inside `dlsym`).
+        pub fn find(name: &[u8]) -> Option<usize> {
+            NAMES.iter().position(|n| n.to_bytes() == name)
+        }
+
+        /// Our wrapper of export `i`.
+        pub fn wrapper(i: usize) -> *mut ::std::ffi::c_void {
+            const W: &[*const ()] = &[$($($export as *const (),)+)*];
+            W[i] as *mut ::std::ffi::c_void
+        }
+
+        /// The real entry point of export `i`, resolved on first use.
+        pub fn real_ptr(i: usize) -> *mut ::std::ffi::c_void {
+            use ::std::sync::atomic::Ordering;
+            let p = REAL[i].load(Ordering::Acquire);
+            if !p.is_null() {
+                return p;
+            }
+            let p = $resolve(NAMES[i]);
+            if !p.is_null() {
+                REAL[i].store(p, Ordering::Release);
+            }
+            p
+        }
+
+        /// Set export `i`'s real entry point to what the driver or runtime handed out.
+        pub fn set_real(i: usize, p: *mut ::std::ffi::c_void) {
+            if !p.is_null() {
+                REAL[i].store(p, ::std::sync::atomic::Ordering::Release);
+            }
+        }
+
+        $(
+            $crate::define_exports!(@row $api, $cmod;
+                [$($export),+] $sig [$($ret)?] $shape $kind [$($flag)*] [$($custom)?]);
+        )*
+    };
+
+    (@row $api:expr, $cmod:ident; [$($export:ident),+] $sig:tt $ret:tt $shape:ident
+        $kind:ident $flags:tt $custom:tt) => {
+        $(
+            $crate::define_exports!(@fn $api, $cmod; $export $sig $ret $shape $kind $flags $custom);
+        )+
+    };
+
+    // A row recorded from its annotated arguments.
+    (@fn $api:expr, $cmod:ident; $export:ident
+        ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)
+        [] $shape:ident $kind:ident [$($flag:ident)*] []) => {
+        #[no_mangle]
+        #[allow(clippy::missing_safety_doc)]
+        pub unsafe extern "C" fn $export($($arg: $ty),*) -> ::std::ffi::c_int {
+            type Real = unsafe extern "C" fn($($ty),*) -> ::std::ffi::c_int;
+            let p = real_ptr(Export::$export as usize);
+            if p.is_null() {
+                return <::std::ffi::c_int as $crate::hook::Missing>::missing();
+            }
+            let real = ::std::mem::transmute::<*mut ::std::ffi::c_void, Real>(p);
+            let Some(_inside) = $crate::hook::guard::enter() else {
+                return real($($arg),*);
+            };
+            $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
+                let r = real($($arg),*);
+                $crate::hook::record($api, Export::$export.id(), Some(r), |_| ::hrr_calls::shapes::$shape {
+                    $( $($fin: $crate::hook::args::field($arg),)? $($fout: $crate::hook::args::out_field($arg),)? )*
+                });
+                $crate::hook::after(::hrr_calls::Kind::$kind);
+                r
+            })
+        }
+    };
+
+    // A row recorded by its custom function.
+    (@fn $api:expr, $cmod:ident; $export:ident
+        ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)
+        [$($ret:ty)?] $shape:ident $kind:ident [$($flag:ident)*] [$custom:ident]) => {
+        #[no_mangle]
+        #[allow(clippy::missing_safety_doc)]
+        pub unsafe extern "C" fn $export($($arg: $ty),*) -> $crate::ret_or_status!($($ret)?) {
+            type Ret = $crate::ret_or_status!($($ret)?);
+            type Real = unsafe extern "C" fn($($ty),*) -> Ret;
+            let p = real_ptr(Export::$export as usize);
+            if p.is_null() {
+                return <Ret as $crate::hook::Missing>::missing();
+            }
+            let real = ::std::mem::transmute::<*mut ::std::ffi::c_void, Real>(p);
+            let Some(_inside) = $crate::hook::guard::enter() else {
+                return real($($arg),*);
+            };
+            $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
+                let r = $cmod::$custom(Export::$export, $($arg,)* move || real($($arg),*));
+                $crate::hook::after(::hrr_calls::Kind::$kind);
+                r
+            })
+        }
+    };
+}

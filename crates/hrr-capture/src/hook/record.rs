@@ -1,0 +1,33 @@
+//! Writing one event: the call's result (when it returns a status) then its shape's fields, in
+//! the shape's order, through the recorder. And what a wrapper does after a call of a kind.
+
+use hrr_calls::{Kind, Shape};
+
+use crate::api::ApiDef;
+use crate::recorder::{self, Recorder};
+
+/// Record one event of record type `id`: `result` (if the call returns one) and the shape
+/// `fill` builds (it may also note things in the manifest through the recorder).
+#[inline]
+pub fn record<S: Shape>(
+    api: &'static ApiDef,
+    id: u16,
+    result: Option<i32>,
+    fill: impl FnOnce(&mut Recorder) -> S,
+) {
+    recorder::record(api, id, |rc, p| {
+        if let Some(r) = result {
+            p.i32(r);
+        }
+        fill(rc).write(p);
+    });
+}
+
+/// After a call of `kind` returned: a blocking call hands buffered events to the kernel, so a
+/// `kill -9` while the program waits loses nothing recorded before.
+#[inline]
+pub fn after(kind: Kind) {
+    if kind == Kind::Sync {
+        recorder::flush_soft();
+    }
+}
