@@ -1,96 +1,66 @@
-//! `hrr-capture [-o ARCHIVE] -- CMD ARGS...`: run a command with the capture library preloaded
-//! and the archive variable set, and exit with the command's status.
+//! `hrr-capture [-o ARCHIVE] [--append | --force] -- COMMAND [ARGS...]`: run a command with the
+//! capture library preloaded and the archive variable set, as that command (it is `exec`ed, so
+//! signals reach it and its exit status or death by signal is the launcher's).
+//!
+//! Errors print once, as `hrr-capture: error: <what>: <why>` and an optional `hint:` line. Exit
+//! status before the program starts: 1 failure, 2 usage (also: `-o` names the archive of an
+//! earlier run), 126 cannot execute COMMAND, 127 COMMAND not found.
 
-use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
-use std::process::Command;
+mod launcher;
 
-use anyhow::{bail, Context, Result};
+use std::io::Write;
+use std::process::ExitCode;
 
-const USAGE: &str = "usage: hrr-capture [-o ARCHIVE] -- COMMAND [ARGS...]\n\
-\n\
-Runs COMMAND with libhrr_capture.so preloaded, recording its CUDA driver or HIP runtime calls\n\
-into ARCHIVE (default: ./capture.hrr). The library is looked for in $HRR_CAPTURE_LIB, next to\n\
-this program, and in ../lib beside it.";
+use clap::Parser;
 
-fn library_path() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("HRR_CAPTURE_LIB") {
-        return Ok(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().context("cannot locate hrr-capture itself")?;
-    let dir = exe.parent().context("hrr-capture has no parent folder")?;
-    for candidate in [
-        dir.join("libhrr_capture.so"),
-        dir.join("../lib/libhrr_capture.so"),
-    ] {
-        if candidate.is_file() {
-            return Ok(candidate.canonicalize().unwrap_or(candidate));
-        }
-    }
-    bail!(
-        "libhrr_capture.so not found next to {} (set HRR_CAPTURE_LIB)",
-        exe.display()
-    )
-}
+use launcher::cli::{self, Cli};
+use launcher::exec;
+use launcher::fail::{Fail, EXIT_USAGE};
+use launcher::output::{self, Plan};
 
-fn run() -> Result<i32> {
-    let mut args = std::env::args_os().skip(1);
-    let mut output = PathBuf::from("capture.hrr");
-    let mut command = Vec::new();
-    while let Some(a) = args.next() {
-        match a.to_str() {
-            Some("-o") | Some("--output") => {
-                output = args.next().context("-o needs an archive path")?.into();
-            }
-            Some("-h") | Some("--help") => {
-                println!("{USAGE}");
-                return Ok(0);
-            }
-            Some("--") => {
-                command.extend(args.by_ref());
-            }
-            Some(s) if s.starts_with('-') && command.is_empty() => {
-                eprintln!("{USAGE}");
-                bail!("unknown option {s}");
-            }
-            _ => {
-                command.push(a);
-                command.extend(args.by_ref());
-            }
-        }
-    }
-    if command.is_empty() {
-        eprintln!("{USAGE}");
-        return Ok(2);
-    }
-    let lib = library_path()?;
-    let output = if output.is_absolute() {
-        output
-    } else {
-        std::env::current_dir()?.join(output)
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
     };
-    let mut preload = lib.into_os_string();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload.push(":");
-        preload.push(old);
-    }
-    let status = Command::new(&command[0])
-        .args(&command[1..])
-        .env("LD_PRELOAD", preload)
-        .env("HIP_HRR_CAPTURE_OUTPUT", &output)
-        .status()
-        .with_context(|| format!("cannot run {}", command[0].to_string_lossy()))?;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
-}
-
-fn main() {
-    match run() {
-        Ok(code) => std::process::exit(code),
-        Err(e) => {
-            eprintln!("hrr-capture: {e:#}");
-            std::process::exit(1);
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            f.print();
+            ExitCode::from(f.code)
         }
     }
+}
+
+/// clap's `--help` goes to stdout (status 0); its usage errors are printed in our style (status 2).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    let _ = write!(std::io::stderr(), "hrr-capture: error: {text}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// Everything up to the `exec`; returns only on `--version` or an error.
+fn run(cli: &Cli) -> Result<(), Fail> {
+    if cli.version {
+        print!("{}", cli::version_text());
+        return Ok(());
+    }
+    let lib = exec::library_path()?;
+    let state = output::inspect(&cli.output)?;
+    if let Plan::MoveAside(to) = output::plan(&cli.output, &state, cli.append, cli.force)? {
+        output::move_aside(&cli.output, &to)?;
+        eprintln!(
+            "hrr-capture: moved the earlier archive {} aside to {}",
+            cli.output.display(),
+            to.display()
+        );
+    }
+    let archive = exec::absolute(&cli.output);
+    Err(exec::exec(&cli.command, &lib, &archive))
 }
