@@ -702,9 +702,19 @@ static CUresult i_ctx_get_device(CUdevice *d, CUcontext c) {
   *d = x->dev;
   return E_SUCCESS;
 }
+/* Kernels run when launched, but like a GPU's, their failures show at the next wait: after
+   `spin` (a kernel that never finishes) every wait blocks forever; after `fault` every wait
+   returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky, as on a GPU). */
+static int g_hung;
+static CUresult g_sticky;
+static CUresult gpu_wait(void) {
+  while (g_hung) pause();
+  return g_sticky;
+}
 static CUresult i_ctx_sync(CUcontext c) {
   struct fc_ctx *x;
-  return ctx_or_current(c, &x);
+  CUresult e = ctx_or_current(c, &x);
+  return e ? e : gpu_wait();
 }
 static CUresult i_ctx_get_limit(size_t *v, int limit) {
   struct fc_ctx *c;
@@ -843,7 +853,7 @@ static CUresult i_stream_sync(CUstream s) {
   NEED_CTX(c);
   CUresult e = chk_stream(s);
   if (e) return e;
-  return stream_graph(s) ? E_STREAM_CAPTURE_UNSUPPORTED : E_SUCCESS;
+  return stream_graph(s) ? E_STREAM_CAPTURE_UNSUPPORTED : gpu_wait();
 }
 static CUresult i_stream_wait_event(CUstream s, CUevent ev, unsigned flags) {
   struct fc_ctx *c;
@@ -913,6 +923,9 @@ static CUresult i_event_record(CUevent ev, CUstream s, unsigned flags) {
 }
 static CUresult i_event_query(CUevent ev) {
   return obj_is(ev, T_EVENT) ? E_SUCCESS : E_INVALID_HANDLE;
+}
+static CUresult i_event_sync(CUevent ev) {
+  return obj_is(ev, T_EVENT) ? gpu_wait() : E_INVALID_HANDLE;
 }
 static CUresult i_event_elapsed(float *ms, CUevent a, CUevent b) {
   if (!ms) return E_INVALID_VALUE;
@@ -1337,7 +1350,7 @@ static CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccess
 /* Code: images, modules, libraries, functions, kernels                     */
 /* ------------------------------------------------------------------------ */
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT };
 
 struct fc_param { unsigned off, size; };
 
@@ -1351,6 +1364,8 @@ static const struct builtin {
   {"fill_u32", K_FILL_U32, 3, {{0, 8}, {8, 4}, {16, 8}}},
   {"gather", K_GATHER, 3, {{0, 8}, {8, 8}, {16, 4}}},
   {"add_global", K_ADD_GLOBAL, 2, {{0, 8}, {8, 4}}},
+  {"spin", K_SPIN, 0, {{0, 0}}},   /* never finishes: every later wait blocks */
+  {"fault", K_FAULT, 0, {{0, 0}}}, /* faults: every later wait fails with 700 */
 };
 
 #define FATTR_N 16
@@ -1847,6 +1862,12 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
     for (unsigned long long i = 0; i < n; i++) O[i] += b;
     return E_SUCCESS;
   }
+  case K_SPIN:
+    g_hung = 1;
+    return E_SUCCESS;
+  case K_FAULT:
+    g_sticky = E_ILLEGAL_ADDRESS;
+    return E_SUCCESS;
   default:
     return E_SUCCESS; /* declared but unknown kernel: runs and does nothing */
   }
@@ -2091,8 +2112,8 @@ DEF(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), UVA(d,
 DEF(cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), UVA(d, s, n, st, 1))
 DEF(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), H2D(d, s, n, NULL, 0))
 DEF(cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), H2D(d, s, n, NULL, 0))
-DEF(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), D2H(d, s, n, NULL, 0))
-DEF(cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), D2H(d, s, n, NULL, 0))
+DEF(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), gpu_wait() ?: D2H(d, s, n, NULL, 0))
+DEF(cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), gpu_wait() ?: D2H(d, s, n, NULL, 0))
 DEF(cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), D2D(d, s, n, NULL, 0))
 DEF(cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), D2D(d, s, n, NULL, 0))
 DEF(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream st), H2D(d, s, n, st, 1))
@@ -2148,7 +2169,7 @@ DEF(cuEventRecord, (CUevent e, CUstream s), i_event_record(e, s, 0))
 DEF(cuEventRecord_ptsz, (CUevent e, CUstream s), i_event_record(e, s, 0))
 DEF(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned flags), i_event_record(e, s, flags))
 DEF(cuEventRecordWithFlags_ptsz, (CUevent e, CUstream s, unsigned flags), i_event_record(e, s, flags))
-DEF(cuEventSynchronize, (CUevent e), i_event_query(e))
+DEF(cuEventSynchronize, (CUevent e), i_event_sync(e))
 DEF(cuEventQuery, (CUevent e), i_event_query(e))
 DEF(cuEventElapsedTime, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms, a, b))
 DEF(cuEventElapsedTime_v2, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms, a, b))

@@ -187,6 +187,7 @@ fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
                 }
             }
             crate::signals::install();
+            start_flusher();
             true
         }
         Err(e) => {
@@ -384,6 +385,56 @@ pub fn finish() {
     }
     if active() {
         MODE.store(MODE_STOPPED, Ordering::Release);
+    }
+}
+
+/// The longest an event waits in the writer's buffer before the flusher hands it to the kernel
+/// (so `kill -9` of a program that never synchronises loses at most about this much).
+const FLUSH_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The process whose flusher thread runs (a fork child starts its own).
+static FLUSHER_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Start this process's flusher thread once: every [`FLUSH_PERIOD`] it hands buffered events
+/// to the kernel (not fsync), skipping a tick when another thread holds the recorder.
+fn start_flusher() {
+    let pid = current_pid();
+    if FLUSHER_PID.swap(pid, Ordering::AcqRel) == pid {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("hrr-flush".into())
+        .spawn(move || loop {
+            std::thread::sleep(FLUSH_PERIOD);
+            if !active() || current_pid() != pid {
+                return;
+            }
+            if let Ok(mut state) = STATE.try_lock() {
+                match state.as_mut() {
+                    Some(rec) if rec.pid == pid => {
+                        let _ = rec.writer.events().flush(false);
+                    }
+                    _ => return,
+                }
+            }
+        });
+    if spawned.is_err() {
+        FLUSHER_PID.store(0, Ordering::Release);
+    }
+}
+
+/// Best effort from a terminating signal's handler: mark the archive incomplete with `why`,
+/// hand buffered events to the kernel and write the manifest. Skipped if another thread holds
+/// the state (the flusher has then written all but the last moments).
+pub fn emergency_mark(why: &'static str) {
+    if let Ok(mut state) = STATE.try_lock() {
+        if let Some(rec) = state.as_mut() {
+            if rec.pid == current_pid() {
+                let _ = rec.writer.events().mark_incomplete(why);
+                let _ = rec.writer.events().flush(false);
+                let _ = rec.writer.checkpoint_manifest();
+            }
+        }
     }
 }
 

@@ -1,11 +1,17 @@
-//! Fatal signals: on SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT the recorder hands what it has
+//! Signals. On SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT the recorder hands what it has
 //! buffered to the kernel, then the previous disposition is restored and the signal takes its
-//! course (the faulting instruction re-runs, `abort` re-raises). The archive is left without a
-//! trailer, as after any crash, for `--repair`.
+//! course (the faulting instruction re-runs, `abort` re-raises). On the terminating signals
+//! (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, SIGUSR1, SIGUSR2: what a scheduler, a
+//! supervisor or Ctrl-C sends) the archive is also marked incomplete with the signal's name,
+//! then the default disposition is restored and the signal re-raised, so the process dies of
+//! it as it would have. Handlers are installed only over default dispositions: where the
+//! application installed its own, it stays in charge (and the flusher thread has written all
+//! but the last ~100 ms). The archive is left without a trailer, as after any crash, for
+//! `--repair`.
 
 use std::sync::Once;
 
-const SIGNALS: [libc::c_int; 5] = [
+const FATAL: [libc::c_int; 5] = [
     libc::SIGSEGV,
     libc::SIGBUS,
     libc::SIGILL,
@@ -13,11 +19,23 @@ const SIGNALS: [libc::c_int; 5] = [
     libc::SIGABRT,
 ];
 
+/// Terminating signals and the reason written into the archive (static: no allocation in a
+/// signal handler).
+const TERMINATING: [(libc::c_int, &str); 7] = [
+    (libc::SIGTERM, "terminated by SIGTERM"),
+    (libc::SIGINT, "terminated by SIGINT"),
+    (libc::SIGHUP, "terminated by SIGHUP"),
+    (libc::SIGQUIT, "terminated by SIGQUIT"),
+    (libc::SIGXCPU, "terminated by SIGXCPU (CPU time limit)"),
+    (libc::SIGUSR1, "terminated by SIGUSR1"),
+    (libc::SIGUSR2, "terminated by SIGUSR2"),
+];
+
 static mut PREVIOUS: [Option<libc::sigaction>; 5] = [None; 5];
 
 extern "C" fn on_fatal(sig: libc::c_int) {
     crate::recorder::emergency_flush();
-    if let Some(i) = SIGNALS.iter().position(|&s| s == sig) {
+    if let Some(i) = FATAL.iter().position(|&s| s == sig) {
         // SAFETY: written once in `install` before the handler could run.
         let prev = unsafe { (*std::ptr::addr_of!(PREVIOUS))[i] };
         let mut dfl: libc::sigaction = unsafe { std::mem::zeroed() };
@@ -28,26 +46,54 @@ extern "C" fn on_fatal(sig: libc::c_int) {
     }
 }
 
+extern "C" fn on_terminate(sig: libc::c_int) {
+    let why = TERMINATING
+        .iter()
+        .find(|(s, _)| *s == sig)
+        .map_or("terminated by a signal", |(_, w)| w);
+    crate::recorder::emergency_mark(why);
+    // SAFETY: restoring the default disposition, then re-raising (SA_NODEFER: delivered now).
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}
+
+/// Install `handler` for `sig` if its disposition is the default; the old one when installed.
+///
+/// # Safety
+/// `handler` must be async-signal-tolerant.
+unsafe fn install_over_default(
+    sig: libc::c_int,
+    handler: extern "C" fn(libc::c_int),
+) -> Option<libc::sigaction> {
+    let mut old: libc::sigaction = std::mem::zeroed();
+    if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL {
+        return None;
+    }
+    let mut act: libc::sigaction = std::mem::zeroed();
+    act.sa_sigaction = handler as *const () as usize;
+    act.sa_flags = libc::SA_NODEFER;
+    libc::sigemptyset(&mut act.sa_mask);
+    (libc::sigaction(sig, &act, std::ptr::null_mut()) == 0).then_some(old)
+}
+
 /// Install the handlers once, only over default dispositions (never over the application's).
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        for (i, &sig) in SIGNALS.iter().enumerate() {
-            // SAFETY: querying and setting dispositions with zeroed, then filled, structs.
-            unsafe {
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                    || old.sa_sigaction != libc::SIG_DFL
-                {
-                    continue;
-                }
-                (*std::ptr::addr_of_mut!(PREVIOUS))[i] = Some(old);
-                let mut act: libc::sigaction = std::mem::zeroed();
-                act.sa_sigaction = on_fatal as *const () as usize;
-                act.sa_flags = libc::SA_NODEFER;
-                libc::sigemptyset(&mut act.sa_mask);
-                libc::sigaction(sig, &act, std::ptr::null_mut());
+        for (i, &sig) in FATAL.iter().enumerate() {
+            // SAFETY: the handler only flushes with try_lock and restores a disposition.
+            if let Some(old) = unsafe { install_over_default(sig, on_fatal) } {
+                // SAFETY: written before any handler can read it, once.
+                unsafe { (*std::ptr::addr_of_mut!(PREVIOUS))[i] = Some(old) };
             }
+        }
+        for (sig, _) in TERMINATING {
+            // SAFETY: as above.
+            unsafe { install_over_default(sig, on_terminate) };
         }
     });
 }

@@ -150,7 +150,7 @@ struct cu_api {
 static const char *g_prog = "app";
 static struct cu_api g_cu;
 
-enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH };
+enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT };
 struct opts {
   int mode;
   long loops;
@@ -223,6 +223,8 @@ static const char k_lib_text[] =
     ".entry fill_u32\n"
     ".entry gather\n"
     ".entry add_global\n"
+    ".entry spin\n"
+    ".entry fault\n"
     ".global g_bias 4\n";
 
 /* What a module built from PTX looks like to cuModuleLoadData. */
@@ -336,6 +338,16 @@ static void workload(struct outbuf *out) {
   CK(cu->MemcpyDtoH(hr, y, n * sizeof(float)), "cuMemcpyDtoH");
   outf(out, "axpy_kparams sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
 
+  if (g_opts.mode == MODE_HANG || g_opts.mode == MODE_FAULT) {
+    /* A kernel that never finishes (or faults), then the wait that shows it. */
+    CUkernel k_bad;
+    const char *bad = g_opts.mode == MODE_HANG ? "spin" : "fault";
+    CK(cu->LibraryGetKernel(&k_bad, lib, bad), "cuLibraryGetKernel");
+    CK(cu->LaunchKernel((CUfunction)k_bad, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), "cuLaunchKernel");
+    outf(out, "launched %s", bad);
+    outflush(out);
+    CK(cu->CtxSynchronize(), "cuCtxSynchronize");
+  }
   if (g_opts.mode == MODE_CRASH || g_opts.mode == MODE_ABORT) {
     outflush(out);
     if (g_opts.mode == MODE_CRASH) kill(getpid(), SIGKILL);
@@ -580,7 +592,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|fork|nocuda|threads|graph|loop N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|fork|nocuda|threads|graph|loop N]\n", g_prog);
   exit(2);
 }
 
@@ -594,6 +606,8 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "nocuda")) g_opts.mode = MODE_NOCUDA;
     else if (!strcmp(argv[1], "threads")) g_opts.mode = MODE_THREADS;
     else if (!strcmp(argv[1], "graph")) g_opts.mode = MODE_GRAPH;
+    else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
+    else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "loop") && argc > 2) {
       char *end;
       g_opts.loops = strtol(argv[2], &end, 10);

@@ -13,14 +13,15 @@
 //!    real function and records the row's shape: filled from the annotated arguments (`= field`,
 //!    `=> field`), or by the row's custom function, which receives the typed arguments and a
 //!    closure making the real call;
-//! 4. after a blocking call (`Kind::Sync`) hands buffered events to the kernel.
+//! 4. before a call that can block (synchronisation, D2H copies) and after a synchronisation,
+//!    hands buffered events to the kernel (a hang or a kill loses nothing recorded before).
 
 pub mod args;
 pub mod dlsym;
 pub mod guard;
 pub mod record;
 
-pub use record::{after, record};
+pub use record::{after, before, record};
 
 /// What a wrapper returns when the real entry point is missing.
 pub trait Missing {
@@ -161,6 +162,7 @@ macro_rules! define_exports {
             let Some(_inside) = $crate::hook::guard::enter() else {
                 return real($($arg),*);
             };
+            $crate::hook::before(::hrr_calls::Kind::$kind);
             $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
                 let r = real($($arg),*);
                 $crate::hook::record($api, Export::$export.id(), Some(r), |_| ::hrr_calls::shapes::$shape {
@@ -189,6 +191,7 @@ macro_rules! define_exports {
             let Some(_inside) = $crate::hook::guard::enter() else {
                 return real($($arg),*);
             };
+            $crate::hook::before(::hrr_calls::Kind::$kind);
             $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
                 let r = $cmod::$custom(Export::$export, $($arg,)* move || real($($arg),*));
                 $crate::hook::after(::hrr_calls::Kind::$kind);

@@ -23,6 +23,16 @@ pub fn record<S: Shape>(
     });
 }
 
+/// Before a call of `kind` is made: a call that can block (synchronisation, a blocking or
+/// synchronised D2H copy) first hands buffered events to the kernel, so a hang or a `kill -9`
+/// while it waits never loses a launch recorded before it.
+#[inline]
+pub fn before(kind: Kind) {
+    if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) {
+        recorder::flush_soft();
+    }
+}
+
 /// After a call of `kind` returned: a blocking call hands buffered events to the kernel, so a
 /// `kill -9` while the program waits loses nothing recorded before.
 #[inline]

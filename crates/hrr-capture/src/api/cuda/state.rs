@@ -13,6 +13,9 @@ use hrr_archive::ObjectId;
 
 use super::loader::driver_fn;
 
+/// `CUDA_ERROR_INVALID_VALUE`.
+const CUDA_ERROR_INVALID_VALUE: c_int = 1;
+
 /// What capture knows about a function or kernel handle.
 #[derive(Debug, Clone)]
 pub struct KernelInfo {
@@ -77,31 +80,33 @@ impl State {
             [c"cuFuncGetParamInfo", c"cuKernelGetParamInfo"]
         };
         type ParamInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> c_int;
-        let mut layout = None;
+        let (mut layout, mut no_params) = (None, false);
         for name in order {
             // SAFETY: both entry points share this signature.
             let Some(f) = (unsafe { driver_fn::<ParamInfo>(name) }) else {
                 continue;
             };
             let mut v = Vec::new();
-            loop {
+            let last = loop {
                 let (mut off, mut size) = (0usize, 0usize);
                 // SAFETY: out-pointers to locals; the handle came from the application.
                 let r = unsafe { f(handle as *mut c_void, v.len(), &mut off, &mut size) };
                 if r != 0 || v.len() > 4096 {
-                    break;
+                    break r;
                 }
                 v.push((off as u32, size as u32));
-            }
-            let first_ok = {
-                let (mut off, mut size) = (0usize, 0usize);
-                // SAFETY: as above.
-                unsafe { f(handle as *mut c_void, 0, &mut off, &mut size) == 0 }
             };
-            if first_ok || !v.is_empty() {
+            if !v.is_empty() {
                 layout = Some(Arc::from(v));
                 break;
             }
+            // Past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE, so at index
+            // 0 it means no parameters (a layout, not an unknown one) — unless the other entry
+            // point, asked next, knows the handle better.
+            no_params |= last == CUDA_ERROR_INVALID_VALUE;
+        }
+        if layout.is_none() && no_params {
+            layout = Some(Arc::from(Vec::new()));
         }
         self.layouts.insert(handle, layout.clone());
         layout
