@@ -39,9 +39,9 @@ macro_rules! cuda_calls {
             MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize, flags: c_uint = flags) : HostAlloc, HostMem, ordered;
             MemAllocHost [cuMemAllocHost_v2] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize) : HostAllocPlain, HostMem, ordered;
             MemFreeHost [cuMemFreeHost] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
-            MemHostRegister [cuMemHostRegister_v2] (p: *mut c_void, size: usize, flags: c_uint) : HostRegister, HostMem => mem_host_register;
+            MemHostRegister [cuMemHostRegister_v2] (p: *mut c_void, size: usize, flags: c_uint) : HostRegister, HostMem => host_register;
             MemHostUnregister [cuMemHostUnregister] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
-            MemHostGetDevicePointer [cuMemHostGetDevicePointer_v2] (dptr: *mut u64, p: *mut c_void, flags: c_uint) : HostDevicePointer, HostMem => mem_host_get_device_pointer;
+            MemHostGetDevicePointer [cuMemHostGetDevicePointer_v2] (dptr: *mut u64, p: *mut c_void, flags: c_uint) : HostDevicePointer, HostMem => host_get_device_pointer;
             MemAddressReserve [cuMemAddressReserve] (ptr: *mut u64 => ptr, size: usize = size, align: usize = alignment, addr: u64 = addr, flags: u64 = flags) : AddressReserve, Reserve, ordered;
             MemAddressFree [cuMemAddressFree] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
             MemCreate [cuMemCreate] (handle: *mut u64, size: usize, prop: *const u8, flags: u64) : MemCreate, Vmm, ordered => mem_create;

@@ -71,7 +71,7 @@ macro_rules! hip_calls {
             ModuleLoadDataEx [hipModuleLoadDataEx] (m: *mut Handle, image: *const c_void, n: c_uint, opts: *mut c_int, vals: *mut Ptr) : ModuleLoad, Load, ordered => module_load_data_ex;
             ModuleUnload [hipModuleUnload] (m: Handle) : Module, Unload, ordered => module_unload;
             ModuleGetFunction [hipModuleGetFunction] (f: *mut Handle, m: Handle, name: *const c_char) : ModuleGetFunction, Lookup, ordered => module_get_function;
-            ModuleGetGlobal [hipModuleGetGlobal] (dptr: *mut Ptr, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup => module_get_global;
+            ModuleGetGlobal [hipModuleGetGlobal] (dptr: *mut Ptr, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup => get_global;
             PushCallConfiguration [__hipPushCallConfiguration] (grid: Dim3, block: Dim3, shmem: usize, stream: Handle) : CallConfiguration, Configure => push_call_configuration;
             LaunchKernel [hipLaunchKernel] (f: *const c_void, grid: Dim3, block: Dim3, args: *mut Ptr, shmem: usize, stream: Handle) : Launch, Launch => launch_kernel;
             LaunchCooperativeKernel [hipLaunchCooperativeKernel] (f: *const c_void, grid: Dim3, block: Dim3, args: *mut Ptr, shmem: c_uint, stream: Handle) : Launch, Launch => launch_cooperative;

@@ -17,6 +17,7 @@
 //!    hands buffered events to the kernel (a hang or a kill loses nothing recorded before).
 
 pub mod args;
+pub mod common;
 pub mod dlsym;
 pub mod guard;
 pub mod record;
@@ -46,6 +47,40 @@ impl Missing for () {
     fn missing() -> Self {}
 }
 
+/// What every generated `Export` enum offers shared code (the hook core, custom functions
+/// common to several APIs).
+pub trait ApiExport: Copy + Eq {
+    /// Record type of the export.
+    fn id(self) -> u16;
+    /// Exported name.
+    fn name(self) -> &'static std::ffi::CStr;
+    /// The name of the export's row (its first export), for manifest notes.
+    fn base_name(self) -> &'static str;
+    /// The API the export belongs to.
+    fn api() -> &'static crate::api::ApiDef;
+}
+
+/// A `&'static CStr` of an identifier.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! cstr_of {
+    ($name:ident) => {
+        match ::std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+            Ok(c) => c,
+            Err(_) => panic!("export name"),
+        }
+    };
+}
+
+/// The name of the first of two identifiers (repeats a row's first export once per other one).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! name_of_first {
+    ($first:ident, $other:ident) => {
+        stringify!($first)
+    };
+}
+
 /// The return type of a row: its explicit one, else the API status (`c_int`).
 #[doc(hidden)]
 #[macro_export]
@@ -67,7 +102,7 @@ macro_rules! define_exports {
         resolve: $resolve:path, api: $api:expr, custom: $cmod:ident;
         $(
             $(#[$meta:meta])*
-            $op:ident [$($export:ident),+ $(,)?] $sig:tt $(-> $ret:ty)?
+            $op:ident [$first:ident $(, $more:ident)* $(,)?] $sig:tt $(-> $ret:ty)?
                 : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident)? ;
         )*
     ) => {
@@ -75,27 +110,32 @@ macro_rules! define_exports {
         #[allow(non_camel_case_types, dead_code)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[repr(u16)]
-        pub enum Export { $($($export,)+)* }
+        pub enum Export { $($first, $($more,)*)* }
 
-        impl Export {
-            /// Record type of the export.
+        impl $crate::hook::ApiExport for Export {
             #[inline]
-            pub fn id(self) -> u16 {
+            fn id(self) -> u16 {
                 self as u16 + 1
             }
-            /// Exported name.
-            pub fn name(self) -> &'static ::std::ffi::CStr {
+            fn name(self) -> &'static ::std::ffi::CStr {
                 NAMES[self as usize]
+            }
+            fn base_name(self) -> &'static str {
+                BASE_NAMES[self as usize]
+            }
+            fn api() -> &'static $crate::api::ApiDef {
+                $api
             }
         }
 
         /// Exported names, by export index.
-        pub const NAMES: &[&::std::ffi::CStr] = &[$($(
-            match ::std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($export), "\0").as_bytes()) {
-                Ok(c) => c,
-                Err(_) => panic!("export name"),
-            },
-        )+)*];
+        pub const NAMES: &[&::std::ffi::CStr] = &[$(
+            $crate::cstr_of!($first), $($crate::cstr_of!($more),)*
+        )*];
+
+        /// The name of each export's row (its first export: `cuLaunchKernel` for
+        /// `cuLaunchKernel_ptsz`), for messages that should not depend on the ABI variant.
+        const BASE_NAMES: &[&str] = &[$( stringify!($first), $($crate::name_of_first!($first, $more),)* )*];
 
         /// Real entry points, resolved on first use or set by the interposers.
         static REAL: [::std::sync::atomic::AtomicPtr<::std::ffi::c_void>; NAMES.len()] =
@@ -108,7 +148,7 @@ macro_rules! define_exports {
 
         /// Our wrapper of export `i`.
         pub fn wrapper(i: usize) -> *mut ::std::ffi::c_void {
-            const W: &[*const ()] = &[$($($export as *const (),)+)*];
+            const W: &[*const ()] = &[$($first as *const (), $($more as *const (),)*)*];
             W[i] as *mut ::std::ffi::c_void
         }
 
@@ -135,7 +175,7 @@ macro_rules! define_exports {
 
         $(
             $crate::define_exports!(@row $api, $cmod;
-                [$($export),+] $sig [$($ret)?] $shape $kind [$($flag)*] [$($custom)?]);
+                [$first $(, $more)*] $sig [$($ret)?] $shape $kind [$($flag)*] [$($custom)?]);
         )*
     };
 
@@ -165,7 +205,7 @@ macro_rules! define_exports {
             $crate::hook::before(::hrr_calls::Kind::$kind);
             $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
                 let r = real($($arg),*);
-                $crate::hook::record($api, Export::$export.id(), Some(r), |_| ::hrr_calls::shapes::$shape {
+                $crate::hook::record($api, $crate::hook::ApiExport::id(Export::$export), Some(r), |_| ::hrr_calls::shapes::$shape {
                     $( $($fin: $crate::hook::args::field($arg),)? $($fout: $crate::hook::args::out_field($arg),)? )*
                 });
                 $crate::hook::after(::hrr_calls::Kind::$kind);

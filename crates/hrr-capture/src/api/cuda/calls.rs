@@ -6,6 +6,8 @@
 
 use hrr_calls::cuda::ffi::*;
 
+use crate::hook::ApiExport;
+
 use super::custom;
 use super::loader::driver_symbol;
 

@@ -20,7 +20,7 @@ use hrr_calls::shapes::{RegisterFatBinary, RegisterFunction};
 use super::calls::Export;
 use super::code_object;
 use super::API;
-use crate::hook;
+use crate::hook::{self, ApiExport};
 use crate::recorder;
 
 /// A kernel's explicit arguments as (offset, size).

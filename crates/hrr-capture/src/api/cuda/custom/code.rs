@@ -12,7 +12,7 @@ use super::rec;
 use crate::api::cuda::calls::Export;
 use crate::api::cuda::state::{self, KernelInfo};
 use crate::api::cuda::API;
-use crate::hook::args::{cstr, out, out_addr};
+use crate::hook::args::{cstr, out_addr};
 use crate::recorder::{self};
 
 /// Store the image at `image` as a code object.
@@ -198,24 +198,6 @@ pub unsafe fn library_get_kernel(
             define_kernel(s.kernel, s.library, &s.name, true);
         }
         s
-    });
-    r
-}
-
-pub unsafe fn get_global(
-    h: Export,
-    dptr: *mut u64,
-    bytes: *mut usize,
-    owner: Handle,
-    name: *const c_char,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let r = call();
-    rec(h, r, |_| Global {
-        dptr: out(dptr),
-        bytes: out(bytes) as u64,
-        owner: owner as u64,
-        name: cstr(name),
     });
     r
 }

@@ -11,57 +11,6 @@ use hrr_calls::shapes::*;
 use super::{host_blob, rec};
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
-use crate::recorder::{self};
-
-pub unsafe fn memcpy_htod(
-    h: Export,
-    dst: u64,
-    src: *const c_void,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    memcpy_htod_async(h, dst, src, n, std::ptr::null_mut(), call)
-}
-
-pub unsafe fn memcpy_htod_async(
-    h: Export,
-    dst: u64,
-    src: *const c_void,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let h2d_blob = host_blob(src, n);
-    let r = call();
-    rec(h, r, |_| CopyH2d {
-        dst,
-        src: src as u64,
-        bytes: n as u64,
-        stream: stream as u64,
-        h2d_blob,
-    });
-    r
-}
-
-pub unsafe fn memcpy_dtoh(
-    h: Export,
-    dst: *mut c_void,
-    src: u64,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let r = call();
-    let d2h_blob = if r == 0 { host_blob(dst, n) } else { None };
-    rec(h, r, |_| CopyD2h {
-        dst: dst as u64,
-        src,
-        bytes: n as u64,
-        stream: 0,
-        d2h_blob,
-    });
-    recorder::flush_soft();
-    r
-}
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
 const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CUresult = 900;
@@ -111,23 +60,6 @@ pub unsafe fn memcpy_dtoh_async(
         bytes: n as u64,
         stream: stream as u64,
         d2h_blob,
-    });
-    r
-}
-
-pub unsafe fn memcpy_dtod(
-    h: Export,
-    dst: u64,
-    src: u64,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let r = call();
-    rec(h, r, |_| CopyD2d {
-        dst,
-        src,
-        bytes: n as u64,
-        stream: 0,
     });
     r
 }
@@ -192,41 +124,6 @@ unsafe fn generic_copy(
         direction: dir,
         h2d_blob,
         d2h_blob,
-    });
-    r
-}
-
-/// A memset value of 1, 2 or 4 bytes (the element size is the value's).
-pub trait MemsetValue: Copy + Into<u32> {}
-impl MemsetValue for u8 {}
-impl MemsetValue for u16 {}
-impl MemsetValue for u32 {}
-
-pub unsafe fn memset<V: MemsetValue>(
-    h: Export,
-    dst: u64,
-    v: V,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    memset_async(h, dst, v, n, std::ptr::null_mut(), call)
-}
-
-pub unsafe fn memset_async<V: MemsetValue>(
-    h: Export,
-    dst: u64,
-    v: V,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let r = call();
-    rec(h, r, |_| Memset {
-        dst,
-        value: v.into(),
-        element_bytes: std::mem::size_of::<V>() as u32,
-        count: n as u64,
-        stream: stream as u64,
     });
     r
 }

@@ -2,7 +2,7 @@
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, c_uint};
+use std::ffi::{c_int, c_uint};
 
 use hrr_calls::cuda::ffi::CUresult;
 use hrr_calls::shapes::*;
@@ -10,7 +10,7 @@ use hrr_calls::shapes::*;
 use super::rec;
 use crate::api::cuda::calls::Export;
 use crate::api::cuda::API;
-use crate::hook::args::{bytes_at, cstr};
+use crate::hook::args::bytes_at;
 use crate::recorder::{self};
 
 pub unsafe fn init(h: Export, flags: c_uint, call: impl FnOnce() -> CUresult) -> CUresult {
@@ -19,25 +19,6 @@ pub unsafe fn init(h: Export, flags: c_uint, call: impl FnOnce() -> CUresult) ->
     if r == 0 {
         recorder::refresh_metadata(&API);
     }
-    r
-}
-
-pub unsafe fn device_get_name(
-    h: Export,
-    name: *mut c_char,
-    len: c_int,
-    dev: c_int,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let r = call();
-    rec(h, r, |_| DeviceName {
-        name: if r == 0 && len > 0 {
-            cstr(name)
-        } else {
-            String::new()
-        },
-        device: dev,
-    });
     r
 }
 

@@ -2,7 +2,7 @@
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int};
 
 use hrr_calls::cuda::ffi::{CUresult, Handle, InstantiateParams};
 use hrr_calls::shapes::*;
@@ -130,28 +130,6 @@ pub unsafe fn graph_instantiate_params(
             graph: g as u64,
             flags,
             upload_stream: upload,
-        }
-    });
-    r
-}
-
-pub unsafe fn launch_host_func(
-    h: Export,
-    s: Handle,
-    func: *mut c_void,
-    data: *mut c_void,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let r = call();
-    rec(h, r, |rc| {
-        rc.note_unreplayable(
-            "cuLaunchHostFunc",
-            "host callbacks run application code that is not in the archive",
-        );
-        HostFunc {
-            stream: s as u64,
-            func: func as u64,
-            data: data as u64,
         }
     });
     r

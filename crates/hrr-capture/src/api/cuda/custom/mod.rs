@@ -14,6 +14,11 @@ mod graph;
 mod launch;
 mod memory;
 
+pub use crate::hook::common::{
+    device_get_name, get_global, host_get_device_pointer, host_register, launch_host_func,
+    mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset,
+    memset_async,
+};
 pub use code::*;
 pub use copy::*;
 pub use device::*;
@@ -24,17 +29,10 @@ pub use memory::*;
 use std::ffi::c_void;
 
 use hrr_archive::ObjectId;
-use hrr_calls::cuda::ffi::CUresult;
-use hrr_calls::Shape;
 
-use super::calls::Export;
 use super::API;
-use crate::recorder::{self, Recorder};
-
-/// Record export `h`'s event with result `r` and the shape `fill` builds.
-pub(crate) fn rec<S: Shape>(h: Export, r: CUresult, fill: impl FnOnce(&mut Recorder) -> S) {
-    crate::hook::record(&API, h.id(), Some(r), fill);
-}
+pub(crate) use crate::hook::common::rec;
+use crate::recorder;
 
 /// Store `len` host bytes at `ptr` as a blob.
 pub(crate) unsafe fn host_blob(ptr: *const c_void, len: usize) -> Option<ObjectId> {

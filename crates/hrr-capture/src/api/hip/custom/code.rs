@@ -6,12 +6,12 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use hrr_archive::{CodeKind, ObjectId};
 use hrr_calls::hip::ffi::{Dim3, Handle, HipError, Ptr};
-use hrr_calls::shapes::{Global, Module, ModuleGetFunction, ModuleLoad};
+use hrr_calls::shapes::{Module, ModuleGetFunction, ModuleLoad};
 
 use super::rec;
 use crate::api::hip::calls::Export;
 use crate::api::hip::{code_object, state, API};
-use crate::hook::args::{cstr, out, out_addr};
+use crate::hook::args::{cstr, out_addr};
 use crate::recorder;
 
 pub unsafe fn register_fat_binary(
@@ -171,24 +171,6 @@ pub unsafe fn module_get_function(
         function,
         module: m as u64,
         name,
-    });
-    r
-}
-
-pub unsafe fn module_get_global(
-    h: Export,
-    dptr: *mut Ptr,
-    bytes: *mut usize,
-    m: Handle,
-    name: *const c_char,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    rec(h, r, |_| Global {
-        dptr: out_addr(dptr),
-        bytes: out(bytes) as u64,
-        owner: m as u64,
-        name: cstr(name),
     });
     r
 }

@@ -111,56 +111,6 @@ pub unsafe fn memcpy_async(
     generic_copy(h, dst, src, n, kind, Some(stream), call)
 }
 
-pub unsafe fn memcpy_htod(
-    h: Export,
-    dst: Ptr,
-    src: Ptr,
-    n: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    memcpy_htod_async(h, dst, src, n, std::ptr::null_mut(), call)
-}
-
-pub unsafe fn memcpy_htod_async(
-    h: Export,
-    dst: Ptr,
-    src: Ptr,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let h2d_blob = host_blob(src, n);
-    let r = call();
-    rec(h, r, |_| CopyH2d {
-        dst: dst as u64,
-        src: src as u64,
-        bytes: n as u64,
-        stream: stream as u64,
-        h2d_blob,
-    });
-    r
-}
-
-pub unsafe fn memcpy_dtoh(
-    h: Export,
-    dst: Ptr,
-    src: Ptr,
-    n: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    let d2h_blob = result_blob(r, dst, n, None);
-    rec(h, r, |_| CopyD2h {
-        dst: dst as u64,
-        src: src as u64,
-        bytes: n as u64,
-        stream: 0,
-        d2h_blob,
-    });
-    recorder::flush_soft();
-    r
-}
-
 pub unsafe fn memcpy_dtoh_async(
     h: Export,
     dst: Ptr,
@@ -177,23 +127,6 @@ pub unsafe fn memcpy_dtoh_async(
         bytes: n as u64,
         stream: stream as u64,
         d2h_blob,
-    });
-    r
-}
-
-pub unsafe fn memcpy_dtod(
-    h: Export,
-    dst: Ptr,
-    src: Ptr,
-    n: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    rec(h, r, |_| CopyD2d {
-        dst: dst as u64,
-        src: src as u64,
-        bytes: n as u64,
-        stream: 0,
     });
     r
 }
@@ -239,57 +172,5 @@ pub unsafe fn memset_bytes_async(
 ) -> HipError {
     let r = call();
     memset_event(h, r, dst, v as u8 as u32, 1, n, stream);
-    r
-}
-
-/// A `hipMemsetD8/16/32` value: its element size is its own.
-pub trait MemsetValue: Copy {
-    /// The value as recorded.
-    fn value(self) -> u32;
-}
-impl MemsetValue for u8 {
-    fn value(self) -> u32 {
-        self as u32
-    }
-}
-impl MemsetValue for u16 {
-    fn value(self) -> u32 {
-        self as u32
-    }
-}
-impl MemsetValue for c_int {
-    fn value(self) -> u32 {
-        self as u32
-    }
-}
-
-pub unsafe fn memset<V: MemsetValue>(
-    h: Export,
-    dst: Ptr,
-    v: V,
-    n: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    memset_async(h, dst, v, n, std::ptr::null_mut(), call)
-}
-
-pub unsafe fn memset_async<V: MemsetValue>(
-    h: Export,
-    dst: Ptr,
-    v: V,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    memset_event(
-        h,
-        r,
-        dst,
-        v.value(),
-        std::mem::size_of::<V>() as u32,
-        n,
-        stream,
-    );
     r
 }

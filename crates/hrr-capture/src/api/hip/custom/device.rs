@@ -1,33 +1,14 @@
 //! Device queries and resets that need logic.
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_int, CStr};
 
 use hrr_calls::hip::ffi::HipError;
-use hrr_calls::shapes::{DeviceName, DeviceProperties, NoFields};
+use hrr_calls::shapes::{DeviceProperties, NoFields};
 
 use super::rec;
 use crate::api::hip::calls::Export;
 use crate::api::hip::facts::find_arch_name;
-use crate::hook::args::{bytes_at, cstr};
-
-pub unsafe fn device_get_name(
-    h: Export,
-    name: *mut c_char,
-    len: c_int,
-    dev: c_int,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    rec(h, r, |_| DeviceName {
-        name: if r == 0 && len > 0 {
-            cstr(name)
-        } else {
-            String::new()
-        },
-        device: dev,
-    });
-    r
-}
+use crate::hook::args::bytes_at;
 
 /// Bytes of `hipDeviceProp_t` read back: the whole struct of ROCm 5 (792 bytes; `name` first,
 /// `gcnArchName` at 396), and of the ROCm 6 layout (`hipGetDevicePropertiesR0600`, 1472 bytes).

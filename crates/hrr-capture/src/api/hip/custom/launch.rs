@@ -11,6 +11,7 @@ use crate::api::hip::calls::Export;
 use crate::api::hip::loader::runtime_symbol;
 use crate::api::hip::state::{self, KernelRef};
 use crate::hook::args::cstr;
+use crate::hook::ApiExport;
 
 /// What a launch call says, whichever entry point made it.
 struct LaunchCall {
@@ -134,7 +135,7 @@ unsafe fn record_launch(h: Export, r: HipError, l: LaunchCall, args: *mut Ptr, e
     rec(h, r, |rc| {
         if let Err(why) = &packed {
             rc.note_unreplayable(
-                &h.name().to_string_lossy(),
+                h.base_name(),
                 &format!("argument layout unknown for kernel `{}`: {why}", k.name),
             );
         }

@@ -6,10 +6,10 @@ use std::ffi::c_uint;
 use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
 use hrr_calls::shapes::*;
 
-use super::{host_blob, rec};
+use super::rec;
 use crate::api::hip::calls::Export;
 use crate::api::hip::state;
-use crate::hook::args::{bytes_at, out, out_addr};
+use crate::hook::args::{out, out_addr};
 
 /// Record an allocation of `size` bytes at `*ptr` whose shape `fill` builds from the address.
 unsafe fn allocated<S: hrr_calls::Shape>(
@@ -145,69 +145,6 @@ pub unsafe fn free_async(
     r
 }
 
-pub unsafe fn host_register(
-    h: Export,
-    ptr: Ptr,
-    size: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let contents = host_blob(ptr, size);
-    let r = call();
-    rec(h, r, |_| HostRegister {
-        host_ptr: ptr as u64,
-        bytesize: size as u64,
-        flags,
-        contents,
-    });
-    r
-}
-
-pub unsafe fn host_get_device_pointer(
-    h: Export,
-    dptr: *mut Ptr,
-    ptr: Ptr,
-    flags: c_uint,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    rec(h, r, |rc| {
-        rc.note_unreplayable(
-            "hipHostGetDevicePointer",
-            "mapped host memory is read by kernels but its later host-side writes are not recorded",
-        );
-        HostDevicePointer {
-            dptr: out_addr(dptr),
-            host_ptr: ptr as u64,
-            flags,
-        }
-    });
-    r
-}
-
-/// `sizeof(hipMemAllocationProp)`.
-const MEM_PROP_BYTES: usize = 32;
-/// `sizeof(hipMemAccessDesc)`.
-const ACCESS_DESC_BYTES: usize = 12;
-
-pub unsafe fn mem_create(
-    h: Export,
-    handle: *mut u64,
-    size: usize,
-    prop: *const u8,
-    flags: u64,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    rec(h, r, |_| MemCreate {
-        handle: out(handle),
-        size: size as u64,
-        prop: bytes_at(prop, MEM_PROP_BYTES).to_vec(),
-        flags,
-    });
-    r
-}
-
 pub unsafe fn mem_map(
     h: Export,
     ptr: Ptr,
@@ -244,24 +181,6 @@ pub unsafe fn mem_unmap(
     rec(h, r, |_| Range {
         ptr: ptr as u64,
         size: size as u64,
-    });
-    r
-}
-
-pub unsafe fn mem_set_access(
-    h: Export,
-    ptr: Ptr,
-    size: usize,
-    desc: *const u8,
-    count: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    rec(h, r, |_| MemSetAccess {
-        ptr: ptr as u64,
-        size: size as u64,
-        desc: bytes_at(desc, count.min(64) * ACCESS_DESC_BYTES).to_vec(),
-        count: count as u64,
     });
     r
 }

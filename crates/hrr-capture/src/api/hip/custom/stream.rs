@@ -3,10 +3,8 @@
 
 use std::ffi::c_int;
 
-use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
-use hrr_calls::shapes::{
-    BeginCapture, EndCapture, EventCreate, GraphLaunch, HostFunc, StreamCreate,
-};
+use hrr_calls::hip::ffi::{Handle, HipError};
+use hrr_calls::shapes::{BeginCapture, EndCapture, EventCreate, GraphLaunch, StreamCreate};
 
 use super::rec;
 use crate::api::hip::calls::Export;
@@ -84,28 +82,6 @@ pub unsafe fn graph_launch(
         GraphLaunch {
             exec: exec as u64,
             stream: s as u64,
-        }
-    });
-    r
-}
-
-pub unsafe fn launch_host_func(
-    h: Export,
-    s: Handle,
-    func: Ptr,
-    data: Ptr,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    let r = call();
-    rec(h, r, |rc| {
-        rc.note_unreplayable(
-            "hipLaunchHostFunc",
-            "host callbacks run application code that is not in the archive",
-        );
-        HostFunc {
-            stream: s as u64,
-            func: func as u64,
-            data: data as u64,
         }
     });
     r

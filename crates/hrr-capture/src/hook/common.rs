@@ -1,0 +1,297 @@
+//! Custom functions shared by the APIs: calls whose recording is the same whatever the API
+//! (`cuMemCreate` and `hipMemCreate`, the memsets, the plain copies, ...). Each is generic over
+//! the export (any [`ApiExport`]) and over the argument types that differ between the APIs'
+//! C signatures (a CUDA `CUdeviceptr` is a `u64`, a HIP device pointer a `void *`); an API's
+//! `custom` module re-exports the ones its table names.
+
+#![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+use hrr_archive::ObjectId;
+use hrr_calls::shapes::*;
+use hrr_calls::Shape;
+
+use super::args::{bytes_at, cstr, out, out_field, IntoField};
+use super::ApiExport;
+use crate::recorder::{self, Recorder};
+
+/// Record export `h`'s event with status `r` and the shape `fill` builds.
+#[inline]
+pub fn rec<E: ApiExport, S: Shape>(h: E, r: c_int, fill: impl FnOnce(&mut Recorder) -> S) {
+    super::record(E::api(), h.id(), Some(r), fill);
+}
+
+/// Store `len` host bytes at `ptr` as a blob of `h`'s archive.
+#[inline]
+pub unsafe fn host_blob<E: ApiExport>(_h: E, ptr: *const c_void, len: usize) -> Option<ObjectId> {
+    recorder::put_host_blob(E::api(), ptr, len)
+}
+
+/// A host or device address argument (`u64`, `void *`, `const void *`).
+pub trait Addr: Copy + IntoField<u64> {}
+impl<T: Copy + IntoField<u64>> Addr for T {}
+
+/// The host pointer behind an address argument.
+fn host<P: Addr>(p: P) -> *const c_void {
+    p.into_field() as *const c_void
+}
+
+pub unsafe fn device_get_name<E: ApiExport>(
+    h: E,
+    name: *mut c_char,
+    len: c_int,
+    dev: c_int,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |_| DeviceName {
+        name: if r == 0 && len > 0 {
+            cstr(name)
+        } else {
+            String::new()
+        },
+        device: dev,
+    });
+    r
+}
+
+pub unsafe fn host_register<E: ApiExport>(
+    h: E,
+    p: *mut c_void,
+    size: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let contents = host_blob(h, p, size);
+    let r = call();
+    rec(h, r, |_| HostRegister {
+        host_ptr: p as u64,
+        bytesize: size as u64,
+        flags,
+        contents,
+    });
+    r
+}
+
+pub unsafe fn host_get_device_pointer<E: ApiExport, D: Copy + IntoField<u64>>(
+    h: E,
+    dptr: *mut D,
+    p: *mut c_void,
+    flags: c_uint,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |rc| {
+        rc.note_unreplayable(
+            h.base_name(),
+            "mapped host memory is read by kernels but its later host-side writes are not recorded",
+        );
+        HostDevicePointer {
+            dptr: out_field(dptr),
+            host_ptr: p as u64,
+            flags,
+        }
+    });
+    r
+}
+
+/// `sizeof(CUmemAllocationProp)` = `sizeof(hipMemAllocationProp)`.
+const MEM_PROP_BYTES: usize = 32;
+/// `sizeof(CUmemAccessDesc)` = `sizeof(hipMemAccessDesc)`.
+const ACCESS_DESC_BYTES: usize = 12;
+
+pub unsafe fn mem_create<E: ApiExport>(
+    h: E,
+    handle: *mut u64,
+    size: usize,
+    prop: *const u8,
+    flags: u64,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |_| MemCreate {
+        handle: out(handle),
+        size: size as u64,
+        prop: bytes_at(prop, MEM_PROP_BYTES).to_vec(),
+        flags,
+    });
+    r
+}
+
+pub unsafe fn mem_set_access<E: ApiExport, P: Addr>(
+    h: E,
+    ptr: P,
+    size: usize,
+    desc: *const u8,
+    count: usize,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |_| MemSetAccess {
+        ptr: ptr.into_field(),
+        size: size as u64,
+        desc: bytes_at(desc, count.min(64) * ACCESS_DESC_BYTES).to_vec(),
+        count: count as u64,
+    });
+    r
+}
+
+pub unsafe fn memcpy_htod<E: ApiExport, D: Addr, S: Addr>(
+    h: E,
+    dst: D,
+    src: S,
+    n: usize,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    memcpy_htod_async(h, dst, src, n, std::ptr::null_mut(), call)
+}
+
+pub unsafe fn memcpy_htod_async<E: ApiExport, D: Addr, S: Addr>(
+    h: E,
+    dst: D,
+    src: S,
+    n: usize,
+    stream: *mut c_void,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let h2d_blob = host_blob(h, host(src), n);
+    let r = call();
+    rec(h, r, |_| CopyH2d {
+        dst: dst.into_field(),
+        src: src.into_field(),
+        bytes: n as u64,
+        stream: stream as u64,
+        h2d_blob,
+    });
+    r
+}
+
+/// A blocking D2H copy: its result is stored after the call, then buffered events are handed to
+/// the kernel (the program may act on the result).
+pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
+    h: E,
+    dst: D,
+    src: S,
+    n: usize,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    let d2h_blob = if r == 0 {
+        host_blob(h, host(dst), n)
+    } else {
+        None
+    };
+    rec(h, r, |_| CopyD2h {
+        dst: dst.into_field(),
+        src: src.into_field(),
+        bytes: n as u64,
+        stream: 0,
+        d2h_blob,
+    });
+    recorder::flush_soft();
+    r
+}
+
+pub unsafe fn memcpy_dtod<E: ApiExport, D: Addr, S: Addr>(
+    h: E,
+    dst: D,
+    src: S,
+    n: usize,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |_| CopyD2d {
+        dst: dst.into_field(),
+        src: src.into_field(),
+        bytes: n as u64,
+        stream: 0,
+    });
+    r
+}
+
+/// A `MemsetD8/16/32` value: its element size is its own.
+pub trait MemsetValue: Copy {
+    /// The value as recorded.
+    fn value(self) -> u32;
+}
+
+macro_rules! memset_values {
+    ($($t:ty),*) => {
+        $(impl MemsetValue for $t {
+            fn value(self) -> u32 {
+                self as u32
+            }
+        })*
+    };
+}
+memset_values!(u8, u16, u32, i32);
+
+pub unsafe fn memset<E: ApiExport, D: Addr, V: MemsetValue>(
+    h: E,
+    dst: D,
+    v: V,
+    n: usize,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    memset_async(h, dst, v, n, std::ptr::null_mut(), call)
+}
+
+pub unsafe fn memset_async<E: ApiExport, D: Addr, V: MemsetValue>(
+    h: E,
+    dst: D,
+    v: V,
+    n: usize,
+    stream: *mut c_void,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |_| Memset {
+        dst: dst.into_field(),
+        value: v.value(),
+        element_bytes: std::mem::size_of::<V>() as u32,
+        count: n as u64,
+        stream: stream as u64,
+    });
+    r
+}
+
+pub unsafe fn get_global<E: ApiExport, D: Copy + IntoField<u64>>(
+    h: E,
+    dptr: *mut D,
+    bytes: *mut usize,
+    owner: *mut c_void,
+    name: *const c_char,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |_| Global {
+        dptr: out_field(dptr),
+        bytes: out(bytes) as u64,
+        owner: owner as u64,
+        name: cstr(name),
+    });
+    r
+}
+
+pub unsafe fn launch_host_func<E: ApiExport>(
+    h: E,
+    s: *mut c_void,
+    func: *mut c_void,
+    data: *mut c_void,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    rec(h, r, |rc| {
+        rc.note_unreplayable(
+            h.base_name(),
+            "host callbacks run application code that is not in the archive",
+        );
+        HostFunc {
+            stream: s as u64,
+            func: func as u64,
+            data: data as u64,
+        }
+    });
+    r
+}
