@@ -240,7 +240,7 @@ impl Rng {
 
 /// Add content-addressed blobs (incompressible) to the capture's store.
 fn add_blobs(archive: &Path, rng: &mut Rng, sizes: &[usize]) {
-    let pid = archive.join("pid-2674/blobs");
+    let pid = archive.join("pid-1696/blobs");
     for &n in sizes {
         let data = rng.bytes(n);
         let id = ObjectId::of(&data).to_hex();
@@ -321,7 +321,7 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     assert_eq!(list["source"], "registry");
     assert_eq!(list["root"], "run.hrr");
     assert_eq!(list["totals"]["events"], 140);
-    assert_eq!(list["processes"][0]["pid"], 2674);
+    assert_eq!(list["processes"][0]["pid"], 1696);
     let list = ok(&run(&["--json", "list", &r, "--files"], None, &[]));
     assert_eq!(
         list["files"].as_array().unwrap().len(),
@@ -378,7 +378,7 @@ fn second_overlapping_push_uploads_only_what_is_new() {
     let b = tmpdir("dedup-b").join("run.hrr");
     copy_dir(&a, &b);
     add_blobs(&b, &mut Rng(99), &[64 << 10, 64 << 10, 4 << 10]);
-    let m = b.join("pid-2674/manifest.json");
+    let m = b.join("pid-1696/manifest.json");
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
     v["note"] = "second capture".into();
     std::fs::write(&m, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
