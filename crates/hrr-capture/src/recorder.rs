@@ -9,7 +9,7 @@
 //! manifest says so. What an API remembers about its handles lives in its own `state` module.
 
 use std::cell::Cell;
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -31,6 +31,7 @@ static MODE: AtomicU8 = AtomicU8::new(MODE_UNDECIDED);
 static PID: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn after_fork_in_child() {
+    crate::hook::forward::reset_counts();
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     PID.store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
 }
@@ -44,8 +45,6 @@ pub fn current_pid() -> u32 {
 }
 static OUTPUT: OnceLock<PathBuf> = OnceLock::new();
 static STATE: Mutex<Option<Recorder>> = Mutex::new(None);
-/// Passthrough symbols noted before the archive was opened.
-static PENDING_PASSTHROUGH: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 thread_local! {
     static TID: Cell<u64> = const { Cell::new(0) };
@@ -123,6 +122,7 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
     ));
     if let Some(mut rec) = state.take() {
         let _ = rec.writer.events().mark_incomplete(why);
+        rec.note_forwarded_calls();
         let _ = rec.writer.finish();
     }
     MODE.store(MODE_STOPPED, Ordering::Release);
@@ -172,20 +172,6 @@ fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
                 scratch: Vec::with_capacity(256),
                 min_free,
             });
-            if let Some(rec) = state.as_mut() {
-                let pending = std::mem::take(
-                    &mut *PENDING_PASSTHROUGH
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner()),
-                );
-                for name in pending {
-                    *rec.writer
-                        .manifest_mut()
-                        .passthrough_calls
-                        .entry(name)
-                        .or_default() += 1;
-                }
-            }
             crate::signals::install();
             start_flusher();
             true
@@ -312,29 +298,13 @@ pub fn put_code(api: &'static ApiDef, bytes: &[u8], kind: CodeKind) -> Option<Ob
     }
 }
 
-/// Note a symbol handed out unrecorded (listed in the manifest).
-pub fn note_passthrough(name: &CStr) {
-    if !active() {
-        return;
-    }
-    let name = name.to_string_lossy().into_owned();
-    let mut state = lock();
-    match state.as_mut() {
-        Some(rec) if rec.pid == current_pid() => {
-            *rec.writer
-                .manifest_mut()
-                .passthrough_calls
-                .entry(name)
-                .or_default() += 1;
-        }
-        _ => PENDING_PASSTHROUGH
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(name),
-    }
-}
-
 impl Recorder {
+    /// Put the calls made through counting forwarders into the manifest (`passthrough_calls`).
+    fn note_forwarded_calls(&mut self) {
+        self.writer.manifest_mut().passthrough_calls =
+            crate::hook::forward::called().into_iter().collect();
+    }
+
     /// Note a call replay cannot reproduce, and why (listed in the manifest).
     pub fn note_unreplayable(&mut self, call: &str, why: &str) {
         let list = self
@@ -374,8 +344,9 @@ extern "C" fn at_exit() {
 /// Clean shutdown: trailer, manifests, root index.
 pub fn finish() {
     let mut state = lock();
-    if let Some(rec) = state.take() {
+    if let Some(mut rec) = state.take() {
         if rec.pid == current_pid() {
+            rec.note_forwarded_calls();
             if let Err(e) = rec.writer.finish() {
                 notice(&format!("could not finish the archive: {e}"));
             }
@@ -432,6 +403,7 @@ pub fn emergency_mark(why: &'static str) {
             if rec.pid == current_pid() {
                 let _ = rec.writer.events().mark_incomplete(why);
                 let _ = rec.writer.events().flush(false);
+                rec.note_forwarded_calls();
                 let _ = rec.writer.checkpoint_manifest();
             }
         }
@@ -444,6 +416,7 @@ pub fn emergency_flush() {
     if let Ok(mut state) = STATE.try_lock() {
         if let Some(rec) = state.as_mut() {
             if rec.pid == current_pid() {
+                rec.note_forwarded_calls();
                 let _ = rec.writer.checkpoint_manifest();
             }
         }

@@ -19,6 +19,7 @@
 pub mod args;
 pub mod common;
 pub mod dlsym;
+pub mod forward;
 pub mod guard;
 pub mod record;
 

@@ -3,8 +3,9 @@
 //! through them). For `cuGetProcAddress` the real driver is asked first and the exact exported
 //! variant it chose (`_v2`, `_ptsz`, ...) is identified with `dladdr`, so the driver keeps
 //! choosing ABI versions and stream semantics; the matching wrapper is handed out only when the
-//! driver's answer is exactly that export. Symbols handed out unrecorded are counted in the
-//! manifest (`passthrough_calls`).
+//! driver's answer is exactly that export. Entry points no row records are handed out as
+//! counting forwarders ([`crate::hook::forward`]): the manifest's `passthrough_calls` counts
+//! their calls.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -14,6 +15,7 @@ use hrr_calls::cuda::ffi::{CUresult, CUDA_ERROR_NOT_FOUND};
 use super::calls as hooks;
 use super::loader::{driver_symbol, from_driver};
 use crate::hook::dlsym::symbol_at;
+use crate::hook::forward;
 use crate::hook::guard::catch;
 use crate::recorder;
 
@@ -52,7 +54,7 @@ unsafe fn substitute(symbol: *const c_char, pfn: *mut *mut c_void) {
     let p = *pfn;
     let Some(exported) = symbol_at(p) else {
         if !symbol.is_null() {
-            recorder::note_passthrough(CStr::from_ptr(symbol));
+            *pfn = forward::forwarder(&CStr::from_ptr(symbol).to_string_lossy(), p);
         }
         return;
     };
@@ -70,7 +72,7 @@ unsafe fn substitute(symbol: *const c_char, pfn: *mut *mut c_void) {
                 hooks::set_real(i, p);
                 *pfn = hooks::wrapper(i);
             }
-            None => recorder::note_passthrough(exported),
+            None => *pfn = forward::forwarder(&exported.to_string_lossy(), p),
         },
     }
 }
