@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{anyhow, Result};
 
-use crate::replay::backend::shared::Call;
+use crate::replay::backend::shared::{Call, H};
 
 /// The driver calls placement needs (CUDA and HIP share their signatures and semantics).
 pub trait Vmm {
@@ -39,6 +39,16 @@ pub trait Vmm {
     fn free(&self, ptr: u64) -> Call<()>;
     /// Wait for all work on the device.
     fn synchronize(&self) -> Call<()>;
+}
+
+/// The other memory calls of the program's allocations (CUDA and HIP share their signatures).
+pub trait DeviceMemory {
+    /// Managed memory (`flags` as recorded).
+    fn alloc_managed(&self, size: u64, flags: u32) -> Call<u64>;
+    /// Pinned host memory.
+    fn alloc_host(&self, size: u64, flags: u32) -> Call<u64>;
+    /// Set `count` elements of `width` bytes (1, 2, else 4) at `dst` to `value`, on `stream`.
+    fn memset(&self, dst: u64, value: u64, count: usize, width: u64, stream: H) -> Call<()>;
 }
 
 /// How a driver hands out reservations.

@@ -1,14 +1,16 @@
 //! The program's memory calls that CUDA and HIP replay alike, generic over the `Vmm` trait:
 //! device allocations and frees (placed by `crate::replay::placement`), and the program's own
-//! VMM calls (reserve, free a reservation, create, release, map, unmap, set access). Each
-//! backend's dispatch calls these with its entry-point table; API-specific memory calls
-//! (managed and host memory) stay in the backend's `memory.rs`.
+//! VMM calls (reserve, free a reservation, create, release, map, unmap, set access), managed
+//! and pinned host memory (translated) and memsets (`DeviceMemory`). Each backend's dispatch
+//! calls these with its entry-point table; API-specific memory calls stay in the backend's
+//! `memory.rs`.
 
 use anyhow::Result;
 
+use super::shared::H;
 use super::{Event, Extent, Outcome};
 use crate::replay::fields::{name, u};
-use crate::replay::placement::{Placement, Vmm};
+use crate::replay::placement::{DeviceMemory, Placement, Vmm};
 
 /// An allocation (`cuMemAlloc*`, `hipMalloc*`): placed at the recorded address, or translated.
 pub fn alloc(mem: &mut Placement, vmm: &impl Vmm, ev: &Event, extent: Extent) -> Result<Outcome> {
@@ -91,5 +93,38 @@ pub fn set_access(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Out
     let f = &ev.fields;
     let (n, ptr, size) = (u(f, name::COUNT)?, u(f, name::PTR)?, u(f, name::SIZE)?);
     mem.set_access_recorded(vmm, n, ptr, size)?;
+    Ok(Outcome::Done)
+}
+
+/// Managed memory the program allocated: anywhere, translated.
+pub fn alloc_managed(mem: &mut Placement, api: &impl DeviceMemory, ev: &Event) -> Result<Outcome> {
+    let f = &ev.fields;
+    let size = u(f, name::BYTESIZE)?;
+    let p = api.alloc_managed(size, u(f, name::FLAGS)? as u32)??;
+    mem.note_moved(u(f, name::DPTR)?, size, p);
+    Ok(Outcome::Done)
+}
+
+/// Pinned host memory the program allocated: anywhere, translated.
+pub fn alloc_host(mem: &mut Placement, api: &impl DeviceMemory, ev: &Event) -> Result<Outcome> {
+    let f = &ev.fields;
+    let size = u(f, name::BYTESIZE)?;
+    let p = api.alloc_host(size, u(f, name::FLAGS).unwrap_or(0) as u32)??;
+    mem.note_moved(u(f, name::HOST_PTR)?, size, p);
+    Ok(Outcome::Done)
+}
+
+/// A memset, as the async call of the recorded element width on the stream `stream` resolves.
+pub fn memset(
+    mem: &Placement,
+    api: &impl DeviceMemory,
+    ev: &Event,
+    stream: impl FnOnce() -> Result<H>,
+) -> Result<Outcome> {
+    let f = &ev.fields;
+    let dst = mem.translate(u(f, name::DST)?);
+    let (v, n) = (u(f, name::VALUE)?, u(f, name::COUNT)? as usize);
+    let s = stream()?;
+    api.memset(dst, v, n, u(f, name::ELEMENT_BYTES)?, s)??;
     Ok(Outcome::Done)
 }

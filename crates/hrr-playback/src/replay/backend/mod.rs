@@ -13,6 +13,7 @@ pub mod cuda;
 pub mod hip;
 pub mod memory_calls;
 pub mod shared;
+pub mod stream_calls;
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! What the CUDA and HIP backends share: the error of a failed call ([`CallFailed`], [`Call`]),
 //! where a loaded library came from, the recorded → live handle map ([`Handles`]), waiting for
-//! a stream with the `--sync-watchdog-ms` watchdog ([`Waiter`] over [`StreamSync`]), and the
+//! a stream with the `--sync-watchdog-ms` watchdog ([`Waiter`] over [`Streams`]), and the
 //! translation of pointer arguments of a launch ([`translate_pointer_args`], [`launch_call!`]).
 
 use std::collections::HashMap;
@@ -96,16 +96,27 @@ impl Handles {
     }
 }
 
-/// The stream and event calls waiting needs.
-pub trait StreamSync {
+/// The stream and event calls of an API (CUDA and HIP share their signatures): used by the
+/// [`Waiter`] and by `backend::stream_calls`.
+pub trait Streams {
+    /// Create a stream, with a priority when one was recorded.
+    fn create_stream(&self, flags: u32, priority: Option<i32>) -> Call<H>;
+    /// Destroy a stream.
+    fn destroy_stream(&self, stream: H) -> Call<()>;
     /// Wait for `stream`.
     fn synchronize_stream(&self, stream: H) -> Call<()>;
-    /// Create an event without timing.
-    fn create_event(&self) -> Call<H>;
+    /// Make `stream` wait for `event`.
+    fn wait_event(&self, stream: H, event: H, flags: u32) -> Call<()>;
+    /// Create an event.
+    fn create_event(&self, flags: u32) -> Call<H>;
     /// Record `event` on `stream`.
     fn record_event(&self, event: H, stream: H) -> Call<()>;
+    /// Wait for `event`.
+    fn synchronize_event(&self, event: H) -> Call<()>;
     /// Has `event` completed? (`Ok(false)`: not yet.)
     fn query_event(&self, event: H) -> Call<bool>;
+    /// Destroy an event.
+    fn destroy_event(&self, event: H) -> Call<()>;
 }
 
 /// Waiting for streams: plainly, or polling an event under the `--sync-watchdog-ms` watchdog.
@@ -130,8 +141,22 @@ impl Waiter {
         self.sync_after_launch || self.watchdog_ms > 0
     }
 
+    /// After a kernel launch on `stream`: wait when asked to, naming the kernel.
+    pub fn launched(
+        &mut self,
+        api: &impl Streams,
+        stream: H,
+        kernel: &str,
+        seq: u64,
+    ) -> Result<()> {
+        if self.after_launch() {
+            self.wait(api, stream, &format!("kernel `{kernel}` (event #{seq})"))?;
+        }
+        Ok(())
+    }
+
     /// Wait for `stream`; `what` names the work in errors.
-    pub fn wait(&mut self, api: &impl StreamSync, stream: H, what: &str) -> Result<()> {
+    pub fn wait(&mut self, api: &impl Streams, stream: H, what: &str) -> Result<()> {
         if self.watchdog_ms == 0 {
             return api
                 .synchronize_stream(stream)?
@@ -140,7 +165,7 @@ impl Waiter {
         let e = match self.watchdog {
             Some(e) => e,
             None => {
-                let e = api.create_event()??;
+                let e = api.create_event(2)??; // no timing
                 self.watchdog = Some(e);
                 e
             }
@@ -274,18 +299,44 @@ macro_rules! impl_vmm {
 }
 pub(crate) use impl_vmm;
 
-/// Implement [`StreamSync`] for an entry-point table `$api` through its call macro `$call`,
+/// Implement [`Streams`] for an entry-point table `$api` through its call macro `$call`,
 /// naming the entry points; `$not_ready` is the API's "not ready" result of an event query.
-macro_rules! impl_stream_sync {
-    ($api:ty, $call:ident, synchronize: $sync:ident, create_event: $create:ident,
-     record_event: $record:ident, query_event: $query:ident, not_ready: $not_ready:expr) => {
-        impl $crate::replay::backend::shared::StreamSync for $api {
+macro_rules! impl_streams {
+    ($api:ty, $call:ident, create: $create:ident, create_with_priority: $create_prio:ident,
+     destroy: $destroy:ident, synchronize: $sync:ident, wait_event: $wait:ident,
+     create_event: $ecreate:ident, record_event: $record:ident,
+     synchronize_event: $esync:ident, query_event: $query:ident,
+     destroy_event: $edestroy:ident, not_ready: $not_ready:expr) => {
+        impl $crate::replay::backend::shared::Streams for $api {
+            fn create_stream(
+                &self,
+                flags: u32,
+                priority: Option<i32>,
+            ) -> $crate::replay::backend::shared::Call<H> {
+                let mut s: H = std::ptr::null_mut();
+                Ok(match priority {
+                    Some(p) => $call!(self, $create_prio(&mut s, flags, p)),
+                    None => $call!(self, $create(&mut s, flags)),
+                }
+                .map(|()| s))
+            }
+            fn destroy_stream(&self, stream: H) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $destroy(stream)))
+            }
             fn synchronize_stream(&self, stream: H) -> $crate::replay::backend::shared::Call<()> {
                 Ok($call!(self, $sync(stream)))
             }
-            fn create_event(&self) -> $crate::replay::backend::shared::Call<H> {
+            fn wait_event(
+                &self,
+                stream: H,
+                event: H,
+                flags: u32,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $wait(stream, event, flags)))
+            }
+            fn create_event(&self, flags: u32) -> $crate::replay::backend::shared::Call<H> {
                 let mut e: H = std::ptr::null_mut();
-                Ok($call!(self, $create(&mut e, 2)).map(|()| e)) // no timing
+                Ok($call!(self, $ecreate(&mut e, flags)).map(|()| e))
             }
             fn record_event(
                 &self,
@@ -294,6 +345,9 @@ macro_rules! impl_stream_sync {
             ) -> $crate::replay::backend::shared::Call<()> {
                 Ok($call!(self, $record(event, stream)))
             }
+            fn synchronize_event(&self, event: H) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $esync(event)))
+            }
             fn query_event(&self, event: H) -> $crate::replay::backend::shared::Call<bool> {
                 Ok(match $call!(self, $query(event)) {
                     Ok(()) => Ok(true),
@@ -301,7 +355,72 @@ macro_rules! impl_stream_sync {
                     Err(err) => Err(err),
                 })
             }
+            fn destroy_event(&self, event: H) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $edestroy(event)))
+            }
         }
     };
 }
-pub(crate) use impl_stream_sync;
+pub(crate) use impl_streams;
+
+/// Call entry point `$name` of table `$api`, turning a missing symbol into an error at once
+/// (`$missing` + the name; the caller's `?`) and a non-zero result into [`CallFailed`]: the
+/// body of the `cu!` and `hip!` macros.
+macro_rules! entry_call {
+    ($missing:literal, $api:expr, $name:ident ( $($arg:expr),* )) => {{
+        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!($missing, stringify!($name))))?;
+        // SAFETY: arguments follow the API's documented contract for this call.
+        let r = unsafe { f($($arg),*) };
+        if r != 0 {
+            Err($crate::replay::backend::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
+        } else {
+            Ok(())
+        }
+    }};
+}
+pub(crate) use entry_call;
+
+/// Implement `crate::replay::placement::DeviceMemory` for an entry-point table `$api` through
+/// its call macro `$call`, naming the entry points.
+macro_rules! impl_device_memory {
+    ($api:ty, $call:ident, managed: $managed:ident, host: $host:ident, memset8: $d8:ident,
+     memset16: $d16:ident, memset32: $d32:ident) => {
+        impl $crate::replay::placement::DeviceMemory for $api {
+            fn alloc_managed(
+                &self,
+                size: u64,
+                flags: u32,
+            ) -> $crate::replay::backend::shared::Call<u64> {
+                let mut p = 0u64;
+                Ok($call!(self, $managed(&mut p, size as usize, flags)).map(|()| p))
+            }
+            fn alloc_host(
+                &self,
+                size: u64,
+                flags: u32,
+            ) -> $crate::replay::backend::shared::Call<u64> {
+                let mut p = 0u64;
+                Ok($call!(
+                    self,
+                    $host(&mut p as *mut u64 as *mut _, size as usize, flags)
+                )
+                .map(|()| p))
+            }
+            fn memset(
+                &self,
+                dst: u64,
+                value: u64,
+                count: usize,
+                width: u64,
+                stream: H,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok(match width {
+                    1 => $call!(self, $d8(dst, value as u8, count, stream)),
+                    2 => $call!(self, $d16(dst, value as u16, count, stream)),
+                    _ => $call!(self, $d32(dst, value as u32 as _, count, stream)),
+                })
+            }
+        }
+    };
+}
+pub(crate) use impl_device_memory;

@@ -105,18 +105,4 @@ impl Cuda {
         }
         Ok(Outcome::Done)
     }
-
-    /// `cuMemsetD8/16/32*`: as the async call of the recorded element width.
-    pub(super) fn memset(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let dst = self.mem.translate(u(f, name::DST)?);
-        let (v, n) = (u(f, name::VALUE)?, u(f, name::COUNT)? as usize);
-        let stream = self.stream(ev)?;
-        match u(f, name::ELEMENT_BYTES)? {
-            1 => cu!(self.api, cuMemsetD8Async(dst, v as u8, n, stream))?,
-            2 => cu!(self.api, cuMemsetD16Async(dst, v as u16, n, stream))?,
-            _ => cu!(self.api, cuMemsetD32Async(dst, v as u32, n, stream))?,
-        }
-        Ok(Outcome::Done)
-    }
 }

@@ -141,15 +141,8 @@ impl Api {
 
 /// Call a driver entry point, turning a missing symbol or a non-zero result into an error.
 macro_rules! cu {
-    ($api:expr, $name:ident ( $($arg:expr),* )) => {{
-        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!("the driver has no ", stringify!($name))))?;
-        // SAFETY: arguments follow the driver's documented contract for this call.
-        let r = unsafe { f($($arg),*) };
-        if r != 0 {
-            Err($crate::replay::backend::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
-        } else {
-            Ok(())
-        }
-    }};
+    ($api:expr, $name:ident ( $($arg:expr),* )) => {
+        $crate::replay::backend::shared::entry_call!("the driver has no ", $api, $name($($arg),*))
+    };
 }
 pub(crate) use cu;

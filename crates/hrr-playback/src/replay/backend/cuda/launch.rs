@@ -86,9 +86,7 @@ impl Cuda {
         if self.capturing(stream) {
             return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
         }
-        if self.waiter.after_launch() {
-            self.wait(stream, &format!("kernel `{kernel}` (event #{})", ev.seq))?;
-        }
+        self.waiter.launched(&self.api, stream, &kernel, ev.seq)?;
         Ok(Outcome::Launched)
     }
 }

@@ -3,15 +3,13 @@
 //! `backend::memory_calls` through it), and the CUDA-only calls: managed and host allocations
 //! (translated) and `cuMemCreate` with the recorded properties.
 
-use std::ffi::c_void;
-
 use anyhow::Result;
 
 use super::driver::{cu, Api};
 use super::Cuda;
-use crate::replay::backend::shared::impl_vmm;
+use crate::replay::backend::shared::{impl_device_memory, impl_vmm, H};
 use crate::replay::backend::{memory_calls, Event, Outcome};
-use crate::replay::fields::{bytes, name, u};
+use crate::replay::fields::{bytes, name};
 use crate::replay::placement::{Policy, Reserve};
 
 /// `CUmemAllocationProp` for pinned device memory on `dev` (32 bytes).
@@ -46,31 +44,10 @@ impl_vmm!(Api, cu, reserve: cuMemAddressReserve, free_reservation: cuMemAddressF
     set_access: cuMemSetAccess, alloc: cuMemAlloc_v2, free: cuMemFree_v2,
     synchronize: cuCtxSynchronize);
 
+impl_device_memory!(Api, cu, managed: cuMemAllocManaged, host: cuMemHostAlloc,
+    memset8: cuMemsetD8Async, memset16: cuMemsetD16Async, memset32: cuMemsetD32Async);
+
 impl Cuda {
-    /// `cuMemAllocManaged`: anywhere, translated.
-    pub(super) fn alloc_managed(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let mut p = 0u64;
-        let size = u(f, name::BYTESIZE)?;
-        cu!(
-            self.api,
-            cuMemAllocManaged(&mut p, size as usize, u(f, name::FLAGS)? as u32)
-        )?;
-        self.mem.note_moved(u(f, name::DPTR)?, size, p);
-        Ok(Outcome::Done)
-    }
-
-    /// `cuMemHostAlloc` / `cuMemAllocHost`: pinned host memory, translated.
-    pub(super) fn host_alloc(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let mut p: *mut c_void = std::ptr::null_mut();
-        let size = u(f, name::BYTESIZE)?;
-        let flags = u(f, name::FLAGS).unwrap_or(0) as u32;
-        cu!(self.api, cuMemHostAlloc(&mut p, size as usize, flags))?;
-        self.mem.note_moved(u(f, name::HOST_PTR)?, size, p as u64);
-        Ok(Outcome::Done)
-    }
-
     /// `cuMemCreate`: with the recorded properties, on device 0.
     pub(super) fn vmm_create(&mut self, ev: &Event) -> Result<Outcome> {
         let mut prop = bytes(&ev.fields, name::PROP).to_vec();

@@ -34,7 +34,9 @@ use anyhow::Result;
 use hrr_archive::ObjectId;
 
 use super::shared::{Handles, Waiter, HOST_FUNC};
-use super::{memory_calls, Backend, Blobs, CodeObject, Event, Extent, Outcome, Prescan};
+use super::{
+    memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Outcome, Prescan,
+};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
 use driver::{Api, H};
@@ -102,9 +104,11 @@ impl Backend for Cuda {
                 memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Bytes)
             }
             "cuMemAllocPitch" => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
-            "cuMemAllocManaged" => self.alloc_managed(ev),
+            "cuMemAllocManaged" => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
             "cuMemFree" | "cuMemFreeAsync" => memory_calls::free(&mut self.mem, &self.api, ev),
-            "cuMemHostAlloc" | "cuMemAllocHost" => self.host_alloc(ev),
+            "cuMemHostAlloc" | "cuMemAllocHost" => {
+                memory_calls::alloc_host(&mut self.mem, &self.api, ev)
+            }
             "cuMemAddressReserve" => {
                 memory_calls::address_reserve(&mut self.mem, &self.api, ev, |_| 0)
             }
@@ -119,7 +123,9 @@ impl Backend for Cuda {
             "cuMemcpyDtoD" | "cuMemcpyDtoDAsync" => self.copy_d2d(ev),
             "cuMemcpy" | "cuMemcpyAsync" => self.copy_any(ev, blobs),
             "cuMemsetD8" | "cuMemsetD16" | "cuMemsetD32" | "cuMemsetD8Async"
-            | "cuMemsetD16Async" | "cuMemsetD32Async" => self.memset(ev),
+            | "cuMemsetD16Async" | "cuMemsetD32Async" => {
+                memory_calls::memset(&self.mem, &self.api, ev, || self.stream(ev))
+            }
             "cuModuleLoad"
             | "cuModuleLoadData"
             | "cuModuleLoadDataEx"
@@ -136,15 +142,25 @@ impl Backend for Cuda {
             "cuFuncSetCacheConfig" => self.func_set_cache_config(ev),
             "cuLaunchKernel" | "cuLaunchCooperativeKernel" => self.launch(ev, filter, false),
             "cuLaunchKernelEx" => self.launch(ev, filter, true),
-            "cuStreamCreate" | "cuStreamCreateWithPriority" => self.stream_create(ev),
-            "cuStreamDestroy" => self.stream_destroy(ev),
-            "cuStreamSynchronize" => self.stream_synchronize(ev),
+            "cuStreamCreate" | "cuStreamCreateWithPriority" => {
+                stream_calls::stream_create(&mut self.handles, &self.api, ev)
+            }
+            "cuStreamDestroy" => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
+            "cuStreamSynchronize" => {
+                let s = self.stream(ev)?;
+                stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, s)
+            }
             "cuCtxSynchronize" => self.ctx_synchronize(),
-            "cuStreamWaitEvent" => self.stream_wait_event(ev),
-            "cuEventCreate" => self.event_create(ev),
-            "cuEventRecord" | "cuEventRecordWithFlags" => self.event_record(ev),
-            "cuEventSynchronize" => self.event_synchronize(ev),
-            "cuEventDestroy" => self.event_destroy(ev),
+            "cuStreamWaitEvent" => {
+                let s = self.stream(ev)?;
+                stream_calls::stream_wait_event(&self.handles, &self.api, ev, s)
+            }
+            "cuEventCreate" => stream_calls::event_create(&mut self.handles, &self.api, ev),
+            "cuEventRecord" | "cuEventRecordWithFlags" => {
+                stream_calls::event_record(&self.handles, &self.api, ev, || self.stream(ev))
+            }
+            "cuEventSynchronize" => stream_calls::event_synchronize(&self.handles, &self.api, ev),
+            "cuEventDestroy" => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
             "cuStreamBeginCapture" => self.begin_capture(ev),
             "cuStreamEndCapture" => self.end_capture(ev),
             "cuGraphInstantiate"

@@ -1,6 +1,7 @@
-//! CUDA streams and events: created, recorded, waited on and destroyed through remapped
-//! handles; waiting for a stream (plainly, or under the `--sync-watchdog-ms` watchdog through
-//! the shared `Waiter`), and whether a stream is capturing into a graph now.
+//! CUDA streams: the `Streams` implementation of the driver table (the program's stream and
+//! event calls are replayed by `backend::stream_calls` through it), the stream an event names
+//! (per-thread default streams), waiting for a stream (under the `--sync-watchdog-ms` watchdog
+//! through the shared `Waiter`), and whether a stream is capturing into a graph now.
 
 use std::ffi::c_int;
 
@@ -8,15 +9,18 @@ use anyhow::Result;
 
 use super::driver::{cu, Api, H};
 use super::Cuda;
-use crate::replay::backend::shared::impl_stream_sync;
+use crate::replay::backend::shared::impl_streams;
 use crate::replay::backend::{Event, Outcome};
 use crate::replay::fields::{name, u};
 
 /// `CUDA_ERROR_NOT_READY`.
 const CUDA_ERROR_NOT_READY: c_int = 600;
 
-impl_stream_sync!(Api, cu, synchronize: cuStreamSynchronize, create_event: cuEventCreate,
-    record_event: cuEventRecord, query_event: cuEventQuery, not_ready: CUDA_ERROR_NOT_READY);
+impl_streams!(Api, cu, create: cuStreamCreate, create_with_priority: cuStreamCreateWithPriority,
+    destroy: cuStreamDestroy_v2, synchronize: cuStreamSynchronize, wait_event: cuStreamWaitEvent,
+    create_event: cuEventCreate, record_event: cuEventRecord,
+    synchronize_event: cuEventSynchronize, query_event: cuEventQuery,
+    destroy_event: cuEventDestroy_v2, not_ready: CUDA_ERROR_NOT_READY);
 
 impl Cuda {
     /// The stream of an event: its recorded handle, or the per-thread default stream for a
@@ -45,79 +49,9 @@ impl Cuda {
         self.waiter.wait(&self.api, stream, what)
     }
 
-    /// `cuStreamCreate*`.
-    pub(super) fn stream_create(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let mut s: H = std::ptr::null_mut();
-        let flags = u(f, name::FLAGS)? as u32;
-        match u(f, name::PRIORITY) {
-            Ok(p) => cu!(
-                self.api,
-                cuStreamCreateWithPriority(&mut s, flags, p as i32)
-            )?,
-            Err(_) => cu!(self.api, cuStreamCreate(&mut s, flags))?,
-        }
-        self.handles.insert(u(f, name::STREAM)?, s);
-        Ok(Outcome::Done)
-    }
-
-    /// `cuStreamDestroy`.
-    pub(super) fn stream_destroy(&mut self, ev: &Event) -> Result<Outcome> {
-        let rec = u(&ev.fields, name::STREAM)?;
-        cu!(self.api, cuStreamDestroy_v2(self.handles.get(rec)?))?;
-        self.handles.remove(rec);
-        Ok(Outcome::Done)
-    }
-
-    /// `cuStreamSynchronize`.
-    pub(super) fn stream_synchronize(&mut self, ev: &Event) -> Result<Outcome> {
-        let s = self.stream(ev)?;
-        self.wait(s, &format!("cuStreamSynchronize (event #{})", ev.seq))?;
-        Ok(Outcome::Done)
-    }
-
     /// `cuCtxSynchronize`, also the final wait.
     pub(super) fn ctx_synchronize(&mut self) -> Result<Outcome> {
         cu!(self.api, cuCtxSynchronize())?;
-        Ok(Outcome::Done)
-    }
-
-    /// `cuStreamWaitEvent`.
-    pub(super) fn stream_wait_event(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (s, e) = (self.stream(ev)?, self.handles.get(u(f, name::EVENT)?)?);
-        cu!(self.api, cuStreamWaitEvent(s, e, u(f, name::FLAGS)? as u32))?;
-        Ok(Outcome::Done)
-    }
-
-    /// `cuEventCreate`.
-    pub(super) fn event_create(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let mut e: H = std::ptr::null_mut();
-        cu!(self.api, cuEventCreate(&mut e, u(f, name::FLAGS)? as u32))?;
-        self.handles.insert(u(f, name::EVENT)?, e);
-        Ok(Outcome::Done)
-    }
-
-    /// `cuEventRecord*`.
-    pub(super) fn event_record(&mut self, ev: &Event) -> Result<Outcome> {
-        let e = self.handles.get(u(&ev.fields, name::EVENT)?)?;
-        cu!(self.api, cuEventRecord(e, self.stream(ev)?))?;
-        Ok(Outcome::Done)
-    }
-
-    /// `cuEventSynchronize`.
-    pub(super) fn event_synchronize(&mut self, ev: &Event) -> Result<Outcome> {
-        let e = self.handles.get(u(&ev.fields, name::EVENT)?)?;
-        cu!(self.api, cuEventSynchronize(e))?;
-        Ok(Outcome::Done)
-    }
-
-    /// `cuEventDestroy`.
-    pub(super) fn event_destroy(&mut self, ev: &Event) -> Result<Outcome> {
-        let rec = u(&ev.fields, name::EVENT)?;
-        cu!(self.api, cuEventDestroy_v2(self.handles.get(rec)?))?;
-        self.handles.remove(rec);
         Ok(Outcome::Done)
     }
 }

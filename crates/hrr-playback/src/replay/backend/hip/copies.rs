@@ -89,20 +89,6 @@ impl Hip {
         Ok(Outcome::Done)
     }
 
-    /// `hipMemset*`: as the async call of the recorded element width.
-    pub(super) fn memset(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let dst = self.mem.translate(u(f, name::DST)?);
-        let (v, n) = (u(f, name::VALUE)?, u(f, name::COUNT)? as usize);
-        let s = self.stream(ev)?;
-        match u(f, name::ELEMENT_BYTES)? {
-            1 => hip!(self.api, hipMemsetD8Async(dst, v as u8, n, s))?,
-            2 => hip!(self.api, hipMemsetD16Async(dst, v as u16, n, s))?,
-            _ => hip!(self.api, hipMemsetD32Async(dst, v as u32 as i32, n, s))?,
-        }
-        Ok(Outcome::Done)
-    }
-
     /// `hipMemcpyToSymbol*`: into the variable of the recorded code object.
     pub(super) fn copy_to_symbol(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
         let f = &ev.fields;

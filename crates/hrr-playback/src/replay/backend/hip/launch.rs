@@ -87,9 +87,7 @@ impl Hip {
             )
         };
         result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
-        if self.waiter.after_launch() {
-            self.wait(stream, &format!("kernel `{kernel}` (event #{})", ev.seq))?;
-        }
+        self.waiter.launched(&self.api, stream, &kernel, ev.seq)?;
         Ok(Outcome::Launched)
     }
 }

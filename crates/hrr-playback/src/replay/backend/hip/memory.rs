@@ -16,7 +16,7 @@ use anyhow::Result;
 
 use super::runtime::{hip, HipApi};
 use super::Hip;
-use crate::replay::backend::shared::impl_vmm;
+use crate::replay::backend::shared::{impl_device_memory, impl_vmm, H};
 use crate::replay::backend::{memory_calls, Blobs, Event, Outcome};
 use crate::replay::fields::{name, object, u};
 use crate::replay::placement::{Policy, Reserve};
@@ -55,27 +55,10 @@ impl_vmm!(HipApi, hip, reserve: hipMemAddressReserve, free_reservation: hipMemAd
     set_access: hipMemSetAccess, alloc: hipMalloc, free: hipFree,
     synchronize: hipDeviceSynchronize);
 
+impl_device_memory!(HipApi, hip, managed: hipMallocManaged, host: hipHostMalloc,
+    memset8: hipMemsetD8Async, memset16: hipMemsetD16Async, memset32: hipMemsetD32Async);
+
 impl Hip {
-    /// `hipMallocManaged`: anywhere, translated.
-    pub(super) fn alloc_managed(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (mut p, size) = (0u64, u(f, name::BYTESIZE)?);
-        let flags = u(f, name::FLAGS)? as u32;
-        hip!(self.api, hipMallocManaged(&mut p, size as usize, flags))?;
-        self.mem.note_moved(u(f, name::DPTR)?, size, p);
-        Ok(Outcome::Done)
-    }
-
-    /// `hipHostMalloc`: pinned host memory, translated.
-    pub(super) fn host_alloc(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (mut p, size) = (0u64, u(f, name::BYTESIZE)?);
-        let flags = u(f, name::FLAGS).unwrap_or(0) as u32;
-        hip!(self.api, hipHostMalloc(&mut p, size as usize, flags))?;
-        self.mem.note_moved(u(f, name::HOST_PTR)?, size, p);
-        Ok(Outcome::Done)
-    }
-
     /// `hipHostRegister`: pinned memory standing in for the registered range, with its
     /// recorded contents.
     pub(super) fn host_register(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {

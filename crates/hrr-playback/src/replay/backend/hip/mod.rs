@@ -33,7 +33,9 @@ use anyhow::Result;
 use hrr_archive::ObjectId;
 
 use super::shared::{Handles, Waiter, HOST_FUNC};
-use super::{memory_calls, Backend, Blobs, CodeObject, Event, Extent, Outcome, Prescan};
+use super::{
+    memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Outcome, Prescan,
+};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
 use runtime::{HipApi, H};
@@ -100,9 +102,9 @@ impl Backend for Hip {
                 memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Bytes)
             }
             "hipMallocPitch" => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
-            "hipMallocManaged" => self.alloc_managed(ev),
+            "hipMallocManaged" => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
             "hipFree" | "hipFreeAsync" => memory_calls::free(&mut self.mem, &self.api, ev),
-            "hipHostMalloc" => self.host_alloc(ev),
+            "hipHostMalloc" => memory_calls::alloc_host(&mut self.mem, &self.api, ev),
             "hipHostRegister" => self.host_register(ev, blobs),
             "hipHostFree" | "hipHostUnregister" => self.host_free(ev),
             "hipMemAddressReserve" => {
@@ -127,7 +129,7 @@ impl Backend for Hip {
             "hipMemcpy" | "hipMemcpyAsync" | "hipMemcpyWithStream" => self.copy_any(ev, blobs),
             "hipMemset" | "hipMemsetAsync" | "hipMemsetD8" | "hipMemsetD8Async"
             | "hipMemsetD16" | "hipMemsetD16Async" | "hipMemsetD32" | "hipMemsetD32Async" => {
-                self.memset(ev)
+                memory_calls::memset(&self.mem, &self.api, ev, || self.stream(ev))
             }
             "hipMemcpyToSymbol" | "hipMemcpyToSymbolAsync" => self.copy_to_symbol(ev, blobs),
             "hipMemcpyFromSymbol" | "hipMemcpyFromSymbolAsync" => self.copy_from_symbol(ev),
@@ -140,16 +142,26 @@ impl Backend for Hip {
             }
             "hipModuleLaunchKernel" => self.launch(ev, filter, true),
             "hipStreamCreate" | "hipStreamCreateWithFlags" | "hipStreamCreateWithPriority" => {
-                self.stream_create(ev)
+                stream_calls::stream_create(&mut self.handles, &self.api, ev)
             }
-            "hipStreamDestroy" => self.stream_destroy(ev),
-            "hipStreamSynchronize" => self.stream_synchronize(ev),
+            "hipStreamDestroy" => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
+            "hipStreamSynchronize" => {
+                let s = self.stream(ev)?;
+                stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, s)
+            }
             "hipDeviceSynchronize" => self.device_synchronize(),
-            "hipStreamWaitEvent" => self.stream_wait_event(ev),
-            "hipEventCreate" | "hipEventCreateWithFlags" => self.event_create(ev),
-            "hipEventRecord" => self.event_record(ev),
-            "hipEventSynchronize" => self.event_synchronize(ev),
-            "hipEventDestroy" => self.event_destroy(ev),
+            "hipStreamWaitEvent" => {
+                let s = self.stream(ev)?;
+                stream_calls::stream_wait_event(&self.handles, &self.api, ev, s)
+            }
+            "hipEventCreate" | "hipEventCreateWithFlags" => {
+                stream_calls::event_create(&mut self.handles, &self.api, ev)
+            }
+            "hipEventRecord" => {
+                stream_calls::event_record(&self.handles, &self.api, ev, || self.stream(ev))
+            }
+            "hipEventSynchronize" => stream_calls::event_synchronize(&self.handles, &self.api, ev),
+            "hipEventDestroy" => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
             "hipGraphLaunch" => Ok(Outcome::Skipped(
                 "HIP graph launches are not replayed yet".into(),
             )),

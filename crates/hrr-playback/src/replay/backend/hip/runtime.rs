@@ -147,15 +147,8 @@ impl HipApi {
 
 /// Call a runtime entry point, turning a missing symbol or a non-zero result into an error.
 macro_rules! hip {
-    ($api:expr, $name:ident ( $($arg:expr),* )) => {{
-        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!("the HIP runtime has no ", stringify!($name))))?;
-        // SAFETY: arguments follow the runtime's documented contract for this call.
-        let r = unsafe { f($($arg),*) };
-        if r != 0 {
-            Err($crate::replay::backend::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
-        } else {
-            Ok(())
-        }
-    }};
+    ($api:expr, $name:ident ( $($arg:expr),* )) => {
+        $crate::replay::backend::shared::entry_call!("the HIP runtime has no ", $api, $name($($arg),*))
+    };
 }
 pub(crate) use hip;
