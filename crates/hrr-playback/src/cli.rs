@@ -94,24 +94,6 @@ pub struct ReplayOptions {
     pub verbose: bool,
 }
 
-impl Default for ReplayOptions {
-    fn default() -> Self {
-        ReplayOptions {
-            json: false,
-            rtol: 0.0,
-            atol: 0.0,
-            no_placement: false,
-            sync_after_launch: false,
-            sync_watchdog_ms: 0,
-            kernel_filter: None,
-            loop_count: 1,
-            no_progress: false,
-            runtime: None,
-            verbose: false,
-        }
-    }
-}
-
 impl ReplayOptions {
     /// The replay library's options.
     pub fn to_options(&self) -> crate::replay::Options {
@@ -191,14 +173,17 @@ mod tests {
             o.runtime.as_deref(),
             Some(std::path::Path::new("/x/libcuda.so.1"))
         );
-        let d = ReplayOptions::default();
+        let d = Cli::try_parse_from(["hrr-playback", "a.hrr"])
+            .unwrap()
+            .replay;
         assert_eq!((d.rtol, d.atol, d.loop_count), (0.0, 0.0, 1));
-        let o = d.to_options();
-        let lib = crate::replay::Options::default();
+        let (o, lib) = (d.to_options(), crate::replay::Options::default());
         assert_eq!(
-            (o.rtol, o.atol, o.loop_count),
-            (lib.rtol, lib.atol, lib.loop_count)
+            (o.rtol, o.atol, o.sync_watchdog_ms, o.loop_count),
+            (lib.rtol, lib.atol, lib.sync_watchdog_ms, lib.loop_count)
         );
+        assert!(!(o.json || o.no_placement || o.sync_after_launch || o.no_progress || o.verbose));
+        assert!(o.kernel_filter.is_none() && o.runtime.is_none());
         assert!(Cli::try_parse_from(["hrr-playback", "a", "--loop", "0"]).is_err());
         assert!(Cli::try_parse_from(["hrr-playback", "a", "--rtol", "-1"]).is_err());
         assert!(Cli::try_parse_from(["hrr-playback"]).is_err());

@@ -186,6 +186,11 @@ pub fn extent(fields: &Fields, kind: Extent) -> (u64, u64) {
     }
 }
 
+/// The VMM range `(ptr, size)` of a reservation, unmapping or access grant.
+pub fn vmm_range(fields: &Fields) -> Result<(u64, u64)> {
+    Ok((u(fields, name::PTR)?, u(fields, name::SIZE)?))
+}
+
 /// Launch dimensions and dynamic shared memory.
 #[derive(Debug, Clone, Copy)]
 pub struct Geometry {

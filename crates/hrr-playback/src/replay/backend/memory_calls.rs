@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::shared::H;
 use super::{Event, Extent, Outcome};
-use crate::replay::fields::{name, u};
+use crate::replay::fields::{name, u, vmm_range};
 use crate::replay::placement::{DeviceMemory, Placement, Vmm};
 
 /// An allocation (`cuMemAlloc*`, `hipMalloc*`): placed at the recorded address, or translated.
@@ -39,7 +39,7 @@ pub fn address_reserve(
     hint: impl FnOnce(u64) -> u64,
 ) -> Result<Outcome> {
     let f = &ev.fields;
-    let (rec, size) = (u(f, name::PTR)?, u(f, name::SIZE)?);
+    let (rec, size) = vmm_range(f)?;
     if mem.reservation_placed(vmm, rec, size)? {
         return Ok(Outcome::Done); // placed: inside a reservation of ours
     }
@@ -50,8 +50,7 @@ pub fn address_reserve(
 
 /// A reservation freed by the program (ours stay).
 pub fn address_free(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let (rec, size) = (u(f, name::PTR)?, u(f, name::SIZE)?);
+    let (rec, size) = vmm_range(&ev.fields)?;
     mem.free_recorded_reservation(vmm, rec, size)?;
     Ok(Outcome::Done)
 }
@@ -82,8 +81,7 @@ pub fn map(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
 
 /// A mapping the program removed.
 pub fn unmap(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let (ptr, size) = (u(f, name::PTR)?, u(f, name::SIZE)?);
+    let (ptr, size) = vmm_range(&ev.fields)?;
     mem.unmap_recorded(vmm, ptr, size)?;
     Ok(Outcome::Done)
 }

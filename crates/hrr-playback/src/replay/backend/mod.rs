@@ -9,6 +9,7 @@
 //! Helpers both backends use are in [`shared`]; placement of allocations is
 //! `crate::replay::placement`.
 
+pub mod code_calls;
 pub mod cuda;
 pub mod hip;
 pub mod memory_calls;

@@ -8,6 +8,8 @@ use std::ffi::{c_int, c_void, CStr};
 
 use anyhow::{anyhow, bail, Result};
 
+use super::Outcome;
+use crate::replay::fields::{name, text, u, Fields};
 use crate::replay::placement::Placement;
 
 /// Why a copy whose host source was not recorded is skipped.
@@ -141,18 +143,24 @@ impl Waiter {
         self.sync_after_launch || self.watchdog_ms > 0
     }
 
-    /// After a kernel launch on `stream`: wait when asked to, naming the kernel.
+    /// After a kernel launch on `stream` returned `result`: an error names the kernel; work
+    /// `captured` into a graph runs later; else wait when asked to.
     pub fn launched(
         &mut self,
         api: &impl Streams,
-        stream: H,
+        result: std::result::Result<(), CallFailed>,
+        (stream, captured): (H, impl FnOnce() -> bool),
         kernel: &str,
         seq: u64,
-    ) -> Result<()> {
+    ) -> Result<Outcome> {
+        result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
+        if captured() {
+            return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
+        }
         if self.after_launch() {
             self.wait(api, stream, &format!("kernel `{kernel}` (event #{seq})"))?;
         }
-        Ok(())
+        Ok(Outcome::Launched)
     }
 
     /// Wait for `stream`; `what` names the work in errors.
@@ -184,6 +192,21 @@ impl Waiter {
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
+}
+
+/// The kernel name of a launch, unless it is not launched: its argument layout was unknown at
+/// capture (skipped), or `--kernel-filter` leaves it out.
+pub fn launch_gate(fields: &Fields, filter: Option<&str>) -> std::result::Result<String, Outcome> {
+    let kernel = text(fields, name::KERNEL);
+    if u(fields, name::ARGS_KNOWN).unwrap_or(1) == 0 {
+        return Err(Outcome::Skipped(format!(
+            "argument layout of `{kernel}` unknown"
+        )));
+    }
+    if filter.is_some_and(|p| !kernel.contains(p)) {
+        return Err(Outcome::Filtered);
+    }
+    Ok(kernel)
 }
 
 /// Translate the 8-byte arguments of a launch that point into ranges that moved (pointers

@@ -3,7 +3,7 @@
 //! kernels, functions, modules and globals are bound through the recorded look-ups. Function and
 //! kernel attributes are set again.
 
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
@@ -11,8 +11,8 @@ use hrr_archive::ObjectId;
 
 use super::driver::{cu, H};
 use super::Cuda;
-use crate::replay::backend::{read_code, Event, Outcome};
-use crate::replay::fields::{name, object, text, u};
+use crate::replay::backend::{code_calls, read_code, Event, Outcome};
+use crate::replay::fields::{name, object, u};
 
 impl Cuda {
     /// Load code object `id` from `path` once, as a library or a module.
@@ -73,79 +73,65 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// A look-up `(owner handle field, out handle field)` by name, through `get`.
-    fn look_up(
-        &mut self,
-        ev: &Event,
-        (owner, out): (&str, &str),
-        get: impl FnOnce(&Self, H, &CString) -> Result<H>,
-    ) -> Result<Outcome> {
-        let f = &ev.fields;
-        let o = self.handles.get(u(f, owner)?)?;
-        let n = CString::new(text(f, name::NAME))?;
-        let h = get(self, o, &n)?;
-        self.handles.insert(u(f, out)?, h);
-        Ok(Outcome::Done)
-    }
-
     /// `cuModuleGetFunction`.
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        self.look_up(ev, (name::MODULE, name::FUNCTION), |s, m, n| {
+        let (api, names) = (&self.api, (name::MODULE, name::FUNCTION));
+        code_calls::look_up(&mut self.handles, ev, names, true, |m, n| {
             let mut h: H = std::ptr::null_mut();
-            cu!(s.api, cuModuleGetFunction(&mut h, m, n.as_ptr()))?;
+            cu!(api, cuModuleGetFunction(&mut h, m, n.as_ptr()))?;
             Ok(h)
         })
     }
 
     /// `cuLibraryGetKernel`.
     pub(super) fn library_get_kernel(&mut self, ev: &Event) -> Result<Outcome> {
-        self.look_up(ev, (name::LIBRARY, name::KERNEL), |s, l, n| {
+        let (api, names) = (&self.api, (name::LIBRARY, name::KERNEL));
+        code_calls::look_up(&mut self.handles, ev, names, true, |l, n| {
             let mut h: H = std::ptr::null_mut();
-            cu!(s.api, cuLibraryGetKernel(&mut h, l, n.as_ptr()))?;
+            cu!(api, cuLibraryGetKernel(&mut h, l, n.as_ptr()))?;
             Ok(h)
         })
     }
 
     /// `cuLibraryGetModule`.
     pub(super) fn library_get_module(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let l = self.handles.get(u(f, name::LIBRARY)?)?;
-        let mut h: H = std::ptr::null_mut();
-        cu!(self.api, cuLibraryGetModule(&mut h, l))?;
-        self.handles.insert(u(f, name::MODULE)?, h);
-        Ok(Outcome::Done)
+        let (api, names) = (&self.api, (name::LIBRARY, name::MODULE));
+        code_calls::look_up(&mut self.handles, ev, names, false, |l, _| {
+            let mut h: H = std::ptr::null_mut();
+            cu!(api, cuLibraryGetModule(&mut h, l))?;
+            Ok(h)
+        })
     }
 
     /// `cuKernelGetFunction`.
     pub(super) fn kernel_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let k = self.handles.get(u(f, name::KERNEL)?)?;
-        let mut h: H = std::ptr::null_mut();
-        cu!(self.api, cuKernelGetFunction(&mut h, k))?;
-        self.handles.insert(u(f, name::FUNCTION)?, h);
-        Ok(Outcome::Done)
+        let (api, names) = (&self.api, (name::KERNEL, name::FUNCTION));
+        code_calls::look_up(&mut self.handles, ev, names, false, |k, _| {
+            let mut h: H = std::ptr::null_mut();
+            cu!(api, cuKernelGetFunction(&mut h, k))?;
+            Ok(h)
+        })
     }
 
     /// `cuModuleGetGlobal` / `cuLibraryGetGlobal`: the variable's recorded address translates
     /// to where it is now.
     pub(super) fn get_global(&mut self, ev: &Event, library: bool) -> Result<Outcome> {
-        let f = &ev.fields;
-        let owner = self.handles.get(u(f, name::OWNER)?)?;
-        let n = CString::new(text(f, name::NAME))?;
-        let (mut p, mut size) = (0u64, 0usize);
-        if library {
-            cu!(
-                self.api,
-                cuLibraryGetGlobal(&mut p, &mut size, owner, n.as_ptr())
-            )?;
-        } else {
-            cu!(
-                self.api,
-                cuModuleGetGlobal_v2(&mut p, &mut size, owner, n.as_ptr())
-            )?;
-        }
-        self.mem.note_moved(u(f, name::DPTR)?, size as u64, p);
-        Ok(Outcome::Done)
+        let api = &self.api;
+        code_calls::global(&self.handles, &mut self.mem, ev, |owner, n| {
+            let (mut p, mut size) = (0u64, 0usize);
+            if library {
+                cu!(
+                    api,
+                    cuLibraryGetGlobal(&mut p, &mut size, owner, n.as_ptr())
+                )?;
+            } else {
+                cu!(
+                    api,
+                    cuModuleGetGlobal_v2(&mut p, &mut size, owner, n.as_ptr())
+                )?;
+            }
+            Ok((p, size))
+        })
     }
 
     /// `cuFuncSetAttribute`.

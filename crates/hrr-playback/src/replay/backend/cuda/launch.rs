@@ -5,27 +5,22 @@
 
 use std::ffi::c_void;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use super::driver::{cu, LaunchConfig};
 use super::Cuda;
-use crate::replay::backend::shared::{launch_call, translate_pointer_args};
+use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer_args};
 use crate::replay::backend::{Event, Outcome};
-use crate::replay::fields::{bytes, geometry, name, text, u, u64s};
+use crate::replay::fields::{bytes, geometry, name, u, u64s};
 
 impl Cuda {
     /// A kernel launch; `ex`: recorded as `cuLaunchKernelEx`.
     pub(super) fn launch(&mut self, ev: &Event, filter: Option<&str>, ex: bool) -> Result<Outcome> {
         let f = &ev.fields;
-        let kernel = text(f, name::KERNEL);
-        if u(f, name::ARGS_KNOWN).unwrap_or(1) == 0 {
-            return Ok(Outcome::Skipped(format!(
-                "argument layout of `{kernel}` unknown"
-            )));
-        }
-        if filter.is_some_and(|p| !kernel.contains(p)) {
-            return Ok(Outcome::Filtered);
-        }
+        let kernel = match launch_gate(f, filter) {
+            Ok(k) => k,
+            Err(not_launched) => return Ok(not_launched),
+        };
         let func = self.handles.get(u(f, name::FUNCTION)?)?;
         let stream = self.stream(ev)?;
         let mut args = bytes(f, name::ARGS).to_vec();
@@ -82,11 +77,8 @@ impl Cuda {
                 extra.as_mut_ptr()
             )
         };
-        result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
-        if self.capturing(stream) {
-            return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
-        }
-        self.waiter.launched(&self.api, stream, &kernel, ev.seq)?;
-        Ok(Outcome::Launched)
+        let stream = (stream, || self.api.is_capturing(stream));
+        self.waiter
+            .launched(&self.api, result, stream, &kernel, ev.seq)
     }
 }

@@ -22,6 +22,18 @@ impl_streams!(Api, cu, create: cuStreamCreate, create_with_priority: cuStreamCre
     synchronize_event: cuEventSynchronize, query_event: cuEventQuery,
     destroy_event: cuEventDestroy_v2, not_ready: CUDA_ERROR_NOT_READY);
 
+impl Api {
+    /// Is `stream` capturing into a graph now?
+    pub fn is_capturing(&self, stream: H) -> bool {
+        let Some(f) = self.cuStreamIsCapturing else {
+            return false;
+        };
+        let mut status: c_int = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { f(stream, &mut status) == 0 && status != 0 }
+    }
+}
+
 impl Cuda {
     /// The stream of an event: its recorded handle, or the per-thread default stream for a
     /// `_ptsz`/`_ptds` call on stream 0.
@@ -36,12 +48,7 @@ impl Cuda {
     /// Is `stream` capturing into a graph now? (Work issued there is recorded, not run: it must
     /// not be waited for, and host buffers it names must outlive the graph.)
     pub(super) fn capturing(&self, stream: H) -> bool {
-        let Some(f) = self.api.cuStreamIsCapturing else {
-            return false;
-        };
-        let mut status: c_int = 0;
-        // SAFETY: out-pointer to a local.
-        unsafe { f(stream, &mut status) == 0 && status != 0 }
+        self.api.is_capturing(stream)
     }
 
     /// Wait for `stream`; `what` names the work in errors.

@@ -11,7 +11,7 @@ use hrr_archive::ObjectId;
 
 use super::runtime::{hip, H};
 use super::Hip;
-use crate::replay::backend::{read_code, CodeObject, Event, Outcome};
+use crate::replay::backend::{code_calls, read_code, CodeObject, Event, Outcome};
 use crate::replay::fields::{name, object, text, u};
 
 impl Hip {
@@ -74,13 +74,12 @@ impl Hip {
 
     /// `hipModuleGetFunction`.
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let m = self.handles.get(u(f, name::MODULE)?)?;
-        let n = CString::new(text(f, name::NAME))?;
-        let mut h: H = std::ptr::null_mut();
-        hip!(self.api, hipModuleGetFunction(&mut h, m, n.as_ptr()))?;
-        self.handles.insert(u(f, name::FUNCTION)?, h);
-        Ok(Outcome::Done)
+        let (api, names) = (&self.api, (name::MODULE, name::FUNCTION));
+        code_calls::look_up(&mut self.handles, ev, names, true, |m, n| {
+            let mut h: H = std::ptr::null_mut();
+            hip!(api, hipModuleGetFunction(&mut h, m, n.as_ptr()))?;
+            Ok(h)
+        })
     }
 
     /// `hipGetSymbolAddress`: the symbol's recorded address translates to where it is now.
@@ -93,15 +92,11 @@ impl Hip {
 
     /// `hipModuleGetGlobal`: the variable's recorded address translates to where it is now.
     pub(super) fn module_get_global(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let m = self.handles.get(u(f, name::OWNER)?)?;
-        let n = CString::new(text(f, name::NAME))?;
-        let (mut p, mut size) = (0u64, 0usize);
-        hip!(
-            self.api,
-            hipModuleGetGlobal(&mut p, &mut size, m, n.as_ptr())
-        )?;
-        self.mem.note_moved(u(f, name::DPTR)?, size as u64, p);
-        Ok(Outcome::Done)
+        let api = &self.api;
+        code_calls::global(&self.handles, &mut self.mem, ev, |m, n| {
+            let (mut p, mut size) = (0u64, 0usize);
+            hip!(api, hipModuleGetGlobal(&mut p, &mut size, m, n.as_ptr()))?;
+            Ok((p, size))
+        })
     }
 }

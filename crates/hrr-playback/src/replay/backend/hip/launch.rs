@@ -5,13 +5,13 @@
 
 use std::ffi::c_void;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 use super::runtime::hip;
 use super::Hip;
-use crate::replay::backend::shared::{launch_call, translate_pointer_args};
+use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer_args};
 use crate::replay::backend::{Event, Outcome};
-use crate::replay::fields::{bytes, geometry, name, object, text, u, u64s};
+use crate::replay::fields::{bytes, geometry, name, object, u, u64s};
 
 impl Hip {
     /// A kernel launch; `module_launch`: recorded as `hipModuleLaunchKernel` (its function is a
@@ -23,20 +23,15 @@ impl Hip {
         module_launch: bool,
     ) -> Result<Outcome> {
         let f = &ev.fields;
-        let kernel = text(f, name::KERNEL);
         if u(f, name::IN_CAPTURE).unwrap_or(0) != 0 {
             return Ok(Outcome::Skipped(
                 "launch inside stream capture (graphs are not replayed)".into(),
             ));
         }
-        if u(f, name::ARGS_KNOWN).unwrap_or(1) == 0 {
-            return Ok(Outcome::Skipped(format!(
-                "argument layout of `{kernel}` unknown"
-            )));
-        }
-        if filter.is_some_and(|p| !kernel.contains(p)) {
-            return Ok(Outcome::Filtered);
-        }
+        let kernel = match launch_gate(f, filter) {
+            Ok(k) => k,
+            Err(not_launched) => return Ok(not_launched),
+        };
         let func = if module_launch {
             self.handles.get(u(f, name::FUNCTION)?)?
         } else {
@@ -86,8 +81,8 @@ impl Hip {
                 extra.as_mut_ptr()
             )
         };
-        result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
-        self.waiter.launched(&self.api, stream, &kernel, ev.seq)?;
-        Ok(Outcome::Launched)
+        let stream = (stream, || false);
+        self.waiter
+            .launched(&self.api, result, stream, &kernel, ev.seq)
     }
 }
