@@ -19,30 +19,11 @@ use hrr_archive::schema::decode_fields;
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{summary, ObjectId};
 
-use super::backend::{CodeObject, Event, Family, Outcome, Prescan};
+use super::backend::{base_name, CodeObject, Event, Family, Outcome, Prescan};
 use super::check::Tolerance;
 use super::fields;
 use super::options::Options;
 use super::report::{self, Summary};
-
-/// Strip `_ptsz`/`_ptds` and `_vN` suffixes; also says whether the call used per-thread
-/// default stream semantics.
-pub fn base_name(name: &str) -> (&str, bool) {
-    let (name, per_thread) = match name
-        .strip_suffix("_ptsz")
-        .or_else(|| name.strip_suffix("_ptds"))
-    {
-        Some(n) => (n, true),
-        None => (name, false),
-    };
-    let base = match name.rfind("_v") {
-        Some(i) if name[i + 2..].bytes().all(|b| b.is_ascii_digit()) && i + 2 < name.len() => {
-            &name[..i]
-        }
-        _ => name,
-    };
-    (base, per_thread)
-}
 
 /// What replay must know before the driver loads.
 struct Scan {
@@ -244,20 +225,4 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     out.flush()?;
     Ok(if report.pass() { 0 } else { 1 })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::base_name;
-
-    #[test]
-    fn abi_suffixes_are_stripped() {
-        assert_eq!(
-            base_name("cuMemcpyHtoDAsync_v2_ptsz"),
-            ("cuMemcpyHtoDAsync", true)
-        );
-        assert_eq!(base_name("cuMemAlloc_v2"), ("cuMemAlloc", false));
-        assert_eq!(base_name("cuLaunchKernel"), ("cuLaunchKernel", false));
-        assert_eq!(base_name("cuMemcpy_ptds"), ("cuMemcpy", true));
-    }
 }

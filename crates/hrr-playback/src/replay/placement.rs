@@ -572,3 +572,160 @@ impl Placement {
         !self.moved.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A driver that honours every address, recording the calls.
+    #[derive(Default)]
+    struct Fake {
+        calls: RefCell<Vec<String>>,
+        /// Reservations land this much above the hint.
+        shift: u64,
+    }
+
+    impl Fake {
+        fn log(&self, s: String) {
+            self.calls.borrow_mut().push(s);
+        }
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.calls.borrow_mut())
+        }
+    }
+
+    impl Vmm for Fake {
+        fn reserve(&self, size: u64, _align: u64, hint: u64) -> Call<u64> {
+            self.log(format!("reserve {hint:x}+{size:x}"));
+            Ok(Ok(hint + self.shift))
+        }
+        fn free_reservation(&self, addr: u64, size: u64) -> Call<()> {
+            self.log(format!("free_reservation {addr:x}+{size:x}"));
+            Ok(Ok(()))
+        }
+        fn create(&self, size: u64, _prop: &[u8], _flags: u64) -> Call<u64> {
+            self.log(format!("create {size:x}"));
+            Ok(Ok(7))
+        }
+        fn release(&self, handle: u64) -> Call<()> {
+            self.log(format!("release {handle}"));
+            Ok(Ok(()))
+        }
+        fn map(&self, addr: u64, size: u64, _offset: u64, _handle: u64) -> Call<()> {
+            self.log(format!("map {addr:x}+{size:x}"));
+            Ok(Ok(()))
+        }
+        fn unmap(&self, addr: u64, size: u64) -> Call<()> {
+            self.log(format!("unmap {addr:x}+{size:x}"));
+            Ok(Ok(()))
+        }
+        fn set_access(&self, addr: u64, size: u64, _desc: &[u8], n: usize) -> Call<()> {
+            self.log(format!("access {addr:x}+{size:x} x{n}"));
+            Ok(Ok(()))
+        }
+        fn alloc(&self, size: u64) -> Call<u64> {
+            self.log(format!("alloc {size:x}"));
+            Ok(Ok(0x9000_0000))
+        }
+        fn free(&self, ptr: u64) -> Call<()> {
+            self.log(format!("free {ptr:x}"));
+            Ok(Ok(()))
+        }
+        fn synchronize(&self) -> Call<()> {
+            self.log("sync".into());
+            Ok(Ok(()))
+        }
+    }
+
+    const PAGE: u64 = 0x1000;
+
+    fn exact() -> Policy {
+        Policy {
+            reserve: Reserve::Exact,
+            per_page: false,
+            refuse_unbackable: true,
+            sync_before_unmap: true,
+        }
+    }
+
+    #[test]
+    fn exact_runs_map_one_segment_and_share_pages() {
+        let v = Fake::default();
+        let mut p = Placement::new(exact(), 0, Some([0; 32]), PAGE);
+        p.prereserve(&v, &[(0x10_0000, 3 * PAGE)]).unwrap();
+        assert_eq!(v.take(), ["reserve 100000+3000"]);
+        p.alloc(&v, 0x10_0000, 2 * PAGE + 1).unwrap();
+        assert_eq!(
+            v.take(),
+            ["create 3000", "map 100000+3000", "access 100000+3000 x1"]
+        );
+        // Shares the last page: nothing new to map.
+        p.alloc(&v, 0x10_2100, 0x100).unwrap();
+        assert!(v.take().is_empty());
+        p.free(&v, 0x10_0000).unwrap();
+        assert!(v.take().is_empty(), "the last page is still in use");
+        p.free(&v, 0x10_2100).unwrap();
+        assert_eq!(v.take(), ["sync", "unmap 100000+3000", "release 7"]);
+        assert_eq!((p.tally().placed, p.tally().translated), (2, 0));
+    }
+
+    #[test]
+    fn covering_maps_page_by_page_inside_kept_chunks() {
+        let v = Fake::default();
+        let policy = Policy {
+            reserve: Reserve::Covering { chunk: 0x10_0000 },
+            per_page: true,
+            refuse_unbackable: false,
+            sync_before_unmap: false,
+        };
+        let mut p = Placement::new(policy, 0, Some([0; 32]), PAGE);
+        p.alloc(&v, 0x20_0800, PAGE).unwrap();
+        assert_eq!(
+            v.take(),
+            [
+                "reserve 200000+100000",
+                "create 1000",
+                "map 200000+1000",
+                "access 200000+1000 x1",
+                "create 1000",
+                "map 201000+1000",
+                "access 201000+1000 x1"
+            ]
+        );
+        p.free(&v, 0x20_0800).unwrap();
+        assert_eq!(
+            v.take(),
+            [
+                "unmap 200000+1000",
+                "release 7",
+                "unmap 201000+1000",
+                "release 7"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_address_falls_back_to_translation() {
+        let v = Fake {
+            shift: PAGE,
+            ..Fake::default()
+        };
+        let mut p = Placement::new(exact(), 0, Some([0; 32]), PAGE);
+        p.alloc(&v, 0x30_0000, 16).unwrap();
+        assert_eq!(
+            v.take(),
+            [
+                "reserve 300000+1000",
+                "free_reservation 301000+1000",
+                "alloc 10"
+            ]
+        );
+        let t = p.tally();
+        assert_eq!((t.placed, t.translated), (0, 1));
+        assert!(t.first_refusal.unwrap().contains("at 0x301000"));
+        assert_eq!(p.translate(0x30_0008), 0x9000_0008);
+        p.free(&v, 0x30_0000).unwrap();
+        assert_eq!(v.take(), ["free 90000000"]);
+    }
+}

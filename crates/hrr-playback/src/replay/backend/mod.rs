@@ -154,8 +154,69 @@ impl Family {
     }
 }
 
+/// Strip `_ptsz`/`_ptds` and `_vN` suffixes; also says whether the call used per-thread
+/// default stream semantics.
+pub fn base_name(name: &str) -> (&str, bool) {
+    let (name, per_thread) = match name
+        .strip_suffix("_ptsz")
+        .or_else(|| name.strip_suffix("_ptds"))
+    {
+        Some(n) => (n, true),
+        None => (name, false),
+    };
+    let base = match name.rfind("_v") {
+        Some(i) if name[i + 2..].bytes().all(|b| b.is_ascii_digit()) && i + 2 < name.len() => {
+            &name[..i]
+        }
+        _ => name,
+    };
+    (base, per_thread)
+}
+
 /// Read a code object file of the archive.
 pub fn read_code(path: &Path) -> Result<Vec<u8>> {
     use anyhow::Context;
     std::fs::read(path).with_context(|| format!("cannot read code object {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_classify_their_allocations_and_code_loads() {
+        assert_eq!(Family::of("cuda-driver"), Some(Family::Cuda));
+        assert_eq!(Family::of("hip"), Some(Family::Hip));
+        assert_eq!(Family::of("opencl"), None);
+        let (cuda, hip) = (Family::Cuda, Family::Hip);
+        assert_eq!(
+            cuda.classify("cuMemAllocPitch"),
+            Some(Prescan::Alloc(Extent::Pitched))
+        );
+        assert_eq!(
+            cuda.classify("cuLibraryLoadData"),
+            Some(Prescan::CodeLoad { as_library: true })
+        );
+        assert_eq!(cuda.classify("hipMalloc"), None);
+        assert_eq!(
+            hip.classify("hipMemAddressReserve"),
+            Some(Prescan::Alloc(Extent::Reservation))
+        );
+        assert_eq!(
+            hip.classify("__hipRegisterFatBinary"),
+            Some(Prescan::CodeLoad { as_library: false })
+        );
+        assert_eq!(hip.classify("hipLaunchKernel"), None);
+    }
+
+    #[test]
+    fn abi_suffixes_are_stripped() {
+        assert_eq!(
+            base_name("cuMemcpyHtoDAsync_v2_ptsz"),
+            ("cuMemcpyHtoDAsync", true)
+        );
+        assert_eq!(base_name("cuMemAlloc_v2"), ("cuMemAlloc", false));
+        assert_eq!(base_name("cuLaunchKernel"), ("cuLaunchKernel", false));
+        assert_eq!(base_name("cuMemcpy_ptds"), ("cuMemcpy", true));
+    }
 }
