@@ -1,7 +1,8 @@
 //! Command line: `hrr-playback [ARCHIVE] [flags]`, parsed with clap derive.
 //!
 //! The offline modes (`--version`, `--info`, `--events`, `--repair`) need no GPU library. Without
-//! any of them the archive is replayed with [`ReplayOptions`].
+//! any of them the archive is replayed with [`ReplayOptions`], converted into the library's
+//! [`crate::replay::Options`] by [`ReplayOptions::to_options`]: clap stays in this file.
 
 use std::path::PathBuf;
 
@@ -93,20 +94,21 @@ pub struct ReplayOptions {
     pub verbose: bool,
 }
 
-impl Default for ReplayOptions {
-    fn default() -> Self {
-        ReplayOptions {
-            json: false,
-            rtol: 0.0,
-            atol: 0.0,
-            no_placement: false,
-            sync_after_launch: false,
-            sync_watchdog_ms: 0,
-            kernel_filter: None,
-            loop_count: 1,
-            no_progress: false,
-            runtime: None,
-            verbose: false,
+impl ReplayOptions {
+    /// The replay library's options.
+    pub fn to_options(&self) -> crate::replay::Options {
+        crate::replay::Options {
+            json: self.json,
+            rtol: self.rtol,
+            atol: self.atol,
+            no_placement: self.no_placement,
+            sync_after_launch: self.sync_after_launch,
+            sync_watchdog_ms: self.sync_watchdog_ms,
+            kernel_filter: self.kernel_filter.clone(),
+            loop_count: self.loop_count,
+            no_progress: self.no_progress,
+            runtime: self.runtime.clone(),
+            verbose: self.verbose,
         }
     }
 }
@@ -160,8 +162,28 @@ mod tests {
         );
         assert!(r.no_placement && r.sync_after_launch && r.no_progress && r.verbose && r.json);
         assert_eq!(r.kernel_filter.as_deref(), Some("gemm"));
-        let d = ReplayOptions::default();
+        let o = r.to_options();
+        assert_eq!(
+            (o.rtol, o.atol, o.sync_watchdog_ms, o.loop_count),
+            (1e-3, 0.5, 500, 3)
+        );
+        assert!(o.no_placement && o.sync_after_launch && o.no_progress && o.verbose && o.json);
+        assert_eq!(o.kernel_filter.as_deref(), Some("gemm"));
+        assert_eq!(
+            o.runtime.as_deref(),
+            Some(std::path::Path::new("/x/libcuda.so.1"))
+        );
+        let d = Cli::try_parse_from(["hrr-playback", "a.hrr"])
+            .unwrap()
+            .replay;
         assert_eq!((d.rtol, d.atol, d.loop_count), (0.0, 0.0, 1));
+        let (o, lib) = (d.to_options(), crate::replay::Options::default());
+        assert_eq!(
+            (o.rtol, o.atol, o.sync_watchdog_ms, o.loop_count),
+            (lib.rtol, lib.atol, lib.sync_watchdog_ms, lib.loop_count)
+        );
+        assert!(!(o.json || o.no_placement || o.sync_after_launch || o.no_progress || o.verbose));
+        assert!(o.kernel_filter.is_none() && o.runtime.is_none());
         assert!(Cli::try_parse_from(["hrr-playback", "a", "--loop", "0"]).is_err());
         assert!(Cli::try_parse_from(["hrr-playback", "a", "--rtol", "-1"]).is_err());
         assert!(Cli::try_parse_from(["hrr-playback"]).is_err());

@@ -233,6 +233,6 @@ fn process(cli: &Cli, out: &mut dyn Write, dir: &Path) -> Result<u8> {
     info::check_links(dir)?;
     EventReader::open(&dir.join(EVENTS_FILE))?;
     out.flush()?;
-    let code = replay::run(&cli.replay, dir)?;
+    let code = replay::run(&cli.replay.to_options(), dir, out)?;
     Ok(code.clamp(0, 255) as u8)
 }

@@ -1,15 +1,17 @@
 //! The CUDA driver, loaded at run time with libloading (no link-time CUDA dependency): a table of
-//! the entry points replay uses, each optional so a missing one is an error at its first use.
+//! the entry points replay uses, each optional so a missing one is an error at its first use,
+//! and the [`cu!`] macro that calls one. A new entry point is added to the table here.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
+
+use crate::replay::backend::shared::loaded_from;
+pub use crate::replay::backend::shared::H;
 
 /// `CUresult`.
 pub type CUresult = c_int;
-/// Opaque handle.
-pub type H = *mut c_void;
 
 macro_rules! driver_api {
     ($( $name:ident : fn($($t:ty),*); )*) => {
@@ -122,22 +124,6 @@ pub struct LaunchConfig {
     pub num_attrs: c_uint,
 }
 
-/// The file the loaded library holding `addr` came from (links resolved), else `fallback`.
-pub fn loaded_from(addr: *const c_void, fallback: &str) -> String {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads.
-    if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
-        // SAFETY: a NUL-terminated path owned by the loader.
-        let p = unsafe { CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned();
-        return std::fs::canonicalize(&p)
-            .map(|c| c.display().to_string())
-            .unwrap_or(p);
-    }
-    fallback.into()
-}
-
 impl Api {
     /// The driver's name for an error code.
     pub fn error_name(&self, code: CUresult) -> String {
@@ -155,40 +141,8 @@ impl Api {
 
 /// Call a driver entry point, turning a missing symbol or a non-zero result into an error.
 macro_rules! cu {
-    ($api:expr, $name:ident ( $($arg:expr),* )) => {{
-        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!("the driver has no ", stringify!($name))))?;
-        // SAFETY: arguments follow the driver's documented contract for this call.
-        let r = unsafe { f($($arg),*) };
-        if r != 0 {
-            Err($crate::replay::driver::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
-        } else {
-            Ok(())
-        }
-    }};
+    ($api:expr, $name:ident ( $($arg:expr),* )) => {
+        $crate::replay::backend::shared::entry_call!("the driver has no ", $api, $name($($arg),*))
+    };
 }
 pub(crate) use cu;
-
-/// A driver or runtime call that returned an error (CUDA and HIP results are both C ints).
-#[derive(Debug)]
-pub struct CallFailed {
-    /// Entry point.
-    pub call: &'static str,
-    /// Result code.
-    pub code: CUresult,
-    /// Its name.
-    pub name: String,
-}
-
-impl std::fmt::Display for CallFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} failed: {} ({})", self.call, self.name, self.code)
-    }
-}
-
-impl std::error::Error for CallFailed {}
-
-/// Unused-import guard for `anyhow!` in macro users.
-#[allow(dead_code)]
-fn _uses() -> anyhow::Error {
-    anyhow!("")
-}

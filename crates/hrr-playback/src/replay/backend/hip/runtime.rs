@@ -1,17 +1,19 @@
 //! The HIP runtime, loaded at run time with libloading (no link-time ROCm dependency): a table
 //! of the entry points replay uses, each optional so a missing one is an error at its first use.
 //! The library is `--runtime PATH`, else the first of `libamdhip64.so`, `.so.7`, `.so.6`, `.so.5`
-//! and `/opt/rocm/lib/libamdhip64.so` that loads.
+//! and `/opt/rocm/lib/libamdhip64.so` that loads. The [`hip!`] macro calls an entry point; a new
+//! entry point is added to the table here.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
+
+use crate::replay::backend::shared::loaded_from;
+pub use crate::replay::backend::shared::H;
 
 /// `hipError_t`.
 pub type HipError = c_int;
-/// Opaque handle.
-pub type H = *mut c_void;
 
 /// `hipErrorNotReady`.
 pub const HIP_ERROR_NOT_READY: HipError = 600;
@@ -57,7 +59,7 @@ macro_rules! hip_api {
                         path: String::new(),
                         _lib: lib,
                     };
-                    let path = api.hipInit.map(|f| super::driver::loaded_from(f as *const c_void, "libamdhip64.so")).unwrap_or_else(|| name.to_string());
+                    let path = api.hipInit.map(|f| loaded_from(f as *const c_void, "libamdhip64.so")).unwrap_or_else(|| name.to_string());
                     HipApi { path, ..api }
                 }
             }
@@ -143,25 +145,10 @@ impl HipApi {
     }
 }
 
-pub use super::driver::CallFailed;
-
 /// Call a runtime entry point, turning a missing symbol or a non-zero result into an error.
 macro_rules! hip {
-    ($api:expr, $name:ident ( $($arg:expr),* )) => {{
-        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!("the HIP runtime has no ", stringify!($name))))?;
-        // SAFETY: arguments follow the runtime's documented contract for this call.
-        let r = unsafe { f($($arg),*) };
-        if r != 0 {
-            Err($crate::replay::hip_runtime::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
-        } else {
-            Ok(())
-        }
-    }};
+    ($api:expr, $name:ident ( $($arg:expr),* )) => {
+        $crate::replay::backend::shared::entry_call!("the HIP runtime has no ", $api, $name($($arg),*))
+    };
 }
 pub(crate) use hip;
-
-/// Unused-import guard for `anyhow!` in macro users.
-#[allow(dead_code)]
-fn _uses() -> anyhow::Error {
-    anyhow!("")
-}

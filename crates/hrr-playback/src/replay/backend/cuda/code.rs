@@ -1,0 +1,168 @@
+//! CUDA code objects: each is loaded once before the first call (as a module or a library, as
+//! the capture did); the program's loads then only bind their recorded handles to it, and
+//! kernels, functions, modules and globals are bound through the recorded look-ups. Function and
+//! kernel attributes are set again.
+
+use std::ffi::c_void;
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+use hrr_archive::ObjectId;
+
+use super::driver::{cu, H};
+use super::Cuda;
+use crate::replay::backend::{code_calls, read_code, Event, Outcome};
+use crate::replay::fields::{name, object, u};
+
+impl Cuda {
+    /// Load code object `id` from `path` once, as a library or a module.
+    pub(super) fn load_code(&mut self, id: ObjectId, path: &Path, as_library: bool) -> Result<H> {
+        let cache = if as_library {
+            &self.library_of_code
+        } else {
+            &self.module_of_code
+        };
+        if let Some(h) = cache.get(&id) {
+            return Ok(*h);
+        }
+        let image = read_code(path)?;
+        let mut h: H = std::ptr::null_mut();
+        if as_library {
+            let n = std::ptr::null_mut();
+            cu!(
+                self.api,
+                cuLibraryLoadData(
+                    &mut h,
+                    image.as_ptr() as *const c_void,
+                    n,
+                    std::ptr::null_mut(),
+                    0,
+                    n,
+                    std::ptr::null_mut(),
+                    0
+                )
+            )
+            .with_context(|| format!("loading code object {id}"))?;
+            self.library_of_code.insert(id, h);
+        } else {
+            cu!(
+                self.api,
+                cuModuleLoadData(&mut h, image.as_ptr() as *const c_void)
+            )
+            .with_context(|| format!("loading code object {id}"))?;
+            self.module_of_code.insert(id, h);
+        }
+        Ok(h)
+    }
+
+    /// `cuModuleLoad*` / `cuLibraryLoad*`: loaded by `preload`; this binds the recorded handle.
+    pub(super) fn bind_loaded(&mut self, ev: &Event, library: bool) -> Result<Outcome> {
+        let f = &ev.fields;
+        let (loaded, key) = if library {
+            (&self.library_of_code, name::LIBRARY)
+        } else {
+            (&self.module_of_code, name::MODULE)
+        };
+        let what = if library { "library" } else { "module" };
+        let id =
+            object(f, name::CODE).ok_or_else(|| anyhow!("the {what} image was not recorded"))?;
+        let h = *loaded
+            .get(&id)
+            .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
+        self.handles.insert(u(f, key)?, h);
+        Ok(Outcome::Done)
+    }
+
+    /// `cuModuleGetFunction`.
+    pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
+        let (api, names) = (&self.api, (name::MODULE, name::FUNCTION));
+        code_calls::look_up(&mut self.handles, ev, names, true, |m, n| {
+            let mut h: H = std::ptr::null_mut();
+            cu!(api, cuModuleGetFunction(&mut h, m, n.as_ptr()))?;
+            Ok(h)
+        })
+    }
+
+    /// `cuLibraryGetKernel`.
+    pub(super) fn library_get_kernel(&mut self, ev: &Event) -> Result<Outcome> {
+        let (api, names) = (&self.api, (name::LIBRARY, name::KERNEL));
+        code_calls::look_up(&mut self.handles, ev, names, true, |l, n| {
+            let mut h: H = std::ptr::null_mut();
+            cu!(api, cuLibraryGetKernel(&mut h, l, n.as_ptr()))?;
+            Ok(h)
+        })
+    }
+
+    /// `cuLibraryGetModule`.
+    pub(super) fn library_get_module(&mut self, ev: &Event) -> Result<Outcome> {
+        let (api, names) = (&self.api, (name::LIBRARY, name::MODULE));
+        code_calls::look_up(&mut self.handles, ev, names, false, |l, _| {
+            let mut h: H = std::ptr::null_mut();
+            cu!(api, cuLibraryGetModule(&mut h, l))?;
+            Ok(h)
+        })
+    }
+
+    /// `cuKernelGetFunction`.
+    pub(super) fn kernel_get_function(&mut self, ev: &Event) -> Result<Outcome> {
+        let (api, names) = (&self.api, (name::KERNEL, name::FUNCTION));
+        code_calls::look_up(&mut self.handles, ev, names, false, |k, _| {
+            let mut h: H = std::ptr::null_mut();
+            cu!(api, cuKernelGetFunction(&mut h, k))?;
+            Ok(h)
+        })
+    }
+
+    /// `cuModuleGetGlobal` / `cuLibraryGetGlobal`: the variable's recorded address translates
+    /// to where it is now.
+    pub(super) fn get_global(&mut self, ev: &Event, library: bool) -> Result<Outcome> {
+        let api = &self.api;
+        code_calls::global(&self.handles, &mut self.mem, ev, |owner, n| {
+            let (mut p, mut size) = (0u64, 0usize);
+            if library {
+                cu!(
+                    api,
+                    cuLibraryGetGlobal(&mut p, &mut size, owner, n.as_ptr())
+                )?;
+            } else {
+                cu!(
+                    api,
+                    cuModuleGetGlobal_v2(&mut p, &mut size, owner, n.as_ptr())
+                )?;
+            }
+            Ok((p, size))
+        })
+    }
+
+    /// `cuFuncSetAttribute`.
+    pub(super) fn func_set_attribute(&mut self, ev: &Event) -> Result<Outcome> {
+        let f = &ev.fields;
+        let func = self.handles.get(u(f, name::FUNCTION)?)?;
+        let (attrib, value) = (u(f, name::ATTRIB)? as i32, u(f, name::VALUE)? as i32);
+        cu!(self.api, cuFuncSetAttribute(func, attrib, value))?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuKernelSetAttribute` (for device 0).
+    pub(super) fn kernel_set_attribute(&mut self, ev: &Event) -> Result<Outcome> {
+        let f = &ev.fields;
+        let (attrib, value) = (u(f, name::ATTRIB)? as i32, u(f, name::VALUE)? as i32);
+        let kernel = self.handles.get(u(f, name::KERNEL)?)?;
+        cu!(
+            self.api,
+            cuKernelSetAttribute(attrib, value, kernel, self.dev)
+        )?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuFuncSetCacheConfig`.
+    pub(super) fn func_set_cache_config(&mut self, ev: &Event) -> Result<Outcome> {
+        let f = &ev.fields;
+        let func = self.handles.get(u(f, name::FUNCTION)?)?;
+        cu!(
+            self.api,
+            cuFuncSetCacheConfig(func, u(f, name::CONFIG)? as i32)
+        )?;
+        Ok(Outcome::Done)
+    }
+}

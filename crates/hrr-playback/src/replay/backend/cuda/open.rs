@@ -1,0 +1,99 @@
+//! Opening the CUDA backend: load the driver, initialise it, make device 0's primary context
+//! current, read the device's name, compute capability and VMM granularity, reserve the
+//! recorded ranges; and the preflight checks of an archive against this device and driver.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+
+use anyhow::{bail, Result};
+
+use super::driver::{cu, Api, H};
+use super::memory::{device_prop, POLICY};
+use super::Cuda;
+use crate::replay::backend::shared::{Handles, Waiter};
+use crate::replay::backend::Event;
+use crate::replay::backend::Outcome;
+use crate::replay::fields::{name, u};
+use crate::replay::options::Options;
+use crate::replay::placement::Placement;
+
+impl Cuda {
+    /// Load the driver, initialise it and make device 0's primary context current.
+    /// `ranges` are the recorded device address ranges, reserved before anything else.
+    pub fn open(opts: &Options, ranges: &[(u64, u64)]) -> Result<Self> {
+        let api = Api::load(opts.runtime.as_deref())?;
+        cu!(api, cuInit(0))?;
+        let mut dev: c_int = 0;
+        cu!(api, cuDeviceGet(&mut dev, 0))?;
+        let mut ctx: H = std::ptr::null_mut();
+        cu!(api, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
+        cu!(api, cuCtxSetCurrent(ctx))?;
+        let mut name = [0 as std::ffi::c_char; 256];
+        cu!(api, cuDeviceGetName(name.as_mut_ptr(), 255, dev))?;
+        // SAFETY: NUL-terminated by the driver within 255 bytes.
+        let device_name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let (mut major, mut minor) = (0, 0);
+        cu!(api, cuDeviceGetAttribute(&mut major, 75, dev))?;
+        cu!(api, cuDeviceGetAttribute(&mut minor, 76, dev))?;
+        let prop = device_prop(dev);
+        let mut gran = 0usize;
+        if cu!(
+            api,
+            cuMemGetAllocationGranularity(&mut gran, prop.as_ptr(), 0)
+        )
+        .is_err()
+            || gran == 0
+        {
+            gran = 2 << 20;
+        }
+        let placement = (!opts.no_placement).then_some(prop);
+        let mut cuda = Cuda {
+            mem: Placement::new(POLICY, dev, placement, gran as u64),
+            api,
+            dev,
+            device_name,
+            cc: (major, minor),
+            module_of_code: HashMap::new(),
+            library_of_code: HashMap::new(),
+            handles: Handles::default(),
+            graphs: HashMap::new(),
+            execs: HashMap::new(),
+            waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
+            graph_host: Vec::new(),
+        };
+        cuda.mem.prereserve(&cuda.api, ranges)?;
+        Ok(cuda)
+    }
+
+    /// Refuse archives from another compute capability or a newer driver.
+    pub(super) fn check_archive(&self, meta: Option<&serde_json::Value>) -> Result<()> {
+        let Some(meta) = meta else { return Ok(()) };
+        if let Some(cc) = meta["devices"][0]["compute_capability"].as_str() {
+            let here = format!("{}.{}", self.cc.0, self.cc.1);
+            if cc != here {
+                let name = meta["devices"][0]["name"]
+                    .as_str()
+                    .unwrap_or("unknown device");
+                bail!("[HRR] Architecture mismatch: the archive was captured on compute capability {cc} ({name}); this device is {here} ({}). Replay on a GPU of the same architecture.", self.device_name);
+            }
+        }
+        if let Some(recorded) = meta["driver_version"].as_i64() {
+            let mut v = 0;
+            cu!(self.api, cuDriverGetVersion(&mut v))?;
+            if recorded > v as i64 {
+                bail!("[HRR] Driver too old: the archive was captured with CUDA driver {recorded}; this driver is {v}. Replay with a driver at least as new.");
+            }
+        }
+        Ok(())
+    }
+
+    /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate`: device 0's primary context.
+    pub(super) fn retain_context(&mut self, ev: &Event) -> Result<Outcome> {
+        let mut ctx: H = std::ptr::null_mut();
+        cu!(self.api, cuDevicePrimaryCtxRetain(&mut ctx, self.dev))?;
+        self.handles.insert(u(&ev.fields, name::CTX)?, ctx);
+        Ok(Outcome::Done)
+    }
+}

@@ -1,0 +1,64 @@
+//! CUDA streams: the `Streams` implementation of the driver table (the program's stream and
+//! event calls are replayed by `backend::stream_calls` through it), the stream an event names
+//! (per-thread default streams), waiting for a stream (under the `--sync-watchdog-ms` watchdog
+//! through the shared `Waiter`), and whether a stream is capturing into a graph now.
+
+use std::ffi::c_int;
+
+use anyhow::Result;
+
+use super::driver::{cu, Api, H};
+use super::Cuda;
+use crate::replay::backend::shared::impl_streams;
+use crate::replay::backend::{Event, Outcome};
+use crate::replay::fields::{name, u};
+
+/// `CUDA_ERROR_NOT_READY`.
+const CUDA_ERROR_NOT_READY: c_int = 600;
+
+impl_streams!(Api, cu, create: cuStreamCreate, create_with_priority: cuStreamCreateWithPriority,
+    destroy: cuStreamDestroy_v2, synchronize: cuStreamSynchronize, wait_event: cuStreamWaitEvent,
+    create_event: cuEventCreate, record_event: cuEventRecord,
+    synchronize_event: cuEventSynchronize, query_event: cuEventQuery,
+    destroy_event: cuEventDestroy_v2, not_ready: CUDA_ERROR_NOT_READY);
+
+impl Api {
+    /// Is `stream` capturing into a graph now?
+    pub fn is_capturing(&self, stream: H) -> bool {
+        let Some(f) = self.cuStreamIsCapturing else {
+            return false;
+        };
+        let mut status: c_int = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { f(stream, &mut status) == 0 && status != 0 }
+    }
+}
+
+impl Cuda {
+    /// The stream of an event: its recorded handle, or the per-thread default stream for a
+    /// `_ptsz`/`_ptds` call on stream 0.
+    pub(super) fn stream(&self, ev: &Event) -> Result<H> {
+        let s = u(&ev.fields, name::STREAM).unwrap_or(0);
+        if s == 0 && ev.per_thread {
+            return Ok(2 as H);
+        }
+        self.handles.get(s)
+    }
+
+    /// Is `stream` capturing into a graph now? (Work issued there is recorded, not run: it must
+    /// not be waited for, and host buffers it names must outlive the graph.)
+    pub(super) fn capturing(&self, stream: H) -> bool {
+        self.api.is_capturing(stream)
+    }
+
+    /// Wait for `stream`; `what` names the work in errors.
+    pub(super) fn wait(&mut self, stream: H, what: &str) -> Result<()> {
+        self.waiter.wait(&self.api, stream, what)
+    }
+
+    /// `cuCtxSynchronize`, also the final wait.
+    pub(super) fn ctx_synchronize(&mut self) -> Result<Outcome> {
+        cu!(self.api, cuCtxSynchronize())?;
+        Ok(Outcome::Done)
+    }
+}

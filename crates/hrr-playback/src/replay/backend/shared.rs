@@ -1,0 +1,449 @@
+//! What the CUDA and HIP backends share: the error of a failed call ([`CallFailed`], [`Call`]),
+//! where a loaded library came from, the recorded → live handle map ([`Handles`]), waiting for
+//! a stream with the `--sync-watchdog-ms` watchdog ([`Waiter`] over [`Streams`]), and the
+//! translation of pointer arguments of a launch ([`translate_pointer_args`], [`launch_call!`]).
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CStr};
+
+use anyhow::{anyhow, bail, Result};
+
+use super::Outcome;
+use crate::replay::fields::{name, text, u, Fields};
+use crate::replay::placement::Placement;
+
+/// Why a copy whose host source was not recorded is skipped.
+pub const H2D_NOT_RECORDED: &str = "H2D source not recorded";
+
+/// Why a host-to-host copy is skipped.
+pub const H2H: &str = "host-to-host copy";
+
+/// Why a host callback is skipped.
+pub const HOST_FUNC: &str = "host callbacks are not in the archive";
+
+/// Opaque handle of the driver or runtime.
+pub type H = *mut c_void;
+
+/// A driver or runtime call that returned an error (CUDA and HIP results are both C ints).
+#[derive(Debug)]
+pub struct CallFailed {
+    /// Entry point.
+    pub call: &'static str,
+    /// Result code.
+    pub code: c_int,
+    /// Its name.
+    pub name: String,
+}
+
+impl std::fmt::Display for CallFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {} ({})", self.call, self.name, self.code)
+    }
+}
+
+impl std::error::Error for CallFailed {}
+
+/// The result of one entry point behind a trait: the outer error is a missing entry point (an
+/// error at once), the inner one what the call returned.
+pub type Call<T> = Result<std::result::Result<T, CallFailed>>;
+
+/// The file the loaded library holding `addr` came from (links resolved), else `fallback`.
+pub fn loaded_from(addr: *const c_void, fallback: &str) -> String {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads.
+    if unsafe { libc::dladdr(addr, &mut info) } != 0 && !info.dli_fname.is_null() {
+        // SAFETY: a NUL-terminated path owned by the loader.
+        let p = unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned();
+        return std::fs::canonicalize(&p)
+            .map(|c| c.display().to_string())
+            .unwrap_or(p);
+    }
+    fallback.into()
+}
+
+/// Recorded handles (streams, events, modules, functions, ...) → the live ones of this replay.
+pub struct Handles(HashMap<u64, H>);
+
+impl Default for Handles {
+    fn default() -> Self {
+        let mut m = HashMap::new();
+        m.insert(0u64, std::ptr::null_mut());
+        Handles(m)
+    }
+}
+
+impl Handles {
+    /// The live handle of `recorded`; 0, 1 and 2 are the API's own (null, legacy and
+    /// per-thread default streams) and stay as they are.
+    pub fn get(&self, recorded: u64) -> Result<H> {
+        if recorded <= 2 {
+            return Ok(recorded as H);
+        }
+        self.0
+            .get(&recorded)
+            .copied()
+            .ok_or_else(|| anyhow!("handle 0x{recorded:x} was never created in this archive"))
+    }
+
+    /// `recorded` is now `live`.
+    pub fn insert(&mut self, recorded: u64, live: H) {
+        self.0.insert(recorded, live);
+    }
+
+    /// `recorded` was destroyed.
+    pub fn remove(&mut self, recorded: u64) {
+        self.0.remove(&recorded);
+    }
+}
+
+/// The stream and event calls of an API (CUDA and HIP share their signatures): used by the
+/// [`Waiter`] and by `backend::stream_calls`.
+pub trait Streams {
+    /// Create a stream, with a priority when one was recorded.
+    fn create_stream(&self, flags: u32, priority: Option<i32>) -> Call<H>;
+    /// Destroy a stream.
+    fn destroy_stream(&self, stream: H) -> Call<()>;
+    /// Wait for `stream`.
+    fn synchronize_stream(&self, stream: H) -> Call<()>;
+    /// Make `stream` wait for `event`.
+    fn wait_event(&self, stream: H, event: H, flags: u32) -> Call<()>;
+    /// Create an event.
+    fn create_event(&self, flags: u32) -> Call<H>;
+    /// Record `event` on `stream`.
+    fn record_event(&self, event: H, stream: H) -> Call<()>;
+    /// Wait for `event`.
+    fn synchronize_event(&self, event: H) -> Call<()>;
+    /// Has `event` completed? (`Ok(false)`: not yet.)
+    fn query_event(&self, event: H) -> Call<bool>;
+    /// Destroy an event.
+    fn destroy_event(&self, event: H) -> Call<()>;
+}
+
+/// Waiting for streams: plainly, or polling an event under the `--sync-watchdog-ms` watchdog.
+pub struct Waiter {
+    watchdog: Option<H>,
+    watchdog_ms: u64,
+    sync_after_launch: bool,
+}
+
+impl Waiter {
+    /// From `--sync-after-launch` and `--sync-watchdog-ms`.
+    pub fn new(sync_after_launch: bool, watchdog_ms: u64) -> Self {
+        Waiter {
+            watchdog: None,
+            watchdog_ms,
+            sync_after_launch,
+        }
+    }
+
+    /// Wait after every launch (`--sync-after-launch`, or a watchdog is set).
+    pub fn after_launch(&self) -> bool {
+        self.sync_after_launch || self.watchdog_ms > 0
+    }
+
+    /// After a kernel launch on `stream` returned `result`: an error names the kernel; work
+    /// `captured` into a graph runs later; else wait when asked to.
+    pub fn launched(
+        &mut self,
+        api: &impl Streams,
+        result: std::result::Result<(), CallFailed>,
+        (stream, captured): (H, impl FnOnce() -> bool),
+        kernel: &str,
+        seq: u64,
+    ) -> Result<Outcome> {
+        result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
+        if captured() {
+            return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
+        }
+        if self.after_launch() {
+            self.wait(api, stream, &format!("kernel `{kernel}` (event #{seq})"))?;
+        }
+        Ok(Outcome::Launched)
+    }
+
+    /// Wait for `stream`; `what` names the work in errors.
+    pub fn wait(&mut self, api: &impl Streams, stream: H, what: &str) -> Result<()> {
+        if self.watchdog_ms == 0 {
+            return api
+                .synchronize_stream(stream)?
+                .map_err(|e| anyhow!("{what}: {e}"));
+        }
+        let e = match self.watchdog {
+            Some(e) => e,
+            None => {
+                let e = api.create_event(2)??; // no timing
+                self.watchdog = Some(e);
+                e
+            }
+        };
+        api.record_event(e, stream)??;
+        let start = std::time::Instant::now();
+        loop {
+            match api.query_event(e)? {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(err) => bail!("{what}: {err}"),
+            }
+            if start.elapsed().as_millis() as u64 > self.watchdog_ms {
+                bail!("{what}: still running after {} ms (--sync-watchdog-ms); the GPU is hung or the kernel is very slow", self.watchdog_ms);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+}
+
+/// The kernel name of a launch, unless it is not launched: its argument layout was unknown at
+/// capture (skipped), or `--kernel-filter` leaves it out.
+pub fn launch_gate(fields: &Fields, filter: Option<&str>) -> std::result::Result<String, Outcome> {
+    let kernel = text(fields, name::KERNEL);
+    if u(fields, name::ARGS_KNOWN).unwrap_or(1) == 0 {
+        return Err(Outcome::Skipped(format!(
+            "argument layout of `{kernel}` unknown"
+        )));
+    }
+    if filter.is_some_and(|p| !kernel.contains(p)) {
+        return Err(Outcome::Filtered);
+    }
+    Ok(kernel)
+}
+
+/// Translate the 8-byte arguments of a launch that point into ranges that moved (pointers
+/// stored in device memory cannot be).
+pub fn translate_pointer_args(args: &mut [u8], offsets: &[u64], sizes: &[u64], mem: &Placement) {
+    if !mem.any_moved() {
+        return;
+    }
+    for (o, s) in offsets.iter().zip(sizes) {
+        let o = *o as usize;
+        if *s == 8 && o + 8 <= args.len() {
+            let v = u64::from_le_bytes(args[o..o + 8].try_into().expect("8 bytes"));
+            args[o..o + 8].copy_from_slice(&mem.translate(v).to_le_bytes());
+        }
+    }
+}
+
+/// Call a launch entry point `$entry` through the call macro `$call` (`cu` or `hip`) with the
+/// function, the grid, block and shared memory of a `fields::Geometry`, the stream and the
+/// remaining arguments.
+macro_rules! launch_call {
+    ($call:ident, $api:expr, $entry:ident, $func:expr, $geo:expr, $stream:expr $(, $rest:expr)*) => {{
+        let g: &$crate::replay::fields::Geometry = $geo;
+        let (grid, block) = (g.grid, g.block);
+        $call!(
+            $api,
+            $entry($func, grid[0], grid[1], grid[2], block[0], block[1], block[2], g.shared_mem, $stream $(, $rest)*)
+        )
+    }};
+}
+pub(crate) use launch_call;
+
+/// Implement `crate::replay::placement::Vmm` for an entry-point table `$api` through its call
+/// macro `$call` (`cu` or `hip`), naming the entry point of each operation (CUDA and HIP share
+/// their signatures).
+macro_rules! impl_vmm {
+    ($api:ty, $call:ident, reserve: $reserve:ident, free_reservation: $afree:ident,
+     create: $create:ident, release: $release:ident, map: $map:ident, unmap: $unmap:ident,
+     set_access: $access:ident, alloc: $alloc:ident, free: $free:ident,
+     synchronize: $sync:ident) => {
+        impl $crate::replay::placement::Vmm for $api {
+            fn reserve(
+                &self,
+                size: u64,
+                align: u64,
+                hint: u64,
+            ) -> $crate::replay::backend::shared::Call<u64> {
+                let mut got = 0u64;
+                Ok($call!(
+                    self,
+                    $reserve(&mut got, size as usize, align as usize, hint, 0)
+                )
+                .map(|()| got))
+            }
+            fn free_reservation(
+                &self,
+                addr: u64,
+                size: u64,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $afree(addr, size as usize)))
+            }
+            fn create(
+                &self,
+                size: u64,
+                prop: &[u8],
+                flags: u64,
+            ) -> $crate::replay::backend::shared::Call<u64> {
+                let mut h = 0u64;
+                Ok($call!(self, $create(&mut h, size as usize, prop.as_ptr(), flags)).map(|()| h))
+            }
+            fn release(&self, handle: u64) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $release(handle)))
+            }
+            fn map(
+                &self,
+                addr: u64,
+                size: u64,
+                offset: u64,
+                handle: u64,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(
+                    self,
+                    $map(addr, size as usize, offset as usize, handle, 0)
+                ))
+            }
+            fn unmap(&self, addr: u64, size: u64) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $unmap(addr, size as usize)))
+            }
+            fn set_access(
+                &self,
+                addr: u64,
+                size: u64,
+                desc: &[u8],
+                count: usize,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(
+                    self,
+                    $access(addr, size as usize, desc.as_ptr(), count)
+                ))
+            }
+            fn alloc(&self, size: u64) -> $crate::replay::backend::shared::Call<u64> {
+                let mut p = 0u64;
+                Ok($call!(self, $alloc(&mut p, size as usize)).map(|()| p))
+            }
+            fn free(&self, ptr: u64) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $free(ptr)))
+            }
+            fn synchronize(&self) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $sync()))
+            }
+        }
+    };
+}
+pub(crate) use impl_vmm;
+
+/// Implement [`Streams`] for an entry-point table `$api` through its call macro `$call`,
+/// naming the entry points; `$not_ready` is the API's "not ready" result of an event query.
+macro_rules! impl_streams {
+    ($api:ty, $call:ident, create: $create:ident, create_with_priority: $create_prio:ident,
+     destroy: $destroy:ident, synchronize: $sync:ident, wait_event: $wait:ident,
+     create_event: $ecreate:ident, record_event: $record:ident,
+     synchronize_event: $esync:ident, query_event: $query:ident,
+     destroy_event: $edestroy:ident, not_ready: $not_ready:expr) => {
+        impl $crate::replay::backend::shared::Streams for $api {
+            fn create_stream(
+                &self,
+                flags: u32,
+                priority: Option<i32>,
+            ) -> $crate::replay::backend::shared::Call<H> {
+                let mut s: H = std::ptr::null_mut();
+                Ok(match priority {
+                    Some(p) => $call!(self, $create_prio(&mut s, flags, p)),
+                    None => $call!(self, $create(&mut s, flags)),
+                }
+                .map(|()| s))
+            }
+            fn destroy_stream(&self, stream: H) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $destroy(stream)))
+            }
+            fn synchronize_stream(&self, stream: H) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $sync(stream)))
+            }
+            fn wait_event(
+                &self,
+                stream: H,
+                event: H,
+                flags: u32,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $wait(stream, event, flags)))
+            }
+            fn create_event(&self, flags: u32) -> $crate::replay::backend::shared::Call<H> {
+                let mut e: H = std::ptr::null_mut();
+                Ok($call!(self, $ecreate(&mut e, flags)).map(|()| e))
+            }
+            fn record_event(
+                &self,
+                event: H,
+                stream: H,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $record(event, stream)))
+            }
+            fn synchronize_event(&self, event: H) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $esync(event)))
+            }
+            fn query_event(&self, event: H) -> $crate::replay::backend::shared::Call<bool> {
+                Ok(match $call!(self, $query(event)) {
+                    Ok(()) => Ok(true),
+                    Err(err) if err.code == $not_ready => Ok(false),
+                    Err(err) => Err(err),
+                })
+            }
+            fn destroy_event(&self, event: H) -> $crate::replay::backend::shared::Call<()> {
+                Ok($call!(self, $edestroy(event)))
+            }
+        }
+    };
+}
+pub(crate) use impl_streams;
+
+/// Call entry point `$name` of table `$api`, turning a missing symbol into an error at once
+/// (`$missing` + the name; the caller's `?`) and a non-zero result into [`CallFailed`]: the
+/// body of the `cu!` and `hip!` macros.
+macro_rules! entry_call {
+    ($missing:literal, $api:expr, $name:ident ( $($arg:expr),* )) => {{
+        let f = $api.$name.ok_or_else(|| anyhow::anyhow!(concat!($missing, stringify!($name))))?;
+        // SAFETY: arguments follow the API's documented contract for this call.
+        let r = unsafe { f($($arg),*) };
+        if r != 0 {
+            Err($crate::replay::backend::CallFailed { call: stringify!($name), code: r, name: $api.error_name(r) })
+        } else {
+            Ok(())
+        }
+    }};
+}
+pub(crate) use entry_call;
+
+/// Implement `crate::replay::placement::DeviceMemory` for an entry-point table `$api` through
+/// its call macro `$call`, naming the entry points.
+macro_rules! impl_device_memory {
+    ($api:ty, $call:ident, managed: $managed:ident, host: $host:ident, memset8: $d8:ident,
+     memset16: $d16:ident, memset32: $d32:ident) => {
+        impl $crate::replay::placement::DeviceMemory for $api {
+            fn alloc_managed(
+                &self,
+                size: u64,
+                flags: u32,
+            ) -> $crate::replay::backend::shared::Call<u64> {
+                let mut p = 0u64;
+                Ok($call!(self, $managed(&mut p, size as usize, flags)).map(|()| p))
+            }
+            fn alloc_host(
+                &self,
+                size: u64,
+                flags: u32,
+            ) -> $crate::replay::backend::shared::Call<u64> {
+                let mut p = 0u64;
+                Ok($call!(
+                    self,
+                    $host(&mut p as *mut u64 as *mut _, size as usize, flags)
+                )
+                .map(|()| p))
+            }
+            fn memset(
+                &self,
+                dst: u64,
+                value: u64,
+                count: usize,
+                width: u64,
+                stream: H,
+            ) -> $crate::replay::backend::shared::Call<()> {
+                Ok(match width {
+                    1 => $call!(self, $d8(dst, value as u8, count, stream)),
+                    2 => $call!(self, $d16(dst, value as u16, count, stream)),
+                    _ => $call!(self, $d32(dst, value as u32 as _, count, stream)),
+                })
+            }
+        }
+    };
+}
+pub(crate) use impl_device_memory;

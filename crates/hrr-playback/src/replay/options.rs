@@ -1,0 +1,49 @@
+//! The options of a replay, as a plain library struct: every backend reads the same set.
+//! The command line (`crate::cli`) parses its flags and converts them into this.
+
+use std::path::PathBuf;
+
+/// Options of a replay. Agnostic of the GPU API.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Machine-readable output: the replay summary as one JSON object.
+    pub json: bool,
+    /// Relative tolerance of D2H comparisons (0: exact).
+    pub rtol: f64,
+    /// Absolute tolerance of D2H comparisons (0: exact).
+    pub atol: f64,
+    /// Do not place allocations at their recorded addresses (translate pointers instead).
+    pub no_placement: bool,
+    /// Wait for the GPU after every kernel launch, so a fault names the kernel that caused it.
+    pub sync_after_launch: bool,
+    /// Give up on a synchronisation that takes longer than this many milliseconds (0: never).
+    pub sync_watchdog_ms: u64,
+    /// Only launch kernels whose name contains this.
+    pub kernel_filter: Option<String>,
+    /// Replay the sequence this many times (at least 1).
+    pub loop_count: u32,
+    /// Do not show progress on stderr.
+    pub no_progress: bool,
+    /// GPU driver library to load instead of the default one of the API.
+    pub runtime: Option<PathBuf>,
+    /// Trace every replayed call on stderr.
+    pub verbose: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            json: false,
+            rtol: 0.0,
+            atol: 0.0,
+            no_placement: false,
+            sync_after_launch: false,
+            sync_watchdog_ms: 0,
+            kernel_filter: None,
+            loop_count: 1,
+            no_progress: false,
+            runtime: None,
+            verbose: false,
+        }
+    }
+}

@@ -1,0 +1,731 @@
+//! Device memory during replay, for every API: each recorded allocation is put back at its
+//! recorded address with the driver's virtual memory management (reserve the range with the
+//! address as hint, verify, create physical memory, map it, grant access), in the driver's
+//! granularity, so allocations that shared a page share its mapping again. Where the driver
+//! refuses an address, lacks VMM, or `--no-placement`, the allocation goes elsewhere and
+//! pointers are translated ([`Placement::translate`]).
+//!
+//! The algorithm is generic over the [`Vmm`] trait (the handful of driver calls it needs,
+//! implemented by each backend's entry-point table); what differs between drivers is a
+//! [`Policy`] the backend chooses. Recorded VMM calls of the program itself (`cuMemCreate`,
+//! `hipMemMap`, ...) go through the same trait ([`Placement::create_recorded`] and the
+//! following methods), with their handles remapped here.
+
+use std::collections::{BTreeMap, HashMap};
+
+use anyhow::{anyhow, Result};
+
+use crate::replay::backend::shared::{Call, H};
+
+/// The driver calls placement needs (CUDA and HIP share their signatures and semantics).
+pub trait Vmm {
+    /// Reserve `size` bytes of address space, `hint` the wished address (0: anywhere).
+    fn reserve(&self, size: u64, align: u64, hint: u64) -> Call<u64>;
+    /// Free a reservation.
+    fn free_reservation(&self, addr: u64, size: u64) -> Call<()>;
+    /// Create `size` bytes of physical memory with allocation properties `prop`.
+    fn create(&self, size: u64, prop: &[u8], flags: u64) -> Call<u64>;
+    /// Release physical memory.
+    fn release(&self, handle: u64) -> Call<()>;
+    /// Map `handle` (from `offset`) at `addr`.
+    fn map(&self, addr: u64, size: u64, offset: u64, handle: u64) -> Call<()>;
+    /// Unmap `[addr, addr+size)`.
+    fn unmap(&self, addr: u64, size: u64) -> Call<()>;
+    /// Apply `count` access descriptors (12 bytes each) to `[addr, addr+size)`.
+    fn set_access(&self, addr: u64, size: u64, desc: &[u8], count: usize) -> Call<()>;
+    /// A plain allocation anywhere (the fallback of a refused placement).
+    fn alloc(&self, size: u64) -> Call<u64>;
+    /// Free a plain allocation.
+    fn free(&self, ptr: u64) -> Call<()>;
+    /// Wait for all work on the device.
+    fn synchronize(&self) -> Call<()>;
+}
+
+/// The other memory calls of the program's allocations (CUDA and HIP share their signatures).
+pub trait DeviceMemory {
+    /// Managed memory (`flags` as recorded).
+    fn alloc_managed(&self, size: u64, flags: u32) -> Call<u64>;
+    /// Pinned host memory.
+    fn alloc_host(&self, size: u64, flags: u32) -> Call<u64>;
+    /// Set `count` elements of `width` bytes (1, 2, else 4) at `dst` to `value`, on `stream`.
+    fn memset(&self, dst: u64, value: u64, count: usize, width: u64, stream: H) -> Call<()>;
+}
+
+/// How a driver hands out reservations.
+#[derive(Debug, Clone, Copy)]
+pub enum Reserve {
+    /// The address is only a hint the driver may ignore or shift: ranges are reserved in whole
+    /// chunks of at least this size, retried lower ([`Placement::reserve_covering`]), and
+    /// every reservation is kept for the whole replay (recorded runs reuse addresses).
+    Covering {
+        /// Chunk size (raised to the granularity).
+        chunk: u64,
+    },
+    /// The driver gives the address asked or refuses: ranges are reserved exactly; one made
+    /// for a mapping outside the ranges reserved at start is freed with that mapping.
+    Exact,
+}
+
+/// What differs between drivers.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    /// How reservations are made.
+    pub reserve: Reserve,
+    /// One physical allocation per page (else one per run of unmapped pages).
+    pub per_page: bool,
+    /// A failure to create or map physical memory is a refusal (the allocation falls back to
+    /// translation) rather than an error of the replay.
+    pub refuse_unbackable: bool,
+    /// Wait for the device before unmapping (queued work may still use the memory).
+    pub sync_before_unmap: bool,
+}
+
+/// How recorded allocations landed.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// Placed at their recorded address.
+    pub placed: u64,
+    /// Placed elsewhere, pointers translated.
+    pub translated: u64,
+    /// Why the first refused placement was refused.
+    pub first_refusal: Option<String>,
+}
+
+/// `CUmemAccessDesc` / `hipMemAccessDesc` (one layout) granting read/write to `dev`.
+pub fn rw_access(dev: i32) -> [u8; 12] {
+    let mut d = [0u8; 12];
+    d[0..4].copy_from_slice(&1i32.to_le_bytes()); // location type: device
+    d[4..8].copy_from_slice(&dev.to_le_bytes());
+    d[8..12].copy_from_slice(&3i32.to_le_bytes()); // PROT_READWRITE
+    d
+}
+
+/// Physical memory mapped for placed allocations: one create + map per segment.
+struct Segment {
+    len: u64,
+    handle: u64,
+    /// Pages of the segment some live allocation uses.
+    live_pages: u64,
+    /// The segment has a reservation of its own (outside the ranges reserved at start).
+    own_reservation: bool,
+}
+
+/// Placement and translation state.
+pub struct Placement {
+    policy: Policy,
+    /// Allocation properties of placed memory; `None`: placement is off.
+    prop: Option<[u8; 32]>,
+    dev: i32,
+    /// The driver's allocation granularity: the unit of placement.
+    page: u64,
+    /// Address ranges this replay reserved: start → length.
+    reservations: BTreeMap<u64, u64>,
+    /// Mapped page → (its segment, live allocations using it).
+    pages: HashMap<u64, (u64, u32)>,
+    segments: BTreeMap<u64, Segment>,
+    /// Recorded start → (length, replay start) for ranges that did not land at their address.
+    moved: BTreeMap<u64, (u64, u64)>,
+    /// Recorded allocations alive now: start → length.
+    live: BTreeMap<u64, u64>,
+    /// Recorded VMM handles → live ones.
+    handles: HashMap<u64, u64>,
+    tally: Tally,
+}
+
+impl Placement {
+    /// New state; placement is on when `prop` (the allocation properties of placed memory) is
+    /// given; `gran` is the VMM granularity (at least 4 KiB is used).
+    pub fn new(policy: Policy, dev: i32, prop: Option<[u8; 32]>, gran: u64) -> Self {
+        Placement {
+            policy,
+            prop,
+            dev,
+            page: gran.max(4096),
+            reservations: BTreeMap::new(),
+            pages: HashMap::new(),
+            segments: BTreeMap::new(),
+            moved: BTreeMap::new(),
+            live: BTreeMap::new(),
+            handles: HashMap::new(),
+            tally: Tally::default(),
+        }
+    }
+
+    /// The allocation properties of placed memory, when placement is on.
+    pub fn prop(&self) -> Option<[u8; 32]> {
+        self.prop
+    }
+
+    /// How recorded allocations landed so far.
+    pub fn tally(&self) -> Tally {
+        self.tally.clone()
+    }
+
+    /// Note why placement is refused, unless an earlier reason was noted.
+    pub fn refuse(&mut self, why: String) {
+        if self.tally.first_refusal.is_none() {
+            self.tally.first_refusal = Some(why);
+        }
+    }
+
+    /// The unit ranges are reserved in.
+    fn reserve_unit(&self) -> u64 {
+        match self.policy.reserve {
+            Reserve::Covering { chunk } => chunk.max(self.page),
+            Reserve::Exact => self.page,
+        }
+    }
+
+    /// Reserve every recorded range before anything else takes device addresses (code loading
+    /// allocates too): ranges are rounded to the reservation unit and merged.
+    pub fn prereserve(&mut self, vmm: &impl Vmm, ranges: &[(u64, u64)]) -> Result<()> {
+        if self.prop.is_none() {
+            return Ok(());
+        }
+        let g = self.reserve_unit();
+        let mut spans: Vec<(u64, u64)> = ranges
+            .iter()
+            .filter(|(s, l)| *s != 0 && *l != 0)
+            .map(|&(s, l)| (s / g * g, s.saturating_add(l).div_ceil(g) * g))
+            .collect();
+        spans.sort();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (s, e) in spans {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        for (s, e) in merged {
+            match self.policy.reserve {
+                Reserve::Covering { .. } => {
+                    if !self.reserve_covering(vmm, s, e - s)? {
+                        // Try the chunks one by one: parts of the run may still be placeable.
+                        let mut p = s;
+                        while p < e && (e - s) / g <= 4096 {
+                            self.reserve_covering(vmm, p, g)?;
+                            p += g;
+                        }
+                    }
+                }
+                Reserve::Exact => {
+                    if self.reserve_exact(vmm, s, e - s)? {
+                        self.reservations.insert(s, e - s);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Is `[start, start+len)` inside one of our reservations?
+    pub fn covered(&self, start: u64, len: u64) -> bool {
+        matches!(self.reservations.range(..=start).next_back(),
+            Some((&s, &l)) if start + len <= s + l)
+    }
+
+    /// Reserve `[start, start+len)` exactly; false (and the reason noted) when refused.
+    fn reserve_exact(&mut self, vmm: &impl Vmm, start: u64, len: u64) -> Result<bool> {
+        let got = match vmm.reserve(len, 0, start)? {
+            Ok(got) => got,
+            Err(e) => {
+                self.refuse(format!("reserving 0x{start:x} (+{len} bytes): {e}"));
+                return Ok(false);
+            }
+        };
+        if got != start {
+            self.refuse(format!(
+                "the runtime put the reservation asked at 0x{start:x} (+{len} bytes) at 0x{got:x}"
+            ));
+            vmm.free_reservation(got, len)??;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Reserve the address range `[start, start+len)`, exactly or inside a larger reservation
+    /// around it (the driver treats the address as a hint and may shift it); kept.
+    pub fn reserve_covering(&mut self, vmm: &impl Vmm, start: u64, len: u64) -> Result<bool> {
+        if self.covered(start, len) {
+            return Ok(true);
+        }
+        let mut last = None;
+        let c = self.reserve_unit();
+        let (chunk_start, chunk_end) = (start / c * c, (start + len).div_ceil(c) * c);
+        // The driver was seen to put a reservation one chunk above an aligned hint; asking up
+        // to two chunks lower (and that much longer) still covers the range when it does.
+        let span = chunk_end - chunk_start;
+        let attempts = [
+            (chunk_start, span),
+            (chunk_start.saturating_sub(c), span + c),
+            (chunk_start.saturating_sub(2 * c), span + 2 * c),
+            (start, len),
+        ];
+        for (hint, size) in attempts {
+            match vmm.reserve(size, 0, hint)? {
+                Ok(got) if got <= start && got + size >= start + len => {
+                    self.reservations.insert(got, size);
+                    return Ok(true);
+                }
+                Ok(got) => {
+                    last = Some(format!(
+                        "the driver put the reservation asked at 0x{hint:x} (+{size} bytes) at 0x{got:x}"
+                    ));
+                    vmm.free_reservation(got, size)??;
+                }
+                Err(e) => last = Some(format!("reserving 0x{hint:x}: {e}")),
+            }
+        }
+        if let Some(why) = last {
+            self.refuse(why);
+        }
+        Ok(false)
+    }
+
+    /// Recreate an allocation recorded at `addr` of `size` bytes.
+    pub fn alloc(&mut self, vmm: &impl Vmm, addr: u64, size: u64) -> Result<()> {
+        let size = size.max(1);
+        if self.prop.is_some() && self.place(vmm, addr, size)? {
+            self.tally.placed += 1;
+        } else {
+            let p = vmm.alloc(size)??;
+            self.moved.insert(addr, (size, p));
+            self.tally.translated += 1;
+        }
+        self.live.insert(addr, size);
+        Ok(())
+    }
+
+    /// Map what `[addr, addr+size)` needs at its address: unmapped pages become segments (one
+    /// per page, or one per run); pages mapped already (shared with another allocation) are
+    /// reused.
+    fn place(&mut self, vmm: &impl Vmm, addr: u64, size: u64) -> Result<bool> {
+        let g = self.page;
+        let (first, end) = (addr / g * g, (addr + size).div_ceil(g) * g);
+        let mut made = Vec::new();
+        let mut page = first;
+        while page < end {
+            if self.pages.contains_key(&page) {
+                page += g;
+                continue;
+            }
+            let mut run_end = page + g;
+            while !self.policy.per_page && run_end < end && !self.pages.contains_key(&run_end) {
+                run_end += g;
+            }
+            if !self.map_segment(vmm, page, run_end - page)? {
+                for s in made {
+                    self.drop_segment(vmm, s)?;
+                }
+                return Ok(false);
+            }
+            made.push(page);
+            page = run_end;
+        }
+        let mut page = first;
+        while page < end {
+            let (seg, refs) = self.pages.get_mut(&page).expect("mapped above");
+            *refs += 1;
+            if *refs == 1 {
+                let seg = *seg;
+                self.segments.get_mut(&seg).expect("segment").live_pages += 1;
+            }
+            page += g;
+        }
+        Ok(true)
+    }
+
+    /// Back `[start, start+len)` with physical memory at its address.
+    fn map_segment(&mut self, vmm: &impl Vmm, start: u64, len: u64) -> Result<bool> {
+        let own_reservation = match self.policy.reserve {
+            Reserve::Covering { .. } => {
+                if !self.reserve_covering(vmm, start, len)? {
+                    return Ok(false);
+                }
+                false
+            }
+            Reserve::Exact => {
+                let own = !self.covered(start, len);
+                if own && !self.reserve_exact(vmm, start, len)? {
+                    return Ok(false);
+                }
+                own
+            }
+        };
+        let prop = self.prop.expect("placement on");
+        let mut handle = 0u64;
+        let mapped = match vmm.create(len, &prop, 0)? {
+            Ok(h) => {
+                handle = h;
+                vmm.map(start, len, 0, h)?
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = mapped {
+            if !self.policy.refuse_unbackable {
+                return Err(e.into());
+            }
+            self.refuse(format!("backing 0x{start:x} (+{len} bytes): {e}"));
+            if handle != 0 {
+                vmm.release(handle)??;
+            }
+            if own_reservation {
+                vmm.free_reservation(start, len)??;
+            }
+            return Ok(false);
+        }
+        vmm.set_access(start, len, &rw_access(self.dev), 1)??;
+        self.segments.insert(
+            start,
+            Segment {
+                len,
+                handle,
+                live_pages: 0,
+                own_reservation,
+            },
+        );
+        let mut page = start;
+        while page < start + len {
+            self.pages.insert(page, (start, 0));
+            page += self.page;
+        }
+        Ok(true)
+    }
+
+    fn drop_segment(&mut self, vmm: &impl Vmm, start: u64) -> Result<()> {
+        let Some(seg) = self.segments.remove(&start) else {
+            return Ok(());
+        };
+        if self.policy.sync_before_unmap {
+            vmm.synchronize()??;
+        }
+        vmm.unmap(start, seg.len)??;
+        vmm.release(seg.handle)??;
+        if seg.own_reservation {
+            vmm.free_reservation(start, seg.len)??;
+        }
+        let mut page = start;
+        while page < start + seg.len {
+            self.pages.remove(&page);
+            page += self.page;
+        }
+        Ok(())
+    }
+
+    fn unref_page(&mut self, vmm: &impl Vmm, page: u64) -> Result<()> {
+        let Some((seg, refs)) = self.pages.get_mut(&page) else {
+            return Ok(());
+        };
+        *refs -= 1;
+        if *refs == 0 {
+            let seg = *seg;
+            let s = self.segments.get_mut(&seg).expect("segment");
+            s.live_pages -= 1;
+            if s.live_pages == 0 {
+                self.drop_segment(vmm, seg)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Free the allocation recorded at `addr`.
+    pub fn free(&mut self, vmm: &impl Vmm, addr: u64) -> Result<()> {
+        let Some(size) = self.live.remove(&addr) else {
+            return Ok(());
+        };
+        if let Some((_, p)) = self.moved.remove(&addr) {
+            vmm.free(p)??;
+            return Ok(());
+        }
+        let g = self.page;
+        let mut page = addr / g * g;
+        while page < addr + size {
+            self.unref_page(vmm, page)?;
+            page += g;
+        }
+        Ok(())
+    }
+
+    /// Is a reservation the program made at `recorded` placed (inside ours)? With placement
+    /// on: for [`Reserve::Covering`] one is made to cover it when none does; for
+    /// [`Reserve::Exact`] only one made at start counts.
+    pub fn reservation_placed(&mut self, vmm: &impl Vmm, recorded: u64, size: u64) -> Result<bool> {
+        Ok(self.prop.is_some()
+            && match self.policy.reserve {
+                Reserve::Covering { .. } => self.reserve_covering(vmm, recorded, size)?,
+                Reserve::Exact => self.covered(recorded, size),
+            })
+    }
+
+    /// A reservation the program made at `recorded`, not placed: made from `hint` and
+    /// translated.
+    pub fn reserve_elsewhere(
+        &mut self,
+        vmm: &impl Vmm,
+        (recorded, size): (u64, u64),
+        align: u64,
+        hint: u64,
+    ) -> Result<()> {
+        let got = vmm.reserve(size, align, hint)??;
+        self.note_moved(recorded, size, got);
+        Ok(())
+    }
+
+    /// A recorded reservation freed by the program (ours stay).
+    pub fn free_recorded_reservation(
+        &mut self,
+        vmm: &impl Vmm,
+        recorded: u64,
+        size: u64,
+    ) -> Result<()> {
+        if !(self.prop.is_some() && self.covered(recorded, size)) {
+            vmm.free_reservation(self.translate(recorded), size)??;
+            self.forget(recorded);
+        }
+        Ok(())
+    }
+
+    /// `cuMemCreate` / `hipMemCreate` of the program: physical memory with `prop`; the live
+    /// handle, to [`Self::adopt_handle`].
+    pub fn create_recorded(
+        &self,
+        vmm: &impl Vmm,
+        size: u64,
+        prop: &[u8],
+        flags: u64,
+    ) -> Result<u64> {
+        Ok(vmm.create(size, prop, flags)??)
+    }
+
+    /// The recorded VMM handle `recorded` is `live` now.
+    pub fn adopt_handle(&mut self, recorded: u64, live: u64) {
+        self.handles.insert(recorded, live);
+    }
+
+    /// `cuMemRelease` / `hipMemRelease` of the program.
+    pub fn release_recorded(&mut self, vmm: &impl Vmm, recorded: u64) -> Result<()> {
+        if let Some(h) = self.handles.remove(&recorded) {
+            vmm.release(h)??;
+        }
+        Ok(())
+    }
+
+    /// `cuMemMap` / `hipMemMap` of the program (`call` names it in errors).
+    pub fn map_recorded(
+        &mut self,
+        vmm: &impl Vmm,
+        call: &str,
+        recorded: u64,
+        (addr, size, offset): (u64, u64, u64),
+    ) -> Result<()> {
+        let h = *self
+            .handles
+            .get(&recorded)
+            .ok_or_else(|| anyhow!("{call} of an unknown allocation handle"))?;
+        vmm.map(self.translate(addr), size, offset, h)??;
+        Ok(())
+    }
+
+    /// `cuMemUnmap` / `hipMemUnmap` of the program.
+    pub fn unmap_recorded(&mut self, vmm: &impl Vmm, addr: u64, size: u64) -> Result<()> {
+        vmm.unmap(self.translate(addr), size)??;
+        Ok(())
+    }
+
+    /// `cuMemSetAccess` / `hipMemSetAccess` of the program: read/write for device 0, `count`
+    /// descriptors (at least one).
+    pub fn set_access_recorded(
+        &mut self,
+        vmm: &impl Vmm,
+        count: u64,
+        addr: u64,
+        size: u64,
+    ) -> Result<()> {
+        let n = count.max(1) as usize;
+        let desc: Vec<u8> = (0..n).flat_map(|_| rw_access(self.dev)).collect();
+        vmm.set_access(self.translate(addr), size, &desc, n)??;
+        Ok(())
+    }
+
+    /// Note that a recorded range now lives elsewhere (globals, VMM reservations, host memory).
+    pub fn note_moved(&mut self, recorded: u64, len: u64, now: u64) {
+        if recorded != now {
+            self.moved.insert(recorded, (len, now));
+        }
+    }
+
+    /// Forget a moved range.
+    pub fn forget(&mut self, recorded: u64) {
+        self.moved.remove(&recorded);
+    }
+
+    /// The replay address of recorded address `v` (unchanged when it did not move).
+    pub fn translate(&self, v: u64) -> u64 {
+        match self.moved.range(..=v).next_back() {
+            Some((&start, &(len, now))) if v < start + len => now + (v - start),
+            _ => v,
+        }
+    }
+
+    /// Does any range need translating?
+    pub fn any_moved(&self) -> bool {
+        !self.moved.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A driver that honours every address, recording the calls.
+    #[derive(Default)]
+    struct Fake {
+        calls: RefCell<Vec<String>>,
+        /// Reservations land this much above the hint.
+        shift: u64,
+    }
+
+    impl Fake {
+        fn log(&self, s: String) {
+            self.calls.borrow_mut().push(s);
+        }
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.calls.borrow_mut())
+        }
+    }
+
+    impl Vmm for Fake {
+        fn reserve(&self, size: u64, _align: u64, hint: u64) -> Call<u64> {
+            self.log(format!("reserve {hint:x}+{size:x}"));
+            Ok(Ok(hint + self.shift))
+        }
+        fn free_reservation(&self, addr: u64, size: u64) -> Call<()> {
+            self.log(format!("free_reservation {addr:x}+{size:x}"));
+            Ok(Ok(()))
+        }
+        fn create(&self, size: u64, _prop: &[u8], _flags: u64) -> Call<u64> {
+            self.log(format!("create {size:x}"));
+            Ok(Ok(7))
+        }
+        fn release(&self, handle: u64) -> Call<()> {
+            self.log(format!("release {handle}"));
+            Ok(Ok(()))
+        }
+        fn map(&self, addr: u64, size: u64, _offset: u64, _handle: u64) -> Call<()> {
+            self.log(format!("map {addr:x}+{size:x}"));
+            Ok(Ok(()))
+        }
+        fn unmap(&self, addr: u64, size: u64) -> Call<()> {
+            self.log(format!("unmap {addr:x}+{size:x}"));
+            Ok(Ok(()))
+        }
+        fn set_access(&self, addr: u64, size: u64, _desc: &[u8], n: usize) -> Call<()> {
+            self.log(format!("access {addr:x}+{size:x} x{n}"));
+            Ok(Ok(()))
+        }
+        fn alloc(&self, size: u64) -> Call<u64> {
+            self.log(format!("alloc {size:x}"));
+            Ok(Ok(0x9000_0000))
+        }
+        fn free(&self, ptr: u64) -> Call<()> {
+            self.log(format!("free {ptr:x}"));
+            Ok(Ok(()))
+        }
+        fn synchronize(&self) -> Call<()> {
+            self.log("sync".into());
+            Ok(Ok(()))
+        }
+    }
+
+    const PAGE: u64 = 0x1000;
+
+    fn exact() -> Policy {
+        Policy {
+            reserve: Reserve::Exact,
+            per_page: false,
+            refuse_unbackable: true,
+            sync_before_unmap: true,
+        }
+    }
+
+    #[test]
+    fn exact_runs_map_one_segment_and_share_pages() {
+        let v = Fake::default();
+        let mut p = Placement::new(exact(), 0, Some([0; 32]), PAGE);
+        p.prereserve(&v, &[(0x10_0000, 3 * PAGE)]).unwrap();
+        assert_eq!(v.take(), ["reserve 100000+3000"]);
+        p.alloc(&v, 0x10_0000, 2 * PAGE + 1).unwrap();
+        assert_eq!(
+            v.take(),
+            ["create 3000", "map 100000+3000", "access 100000+3000 x1"]
+        );
+        // Shares the last page: nothing new to map.
+        p.alloc(&v, 0x10_2100, 0x100).unwrap();
+        assert!(v.take().is_empty());
+        p.free(&v, 0x10_0000).unwrap();
+        assert!(v.take().is_empty(), "the last page is still in use");
+        p.free(&v, 0x10_2100).unwrap();
+        assert_eq!(v.take(), ["sync", "unmap 100000+3000", "release 7"]);
+        assert_eq!((p.tally().placed, p.tally().translated), (2, 0));
+    }
+
+    #[test]
+    fn covering_maps_page_by_page_inside_kept_chunks() {
+        let v = Fake::default();
+        let policy = Policy {
+            reserve: Reserve::Covering { chunk: 0x10_0000 },
+            per_page: true,
+            refuse_unbackable: false,
+            sync_before_unmap: false,
+        };
+        let mut p = Placement::new(policy, 0, Some([0; 32]), PAGE);
+        p.alloc(&v, 0x20_0800, PAGE).unwrap();
+        assert_eq!(
+            v.take(),
+            [
+                "reserve 200000+100000",
+                "create 1000",
+                "map 200000+1000",
+                "access 200000+1000 x1",
+                "create 1000",
+                "map 201000+1000",
+                "access 201000+1000 x1"
+            ]
+        );
+        p.free(&v, 0x20_0800).unwrap();
+        assert_eq!(
+            v.take(),
+            [
+                "unmap 200000+1000",
+                "release 7",
+                "unmap 201000+1000",
+                "release 7"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_address_falls_back_to_translation() {
+        let v = Fake {
+            shift: PAGE,
+            ..Fake::default()
+        };
+        let mut p = Placement::new(exact(), 0, Some([0; 32]), PAGE);
+        p.alloc(&v, 0x30_0000, 16).unwrap();
+        assert_eq!(
+            v.take(),
+            [
+                "reserve 300000+1000",
+                "free_reservation 301000+1000",
+                "alloc 10"
+            ]
+        );
+        let t = p.tally();
+        assert_eq!((t.placed, t.translated), (0, 1));
+        assert!(t.first_refusal.unwrap().contains("at 0x301000"));
+        assert_eq!(p.translate(0x30_0008), 0x9000_0008);
+        p.free(&v, 0x30_0000).unwrap();
+        assert_eq!(v.take(), ["free 90000000"]);
+    }
+}

@@ -1,0 +1,262 @@
+//! The replay summary: one [`Summary`] holding everything the summary block prints, filled by
+//! the engine, and its two renderings, human ([`write_human_opening`], [`write_scrub_note`],
+//! [`write_human_closing`]) and JSON ([`write_json`]), both writing to a `&mut dyn Write`.
+//! Nothing else prints the summary.
+
+use std::io::{self, Write};
+
+use super::check::Checks;
+use super::placement::Tally;
+
+/// Everything the replay summary prints.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// The process capture replayed (its path as given).
+    pub archive: String,
+    /// Events in the capture.
+    pub events: u64,
+    /// Kernel launches in the capture.
+    pub kernels: u64,
+    /// Blobs in the capture.
+    pub blobs: u64,
+    /// Code objects in the capture.
+    pub code_objects: u64,
+    /// Threads the capture recorded.
+    pub threads_captured: u64,
+    /// The device replaying.
+    pub device: String,
+    /// The runtime library loaded.
+    pub runtime: String,
+    /// How events are replayed (`single-threaded`).
+    pub mode: &'static str,
+    /// Why the capture is incomplete (`None`: complete).
+    pub incomplete: Option<String>,
+    /// Blobs a scrub redacted ranges of.
+    pub redacted_blobs: usize,
+    /// Loading the runtime and the code objects, in milliseconds.
+    pub load_ms: f64,
+    /// Replaying the events, in milliseconds.
+    pub execute_ms: f64,
+    /// Threads replaying.
+    pub threads_used: u32,
+    /// Kernels launched.
+    pub kernels_launched: u64,
+    /// Kernels left out by `--kernel-filter`.
+    pub kernels_filtered: u64,
+    /// CUDA graphs launched.
+    pub graphs_launched: u64,
+    /// D2H comparisons.
+    pub checks: Checks,
+    /// The first calls not reissued, with the reason (`#<seq> <call>: <why>`).
+    pub skipped_calls: Vec<String>,
+    /// How recorded allocations landed.
+    pub placement: Tally,
+    /// The failure that stopped the replay (`event #<seq> <call>: <error>`).
+    pub error: Option<String>,
+}
+
+impl Summary {
+    /// Every comparison passed and nothing failed.
+    pub fn pass(&self) -> bool {
+        self.error.is_none() && self.checks.fail == 0
+    }
+
+    fn result(&self) -> &'static str {
+        if self.pass() {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+    }
+}
+
+/// The lines printed before the events replay: the capture, the device, the runtime, the mode,
+/// and a note when the capture is incomplete.
+pub fn write_human_opening(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "[HRR] {:<16}: {} events, {} kernels, {} blobs, {} code objects",
+        "Archive", s.events, s.kernels, s.blobs, s.code_objects
+    )?;
+    writeln!(
+        w,
+        "[HRR] {:<16}: {} captured",
+        "Threads", s.threads_captured
+    )?;
+    writeln!(w, "[HRR] {:<16}: {}", "Device", s.device)?;
+    writeln!(w, "[HRR] {:<16}: {}", "Runtime", s.runtime)?;
+    writeln!(w, "[HRR] {:<16}: {}", "Mode", s.mode)?;
+    if let Some(why) = &s.incomplete {
+        writeln!(
+            w,
+            "[HRR] Note: capture incomplete ({why}); replaying the recovered events"
+        )?;
+    }
+    Ok(())
+}
+
+/// The note on a scrubbed archive (after the opening, once its redactions are read).
+pub fn write_scrub_note(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    if s.redacted_blobs > 0 {
+        writeln!(
+            w,
+            "[HRR] Note: scrubbed archive: {} blob(s) have redacted ranges; D2H results differing only there count as skipped",
+            s.redacted_blobs
+        )?;
+    }
+    Ok(())
+}
+
+/// The lines printed after the replay: skipped calls, mismatches, the error, the summary block
+/// and `[HRR] PASS` / `[HRR] FAIL`.
+pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    for c in &s.skipped_calls {
+        writeln!(w, "[HRR] Skipped {c}")?;
+    }
+    for m in &s.checks.mismatches {
+        writeln!(w, "[HRR] Mismatch {m}")?;
+    }
+    if let Some(f) = &s.error {
+        writeln!(w, "[HRR] Error at {f}")?;
+    }
+    let c = &s.checks;
+    writeln!(w, "[HRR] -- Replay summary ------------------------------")?;
+    writeln!(
+        w,
+        "[HRR] {:<16}: {:.1} ms (load {:.1} ms, execute {:.1} ms)",
+        "Wall time",
+        s.load_ms + s.execute_ms,
+        s.load_ms,
+        s.execute_ms
+    )?;
+    writeln!(w, "[HRR] {:<16}: {}", "Threads used", s.threads_used)?;
+    writeln!(
+        w,
+        "[HRR] {:<16}: {}",
+        "Kernels launched", s.kernels_launched
+    )?;
+    writeln!(w, "[HRR] {:<16}: {}", "Graphs launched", s.graphs_launched)?;
+    writeln!(
+        w,
+        "[HRR] {:<16}: {} pass ({} exact, {} within tol), {} fail, {} skipped",
+        "D2H checks",
+        c.exact + c.within_tol,
+        c.exact,
+        c.within_tol,
+        c.fail,
+        c.skipped
+    )?;
+    let p = &s.placement;
+    if p.translated > 0 {
+        writeln!(
+            w,
+            "[HRR] Placement       : {} allocations at their recorded address, {} translated",
+            p.placed, p.translated
+        )?;
+        if let Some(why) = &p.first_refusal {
+            writeln!(w, "[HRR] First refusal   : {why}")?;
+        }
+    }
+    writeln!(w, "[HRR] {}", s.result())
+}
+
+/// `--json`: the whole summary as one JSON object on one line, keys in this order:
+///
+/// | key | type | meaning |
+/// | --- | --- | --- |
+/// | `archive` | string | the process capture replayed, its path as given |
+/// | `events` | integer | events in the capture |
+/// | `kernels` | integer | kernel launches in the capture |
+/// | `blobs` | integer | blobs in the capture |
+/// | `code_objects` | integer | code objects in the capture |
+/// | `threads_captured` | integer | threads the capture recorded |
+/// | `device` | string | the device replaying (`name (sm_XY)` for CUDA, `name (gfx…)` for HIP) |
+/// | `runtime` | string | the driver or runtime library loaded, links resolved |
+/// | `mode` | string | `single-threaded` |
+/// | `wall_time_ms` | number | `load_ms` + `execute_ms` |
+/// | `load_ms` | number | loading the runtime and the code objects, milliseconds |
+/// | `execute_ms` | number | replaying the events (every `--loop`), milliseconds |
+/// | `threads_used` | integer | threads replaying (1) |
+/// | `kernels_launched` | integer | kernels launched (graph launches not counted) |
+/// | `kernels_filtered` | integer | launches left out by `--kernel-filter` |
+/// | `graphs_launched` | integer | CUDA graphs launched |
+/// | `d2h_checks` | object | D2H comparisons: `pass` (= `exact` + `within_tol`), `exact`, `within_tol`, `fail`, `skipped` (no recorded result, or differing only in redacted ranges), `skipped_redacted` (of `skipped`, the latter); all integers |
+/// | `mismatches` | array of strings | the first 10 failed comparisons, `event #<seq> <call>: <n> of <len> bytes differ, first at offset <o>` |
+/// | `skipped_calls` | array of strings | the first 20 calls not reissued, `#<seq> <call>: <why>` |
+/// | `allocations` | object | `placed` (integer: at their recorded address), `translated` (integer: elsewhere, pointers translated), `first_refusal` (string or null: why the first placement was refused) |
+/// | `error` | string or null | the failure that stopped the replay, `event #<seq> <call>: <error>` or `final synchronisation: <error>` |
+/// | `result` | string | `PASS` (exit 0) or `FAIL` (exit 1) |
+pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    let c = &s.checks;
+    let p = &s.placement;
+    let v = serde_json::json!({
+        "archive": s.archive,
+        "events": s.events, "kernels": s.kernels, "blobs": s.blobs,
+        "code_objects": s.code_objects, "threads_captured": s.threads_captured,
+        "device": s.device, "runtime": s.runtime, "mode": s.mode,
+        "wall_time_ms": s.load_ms + s.execute_ms, "load_ms": s.load_ms, "execute_ms": s.execute_ms,
+        "threads_used": s.threads_used, "kernels_launched": s.kernels_launched,
+        "kernels_filtered": s.kernels_filtered, "graphs_launched": s.graphs_launched,
+        "d2h_checks": {"pass": c.exact + c.within_tol, "exact": c.exact,
+                       "within_tol": c.within_tol, "fail": c.fail, "skipped": c.skipped,
+                       "skipped_redacted": c.redacted},
+        "mismatches": c.mismatches, "skipped_calls": s.skipped_calls,
+        "allocations": {"placed": p.placed, "translated": p.translated,
+                        "first_refusal": p.first_refusal},
+        "error": s.error, "result": s.result(),
+    });
+    writeln!(w, "{v}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Summary {
+        Summary {
+            archive: "a/pid-1".into(),
+            events: 10,
+            kernels: 2,
+            blobs: 3,
+            code_objects: 1,
+            threads_captured: 1,
+            device: "Dev (sm_90)".into(),
+            runtime: "/lib/libcuda.so.1".into(),
+            mode: "single-threaded",
+            load_ms: 1.0,
+            execute_ms: 2.0,
+            threads_used: 1,
+            kernels_launched: 2,
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn human_and_json_shapes() {
+        let mut s = sample();
+        s.checks.exact = 2;
+        s.placement.translated = 1;
+        s.placement.first_refusal = Some("--no-placement".into());
+        let mut out = Vec::new();
+        write_human_opening(&s, &mut out).unwrap();
+        write_human_closing(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with(
+            "[HRR] Archive         : 10 events, 2 kernels, 3 blobs, 1 code objects\n"
+        ));
+        assert!(text.contains("[HRR] Wall time       : 3.0 ms (load 1.0 ms, execute 2.0 ms)\n"));
+        assert!(text.contains(
+            "[HRR] D2H checks      : 2 pass (2 exact, 0 within tol), 0 fail, 0 skipped\n"
+        ));
+        assert!(text.contains("[HRR] First refusal   : --no-placement\n"));
+        assert!(text.ends_with("[HRR] PASS\n"), "{text}");
+        let mut out = Vec::new();
+        write_json(&s, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys[..3], ["archive", "events", "kernels"]);
+        assert_eq!(keys.last(), Some(&"result"));
+        assert_eq!(v["d2h_checks"]["pass"], 2);
+        assert_eq!(v["allocations"]["first_refusal"], "--no-placement");
+    }
+}
