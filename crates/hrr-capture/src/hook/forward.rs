@@ -21,6 +21,7 @@ static NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 seq_macro::seq!(N in 0..1024 {
     /// A trampoline: count, then jump to the slot's target.
+    #[allow(clippy::erasing_op, clippy::identity_op)]
     #[unsafe(naked)]
     unsafe extern "C" fn fwd~N() {
         core::arch::naked_asm!(
