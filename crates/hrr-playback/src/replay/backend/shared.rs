@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 
 use super::Outcome;
 use crate::replay::fields::{name, text, u, Fields};
@@ -42,6 +42,25 @@ impl std::fmt::Display for CallFailed {
 }
 
 impl std::error::Error for CallFailed {}
+
+/// A wait the `--sync-watchdog-ms` watchdog gave up on: the GPU work did not finish in time.
+#[derive(Debug)]
+pub struct Hung {
+    /// The watchdog's limit, in milliseconds.
+    pub ms: u64,
+}
+
+impl std::fmt::Display for Hung {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "still running after {} ms (--sync-watchdog-ms); the GPU is hung or the kernel is very slow",
+            self.ms
+        )
+    }
+}
+
+impl std::error::Error for Hung {}
 
 /// The result of one entry point behind a trait: the outer error is a missing entry point (an
 /// error at once), the inner one what the call returned.
@@ -153,7 +172,7 @@ impl Waiter {
         kernel: &str,
         seq: u64,
     ) -> Result<Outcome> {
-        result.map_err(|e| anyhow!("launching kernel `{kernel}`: {e}"))?;
+        result.map_err(|e| anyhow::Error::new(e).context(format!("launching kernel `{kernel}`")))?;
         if captured() {
             return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
         }
@@ -168,7 +187,7 @@ impl Waiter {
         if self.watchdog_ms == 0 {
             return api
                 .synchronize_stream(stream)?
-                .map_err(|e| anyhow!("{what}: {e}"));
+                .map_err(|e| anyhow::Error::new(e).context(what.to_string()));
         }
         let e = match self.watchdog {
             Some(e) => e,
@@ -184,10 +203,10 @@ impl Waiter {
             match api.query_event(e)? {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
-                Err(err) => bail!("{what}: {err}"),
+                Err(err) => return Err(anyhow::Error::new(err).context(what.to_string())),
             }
             if start.elapsed().as_millis() as u64 > self.watchdog_ms {
-                bail!("{what}: still running after {} ms (--sync-watchdog-ms); the GPU is hung or the kernel is very slow", self.watchdog_ms);
+                return Err(anyhow::Error::new(Hung { ms: self.watchdog_ms }).context(what.to_string()));
             }
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
