@@ -16,6 +16,16 @@ pub const BLOBS_DIR: &str = "blobs";
 /// Folder of code objects inside a process capture.
 pub const CODE_OBJECTS_DIR: &str = "code_objects";
 
+/// Lower-case hex of `bytes` (how ids, hashes and inline bytes are written as text).
+pub fn hex(bytes: &[u8]) -> String {
+    use fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
 /// A 128-bit content id (BLAKE3 prefix).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectId(pub [u8; 16]);
@@ -37,7 +47,7 @@ impl ObjectId {
 
     /// Lower-case 32-character hex.
     pub fn to_hex(&self) -> String {
-        crate::schema::hex(&self.0)
+        hex(&self.0)
     }
 
     /// Parse 32 hex characters.

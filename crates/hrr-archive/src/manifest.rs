@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
+use crate::schema::ApiFamily;
 
 /// File name of both manifests.
 pub const MANIFEST: &str = "manifest.json";
@@ -40,7 +41,7 @@ pub struct ProcessManifest {
     pub incomplete_reason: Option<String>,
     /// API family recorded (`cuda-driver`, `hip`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api: Option<String>,
+    pub api: Option<ApiFamily>,
     /// Calls seen that replay cannot reproduce, with the reasons.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unreplayable_apis: BTreeMap<String, Vec<String>>,

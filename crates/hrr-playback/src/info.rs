@@ -43,6 +43,7 @@ use hrr_archive::blobs::count_objects;
 use hrr_archive::framing::{trailer_total, RecordHeader, RECORD_HEADER_LEN, TRAILER_LEN};
 use hrr_archive::manifest::{self, ProcessManifest, RootManifest, MANIFEST};
 use hrr_archive::reader::{EventReader, Recovery};
+use hrr_archive::schema::ApiFamily;
 use hrr_archive::summary::{summarize, ProcessSummary};
 use hrr_archive::writer::{ACTIVE_MARKER, EVENTS_FILE};
 use hrr_archive::{fsutil, Error};
@@ -446,12 +447,15 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     let device = meta_text(meta, &["device_name", "name"]);
     let cc = meta_text(meta, &["compute_capability", "gcn_arch_name"]);
     let mut driver = meta_text(meta, &["driver_version"]);
-    let cuda = s.schema.as_ref().is_some_and(|x| x.api == "cuda-driver");
+    let cuda = s
+        .schema
+        .as_ref()
+        .is_some_and(|x| x.api == ApiFamily::CudaDriver);
     if let (true, Some(Ok(v))) = (cuda, driver.as_deref().map(str::parse::<u64>)) {
         // cuDriverGetVersion: 1000 * major + 10 * minor
         driver = Some(format!("{}.{} ({v})", v / 1000, (v % 1000) / 10));
     }
-    let hip = s.schema.as_ref().is_some_and(|x| x.api == "hip");
+    let hip = s.schema.as_ref().is_some_and(|x| x.api == ApiFamily::Hip);
     if let (true, Some(Ok(v))) = (hip, driver.as_deref().map(str::parse::<u64>)) {
         // HIP_VERSION: 10^7 * major + 10^5 * minor + patch
         driver = Some(format!(
