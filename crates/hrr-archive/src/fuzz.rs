@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::manifest::{self, MANIFEST};
+use crate::layout::{EVENTS_FILE, MANIFEST};
+use crate::manifest;
 use crate::reader::{EventReader, Recovery};
 use crate::repair::{repair_process, RepairOutcome};
 use crate::schema::decode_fields;
-use crate::writer::EVENTS_FILE;
 use crate::{layout, summary};
 
 static RUN: AtomicU64 = AtomicU64::new(0);
@@ -76,7 +76,7 @@ pub fn fuzz_one(data: &[u8]) {
         RUN.fetch_add(1, Ordering::Relaxed)
     ));
     let _guard = TempRoot(root.clone());
-    let dir = root.join("pid-7");
+    let dir = root.join(layout::pid_dir_name(7));
     if std::fs::create_dir_all(&dir).is_err() {
         return;
     }

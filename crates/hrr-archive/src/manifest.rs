@@ -8,12 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::fsutil;
+pub use crate::layout::names::{list_pid_dirs, parse_pid_dir_name, MANIFEST};
 use crate::schema::ApiFamily;
-
-/// File name of both manifests.
-pub const MANIFEST: &str = "manifest.json";
 /// Schema version of the root manifest.
 pub const ROOT_MANIFEST_VERSION: u32 = 1;
 /// Largest manifest the reader accepts.
@@ -151,32 +149,6 @@ pub fn read_root_manifest(root: &Path) -> Result<RootManifest> {
     read_json(&root.join(MANIFEST))
 }
 
-/// `pid-<pid>` folder name → pid.
-pub fn parse_pid_dir_name(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix("pid-")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// The `pid-*` folders under `root` (real directories only), sorted by pid.
-pub fn list_pid_dirs(root: &Path) -> Result<Vec<(u32, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(root).at(root)? {
-        let entry = entry.at(root)?;
-        let name = entry.file_name();
-        let Some(pid) = parse_pid_dir_name(&name.to_string_lossy()) else {
-            continue;
-        };
-        if entry.file_type().at(entry.path())?.is_dir() {
-            out.push((pid, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// Result of rebuilding the root index.
 #[derive(Debug, Default)]
 pub struct RootRebuild {
@@ -269,7 +241,7 @@ mod tests {
     fn root_index_is_rebuilt_from_pid_dirs() {
         let root = tempfile::tempdir().unwrap();
         for (pid, parent) in [(20u32, 10u32), (10, 1)] {
-            let d = root.path().join(format!("pid-{pid}"));
+            let d = root.path().join(crate::layout::names::pid_dir_name(pid));
             std::fs::create_dir(&d).unwrap();
             write_process_manifest(&d, &ProcessManifest::new(pid, parent)).unwrap();
         }

@@ -38,13 +38,13 @@ use crate::blobs::count_objects;
 use crate::error::Error;
 use crate::framing::FORMAT_VERSION;
 use crate::fsutil;
+use crate::layout::EVENTS_FILE;
 use crate::layout::{self, Target};
 use crate::manifest;
 use crate::progress::Progress;
-use crate::writer::{ACTIVE_MARKER, EVENTS_FILE};
 
 /// Name of the pack index, the first member of the tar.
-pub const INDEX_NAME: &str = "hrr-pack-index.json";
+pub use crate::layout::names::PACK_INDEX_NAME as INDEX_NAME;
 /// `schema` value of the index this library writes; it reads any `hrr.pack-index/1`.
 pub const INDEX_SCHEMA: &str = "hrr.pack-index/1";
 /// Largest pack index accepted.
@@ -54,7 +54,7 @@ pub const MAX_NAME_BYTES: u64 = 4096;
 /// Modification time of every tar header (tar's customary deterministic timestamp, 2006-07-24).
 pub const TAR_MTIME: u64 = 1_153_704_088;
 /// Conventional file name ending of a pack.
-pub const PACK_SUFFIX: &str = ".hrr.tar.zst";
+pub use crate::layout::names::PACK_SUFFIX;
 /// zstd levels a pack may be written with (decoding them needs at most an 8 MiB window).
 pub const LEVELS: std::ops::RangeInclusive<i32> = 1..=19;
 /// Largest zstd window (log2) the reader accepts: 16 MiB, so a hostile pack cannot make it
@@ -460,7 +460,7 @@ fn describe_process(rel: &str, dir: &Path) -> PackResult<ProcessListing> {
             .or_else(|| layout::pid_of(dir))
             .unwrap_or(0),
         complete: m.as_ref().is_some_and(|m| m.complete),
-        active: fs::symlink_metadata(dir.join(ACTIVE_MARKER)).is_ok(),
+        active: layout::has_active_marker(dir),
         scrubbed: m
             .as_ref()
             .is_some_and(|m| m.extra.get("scrubbed") == Some(&Value::Bool(true))),
@@ -889,7 +889,7 @@ impl<W: Write> Write for Counter<W> {
 /// `pid-7.hrr.tar.zst`.
 pub fn default_pack_name(src: &Path) -> PackResult<String> {
     let root = root_name(src)?;
-    Ok(if root.ends_with(".hrr") {
+    Ok(if root.ends_with(layout::ARCHIVE_SUFFIX) {
         format!("{root}.tar.zst")
     } else {
         format!("{root}{PACK_SUFFIX}")
@@ -1566,7 +1566,7 @@ pub fn unpack(
         return Err(PackError::Exists(target));
     }
     let tmp = tempfile::Builder::new()
-        .prefix(".hrr-unpack-")
+        .prefix(layout::UNPACK_TEMP_PREFIX)
         .tempdir_in(dest)
         .map_err(io_err(dest))?;
     let staged = tmp.path().join(&first.root);

@@ -8,10 +8,10 @@ use std::path::Path;
 use crate::blobs::{count_objects, ObjectCounts};
 use crate::error::Result;
 use crate::framing::{FIRST_RESERVED_TYPE, TYPE_REGION};
+use crate::layout::{self, EVENTS_FILE};
 use crate::manifest::{self, ProcessManifest};
 use crate::reader::{EventReader, Recovery};
 use crate::schema::{decode_fields, field, CallClass, FieldType, Schema, Value};
-use crate::writer::{ACTIVE_MARKER, EVENTS_FILE};
 
 /// Everything `--info` reports about one process capture.
 #[derive(Debug, Clone)]
@@ -89,7 +89,7 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
         events_bytes: reader.file_len(),
         time_span_ns: None,
         recovery: Recovery::default(),
-        active_marker: std::fs::symlink_metadata(dir.join(ACTIVE_MARKER)).is_ok(),
+        active_marker: layout::has_active_marker(dir),
         undecodable: 0,
     };
     // Per call id: (name, class, whether the first field is the result code).

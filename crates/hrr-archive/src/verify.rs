@@ -9,17 +9,19 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::blobs::{blob_path, find_code_object, ObjectId, BLOBS_DIR, CODE_OBJECTS_DIR};
+use crate::blobs::{blob_path, find_code_object, ObjectId};
 use crate::error::Result;
 use crate::framing::*;
 use crate::fsutil;
-use crate::layout::{self, Target};
-use crate::manifest::{self, ProcessManifest, RootManifest, MANIFEST};
+use crate::layout::{
+    self, join_rel as join, Target, ACTIVE_MARKER, BLOBS_DIR, CODE_OBJECTS_DIR, EVENTS_FILE,
+    MANIFEST, REDACTIONS_FILE,
+};
+use crate::manifest::{self, ProcessManifest, RootManifest};
 use crate::progress::Progress;
 use crate::reader::EventReader;
-use crate::redact::{self, REDACTIONS_FILE};
+use crate::redact;
 use crate::schema::{object_fields, FieldType};
-use crate::writer::{ACTIVE_MARKER, EVENTS_FILE};
 
 /// One finding: which file, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -256,14 +258,6 @@ impl FramingCounter {
     }
 }
 
-fn join(prefix: &str, name: &str) -> String {
-    if prefix.is_empty() {
-        name.to_string()
-    } else {
-        format!("{prefix}/{name}")
-    }
-}
-
 /// Check one process capture's manifest against its events.bin framing and object counts.
 pub fn check_process(
     report: &mut VerifyReport,
@@ -463,7 +457,7 @@ pub fn verify_dir(path: &Path, progress: &dyn Progress) -> Result<VerifyReport> 
         let objects = verify_objects(&mut report, &prefix, dir, &mut buf, progress)?;
         let framing = verify_events(&mut report, &prefix, dir);
         let m = manifest::read_process_manifest(dir).map_err(|e| e.to_string());
-        let active = std::fs::symlink_metadata(dir.join(ACTIVE_MARKER)).is_ok();
+        let active = layout::has_active_marker(dir);
         check_process(&mut report, &prefix, m.clone(), &framing, objects, active);
         verify_redactions(&mut report, &prefix, dir);
         manifests.push((
@@ -539,7 +533,7 @@ fn verify_objects(
             continue;
         }
         let is_blob = rel.starts_with(BLOBS_DIR);
-        if is_blob && !name.ends_with(".blob") {
+        if is_blob && !layout::is_blob_file_name(&name) {
             continue;
         }
         count += 1;

@@ -23,9 +23,9 @@ use std::path::Path;
 
 use anyhow::Result;
 use hrr_archive::framing::{FIRST_RESERVED_TYPE, TYPE_REGION};
+use hrr_archive::layout;
 use hrr_archive::reader::EventReader;
 use hrr_archive::schema::decode_fields;
-use hrr_archive::writer::EVENTS_FILE;
 use serde_json::{Map, Value as J};
 
 use crate::info::check_links;
@@ -45,7 +45,7 @@ fn unknown_name(kind: u16) -> String {
 /// root) is added to every JSON object. Returns the number of events printed.
 pub fn print(out: &mut dyn Write, dir: &Path, json: bool, pid: Option<u32>) -> Result<u64> {
     check_links(dir)?;
-    let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
+    let mut reader = EventReader::open(&layout::events_path(dir))?;
     let schema = reader.schema().cloned();
     let mut first_ts: Option<u64> = None;
     let mut n = 0u64;

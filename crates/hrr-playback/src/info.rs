@@ -41,11 +41,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use hrr_archive::blobs::count_objects;
 use hrr_archive::framing::{trailer_total, RecordHeader, RECORD_HEADER_LEN, TRAILER_LEN};
-use hrr_archive::manifest::{self, ProcessManifest, RootManifest, MANIFEST};
+use hrr_archive::layout::{self, EVENTS_FILE, MANIFEST};
+use hrr_archive::manifest::{self, ProcessManifest, RootManifest};
 use hrr_archive::reader::{EventReader, Recovery};
 use hrr_archive::schema::ApiFamily;
 use hrr_archive::summary::{summarize, ProcessSummary};
-use hrr_archive::writer::{ACTIVE_MARKER, EVENTS_FILE};
 use hrr_archive::{fsutil, Error};
 use serde_json::{json, Value};
 
@@ -83,13 +83,6 @@ pub struct ProcessRow {
     pub reasons: Vec<String>,
     /// Why it could not be read at all.
     pub error: Option<anyhow::Error>,
-}
-
-/// Is a capture's writer alive? (`active` marker naming a running process other than us.)
-fn running_writer(dir: &Path) -> Option<u32> {
-    let text = fsutil::read_small(&dir.join(ACTIVE_MARKER), 4096).ok()?;
-    let pid: u32 = String::from_utf8_lossy(&text).trim().parse().ok()?;
-    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
 }
 
 /// What became of reading a process manifest.
@@ -203,7 +196,7 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
             return Ok(row);
         }
     }
-    if let Some(pid) = running_writer(dir) {
+    if let Some(pid) = layout::running_writer(dir) {
         row.reasons
             .push(format!("capture still running (pid {pid} holds it)"));
     }
@@ -417,12 +410,10 @@ fn view(dir: &Path) -> Result<ProcessView<'_>> {
         (None, e) => ManifestState::Bad(e.clone().unwrap_or_default()),
     };
     reasons.extend(state.reasons(stream_complete));
-    if let Some(pid) = running_writer(dir) {
+    if let Some(pid) = layout::running_writer(dir) {
         reasons.push(format!("capture still running (pid {pid} holds it)"));
     }
-    let dir_pid = dir
-        .file_name()
-        .and_then(|n| manifest::parse_pid_dir_name(&n.to_string_lossy()));
+    let dir_pid = layout::pid_of_dir_name(dir);
     Ok(ProcessView {
         dir,
         pid: s.manifest.as_ref().map(|m| m.pid).or(dir_pid),

@@ -181,7 +181,7 @@ fn prescan(dir: &Path) -> Result<Prescan> {
                     anyhow!(
                         "code object {id} is referenced by event #{} but missing from {}",
                         rec.header.seq,
-                        dir.join("code_objects").display()
+                        dir.join(hrr_archive::layout::CODE_OBJECTS_DIR).display()
                     )
                 })?;
                 out.push((*id, path, as_library));
