@@ -45,6 +45,7 @@ pub mod reader;
 pub mod redact;
 pub mod repair;
 pub mod schema;
+pub mod stream;
 pub mod summary;
 pub mod verify;
 pub mod writer;

@@ -12,7 +12,7 @@ use crate::fsutil;
 use crate::layout;
 use crate::layout::EVENTS_FILE;
 use crate::manifest::{self, ProcessManifest};
-use crate::reader::{EventReader, Recovery};
+use crate::reader::EventReader;
 
 /// What a repair did to one process capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,18 +48,12 @@ fn check_not_active(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn scan(path: &Path) -> Result<(Recovery, u16)> {
-    let mut reader = EventReader::open(path)?.skip_payloads();
-    while reader.next_raw()?.is_some() {}
-    Ok((reader.recovery().clone(), reader.file_header().flags))
-}
-
 /// Repair one `pid-<pid>/` capture.
 pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
     fsutil::require_dir(dir)?;
     check_not_active(dir)?;
     let events_path = dir.join(EVENTS_FILE);
-    let (rec, _) = scan(&events_path)?;
+    let rec = EventReader::scan_headers(&events_path)?;
     let manifest_now = manifest::read_process_manifest(dir).ok();
     let objects = count_objects(dir)?;
     let blob_count = objects.blobs + objects.code_objects;

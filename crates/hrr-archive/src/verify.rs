@@ -19,9 +19,10 @@ use crate::layout::{
 };
 use crate::manifest::{self, ProcessManifest, RootManifest};
 use crate::progress::Progress;
-use crate::reader::EventReader;
+use crate::reader::{Dropped, EventReader};
 use crate::redact;
-use crate::schema::{object_fields, FieldType};
+use crate::schema::FieldType;
+use crate::stream::{Framer, Unreadable};
 
 /// One finding: which file, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,24 +99,10 @@ impl FramingSummary {
     }
 }
 
-enum FState {
-    FileHeader,
-    RecordHeader,
-    Payload { left: u64 },
-    AfterTrailer,
-    Stopped,
-}
-
-/// Counts events.bin records from bytes fed in arbitrary chunks (a file streaming out of a pack),
-/// with the rules of FORMAT.md §4, holding at most one record header in memory.
+/// Counts events.bin records from bytes fed in arbitrary chunks (a file streaming out of a pack):
+/// the [`Framer`] without payloads, its findings worded as verify words them.
 pub struct FramingCounter {
-    state: FState,
-    acc: Vec<u8>,
-    kind: u16,
-    total_len: u32,
-    first: bool,
-    self_describing: bool,
-    sum: FramingSummary,
+    framer: Framer,
 }
 
 impl Default for FramingCounter {
@@ -128,133 +115,49 @@ impl FramingCounter {
     /// A counter at the start of a file.
     pub fn new() -> Self {
         FramingCounter {
-            state: FState::FileHeader,
-            acc: Vec::with_capacity(RECORD_HEADER_LEN),
-            kind: 0,
-            total_len: 0,
-            first: true,
-            self_describing: false,
-            sum: FramingSummary::default(),
+            framer: Framer::new(None, false),
         }
     }
 
     /// Feed the next bytes.
     pub fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
-            match self.state {
-                FState::Stopped => return,
-                FState::AfterTrailer => return,
-                FState::FileHeader => {
-                    let take = (FILE_HEADER_LEN - self.acc.len()).min(data.len());
-                    self.acc.extend_from_slice(&data[..take]);
-                    data = &data[take..];
-                    if self.acc.len() == FILE_HEADER_LEN {
-                        let h = FileHeader::decode(self.acc[..].try_into().expect("8 bytes"));
-                        self.acc.clear();
-                        if h.magic != MAGIC {
-                            self.sum.unreadable = Some(format!("bad magic 0x{:08x}", h.magic));
-                            self.state = FState::Stopped;
-                        } else if h.version != FORMAT_VERSION {
-                            self.sum.unreadable = Some(format!(
-                                "Version mismatch: file={} reader={FORMAT_VERSION}",
-                                h.version
-                            ));
-                            self.state = FState::Stopped;
-                        } else {
-                            self.self_describing = h.flags & FLAG_SELF_DESCRIBING != 0;
-                            self.state = FState::RecordHeader;
-                        }
-                    }
-                }
-                FState::RecordHeader => {
-                    let take = (RECORD_HEADER_LEN - self.acc.len()).min(data.len());
-                    self.acc.extend_from_slice(&data[..take]);
-                    data = &data[take..];
-                    if self.acc.len() == RECORD_HEADER_LEN {
-                        let h = RecordHeader::decode(self.acc[..].try_into().expect("32 bytes"));
-                        self.acc.clear();
-                        if h.total_len < RECORD_HEADER_LEN as u32 || h.total_len > MAX_RECORD_LEN {
-                            self.stop_damaged(format!("implausible record length {}", h.total_len));
-                            continue;
-                        }
-                        self.kind = h.kind;
-                        self.total_len = h.total_len;
-                        self.state = FState::Payload {
-                            left: h.payload_len() as u64,
-                        };
-                        if h.payload_len() == 0 {
-                            self.end_record();
-                        }
-                    }
-                }
-                FState::Payload { left } => {
-                    let take = (left.min(data.len() as u64)) as usize;
-                    if self.kind == TYPE_TRAILER && self.total_len as usize == TRAILER_LEN {
-                        self.acc.extend_from_slice(&data[..take]);
-                    }
-                    data = &data[take..];
-                    let left = left - take as u64;
-                    self.state = FState::Payload { left };
-                    if left == 0 {
-                        self.end_record();
-                    }
-                }
+            let (n, frame) = self.framer.feed(data);
+            data = &data[n..];
+            if n == 0 && frame.is_none() {
+                return;
             }
-        }
-    }
-
-    fn stop_damaged(&mut self, why: String) {
-        self.sum.damaged = Some(why);
-        self.state = FState::Stopped;
-    }
-
-    fn end_record(&mut self) {
-        self.state = FState::RecordHeader;
-        let payload = std::mem::take(&mut self.acc);
-        if self.first && self.self_describing {
-            self.first = false;
-            if self.kind != TYPE_SCHEMA {
-                self.sum.unreadable = Some(format!(
-                    "first record has type 0x{:04x}, not the schema record",
-                    self.kind
-                ));
-                self.state = FState::Stopped;
-            }
-            return;
-        }
-        self.first = false;
-        let header = RecordHeader {
-            kind: self.kind,
-            total_len: self.total_len,
-            ..Default::default()
-        };
-        if let Some(total) = trailer_total(&header, &payload) {
-            self.sum.trailer_total = Some(total);
-            self.state = FState::AfterTrailer;
-            return;
-        }
-        self.sum.records += 1;
-        if self.kind == TYPE_INCOMPLETE {
-            self.sum.marks += 1;
         }
     }
 
     /// The summary at the end of the file.
     pub fn finish(mut self) -> FramingSummary {
-        match self.state {
-            FState::FileHeader => {
-                self.sum.unreadable = Some("shorter than its 8-byte file header".into())
+        while let (_, Some(_)) = self.framer.feed(&[]) {}
+        self.framer.finish();
+        let r = self.framer.recovery();
+        let unreadable = self.framer.unreadable().map(|u| match u {
+            Unreadable::TooShort { .. } => "shorter than its 8-byte file header".to_string(),
+            Unreadable::BadMagic { found } => format!("bad magic 0x{found:08x}"),
+            Unreadable::Version { file } => {
+                format!("Version mismatch: file={file} reader={FORMAT_VERSION}")
             }
-            FState::RecordHeader if !self.acc.is_empty() => {
-                self.sum.damaged = Some("torn record header at the tail".into())
+            Unreadable::NotSchema { kind } => {
+                format!("first record has type 0x{kind:04x}, not the schema record")
             }
-            FState::Payload { .. } => self.sum.damaged = Some("torn record at the tail".into()),
-            _ => {}
+            Unreadable::NoSchema => "the file ends before its schema record".to_string(),
+        });
+        let damaged = r.dropped.as_ref().map(|d| match d {
+            Dropped::TornHeader { .. } => "torn record header at the tail".to_string(),
+            Dropped::ImplausibleLength { len } => format!("implausible record length {len}"),
+            Dropped::TornPayload { .. } => "torn record at the tail".to_string(),
+        });
+        FramingSummary {
+            records: r.records,
+            trailer_total: r.trailer_total,
+            marks: r.incomplete_marks.len() as u64,
+            damaged,
+            unreadable,
         }
-        if self.first && self.self_describing && self.sum.unreadable.is_none() {
-            self.sum.unreadable = Some("the file ends before its schema record".into());
-        }
-        self.sum
     }
 }
 
@@ -575,24 +478,20 @@ fn verify_events(report: &mut VerifyReport, prefix: &str, dir: &Path) -> Framing
     let mut missing = 0u64;
     let mut undecodable = 0u64;
     let mut checked: BTreeSet<(ObjectId, bool)> = BTreeSet::new();
-    loop {
-        let rec = match reader.next_raw() {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
+    for ev in reader.decoded(schema.as_ref()) {
+        let ev = match ev {
+            Ok(ev) => ev,
             Err(e) => {
                 report.bad(&epath, format!("read error: {e}"));
                 break;
             }
         };
-        let Some(call) = schema.as_ref().and_then(|s| s.call(rec.header.kind)) else {
+        let Some(spans) = ev.object_refs() else {
             continue;
         };
-        let spans = match object_fields(call, &rec.payload) {
-            Ok(s) => s,
-            Err(_) => {
-                undecodable += 1;
-                continue;
-            }
+        let Ok(spans) = spans else {
+            undecodable += 1;
+            continue;
         };
         for span in spans {
             let Some(id) = span.id else { continue };
@@ -612,8 +511,8 @@ fn verify_events(report: &mut VerifyReport, prefix: &str, dir: &Path) -> Framing
                         &epath,
                         format!(
                             "event #{} ({}) field `{}` refers to {} {id}, which is missing",
-                            rec.header.seq,
-                            call.name,
+                            ev.header.seq,
+                            ev.name(),
                             span.name,
                             if code { "code object" } else { "blob" }
                         ),

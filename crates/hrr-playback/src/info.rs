@@ -35,18 +35,17 @@
 //!   `error` null unless the capture could not be read)
 //! - `notes`: further findings as strings
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use hrr_archive::blobs::count_objects;
-use hrr_archive::framing::{trailer_total, RecordHeader, RECORD_HEADER_LEN, TRAILER_LEN};
 use hrr_archive::layout::{self, EVENTS_FILE, MANIFEST};
 use hrr_archive::manifest::{self, ProcessManifest, RootManifest};
-use hrr_archive::reader::{EventReader, Recovery};
+use hrr_archive::reader::{tail_trailer, EventReader};
 use hrr_archive::schema::ApiFamily;
 use hrr_archive::summary::{summarize, ProcessSummary};
-use hrr_archive::{fsutil, Error};
+use hrr_archive::Error;
 use serde_json::{json, Value};
 
 use crate::output::{self, Table};
@@ -117,40 +116,6 @@ impl<'a> ManifestState<'a> {
     }
 }
 
-/// Does events.bin end with a trailer counting `count` events (and carry a readable header)?
-fn trailer_matches(events: &Path, count: u64) -> hrr_archive::Result<bool> {
-    EventReader::open(events)?;
-    let mut f = fsutil::open_read(events)?;
-    let len = f
-        .metadata()
-        .map_err(|source| Error::Io {
-            path: events.into(),
-            source,
-        })?
-        .len();
-    if len < TRAILER_LEN as u64 {
-        return Ok(false);
-    }
-    let mut b = [0u8; TRAILER_LEN];
-    f.seek(SeekFrom::Start(len - TRAILER_LEN as u64))
-        .and_then(|_| f.read_exact(&mut b))
-        .map_err(|source| Error::Io {
-            path: events.into(),
-            source,
-        })?;
-    let mut hb = [0u8; RECORD_HEADER_LEN];
-    hb.copy_from_slice(&b[..RECORD_HEADER_LEN]);
-    let header = RecordHeader::decode(&hb);
-    Ok(trailer_total(&header, &b[RECORD_HEADER_LEN..]) == Some(count))
-}
-
-/// Stream events.bin (headers only) to the end.
-fn scan(events: &Path) -> hrr_archive::Result<Recovery> {
-    let mut r = EventReader::open(events)?.skip_payloads();
-    while r.next_raw()?.is_some() {}
-    Ok(r.recovery().clone())
-}
-
 /// Gather one row of the root listing. Only a link where a file must be is an error here;
 /// anything else unreadable is kept in the row.
 pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
@@ -178,13 +143,13 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
         return Ok(row);
     }
     if let Ok(m) = &manifest {
-        if m.complete && matches!(trailer_matches(&events_path, m.event_count), Ok(true)) {
+        if m.complete && matches!(tail_trailer(&events_path), Ok(Some(n)) if n == m.event_count) {
             row.complete = true;
             row.events = Some(m.event_count);
             return Ok(row);
         }
     }
-    match scan(&events_path) {
+    match EventReader::scan_headers(&events_path) {
         Ok(rec) => {
             row.events = Some(rec.records);
             row.reasons = rec.incompleteness();
