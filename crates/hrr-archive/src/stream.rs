@@ -1,6 +1,6 @@
 //! The one decoder of events.bin framing: a push parser ([`Framer`]) that takes the file's bytes
 //! in chunks of any size and applies every rule of FORMAT.md §2 and §4 (file header, schema
-//! record first, plausible lengths, torn tail, trailer, incomplete marks). [`crate::reader`]
+//! record first, plausible lengths, torn tail, trailer, incomplete marks). `reader::EventReader`
 //! drives it from a file; verify drives it from a file streaming out of a pack. What it found
 //! about the end of the stream is a [`Recovery`]; a file it cannot read at all is [`Unreadable`].
 //! Memory stays bounded: one record header, and one record's payload when it is kept.

@@ -300,7 +300,7 @@ fn mutated_packs_never_panic_nor_leave_anything_behind() {
     let out = t.path().join("r.tar.zst");
     pack::pack_to_file(&src, Some(&out), &PackOptions::default(), &NoProgress).unwrap();
     let tar = zstd::stream::decode_all(&std::fs::read(&out).unwrap()[..]).unwrap();
-    pack::fuzz_one(&tar);
+    hrr_archive::fuzz::fuzz_pack_one(&tar);
     let mut x = 0x1234_5678_9abc_def0u64;
     let mut next = move || {
         x ^= x >> 12;
@@ -332,7 +332,7 @@ fn mutated_packs_never_panic_nor_leave_anything_behind() {
                 m.splice(b..b, block);
             }
         }
-        pack::fuzz_one(&m);
+        hrr_archive::fuzz::fuzz_pack_one(&m);
     }
 }
 
