@@ -73,6 +73,80 @@ impl ProcessManifest {
     }
 }
 
+impl ProcessManifest {
+    /// The device facts of [`Self::metadata`], typed (what `--info` shows).
+    pub fn device_facts(&self) -> DeviceFacts {
+        DeviceFacts::from_metadata(self.metadata.as_ref())
+    }
+}
+
+/// The facts about the capturing device, driver and runtime that consumers show or check, picked
+/// out of a manifest's free-form `metadata` (which stays as written, unknown keys and all). Each
+/// is looked for at the top level of `metadata`, then in `device`, then in `devices[0]` (where
+/// `hrr-capture` writes them); a number or a `[major, minor]` array is given as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceFacts {
+    /// Device name (`device_name` or `name`).
+    pub name: Option<String>,
+    /// CUDA compute capability (`compute_capability`, e.g. `9.0`) or, on HIP, the GCN
+    /// architecture name (`gcn_arch_name`, e.g. `gfx90a:sramecc+:xnack-`).
+    pub architecture: Option<String>,
+    /// Device UUID (`uuid`, 32 hex).
+    pub uuid: Option<String>,
+    /// Device memory in bytes (`total_global_mem`).
+    pub total_memory: Option<u64>,
+    /// Driver version as recorded (`driver_version`: CUDA's `1000 * major + 10 * minor`, HIP's
+    /// `HIP_VERSION`).
+    pub driver_version: Option<String>,
+}
+
+impl DeviceFacts {
+    /// Pick the facts out of a manifest's `metadata` object.
+    pub fn from_metadata(meta: Option<&Value>) -> Self {
+        DeviceFacts {
+            name: meta_text(meta, &["device_name", "name"]),
+            architecture: meta_text(meta, &["compute_capability", "gcn_arch_name"]),
+            uuid: meta_text(meta, &["uuid"]),
+            total_memory: meta_text(meta, &["total_global_mem"]).and_then(|t| t.parse().ok()),
+            driver_version: meta_text(meta, &["driver_version"]),
+        }
+    }
+
+    /// [`Self::driver_version`] as a number, when it is one.
+    pub fn driver_version_number(&self) -> Option<u64> {
+        self.driver_version.as_deref()?.parse().ok()
+    }
+}
+
+/// A string (or number, or `[major, minor]`) from the manifest metadata: top level first, then
+/// `device`, then `devices[0]`.
+fn meta_text(meta: Option<&Value>, keys: &[&str]) -> Option<String> {
+    let meta = meta?;
+    let places = [
+        Some(meta),
+        meta.get("device"),
+        meta.get("devices").and_then(|d| d.get(0)),
+    ];
+    for place in places.into_iter().flatten() {
+        for key in keys {
+            match place.get(*key) {
+                Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
+                Some(Value::Number(n)) => return Some(n.to_string()),
+                Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_number) => {
+                    return Some(
+                        a.iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join("."),
+                    )
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
 /// One row of the root index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessEntry {
@@ -235,6 +309,27 @@ mod tests {
             serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST)).unwrap()).unwrap();
         assert_eq!(v["future_key"]["x"][1], 2);
         assert_eq!(v["event_count"], 4);
+    }
+
+    #[test]
+    fn device_facts_are_found_at_top_level_or_in_the_first_device() {
+        let m = serde_json::json!({"driver_version": 13000, "devices": [{"name": "NVIDIA H200",
+            "compute_capability": [9, 0], "total_global_mem": 150_000_000_000u64, "uuid": "ab"}]});
+        let f = DeviceFacts::from_metadata(Some(&m));
+        assert_eq!(f.name.as_deref(), Some("NVIDIA H200"));
+        assert_eq!(f.architecture.as_deref(), Some("9.0"));
+        assert_eq!(f.driver_version.as_deref(), Some("13000"));
+        assert_eq!(f.driver_version_number(), Some(13000));
+        assert_eq!(f.total_memory, Some(150_000_000_000));
+        assert_eq!(f.uuid.as_deref(), Some("ab"));
+        assert_eq!(DeviceFacts::from_metadata(None), DeviceFacts::default());
+        let hip = serde_json::json!({"devices": [{"gcn_arch_name": "gfx90a"}]});
+        assert_eq!(
+            DeviceFacts::from_metadata(Some(&hip))
+                .architecture
+                .as_deref(),
+            Some("gfx90a")
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use hrr_archive::blobs::count_objects;
 use hrr_archive::layout::{self, EVENTS_FILE, MANIFEST};
-use hrr_archive::manifest::{self, ProcessManifest, RootManifest};
+use hrr_archive::manifest::{self, DeviceFacts, ProcessManifest, RootManifest};
 use hrr_archive::reader::{tail_trailer, EventReader};
 use hrr_archive::schema::ApiFamily;
 use hrr_archive::summary::{summarize, ProcessSummary};
@@ -325,35 +325,6 @@ pub fn print_root<'a>(
     Ok(unreadable)
 }
 
-/// A string (or number, or `[major, minor]`) from the manifest metadata: top level first, then
-/// `device`, then `devices[0]`.
-fn meta_text(meta: Option<&Value>, keys: &[&str]) -> Option<String> {
-    let meta = meta?;
-    let places = [
-        Some(meta),
-        meta.get("device"),
-        meta.get("devices").and_then(|d| d.get(0)),
-    ];
-    for place in places.into_iter().flatten() {
-        for key in keys {
-            match place.get(*key) {
-                Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
-                Some(Value::Number(n)) => return Some(n.to_string()),
-                Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_number) => {
-                    return Some(
-                        a.iter()
-                            .map(|n| n.to_string())
-                            .collect::<Vec<_>>()
-                            .join("."),
-                    )
-                }
-                _ => {}
-            }
-        }
-    }
-    None
-}
-
 /// Everything the process detail prints, with the reasons combined.
 struct ProcessView<'a> {
     dir: &'a Path,
@@ -400,9 +371,10 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     let v = view(dir)?;
     let s = &v.s;
     let meta = s.manifest.as_ref().and_then(|m| m.metadata.as_ref());
-    let device = meta_text(meta, &["device_name", "name"]);
-    let cc = meta_text(meta, &["compute_capability", "gcn_arch_name"]);
-    let mut driver = meta_text(meta, &["driver_version"]);
+    let facts = DeviceFacts::from_metadata(meta);
+    let device = facts.name;
+    let cc = facts.architecture;
+    let mut driver = facts.driver_version;
     let cuda = s
         .schema
         .as_ref()
@@ -628,27 +600,4 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         writeln!(out, "To repair: hrr-playback {} --repair", v.dir.display())?;
     }
     Ok(v.complete)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metadata_facts_are_found_at_top_level_or_in_the_first_device() {
-        let m = json!({"driver_version": 13000, "devices": [{"name": "NVIDIA H200", "compute_capability": [9, 0]}]});
-        assert_eq!(
-            meta_text(Some(&m), &["device_name", "name"]).as_deref(),
-            Some("NVIDIA H200")
-        );
-        assert_eq!(
-            meta_text(Some(&m), &["compute_capability"]).as_deref(),
-            Some("9.0")
-        );
-        assert_eq!(
-            meta_text(Some(&m), &["driver_version"]).as_deref(),
-            Some("13000")
-        );
-        assert_eq!(meta_text(None, &["x"]), None);
-    }
 }
