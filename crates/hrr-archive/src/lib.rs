@@ -47,6 +47,8 @@ pub mod repair;
 pub mod schema;
 pub mod stream;
 pub mod summary;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod verify;
 pub mod writer;
 

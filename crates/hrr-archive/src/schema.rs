@@ -550,24 +550,21 @@ mod tests {
     use super::*;
 
     fn call() -> CallDef {
-        let f = |name: &str, ty| FieldDef {
-            name: name.into(),
-            ty,
-        };
-        CallDef {
-            id: 3,
-            name: "cuThing".into(),
-            class: CallClass::Other,
-            fields: vec![
-                f("result", FieldType::Result),
-                f("ptr", FieldType::Ptr),
-                f("name", FieldType::Str),
-                f("args", FieldType::Bytes),
-                f("blob", FieldType::Blob),
-                f("offs", FieldType::U64s),
-                f("x", FieldType::F64),
+        use FieldType::*;
+        crate::testkit::call(
+            3,
+            "cuThing",
+            CallClass::Other,
+            &[
+                ("result", Result),
+                ("ptr", Ptr),
+                ("name", Str),
+                ("args", Bytes),
+                ("blob", Blob),
+                ("offs", U64s),
+                ("x", F64),
             ],
-        }
+        )
     }
 
     #[test]

@@ -11,40 +11,36 @@ use hrr_archive::pack::{self, PackError, PackOptions, UnsafeEntry};
 use hrr_archive::progress::NoProgress;
 use hrr_archive::reader::EventReader;
 use hrr_archive::redact::{self, RedactedObject, Redaction, RedactionsFile};
-use hrr_archive::schema::{
-    object_fields, CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema,
-};
+use hrr_archive::schema::{object_fields, CallClass, FieldType, PayloadBuilder, Schema};
+use hrr_archive::testkit::call;
 use hrr_archive::verify::{self, FramingCounter};
 use hrr_archive::writer::ProcessWriter;
 use hrr_archive::ObjectId;
 use proptest::prelude::*;
 
 fn schema() -> Schema {
-    let f = |name: &str, ty| FieldDef {
-        name: name.into(),
-        ty,
-    };
+    use FieldType::*;
     Schema::new(
         "cuda-driver",
         13000,
         vec![
-            CallDef {
-                id: 1,
-                name: "cuModuleLoadData".into(),
-                class: CallClass::Other,
-                fields: vec![f("result", FieldType::Result), f("code", FieldType::Code)],
-            },
-            CallDef {
-                id: 2,
-                name: "cuMemcpyDtoH_v2".into(),
-                class: CallClass::D2h,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("note", FieldType::Str),
-                    f("d2h_blob", FieldType::Blob),
-                    f("args", FieldType::Bytes),
+            call(
+                1,
+                "cuModuleLoadData",
+                CallClass::Other,
+                &[("result", Result), ("code", Code)],
+            ),
+            call(
+                2,
+                "cuMemcpyDtoH_v2",
+                CallClass::D2h,
+                &[
+                    ("result", Result),
+                    ("note", Str),
+                    ("d2h_blob", Blob),
+                    ("args", Bytes),
                 ],
-            },
+            ),
         ],
     )
 }
