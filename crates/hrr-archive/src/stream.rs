@@ -218,15 +218,8 @@ impl Framer {
         loop {
             let rest = &data[used..];
             match self.state {
-                State::Stopped => {
-                    // Unknown length: count what follows, to say how much was lost.
-                    if self.len.is_none() {
-                        self.offset += rest.len() as u64;
-                        used = data.len();
-                    }
-                    return (used, None);
-                }
-                State::AfterTrailer => {
+                State::Stopped | State::AfterTrailer => {
+                    // Unknown length: count what follows, to say how much was lost or ignored.
                     if self.len.is_none() {
                         self.offset += rest.len() as u64;
                         used = data.len();

@@ -248,16 +248,21 @@ pub trait PackVisitor {
     /// The current file ended; `found` is the BLAKE3 hex of what was read (compare with
     /// `file.blake3`). Return an error to stop.
     fn file_end(&mut self, pack: &Path, rel: &str, file: &PackFile, found: &str) -> PackResult<()> {
-        if found != file.blake3 {
-            return Err(PackError::HashMismatch {
-                path: pack.to_path_buf(),
-                entry: rel.to_string(),
-                expected: file.blake3.clone(),
-                found: found.to_string(),
-            });
-        }
-        Ok(())
+        check_hash(pack, rel, file, found)
     }
+}
+
+/// A [`PackError::HashMismatch`] unless `found` is the hash the index gives `file`.
+pub(crate) fn check_hash(pack: &Path, rel: &str, file: &PackFile, found: &str) -> PackResult<()> {
+    if found != file.blake3 {
+        return Err(PackError::HashMismatch {
+            path: pack.to_path_buf(),
+            entry: rel.to_string(),
+            expected: file.blake3.clone(),
+            found: found.to_string(),
+        });
+    }
+    Ok(())
 }
 
 fn read_index_member<R: Read>(

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::index::{io_err, PackError, PackFile, PackIndex, PackResult};
-use super::read::{read_index, read_pack, PackVisitor};
+use super::read::{check_hash, read_index, read_pack, PackVisitor};
 use crate::error::Error;
 use crate::fsutil;
 use crate::layout;
@@ -51,15 +51,7 @@ impl PackVisitor for Unpacker {
     }
     fn file_end(&mut self, pack: &Path, rel: &str, file: &PackFile, found: &str) -> PackResult<()> {
         self.cur = None;
-        if found != file.blake3 {
-            return Err(PackError::HashMismatch {
-                path: pack.to_path_buf(),
-                entry: rel.to_string(),
-                expected: file.blake3.clone(),
-                found: found.to_string(),
-            });
-        }
-        Ok(())
+        check_hash(pack, rel, file, found)
     }
 }
 
