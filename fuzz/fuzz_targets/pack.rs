@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    hrr_archive::pack::fuzz_one(data);
+    hrr_archive::fuzz::fuzz_pack_one(data);
 });

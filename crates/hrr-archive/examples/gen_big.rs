@@ -8,23 +8,12 @@
 
 use std::path::PathBuf;
 
-use hrr_archive::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
+use hrr_archive::schema::{CallClass, FieldType, PayloadBuilder, Schema};
 use hrr_archive::writer::ProcessWriter;
 
 fn schema() -> Schema {
+    use hrr_archive::testkit::call;
     use FieldType::*;
-    let call = |id: u16, name: &str, class: CallClass, fields: &[(&str, FieldType)]| CallDef {
-        id,
-        name: name.into(),
-        class,
-        fields: fields
-            .iter()
-            .map(|(n, t)| FieldDef {
-                name: (*n).into(),
-                ty: *t,
-            })
-            .collect(),
-    };
     Schema::new(
         "cuda-driver",
         13000,

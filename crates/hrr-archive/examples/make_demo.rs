@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use hrr_archive::framing::{FILE_HEADER_LEN, TRAILER_LEN};
-use hrr_archive::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
+use hrr_archive::schema::{CallClass, FieldType, PayloadBuilder, Schema};
 use hrr_archive::writer::{ProcessWriter, ACTIVE_MARKER, EVENTS_FILE};
 use hrr_archive::CodeKind;
 
@@ -33,19 +33,8 @@ const CU_CTX_SYNCHRONIZE: u16 = 11;
 
 /// A small made-up schema in the manner of the CUDA driver API.
 pub fn demo_schema() -> Schema {
+    use hrr_archive::testkit::call;
     use FieldType::*;
-    let call = |id: u16, name: &str, class: CallClass, fields: &[(&str, FieldType)]| CallDef {
-        id,
-        name: name.into(),
-        class,
-        fields: fields
-            .iter()
-            .map(|(n, t)| FieldDef {
-                name: (*n).into(),
-                ty: *t,
-            })
-            .collect(),
-    };
     let other = CallClass::Other;
     Schema::new(
         "cuda-driver",

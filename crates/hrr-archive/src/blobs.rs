@@ -11,10 +11,18 @@ use std::sync::Mutex;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
 
-/// Folder of host-buffer blobs inside a process capture.
-pub const BLOBS_DIR: &str = "blobs";
-/// Folder of code objects inside a process capture.
-pub const CODE_OBJECTS_DIR: &str = "code_objects";
+use crate::layout::names::{blob_file_name, blob_file_stem, is_blob_file_name};
+pub use crate::layout::names::{BLOBS_DIR, CODE_OBJECTS_DIR};
+
+/// Lower-case hex of `bytes` (how ids, hashes and inline bytes are written as text).
+pub fn hex(bytes: &[u8]) -> String {
+    use fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
 
 /// A 128-bit content id (BLAKE3 prefix).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -37,7 +45,7 @@ impl ObjectId {
 
     /// Lower-case 32-character hex.
     pub fn to_hex(&self) -> String {
-        crate::schema::hex(&self.0)
+        hex(&self.0)
     }
 
     /// Parse 32 hex characters.
@@ -107,7 +115,7 @@ pub fn blob_path(pid_dir: &Path, id: &ObjectId) -> PathBuf {
     pid_dir
         .join(BLOBS_DIR)
         .join(&hex[..2])
-        .join(format!("{hex}.blob"))
+        .join(blob_file_name(&hex))
 }
 
 /// Path of code object `id` under a process capture.
@@ -234,7 +242,7 @@ pub fn count_objects(pid_dir: &Path) -> Result<ObjectCounts> {
                 let f = f.at(sub.path())?;
                 let name = f.file_name();
                 let meta = f.metadata().at(f.path())?;
-                if meta.is_file() && name.to_string_lossy().ends_with(".blob") {
+                if meta.is_file() && is_blob_file_name(&name.to_string_lossy()) {
                     c.blobs += 1;
                     c.blob_bytes += meta.len();
                 }
@@ -265,7 +273,7 @@ pub fn claimed_object_id(rel: &str) -> Option<&str> {
     let is_hex =
         |s: &str| s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     if n >= 3 && parts[n - 3] == BLOBS_DIR {
-        let name = parts[n - 1].strip_suffix(".blob")?;
+        let name = blob_file_stem(parts[n - 1])?;
         return (is_hex(name) && parts[n - 2] == &name[..2]).then_some(name);
     }
     if n >= 2 && parts[n - 2] == CODE_OBJECTS_DIR {
@@ -280,7 +288,7 @@ pub fn claimed_object_id(rel: &str) -> Option<&str> {
 /// `/`-separated)?
 pub fn is_counted_object(rel: &str) -> bool {
     match rel.split_once('/') {
-        Some((BLOBS_DIR, rest)) => rest.matches('/').count() == 1 && rest.ends_with(".blob"),
+        Some((BLOBS_DIR, rest)) => rest.matches('/').count() == 1 && is_blob_file_name(rest),
         Some((CODE_OBJECTS_DIR, name)) => !name.contains('/') && !fsutil::is_temp_name(name),
         _ => false,
     }

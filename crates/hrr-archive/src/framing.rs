@@ -151,6 +151,18 @@ pub fn trailer_total(header: &RecordHeader, payload: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(a))
 }
 
+/// How a record type the schema does not name is shown: `region-event`, `reserved-0x....` for
+/// the format's other reserved types, `type-0x....` for an unknown call id.
+pub fn type_name(kind: u16) -> String {
+    if kind == TYPE_REGION {
+        "region-event".into()
+    } else if kind >= FIRST_RESERVED_TYPE {
+        format!("reserved-0x{kind:04x}")
+    } else {
+        format!("type-0x{kind:04x}")
+    }
+}
+
 /// Nanoseconds since the Unix epoch, now.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now()

@@ -104,7 +104,11 @@ pub fn temp_path_for(path: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+    path.with_file_name(crate::layout::names::temp_name(
+        &name,
+        std::process::id(),
+        n,
+    ))
 }
 
 /// Write `bytes` to `path` atomically: temp file (0600) in the same folder, fsync, rename.
@@ -131,9 +135,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
 }
 
 /// Is this path a temp file left by [`write_atomic`] or the blob store?
-pub fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && name.ends_with(".tmp")
-}
+pub use crate::layout::names::is_temp_name;
 
 /// Rename `from` to `to`, failing with `AlreadyExists` if `to` exists (never replaces anything,
 /// not even an empty folder). Uses `renameat2(RENAME_NOREPLACE)`; on a file system without it,

@@ -1,5 +1,6 @@
-//! The body of the reader fuzz target (`fuzz/fuzz_targets/reader.rs`), shared with a stable-Rust
-//! test that runs it over mutated seeds (`tests/fuzz_seeds.rs`). Not part of the API.
+//! The bodies of the fuzz targets (`fuzz/fuzz_targets/reader.rs`: [`fuzz_one`];
+//! `fuzz/fuzz_targets/pack.rs`: [`fuzz_pack_one`]), shared with stable-Rust tests that run them
+//! over mutated seeds (`tests/fuzz_seeds.rs`, `tests/pack.rs`). Not part of the API.
 //!
 //! Input: `u16` manifest length (little endian, taken modulo what is left), the manifest bytes,
 //! then the events.bin bytes. They are written as one `pid-7/` capture in a fresh temp folder and
@@ -10,11 +11,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::manifest::{self, MANIFEST};
+use crate::layout::{EVENTS_FILE, MANIFEST};
+use crate::manifest;
 use crate::reader::{EventReader, Recovery};
 use crate::repair::{repair_process, RepairOutcome};
 use crate::schema::decode_fields;
-use crate::writer::EVENTS_FILE;
 use crate::{layout, summary};
 
 static RUN: AtomicU64 = AtomicU64::new(0);
@@ -76,7 +77,7 @@ pub fn fuzz_one(data: &[u8]) {
         RUN.fetch_add(1, Ordering::Relaxed)
     ));
     let _guard = TempRoot(root.clone());
-    let dir = root.join("pid-7");
+    let dir = root.join(layout::pid_dir_name(7));
     if std::fs::create_dir_all(&dir).is_err() {
         return;
     }
@@ -150,4 +151,53 @@ pub fn fuzz_one(data: &[u8]) {
     if rec.incomplete_marks.is_empty() {
         assert_eq!(second, RepairOutcome::AlreadyComplete { events: n });
     }
+}
+
+/// Body of the pack fuzz target (`fuzz/fuzz_targets/pack.rs`), shared with a stable-Rust test
+/// over mutated seeds. `tar` is the decompressed stream of a pack: it is compressed here, so the
+/// fuzzer explores the tar and the index rather than zstd's own checks. The pack is listed,
+/// verified and unpacked into a fresh temp folder. Errors are expected; panics are the bugs, and
+/// so is anything left in the destination after a failed unpack. Not part of the API.
+#[cfg(feature = "pack")]
+pub fn fuzz_pack_one(tar: &[u8]) {
+    use crate::pack::{read_index, unpack};
+    use crate::progress::NoProgress;
+    use std::fs;
+    let Ok(tmp) = tempfile::tempdir() else {
+        return;
+    };
+    let pack = tmp.path().join("f.hrr.tar.zst");
+    let Ok(z) = zstd::bulk::compress(tar, 1) else {
+        return;
+    };
+    if fs::write(&pack, z).is_err() {
+        return;
+    }
+    let _ = read_index(&pack);
+    let _ = crate::verify::verify_pack(&pack, &NoProgress);
+    let dest = tmp.path().join("dest");
+    if fs::create_dir(&dest).is_err() {
+        return;
+    }
+    match unpack(&pack, &dest, false, &NoProgress) {
+        Ok(out) => {
+            assert!(out.starts_with(&dest), "unpacked outside the destination");
+            assert_eq!(
+                fs::read_dir(&dest).map(|d| d.count()).unwrap_or(0),
+                1,
+                "exactly the root folder"
+            );
+            let _ = crate::verify::verify_dir(&out, &NoProgress);
+        }
+        Err(_) => assert_eq!(
+            fs::read_dir(&dest).map(|d| d.count()).unwrap_or(0),
+            0,
+            "a failed unpack left something behind"
+        ),
+    }
+    assert_eq!(
+        fs::read_dir(tmp.path()).map(|d| d.count()).unwrap_or(0),
+        2,
+        "nothing written beside the pack"
+    );
 }

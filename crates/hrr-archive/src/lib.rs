@@ -45,7 +45,10 @@ pub mod reader;
 pub mod redact;
 pub mod repair;
 pub mod schema;
+pub mod stream;
 pub mod summary;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod verify;
 pub mod writer;
 

@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::fsutil;
-
-/// File name of both manifests.
-pub const MANIFEST: &str = "manifest.json";
+pub use crate::layout::names::{list_pid_dirs, parse_pid_dir_name, MANIFEST};
+use crate::schema::ApiFamily;
 /// Schema version of the root manifest.
 pub const ROOT_MANIFEST_VERSION: u32 = 1;
 /// Largest manifest the reader accepts.
@@ -40,7 +39,7 @@ pub struct ProcessManifest {
     pub incomplete_reason: Option<String>,
     /// API family recorded (`cuda-driver`, `hip`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api: Option<String>,
+    pub api: Option<ApiFamily>,
     /// Calls seen that replay cannot reproduce, with the reasons.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unreplayable_apis: BTreeMap<String, Vec<String>>,
@@ -72,6 +71,80 @@ impl ProcessManifest {
             extra: Map::new(),
         }
     }
+}
+
+impl ProcessManifest {
+    /// The device facts of [`Self::metadata`], typed (what `--info` shows).
+    pub fn device_facts(&self) -> DeviceFacts {
+        DeviceFacts::from_metadata(self.metadata.as_ref())
+    }
+}
+
+/// The facts about the capturing device, driver and runtime that consumers show or check, picked
+/// out of a manifest's free-form `metadata` (which stays as written, unknown keys and all). Each
+/// is looked for at the top level of `metadata`, then in `device`, then in `devices[0]` (where
+/// `hrr-capture` writes them); a number or a `[major, minor]` array is given as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceFacts {
+    /// Device name (`device_name` or `name`).
+    pub name: Option<String>,
+    /// CUDA compute capability (`compute_capability`, e.g. `9.0`) or, on HIP, the GCN
+    /// architecture name (`gcn_arch_name`, e.g. `gfx90a:sramecc+:xnack-`).
+    pub architecture: Option<String>,
+    /// Device UUID (`uuid`, 32 hex).
+    pub uuid: Option<String>,
+    /// Device memory in bytes (`total_global_mem`).
+    pub total_memory: Option<u64>,
+    /// Driver version as recorded (`driver_version`: CUDA's `1000 * major + 10 * minor`, HIP's
+    /// `HIP_VERSION`).
+    pub driver_version: Option<String>,
+}
+
+impl DeviceFacts {
+    /// Pick the facts out of a manifest's `metadata` object.
+    pub fn from_metadata(meta: Option<&Value>) -> Self {
+        DeviceFacts {
+            name: meta_text(meta, &["device_name", "name"]),
+            architecture: meta_text(meta, &["compute_capability", "gcn_arch_name"]),
+            uuid: meta_text(meta, &["uuid"]),
+            total_memory: meta_text(meta, &["total_global_mem"]).and_then(|t| t.parse().ok()),
+            driver_version: meta_text(meta, &["driver_version"]),
+        }
+    }
+
+    /// [`Self::driver_version`] as a number, when it is one.
+    pub fn driver_version_number(&self) -> Option<u64> {
+        self.driver_version.as_deref()?.parse().ok()
+    }
+}
+
+/// A string (or number, or `[major, minor]`) from the manifest metadata: top level first, then
+/// `device`, then `devices[0]`.
+fn meta_text(meta: Option<&Value>, keys: &[&str]) -> Option<String> {
+    let meta = meta?;
+    let places = [
+        Some(meta),
+        meta.get("device"),
+        meta.get("devices").and_then(|d| d.get(0)),
+    ];
+    for place in places.into_iter().flatten() {
+        for key in keys {
+            match place.get(*key) {
+                Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
+                Some(Value::Number(n)) => return Some(n.to_string()),
+                Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_number) => {
+                    return Some(
+                        a.iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join("."),
+                    )
+                }
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// One row of the root index.
@@ -148,32 +221,6 @@ pub fn write_process_manifest(pid_dir: &Path, m: &ProcessManifest) -> Result<()>
 /// Read `root/manifest.json`.
 pub fn read_root_manifest(root: &Path) -> Result<RootManifest> {
     read_json(&root.join(MANIFEST))
-}
-
-/// `pid-<pid>` folder name → pid.
-pub fn parse_pid_dir_name(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix("pid-")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
-/// The `pid-*` folders under `root` (real directories only), sorted by pid.
-pub fn list_pid_dirs(root: &Path) -> Result<Vec<(u32, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(root).at(root)? {
-        let entry = entry.at(root)?;
-        let name = entry.file_name();
-        let Some(pid) = parse_pid_dir_name(&name.to_string_lossy()) else {
-            continue;
-        };
-        if entry.file_type().at(entry.path())?.is_dir() {
-            out.push((pid, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// Result of rebuilding the root index.
@@ -265,10 +312,31 @@ mod tests {
     }
 
     #[test]
+    fn device_facts_are_found_at_top_level_or_in_the_first_device() {
+        let m = serde_json::json!({"driver_version": 13000, "devices": [{"name": "NVIDIA H200",
+            "compute_capability": [9, 0], "total_global_mem": 150_000_000_000u64, "uuid": "ab"}]});
+        let f = DeviceFacts::from_metadata(Some(&m));
+        assert_eq!(f.name.as_deref(), Some("NVIDIA H200"));
+        assert_eq!(f.architecture.as_deref(), Some("9.0"));
+        assert_eq!(f.driver_version.as_deref(), Some("13000"));
+        assert_eq!(f.driver_version_number(), Some(13000));
+        assert_eq!(f.total_memory, Some(150_000_000_000));
+        assert_eq!(f.uuid.as_deref(), Some("ab"));
+        assert_eq!(DeviceFacts::from_metadata(None), DeviceFacts::default());
+        let hip = serde_json::json!({"devices": [{"gcn_arch_name": "gfx90a"}]});
+        assert_eq!(
+            DeviceFacts::from_metadata(Some(&hip))
+                .architecture
+                .as_deref(),
+            Some("gfx90a")
+        );
+    }
+
+    #[test]
     fn root_index_is_rebuilt_from_pid_dirs() {
         let root = tempfile::tempdir().unwrap();
         for (pid, parent) in [(20u32, 10u32), (10, 1)] {
-            let d = root.path().join(format!("pid-{pid}"));
+            let d = root.path().join(crate::layout::names::pid_dir_name(pid));
             std::fs::create_dir(&d).unwrap();
             write_process_manifest(&d, &ProcessManifest::new(pid, parent)).unwrap();
         }

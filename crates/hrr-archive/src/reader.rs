@@ -3,135 +3,34 @@
 //! implausible length or anything after the trailer ends the stream; every complete record before
 //! it is delivered and [`Recovery`] says what was dropped. See FORMAT.md §4.
 
+use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::framing::*;
 use crate::fsutil;
-use crate::schema::Schema;
+use crate::schema::{decode_fields, object_fields, CallDef, FieldType, ObjectRef, Schema, Value};
+pub use crate::stream::{Dropped, Record, Recovery};
+use crate::stream::{Frame, Framer, Unreadable};
 
-/// One record as stored: header and payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// Record header.
-    pub header: RecordHeader,
-    /// Payload (empty when the reader skips payloads).
-    pub payload: Vec<u8>,
-}
-
-/// Why reading stopped before the end of the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dropped {
-    /// Fewer than 32 bytes were left for a record header.
-    TornHeader {
-        /// Bytes present.
-        have: u64,
-    },
-    /// A record's length field is below 32 or above the limit.
-    ImplausibleLength {
-        /// The length field.
-        len: u32,
-    },
-    /// The record's payload runs past the end of the file.
-    TornPayload {
-        /// The record length claimed.
-        expected: u32,
-        /// Bytes present (header included).
-        have: u64,
-    },
-}
-
-/// What the reader found about the end of the stream; complete once the iterator is exhausted.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recovery {
-    /// Records delivered after the schema record (all types but the trailer).
-    pub records: u64,
-    /// The event count a valid trailer claims, if one was found.
-    pub trailer_total: Option<u64>,
-    /// Why reading stopped early, if it did.
-    pub dropped: Option<Dropped>,
-    /// File offset where the stopped record started.
-    pub dropped_at: Option<u64>,
-    /// Bytes lost at the tail (a torn record, or everything after an implausible length).
-    pub dropped_bytes: u64,
-    /// Bytes after a valid trailer (ignored).
-    pub bytes_after_trailer: u64,
-    /// Reasons of every "incomplete" mark the writer recorded.
-    pub incomplete_marks: Vec<String>,
-    /// Highest sequence number seen.
-    pub last_seq: Option<u64>,
-    /// Offset just past the last complete record (where a repair appends the trailer).
-    pub good_len: u64,
-}
-
-impl Recovery {
-    /// True when a trailer was found and counts exactly the records before it.
-    pub fn clean_trailer(&self) -> bool {
-        self.trailer_total == Some(self.records)
-    }
-
-    /// True when the stream ended cleanly and the writer never marked it incomplete.
-    pub fn complete(&self) -> bool {
-        self.clean_trailer() && self.incomplete_marks.is_empty() && self.dropped.is_none()
-    }
-
-    /// Human-readable reasons why the capture is not complete (empty when complete).
-    pub fn incompleteness(&self) -> Vec<String> {
-        let mut why = Vec::new();
-        for m in &self.incomplete_marks {
-            why.push(format!("writer marked it incomplete: {m}"));
-        }
-        match (&self.dropped, self.trailer_total) {
-            (Some(d), _) => why.push(format!(
-                "no clean-shutdown trailer (capture likely crashed); {}",
-                describe_drop(d, self.dropped_bytes)
-            )),
-            (None, None) => why
-                .push("no clean-shutdown trailer (capture likely crashed or still running)".into()),
-            (None, Some(t)) if t != self.records => why.push(format!(
-                "clean-shutdown trailer counts {t} events but {} precede it",
-                self.records
-            )),
-            _ => {}
-        }
-        why
-    }
-}
-
-fn describe_drop(d: &Dropped, bytes: u64) -> String {
-    match d {
-        Dropped::TornHeader { have } => {
-            format!("truncated event header ({have}/{RECORD_HEADER_LEN} bytes) at tail discarded")
-        }
-        Dropped::ImplausibleLength { len } => format!(
-            "implausible record length {len} (min {RECORD_HEADER_LEN}, max {MAX_RECORD_LEN}); {bytes} bytes from there discarded"
-        ),
-        Dropped::TornPayload { expected, have } => format!(
-            "torn trailing record ({have} of {expected} bytes) discarded"
-        ),
-    }
-}
-
-/// Streaming reader over one events.bin.
+/// Streaming reader over one events.bin: a [`Framer`] fed from the file.
 pub struct EventReader {
     path: PathBuf,
     input: BufReader<File>,
     file_len: u64,
-    offset: u64,
+    framer: Framer,
     header: FileHeader,
     schema: Option<Schema>,
-    read_payloads: bool,
-    done: bool,
-    recovery: Recovery,
+    failed: bool,
 }
 
 impl std::fmt::Debug for EventReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventReader")
             .field("path", &self.path)
-            .field("offset", &self.offset)
+            .field("offset", &self.framer.offset())
             .finish()
     }
 }
@@ -139,72 +38,132 @@ impl std::fmt::Debug for EventReader {
 impl EventReader {
     /// Open `path`, check its header (magic, version) and read the schema record.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, keep_payloads: bool) -> Result<Self> {
         let file = fsutil::open_read(path)?;
         let file_len = file.metadata().at(path)?.len();
-        let mut input = BufReader::with_capacity(1 << 20, file);
-        if file_len < FILE_HEADER_LEN as u64 {
-            return Err(Error::TooShort {
-                path: path.to_path_buf(),
-                len: file_len,
-            });
-        }
-        let mut hb = [0u8; FILE_HEADER_LEN];
-        input.read_exact(&mut hb).at(path)?;
-        let header = FileHeader::decode(&hb);
-        if header.magic != MAGIC {
-            return Err(Error::BadMagic {
-                path: path.to_path_buf(),
-                found: header.magic,
-                expected: MAGIC,
-            });
-        }
-        if header.version != FORMAT_VERSION {
-            return Err(Error::VersionMismatch {
-                path: path.to_path_buf(),
-                file: header.version,
-                reader: FORMAT_VERSION,
-            });
-        }
         let mut reader = EventReader {
             path: path.to_path_buf(),
-            input,
+            input: BufReader::with_capacity(1 << 20, file),
             file_len,
-            offset: FILE_HEADER_LEN as u64,
-            header,
+            framer: Framer::new(Some(file_len), keep_payloads),
+            header: FileHeader::current(),
             schema: None,
-            read_payloads: true,
-            done: false,
-            recovery: Recovery {
-                good_len: FILE_HEADER_LEN as u64,
-                ..Default::default()
-            },
+            failed: false,
         };
-        if header.flags & FLAG_SELF_DESCRIBING != 0 {
-            let bad = |reason: String| Error::BadSchema {
-                path: path.to_path_buf(),
-                reason,
-            };
-            match reader.read_record()? {
-                Some(r) if r.header.kind == TYPE_SCHEMA => {
-                    reader.schema = Some(Schema::from_json(&r.payload).map_err(bad)?);
-                    reader.recovery.good_len = reader.offset;
+        match reader.pump()? {
+            Some(Frame::FileHeader(h)) => reader.header = h,
+            _ => return Err(reader.unreadable_error()),
+        }
+        if reader.header.flags & FLAG_SELF_DESCRIBING != 0 {
+            match reader.pump()? {
+                Some(Frame::Schema(r)) => {
+                    let schema =
+                        Schema::from_json(&r.payload).map_err(|reason| Error::BadSchema {
+                            path: path.to_path_buf(),
+                            reason,
+                        })?;
+                    reader.schema = Some(schema);
                 }
-                Some(r) => {
-                    return Err(bad(format!(
-                        "first record has type 0x{:04x}, expected the schema record 0x{TYPE_SCHEMA:04x}",
-                        r.header.kind
-                    )))
-                }
-                None => return Err(bad("the file ends before its schema record".into())),
+                _ => return Err(reader.unreadable_error()),
             }
         }
         Ok(reader)
     }
 
+    /// Why the file could not be opened, from what the framer found.
+    fn unreadable_error(&self) -> Error {
+        let path = self.path.clone();
+        let bad = |reason: String| Error::BadSchema {
+            path: self.path.clone(),
+            reason,
+        };
+        match self.framer.unreadable() {
+            Some(Unreadable::TooShort { len }) => Error::TooShort { path, len: *len },
+            Some(Unreadable::BadMagic { found }) => Error::BadMagic {
+                path,
+                found: *found,
+                expected: MAGIC,
+            },
+            Some(Unreadable::Version { file }) => Error::VersionMismatch {
+                path,
+                file: *file,
+                reader: FORMAT_VERSION,
+            },
+            Some(Unreadable::NotSchema { kind }) => bad(format!(
+                "first record has type 0x{kind:04x}, expected the schema record 0x{TYPE_SCHEMA:04x}"
+            )),
+            Some(Unreadable::NoSchema) | None => {
+                bad("the file ends before its schema record".into())
+            }
+        }
+    }
+
+    /// Feed the framer from the file until it completes a frame or is done.
+    fn pump(&mut self) -> Result<Option<Frame>> {
+        loop {
+            if let (_, Some(frame)) = self.framer.feed(&[]) {
+                return Ok(Some(frame));
+            }
+            if self.framer.is_done() {
+                return Ok(None);
+            }
+            let skip = self.framer.skippable();
+            let buffered = self.input.buffer().len() as u64;
+            if skip > buffered {
+                // A payload not kept and longer than what is buffered: seek past it.
+                self.input.seek_relative(skip as i64).at(&self.path)?;
+                self.framer.skip(skip);
+                continue;
+            }
+            let buf = self.input.fill_buf().at(&self.path)?;
+            if buf.is_empty() {
+                // The file is shorter than when it was opened.
+                return Err(Error::Io {
+                    path: self.path.clone(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "failed to fill whole buffer",
+                    ),
+                });
+            }
+            let (n, frame) = self.framer.feed(buf);
+            self.input.consume(n);
+            if frame.is_some() {
+                return Ok(frame);
+            }
+        }
+    }
+
+    /// Open `path` to read record headers only: payloads are passed over (delivered empty),
+    /// except those of writer marks; counting without reading data.
+    pub fn open_headers(path: &Path) -> Result<Self> {
+        Self::open_with(path, false)
+    }
+
     /// Deliver records with empty payloads (headers only); counting without reading data.
-    pub fn skip_payloads(mut self) -> Self {
-        self.read_payloads = false;
-        self
+    /// Records already read ahead keep theirs.
+    pub fn skip_payloads(self) -> Self {
+        let EventReader {
+            path,
+            input,
+            file_len,
+            framer,
+            header,
+            schema,
+            failed,
+        } = self;
+        EventReader {
+            framer: framer.without_payloads(),
+            path,
+            input,
+            file_len,
+            header,
+            schema,
+            failed,
+        }
     }
 
     /// The file header.
@@ -224,7 +183,7 @@ impl EventReader {
 
     /// What was recovered and dropped so far (final once iteration ends).
     pub fn recovery(&self) -> &Recovery {
-        &self.recovery
+        self.framer.recovery()
     }
 
     /// The path being read.
@@ -232,87 +191,36 @@ impl EventReader {
         &self.path
     }
 
-    fn stop(&mut self, why: Dropped, at: u64) {
-        self.recovery.dropped = Some(why);
-        self.recovery.dropped_at = Some(at);
-        self.recovery.dropped_bytes = self.file_len.saturating_sub(at);
-        self.done = true;
-    }
-
-    /// Read the next record of any type; `None` at the end of the stream (or where it stops).
-    fn read_record(&mut self) -> Result<Option<Record>> {
-        if self.done {
-            return Ok(None);
-        }
-        let start = self.offset;
-        let left = self.file_len.saturating_sub(start);
-        if left == 0 {
-            self.done = true;
-            return Ok(None);
-        }
-        if left < RECORD_HEADER_LEN as u64 {
-            self.stop(Dropped::TornHeader { have: left }, start);
-            return Ok(None);
-        }
-        let mut hb = [0u8; RECORD_HEADER_LEN];
-        self.input.read_exact(&mut hb).at(&self.path)?;
-        let header = RecordHeader::decode(&hb);
-        if header.total_len < RECORD_HEADER_LEN as u32 || header.total_len > MAX_RECORD_LEN {
-            self.stop(
-                Dropped::ImplausibleLength {
-                    len: header.total_len,
-                },
-                start,
-            );
-            return Ok(None);
-        }
-        if header.total_len as u64 > left {
-            self.stop(
-                Dropped::TornPayload {
-                    expected: header.total_len,
-                    have: left,
-                },
-                start,
-            );
-            return Ok(None);
-        }
-        let len = header.payload_len();
-        let must_read = self.read_payloads
-            || header.kind == TYPE_TRAILER
-            || header.kind == TYPE_INCOMPLETE
-            || header.kind == TYPE_SCHEMA;
-        let payload = if must_read {
-            let mut p = vec![0u8; len];
-            self.input.read_exact(&mut p).at(&self.path)?;
-            p
-        } else {
-            self.input.seek_relative(len as i64).at(&self.path)?;
-            Vec::new()
-        };
-        self.offset = start + header.total_len as u64;
-        Ok(Some(Record { header, payload }))
-    }
-
     /// The next record including writer marks (everything but the schema and the trailer).
     pub fn next_raw(&mut self) -> Result<Option<Record>> {
-        let Some(rec) = self.read_record()? else {
-            return Ok(None);
-        };
-        if let Some(total) = trailer_total(&rec.header, &rec.payload) {
-            self.recovery.trailer_total = Some(total);
-            self.recovery.bytes_after_trailer = self.file_len - self.offset;
-            self.done = true;
+        if self.failed {
             return Ok(None);
         }
-        self.recovery.records += 1;
-        self.recovery.last_seq = Some(rec.header.seq);
-        self.recovery.good_len = self.offset;
-        if rec.header.kind == TYPE_INCOMPLETE {
-            self.recovery
-                .incomplete_marks
-                .push(String::from_utf8_lossy(&rec.payload).into_owned());
+        match self.pump() {
+            Ok(Some(Frame::Record(r))) => Ok(Some(r)),
+            Ok(_) => Ok(None),
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
         }
-        Ok(Some(rec))
+    }
+
+    /// Read to the end of the stream, headers only, and return what was found: the pass that
+    /// counts records and finds a torn tail without reading payloads.
+    pub fn scan_headers(path: &Path) -> Result<Recovery> {
+        let mut r = Self::open_headers(path)?;
+        while r.next_raw()?.is_some() {}
+        Ok(r.recovery().clone())
+    }
+
+    /// Events in file order (writer marks are noted in [`Recovery`] and not yielded), each with
+    /// its call looked up in `schema` (normally [`Self::schema`], cloned).
+    pub fn decoded<'r, 's>(&'r mut self, schema: Option<&'s Schema>) -> Decoded<'r, 's> {
+        Decoded {
+            reader: self,
+            schema,
+        }
     }
 }
 
@@ -326,11 +234,90 @@ impl Iterator for EventReader {
                 Ok(Some(r)) if r.header.kind == TYPE_INCOMPLETE => continue,
                 Ok(Some(r)) => return Some(Ok(r)),
                 Ok(None) => return None,
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
+                Err(e) => return Some(Err(e)),
             }
         }
+    }
+}
+
+/// If events.bin at `path` has a readable file header and ends with a valid trailer, the event
+/// count that trailer claims; reads the header and the last 44 bytes only.
+pub fn tail_trailer(path: &Path) -> Result<Option<u64>> {
+    use std::io::{Read, Seek, SeekFrom};
+    EventReader::open(path)?;
+    let mut f = fsutil::open_read(path)?;
+    let len = f.metadata().at(path)?.len();
+    if len < TRAILER_LEN as u64 {
+        return Ok(None);
+    }
+    let mut b = [0u8; TRAILER_LEN];
+    f.seek(SeekFrom::Start(len - TRAILER_LEN as u64))
+        .and_then(|_| f.read_exact(&mut b))
+        .at(path)?;
+    let header = RecordHeader::decode(b[..RECORD_HEADER_LEN].try_into().expect("32 bytes"));
+    Ok(trailer_total(&header, &b[RECORD_HEADER_LEN..]))
+}
+
+/// One event with its call looked up in the schema: what `--info`, `--events`, verify and
+/// replay read. Fields are decoded on demand, by name, from the schema alone.
+#[derive(Debug, Clone)]
+pub struct DecodedEvent<'s> {
+    /// Record header.
+    pub header: RecordHeader,
+    /// Payload as stored.
+    pub payload: Vec<u8>,
+    /// The call, when the schema names this record type.
+    pub call: Option<&'s CallDef>,
+}
+
+impl<'s> DecodedEvent<'s> {
+    /// The call's name, or for a type the schema does not name, [`type_name`]'s.
+    pub fn name(&self) -> Cow<'s, str> {
+        match self.call {
+            Some(c) => Cow::Borrowed(c.name.as_str()),
+            None => Cow::Owned(type_name(self.header.kind)),
+        }
+    }
+
+    /// Every field, by name in schema order (`None`: the schema does not name this type; an
+    /// error: the payload does not match its schema entry).
+    pub fn fields(&self) -> Option<std::result::Result<Vec<(&'s str, Value)>, String>> {
+        self.call.map(|c| decode_fields(c, &self.payload))
+    }
+
+    /// Every `blob` and `code` field: where its id lies and the id.
+    pub fn object_refs(&self) -> Option<std::result::Result<Vec<ObjectRef<'s>>, String>> {
+        self.call.map(|c| object_fields(c, &self.payload))
+    }
+
+    /// The call's first field is its result code and it is not success (0).
+    pub fn failed(&self) -> bool {
+        self.call
+            .is_some_and(|c| c.fields.first().is_some_and(|f| f.ty == FieldType::Result))
+            && self.payload.len() >= 4
+            && self.payload[..4] != [0, 0, 0, 0]
+    }
+}
+
+/// Iterator of [`EventReader::decoded`].
+#[derive(Debug)]
+pub struct Decoded<'r, 's> {
+    reader: &'r mut EventReader,
+    schema: Option<&'s Schema>,
+}
+
+impl<'s> Iterator for Decoded<'_, 's> {
+    type Item = Result<DecodedEvent<'s>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rec = match self.reader.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(DecodedEvent {
+            call: self.schema.and_then(|s| s.call(rec.header.kind)),
+            header: rec.header,
+            payload: rec.payload,
+        }))
     }
 }

@@ -18,8 +18,7 @@ use crate::manifest;
 use crate::reader::EventReader;
 use crate::schema::object_fields;
 
-/// File name of the redaction record in a process capture.
-pub const REDACTIONS_FILE: &str = "redactions.json";
+pub use crate::layout::names::REDACTIONS_FILE;
 /// Version of `redactions.json` this library writes.
 pub const REDACTIONS_VERSION: u32 = 1;
 /// How fingerprints are made: BLAKE3 in keyed mode over the secret, first 128 bits.

@@ -10,9 +10,9 @@ use crate::error::{Error, IoContext, Result};
 use crate::framing::{encode_trailer, now_ns};
 use crate::fsutil;
 use crate::layout;
+use crate::layout::EVENTS_FILE;
 use crate::manifest::{self, ProcessManifest};
-use crate::reader::{EventReader, Recovery};
-use crate::writer::{ACTIVE_MARKER, EVENTS_FILE};
+use crate::reader::EventReader;
 
 /// What a repair did to one process capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,27 +37,15 @@ pub enum RepairOutcome {
 
 /// Refuse to touch a capture whose writer is still running.
 fn check_not_active(dir: &Path) -> Result<()> {
-    let marker = dir.join(ACTIVE_MARKER);
-    if let Ok(text) = fsutil::read_small(&marker, 4096) {
-        let pid: Option<u32> = String::from_utf8_lossy(&text).trim().parse().ok();
-        if let Some(pid) = pid {
-            if pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists() {
-                return Err(Error::Io {
-                    path: dir.to_path_buf(),
-                    source: std::io::Error::other(format!(
-                        "capture is still running (pid {pid} holds it); wait for it to exit"
-                    )),
-                });
-            }
-        }
+    if let Some(pid) = layout::running_writer(dir) {
+        return Err(Error::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(format!(
+                "capture is still running (pid {pid} holds it); wait for it to exit"
+            )),
+        });
     }
     Ok(())
-}
-
-fn scan(path: &Path) -> Result<(Recovery, u16)> {
-    let mut reader = EventReader::open(path)?.skip_payloads();
-    while reader.next_raw()?.is_some() {}
-    Ok((reader.recovery().clone(), reader.file_header().flags))
 }
 
 /// Repair one `pid-<pid>/` capture.
@@ -65,7 +53,7 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
     fsutil::require_dir(dir)?;
     check_not_active(dir)?;
     let events_path = dir.join(EVENTS_FILE);
-    let (rec, _) = scan(&events_path)?;
+    let rec = EventReader::scan_headers(&events_path)?;
     let manifest_now = manifest::read_process_manifest(dir).ok();
     let objects = count_objects(dir)?;
     let blob_count = objects.blobs + objects.code_objects;
@@ -88,7 +76,7 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
     let dropped = len.saturating_sub(cut_from);
     let has_valid_trailer_only = rec.clean_trailer() && rec.bytes_after_trailer == 0;
     if dropped > 0 && !has_valid_trailer_only {
-        let tail_path = dir.join(format!("{EVENTS_FILE}.dropped-at-{cut_from}"));
+        let tail_path = dir.join(layout::dropped_tail_name(cut_from));
         let mut src = fsutil::open_read(&events_path)?;
         src.seek(SeekFrom::Start(cut_from)).at(&events_path)?;
         let tmp = fsutil::temp_path_for(&tail_path);
@@ -119,7 +107,7 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
         .collect();
     m.incomplete_reason = (!still.is_empty()).then(|| still.join("; "));
     manifest::write_process_manifest(dir, &m)?;
-    let _ = std::fs::remove_file(dir.join(ACTIVE_MARKER));
+    layout::remove_active_marker(dir);
     Ok(RepairOutcome::Repaired {
         events: rec.records,
         dropped_bytes: if has_valid_trailer_only { 0 } else { dropped },

@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::blobs::hex;
 use crate::blobs::ObjectId;
 
 /// Wire type of one payload field.
@@ -104,11 +105,81 @@ pub struct CallDef {
     pub fields: Vec<FieldDef>,
 }
 
+/// The API family a capture recorded, written as a string (`cuda-driver`, `hip`, or any other
+/// name a newer recorder uses).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ApiFamily {
+    /// The CUDA driver API (`cuda-driver`).
+    CudaDriver,
+    /// The HIP runtime API (`hip`).
+    Hip,
+    /// Any other family, by its name.
+    Other(String),
+}
+
+impl ApiFamily {
+    /// The name as written in the schema record and the manifest.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ApiFamily::CudaDriver => "cuda-driver",
+            ApiFamily::Hip => "hip",
+            ApiFamily::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ApiFamily {
+    fn from(s: &str) -> Self {
+        match s {
+            "cuda-driver" => ApiFamily::CudaDriver,
+            "hip" => ApiFamily::Hip,
+            other => ApiFamily::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for ApiFamily {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "cuda-driver" | "hip" => ApiFamily::from(s.as_str()),
+            _ => ApiFamily::Other(s),
+        }
+    }
+}
+
+impl From<ApiFamily> for String {
+    fn from(a: ApiFamily) -> Self {
+        match a {
+            ApiFamily::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ApiFamily {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for ApiFamily {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ApiFamily {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// The schema record: which API was recorded and how to decode each call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schema {
     /// API family, e.g. `cuda-driver` or `hip`.
-    pub api: String,
+    pub api: ApiFamily,
     /// Version of that API the recorder was built for (e.g. 13000).
     pub api_version: u64,
     /// Every call that may appear.
@@ -122,7 +193,7 @@ pub struct Schema {
 
 impl Schema {
     /// Build a schema and index it.
-    pub fn new(api: impl Into<String>, api_version: u64, calls: Vec<CallDef>) -> Self {
+    pub fn new(api: impl Into<ApiFamily>, api_version: u64, calls: Vec<CallDef>) -> Self {
         let mut s = Schema {
             api: api.into(),
             api_version,
@@ -240,16 +311,6 @@ impl fmt::Display for Value {
             Value::U64s(v) => write!(f, "{v:?}"),
         }
     }
-}
-
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    use fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// Builds an event payload field by field, in schema order.
@@ -489,24 +550,21 @@ mod tests {
     use super::*;
 
     fn call() -> CallDef {
-        let f = |name: &str, ty| FieldDef {
-            name: name.into(),
-            ty,
-        };
-        CallDef {
-            id: 3,
-            name: "cuThing".into(),
-            class: CallClass::Other,
-            fields: vec![
-                f("result", FieldType::Result),
-                f("ptr", FieldType::Ptr),
-                f("name", FieldType::Str),
-                f("args", FieldType::Bytes),
-                f("blob", FieldType::Blob),
-                f("offs", FieldType::U64s),
-                f("x", FieldType::F64),
+        use FieldType::*;
+        crate::testkit::call(
+            3,
+            "cuThing",
+            CallClass::Other,
+            &[
+                ("result", Result),
+                ("ptr", Ptr),
+                ("name", Str),
+                ("args", Bytes),
+                ("blob", Blob),
+                ("offs", U64s),
+                ("x", F64),
             ],
-        }
+        )
     }
 
     #[test]
@@ -557,6 +615,15 @@ mod tests {
             "calls":[{"id":1,"name":"cuInit","fields":[{"name":"result","type":"result"},{"name":"flags","type":"u32"}]}]}"#;
         let s = Schema::from_json(json).unwrap();
         assert_eq!(s.call(1).unwrap().name, "cuInit");
+        assert_eq!(s.api, ApiFamily::CudaDriver);
+        assert!(String::from_utf8(s.to_json())
+            .unwrap()
+            .starts_with(r#"{"api":"cuda-driver","#));
+        let other = Schema::new("future-api", 1, vec![]);
+        assert_eq!(other.api, ApiFamily::Other("future-api".into()));
+        assert!(String::from_utf8(other.to_json())
+            .unwrap()
+            .starts_with(r#"{"api":"future-api","#));
         let again = Schema::from_json(&s.to_json()).unwrap();
         assert_eq!(again.extra.get("future"), s.extra.get("future"));
         assert!(Schema::from_json(

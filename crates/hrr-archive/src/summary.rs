@@ -7,11 +7,10 @@ use std::path::Path;
 
 use crate::blobs::{count_objects, ObjectCounts};
 use crate::error::Result;
-use crate::framing::{FIRST_RESERVED_TYPE, TYPE_REGION};
+use crate::layout::{self, EVENTS_FILE};
 use crate::manifest::{self, ProcessManifest};
 use crate::reader::{EventReader, Recovery};
-use crate::schema::{decode_fields, field, CallClass, FieldType, Schema, Value};
-use crate::writer::{ACTIVE_MARKER, EVENTS_FILE};
+use crate::schema::{field, CallClass, Schema, Value};
 
 /// Everything `--info` reports about one process capture.
 #[derive(Debug, Clone)]
@@ -89,20 +88,12 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
         events_bytes: reader.file_len(),
         time_span_ns: None,
         recovery: Recovery::default(),
-        active_marker: std::fs::symlink_metadata(dir.join(ACTIVE_MARKER)).is_ok(),
+        active_marker: layout::has_active_marker(dir),
         undecodable: 0,
     };
-    // Per call id: (name, class, whether the first field is the result code).
-    let mut names: BTreeMap<u16, (String, CallClass, bool)> = BTreeMap::new();
-    if let Some(schema) = &schema {
-        for c in &schema.calls {
-            let has_result = c.fields.first().is_some_and(|f| f.ty == FieldType::Result);
-            names.insert(c.id, (c.name.clone(), c.class, has_result));
-        }
-    }
-    for rec in reader.by_ref() {
-        let rec = rec?;
-        let h = rec.header;
+    for ev in reader.decoded(schema.as_ref()) {
+        let ev = ev?;
+        let h = ev.header;
         if !s.threads.contains(&h.thread_id) {
             s.threads.push(h.thread_id);
         }
@@ -110,29 +101,17 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
             None => (h.timestamp_ns, h.timestamp_ns),
             Some((a, b)) => (a.min(h.timestamp_ns), b.max(h.timestamp_ns)),
         });
-        let Some((name, class, has_result)) = names.get(&h.kind) else {
-            let name = if h.kind == TYPE_REGION {
-                "region-event".to_string()
-            } else if h.kind >= FIRST_RESERVED_TYPE {
-                format!("reserved-0x{:04x}", h.kind)
-            } else {
-                format!("type-0x{:04x}", h.kind)
-            };
-            *s.calls.entry(name).or_default() += 1;
+        *s.calls.entry(ev.name().into_owned()).or_default() += 1;
+        let Some(call) = ev.call else {
             continue;
         };
-        *s.calls.entry(name.clone()).or_default() += 1;
-        if *has_result && rec.payload.len() >= 4 && rec.payload[..4] != [0, 0, 0, 0] {
+        if ev.failed() {
             s.failed_calls += 1;
         }
-        match class {
+        match call.class {
             CallClass::Launch => {
                 s.launches += 1;
-                let call = schema
-                    .as_ref()
-                    .and_then(|sc| sc.call(h.kind))
-                    .expect("indexed");
-                let kernel = match decode_fields(call, &rec.payload) {
+                let kernel = match ev.fields().expect("the call is known") {
                     Ok(f) => match field(&f, "kernel") {
                         Some(Value::Str(k)) if !k.is_empty() => k.clone(),
                         _ => "<unnamed>".into(),
@@ -148,11 +127,7 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
             CallClass::D2h => {
                 // Only copies that left a result to check: a generic copy (`cuMemcpy`,
                 // `hipMemcpy`) is classed D2H but may have gone another way, or failed.
-                let call = schema
-                    .as_ref()
-                    .and_then(|sc| sc.call(h.kind))
-                    .expect("indexed");
-                let checked = match decode_fields(call, &rec.payload) {
+                let checked = match ev.fields().expect("the call is known") {
                     Ok(f) => !matches!(field(&f, "d2h_blob"), Some(Value::Blob(None))),
                     Err(_) => true,
                 };

@@ -6,17 +6,15 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::blobs::{CodeKind, ObjectId, ObjectStore, BLOBS_DIR, CODE_OBJECTS_DIR};
+use crate::blobs::{CodeKind, ObjectId, ObjectStore};
 use crate::error::{Error, IoContext, Result};
 use crate::framing::*;
 use crate::fsutil;
+use crate::layout::{self, BLOBS_DIR, CODE_OBJECTS_DIR};
 use crate::manifest::{self, ProcessManifest};
 use crate::schema::Schema;
 
-/// File name of the event stream.
-pub const EVENTS_FILE: &str = "events.bin";
-/// Marker present while a capture is running.
-pub const ACTIVE_MARKER: &str = "active";
+pub use crate::layout::names::{ACTIVE_MARKER, EVENTS_FILE};
 
 /// When the writer hands its buffer to the kernel and when it fsyncs.
 #[derive(Debug, Clone, Copy)]
@@ -203,7 +201,7 @@ impl ProcessWriter {
         policy: FlushPolicy,
     ) -> Result<Self> {
         fsutil::create_private_dir(root)?;
-        let dir = root.join(format!("pid-{pid}"));
+        let dir = root.join(layout::pid_dir_name(pid));
         fsutil::create_private_dir(&dir)?;
         fsutil::create_private_dir(&dir.join(BLOBS_DIR))?;
         fsutil::create_private_dir(&dir.join(CODE_OBJECTS_DIR))?;
@@ -217,11 +215,7 @@ impl ProcessWriter {
                 ),
             });
         }
-        fsutil::write_atomic(
-            &dir.join(ACTIVE_MARKER),
-            format!("{pid}\n").as_bytes(),
-            false,
-        )?;
+        layout::write_active_marker(&dir, pid)?;
         let mut manifest = ProcessManifest::new(pid, parent_pid);
         manifest.api = Some(schema.api.clone());
         manifest.incomplete_reason =
@@ -293,7 +287,7 @@ impl ProcessWriter {
         manifest.incomplete_reason = (!marks.is_empty())
             .then(|| format!("writer marked it incomplete: {}", marks.join("; ")));
         manifest::write_process_manifest(&dir, &manifest)?;
-        let _ = std::fs::remove_file(dir.join(ACTIVE_MARKER));
+        layout::remove_active_marker(&dir);
         manifest::rebuild_root_index(&root)?;
         Ok(manifest)
     }

@@ -6,41 +6,14 @@ use hrr_archive::framing::*;
 use hrr_archive::reader::{Dropped, EventReader};
 use hrr_archive::repair::{repair_process, repair_root, RepairOutcome};
 use hrr_archive::schema::*;
+use hrr_archive::testkit::test_api_schema;
 use hrr_archive::writer::{FlushPolicy, ProcessWriter, EVENTS_FILE};
 use hrr_archive::{manifest, summary, Error};
 use proptest::prelude::*;
 
 fn schema() -> Schema {
-    let f = |name: &str, ty| FieldDef {
-        name: name.into(),
-        ty,
-    };
-    Schema::new(
-        "test-api",
-        1,
-        vec![
-            CallDef {
-                id: 1,
-                name: "apiAlloc".into(),
-                class: CallClass::Other,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("ptr", FieldType::Ptr),
-                    f("size", FieldType::U64),
-                ],
-            },
-            CallDef {
-                id: 2,
-                name: "apiLaunch".into(),
-                class: CallClass::Launch,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("kernel", FieldType::Str),
-                    f("args", FieldType::Bytes),
-                ],
-            },
-        ],
-    )
+    use FieldType::*;
+    test_api_schema(1, &[("result", Result), ("kernel", Str), ("args", Bytes)])
 }
 
 /// Write a capture of `n` events with varied payload sizes; returns the pid dir.

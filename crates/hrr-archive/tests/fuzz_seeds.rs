@@ -7,51 +7,38 @@ use std::path::Path;
 use hrr_archive::framing::{RecordHeader, FILE_HEADER_LEN};
 use hrr_archive::fuzz::{fuzz_input, fuzz_one};
 use hrr_archive::schema::*;
+use hrr_archive::testkit::{call, Rng};
 use hrr_archive::writer::ProcessWriter;
-
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 fn seed_capture(marked: bool, finish: bool) -> (Vec<u8>, Vec<u8>) {
     let root = tempfile::tempdir().unwrap();
-    let f = |n: &str, ty| FieldDef { name: n.into(), ty };
+    use FieldType::*;
     let schema = Schema::new(
         "seed",
         1,
         vec![
-            CallDef {
-                id: 1,
-                name: "launch".into(),
-                class: CallClass::Launch,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("kernel", FieldType::Str),
-                    f("args", FieldType::Bytes),
-                    f("offs", FieldType::U64s),
+            call(
+                1,
+                "launch",
+                CallClass::Launch,
+                &[
+                    ("result", Result),
+                    ("kernel", Str),
+                    ("args", Bytes),
+                    ("offs", U64s),
                 ],
-            },
-            CallDef {
-                id: 2,
-                name: "copy".into(),
-                class: CallClass::D2h,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("dst", FieldType::Ptr),
-                    f("d2h_blob", FieldType::Blob),
-                    f("x", FieldType::F64),
+            ),
+            call(
+                2,
+                "copy",
+                CallClass::D2h,
+                &[
+                    ("result", Result),
+                    ("dst", Ptr),
+                    ("d2h_blob", Blob),
+                    ("x", F64),
                 ],
-            },
+            ),
         ],
     );
     let mut w = ProcessWriter::create(root.path(), 7, 1, &schema).unwrap();

@@ -11,40 +11,36 @@ use hrr_archive::pack::{self, PackError, PackOptions, UnsafeEntry};
 use hrr_archive::progress::NoProgress;
 use hrr_archive::reader::EventReader;
 use hrr_archive::redact::{self, RedactedObject, Redaction, RedactionsFile};
-use hrr_archive::schema::{
-    object_fields, CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema,
-};
+use hrr_archive::schema::{object_fields, CallClass, FieldType, PayloadBuilder, Schema};
+use hrr_archive::testkit::call;
 use hrr_archive::verify::{self, FramingCounter};
 use hrr_archive::writer::ProcessWriter;
 use hrr_archive::ObjectId;
 use proptest::prelude::*;
 
 fn schema() -> Schema {
-    let f = |name: &str, ty| FieldDef {
-        name: name.into(),
-        ty,
-    };
+    use FieldType::*;
     Schema::new(
         "cuda-driver",
         13000,
         vec![
-            CallDef {
-                id: 1,
-                name: "cuModuleLoadData".into(),
-                class: CallClass::Other,
-                fields: vec![f("result", FieldType::Result), f("code", FieldType::Code)],
-            },
-            CallDef {
-                id: 2,
-                name: "cuMemcpyDtoH_v2".into(),
-                class: CallClass::D2h,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("note", FieldType::Str),
-                    f("d2h_blob", FieldType::Blob),
-                    f("args", FieldType::Bytes),
+            call(
+                1,
+                "cuModuleLoadData",
+                CallClass::Other,
+                &[("result", Result), ("code", Code)],
+            ),
+            call(
+                2,
+                "cuMemcpyDtoH_v2",
+                CallClass::D2h,
+                &[
+                    ("result", Result),
+                    ("note", Str),
+                    ("d2h_blob", Blob),
+                    ("args", Bytes),
                 ],
-            },
+            ),
         ],
     )
 }
@@ -300,7 +296,7 @@ fn mutated_packs_never_panic_nor_leave_anything_behind() {
     let out = t.path().join("r.tar.zst");
     pack::pack_to_file(&src, Some(&out), &PackOptions::default(), &NoProgress).unwrap();
     let tar = zstd::stream::decode_all(&std::fs::read(&out).unwrap()[..]).unwrap();
-    pack::fuzz_one(&tar);
+    hrr_archive::fuzz::fuzz_pack_one(&tar);
     let mut x = 0x1234_5678_9abc_def0u64;
     let mut next = move || {
         x ^= x >> 12;
@@ -332,7 +328,7 @@ fn mutated_packs_never_panic_nor_leave_anything_behind() {
                 m.splice(b..b, block);
             }
         }
-        pack::fuzz_one(&m);
+        hrr_archive::fuzz::fuzz_pack_one(&m);
     }
 }
 

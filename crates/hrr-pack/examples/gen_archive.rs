@@ -9,77 +9,7 @@
 
 use std::path::PathBuf;
 
-use hrr_archive::blobs::CodeKind;
-use hrr_archive::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
-use hrr_archive::writer::ProcessWriter;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn fill(&mut self, v: &mut [u8]) {
-        for c in v.chunks_mut(8) {
-            let x = self.next().to_le_bytes();
-            c.copy_from_slice(&x[..c.len()]);
-        }
-    }
-    fn word(&mut self, n: usize) -> String {
-        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        (0..n)
-            .map(|_| A[(self.next() % A.len() as u64) as usize] as char)
-            .collect()
-    }
-}
-
-fn schema() -> Schema {
-    let f = |name: &str, ty| FieldDef {
-        name: name.into(),
-        ty,
-    };
-    Schema::new(
-        "cuda-driver",
-        13000,
-        vec![
-            CallDef {
-                id: 1,
-                name: "cuModuleLoadData".into(),
-                class: CallClass::Other,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("module", FieldType::Handle),
-                    f("code", FieldType::Code),
-                ],
-            },
-            CallDef {
-                id: 2,
-                name: "cuMemcpyHtoD_v2".into(),
-                class: CallClass::H2d,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("dst", FieldType::Ptr),
-                    f("size", FieldType::U64),
-                    f("h2d_blob", FieldType::Blob),
-                ],
-            },
-            CallDef {
-                id: 3,
-                name: "cuMemcpyDtoH_v2".into(),
-                class: CallClass::D2h,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("src", FieldType::Ptr),
-                    f("size", FieldType::U64),
-                    f("d2h_blob", FieldType::Blob),
-                ],
-            },
-        ],
-    )
-}
+use hrr_archive::testkit::{copy_schema, write_copy_capture, CopyCapture, Rng};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -90,18 +20,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size_mib: u64 = args[1].parse()?;
     let secrets = args.iter().any(|a| a == "--secrets");
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut w = ProcessWriter::create(&out, 4343, 1, &schema())?;
     let mut code = vec![0u8; 256 << 10];
     rng.fill(&mut code);
-    let co = w.put_code_object(&code, CodeKind::Cubin)?;
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x10).object(Some(co));
-    w.events().append(1, 1, p.as_bytes())?;
     let target = size_mib << 20;
     let mut written = 0u64;
     let mut i = 0u64;
     let text = b"epoch 3 step 1200 loss 0.4321 lr 0.0003 grad_norm 1.23 tokens/s 51234\n";
-    while written < target {
+    let blobs = std::iter::from_fn(|| {
+        if written >= target {
+            return None;
+        }
         // sizes from 64 KiB to 16 MiB
         let size = ((64u64 << 10) << (rng.next() % 9))
             .min(target - written)
@@ -150,26 +78,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let off2 = (off + env.len() + 100).min(size - wide.len());
             b[off2..off2 + wide.len()].copy_from_slice(&wide);
         }
-        let id = w.put_blob(&b)?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0)
-            .u64(0x7f00_0000_0000 + i * 0x100_0000)
-            .u64(size as u64)
-            .object(Some(id));
-        w.events().append(2, 1, p.as_bytes())?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0)
-            .u64(0x7f00_0000_0000 + i * 0x100_0000)
-            .u64(size as u64)
-            .object(Some(id));
-        w.events().append(3, 1, p.as_bytes())?;
         written += size as u64;
         i += 1;
-    }
-    let m = w.finish()?;
+        Some(b)
+    });
+    let capture = CopyCapture {
+        pid: 4343,
+        thread: 1,
+        code: &code,
+        module: 0x10,
+        base: 0x7f00_0000_0000,
+        stride: 0x100_0000,
+        d2h_note: None,
+    };
+    write_copy_capture(&out, &copy_schema(&[]), &capture, blobs)?;
     println!(
         "wrote {} events, {} blobs, {} MiB to {}",
-        m.event_count,
+        1 + 2 * i,
         i,
         written >> 20,
         out.display()

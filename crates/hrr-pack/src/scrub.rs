@@ -15,14 +15,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use hrr_archive::blobs::{blob_path, code_object_path, count_objects, CodeKind};
-use hrr_archive::layout::{self, Target};
-use hrr_archive::manifest::{self, MANIFEST};
+use hrr_archive::layout::{self, Target, EVENTS_FILE, MANIFEST};
+use hrr_archive::manifest;
 use hrr_archive::progress::Progress;
 use hrr_archive::redact::{
     self, ObjectKind, RedactedObject, Redaction, RedactionsFile, FINGERPRINT_SCHEME,
     REDACTIONS_VERSION,
 };
-use hrr_archive::writer::{ACTIVE_MARKER, EVENTS_FILE};
 use hrr_archive::{fsutil, ObjectId};
 use serde_json::Value;
 
@@ -99,7 +98,7 @@ pub fn scrub(
         Target::Process { .. } => (false, vec![String::new()]),
     };
     for d in &pid_dirs {
-        if std::fs::symlink_metadata(src.join(d).join(ACTIVE_MARKER)).is_ok() {
+        if layout::has_active_marker(&src.join(d)) {
             bail!(
                 "{}: capture still running or killed before its clean shutdown (`active` marker); run `hrr-playback {} --repair` first",
                 src.join(d).display(),
@@ -147,12 +146,15 @@ pub fn scrub(
                 .ok_or_else(|| anyhow!("{}: has no name", out.display()))?
                 .to_string_lossy()
                 .into_owned();
-            (parent.join(format!(".{out_name}.hrr-scrub")), out.clone())
+            (
+                parent.join(layout::scrub_staging_name(&out_name)),
+                out.clone(),
+            )
         }
         None => (
             src.parent()
                 .unwrap_or(Path::new("/"))
-                .join(format!(".{name}.hrr-scrub")),
+                .join(layout::scrub_staging_name(&name)),
             src.clone(),
         ),
     };

@@ -8,40 +8,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hrr_archive::blobs::CodeKind;
-use hrr_archive::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
-use hrr_archive::writer::ProcessWriter;
+use hrr_archive::schema::{FieldType, Schema};
+use hrr_archive::testkit::{self, Rng};
 use hrr_archive::ObjectId;
 use hrr_pack::fingerprint::FingerprintKey;
 use hrr_pack::scan::{Encoding, Scanner};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        let mut v = Vec::with_capacity(n + 8);
-        while v.len() < n {
-            v.extend_from_slice(&self.next().to_le_bytes());
-        }
-        v.truncate(n);
-        v
-    }
-    fn text(&mut self, n: usize, alphabet: &[u8]) -> String {
-        (0..n)
-            .map(|_| alphabet[(self.next() % alphabet.len() as u64) as usize] as char)
-            .collect()
-    }
-}
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -223,79 +197,22 @@ fn utf16(b: &[u8]) -> Vec<u8> {
 }
 
 fn schema() -> Schema {
-    let f = |name: &str, ty| FieldDef {
-        name: name.into(),
-        ty,
-    };
-    Schema::new(
-        "cuda-driver",
-        13000,
-        vec![
-            CallDef {
-                id: 1,
-                name: "cuModuleLoadData".into(),
-                class: CallClass::Other,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("module", FieldType::Handle),
-                    f("code", FieldType::Code),
-                ],
-            },
-            CallDef {
-                id: 2,
-                name: "cuMemcpyHtoD_v2".into(),
-                class: CallClass::H2d,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("dst", FieldType::Ptr),
-                    f("size", FieldType::U64),
-                    f("h2d_blob", FieldType::Blob),
-                ],
-            },
-            CallDef {
-                id: 3,
-                name: "cuMemcpyDtoH_v2".into(),
-                class: CallClass::D2h,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("src", FieldType::Ptr),
-                    f("size", FieldType::U64),
-                    f("d2h_blob", FieldType::Blob),
-                    f("note", FieldType::Bytes),
-                ],
-            },
-        ],
-    )
+    testkit::copy_schema(&[("note", FieldType::Bytes)])
 }
 
 /// Write a capture of process `pid` under `root` holding `blobs` (each copied H2D and back D2H)
 /// and one code object.
 fn write_process(root: &Path, pid: u32, blobs: &[Vec<u8>], code: &[u8]) -> Vec<ObjectId> {
-    let mut w = ProcessWriter::create(root, pid, 1, &schema()).unwrap();
-    let co = w.put_code_object(code, CodeKind::Cubin).unwrap();
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x10).object(Some(co));
-    w.events().append(1, 7, p.as_bytes()).unwrap();
-    let mut ids = Vec::new();
-    for (i, b) in blobs.iter().enumerate() {
-        let id = w.put_blob(b).unwrap();
-        ids.push(id);
-        let mut p = PayloadBuilder::new();
-        p.i32(0)
-            .u64(0x7000_0000 + i as u64 * 0x10000)
-            .u64(b.len() as u64)
-            .object(Some(id));
-        w.events().append(2, 7, p.as_bytes()).unwrap();
-        let mut p = PayloadBuilder::new();
-        p.i32(0)
-            .u64(0x7000_0000 + i as u64 * 0x10000)
-            .u64(b.len() as u64)
-            .object(Some(id))
-            .bytes(b"inline");
-        w.events().append(3, 7, p.as_bytes()).unwrap();
-    }
-    w.finish().unwrap();
-    ids
+    let capture = testkit::CopyCapture {
+        pid,
+        thread: 7,
+        code,
+        module: 0x10,
+        base: 0x7000_0000,
+        stride: 0x10000,
+        d2h_note: Some(b"inline"),
+    };
+    testkit::write_copy_capture(root, &schema(), &capture, blobs.iter().cloned()).unwrap()
 }
 
 /// An archive with two processes: compressible and random blobs, no secrets.

@@ -22,40 +22,28 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Result;
-use hrr_archive::framing::{FIRST_RESERVED_TYPE, TYPE_REGION};
+use hrr_archive::layout;
 use hrr_archive::reader::EventReader;
-use hrr_archive::schema::decode_fields;
-use hrr_archive::writer::EVENTS_FILE;
 use serde_json::{Map, Value as J};
 
 use crate::info::check_links;
 use crate::output;
 
-fn unknown_name(kind: u16) -> String {
-    if kind == TYPE_REGION {
-        "region-event".into()
-    } else if kind >= FIRST_RESERVED_TYPE {
-        format!("reserved-0x{kind:04x}")
-    } else {
-        format!("type-0x{kind:04x}")
-    }
-}
-
 /// Stream the events of the capture in `dir`. `pid` (set when listing several processes of a
 /// root) is added to every JSON object. Returns the number of events printed.
 pub fn print(out: &mut dyn Write, dir: &Path, json: bool, pid: Option<u32>) -> Result<u64> {
     check_links(dir)?;
-    let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
+    let mut reader = EventReader::open(&layout::events_path(dir))?;
     let schema = reader.schema().cloned();
     let mut first_ts: Option<u64> = None;
     let mut n = 0u64;
     let mut line = String::new();
-    for rec in reader.by_ref() {
-        let rec = rec?;
-        let h = rec.header;
+    for ev in reader.decoded(schema.as_ref()) {
+        let ev = ev?;
+        let h = ev.header;
         let t0 = *first_ts.get_or_insert(h.timestamp_ns);
-        let call = schema.as_ref().and_then(|s| s.call(h.kind));
-        let decoded = call.map(|c| decode_fields(c, &rec.payload));
+        let call = ev.call;
+        let decoded = ev.fields();
         n += 1;
         if json {
             let mut o = Map::new();
@@ -66,8 +54,7 @@ pub fn print(out: &mut dyn Write, dir: &Path, json: bool, pid: Option<u32>) -> R
             o.insert("timestamp_ns".into(), h.timestamp_ns.into());
             o.insert("thread_id".into(), h.thread_id.into());
             o.insert("type".into(), h.kind.into());
-            let name = call.map_or_else(|| unknown_name(h.kind), |c| c.name.clone());
-            o.insert("name".into(), name.into());
+            o.insert("name".into(), ev.name().into());
             let mut fields = Map::new();
             match decoded {
                 Some(Ok(f)) => {
@@ -82,7 +69,7 @@ pub fn print(out: &mut dyn Write, dir: &Path, json: bool, pid: Option<u32>) -> R
                 }
                 None => {
                     o.insert("fields".into(), J::Object(fields));
-                    o.insert("payload_bytes".into(), rec.payload.len().into());
+                    o.insert("payload_bytes".into(), ev.payload.len().into());
                 }
             }
             serde_json::to_writer(&mut *out, &J::Object(o))?;
@@ -113,7 +100,7 @@ pub fn print(out: &mut dyn Write, dir: &Path, json: bool, pid: Option<u32>) -> R
                 let _ = write!(line, "{}(<undecodable: {why}>)", c.name);
             }
             _ => {
-                let _ = write!(line, "{} {} bytes", unknown_name(h.kind), rec.payload.len());
+                let _ = write!(line, "{} {} bytes", ev.name(), ev.payload.len());
             }
         }
         line.push('\n');

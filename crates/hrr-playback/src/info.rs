@@ -35,17 +35,17 @@
 //!   `error` null unless the capture could not be read)
 //! - `notes`: further findings as strings
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use hrr_archive::blobs::count_objects;
-use hrr_archive::framing::{trailer_total, RecordHeader, RECORD_HEADER_LEN, TRAILER_LEN};
-use hrr_archive::manifest::{self, ProcessManifest, RootManifest, MANIFEST};
-use hrr_archive::reader::{EventReader, Recovery};
+use hrr_archive::layout::{self, EVENTS_FILE, MANIFEST};
+use hrr_archive::manifest::{self, DeviceFacts, ProcessManifest, RootManifest};
+use hrr_archive::reader::{tail_trailer, EventReader};
+use hrr_archive::schema::ApiFamily;
 use hrr_archive::summary::{summarize, ProcessSummary};
-use hrr_archive::writer::{ACTIVE_MARKER, EVENTS_FILE};
-use hrr_archive::{fsutil, Error};
+use hrr_archive::Error;
 use serde_json::{json, Value};
 
 use crate::output::{self, Table};
@@ -84,13 +84,6 @@ pub struct ProcessRow {
     pub error: Option<anyhow::Error>,
 }
 
-/// Is a capture's writer alive? (`active` marker naming a running process other than us.)
-fn running_writer(dir: &Path) -> Option<u32> {
-    let text = fsutil::read_small(&dir.join(ACTIVE_MARKER), 4096).ok()?;
-    let pid: u32 = String::from_utf8_lossy(&text).trim().parse().ok()?;
-    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
-}
-
 /// What became of reading a process manifest.
 enum ManifestState<'a> {
     Ok(&'a ProcessManifest),
@@ -123,40 +116,6 @@ impl<'a> ManifestState<'a> {
     }
 }
 
-/// Does events.bin end with a trailer counting `count` events (and carry a readable header)?
-fn trailer_matches(events: &Path, count: u64) -> hrr_archive::Result<bool> {
-    EventReader::open(events)?;
-    let mut f = fsutil::open_read(events)?;
-    let len = f
-        .metadata()
-        .map_err(|source| Error::Io {
-            path: events.into(),
-            source,
-        })?
-        .len();
-    if len < TRAILER_LEN as u64 {
-        return Ok(false);
-    }
-    let mut b = [0u8; TRAILER_LEN];
-    f.seek(SeekFrom::Start(len - TRAILER_LEN as u64))
-        .and_then(|_| f.read_exact(&mut b))
-        .map_err(|source| Error::Io {
-            path: events.into(),
-            source,
-        })?;
-    let mut hb = [0u8; RECORD_HEADER_LEN];
-    hb.copy_from_slice(&b[..RECORD_HEADER_LEN]);
-    let header = RecordHeader::decode(&hb);
-    Ok(trailer_total(&header, &b[RECORD_HEADER_LEN..]) == Some(count))
-}
-
-/// Stream events.bin (headers only) to the end.
-fn scan(events: &Path) -> hrr_archive::Result<Recovery> {
-    let mut r = EventReader::open(events)?.skip_payloads();
-    while r.next_raw()?.is_some() {}
-    Ok(r.recovery().clone())
-}
-
 /// Gather one row of the root listing. Only a link where a file must be is an error here;
 /// anything else unreadable is kept in the row.
 pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
@@ -184,13 +143,13 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
         return Ok(row);
     }
     if let Ok(m) = &manifest {
-        if m.complete && matches!(trailer_matches(&events_path, m.event_count), Ok(true)) {
+        if m.complete && matches!(tail_trailer(&events_path), Ok(Some(n)) if n == m.event_count) {
             row.complete = true;
             row.events = Some(m.event_count);
             return Ok(row);
         }
     }
-    match scan(&events_path) {
+    match EventReader::scan_headers(&events_path) {
         Ok(rec) => {
             row.events = Some(rec.records);
             row.reasons = rec.incompleteness();
@@ -202,7 +161,7 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
             return Ok(row);
         }
     }
-    if let Some(pid) = running_writer(dir) {
+    if let Some(pid) = layout::running_writer(dir) {
         row.reasons
             .push(format!("capture still running (pid {pid} holds it)"));
     }
@@ -366,35 +325,6 @@ pub fn print_root<'a>(
     Ok(unreadable)
 }
 
-/// A string (or number, or `[major, minor]`) from the manifest metadata: top level first, then
-/// `device`, then `devices[0]`.
-fn meta_text(meta: Option<&Value>, keys: &[&str]) -> Option<String> {
-    let meta = meta?;
-    let places = [
-        Some(meta),
-        meta.get("device"),
-        meta.get("devices").and_then(|d| d.get(0)),
-    ];
-    for place in places.into_iter().flatten() {
-        for key in keys {
-            match place.get(*key) {
-                Some(Value::String(s)) if !s.is_empty() => return Some(s.clone()),
-                Some(Value::Number(n)) => return Some(n.to_string()),
-                Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_number) => {
-                    return Some(
-                        a.iter()
-                            .map(|n| n.to_string())
-                            .collect::<Vec<_>>()
-                            .join("."),
-                    )
-                }
-                _ => {}
-            }
-        }
-    }
-    None
-}
-
 /// Everything the process detail prints, with the reasons combined.
 struct ProcessView<'a> {
     dir: &'a Path,
@@ -416,12 +346,10 @@ fn view(dir: &Path) -> Result<ProcessView<'_>> {
         (None, e) => ManifestState::Bad(e.clone().unwrap_or_default()),
     };
     reasons.extend(state.reasons(stream_complete));
-    if let Some(pid) = running_writer(dir) {
+    if let Some(pid) = layout::running_writer(dir) {
         reasons.push(format!("capture still running (pid {pid} holds it)"));
     }
-    let dir_pid = dir
-        .file_name()
-        .and_then(|n| manifest::parse_pid_dir_name(&n.to_string_lossy()));
+    let dir_pid = layout::pid_of_dir_name(dir);
     Ok(ProcessView {
         dir,
         pid: s.manifest.as_ref().map(|m| m.pid).or(dir_pid),
@@ -443,15 +371,19 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     let v = view(dir)?;
     let s = &v.s;
     let meta = s.manifest.as_ref().and_then(|m| m.metadata.as_ref());
-    let device = meta_text(meta, &["device_name", "name"]);
-    let cc = meta_text(meta, &["compute_capability", "gcn_arch_name"]);
-    let mut driver = meta_text(meta, &["driver_version"]);
-    let cuda = s.schema.as_ref().is_some_and(|x| x.api == "cuda-driver");
+    let facts = DeviceFacts::from_metadata(meta);
+    let device = facts.name;
+    let cc = facts.architecture;
+    let mut driver = facts.driver_version;
+    let cuda = s
+        .schema
+        .as_ref()
+        .is_some_and(|x| x.api == ApiFamily::CudaDriver);
     if let (true, Some(Ok(v))) = (cuda, driver.as_deref().map(str::parse::<u64>)) {
         // cuDriverGetVersion: 1000 * major + 10 * minor
         driver = Some(format!("{}.{} ({v})", v / 1000, (v % 1000) / 10));
     }
-    let hip = s.schema.as_ref().is_some_and(|x| x.api == "hip");
+    let hip = s.schema.as_ref().is_some_and(|x| x.api == ApiFamily::Hip);
     if let (true, Some(Ok(v))) = (hip, driver.as_deref().map(str::parse::<u64>)) {
         // HIP_VERSION: 10^7 * major + 10^5 * minor + patch
         driver = Some(format!(
@@ -668,27 +600,4 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         writeln!(out, "To repair: hrr-playback {} --repair", v.dir.display())?;
     }
     Ok(v.complete)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metadata_facts_are_found_at_top_level_or_in_the_first_device() {
-        let m = json!({"driver_version": 13000, "devices": [{"name": "NVIDIA H200", "compute_capability": [9, 0]}]});
-        assert_eq!(
-            meta_text(Some(&m), &["device_name", "name"]).as_deref(),
-            Some("NVIDIA H200")
-        );
-        assert_eq!(
-            meta_text(Some(&m), &["compute_capability"]).as_deref(),
-            Some("9.0")
-        );
-        assert_eq!(
-            meta_text(Some(&m), &["driver_version"]).as_deref(),
-            Some("13000")
-        );
-        assert_eq!(meta_text(None, &["x"]), None);
-    }
 }

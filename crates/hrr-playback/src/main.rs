@@ -22,7 +22,6 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use hrr_archive::layout::{self, Target};
 use hrr_archive::reader::EventReader;
-use hrr_archive::writer::EVENTS_FILE;
 
 use crate::cli::Cli;
 
@@ -231,7 +230,7 @@ fn process(cli: &Cli, out: &mut dyn Write, dir: &Path) -> Result<u8> {
         return Ok(0);
     }
     info::check_links(dir)?;
-    EventReader::open(&dir.join(EVENTS_FILE))?;
+    EventReader::open(&layout::events_path(dir))?;
     out.flush()?;
     let code = replay::run(&cli.replay.to_options(), dir, out)?;
     Ok(code.clamp(0, 255) as u8)

@@ -53,7 +53,7 @@ pub fn repair_process(out: &mut dyn Write, dir: &Path) -> Result<u8> {
 /// Repair every capture under `root` and rebuild the root index. Exit status 1 if any failed.
 pub fn repair_root(out: &mut dyn Write, root: &Path) -> Result<u8> {
     // Refuse before anything is written when a capture holds a link where a file must be.
-    for (_, dir) in hrr_archive::manifest::list_pid_dirs(root)? {
+    for (_, dir) in hrr_archive::layout::list_pid_dirs(root)? {
         check_links(&dir)?;
     }
     let r = repair::repair_root(root)?;

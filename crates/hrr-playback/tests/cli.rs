@@ -12,7 +12,7 @@ use std::process::Stdio;
 
 use assert_cmd::Command;
 use hrr_archive::framing::{FileHeader, RecordHeader, FILE_HEADER_LEN, FORMAT_VERSION};
-use hrr_archive::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
+use hrr_archive::schema::{FieldType, PayloadBuilder, Schema};
 use hrr_archive::writer::ProcessWriter;
 use serde::Deserialize;
 
@@ -131,29 +131,8 @@ fn is_root() -> bool {
 }
 
 fn test_schema() -> Schema {
-    let f = |n: &str, ty| FieldDef { name: n.into(), ty };
-    Schema::new(
-        "test-api",
-        7,
-        vec![
-            CallDef {
-                id: 1,
-                name: "apiAlloc".into(),
-                class: CallClass::Other,
-                fields: vec![
-                    f("result", FieldType::Result),
-                    f("ptr", FieldType::Ptr),
-                    f("size", FieldType::U64),
-                ],
-            },
-            CallDef {
-                id: 2,
-                name: "apiLaunch".into(),
-                class: CallClass::Launch,
-                fields: vec![f("result", FieldType::Result), f("kernel", FieldType::Str)],
-            },
-        ],
-    )
+    use FieldType::*;
+    hrr_archive::testkit::test_api_schema(7, &[("result", Result), ("kernel", Str)])
 }
 
 /// A finished capture of `n` events under `root/pid-<pid>/`.

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use hrr_archive::pack::{self, PackOptions, PACK_SUFFIX};
+use hrr_archive::layout::PACK_SUFFIX;
+use hrr_archive::pack::{self, PackOptions};
 use oci_client::RegistryOperation;
 
 use crate::registry::{self, transfer, ConnectArgs, Session};

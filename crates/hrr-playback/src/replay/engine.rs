@@ -69,7 +69,7 @@ fn prescan(dir: &Path, family: Family) -> Result<Scan> {
                         anyhow!(
                             "code object {id} is referenced by event #{} but missing from {}",
                             rec.header.seq,
-                            dir.join("code_objects").display()
+                            dir.join(hrr_archive::layout::CODE_OBJECTS_DIR).display()
                         )
                     })?;
                     code.push(CodeObject {
@@ -105,7 +105,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             dir.display()
         )
     })?;
-    let Some(family) = Family::of(&schema.api) else {
+    let Some(family) = Family::of(schema.api.as_str()) else {
         bail!(
             "{}: replay of `{}` archives is not available in this build (CUDA driver and HIP only)",
             dir.display(),

@@ -1,11 +1,16 @@
-//! Where things are: what a user-given path is (an archive root or one process capture) and the
-//! processes a root holds. See FORMAT.md §1.
+//! Where things are. [`names`] (re-exported here) owns every file and folder name of the format;
+//! this module adds what needs more than a name: what a user-given path is (an archive root or
+//! one process capture, [`resolve`]), a capture's pid, and the `active` marker (is a writer
+//! running?). See FORMAT.md §1, §5, §6.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
-use crate::manifest::{self, MANIFEST};
-use crate::writer::EVENTS_FILE;
+use crate::fsutil;
+use crate::manifest;
+
+pub mod names;
+pub use names::*;
 
 /// What a path given by the user points at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,18 +46,12 @@ pub fn resolve(path: &Path) -> Result<Target> {
         }
         Err(_) => {}
     }
-    let processes = manifest::list_pid_dirs(path)?;
+    let processes = list_pid_dirs(path)?;
     let has_manifest = std::fs::symlink_metadata(path.join(MANIFEST)).is_ok();
     if processes.is_empty() {
         // A `pid-<pid>/` folder (named so, or whose manifest names a pid) that lost its
         // events.bin is a broken process capture, not an empty root.
-        let named_pid = manifest::parse_pid_dir_name(
-            &path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        )
-        .is_some();
+        let named_pid = pid_of_dir_name(path).is_some();
         let process_manifest = has_manifest && manifest::read_process_manifest(path).is_ok();
         if named_pid || process_manifest {
             return Err(Error::Missing(events));
@@ -72,5 +71,39 @@ pub fn pid_of(dir: &Path) -> Option<u32> {
     manifest::read_process_manifest(dir)
         .map(|m| m.pid)
         .ok()
-        .or_else(|| manifest::parse_pid_dir_name(&dir.file_name()?.to_string_lossy()))
+        .or_else(|| pid_of_dir_name(dir))
+}
+
+/// `dir/events.bin`.
+pub fn events_path(dir: &Path) -> PathBuf {
+    dir.join(EVENTS_FILE)
+}
+
+/// Is an `active` marker present in the process capture `dir` (a capture running, or killed
+/// before its clean shutdown)? Any entry of that name counts, a link included.
+pub fn has_active_marker(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(ACTIVE_MARKER)).is_ok()
+}
+
+/// The pid of a live writer holding the process capture `dir`: its `active` marker names a
+/// process that exists (`/proc/<pid>`) and is not this one. A marker naming a dead process is
+/// stale: `None`.
+pub fn running_writer(dir: &Path) -> Option<u32> {
+    let text = fsutil::read_small(&dir.join(ACTIVE_MARKER), 4096).ok()?;
+    let pid: u32 = String::from_utf8_lossy(&text).trim().parse().ok()?;
+    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
+}
+
+/// Write the `active` marker of a writer with process id `pid`.
+pub fn write_active_marker(dir: &Path, pid: u32) -> Result<()> {
+    fsutil::write_atomic(
+        &dir.join(ACTIVE_MARKER),
+        format!("{pid}\n").as_bytes(),
+        false,
+    )
+}
+
+/// Remove the `active` marker (best effort: a missing one is fine).
+pub fn remove_active_marker(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(ACTIVE_MARKER));
 }
