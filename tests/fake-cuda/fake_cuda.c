@@ -122,6 +122,8 @@ _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
 #define E_INVALID_HANDLE 400
 #define E_ILLEGAL_STATE 401
 #define E_NOT_FOUND 500
+#define E_NOT_READY 600
+#define E_NOT_SUPPORTED 801
 #define E_ILLEGAL_ADDRESS 700
 #define E_CONTEXT_IS_DESTROYED 709
 #define E_HOST_MEMORY_ALREADY_REGISTERED 712
@@ -452,7 +454,12 @@ static void fc_postfork_child(void) {
   memcpy(&g_mu, &fresh, sizeof fresh);
 }
 
+/* FAKE_CUDA_FAIL=<entry point>: that entry point fails with CUDA_ERROR_NOT_SUPPORTED (a call
+   that worked when the archive was recorded and does not now, for replay's ERROR verdict). */
+static const char *g_fail;
+
 __attribute__((constructor)) static void fc_ctor(void) {
+  g_fail = getenv("FAKE_CUDA_FAIL");
   const char *t = getenv("FAKE_CUDA_TRACE");
   g_trace = t && *t && strcmp(t, "0") != 0;
   unsigned long long base = 0x7e0000000000ull;
@@ -711,6 +718,8 @@ static CUresult gpu_wait(void) {
   while (g_hung) pause();
   return g_sticky;
 }
+/* What a query (cuStreamQuery, cuEventQuery) sees: never done after `spin`. */
+static CUresult gpu_query(void) { return g_hung ? E_NOT_READY : g_sticky; }
 static CUresult i_ctx_sync(CUcontext c) {
   struct fc_ctx *x;
   CUresult e = ctx_or_current(c, &x);
@@ -854,6 +863,12 @@ static CUresult i_stream_sync(CUstream s) {
   CUresult e = chk_stream(s);
   if (e) return e;
   return stream_graph(s) ? E_STREAM_CAPTURE_UNSUPPORTED : gpu_wait();
+}
+static CUresult i_stream_query(CUstream s) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  CUresult e = chk_stream(s);
+  return e ? e : gpu_query();
 }
 static CUresult i_stream_wait_event(CUstream s, CUevent ev, unsigned flags) {
   struct fc_ctx *c;
@@ -2039,7 +2054,8 @@ static CUresult hostfn_check(CUstream s, CUhostFn fn) {
   CUresult name params {                                                     \
     CUresult r__;                                                            \
     fc_lock();                                                               \
-    r__ = ((needinit) && !g_inited) ? E_NOT_INITIALIZED : (call);            \
+    r__ = ((needinit) && !g_inited) ? E_NOT_INITIALIZED                      \
+          : (g_fail && !strcmp(g_fail, #name)) ? E_NOT_SUPPORTED : (call);   \
     fc_unlock();                                                             \
     if (g_trace) fc_trace(#name, r__);                                       \
     return r__;                                                              \
@@ -2158,8 +2174,8 @@ DEF(cuStreamCreateWithPriority, (CUstream *ps, unsigned flags, int prio), i_stre
 DEF(cuStreamDestroy_v2, (CUstream s), i_stream_destroy(s))
 DEF(cuStreamSynchronize, (CUstream s), i_stream_sync(s))
 DEF(cuStreamSynchronize_ptsz, (CUstream s), i_stream_sync(s))
-DEF(cuStreamQuery, (CUstream s), i_stream_sync(s))
-DEF(cuStreamQuery_ptsz, (CUstream s), i_stream_sync(s))
+DEF(cuStreamQuery, (CUstream s), i_stream_query(s))
+DEF(cuStreamQuery_ptsz, (CUstream s), i_stream_query(s))
 DEF(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned flags), i_stream_wait_event(s, e, flags))
 DEF(cuStreamWaitEvent_ptsz, (CUstream s, CUevent e, unsigned flags), i_stream_wait_event(s, e, flags))
 DEF(cuStreamIsCapturing, (CUstream s, int *st), i_stream_is_capturing(s, st))
@@ -2170,7 +2186,7 @@ DEF(cuEventRecord_ptsz, (CUevent e, CUstream s), i_event_record(e, s, 0))
 DEF(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned flags), i_event_record(e, s, flags))
 DEF(cuEventRecordWithFlags_ptsz, (CUevent e, CUstream s, unsigned flags), i_event_record(e, s, flags))
 DEF(cuEventSynchronize, (CUevent e), i_event_sync(e))
-DEF(cuEventQuery, (CUevent e), i_event_query(e))
+DEF(cuEventQuery, (CUevent e), i_event_query(e) ?: gpu_query())
 DEF(cuEventElapsedTime, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms, a, b))
 DEF(cuEventElapsedTime_v2, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms, a, b))
 DEF(cuEventDestroy_v2, (CUevent e), i_event_destroy(e))

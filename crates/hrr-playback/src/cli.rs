@@ -13,7 +13,13 @@ use clap::{Args, Parser};
 #[command(
     name = "hrr-playback",
     disable_version_flag = true,
-    after_help = "Exit status: 0 ok (replay: every D2H comparison passed), 1 failure, 2 usage."
+    after_help = "Exit status: 0 ok; 1 failure; 2 usage. A replay ends with its verdict:\n  \
+        0 PASS (every D2H comparison passed; the line says when nothing was compared or work was skipped)\n  \
+        0 REPRODUCED (the recorded run failed, and replay fails the same way at the same event)\n  \
+        1 MISMATCH (a D2H result differs), or NOT REPRODUCED (the recorded failure did not happen)\n  \
+        3 FAULT (the GPU raised an error: illegal address, misaligned access, ...; the kernel is named)\n  \
+        4 HANG (a wait outlasted --sync-watchdog-ms)\n  \
+        5 ERROR (replay could not reissue a call)"
 )]
 pub struct Cli {
     /// Archive root (holding pid-<pid>/ folders), one pid-<pid>/ process capture, or a packed
@@ -92,6 +98,10 @@ pub struct ReplayOptions {
     /// Trace every replayed call on stderr.
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// On a FAULT, do not replay again with --sync-after-launch to name the kernel behind it.
+    #[arg(long)]
+    pub no_localize: bool,
 }
 
 impl ReplayOptions {
@@ -109,6 +119,7 @@ impl ReplayOptions {
             no_progress: self.no_progress,
             runtime: self.runtime.clone(),
             verbose: self.verbose,
+            no_localize: self.no_localize,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! ends the program quietly with status 0.
 
 mod cli;
+mod demangle;
 mod events;
 mod info;
 mod output;

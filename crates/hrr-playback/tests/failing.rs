@@ -109,3 +109,134 @@ fn kill_9_during_a_hang_keeps_the_hanging_launch() {
         "the launches before the hang are kept too: {l:?}"
     );
 }
+
+fn capture(archive: &Path, mode: &str) -> std::process::Output {
+    Command::new(bin_dir().join("hrr-capture"))
+        .arg("-o")
+        .arg(archive)
+        .arg("--")
+        .arg(fake().join("driver_app"))
+        .arg(mode)
+        .env("LD_LIBRARY_PATH", fake())
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
+        .output()
+        .expect("run hrr-capture")
+}
+
+fn replay(target: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = playback();
+    c.arg(target)
+        .args(extra)
+        .arg("--no-progress")
+        .env("LD_LIBRARY_PATH", fake());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run(c)
+}
+
+#[test]
+fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "fault");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the program fails as it does without capture"
+    );
+    let (code, out, err) = replay(&arch, &[], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("[HRR] REPRODUCED: CUDA_ERROR_ILLEGAL_ADDRESS (700) at event #")
+            && out.contains(", as recorded; kernel fault (launch 2, event #"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[HRR] Faulting kernel : fault (launch 2, event #")
+            && out.contains("(found by replaying again with --sync-after-launch)"),
+        "{out}"
+    );
+    let (code, out, _) = replay(&arch, &["--json"], &[]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["verdict"], "REPRODUCED");
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["fault_site"]["kernel"], "fault");
+    assert_eq!(v["fault_site"]["localized_by_rerun"], true);
+    assert_eq!(v["recorded_failure"]["code"], 700);
+    // Without localisation the kernel is not looked for.
+    let (_, out, _) = replay(&arch, &["--json", "--no-localize"], &[]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["verdict"], "REPRODUCED");
+    assert!(v["fault_site"].is_null(), "{v}");
+    // With --sync-after-launch the fault surfaces at its launch: the launch itself is the site.
+    let (code, out, _) = replay(&arch, &["--json", "--sync-after-launch"], &[]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["fault_site"]["kernel"], "fault", "{v}");
+    assert_eq!(v["fault_site"]["localized_by_rerun"], false);
+    assert_eq!((code, v["verdict"].as_str()), (3, Some("FAULT")), "{v}");
+}
+
+#[test]
+fn a_recorded_fault_that_does_not_happen_is_not_reproduced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    capture(&arch, "fault");
+    // Leaving the faulting kernel out, the recorded failure cannot happen.
+    let (code, out, err) = replay(&arch, &["--kernel-filter", "axpy"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("[HRR] NOT REPRODUCED: the recording failed with status 700 at event #"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_recorded_hang_is_a_hang_under_the_watchdog_naming_the_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = capture_and_kill(&tmp.path().join("run.hrr"), "hang", libc::SIGTERM);
+    let start = std::time::Instant::now();
+    let (code, out, err) = replay(&dir, &["--sync-watchdog-ms", "500"], &[]);
+    let took = start.elapsed();
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(out.contains("[HRR] HANG: event #"), "{out}");
+    assert!(out.contains("last kernel launched: spin (launch "), "{out}");
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    assert!(
+        out.contains("capture incomplete (") && out.contains("the tail after them was lost"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_call_that_worked_when_recorded_and_fails_now_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "loop");
+    assert!(!o.status.success(), "`loop` needs a count");
+    let o = Command::new(bin_dir().join("hrr-capture"))
+        .arg("-o")
+        .arg(tmp.path().join("ok.hrr"))
+        .arg("--")
+        .arg(fake().join("driver_app"))
+        .env("LD_LIBRARY_PATH", fake())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let (code, out, err) = replay(
+        &tmp.path().join("ok.hrr"),
+        &["--json"],
+        &[("FAKE_CUDA_FAIL", "cuStreamCreate")],
+    );
+    assert_eq!(code, 5, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["verdict"], "ERROR");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("CUDA_ERROR_NOT_SUPPORTED"),
+        "{v}"
+    );
+}

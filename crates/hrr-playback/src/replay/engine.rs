@@ -5,8 +5,12 @@
 //! and the [`Summary`] filled and rendered (`super::report`).
 //!
 //! Policy for recorded failures: a call that failed during capture is not reissued (its failure
-//! changed nothing replay depends on). A call that succeeded during capture and fails now stops
-//! the replay, naming the event; the run is a FAIL.
+//! changed nothing replay depends on) — unless it failed with a GPU fault (an illegal address
+//! reported by a synchronisation, say): then it is reissued, and failing the same way at the same
+//! event is `REPRODUCED`. A call that succeeded during capture and fails now stops the replay,
+//! naming the event: `FAULT` when the GPU failed, `HANG` when the watchdog gave up, `ERROR`
+//! otherwise (`super::verdict`). On a `FAULT`, unless `--no-localize`, the replay is rerun with
+//! `--sync-after-launch` in a fresh process to name the launch behind it (`super::fault`).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -21,9 +25,11 @@ use hrr_archive::{summary, ObjectId};
 
 use super::backend::{base_name, CodeObject, Event, Family, Outcome, Prescan};
 use super::check::Tolerance;
+use super::fault;
 use super::fields;
 use super::options::Options;
 use super::report::{self, Summary};
+use super::verdict::{self, RecordedFailure, Stop, Verdict};
 
 /// What replay must know before the driver loads.
 struct Scan {
@@ -31,6 +37,8 @@ struct Scan {
     code: Vec<CodeObject>,
     /// Device address ranges the capture allocated or reserved.
     ranges: Vec<(u64, u64)>,
+    /// The first GPU failure the recorded run hit.
+    recorded_failure: Option<RecordedFailure>,
 }
 
 /// One pass over the capture for its code objects and device address ranges.
@@ -42,11 +50,23 @@ fn prescan(dir: &Path, family: Family) -> Result<Scan> {
         .ok_or_else(|| anyhow!("events.bin has no schema record"))?;
     let mut code: Vec<CodeObject> = Vec::new();
     let mut ranges = Vec::new();
+    let mut recorded_failure = None;
     for rec in reader.by_ref() {
         let rec = rec?;
         let Some(call) = schema.call(rec.header.kind) else {
             continue;
         };
+        if recorded_failure.is_none() {
+            if let Some(code) =
+                fields::recorded_status(call, &rec.payload).filter(|&c| verdict::is_gpu_fault(c))
+            {
+                recorded_failure = Some(RecordedFailure {
+                    seq: rec.header.seq,
+                    call: call.name.clone(),
+                    code,
+                });
+            }
+        }
         let Some(kind) = family.classify(base_name(&call.name).0) else {
             continue;
         };
@@ -81,7 +101,11 @@ fn prescan(dir: &Path, family: Family) -> Result<Scan> {
             }
         }
     }
-    Ok(Scan { code, ranges })
+    Ok(Scan {
+        code,
+        ranges,
+        recorded_failure,
+    })
 }
 
 /// Read a recorded blob whole (`None`: nothing was recorded).
@@ -132,6 +156,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         incomplete: (!sum.complete()).then(|| sum.incompleteness().join("; ")),
         load_ms,
         threads_used: 1,
+        recorded_failure: scan.recorded_failure.clone(),
         ..Summary::default()
     };
     let human = !opts.json;
@@ -152,8 +177,11 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     let progress = !opts.no_progress && !opts.json && std::io::stderr().is_terminal();
     let blobs = |id: Option<ObjectId>| read_blob(dir, id);
+    let events = dir.join(EVENTS_FILE);
     let exec_start = Instant::now();
     let mut last_progress = Instant::now();
+    let mut last_launch: Option<u64> = None;
+    let mut stop: Option<(u64, Stop)> = None;
     'loops: for _ in 0..opts.loop_count {
         let reader = EventReader::open(&dir.join(EVENTS_FILE))?;
         let mut n = 0u64;
@@ -165,8 +193,13 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             };
             let fields = decode_fields(call, &rec.payload)
                 .map_err(|e| anyhow!("event #{} ({}): {e}", rec.header.seq, call.name))?;
-            if fields::failed_in_capture(&fields) {
-                continue; // failed during capture: not reissued
+            if fields::failed_in_capture(&fields)
+                && scan
+                    .recorded_failure
+                    .as_ref()
+                    .is_none_or(|f| f.seq != rec.header.seq)
+            {
+                continue; // failed during capture: not reissued (but the recorded GPU failure is)
             }
             let (name, per_thread) = base_name(&call.name);
             let ev = Event {
@@ -179,7 +212,10 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                 eprintln!("[HRR] #{} {}", ev.seq, call.name);
             }
             match backend.replay(&ev, &blobs, opts) {
-                Ok(Outcome::Launched) => report.kernels_launched += 1,
+                Ok(Outcome::Launched) => {
+                    report.kernels_launched += 1;
+                    last_launch = Some(ev.seq);
+                }
                 Ok(Outcome::GraphLaunched) => report.graphs_launched += 1,
                 Ok(Outcome::Filtered) => report.kernels_filtered += 1,
                 Ok(Outcome::Skipped(why)) => {
@@ -202,6 +238,14 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                 Ok(Outcome::Done | Outcome::Ignored) => {}
                 Err(e) => {
                     report.error = Some(format!("event #{} {}: {e:#}", ev.seq, call.name));
+                    stop = Some((ev.seq, verdict::classify(&e)));
+                    if call.class == hrr_archive::schema::CallClass::Launch {
+                        let n = report.kernels_launched + 1;
+                        report.fault_site =
+                            fault::site_of(&events, &schema, ev.seq, n, &scan.ranges)
+                                .ok()
+                                .flatten();
+                    }
                     break 'loops;
                 }
             }
@@ -214,9 +258,18 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     if report.error.is_none() {
         if let Err(e) = backend.finish() {
             report.error = Some(format!("final synchronisation: {e:#}"));
+            stop = Some((u64::MAX, verdict::classify(&e)));
         }
     }
     report.execute_ms = exec_start.elapsed().as_secs_f64() * 1e3;
+    conclude(
+        &mut report,
+        stop,
+        last_launch,
+        (&events, &schema, &scan.ranges),
+        dir,
+        opts,
+    );
     report.placement = backend.placement();
     if opts.json {
         report::write_json(&report, out)?;
@@ -224,5 +277,55 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         report::write_human_closing(&report, out)?;
     }
     out.flush()?;
-    Ok(if report.pass() { 0 } else { 1 })
+    Ok(report.verdict.exit_code())
+}
+
+/// Set the verdict from what stopped the replay (`seq` `u64::MAX`: the final synchronisation)
+/// and the checks; find the launch behind a fault or a hang.
+fn conclude(
+    report: &mut Summary,
+    stop: Option<(u64, Stop)>,
+    last_launch: Option<u64>,
+    (events, schema, ranges): (&Path, &hrr_archive::schema::Schema, &[(u64, u64)]),
+    dir: &Path,
+    opts: &Options,
+) {
+    let launches = report.kernels_launched;
+    let last = || {
+        last_launch.and_then(|seq| {
+            fault::site_of(events, schema, seq, launches, ranges)
+                .ok()
+                .flatten()
+        })
+    };
+    report.verdict = match stop {
+        Some((seq, Stop::Fault { code, name })) => {
+            report.stopped_at = Some((seq, format!("{name} ({code})")));
+            let as_recorded = report
+                .recorded_failure
+                .as_ref()
+                .is_some_and(|r| r.code == code && (r.seq == seq || seq == u64::MAX));
+            if report.fault_site.is_none() && !opts.sync_after_launch && !opts.no_localize {
+                report.fault_site = fault::localize(dir, opts);
+            }
+            if as_recorded {
+                Verdict::Reproduced
+            } else {
+                Verdict::Fault
+            }
+        }
+        Some((_, Stop::Hang)) => {
+            report.last_launch = report.fault_site.take().or_else(last);
+            Verdict::Hang
+        }
+        Some((_, Stop::Error)) => Verdict::Error,
+        None if report.recorded_failure.is_some() => Verdict::NotReproduced,
+        None if report.checks.fail > 0 => Verdict::Mismatch,
+        None => Verdict::Pass,
+    };
+    if let Some((seq, _)) = &mut report.stopped_at {
+        if *seq == u64::MAX {
+            report.stopped_at = report.stopped_at.take().map(|(_, s)| (0, s));
+        }
+    }
 }

@@ -153,6 +153,19 @@ pub fn u64s(fields: &Fields, name: &str) -> Vec<u64> {
     }
 }
 
+/// The status a call recorded (its `result` field, when its schema has one), read straight
+/// from the payload (the prescan reads it for every event without decoding the rest).
+pub fn recorded_status(call: &hrr_archive::schema::CallDef, payload: &[u8]) -> Option<i32> {
+    let first = call.fields.first()?;
+    (first.ty == hrr_archive::schema::FieldType::Result)
+        .then(|| {
+            payload
+                .get(..4)
+                .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+        })
+        .flatten()
+}
+
 /// The call failed during capture (an integer status other than 0): it is not reissued.
 pub fn failed_in_capture(fields: &Fields) -> bool {
     matches!(field(fields, name::RESULT), Some(Value::I64(r)) if *r != 0)

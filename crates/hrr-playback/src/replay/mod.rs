@@ -6,6 +6,8 @@
 //! | [`options`] | [`Options`], the replay options as a plain struct (the CLI converts into it) |
 //! | [`report`] | the summary: one struct, a human and a JSON renderer |
 //! | `check` | D2H comparisons (exact, tolerance, redacted ranges) |
+//! | [`verdict`] | PASS, REPRODUCED, MISMATCH, NOT REPRODUCED, FAULT, HANG, ERROR and their exit codes |
+//! | `fault` | where a fault happened (kernel, arguments, allocations), localisation by a rerun |
 //! | `fields` | every read of a decoded event's fields, and every field name |
 //! | `placement` | recorded allocations back at their addresses, generic over a `Vmm` trait |
 //! | `backend` | the `Backend` trait, the API families, helpers both backends share |
@@ -14,10 +16,12 @@
 mod backend;
 mod check;
 pub mod engine;
+mod fault;
 mod fields;
 pub mod options;
 mod placement;
 pub mod report;
+pub mod verdict;
 
 pub use engine::run;
 pub use options::Options;

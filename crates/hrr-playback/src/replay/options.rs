@@ -28,6 +28,8 @@ pub struct Options {
     pub runtime: Option<PathBuf>,
     /// Trace every replayed call on stderr.
     pub verbose: bool,
+    /// On a fault, do not rerun with `--sync-after-launch` to name the kernel behind it.
+    pub no_localize: bool,
 }
 
 impl Default for Options {
@@ -44,6 +46,7 @@ impl Default for Options {
             no_progress: false,
             runtime: None,
             verbose: false,
+            no_localize: false,
         }
     }
 }

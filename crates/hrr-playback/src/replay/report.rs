@@ -6,7 +6,9 @@
 use std::io::{self, Write};
 
 use super::check::Checks;
+use super::fault::Site;
 use super::placement::Tally;
+use super::verdict::{RecordedFailure, Verdict};
 
 /// Everything the replay summary prints.
 #[derive(Debug, Default)]
@@ -53,20 +55,111 @@ pub struct Summary {
     pub placement: Tally,
     /// The failure that stopped the replay (`event #<seq> <call>: <error>`).
     pub error: Option<String>,
+    /// What the replay concluded (set by the engine at the end).
+    pub verdict: Verdict,
+    /// The event that stopped the replay and the status it failed with (`None` when the
+    /// replay ran to its end, or stopped without a status).
+    pub stopped_at: Option<(u64, String)>,
+    /// The GPU failure the recorded run itself hit, if any.
+    pub recorded_failure: Option<RecordedFailure>,
+    /// The launch a fault is attributed to.
+    pub fault_site: Option<Site>,
+    /// The last kernel launched before a hang (`--sync-watchdog-ms`), if any.
+    pub last_launch: Option<Site>,
 }
 
 impl Summary {
-    /// Every comparison passed and nothing failed.
+    /// Every comparison passed and nothing failed (or it failed as recorded).
     pub fn pass(&self) -> bool {
-        self.error.is_none() && self.checks.fail == 0
+        self.verdict.exit_code() == 0
     }
 
+    /// `PASS` or `FAIL`, for `--json`'s `result` (the verdict says more).
     fn result(&self) -> &'static str {
         if self.pass() {
             "PASS"
         } else {
             "FAIL"
         }
+    }
+
+    /// The verdict line after `[HRR] `: the verdict and what it rests on.
+    pub fn verdict_line(&self) -> String {
+        let word = self.verdict.word();
+        let site = self
+            .fault_site
+            .as_ref()
+            .map(|s| format!("; kernel {}", s.describe()))
+            .unwrap_or_default();
+        let at = self
+            .stopped_at
+            .as_ref()
+            .map(|(seq, what)| format!("{what} at event #{seq}"))
+            .unwrap_or_default();
+        match self.verdict {
+            Verdict::Pass => match self.pass_note() {
+                Some(n) => format!("{word} ({n})"),
+                None => word.to_string(),
+            },
+            Verdict::Reproduced => format!("{word}: {at}, as recorded{site}"),
+            Verdict::Mismatch => {
+                let n = self.checks.fail;
+                let all = n + self.checks.exact + self.checks.within_tol;
+                format!(
+                    "{word}: {n} of {all} D2H result{} differ{} from the recording",
+                    plural(all),
+                    if n == 1 { "s" } else { "" }
+                )
+            }
+            Verdict::NotReproduced => {
+                let r = self.recorded_failure.as_ref();
+                let (code, seq, call) = r.map_or((0, 0, ""), |r| (r.code, r.seq, r.call.as_str()));
+                format!("{word}: the recording failed with status {code} at event #{seq} {call}; replay did not")
+            }
+            Verdict::Fault => format!("{word}: {at}{site}"),
+            Verdict::Hang => {
+                let last = self
+                    .last_launch
+                    .as_ref()
+                    .map(|s| format!("; last kernel launched: {}", s.describe()))
+                    .unwrap_or_default();
+                format!("{word}: {}{last}", self.error.as_deref().unwrap_or(""))
+            }
+            Verdict::Error => format!("{word}: {}", self.error.as_deref().unwrap_or("")),
+        }
+    }
+
+    /// Why a `PASS` is not a bare one: nothing was compared, or recorded work was skipped.
+    fn pass_note(&self) -> Option<String> {
+        let c = &self.checks;
+        let compared = c.exact + c.within_tol;
+        let mut notes = Vec::new();
+        if compared == 0 && c.skipped == 0 {
+            notes.push("nothing to compare: the recording copied no result back".to_string());
+        } else if compared == 0 {
+            notes.push(format!(
+                "nothing compared: {} D2H result{} skipped",
+                c.skipped,
+                plural(c.skipped)
+            ));
+        }
+        if !self.skipped_calls.is_empty() {
+            notes.push(format!(
+                "{} call{} not replayed, first: {}",
+                self.skipped_calls.len(),
+                plural(self.skipped_calls.len() as u64),
+                self.skipped_calls[0]
+            ));
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
@@ -89,7 +182,8 @@ pub fn write_human_opening(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     if let Some(why) = &s.incomplete {
         writeln!(
             w,
-            "[HRR] Note: capture incomplete ({why}); replaying the recovered events"
+            "[HRR] Note: capture incomplete ({why}); it holds {} events, the tail after them was lost; replaying those",
+            s.events
         )?;
     }
     Ok(())
@@ -118,6 +212,31 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(f) = &s.error {
         writeln!(w, "[HRR] Error at {f}")?;
+    }
+    if let Some(site) = s.fault_site.as_ref().or(s.last_launch.as_ref()) {
+        let how = if site.localized_by_rerun {
+            " (found by replaying again with --sync-after-launch)"
+        } else {
+            ""
+        };
+        let label = if s.fault_site.is_some() {
+            "Faulting kernel"
+        } else {
+            "Last kernel"
+        };
+        writeln!(w, "[HRR] {label:<16}: {}{how}", site.describe())?;
+        for (i, a) in site.args.iter().enumerate() {
+            let place = match (&a.allocation, a.suspicious) {
+                (Some(r), _) => format!(" points into allocation {r}"),
+                (None, true) => " points into no recorded allocation (the likely culprit)".into(),
+                _ => String::new(),
+            };
+            writeln!(
+                w,
+                "[HRR]   arg {i} (+{}, {} bytes) = {}{place}",
+                a.offset, a.size, a.value
+            )?;
+        }
     }
     let c = &s.checks;
     writeln!(w, "[HRR] -- Replay summary ------------------------------")?;
@@ -157,7 +276,7 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             writeln!(w, "[HRR] First refusal   : {why}")?;
         }
     }
-    writeln!(w, "[HRR] {}", s.result())
+    writeln!(w, "[HRR] {}", s.verdict_line())
 }
 
 /// `--json`: the whole summary as one JSON object on one line, keys in this order:
@@ -185,7 +304,14 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `skipped_calls` | array of strings | the first 20 calls not reissued, `#<seq> <call>: <why>` |
 /// | `allocations` | object | `placed` (integer: at their recorded address), `translated` (integer: elsewhere, pointers translated), `first_refusal` (string or null: why the first placement was refused) |
 /// | `error` | string or null | the failure that stopped the replay, `event #<seq> <call>: <error>` or `final synchronisation: <error>` |
-/// | `result` | string | `PASS` (exit 0) or `FAIL` (exit 1) |
+/// | `result` | string | `PASS` (the verdict's exit code is 0) or `FAIL` |
+/// | `verdict` | string | `PASS`, `REPRODUCED`, `MISMATCH`, `NOT REPRODUCED`, `FAULT`, `HANG` or `ERROR` (`super::verdict`) |
+/// | `verdict_line` | string | the human verdict line (what the verdict rests on) |
+/// | `exit_code` | integer | the exit status: 0 `PASS`/`REPRODUCED`, 1 `MISMATCH`/`NOT REPRODUCED`, 3 `FAULT`, 4 `HANG`, 5 `ERROR` |
+/// | `stopped_at` | object or null | `seq` (integer), `status` (string): the event that stopped the replay |
+/// | `recorded_failure` | object or null | `seq`, `call`, `code`: the GPU failure the recorded run hit |
+/// | `fault_site` | object or null | the launch a fault is attributed to: `seq`, `launch`, `kernel` (demangled), `kernel_mangled`, `grid`, `block`, `shared_mem`, `args` (`offset`, `size`, `value` hex, `allocation` or null, `suspicious`), `localized_by_rerun` |
+/// | `last_launch` | object or null | on a hang, the last kernel launched (same fields as `fault_site`) |
 pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let c = &s.checks;
     let p = &s.placement;
@@ -204,6 +330,11 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "allocations": {"placed": p.placed, "translated": p.translated,
                         "first_refusal": p.first_refusal},
         "error": s.error, "result": s.result(),
+        "verdict": s.verdict.word(), "verdict_line": s.verdict_line(),
+        "exit_code": s.verdict.exit_code(),
+        "stopped_at": s.stopped_at.as_ref().map(|(seq, st)| serde_json::json!({"seq": seq, "status": st})),
+        "recorded_failure": s.recorded_failure.as_ref().map(|r| serde_json::json!({"seq": r.seq, "call": r.call, "code": r.code})),
+        "fault_site": s.fault_site, "last_launch": s.last_launch,
     });
     writeln!(w, "{v}")
 }
@@ -232,6 +363,30 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_says_when_nothing_was_compared_or_work_was_skipped() {
+        let mut s = sample();
+        assert_eq!(
+            s.verdict_line(),
+            "PASS (nothing to compare: the recording copied no result back)"
+        );
+        s.checks.exact = 1;
+        assert_eq!(s.verdict_line(), "PASS");
+        s.skipped_calls
+            .push("#7 cuLaunchHostFunc: host callbacks are not in the archive".into());
+        assert_eq!(
+            s.verdict_line(),
+            "PASS (1 call not replayed, first: #7 cuLaunchHostFunc: host callbacks are not in the archive)"
+        );
+        s.checks.fail = 1;
+        s.verdict = Verdict::Mismatch;
+        assert_eq!(
+            s.verdict_line(),
+            "MISMATCH: 1 of 2 D2H results differs from the recording"
+        );
+        assert_eq!(s.verdict.exit_code(), 1);
+    }
+
+    #[test]
     fn human_and_json_shapes() {
         let mut s = sample();
         s.checks.exact = 2;
@@ -255,7 +410,10 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         assert_eq!(keys[..3], ["archive", "events", "kernels"]);
-        assert_eq!(keys.last(), Some(&"result"));
+        assert_eq!(keys.last(), Some(&"last_launch"));
+        assert_eq!(v["result"], "PASS");
+        assert_eq!(v["verdict"], "PASS");
+        assert_eq!(v["exit_code"], 0);
         assert_eq!(v["d2h_checks"]["pass"], 2);
         assert_eq!(v["allocations"]["first_refusal"], "--no-placement");
     }

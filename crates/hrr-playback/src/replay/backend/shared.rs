@@ -172,7 +172,8 @@ impl Waiter {
         kernel: &str,
         seq: u64,
     ) -> Result<Outcome> {
-        result.map_err(|e| anyhow::Error::new(e).context(format!("launching kernel `{kernel}`")))?;
+        result
+            .map_err(|e| anyhow::Error::new(e).context(format!("launching kernel `{kernel}`")))?;
         if captured() {
             return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
         }
@@ -206,7 +207,10 @@ impl Waiter {
                 Err(err) => return Err(anyhow::Error::new(err).context(what.to_string())),
             }
             if start.elapsed().as_millis() as u64 > self.watchdog_ms {
-                return Err(anyhow::Error::new(Hung { ms: self.watchdog_ms }).context(what.to_string()));
+                return Err(anyhow::Error::new(Hung {
+                    ms: self.watchdog_ms,
+                })
+                .context(what.to_string()));
             }
             std::thread::sleep(std::time::Duration::from_micros(200));
         }

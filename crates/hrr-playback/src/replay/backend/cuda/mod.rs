@@ -177,6 +177,11 @@ impl Backend for Cuda {
     }
 
     fn finish(&mut self) -> Result<()> {
+        // Under the watchdog, first wait for the legacy default stream (which waits for every
+        // blocking stream) the way the watchdog can give up on; then for the whole context.
+        if self.waiter.after_launch() {
+            self.wait(std::ptr::null_mut(), "the final synchronisation")?;
+        }
         self.ctx_synchronize().map(|_| ())
     }
 
