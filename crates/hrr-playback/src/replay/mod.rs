@@ -6,7 +6,7 @@
 //! | [`options`] | [`Options`], the replay options as a plain struct (the CLI converts into it) |
 //! | [`report`] | the summary: one struct, a human and a JSON renderer |
 //! | `check` | D2H comparisons (exact, tolerance, redacted ranges) |
-//! | `fields` | every read of a decoded event's fields, and every field name |
+//! | `fields` | the status check and the prescan's reads (handlers read fields into their `hrr_calls` shape) |
 //! | `placement` | recorded allocations back at their addresses, generic over a `Vmm` trait |
 //! | `backend` | the `Backend` trait, the API families, helpers both backends share |
 //! | `backend/cuda`, `backend/hip` | where each call is replayed: the dispatch in their `mod.rs` |
