@@ -1,4 +1,5 @@
-//! CUDA copies and memsets: host-to-device sources come from their recorded blobs, device
+//! CUDA copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyAny` rows; memsets are
+//! `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, and device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with the graph.
 

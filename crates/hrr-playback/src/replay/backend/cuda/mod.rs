@@ -8,8 +8,8 @@
 //! | --- | --- |
 //! | `driver.rs` | the entry-point table loaded with libloading, the `cu!` macro |
 //! | `open.rs` | loading the driver, device 0 and its primary context, preflight checks |
-//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` trait for placement |
-//! | `copies.rs` | memcpy and memset |
+//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
+//! | `copies.rs` | memcpy |
 //! | `code.rs` | code objects: loading, module/library/kernel/function look-ups, globals, attributes |
 //! | `launch.rs` | kernel launches |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |

@@ -1,4 +1,6 @@
-//! HIP copies and memsets: host-to-device sources come from their recorded blobs, device
+//! HIP copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyKind` rows and the symbol copies,
+//! `CopyToSymbol` and `CopyFromSymbol`; memsets are `backend::memory_calls`'): host-to-device
+//! sources come from their recorded blobs, device
 //! pointers are translated, device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]); copies to and from symbols go to the variable of the recorded code
 //! object. A copy with a host side waits (the host buffer is this replay's).

@@ -8,8 +8,8 @@
 //! | --- | --- |
 //! | `runtime.rs` | the entry-point table loaded with libloading, the `hip!` macro |
 //! | `open.rs` | loading the runtime, device 0, VMM probing, preflight notes |
-//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` trait for placement |
-//! | `copies.rs` | memcpy, memset, copies to and from symbols |
+//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
+//! | `copies.rs` | memcpy, copies to and from symbols |
 //! | `code.rs` | code objects: loading, module/function look-ups, globals and symbols |
 //! | `launch.rs` | kernel launches (`<<<>>>` and module launches) |
 //! | `streams.rs` | streams, events, waiting (watchdog) |
