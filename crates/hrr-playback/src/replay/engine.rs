@@ -204,6 +204,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             let (name, per_thread) = base_name(&call.name);
             let ev = Event {
                 seq: rec.header.seq,
+                id: rec.header.kind,
                 name,
                 per_thread,
                 fields,

@@ -8,7 +8,7 @@
 //! | `check` | D2H comparisons (exact, tolerance, redacted ranges) |
 //! | [`verdict`] | PASS, REPRODUCED, MISMATCH, NOT REPRODUCED, FAULT, HANG, ERROR and their exit codes |
 //! | `fault` | where a fault happened (kernel, arguments, allocations), localisation by a rerun |
-//! | `fields` | every read of a decoded event's fields, and every field name |
+//! | `fields` | the status check and the prescan's reads (handlers read fields into their `hrr_calls` shape) |
 //! | `placement` | recorded allocations back at their addresses, generic over a `Vmm` trait |
 //! | `backend` | the `Backend` trait, the API families, helpers both backends share |
 //! | `backend/cuda`, `backend/hip` | where each call is replayed: the dispatch in their `mod.rs` |

@@ -5,45 +5,42 @@
 use std::ffi::{CStr, CString};
 
 use anyhow::Result;
+use hrr_calls::shapes::Global;
 
 use super::shared::{Handles, H};
 use super::{Event, Outcome};
-use crate::replay::fields::{name, text, u};
 use crate::replay::placement::Placement;
 
-/// The handle in field `to` is what `get` derives from the one in field `from` (and the
-/// recorded name, when `named`).
+/// The handle recorded as `to` is what `get` derives from the one recorded as `from` (and the
+/// recorded `name`, when there is one); the caller reads both from its shape.
 pub fn look_up(
     handles: &mut Handles,
-    ev: &Event,
-    (from, to): (&str, &str),
-    named: bool,
+    (from, to): (u64, u64),
+    name: Option<&str>,
     get: impl FnOnce(H, &CStr) -> Result<H>,
 ) -> Result<Outcome> {
-    let f = &ev.fields;
-    let owner = handles.get(u(f, from)?)?;
-    let n = if named {
-        CString::new(text(f, name::NAME))?
-    } else {
-        CString::default()
+    let owner = handles.get(from)?;
+    let n = match name {
+        Some(n) => CString::new(n)?,
+        None => CString::default(),
     };
     let h = get(owner, &n)?;
-    handles.insert(u(f, to)?, h);
+    handles.insert(to, h);
     Ok(Outcome::Done)
 }
 
-/// A variable looked up by name in its module or library (`get` answers its address and
-/// size): its recorded address translates to where it is now.
+/// A variable looked up by name in its module or library (`Global`; `get` answers its address
+/// and size): its recorded address translates to where it is now.
 pub fn global(
     handles: &Handles,
     mem: &mut Placement,
     ev: &Event,
     get: impl FnOnce(H, &CStr) -> Result<(u64, usize)>,
 ) -> Result<Outcome> {
-    let f = &ev.fields;
-    let owner = handles.get(u(f, name::OWNER)?)?;
-    let n = CString::new(text(f, name::NAME))?;
+    let s: Global = ev.read()?;
+    let owner = handles.get(s.owner)?;
+    let n = CString::new(s.name)?;
     let (p, size) = get(owner, &n)?;
-    mem.note_moved(u(f, name::DPTR)?, size as u64, p);
+    mem.note_moved(s.dptr, size as u64, p);
     Ok(Outcome::Done)
 }

@@ -6,27 +6,35 @@
 //! `memory.rs`.
 
 use anyhow::Result;
+use hrr_calls::shapes::{
+    AddressReserve, DevicePtr, HostAlloc, HostAllocPlain, MallocPitch, MemAlloc, MemAllocFlags,
+    MemCreate, MemHandle, MemMap, MemSetAccess, Memset, Range,
+};
 
 use super::shared::H;
 use super::{Event, Extent, Outcome};
-use crate::replay::fields::{name, u, vmm_range};
 use crate::replay::placement::{DeviceMemory, Placement, Vmm};
 
 /// An allocation (`cuMemAlloc*`, `hipMalloc*`): placed at the recorded address, or translated.
+/// Its range is read through the shape of its [`Extent`].
 pub fn alloc(mem: &mut Placement, vmm: &impl Vmm, ev: &Event, extent: Extent) -> Result<Outcome> {
-    let f = &ev.fields;
-    let addr = u(f, name::DPTR)?;
-    let size = match extent {
-        Extent::Pitched => u(f, name::PITCH)? * u(f, name::HEIGHT)?,
-        _ => u(f, name::BYTESIZE)?,
+    let (addr, size) = match extent {
+        Extent::Pitched => {
+            let s: MallocPitch = ev.read()?;
+            (s.dptr, s.pitch * s.height)
+        }
+        _ => {
+            let s: MemAlloc = ev.read()?;
+            (s.dptr, s.bytesize)
+        }
     };
     mem.alloc(vmm, addr, size)?;
     Ok(Outcome::Done)
 }
 
-/// A free of an allocation.
+/// A free of an allocation (`DevicePtr`, or the `dptr` of `MemFreeAsync`).
 pub fn free(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    mem.free(vmm, u(&ev.fields, name::DPTR)?)?;
+    mem.free(vmm, ev.read::<DevicePtr>()?.dptr)?;
     Ok(Outcome::Done)
 }
 
@@ -38,91 +46,105 @@ pub fn address_reserve(
     ev: &Event,
     hint: impl FnOnce(u64) -> u64,
 ) -> Result<Outcome> {
-    let f = &ev.fields;
-    let (rec, size) = vmm_range(f)?;
+    let s: AddressReserve = ev.read()?;
+    let (rec, size) = (s.ptr, s.size);
     if mem.reservation_placed(vmm, rec, size)? {
         return Ok(Outcome::Done); // placed: inside a reservation of ours
     }
-    let align = u(f, name::ALIGNMENT)?;
-    mem.reserve_elsewhere(vmm, (rec, size), align, hint(rec))?;
+    mem.reserve_elsewhere(vmm, (rec, size), s.alignment, hint(rec))?;
     Ok(Outcome::Done)
 }
 
 /// A reservation freed by the program (ours stay).
 pub fn address_free(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    let (rec, size) = vmm_range(&ev.fields)?;
-    mem.free_recorded_reservation(vmm, rec, size)?;
+    let s: Range = ev.read()?;
+    mem.free_recorded_reservation(vmm, s.ptr, s.size)?;
     Ok(Outcome::Done)
 }
 
-/// Physical memory the program created, with allocation properties `prop`.
-pub fn create(mem: &mut Placement, vmm: &impl Vmm, ev: &Event, prop: &[u8]) -> Result<Outcome> {
-    let f = &ev.fields;
-    let (size, flags) = (u(f, name::SIZE)?, u(f, name::FLAGS)?);
-    let h = mem.create_recorded(vmm, size, prop, flags)?;
-    mem.adopt_handle(u(f, name::HANDLE)?, h);
+/// Physical memory the program created (`s`, read by the backend, which chooses the
+/// allocation properties `prop`).
+pub fn create(mem: &mut Placement, vmm: &impl Vmm, s: &MemCreate, prop: &[u8]) -> Result<Outcome> {
+    let h = mem.create_recorded(vmm, s.size, prop, s.flags)?;
+    mem.adopt_handle(s.handle, h);
     Ok(Outcome::Done)
 }
 
 /// Physical memory the program released.
 pub fn release(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    mem.release_recorded(vmm, u(&ev.fields, name::HANDLE)?)?;
+    mem.release_recorded(vmm, ev.read::<MemHandle>()?.handle)?;
     Ok(Outcome::Done)
 }
 
 /// A mapping the program made (the call's name in errors).
 pub fn map(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let h = u(f, name::HANDLE)?;
-    let range = (u(f, name::PTR)?, u(f, name::SIZE)?, u(f, name::OFFSET)?);
-    mem.map_recorded(vmm, ev.name, h, range)?;
+    let s: MemMap = ev.read()?;
+    mem.map_recorded(vmm, ev.name, s.handle, (s.ptr, s.size, s.offset))?;
     Ok(Outcome::Done)
 }
 
 /// A mapping the program removed.
 pub fn unmap(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    let (ptr, size) = vmm_range(&ev.fields)?;
-    mem.unmap_recorded(vmm, ptr, size)?;
+    let s: Range = ev.read()?;
+    mem.unmap_recorded(vmm, s.ptr, s.size)?;
     Ok(Outcome::Done)
 }
 
 /// Access the program granted: read/write for device 0.
 pub fn set_access(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let (n, ptr, size) = (u(f, name::COUNT)?, u(f, name::PTR)?, u(f, name::SIZE)?);
-    mem.set_access_recorded(vmm, n, ptr, size)?;
+    let s: MemSetAccess = ev.read()?;
+    mem.set_access_recorded(vmm, s.count, s.ptr, s.size)?;
     Ok(Outcome::Done)
 }
 
 /// Managed memory the program allocated: anywhere, translated.
 pub fn alloc_managed(mem: &mut Placement, api: &impl DeviceMemory, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let size = u(f, name::BYTESIZE)?;
-    let p = api.alloc_managed(size, u(f, name::FLAGS)? as u32)??;
-    mem.note_moved(u(f, name::DPTR)?, size, p);
+    let s: MemAllocFlags = ev.read()?;
+    let p = api.alloc_managed(s.bytesize, s.flags)??;
+    mem.note_moved(s.dptr, s.bytesize, p);
     Ok(Outcome::Done)
 }
 
-/// Pinned host memory the program allocated: anywhere, translated.
-pub fn alloc_host(mem: &mut Placement, api: &impl DeviceMemory, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let size = u(f, name::BYTESIZE)?;
-    let p = api.alloc_host(size, u(f, name::FLAGS).unwrap_or(0) as u32)??;
-    mem.note_moved(u(f, name::HOST_PTR)?, size, p);
+/// Pinned host memory the program allocated: anywhere, translated; `flagged`: recorded with
+/// flags (`HostAlloc`), else without (`HostAllocPlain`, flags 0).
+pub fn alloc_host(
+    mem: &mut Placement,
+    api: &impl DeviceMemory,
+    ev: &Event,
+    flagged: bool,
+) -> Result<Outcome> {
+    let s = if flagged {
+        ev.read::<HostAlloc>()?
+    } else {
+        let s: HostAllocPlain = ev.read()?;
+        HostAlloc {
+            host_ptr: s.host_ptr,
+            bytesize: s.bytesize,
+            flags: 0,
+        }
+    };
+    let p = api.alloc_host(s.bytesize, s.flags)??;
+    mem.note_moved(s.host_ptr, s.bytesize, p);
     Ok(Outcome::Done)
 }
 
-/// A memset, as the async call of the recorded element width on the stream `stream` resolves.
+/// A memset, as the async call of the recorded element width on the stream `stream` resolves
+/// from the recorded one.
 pub fn memset(
     mem: &Placement,
     api: &impl DeviceMemory,
     ev: &Event,
-    stream: impl FnOnce() -> Result<H>,
+    stream: impl FnOnce(u64) -> Result<H>,
 ) -> Result<Outcome> {
-    let f = &ev.fields;
-    let dst = mem.translate(u(f, name::DST)?);
-    let (v, n) = (u(f, name::VALUE)?, u(f, name::COUNT)? as usize);
-    let s = stream()?;
-    api.memset(dst, v, n, u(f, name::ELEMENT_BYTES)?, s)??;
+    let s: Memset = ev.read()?;
+    let dst = mem.translate(s.dst);
+    let st = stream(s.stream)?;
+    api.memset(
+        dst,
+        s.value as u64,
+        s.count as usize,
+        s.element_bytes as u64,
+        st,
+    )??;
     Ok(Outcome::Done)
 }

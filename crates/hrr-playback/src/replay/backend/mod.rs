@@ -3,11 +3,16 @@
 //! [`Family`] of APIs this build replays, which opens a backend and classifies calls for the
 //! prescan ([`Prescan`]). The engine knows no call names: it asks [`Family::classify`].
 //!
+//! Calls come from the tables of `hrr-calls`: an event is resolved to its table operation
+//! (`hrr_calls::cuda::Op`, `hrr_calls::hip::Op`) once per record type ([`Ops`]), the prescan
+//! classification follows from the operation's `Kind` and record shape ([`prescan_of`]), and
+//! handlers read the event into its shape ([`Event::read`]): no call or field name is spelled
+//! here or in the backends.
+//!
 //! Where a call is replayed: `cuda/mod.rs` and `hip/mod.rs` each hold one dispatch function
-//! (`replay`) matching call names to handlers, and the `classify` function of that API beside
-//! it; the handlers live in files by concern (memory, copies, code, launches, streams, graphs).
-//! Helpers both backends use are in [`shared`]; placement of allocations is
-//! `crate::replay::placement`.
+//! (`replay`) matching the API's `Op` to handlers; the handlers live in files by concern
+//! (memory, copies, code, launches, streams, graphs). Helpers both backends use are in
+//! [`shared`]; placement of allocations is `crate::replay::placement`.
 
 pub mod code_calls;
 pub mod cuda;
@@ -17,10 +22,14 @@ pub mod shared;
 pub mod stream_calls;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::Result;
 use hrr_archive::schema::Value;
 use hrr_archive::ObjectId;
+use hrr_calls::shapes::{LibraryLoad, MallocPitch, MemAllocPitch, RegisterFatBinary};
+use hrr_calls::wire::FieldType;
+use hrr_calls::{Kind, Shape};
 
 use super::options::Options;
 use super::placement::Tally;
@@ -31,12 +40,100 @@ pub use shared::CallFailed;
 pub struct Event<'a> {
     /// Sequence number.
     pub seq: u64,
+    /// Record type: the call's id in the archive's schema (the key of [`Ops`]).
+    pub id: u16,
     /// Call name without ABI suffixes (`cuMemcpyHtoDAsync_v2_ptsz` → `cuMemcpyHtoDAsync`).
     pub name: &'a str,
     /// Per-thread default stream semantics (`_ptsz`/`_ptds`).
     pub per_thread: bool,
-    /// Decoded fields (read them through `crate::replay::fields`).
+    /// Decoded fields (read them into the call's shape with [`Event::read`]).
     pub fields: Vec<(&'a str, Value)>,
+}
+
+impl Event<'_> {
+    /// The event's fields read into record shape `S` (the `hrr_calls::wire` rules: a missing
+    /// integer is an error naming the field, to which the engine adds the event and call;
+    /// missing bytes, text, arrays and object ids read as empty).
+    pub fn read<S: Shape>(&self) -> Result<S> {
+        Ok(S::read(&self.fields)?)
+    }
+}
+
+/// An API's table operation, as replay resolves and classifies it (implemented for
+/// `hrr_calls::cuda::Op` and `hrr_calls::hip::Op`).
+pub trait TableOp: Copy + 'static {
+    /// Every exported name with its operation (the table's `EXPORTS`).
+    const EXPORTS: &'static [(&'static str, Self)];
+    /// What the call does.
+    fn kind(self) -> Kind;
+    /// The fields of its record shape (after `result`).
+    fn fields(self) -> &'static [(&'static str, FieldType)];
+}
+
+macro_rules! table_op {
+    ($($api:ident),*) => {$(
+        impl TableOp for hrr_calls::$api::Op {
+            const EXPORTS: &'static [(&'static str, Self)] = hrr_calls::$api::EXPORTS;
+            fn kind(self) -> Kind {
+                hrr_calls::$api::Op::kind(self)
+            }
+            fn fields(self) -> &'static [(&'static str, FieldType)] {
+                hrr_calls::$api::Op::fields(self)
+            }
+        }
+    )*};
+}
+table_op!(cuda, hip);
+
+/// The table operation of a call, by its base name (ABI suffixes stripped, as [`Event::name`]):
+/// the operation of an export with that base name, so ABI variants the table does not list
+/// replay like their siblings. Where exports of different operations share a base name
+/// (`cuCtxSynchronize`, `cuCtxSynchronize_v2`), the one whose shape has the event's fields
+/// (`field_names`, `result` left out) wins. `None`: not a call of the table (ignored).
+pub fn resolve<'n, O: TableOp>(
+    name: &str,
+    field_names: impl Iterator<Item = &'n str> + Clone,
+) -> Option<O> {
+    let mut candidates = O::EXPORTS
+        .iter()
+        .filter(|(n, _)| base_name(n).0 == name)
+        .map(|&(_, op)| op);
+    let first = candidates.clone().next()?;
+    let same_fields = |op: O| {
+        let recorded = field_names
+            .clone()
+            .filter(|n| *n != crate::replay::fields::RESULT);
+        recorded.eq(op.fields().iter().map(|(n, _)| *n))
+    };
+    Some(candidates.find(|&op| same_fields(op)).unwrap_or(first))
+}
+
+/// Events resolved to their table operation once per record type (the schema's call id), so
+/// dispatch costs an index per event, never a name search.
+pub struct Ops<O> {
+    by_id: Vec<Option<Option<O>>>,
+}
+
+impl<O> Default for Ops<O> {
+    fn default() -> Self {
+        Ops { by_id: Vec::new() }
+    }
+}
+
+impl<O: TableOp> Ops<O> {
+    /// The table operation of `ev` (`None`: not a call of the table).
+    pub fn of(&mut self, ev: &Event) -> Option<O> {
+        let i = ev.id as usize;
+        if let Some(Some(op)) = self.by_id.get(i) {
+            return *op;
+        }
+        let op = resolve(ev.name, ev.fields.iter().map(|(n, _)| *n));
+        if self.by_id.len() <= i {
+            self.by_id.resize(i + 1, None);
+        }
+        self.by_id[i] = Some(op);
+        op
+    }
 }
 
 /// What replaying one event did.
@@ -94,14 +191,18 @@ pub trait Backend {
     fn placement(&self) -> Tally;
 }
 
-/// Which device range a successful allocation call took (read by `fields::extent`).
+/// Which device range a successful allocation call took (read by `fields::extent` and
+/// `memory_calls::alloc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extent {
-    /// `dptr`, `bytesize`.
+    /// `dptr`, `bytesize` of the byte allocation shapes (`MemAlloc`, `MemAllocAsync`,
+    /// `MemAllocFromPool`, `MemAllocFlags`), read through `shapes::MemAlloc`.
     Bytes,
-    /// `dptr`, `pitch` × `height`.
+    /// `dptr`, `pitch` × `height` of the pitched shapes (`MemAllocPitch`, `MallocPitch`), read
+    /// through `shapes::MallocPitch`.
     Pitched,
-    /// A VMM reservation: `ptr`, `size`.
+    /// A VMM reservation: `ptr`, `size` of `shapes::AddressReserve`, read through
+    /// `shapes::Range`.
     Reservation,
 }
 
@@ -136,12 +237,16 @@ impl Family {
         }
     }
 
-    /// What the prescan must know of call `name` (base name, ABI suffixes stripped).
+    /// What the prescan must know of call `name` (base name, ABI suffixes stripped): from the
+    /// table's operations of that name ([`prescan_of`]), listed once per family.
     pub fn classify(self, name: &str) -> Option<Prescan> {
-        match self {
-            Family::Cuda => cuda::classify(name),
-            Family::Hip => hip::classify(name),
-        }
+        static CUDA: OnceLock<Vec<(&str, Prescan)>> = OnceLock::new();
+        static HIP: OnceLock<Vec<(&str, Prescan)>> = OnceLock::new();
+        let calls = match self {
+            Family::Cuda => CUDA.get_or_init(prescan_calls::<hrr_calls::cuda::Op>),
+            Family::Hip => HIP.get_or_init(prescan_calls::<hrr_calls::hip::Op>),
+        };
+        calls.iter().find(|(n, _)| *n == name).map(|&(_, p)| p)
     }
 
     /// Load the runtime and open device 0; `ranges` are the recorded device address ranges,
@@ -152,6 +257,44 @@ impl Family {
             Family::Hip => Box::new(hip::Hip::open(opts, ranges)?),
         })
     }
+}
+
+/// What the prescan must know of a table operation, from its kind and record shape: an
+/// allocation ([`Kind::Alloc`]) takes the range of its shape (pitched for `MemAllocPitch` and
+/// `MallocPitch`, else bytes), a reservation ([`Kind::Reserve`]) its range, a load
+/// ([`Kind::Load`]) loads its code (as a library for the `LibraryLoad` shape), and so does a
+/// fat-binary registration (HIP's `RegisterFatBinary` shape).
+pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
+    let shape = op.fields();
+    let is = |fields: &[(&str, FieldType)]| shape == fields;
+    match op.kind() {
+        Kind::Alloc if is(MemAllocPitch::FIELDS) || is(MallocPitch::FIELDS) => {
+            Some(Prescan::Alloc(Extent::Pitched))
+        }
+        Kind::Alloc => Some(Prescan::Alloc(Extent::Bytes)),
+        Kind::Reserve => Some(Prescan::Alloc(Extent::Reservation)),
+        Kind::Load => Some(Prescan::CodeLoad {
+            as_library: is(LibraryLoad::FIELDS),
+        }),
+        Kind::Register if is(RegisterFatBinary::FIELDS) => {
+            Some(Prescan::CodeLoad { as_library: false })
+        }
+        _ => None,
+    }
+}
+
+/// The base names of a table's calls the prescan must know, with what it must know.
+fn prescan_calls<O: TableOp>() -> Vec<(&'static str, Prescan)> {
+    let mut calls: Vec<(&str, Prescan)> = Vec::new();
+    for &(export, op) in O::EXPORTS {
+        let name = base_name(export).0;
+        if calls.iter().all(|(n, _)| *n != name) {
+            if let Some(p) = prescan_of(op) {
+                calls.push((name, p));
+            }
+        }
+    }
+    calls
 }
 
 /// Strip `_ptsz`/`_ptds` and `_vN` suffixes; also says whether the call used per-thread
@@ -207,6 +350,111 @@ mod tests {
             Some(Prescan::CodeLoad { as_library: false })
         );
         assert_eq!(hip.classify("hipLaunchKernel"), None);
+    }
+
+    /// The names of a shape's fields.
+    fn names(fields: &[(&str, FieldType)]) -> Vec<String> {
+        fields.iter().map(|(n, _)| n.to_string()).collect()
+    }
+
+    /// Every export classifies as its base name does (the prescan knows base names only), and
+    /// the shape an extent is read through has its fields in every allocation it reads.
+    fn classification_is_consistent<O: TableOp + std::fmt::Debug>(family: Family) {
+        use hrr_calls::shapes::{MemAlloc, Range};
+        for &(export, op) in O::EXPORTS {
+            assert_eq!(
+                family.classify(base_name(export).0),
+                prescan_of(op),
+                "{export}"
+            );
+            let view = match prescan_of(op) {
+                Some(Prescan::Alloc(Extent::Bytes)) => MemAlloc::FIELDS,
+                Some(Prescan::Alloc(Extent::Pitched)) => MallocPitch::FIELDS,
+                Some(Prescan::Alloc(Extent::Reservation)) => Range::FIELDS,
+                _ => continue,
+            };
+            let have = names(op.fields());
+            assert!(
+                names(view).iter().all(|n| have.contains(n)),
+                "{op:?}: {have:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn classification_follows_kind_and_shape() {
+        classification_is_consistent::<hrr_calls::cuda::Op>(Family::Cuda);
+        classification_is_consistent::<hrr_calls::hip::Op>(Family::Hip);
+        let cuda = Family::Cuda;
+        assert_eq!(
+            cuda.classify("cuMemAllocFromPoolAsync"),
+            Some(Prescan::Alloc(Extent::Bytes))
+        );
+        assert_eq!(cuda.classify("cuMemAllocManaged"), None);
+        assert_eq!(
+            cuda.classify("cuModuleLoadFatBinary"),
+            Some(Prescan::CodeLoad { as_library: false })
+        );
+        assert_eq!(
+            Family::Hip.classify("hipExtMallocWithFlags"),
+            Some(Prescan::Alloc(Extent::Bytes))
+        );
+        assert_eq!(
+            Family::Hip.classify("hipMallocPitch"),
+            Some(Prescan::Alloc(Extent::Pitched))
+        );
+        assert_eq!(Family::Hip.classify("__hipRegisterFunction"), None);
+    }
+
+    #[test]
+    fn events_resolve_to_their_table_operation() {
+        use hrr_calls::cuda::Op;
+        let r = |name: &str, fields: &[&str]| resolve::<Op>(name, fields.iter().copied());
+        assert_eq!(r("cuMemcpyHtoDAsync", &[]), Some(Op::MemcpyHtoDAsync));
+        // Two operations of one base name: the fields decide.
+        assert_eq!(r("cuCtxSynchronize", &["result"]), Some(Op::CtxSynchronize));
+        assert_eq!(
+            r("cuCtxSynchronize", &["result", "ctx"]),
+            Some(Op::CtxSynchronizeCtx)
+        );
+        // An ABI variant the table does not list replays like its siblings.
+        assert_eq!(
+            r(base_name("cuMemsetD16_v2_ptds").0, &[]),
+            Some(Op::MemsetD16)
+        );
+        assert_eq!(r("cuNotACall", &[]), None);
+        assert_eq!(
+            resolve::<hrr_calls::hip::Op>("hipMalloc", std::iter::empty()),
+            Some(hrr_calls::hip::Op::Malloc)
+        );
+
+        let mut ops = Ops::<Op>::default();
+        let ev = |id, name| Event {
+            seq: 1,
+            id,
+            name,
+            per_thread: false,
+            fields: Vec::new(),
+        };
+        assert_eq!(ops.of(&ev(7, "cuMemAlloc")), Some(Op::MemAlloc));
+        assert_eq!(ops.of(&ev(3, "hipMalloc")), None);
+        // Cached by record type.
+        assert_eq!(ops.of(&ev(7, "anything")), Some(Op::MemAlloc));
+        assert_eq!(ops.of(&ev(3, "cuMemAlloc")), None);
+    }
+
+    #[test]
+    fn a_missing_integer_names_its_field() {
+        use hrr_calls::shapes::MemAlloc;
+        let ev = Event {
+            seq: 1,
+            id: 1,
+            name: "cuMemAlloc",
+            per_thread: false,
+            fields: vec![("dptr", Value::Ptr(0x10))],
+        };
+        let e = ev.read::<MemAlloc>().unwrap_err();
+        assert_eq!(format!("{e:#}"), "field `bytesize` missing");
     }
 
     #[test]

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
 
 use anyhow::{anyhow, Result};
+use hrr_calls::shapes::Launch;
 
 use super::Outcome;
-use crate::replay::fields::{name, text, u, Fields};
 use crate::replay::placement::Placement;
 
 /// Why a copy whose host source was not recorded is skipped.
@@ -217,19 +217,19 @@ impl Waiter {
     }
 }
 
-/// The kernel name of a launch, unless it is not launched: its argument layout was unknown at
-/// capture (skipped), or `--kernel-filter` leaves it out.
-pub fn launch_gate(fields: &Fields, filter: Option<&str>) -> std::result::Result<String, Outcome> {
-    let kernel = text(fields, name::KERNEL);
-    if u(fields, name::ARGS_KNOWN).unwrap_or(1) == 0 {
+/// Whether a launch is made: not when its argument layout was unknown at capture (skipped),
+/// or `--kernel-filter` leaves its kernel out.
+pub fn launch_gate(l: &Launch, filter: Option<&str>) -> std::result::Result<(), Outcome> {
+    if l.args_known == 0 {
         return Err(Outcome::Skipped(format!(
-            "argument layout of `{kernel}` unknown"
+            "argument layout of `{}` unknown",
+            l.kernel
         )));
     }
-    if filter.is_some_and(|p| !kernel.contains(p)) {
+    if filter.is_some_and(|p| !l.kernel.contains(p)) {
         return Err(Outcome::Filtered);
     }
-    Ok(kernel)
+    Ok(())
 }
 
 /// Translate the 8-byte arguments of a launch that point into ranges that moved (pointers
@@ -248,15 +248,14 @@ pub fn translate_pointer_args(args: &mut [u8], offsets: &[u64], sizes: &[u64], m
 }
 
 /// Call a launch entry point `$entry` through the call macro `$call` (`cu` or `hip`) with the
-/// function, the grid, block and shared memory of a `fields::Geometry`, the stream and the
-/// remaining arguments.
+/// function, the grid, block and shared memory of a recorded `hrr_calls::shapes::Launch`, the
+/// stream and the remaining arguments.
 macro_rules! launch_call {
-    ($call:ident, $api:expr, $entry:ident, $func:expr, $geo:expr, $stream:expr $(, $rest:expr)*) => {{
-        let g: &$crate::replay::fields::Geometry = $geo;
-        let (grid, block) = (g.grid, g.block);
+    ($call:ident, $api:expr, $entry:ident, $func:expr, $launch:expr, $stream:expr $(, $rest:expr)*) => {{
+        let l: &hrr_calls::shapes::Launch = $launch;
         $call!(
             $api,
-            $entry($func, grid[0], grid[1], grid[2], block[0], block[1], block[2], g.shared_mem, $stream $(, $rest)*)
+            $entry($func, l.grid_x, l.grid_y, l.grid_z, l.block_x, l.block_y, l.block_z, l.shared_mem, $stream $(, $rest)*)
         )
     }};
 }

@@ -4,91 +4,108 @@
 //! per-thread stream).
 
 use anyhow::Result;
+use hrr_calls::shapes::{
+    self, EventCreate, EventRecord, StreamCreate, StreamCreatePriority, StreamWaitEvent,
+};
 
 use super::shared::{Call, Handles, Streams, Waiter, H};
 use super::{Event, Outcome};
-use crate::replay::fields::{name, u};
 
-/// A stream the program created, with its recorded flags and priority.
-pub fn stream_create(handles: &mut Handles, api: &impl Streams, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let flags = u(f, name::FLAGS)? as u32;
-    let priority = u(f, name::PRIORITY).ok().map(|p| p as i32);
-    let s = api.create_stream(flags, priority)??;
-    handles.insert(u(f, name::STREAM)?, s);
+/// A stream the program created, with its recorded flags and, when `prioritised`
+/// (`StreamCreatePriority`), its priority.
+pub fn stream_create(
+    handles: &mut Handles,
+    api: &impl Streams,
+    ev: &Event,
+    prioritised: bool,
+) -> Result<Outcome> {
+    let (stream, flags, priority) = if prioritised {
+        let s: StreamCreatePriority = ev.read()?;
+        (s.stream, s.flags, Some(s.priority))
+    } else {
+        let s: StreamCreate = ev.read()?;
+        (s.stream, s.flags, None)
+    };
+    let live = api.create_stream(flags, priority)??;
+    handles.insert(stream, live);
     Ok(Outcome::Done)
 }
 
 /// A stream the program destroyed.
 pub fn stream_destroy(handles: &mut Handles, api: &impl Streams, ev: &Event) -> Result<Outcome> {
-    destroy(handles, ev, name::STREAM, |s| api.destroy_stream(s))
+    let rec = ev.read::<shapes::Stream>()?.stream;
+    destroy(handles, rec, |s| api.destroy_stream(s))
 }
 
-/// Destroy the handle in field `key` with `destroy` and forget it.
+/// Destroy the handle recorded as `rec` with `destroy` and forget it.
 fn destroy(
     handles: &mut Handles,
-    ev: &Event,
-    key: &str,
+    rec: u64,
     destroy: impl FnOnce(H) -> Call<()>,
 ) -> Result<Outcome> {
-    let rec = u(&ev.fields, key)?;
     destroy(handles.get(rec)?)??;
     handles.remove(rec);
     Ok(Outcome::Done)
 }
 
-/// A stream synchronisation (under the watchdog when one is set).
+/// A stream synchronisation (under the watchdog when one is set), on the stream `stream`
+/// resolves from the recorded one.
 pub fn stream_synchronize(
     waiter: &mut Waiter,
     api: &impl Streams,
     ev: &Event,
-    stream: H,
+    stream: impl FnOnce(u64) -> Result<H>,
 ) -> Result<Outcome> {
-    waiter.wait(api, stream, &format!("{} (event #{})", ev.name, ev.seq))?;
+    let s = stream(ev.read::<shapes::Stream>()?.stream)?;
+    waiter.wait(api, s, &format!("{} (event #{})", ev.name, ev.seq))?;
     Ok(Outcome::Done)
 }
 
-/// `stream` made to wait for the recorded event.
+/// The stream `stream` resolves made to wait for the recorded event.
 pub fn stream_wait_event(
     handles: &Handles,
     api: &impl Streams,
     ev: &Event,
-    stream: H,
+    stream: impl FnOnce(u64) -> Result<H>,
 ) -> Result<Outcome> {
-    let f = &ev.fields;
-    let e = handles.get(u(f, name::EVENT)?)?;
-    api.wait_event(stream, e, u(f, name::FLAGS)? as u32)??;
+    let s: StreamWaitEvent = ev.read()?;
+    let st = stream(s.stream)?;
+    let e = handles.get(s.event)?;
+    api.wait_event(st, e, s.flags)??;
     Ok(Outcome::Done)
 }
 
 /// An event the program created, with its recorded flags.
 pub fn event_create(handles: &mut Handles, api: &impl Streams, ev: &Event) -> Result<Outcome> {
-    let f = &ev.fields;
-    let e = api.create_event(u(f, name::FLAGS)? as u32)??;
-    handles.insert(u(f, name::EVENT)?, e);
+    let s: EventCreate = ev.read()?;
+    let e = api.create_event(s.flags)??;
+    handles.insert(s.event, e);
     Ok(Outcome::Done)
 }
 
-/// An event recorded on the stream `stream` resolves.
+/// An event recorded on the stream `stream` resolves (`EventRecord`, or the event and stream
+/// of `EventRecordFlags`).
 pub fn event_record(
     handles: &Handles,
     api: &impl Streams,
     ev: &Event,
-    stream: impl FnOnce() -> Result<H>,
+    stream: impl FnOnce(u64) -> Result<H>,
 ) -> Result<Outcome> {
-    let e = handles.get(u(&ev.fields, name::EVENT)?)?;
-    api.record_event(e, stream()?)??;
+    let s: EventRecord = ev.read()?;
+    let e = handles.get(s.event)?;
+    api.record_event(e, stream(s.stream)?)??;
     Ok(Outcome::Done)
 }
 
 /// An event synchronisation.
 pub fn event_synchronize(handles: &Handles, api: &impl Streams, ev: &Event) -> Result<Outcome> {
-    let e = handles.get(u(&ev.fields, name::EVENT)?)?;
+    let e = handles.get(ev.read::<shapes::Event>()?.event)?;
     api.synchronize_event(e)??;
     Ok(Outcome::Done)
 }
 
 /// An event the program destroyed.
 pub fn event_destroy(handles: &mut Handles, api: &impl Streams, ev: &Event) -> Result<Outcome> {
-    destroy(handles, ev, name::EVENT, |e| api.destroy_event(e))
+    let rec = ev.read::<shapes::Event>()?.event;
+    destroy(handles, rec, |e| api.destroy_event(e))
 }

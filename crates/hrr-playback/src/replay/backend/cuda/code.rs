@@ -8,11 +8,14 @@ use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 use hrr_archive::ObjectId;
+use hrr_calls::shapes::{
+    FuncSetAttribute, FuncSetCacheConfig, KernelGetFunction, KernelSetAttribute, LibraryGetKernel,
+    LibraryGetModule, LibraryLoad, ModuleGetFunction, ModuleLoad,
+};
 
 use super::driver::{cu, H};
 use super::Cuda;
 use crate::replay::backend::{code_calls, read_code, Event, Outcome};
-use crate::replay::fields::{name, object, u};
 
 impl Cuda {
     /// Load code object `id` from `path` once, as a library or a module.
@@ -55,28 +58,30 @@ impl Cuda {
         Ok(h)
     }
 
-    /// `cuModuleLoad*` / `cuLibraryLoad*`: loaded by `preload`; this binds the recorded handle.
+    /// `cuModuleLoad*` / `cuLibraryLoad*` (`ModuleLoad`, `LibraryLoad`): loaded by `preload`;
+    /// this binds the recorded handle.
     pub(super) fn bind_loaded(&mut self, ev: &Event, library: bool) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (loaded, key) = if library {
-            (&self.library_of_code, name::LIBRARY)
+        let (loaded, code, rec) = if library {
+            let s: LibraryLoad = ev.read()?;
+            (&self.library_of_code, s.code, s.library)
         } else {
-            (&self.module_of_code, name::MODULE)
+            let s: ModuleLoad = ev.read()?;
+            (&self.module_of_code, s.code, s.module)
         };
         let what = if library { "library" } else { "module" };
-        let id =
-            object(f, name::CODE).ok_or_else(|| anyhow!("the {what} image was not recorded"))?;
+        let id = code.ok_or_else(|| anyhow!("the {what} image was not recorded"))?;
         let h = *loaded
             .get(&id)
             .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
-        self.handles.insert(u(f, key)?, h);
+        self.handles.insert(rec, h);
         Ok(Outcome::Done)
     }
 
     /// `cuModuleGetFunction`.
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        let (api, names) = (&self.api, (name::MODULE, name::FUNCTION));
-        code_calls::look_up(&mut self.handles, ev, names, true, |m, n| {
+        let (api, s) = (&self.api, ev.read::<ModuleGetFunction>()?);
+        let name = Some(s.name.as_str());
+        code_calls::look_up(&mut self.handles, (s.module, s.function), name, |m, n| {
             let mut h: H = std::ptr::null_mut();
             cu!(api, cuModuleGetFunction(&mut h, m, n.as_ptr()))?;
             Ok(h)
@@ -85,8 +90,9 @@ impl Cuda {
 
     /// `cuLibraryGetKernel`.
     pub(super) fn library_get_kernel(&mut self, ev: &Event) -> Result<Outcome> {
-        let (api, names) = (&self.api, (name::LIBRARY, name::KERNEL));
-        code_calls::look_up(&mut self.handles, ev, names, true, |l, n| {
+        let (api, s) = (&self.api, ev.read::<LibraryGetKernel>()?);
+        let name = Some(s.name.as_str());
+        code_calls::look_up(&mut self.handles, (s.library, s.kernel), name, |l, n| {
             let mut h: H = std::ptr::null_mut();
             cu!(api, cuLibraryGetKernel(&mut h, l, n.as_ptr()))?;
             Ok(h)
@@ -95,8 +101,8 @@ impl Cuda {
 
     /// `cuLibraryGetModule`.
     pub(super) fn library_get_module(&mut self, ev: &Event) -> Result<Outcome> {
-        let (api, names) = (&self.api, (name::LIBRARY, name::MODULE));
-        code_calls::look_up(&mut self.handles, ev, names, false, |l, _| {
+        let (api, s) = (&self.api, ev.read::<LibraryGetModule>()?);
+        code_calls::look_up(&mut self.handles, (s.library, s.module), None, |l, _| {
             let mut h: H = std::ptr::null_mut();
             cu!(api, cuLibraryGetModule(&mut h, l))?;
             Ok(h)
@@ -105,8 +111,8 @@ impl Cuda {
 
     /// `cuKernelGetFunction`.
     pub(super) fn kernel_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        let (api, names) = (&self.api, (name::KERNEL, name::FUNCTION));
-        code_calls::look_up(&mut self.handles, ev, names, false, |k, _| {
+        let (api, s) = (&self.api, ev.read::<KernelGetFunction>()?);
+        code_calls::look_up(&mut self.handles, (s.kernel, s.function), None, |k, _| {
             let mut h: H = std::ptr::null_mut();
             cu!(api, cuKernelGetFunction(&mut h, k))?;
             Ok(h)
@@ -136,33 +142,28 @@ impl Cuda {
 
     /// `cuFuncSetAttribute`.
     pub(super) fn func_set_attribute(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let func = self.handles.get(u(f, name::FUNCTION)?)?;
-        let (attrib, value) = (u(f, name::ATTRIB)? as i32, u(f, name::VALUE)? as i32);
-        cu!(self.api, cuFuncSetAttribute(func, attrib, value))?;
+        let s: FuncSetAttribute = ev.read()?;
+        let func = self.handles.get(s.function)?;
+        cu!(self.api, cuFuncSetAttribute(func, s.attrib, s.value))?;
         Ok(Outcome::Done)
     }
 
     /// `cuKernelSetAttribute` (for device 0).
     pub(super) fn kernel_set_attribute(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (attrib, value) = (u(f, name::ATTRIB)? as i32, u(f, name::VALUE)? as i32);
-        let kernel = self.handles.get(u(f, name::KERNEL)?)?;
+        let s: KernelSetAttribute = ev.read()?;
+        let kernel = self.handles.get(s.kernel)?;
         cu!(
             self.api,
-            cuKernelSetAttribute(attrib, value, kernel, self.dev)
+            cuKernelSetAttribute(s.attrib, s.value, kernel, self.dev)
         )?;
         Ok(Outcome::Done)
     }
 
     /// `cuFuncSetCacheConfig`.
     pub(super) fn func_set_cache_config(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let func = self.handles.get(u(f, name::FUNCTION)?)?;
-        cu!(
-            self.api,
-            cuFuncSetCacheConfig(func, u(f, name::CONFIG)? as i32)
-        )?;
+        let s: FuncSetCacheConfig = ev.read()?;
+        let func = self.handles.get(s.function)?;
+        cu!(self.api, cuFuncSetCacheConfig(func, s.config))?;
         Ok(Outcome::Done)
     }
 }

@@ -1,16 +1,18 @@
-//! CUDA copies and memsets: host-to-device sources come from their recorded blobs, device
+//! CUDA copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyAny` rows; memsets are
+//! `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, and device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with the graph.
 
 use std::ffi::c_void;
 
 use anyhow::Result;
+use hrr_archive::ObjectId;
+use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d};
 
 use super::driver::{cu, H};
 use super::Cuda;
 use crate::replay::backend::shared::{H2D_NOT_RECORDED, H2H};
 use crate::replay::backend::{Blobs, Event, Outcome};
-use crate::replay::fields::{name, object, u};
 
 /// Why a D2H copy issued inside a stream capture is not checked.
 const CAPTURED_D2H: &str =
@@ -29,7 +31,14 @@ impl Cuda {
         Ok(())
     }
 
-    fn d2h(&mut self, ev: &Event, src: u64, n: usize, stream: H) -> Result<Outcome> {
+    /// Read `n` bytes at `src`; `expected`: the recorded result.
+    fn d2h(
+        &mut self,
+        ev: &Event,
+        (src, n): (u64, usize),
+        stream: H,
+        expected: Option<ObjectId>,
+    ) -> Result<Outcome> {
         let mut got = vec![0u8; n];
         cu!(
             self.api,
@@ -40,66 +49,62 @@ impl Cuda {
             return Ok(Outcome::Skipped(CAPTURED_D2H.into()));
         }
         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
-        Ok(Outcome::D2h {
-            got,
-            expected: object(&ev.fields, name::D2H_BLOB),
-        })
+        Ok(Outcome::D2h { got, expected })
     }
 
-    fn d2d(&mut self, ev: &Event, n: usize, stream: H) -> Result<()> {
-        let f = &ev.fields;
-        let dst = self.mem.translate(u(f, name::DST)?);
-        let src = self.mem.translate(u(f, name::SRC)?);
+    /// Copy `n` bytes from recorded `src` to recorded `dst`, both translated.
+    fn d2d(&mut self, (dst, src): (u64, u64), n: usize, stream: H) -> Result<()> {
+        let dst = self.mem.translate(dst);
+        let src = self.mem.translate(src);
         cu!(self.api, cuMemcpyDtoDAsync_v2(dst, src, n, stream))?;
         Ok(())
     }
 
     /// `cuMemcpyHtoD*`.
     pub(super) fn copy_h2d(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
-        let f = &ev.fields;
-        let Some(data) = blobs(object(f, name::H2D_BLOB))? else {
+        let s: CopyH2d = ev.read()?;
+        let Some(data) = blobs(s.h2d_blob)? else {
             return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
         };
-        let dst = self.mem.translate(u(f, name::DST)?);
-        let stream = self.stream(ev)?;
+        let dst = self.mem.translate(s.dst);
+        let stream = self.stream(ev, s.stream)?;
         self.h2d(dst, data, stream)?;
         Ok(Outcome::Done)
     }
 
     /// `cuMemcpyDtoH*`.
     pub(super) fn copy_d2h(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let src = self.mem.translate(u(f, name::SRC)?);
-        let n = u(f, name::BYTES)? as usize;
-        let stream = self.stream(ev)?;
-        self.d2h(ev, src, n, stream)
+        let s: CopyD2h = ev.read()?;
+        let src = self.mem.translate(s.src);
+        let stream = self.stream(ev, s.stream)?;
+        self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)
     }
 
     /// `cuMemcpyDtoD*`.
     pub(super) fn copy_d2d(&mut self, ev: &Event) -> Result<Outcome> {
-        let stream = self.stream(ev)?;
-        let n = u(&ev.fields, name::BYTES)? as usize;
-        self.d2d(ev, n, stream)?;
+        let s: CopyD2d = ev.read()?;
+        let stream = self.stream(ev, s.stream)?;
+        self.d2d((s.dst, s.src), s.bytes as usize, stream)?;
         Ok(Outcome::Done)
     }
 
     /// `cuMemcpy*` (unified addressing): by the recorded direction.
     pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
-        let f = &ev.fields;
-        let stream = self.stream(ev)?;
-        let n = u(f, name::BYTES)? as usize;
-        match u(f, name::DIRECTION)? as u8 {
-            0 => self.d2d(ev, n, stream)?,
-            1 => {
-                let Some(data) = blobs(object(f, name::H2D_BLOB))? else {
+        let s: CopyAny = ev.read()?;
+        let stream = self.stream(ev, s.stream)?;
+        let n = s.bytes as usize;
+        match s.direction {
+            direction::D2D => self.d2d((s.dst, s.src), n, stream)?,
+            direction::H2D => {
+                let Some(data) = blobs(s.h2d_blob)? else {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
-                let dst = self.mem.translate(u(f, name::DST)?);
+                let dst = self.mem.translate(s.dst);
                 self.h2d(dst, data, stream)?;
             }
-            2 => {
-                let src = self.mem.translate(u(f, name::SRC)?);
-                return self.d2h(ev, src, n, stream);
+            direction::D2H => {
+                let src = self.mem.translate(s.src);
+                return self.d2h(ev, (src, n), stream, s.d2h_blob);
             }
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }

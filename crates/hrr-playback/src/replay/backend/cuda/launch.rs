@@ -6,27 +6,25 @@
 use std::ffi::c_void;
 
 use anyhow::Result;
+use hrr_calls::shapes::Launch;
 
 use super::driver::{cu, LaunchConfig};
 use super::Cuda;
 use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer_args};
 use crate::replay::backend::{Event, Outcome};
-use crate::replay::fields::{bytes, geometry, name, u, u64s};
 
 impl Cuda {
-    /// A kernel launch; `ex`: recorded as `cuLaunchKernelEx`.
+    /// A kernel launch (`Launch`); `ex`: recorded as `cuLaunchKernelEx`.
     pub(super) fn launch(&mut self, ev: &Event, filter: Option<&str>, ex: bool) -> Result<Outcome> {
-        let f = &ev.fields;
-        let kernel = match launch_gate(f, filter) {
-            Ok(k) => k,
-            Err(not_launched) => return Ok(not_launched),
-        };
-        let func = self.handles.get(u(f, name::FUNCTION)?)?;
-        let stream = self.stream(ev)?;
-        let mut args = bytes(f, name::ARGS).to_vec();
-        let offs = u64s(f, name::ARG_OFFSETS);
-        translate_pointer_args(&mut args, &offs, &u64s(f, name::ARG_SIZES), &self.mem);
-        let geo = geometry(f)?;
+        let mut l: Launch = ev.read()?;
+        if let Err(not_launched) = launch_gate(&l, filter) {
+            return Ok(not_launched);
+        }
+        let func = self.handles.get(l.function)?;
+        let stream = self.stream(ev, l.stream)?;
+        let mut args = std::mem::take(&mut l.args);
+        let offs = &l.arg_offsets;
+        translate_pointer_args(&mut args, offs, &l.arg_sizes, &self.mem);
         let mut size = args.len();
         let mut extra: [*mut c_void; 5] = [
             std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
@@ -35,9 +33,9 @@ impl Cuda {
             &mut size as *mut usize as *mut c_void,
             std::ptr::null_mut(),
         ];
-        let attrs = bytes(f, name::ATTRS);
+        let attrs = &l.attrs;
         let api = &self.api;
-        let result = if u(f, name::COOPERATIVE).unwrap_or(0) != 0 {
+        let result = if l.cooperative != 0 {
             let mut ptrs: Vec<*mut c_void> = offs
                 .iter()
                 .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void)
@@ -47,15 +45,15 @@ impl Cuda {
                 api,
                 cuLaunchCooperativeKernel,
                 func,
-                &geo,
+                &l,
                 stream,
                 ptrs.as_mut_ptr()
             )
         } else if !attrs.is_empty() || ex {
             let cfg = LaunchConfig {
-                grid: geo.grid,
-                block: geo.block,
-                shared_mem: geo.shared_mem,
+                grid: [l.grid_x, l.grid_y, l.grid_z],
+                block: [l.block_x, l.block_y, l.block_z],
+                shared_mem: l.shared_mem,
                 stream,
                 attrs: attrs.as_ptr(),
                 num_attrs: (attrs.len() / 72) as u32,
@@ -71,7 +69,7 @@ impl Cuda {
                 api,
                 cuLaunchKernel,
                 func,
-                &geo,
+                &l,
                 stream,
                 params,
                 extra.as_mut_ptr()
@@ -79,6 +77,6 @@ impl Cuda {
         };
         let stream = (stream, || self.api.is_capturing(stream));
         self.waiter
-            .launched(&self.api, result, stream, &kernel, ev.seq)
+            .launched(&self.api, result, stream, &l.kernel, ev.seq)
     }
 }

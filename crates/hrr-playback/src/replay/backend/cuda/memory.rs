@@ -4,12 +4,12 @@
 //! (translated) and `cuMemCreate` with the recorded properties.
 
 use anyhow::Result;
+use hrr_calls::shapes::MemCreate;
 
 use super::driver::{cu, Api};
 use super::Cuda;
 use crate::replay::backend::shared::{impl_device_memory, impl_vmm, H};
 use crate::replay::backend::{memory_calls, Event, Outcome};
-use crate::replay::fields::{bytes, name};
 use crate::replay::placement::{Policy, Reserve};
 
 /// `CUmemAllocationProp` for pinned device memory on `dev` (32 bytes).
@@ -50,10 +50,11 @@ impl_device_memory!(Api, cu, managed: cuMemAllocManaged, host: cuMemHostAlloc,
 impl Cuda {
     /// `cuMemCreate`: with the recorded properties, on device 0.
     pub(super) fn vmm_create(&mut self, ev: &Event) -> Result<Outcome> {
-        let mut prop = bytes(&ev.fields, name::PROP).to_vec();
+        let s: MemCreate = ev.read()?;
+        let mut prop = s.prop.clone();
         if prop.len() >= 16 {
             prop[12..16].copy_from_slice(&self.dev.to_le_bytes());
         }
-        memory_calls::create(&mut self.mem, &self.api, ev, &prop)
+        memory_calls::create(&mut self.mem, &self.api, &s, &prop)
     }
 }

@@ -1,13 +1,15 @@
 //! The CUDA backend: replays `cuda-driver` events against the real driver (or `--runtime`).
-//! [`classify`] and the dispatch in [`Cuda`]'s `replay` are the only places that match call
-//! names; each arm calls a handler in the file of its concern:
+//! The dispatch in [`Cuda`]'s `replay` is the only place that tells calls apart: it matches the
+//! table operation (`hrr_calls::cuda::Op`, resolved once per record type) of each event; each
+//! arm calls a handler in the file of its concern, which reads the event into the row's record
+//! shape (`hrr_calls::shapes`):
 //!
 //! | file | owns |
 //! | --- | --- |
 //! | `driver.rs` | the entry-point table loaded with libloading, the `cu!` macro |
 //! | `open.rs` | loading the driver, device 0 and its primary context, preflight checks |
-//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` trait for placement |
-//! | `copies.rs` | memcpy and memset |
+//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
+//! | `copies.rs` | memcpy |
 //! | `code.rs` | code objects: loading, module/library/kernel/function look-ups, globals, attributes |
 //! | `launch.rs` | kernel launches |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
@@ -33,27 +35,14 @@ use std::ffi::c_int;
 use anyhow::Result;
 use hrr_archive::ObjectId;
 
+use hrr_calls::cuda::Op;
+
 use super::shared::{Handles, Waiter, HOST_FUNC};
-use super::{
-    memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Outcome, Prescan,
-};
+use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
 use driver::{Api, H};
-
-/// What the prescan must know of CUDA call `name`.
-pub fn classify(name: &str) -> Option<Prescan> {
-    match name {
-        "cuMemAlloc" | "cuMemAllocAsync" | "cuMemAllocFromPoolAsync" => {
-            Some(Prescan::Alloc(Extent::Bytes))
-        }
-        "cuMemAllocPitch" => Some(Prescan::Alloc(Extent::Pitched)),
-        "cuMemAddressReserve" => Some(Prescan::Alloc(Extent::Reservation)),
-        n if n.starts_with("cuLibraryLoad") => Some(Prescan::CodeLoad { as_library: true }),
-        n if n.starts_with("cuModuleLoad") => Some(Prescan::CodeLoad { as_library: false }),
-        _ => None,
-    }
-}
+use streams::stream_of;
 
 /// Replays CUDA driver events.
 pub struct Cuda {
@@ -74,6 +63,8 @@ pub struct Cuda {
     /// Host buffers read or written by copies captured into graphs: the graph reads (or
     /// writes) them at every launch, so they live until replay ends.
     graph_host: Vec<Vec<u8>>,
+    /// Table operations of the archive's record types.
+    ops: Ops<Op>,
 }
 
 impl Backend for Cuda {
@@ -97,81 +88,98 @@ impl Backend for Cuda {
     }
 
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome> {
+        let Some(op) = self.ops.of(ev) else {
+            return Ok(Outcome::Ignored); // not a call of the table
+        };
         let filter = opts.kernel_filter.as_deref();
-        match ev.name {
-            "cuDevicePrimaryCtxRetain" | "cuCtxCreate" => self.retain_context(ev),
-            "cuMemAlloc" | "cuMemAllocAsync" | "cuMemAllocFromPoolAsync" => {
+        let per_thread = ev.per_thread;
+        match op {
+            Op::DevicePrimaryCtxRetain | Op::CtxCreate => self.retain_context(ev),
+            Op::MemAlloc | Op::MemAllocAsync | Op::MemAllocFromPoolAsync => {
                 memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Bytes)
             }
-            "cuMemAllocPitch" => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
-            "cuMemAllocManaged" => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
-            "cuMemFree" | "cuMemFreeAsync" => memory_calls::free(&mut self.mem, &self.api, ev),
-            "cuMemHostAlloc" | "cuMemAllocHost" => {
-                memory_calls::alloc_host(&mut self.mem, &self.api, ev)
-            }
-            "cuMemAddressReserve" => {
+            Op::MemAllocPitch => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
+            Op::MemAllocManaged => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
+            Op::MemFree | Op::MemFreeAsync => memory_calls::free(&mut self.mem, &self.api, ev),
+            Op::MemHostAlloc => memory_calls::alloc_host(&mut self.mem, &self.api, ev, true),
+            Op::MemAllocHost => memory_calls::alloc_host(&mut self.mem, &self.api, ev, false),
+            Op::MemAddressReserve => {
                 memory_calls::address_reserve(&mut self.mem, &self.api, ev, |_| 0)
             }
-            "cuMemAddressFree" => memory_calls::address_free(&mut self.mem, &self.api, ev),
-            "cuMemCreate" => self.vmm_create(ev),
-            "cuMemRelease" => memory_calls::release(&mut self.mem, &self.api, ev),
-            "cuMemMap" => memory_calls::map(&mut self.mem, &self.api, ev),
-            "cuMemUnmap" => memory_calls::unmap(&mut self.mem, &self.api, ev),
-            "cuMemSetAccess" => memory_calls::set_access(&mut self.mem, &self.api, ev),
-            "cuMemcpyHtoD" | "cuMemcpyHtoDAsync" => self.copy_h2d(ev, blobs),
-            "cuMemcpyDtoH" | "cuMemcpyDtoHAsync" => self.copy_d2h(ev),
-            "cuMemcpyDtoD" | "cuMemcpyDtoDAsync" => self.copy_d2d(ev),
-            "cuMemcpy" | "cuMemcpyAsync" => self.copy_any(ev, blobs),
-            "cuMemsetD8" | "cuMemsetD16" | "cuMemsetD32" | "cuMemsetD8Async"
-            | "cuMemsetD16Async" | "cuMemsetD32Async" => {
-                memory_calls::memset(&self.mem, &self.api, ev, || self.stream(ev))
+            Op::MemAddressFree => memory_calls::address_free(&mut self.mem, &self.api, ev),
+            Op::MemCreate => self.vmm_create(ev),
+            Op::MemRelease => memory_calls::release(&mut self.mem, &self.api, ev),
+            Op::MemMap => memory_calls::map(&mut self.mem, &self.api, ev),
+            Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
+            Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
+            Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
+            Op::MemcpyDtoH | Op::MemcpyDtoHAsync => self.copy_d2h(ev),
+            Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
+            Op::Memcpy | Op::MemcpyAsync => self.copy_any(ev, blobs),
+            Op::MemsetD8
+            | Op::MemsetD16
+            | Op::MemsetD32
+            | Op::MemsetD8Async
+            | Op::MemsetD16Async
+            | Op::MemsetD32Async => memory_calls::memset(&self.mem, &self.api, ev, |s| {
+                stream_of(&self.handles, per_thread, s)
+            }),
+            Op::ModuleLoad
+            | Op::ModuleLoadData
+            | Op::ModuleLoadDataEx
+            | Op::ModuleLoadFatBinary => self.bind_loaded(ev, false),
+            Op::LibraryLoadData | Op::LibraryLoadFromFile => self.bind_loaded(ev, true),
+            Op::ModuleGetFunction => self.module_get_function(ev),
+            Op::LibraryGetKernel => self.library_get_kernel(ev),
+            Op::LibraryGetModule => self.library_get_module(ev),
+            Op::KernelGetFunction => self.kernel_get_function(ev),
+            Op::ModuleGetGlobal => self.get_global(ev, false),
+            Op::LibraryGetGlobal => self.get_global(ev, true),
+            Op::FuncSetAttribute => self.func_set_attribute(ev),
+            Op::KernelSetAttribute => self.kernel_set_attribute(ev),
+            Op::FuncSetCacheConfig => self.func_set_cache_config(ev),
+            Op::LaunchKernel | Op::LaunchCooperativeKernel => self.launch(ev, filter, false),
+            Op::LaunchKernelEx => self.launch(ev, filter, true),
+            Op::StreamCreate => {
+                stream_calls::stream_create(&mut self.handles, &self.api, ev, false)
             }
-            "cuModuleLoad"
-            | "cuModuleLoadData"
-            | "cuModuleLoadDataEx"
-            | "cuModuleLoadFatBinary" => self.bind_loaded(ev, false),
-            "cuLibraryLoadData" | "cuLibraryLoadFromFile" => self.bind_loaded(ev, true),
-            "cuModuleGetFunction" => self.module_get_function(ev),
-            "cuLibraryGetKernel" => self.library_get_kernel(ev),
-            "cuLibraryGetModule" => self.library_get_module(ev),
-            "cuKernelGetFunction" => self.kernel_get_function(ev),
-            "cuModuleGetGlobal" => self.get_global(ev, false),
-            "cuLibraryGetGlobal" => self.get_global(ev, true),
-            "cuFuncSetAttribute" => self.func_set_attribute(ev),
-            "cuKernelSetAttribute" => self.kernel_set_attribute(ev),
-            "cuFuncSetCacheConfig" => self.func_set_cache_config(ev),
-            "cuLaunchKernel" | "cuLaunchCooperativeKernel" => self.launch(ev, filter, false),
-            "cuLaunchKernelEx" => self.launch(ev, filter, true),
-            "cuStreamCreate" | "cuStreamCreateWithPriority" => {
-                stream_calls::stream_create(&mut self.handles, &self.api, ev)
+            Op::StreamCreateWithPriority => {
+                stream_calls::stream_create(&mut self.handles, &self.api, ev, true)
             }
-            "cuStreamDestroy" => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
-            "cuStreamSynchronize" => {
-                let s = self.stream(ev)?;
-                stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, s)
+            Op::StreamDestroy => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
+            Op::StreamSynchronize => {
+                let handles = &self.handles;
+                stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, |s| {
+                    stream_of(handles, per_thread, s)
+                })
             }
-            "cuCtxSynchronize" => self.ctx_synchronize(),
-            "cuStreamWaitEvent" => {
-                let s = self.stream(ev)?;
-                stream_calls::stream_wait_event(&self.handles, &self.api, ev, s)
+            // `cuCtxSynchronize` and `cuCtxSynchronize_v2` (of a named context) alike.
+            Op::CtxSynchronize | Op::CtxSynchronizeCtx => self.ctx_synchronize(),
+            Op::StreamWaitEvent => {
+                stream_calls::stream_wait_event(&self.handles, &self.api, ev, |s| {
+                    stream_of(&self.handles, per_thread, s)
+                })
             }
-            "cuEventCreate" => stream_calls::event_create(&mut self.handles, &self.api, ev),
-            "cuEventRecord" | "cuEventRecordWithFlags" => {
-                stream_calls::event_record(&self.handles, &self.api, ev, || self.stream(ev))
+            Op::EventCreate => stream_calls::event_create(&mut self.handles, &self.api, ev),
+            Op::EventRecord | Op::EventRecordWithFlags => {
+                stream_calls::event_record(&self.handles, &self.api, ev, |s| {
+                    stream_of(&self.handles, per_thread, s)
+                })
             }
-            "cuEventSynchronize" => stream_calls::event_synchronize(&self.handles, &self.api, ev),
-            "cuEventDestroy" => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
-            "cuStreamBeginCapture" => self.begin_capture(ev),
-            "cuStreamEndCapture" => self.end_capture(ev),
-            "cuGraphInstantiate"
-            | "cuGraphInstantiateWithFlags"
-            | "cuGraphInstantiateWithParams" => self.graph_instantiate(ev),
-            "cuGraphLaunch" => self.graph_launch(ev),
-            "cuGraphDestroy" => self.graph_destroy(ev),
-            "cuGraphExecDestroy" => self.graph_exec_destroy(ev),
-            "cuLaunchHostFunc" => Ok(Outcome::Skipped(HOST_FUNC.into())),
+            Op::EventSynchronize => stream_calls::event_synchronize(&self.handles, &self.api, ev),
+            Op::EventDestroy => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
+            Op::StreamBeginCapture => self.begin_capture(ev),
+            Op::StreamEndCapture => self.end_capture(ev),
+            Op::GraphInstantiate
+            | Op::GraphInstantiateWithFlags
+            | Op::GraphInstantiateWithParams => self.graph_instantiate(ev),
+            Op::GraphLaunch => self.graph_launch(ev),
+            Op::GraphDestroy => self.graph_destroy(ev),
+            Op::GraphExecDestroy => self.graph_exec_destroy(ev),
+            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
             // Queries, context selection, unloads (code stays loaded, shared by code object),
-            // registrations and graph construction change no device state replay depends on.
+            // host memory registration and graph construction change no device state replay
+            // depends on.
             _ => Ok(Outcome::Ignored),
         }
     }

@@ -6,14 +6,13 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 
 use anyhow::{bail, Result};
+use hrr_calls::shapes;
 
 use super::driver::{cu, Api, H};
 use super::memory::{device_prop, POLICY};
 use super::Cuda;
 use crate::replay::backend::shared::{Handles, Waiter};
-use crate::replay::backend::Event;
-use crate::replay::backend::Outcome;
-use crate::replay::fields::{name, u};
+use crate::replay::backend::{Event, Ops, Outcome};
 use crate::replay::options::Options;
 use crate::replay::placement::Placement;
 
@@ -62,6 +61,7 @@ impl Cuda {
             execs: HashMap::new(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
+            ops: Ops::default(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)
@@ -89,11 +89,13 @@ impl Cuda {
         Ok(())
     }
 
-    /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate`: device 0's primary context.
+    /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate`: device 0's primary context (the `ctx` of
+    /// `PrimaryCtx` or `CtxCreate`, read through `shapes::Ctx`).
     pub(super) fn retain_context(&mut self, ev: &Event) -> Result<Outcome> {
+        let rec = ev.read::<shapes::Ctx>()?.ctx;
         let mut ctx: H = std::ptr::null_mut();
         cu!(self.api, cuDevicePrimaryCtxRetain(&mut ctx, self.dev))?;
-        self.handles.insert(u(&ev.fields, name::CTX)?, ctx);
+        self.handles.insert(rec, ctx);
         Ok(Outcome::Done)
     }
 }

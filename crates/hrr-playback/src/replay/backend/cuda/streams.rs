@@ -9,9 +9,8 @@ use anyhow::Result;
 
 use super::driver::{cu, Api, H};
 use super::Cuda;
-use crate::replay::backend::shared::impl_streams;
+use crate::replay::backend::shared::{impl_streams, Handles};
 use crate::replay::backend::{Event, Outcome};
-use crate::replay::fields::{name, u};
 
 /// `CUDA_ERROR_NOT_READY`.
 const CUDA_ERROR_NOT_READY: c_int = 600;
@@ -34,15 +33,19 @@ impl Api {
     }
 }
 
+/// The live stream of recorded stream `recorded`: its mapped handle, or the per-thread default
+/// stream for stream 0 of a `_ptsz`/`_ptds` call (`per_thread`, the event's).
+pub(super) fn stream_of(handles: &Handles, per_thread: bool, recorded: u64) -> Result<H> {
+    if recorded == 0 && per_thread {
+        return Ok(2 as H);
+    }
+    handles.get(recorded)
+}
+
 impl Cuda {
-    /// The stream of an event: its recorded handle, or the per-thread default stream for a
-    /// `_ptsz`/`_ptds` call on stream 0.
-    pub(super) fn stream(&self, ev: &Event) -> Result<H> {
-        let s = u(&ev.fields, name::STREAM).unwrap_or(0);
-        if s == 0 && ev.per_thread {
-            return Ok(2 as H);
-        }
-        self.handles.get(s)
+    /// The live stream of an event's recorded stream `recorded` (see [`stream_of`]).
+    pub(super) fn stream(&self, ev: &Event, recorded: u64) -> Result<H> {
+        stream_of(&self.handles, ev.per_thread, recorded)
     }
 
     /// Is `stream` capturing into a graph now? (Work issued there is recorded, not run: it must

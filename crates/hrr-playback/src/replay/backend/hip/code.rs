@@ -9,10 +9,11 @@ use std::ffi::{c_void, CString};
 use anyhow::{anyhow, Context, Result};
 use hrr_archive::ObjectId;
 
+use hrr_calls::shapes::{ModuleGetFunction, ModuleLoad, SymbolAddress};
+
 use super::runtime::{hip, H};
 use super::Hip;
 use crate::replay::backend::{code_calls, read_code, CodeObject, Event, Outcome};
-use crate::replay::fields::{name, object, text, u};
 
 impl Hip {
     /// Load a code object once.
@@ -66,16 +67,17 @@ impl Hip {
 
     /// `hipModuleLoad*`: loaded by `preload`; this binds the recorded handle.
     pub(super) fn bind_loaded(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let m = self.module(object(f, name::CODE))?;
-        self.handles.insert(u(f, name::MODULE)?, m);
+        let s: ModuleLoad = ev.read()?;
+        let m = self.module(s.code)?;
+        self.handles.insert(s.module, m);
         Ok(Outcome::Done)
     }
 
     /// `hipModuleGetFunction`.
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        let (api, names) = (&self.api, (name::MODULE, name::FUNCTION));
-        code_calls::look_up(&mut self.handles, ev, names, true, |m, n| {
+        let (api, s) = (&self.api, ev.read::<ModuleGetFunction>()?);
+        let name = Some(s.name.as_str());
+        code_calls::look_up(&mut self.handles, (s.module, s.function), name, |m, n| {
             let mut h: H = std::ptr::null_mut();
             hip!(api, hipModuleGetFunction(&mut h, m, n.as_ptr()))?;
             Ok(h)
@@ -84,9 +86,9 @@ impl Hip {
 
     /// `hipGetSymbolAddress`: the symbol's recorded address translates to where it is now.
     pub(super) fn get_symbol_address(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (addr, size) = self.global(object(f, name::CODE), &text(f, name::NAME))?;
-        self.mem.note_moved(u(f, name::DPTR)?, size, addr);
+        let s: SymbolAddress = ev.read()?;
+        let (addr, size) = self.global(s.code, &s.name)?;
+        self.mem.note_moved(s.dptr, size, addr);
         Ok(Outcome::Done)
     }
 

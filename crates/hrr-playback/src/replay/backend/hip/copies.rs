@@ -1,15 +1,20 @@
-//! HIP copies and memsets: host-to-device sources come from their recorded blobs, device
+//! HIP copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyKind` rows and the symbol copies,
+//! `CopyToSymbol` and `CopyFromSymbol`; memsets are `backend::memory_calls`'): host-to-device
+//! sources come from their recorded blobs, device
 //! pointers are translated, device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]); copies to and from symbols go to the variable of the recorded code
 //! object. A copy with a host side waits (the host buffer is this replay's).
 
 use anyhow::{bail, Result};
+use hrr_archive::ObjectId;
+use hrr_calls::shapes::{
+    direction, CopyD2d, CopyD2h, CopyFromSymbol, CopyH2d, CopyKind, CopyToSymbol,
+};
 
 use super::runtime::{hip, kind, H};
 use super::Hip;
 use crate::replay::backend::shared::{H2D_NOT_RECORDED, H2H};
 use crate::replay::backend::{Blobs, Event, Outcome};
-use crate::replay::fields::{name, object, text, u};
 
 impl Hip {
     fn copy(&mut self, dst: u64, src: u64, n: usize, k: i32, stream: H, what: &str) -> Result<()> {
@@ -21,69 +26,75 @@ impl Hip {
         Ok(())
     }
 
-    fn h2d(&mut self, ev: &Event, dst: u64, data: &[u8]) -> Result<()> {
-        let stream = self.stream(ev)?;
+    /// Copy `data` to `dst` on recorded stream `stream`.
+    fn h2d(&mut self, ev: &Event, dst: u64, data: &[u8], stream: u64) -> Result<()> {
+        let stream = self.stream(stream)?;
         let what = format!("H2D copy (event #{})", ev.seq);
         let (src, n) = (data.as_ptr() as u64, data.len());
         self.copy(dst, src, n, kind::H2D, stream, &what)
     }
 
-    fn d2h(&mut self, ev: &Event, src: u64, n: usize) -> Result<Outcome> {
-        let stream = self.stream(ev)?;
+    /// Read `n` bytes at `src` on recorded stream `stream`; `expected`: the recorded result.
+    fn d2h(
+        &mut self,
+        ev: &Event,
+        (src, n): (u64, usize),
+        stream: u64,
+        expected: Option<ObjectId>,
+    ) -> Result<Outcome> {
+        let stream = self.stream(stream)?;
         let mut got = vec![0u8; n];
         let what = format!("D2H copy (event #{})", ev.seq);
         self.copy(got.as_mut_ptr() as u64, src, n, kind::D2H, stream, &what)?;
-        Ok(Outcome::D2h {
-            got,
-            expected: object(&ev.fields, name::D2H_BLOB),
-        })
+        Ok(Outcome::D2h { got, expected })
     }
 
     /// `hipMemcpyHtoD*`.
     pub(super) fn copy_h2d(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
-        let Some(data) = blobs(object(&ev.fields, name::H2D_BLOB))? else {
+        let s: CopyH2d = ev.read()?;
+        let Some(data) = blobs(s.h2d_blob)? else {
             return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
         };
-        let dst = self.mem.translate(u(&ev.fields, name::DST)?);
-        self.h2d(ev, dst, &data)?;
+        let dst = self.mem.translate(s.dst);
+        self.h2d(ev, dst, &data, s.stream)?;
         Ok(Outcome::Done)
     }
 
     /// `hipMemcpyDtoH*`.
     pub(super) fn copy_d2h(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let src = self.mem.translate(u(f, name::SRC)?);
-        self.d2h(ev, src, u(f, name::BYTES)? as usize)
+        let s: CopyD2h = ev.read()?;
+        let src = self.mem.translate(s.src);
+        self.d2h(ev, (src, s.bytes as usize), s.stream, s.d2h_blob)
     }
 
     /// `hipMemcpyDtoD*`.
     pub(super) fn copy_d2d(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let stream = self.stream(ev)?;
-        let dst = self.mem.translate(u(f, name::DST)?);
-        let src = self.mem.translate(u(f, name::SRC)?);
-        self.copy(dst, src, u(f, name::BYTES)? as usize, kind::D2D, stream, "")?;
+        let s: CopyD2d = ev.read()?;
+        let stream = self.stream(s.stream)?;
+        let dst = self.mem.translate(s.dst);
+        let src = self.mem.translate(s.src);
+        self.copy(dst, src, s.bytes as usize, kind::D2D, stream, "")?;
         Ok(Outcome::Done)
     }
 
-    /// `hipMemcpy*` (unified addressing): by the recorded direction.
+    /// `hipMemcpy*` (`CopyKind`, unified addressing): by the recorded direction.
     pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
-        let f = &ev.fields;
-        let n = u(f, name::BYTES)? as usize;
-        let dst = self.mem.translate(u(f, name::DST)?);
-        let src = self.mem.translate(u(f, name::SRC)?);
-        match u(f, name::DIRECTION)? as u8 {
-            0 => {
-                let stream = self.stream(ev)?;
+        let s: CopyKind = ev.read()?;
+        let n = s.bytes as usize;
+        let dst = self.mem.translate(s.dst);
+        let src = self.mem.translate(s.src);
+        match s.direction {
+            direction::D2D => {
+                let stream = self.stream(s.stream)?;
                 self.copy(dst, src, n, kind::D2D, stream, "")?;
             }
-            1 => {
-                let Some(data) = blobs(object(f, name::H2D_BLOB))? else {
+            direction::H2D => {
+                let Some(data) = blobs(s.h2d_blob)? else {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
-                self.h2d(ev, dst, &data)?;
+                self.h2d(ev, dst, &data, s.stream)?;
             }
-            2 => return self.d2h(ev, src, n),
+            direction::D2H => return self.d2h(ev, (src, n), s.stream, s.d2h_blob),
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }
         Ok(Outcome::Done)
@@ -91,37 +102,37 @@ impl Hip {
 
     /// `hipMemcpyToSymbol*`: into the variable of the recorded code object.
     pub(super) fn copy_to_symbol(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (addr, size) = self.global(object(f, name::CODE), &text(f, name::NAME))?;
-        let (off, n) = (u(f, name::OFFSET)?, u(f, name::BYTES)?);
+        let s: CopyToSymbol = ev.read()?;
+        let (addr, size) = self.global(s.code, &s.name)?;
+        let (off, n) = (s.offset, s.bytes);
         if off + n > size {
             bail!("copy of {n} bytes at offset {off} into a {size}-byte variable");
         }
-        if u(f, name::DIRECTION)? == 0 {
-            let stream = self.stream(ev)?;
-            let src = self.mem.translate(u(f, name::SRC)?);
+        if s.direction == direction::D2D {
+            let stream = self.stream(s.stream)?;
+            let src = self.mem.translate(s.src);
             self.copy(addr + off, src, n as usize, kind::D2D, stream, "")?;
         } else {
-            let Some(data) = blobs(object(f, name::H2D_BLOB))? else {
+            let Some(data) = blobs(s.h2d_blob)? else {
                 return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
             };
-            self.h2d(ev, addr + off, &data)?;
+            self.h2d(ev, addr + off, &data, s.stream)?;
         }
         Ok(Outcome::Done)
     }
 
     /// `hipMemcpyFromSymbol*`: out of the variable of the recorded code object.
     pub(super) fn copy_from_symbol(&mut self, ev: &Event) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (addr, _) = self.global(object(f, name::CODE), &text(f, name::NAME))?;
-        let (off, n) = (u(f, name::OFFSET)?, u(f, name::BYTES)? as usize);
-        if u(f, name::DIRECTION)? == 0 {
-            let stream = self.stream(ev)?;
-            let dst = self.mem.translate(u(f, name::DST)?);
+        let s: CopyFromSymbol = ev.read()?;
+        let (addr, _) = self.global(s.code, &s.name)?;
+        let (off, n) = (s.offset, s.bytes as usize);
+        if s.direction == direction::D2D {
+            let stream = self.stream(s.stream)?;
+            let dst = self.mem.translate(s.dst);
             self.copy(dst, addr + off, n, kind::D2D, stream, "")?;
             Ok(Outcome::Done)
         } else {
-            self.d2h(ev, addr + off, n)
+            self.d2h(ev, (addr + off, n), s.stream, s.d2h_blob)
         }
     }
 }

@@ -6,15 +6,15 @@
 use std::ffi::c_void;
 
 use anyhow::Result;
+use hrr_calls::shapes::Launch;
 
 use super::runtime::hip;
 use super::Hip;
 use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer_args};
 use crate::replay::backend::{Event, Outcome};
-use crate::replay::fields::{bytes, geometry, name, object, u, u64s};
 
 impl Hip {
-    /// A kernel launch; `module_launch`: recorded as `hipModuleLaunchKernel` (its function is a
+    /// A kernel launch (`Launch`); `module_launch`: recorded as `hipModuleLaunchKernel` (its function is a
     /// recorded handle).
     pub(super) fn launch(
         &mut self,
@@ -22,28 +22,26 @@ impl Hip {
         filter: Option<&str>,
         module_launch: bool,
     ) -> Result<Outcome> {
-        let f = &ev.fields;
-        if u(f, name::IN_CAPTURE).unwrap_or(0) != 0 {
+        let mut l: Launch = ev.read()?;
+        if l.in_capture != 0 {
             return Ok(Outcome::Skipped(
                 "launch inside stream capture (graphs are not replayed)".into(),
             ));
         }
-        let kernel = match launch_gate(f, filter) {
-            Ok(k) => k,
-            Err(not_launched) => return Ok(not_launched),
-        };
+        if let Err(not_launched) = launch_gate(&l, filter) {
+            return Ok(not_launched);
+        }
         let func = if module_launch {
-            self.handles.get(u(f, name::FUNCTION)?)?
+            self.handles.get(l.function)?
         } else {
-            self.function(object(f, name::CODE), &kernel)?
+            self.function(l.code, &l.kernel)?
         };
-        let stream = self.stream(ev)?;
-        let mut args = bytes(f, name::ARGS).to_vec();
-        let offs = u64s(f, name::ARG_OFFSETS);
-        translate_pointer_args(&mut args, &offs, &u64s(f, name::ARG_SIZES), &self.mem);
-        let geo = geometry(f)?;
+        let stream = self.stream(l.stream)?;
+        let mut args = std::mem::take(&mut l.args);
+        let offs = &l.arg_offsets;
+        translate_pointer_args(&mut args, offs, &l.arg_sizes, &self.mem);
         let api = &self.api;
-        let result = if u(f, name::COOPERATIVE).unwrap_or(0) != 0 {
+        let result = if l.cooperative != 0 {
             let mut ptrs: Vec<*mut c_void> = offs
                 .iter()
                 .map(|&o| args[o as usize..].as_mut_ptr() as *mut c_void)
@@ -53,7 +51,7 @@ impl Hip {
                 api,
                 hipModuleLaunchCooperativeKernel,
                 func,
-                &geo,
+                &l,
                 stream,
                 ptrs.as_mut_ptr()
             )
@@ -75,7 +73,7 @@ impl Hip {
                 api,
                 hipModuleLaunchKernel,
                 func,
-                &geo,
+                &l,
                 stream,
                 params,
                 extra.as_mut_ptr()
@@ -83,6 +81,6 @@ impl Hip {
         };
         let stream = (stream, || false);
         self.waiter
-            .launched(&self.api, result, stream, &kernel, ev.seq)
+            .launched(&self.api, result, stream, &l.kernel, ev.seq)
     }
 }

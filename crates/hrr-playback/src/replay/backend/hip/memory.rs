@@ -13,12 +13,12 @@
 //! changed in ROCm 6), checked with `hipMemGetAllocationGranularity`.
 
 use anyhow::Result;
+use hrr_calls::shapes::{HostPtr, HostRegister, MemCreate};
 
 use super::runtime::{hip, HipApi};
 use super::Hip;
 use crate::replay::backend::shared::{impl_device_memory, impl_vmm, H};
 use crate::replay::backend::{memory_calls, Blobs, Event, Outcome};
-use crate::replay::fields::{name, object, u};
 use crate::replay::placement::{Policy, Reserve};
 
 /// `hipMemAllocationProp` for pinned memory on device `dev`, in the ROCm 6+ layout (CUDA's) or
@@ -62,21 +62,21 @@ impl Hip {
     /// `hipHostRegister`: pinned memory standing in for the registered range, with its
     /// recorded contents.
     pub(super) fn host_register(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
-        let f = &ev.fields;
-        let (mut p, size) = (0u64, u(f, name::BYTESIZE)?);
+        let s: HostRegister = ev.read()?;
+        let (mut p, size) = (0u64, s.bytesize);
         hip!(self.api, hipHostMalloc(&mut p, size as usize, 0))?;
-        if let Some(data) = blobs(object(f, name::CONTENTS))? {
+        if let Some(data) = blobs(s.contents)? {
             let n = data.len().min(size as usize);
             // SAFETY: p is a fresh host allocation of `size` bytes.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p as *mut u8, n) };
         }
-        self.mem.note_moved(u(f, name::HOST_PTR)?, size, p);
+        self.mem.note_moved(s.host_ptr, size, p);
         Ok(Outcome::Done)
     }
 
     /// `hipHostFree` / `hipHostUnregister` of memory this replay allocated.
     pub(super) fn host_free(&mut self, ev: &Event) -> Result<Outcome> {
-        let rec = u(&ev.fields, name::HOST_PTR)?;
+        let rec = ev.read::<HostPtr>()?.host_ptr;
         let now = self.mem.translate(rec);
         if now != rec {
             hip!(self.api, hipHostFree(now))?;
@@ -87,11 +87,12 @@ impl Hip {
 
     /// `hipMemCreate`: with the properties this runtime accepts.
     pub(super) fn vmm_create(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: MemCreate = ev.read()?;
         let prop = self
             .mem
             .prop()
             .unwrap_or_else(|| allocation_prop(self.dev, self.runtime_version < 60_000_000));
-        memory_calls::create(&mut self.mem, &self.api, ev, &prop)
+        memory_calls::create(&mut self.mem, &self.api, &s, &prop)
     }
 }
 

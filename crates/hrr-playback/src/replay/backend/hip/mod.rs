@@ -1,13 +1,15 @@
 //! The HIP backend: replays `hip` events against the HIP runtime loaded at run time (ROCm 5, 6
-//! or 7 names, or `--runtime PATH`). [`classify`] and the dispatch in [`Hip`]'s `replay` are the
-//! only places that match call names; each arm calls a handler in the file of its concern:
+//! or 7 names, or `--runtime PATH`). The dispatch in [`Hip`]'s `replay` is the only place that
+//! tells calls apart: it matches the table operation (`hrr_calls::hip::Op`, resolved once per
+//! record type) of each event; each arm calls a handler in the file of its concern, which reads
+//! the event into the row's record shape (`hrr_calls::shapes`):
 //!
 //! | file | owns |
 //! | --- | --- |
 //! | `runtime.rs` | the entry-point table loaded with libloading, the `hip!` macro |
 //! | `open.rs` | loading the runtime, device 0, VMM probing, preflight notes |
-//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` trait for placement |
-//! | `copies.rs` | memcpy, memset, copies to and from symbols |
+//! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
+//! | `copies.rs` | memcpy, copies to and from symbols |
 //! | `code.rs` | code objects: loading, module/function look-ups, globals and symbols |
 //! | `launch.rs` | kernel launches (`<<<>>>` and module launches) |
 //! | `streams.rs` | streams, events, waiting (watchdog) |
@@ -32,27 +34,13 @@ use std::ffi::c_int;
 use anyhow::Result;
 use hrr_archive::ObjectId;
 
+use hrr_calls::hip::Op;
+
 use super::shared::{Handles, Waiter, HOST_FUNC};
-use super::{
-    memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Outcome, Prescan,
-};
+use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
 use runtime::{HipApi, H};
-
-/// What the prescan must know of HIP call `name`.
-pub fn classify(name: &str) -> Option<Prescan> {
-    match name {
-        "hipMalloc" | "hipExtMallocWithFlags" | "hipMallocAsync" => {
-            Some(Prescan::Alloc(Extent::Bytes))
-        }
-        "hipMallocPitch" => Some(Prescan::Alloc(Extent::Pitched)),
-        "hipMemAddressReserve" => Some(Prescan::Alloc(Extent::Reservation)),
-        "__hipRegisterFatBinary" => Some(Prescan::CodeLoad { as_library: false }),
-        n if n.starts_with("hipModuleLoad") => Some(Prescan::CodeLoad { as_library: false }),
-        _ => None,
-    }
-}
 
 /// Replays HIP runtime events.
 pub struct Hip {
@@ -68,6 +56,8 @@ pub struct Hip {
     functions: HashMap<(ObjectId, String), H>,
     handles: Handles,
     waiter: Waiter,
+    /// Table operations of the archive's record types.
+    ops: Ops<Op>,
 }
 
 impl Backend for Hip {
@@ -96,18 +86,21 @@ impl Backend for Hip {
     }
 
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome> {
+        let Some(op) = self.ops.of(ev) else {
+            return Ok(Outcome::Ignored); // not a call of the table
+        };
         let filter = opts.kernel_filter.as_deref();
-        match ev.name {
-            "hipMalloc" | "hipExtMallocWithFlags" | "hipMallocAsync" => {
+        match op {
+            Op::Malloc | Op::ExtMallocWithFlags | Op::MallocAsync => {
                 memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Bytes)
             }
-            "hipMallocPitch" => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
-            "hipMallocManaged" => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
-            "hipFree" | "hipFreeAsync" => memory_calls::free(&mut self.mem, &self.api, ev),
-            "hipHostMalloc" => memory_calls::alloc_host(&mut self.mem, &self.api, ev),
-            "hipHostRegister" => self.host_register(ev, blobs),
-            "hipHostFree" | "hipHostUnregister" => self.host_free(ev),
-            "hipMemAddressReserve" => {
+            Op::MallocPitch => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
+            Op::MallocManaged => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
+            Op::Free | Op::FreeAsync => memory_calls::free(&mut self.mem, &self.api, ev),
+            Op::HostMalloc => memory_calls::alloc_host(&mut self.mem, &self.api, ev, true),
+            Op::HostRegister => self.host_register(ev, blobs),
+            Op::HostFree | Op::HostUnregister => self.host_free(ev),
+            Op::MemAddressReserve => {
                 let anywhere = opts.no_placement;
                 memory_calls::address_reserve(&mut self.mem, &self.api, ev, |recorded| {
                     if anywhere {
@@ -117,55 +110,67 @@ impl Backend for Hip {
                     }
                 })
             }
-            "hipMemAddressFree" => memory_calls::address_free(&mut self.mem, &self.api, ev),
-            "hipMemCreate" => self.vmm_create(ev),
-            "hipMemRelease" => memory_calls::release(&mut self.mem, &self.api, ev),
-            "hipMemMap" => memory_calls::map(&mut self.mem, &self.api, ev),
-            "hipMemUnmap" => memory_calls::unmap(&mut self.mem, &self.api, ev),
-            "hipMemSetAccess" => memory_calls::set_access(&mut self.mem, &self.api, ev),
-            "hipMemcpyHtoD" | "hipMemcpyHtoDAsync" => self.copy_h2d(ev, blobs),
-            "hipMemcpyDtoH" | "hipMemcpyDtoHAsync" => self.copy_d2h(ev),
-            "hipMemcpyDtoD" | "hipMemcpyDtoDAsync" => self.copy_d2d(ev),
-            "hipMemcpy" | "hipMemcpyAsync" | "hipMemcpyWithStream" => self.copy_any(ev, blobs),
-            "hipMemset" | "hipMemsetAsync" | "hipMemsetD8" | "hipMemsetD8Async"
-            | "hipMemsetD16" | "hipMemsetD16Async" | "hipMemsetD32" | "hipMemsetD32Async" => {
-                memory_calls::memset(&self.mem, &self.api, ev, || self.stream(ev))
+            Op::MemAddressFree => memory_calls::address_free(&mut self.mem, &self.api, ev),
+            Op::MemCreate => self.vmm_create(ev),
+            Op::MemRelease => memory_calls::release(&mut self.mem, &self.api, ev),
+            Op::MemMap => memory_calls::map(&mut self.mem, &self.api, ev),
+            Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
+            Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
+            Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
+            Op::MemcpyDtoH | Op::MemcpyDtoHAsync => self.copy_d2h(ev),
+            Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
+            Op::Memcpy | Op::MemcpyAsync | Op::MemcpyWithStream => self.copy_any(ev, blobs),
+            Op::Memset
+            | Op::MemsetAsync
+            | Op::MemsetD8
+            | Op::MemsetD8Async
+            | Op::MemsetD16
+            | Op::MemsetD16Async
+            | Op::MemsetD32
+            | Op::MemsetD32Async => {
+                memory_calls::memset(&self.mem, &self.api, ev, |s| self.handles.get(s))
             }
-            "hipMemcpyToSymbol" | "hipMemcpyToSymbolAsync" => self.copy_to_symbol(ev, blobs),
-            "hipMemcpyFromSymbol" | "hipMemcpyFromSymbolAsync" => self.copy_from_symbol(ev),
-            "hipGetSymbolAddress" => self.get_symbol_address(ev),
-            "hipModuleGetGlobal" => self.module_get_global(ev),
-            "hipModuleLoad" | "hipModuleLoadData" | "hipModuleLoadDataEx" => self.bind_loaded(ev),
-            "hipModuleGetFunction" => self.module_get_function(ev),
-            "hipLaunchKernel" | "hipLaunchCooperativeKernel" | "hipExtLaunchKernel" => {
+            Op::MemcpyToSymbol | Op::MemcpyToSymbolAsync => self.copy_to_symbol(ev, blobs),
+            Op::MemcpyFromSymbol | Op::MemcpyFromSymbolAsync => self.copy_from_symbol(ev),
+            Op::GetSymbolAddress => self.get_symbol_address(ev),
+            Op::ModuleGetGlobal => self.module_get_global(ev),
+            Op::ModuleLoad | Op::ModuleLoadData | Op::ModuleLoadDataEx => self.bind_loaded(ev),
+            Op::ModuleGetFunction => self.module_get_function(ev),
+            Op::LaunchKernel | Op::LaunchCooperativeKernel | Op::ExtLaunchKernel => {
                 self.launch(ev, filter, false)
             }
-            "hipModuleLaunchKernel" => self.launch(ev, filter, true),
-            "hipStreamCreate" | "hipStreamCreateWithFlags" | "hipStreamCreateWithPriority" => {
-                stream_calls::stream_create(&mut self.handles, &self.api, ev)
+            Op::ModuleLaunchKernel => self.launch(ev, filter, true),
+            Op::StreamCreate | Op::StreamCreateWithFlags => {
+                stream_calls::stream_create(&mut self.handles, &self.api, ev, false)
             }
-            "hipStreamDestroy" => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
-            "hipStreamSynchronize" => {
-                let s = self.stream(ev)?;
-                stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, s)
+            Op::StreamCreateWithPriority => {
+                stream_calls::stream_create(&mut self.handles, &self.api, ev, true)
             }
-            "hipDeviceSynchronize" => self.device_synchronize(),
-            "hipStreamWaitEvent" => {
-                let s = self.stream(ev)?;
-                stream_calls::stream_wait_event(&self.handles, &self.api, ev, s)
+            Op::StreamDestroy => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
+            Op::StreamSynchronize => {
+                let handles = &self.handles;
+                stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, |s| {
+                    handles.get(s)
+                })
             }
-            "hipEventCreate" | "hipEventCreateWithFlags" => {
+            Op::DeviceSynchronize => self.device_synchronize(),
+            Op::StreamWaitEvent => {
+                stream_calls::stream_wait_event(&self.handles, &self.api, ev, |s| {
+                    self.handles.get(s)
+                })
+            }
+            Op::EventCreate | Op::EventCreateWithFlags => {
                 stream_calls::event_create(&mut self.handles, &self.api, ev)
             }
-            "hipEventRecord" => {
-                stream_calls::event_record(&self.handles, &self.api, ev, || self.stream(ev))
+            Op::EventRecord => {
+                stream_calls::event_record(&self.handles, &self.api, ev, |s| self.handles.get(s))
             }
-            "hipEventSynchronize" => stream_calls::event_synchronize(&self.handles, &self.api, ev),
-            "hipEventDestroy" => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
-            "hipGraphLaunch" => Ok(Outcome::Skipped(
+            Op::EventSynchronize => stream_calls::event_synchronize(&self.handles, &self.api, ev),
+            Op::EventDestroy => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
+            Op::GraphLaunch => Ok(Outcome::Skipped(
                 "HIP graph launches are not replayed yet".into(),
             )),
-            "hipLaunchHostFunc" => Ok(Outcome::Skipped(HOST_FUNC.into())),
+            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
             // Queries, device selection (device 0 is used), registrations (launches name their
             // code object), unloads (code stays loaded, shared by code object) and stream
             // capture bookkeeping change no device state replay depends on.

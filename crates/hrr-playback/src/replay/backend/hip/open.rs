@@ -12,6 +12,7 @@ use super::memory::{allocation_prop, POLICY};
 use super::runtime::{hip, HipApi};
 use super::Hip;
 use crate::replay::backend::shared::{Handles, Waiter};
+use crate::replay::backend::Ops;
 use crate::replay::options::Options;
 use crate::replay::placement::Placement;
 
@@ -119,6 +120,7 @@ impl Hip {
             functions: HashMap::new(),
             handles: Handles::default(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
+            ops: Ops::default(),
         })
     }
 

@@ -8,8 +8,7 @@ use anyhow::Result;
 use super::runtime::{hip, HipApi, H, HIP_ERROR_NOT_READY};
 use super::Hip;
 use crate::replay::backend::shared::impl_streams;
-use crate::replay::backend::{Event, Outcome};
-use crate::replay::fields::{name, u};
+use crate::replay::backend::Outcome;
 
 impl_streams!(HipApi, hip, create: hipStreamCreateWithFlags,
     create_with_priority: hipStreamCreateWithPriority, destroy: hipStreamDestroy,
@@ -19,9 +18,9 @@ impl_streams!(HipApi, hip, create: hipStreamCreateWithFlags,
     destroy_event: hipEventDestroy, not_ready: HIP_ERROR_NOT_READY);
 
 impl Hip {
-    /// The stream of an event (its recorded handle; 0 when it names none).
-    pub(super) fn stream(&self, ev: &Event) -> Result<H> {
-        self.handles.get(u(&ev.fields, name::STREAM).unwrap_or(0))
+    /// The live stream of recorded stream `recorded`.
+    pub(super) fn stream(&self, recorded: u64) -> Result<H> {
+        self.handles.get(recorded)
     }
 
     /// Wait for `stream`; `what` names the work in errors.
