@@ -19,7 +19,8 @@
 //! - `blobs`, `blob_bytes`, `code_objects`, `code_object_bytes`, `events_bin_bytes`
 //! - `kernel_launches`, `graph_launches`, `d2h_copies`, `failed_calls`, `undecodable_payloads`
 //! - `calls`: `[{"name", "count"}]` by count descending, then name
-//! - `kernels`: `[{"name", "launches"}]` by launches descending, then name
+//! - `kernels`: `[{"name", "demangled", "launches"}]` by launches descending, then name
+//!   (`name` as recorded, mangled; `demangled` as a person reads it, the text view's)
 //! - `manifest_error`: null or why manifest.json could not be used
 //! - `metadata`: the manifest's `metadata` object or null; `device_name`, `compute_capability`,
 //!   `driver_version`: strings picked out of it, or null
@@ -432,7 +433,7 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
             "failed_calls": s.failed_calls,
             "undecodable_payloads": s.undecodable,
             "calls": calls.iter().map(|(n, c)| json!({"name": n, "count": c})).collect::<Vec<_>>(),
-            "kernels": kernels.iter().map(|(n, c)| json!({"name": n, "launches": c})).collect::<Vec<_>>(),
+            "kernels": kernels.iter().map(|(n, c)| json!({"name": n, "demangled": crate::demangle::demangle(n), "launches": c})).collect::<Vec<_>>(),
             "manifest_error": s.manifest_error,
             "metadata": meta,
             "device_name": device,
@@ -548,7 +549,7 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     } else {
         let mut t = Table::new(["Kernel", "Launches"]).indent(2).max_width(60);
         for (n, c) in &kernels {
-            t.row([n.to_string(), c.to_string()]);
+            t.row([crate::demangle::demangle(n), c.to_string()]);
         }
         t.write(out)?;
     }

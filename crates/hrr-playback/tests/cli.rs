@@ -359,7 +359,7 @@ fn info_as_json() {
     );
     assert_eq!(
         v["kernels"][0],
-        serde_json::json!({"name": "vector_add", "launches": 1})
+        serde_json::json!({"name": "vector_add", "demangled": "vector_add", "launches": 1})
     );
     assert_eq!(v["device_name"], "NVIDIA H200");
     assert_eq!(v["compute_capability"], "9.0");

@@ -172,6 +172,7 @@ impl Waiter {
         kernel: &str,
         seq: u64,
     ) -> Result<Outcome> {
+        let kernel = crate::demangle::demangle(kernel);
         result
             .map_err(|e| anyhow::Error::new(e).context(format!("launching kernel `{kernel}`")))?;
         if captured() {
