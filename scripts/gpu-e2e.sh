@@ -436,14 +436,80 @@ if [ $plain_only = 0 ]; then
             ztarget=$(pick_replay_target "$z" "$OUT/$ZERO_WL/info.txt")
             run_timed "$zd/replay" "" "$BIN/hrr-playback" "$ztarget"
             mismatch=no
-            grep -q '\[HRR\] FAIL' "$zd/replay.out" "$zd/replay.err" && mismatch=yes
+            grep -qE '\[HRR\] (MISMATCH|FAULT)' "$zd/replay.out" "$zd/replay.err" && mismatch=yes
             if [ $LAST_RC != 0 ]; then
-                zero_result="OK: replay failed as it must (exit $LAST_RC, '[HRR] FAIL' printed: $mismatch, ${#blobs[@]} blobs zeroed)"
+                zero_result="OK: replay failed as it must (exit $LAST_RC, MISMATCH/FAULT verdict: $mismatch, ${#blobs[@]} blobs zeroed)"
             else
                 zero_result="BAD: replay exited 0 with ${#blobs[@]} blobs zeroed"
                 fail_note "zeroed-blob check: replay of the zeroed $ZERO_WL archive still exited 0"
             fi
         fi
+    fi
+fi
+
+# ---- failing workloads: a fault, a hang, a training run killed with kill -9 ----
+# (issue 14) Each captured, repaired when killed, replayed; the verdict and the kernel named.
+FAIL_ROWS=()
+fail_row() { FAIL_ROWS+=("$(printf '%-22s %-14s %-5s %-8s %s' "$@")"); }
+verdict_of() { sed -n 's/^\[HRR\] \(PASS\|REPRODUCED\|MISMATCH\|NOT REPRODUCED\|FAULT\|HANG\|ERROR\).*/\1/p' "$1" | tail -1; }
+if [ $plain_only = 0 ] && [ -x "$B/failing" ]; then
+    log "== failing workloads"
+    fd=$OUT/failing
+    mkdir -p "$fd"
+    # A fault: the program fails (exit 1); replay must reproduce it and name gather_bad.
+    rm -rf "$WORK/fault.hrr"
+    timeout -k 10 "$STEP_TIMEOUT" "$B/failing" fault >"$fd/fault.plain.out" 2>&1
+    prc=$?
+    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-capture" -o "$WORK/fault.hrr" -- "$B/failing" fault >"$fd/fault.cap.out" 2>"$fd/fault.cap.err"
+    crc=$?
+    t0=$(date +%s.%N)
+    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress >"$fd/fault.replay.out" 2>&1
+    rrc=$?
+    t1=$(date +%s.%N)
+    v=$(verdict_of "$fd/fault.replay.out")
+    named=no
+    grep -q 'gather_bad(float const\*, int const\*, float\*, int)' "$fd/fault.replay.out" && named=yes
+    fail_row fault "${v:-none}" "$rrc" "$named" "$(printf 'plain exit %s, captured exit %s, replay %.1f s' "$prc" "$crc" "$(echo "$t1 - $t0" | bc -l)")"
+    [ "$v" = REPRODUCED ] && [ $named = yes ] || fail_note "failing fault: replay verdict '${v:-none}' (exit $rrc), kernel named: $named"
+    # A hang: stopped with SIGTERM after 8 s; the archive keeps the hanging launch; the
+    # watchdog turns it into HANG in about 3 s, naming `spin`.
+    rm -rf "$WORK/hang.hrr"
+    "$BIN/hrr-capture" -o "$WORK/hang.hrr" -- "$B/failing" hang >"$fd/hang.cap.out" 2>"$fd/hang.cap.err" &
+    hp=$!
+    sleep 8
+    kill -TERM $hp 2>/dev/null
+    wait $hp
+    hrc=$?
+    "$BIN/hrr-playback" "$WORK/hang.hrr" --info >"$fd/hang.info.txt" 2>&1
+    "$BIN/hrr-playback" "$WORK/hang.hrr" --repair >"$fd/hang.repair.txt" 2>&1
+    t0=$(date +%s.%N)
+    timeout -k 10 120 "$BIN/hrr-playback" "$WORK/hang.hrr" --no-progress --sync-watchdog-ms 3000 >"$fd/hang.replay.out" 2>&1
+    rrc=$?
+    t1=$(date +%s.%N)
+    v=$(verdict_of "$fd/hang.replay.out")
+    named=no
+    grep -q 'spin(int volatile\*)' "$fd/hang.replay.out" && named=yes
+    secs=$(echo "$t1 - $t0" | bc -l)
+    fail_row hang "${v:-none}" "$rrc" "$named" "$(printf 'capture exit %s (SIGTERM), replay %.1f s' "$hrc" "$secs")"
+    [ "$v" = HANG ] && [ $named = yes ] || fail_note "failing hang: replay verdict '${v:-none}' (exit $rrc), kernel named: $named"
+    # PyTorch training killed with kill -9 mid-training (the program itself: the launcher execs it).
+    if [ $have_torch = 1 ]; then
+        rm -rf "$WORK/killed.hrr"
+        "$BIN/hrr-capture" -o "$WORK/killed.hrr" -- env CUBLAS_WORKSPACE_CONFIG=:4096:8 "$PY" "$root/tests/gpu/mlp.py" --steps 100000 >"$fd/killed.cap.out" 2>"$fd/killed.cap.err" &
+        kp=$!
+        sleep 25
+        kill -KILL $kp 2>/dev/null
+        wait $kp
+        "$BIN/hrr-playback" "$WORK/killed.hrr" --repair >"$fd/killed.repair.txt" 2>&1
+        "$BIN/hrr-playback" "$WORK/killed.hrr" --info >"$fd/killed.info.txt" 2>&1
+        kt=$(pick_replay_target "$WORK/killed.hrr" "$fd/killed.info.txt")
+        timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$kt" --no-progress >"$fd/killed.replay.out" 2>&1
+        rrc=$?
+        v=$(verdict_of "$fd/killed.replay.out")
+        checks=$(sed -n 's/.*D2H checks *: \([0-9]*\) pass.*/\1/p' "$fd/killed.replay.out" | tail -1)
+        ev=$(sed -n 's/.*Archive *: \([0-9]*\) events.*/\1/p' "$fd/killed.replay.out" | head -1)
+        fail_row "pytorch kill -9" "${v:-none}" "$rrc" "-" "events ${ev:-?}, D2H checks passed ${checks:-0}"
+        [ "$v" = PASS ] && [ "${checks:-0}" -gt 0 ] || fail_note "pytorch kill -9: replay verdict '${v:-none}' (exit $rrc), checks ${checks:-0}"
     fi
 fi
 
@@ -496,6 +562,11 @@ if [ $plain_only = 0 ]; then
         done
         echo
         echo "zeroed-blob check ($ZERO_WL): $zero_result"
+        if [ ${#FAIL_ROWS[@]} -gt 0 ]; then
+            echo
+            printf '%-22s %-14s %-5s %-8s %s\n' failing verdict exit kernel notes
+            printf '%s\n' "${FAIL_ROWS[@]}"
+        fi
     } >"$OUT/summary.txt"
 fi
 {
