@@ -725,20 +725,22 @@ static CUresult i_ctx_sync(CUcontext c) {
   CUresult e = ctx_or_current(c, &x);
   return e ? e : gpu_wait();
 }
+/* Context limits: STACK_SIZE, PRINTF_FIFO_SIZE, MALLOC_HEAP_SIZE, DEV_RUNTIME_SYNC_DEPTH,
+   DEV_RUNTIME_PENDING_LAUNCH_COUNT, MAX_L2_FETCH_GRANULARITY, PERSISTING_L2_CACHE_SIZE. */
+static size_t g_limits[7] = {1024, (size_t)1 << 20, (size_t)8 << 20, 2, 2048, 64, 0};
 static CUresult i_ctx_get_limit(size_t *v, int limit) {
   struct fc_ctx *c;
   if (!v) return E_INVALID_VALUE;
   NEED_CTX(c);
-  switch (limit) {
-  case 0: *v = 1024; break;            /* STACK_SIZE */
-  case 1: *v = (size_t)1 << 20; break; /* PRINTF_FIFO_SIZE */
-  case 2: *v = (size_t)8 << 20; break; /* MALLOC_HEAP_SIZE */
-  case 3: *v = 2; break;               /* DEV_RUNTIME_SYNC_DEPTH */
-  case 4: *v = 2048; break;            /* DEV_RUNTIME_PENDING_LAUNCH_COUNT */
-  case 5: *v = 64; break;              /* MAX_L2_FETCH_GRANULARITY */
-  case 6: *v = 0; break;               /* PERSISTING_L2_CACHE_SIZE */
-  default: return E_INVALID_VALUE;
-  }
+  if (limit < 0 || limit >= 7) return E_INVALID_VALUE;
+  *v = g_limits[limit];
+  return E_SUCCESS;
+}
+static CUresult i_ctx_set_limit(int limit, size_t v) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (limit < 0 || limit >= 7) return E_INVALID_VALUE;
+  g_limits[limit] = v;
   return E_SUCCESS;
 }
 static CUresult i_ctx_prio_range(int *least, int *greatest) {
@@ -2100,6 +2102,7 @@ DEF(cuCtxGetDevice_v2, (CUdevice *d, CUcontext c), i_ctx_get_device(d, c))
 DEF(cuCtxSynchronize, (void), i_ctx_sync(NULL))
 DEF(cuCtxSynchronize_v2, (CUcontext c), i_ctx_sync(c))
 DEF(cuCtxGetLimit, (size_t *v, int limit), i_ctx_get_limit(v, limit))
+DEF(cuCtxSetLimit, (int limit, size_t v), i_ctx_set_limit(limit, v))
 DEF(cuCtxGetStreamPriorityRange, (int *least, int *greatest), i_ctx_prio_range(least, greatest))
 DEF0(cuModuleGetLoadingMode, (int *mode), i_loading_mode(mode))
 
@@ -2327,6 +2330,7 @@ static const struct pa_ent k_procs[] = {
   P("cuCtxSynchronize", 2000, cuCtxSynchronize)
   P("cuCtxSynchronize_v2", 13000, cuCtxSynchronize_v2)
   P("cuCtxGetLimit", 3010, cuCtxGetLimit)
+  P("cuCtxSetLimit", 3010, cuCtxSetLimit)
   P("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange)
   P("cuModuleGetLoadingMode", 11070, cuModuleGetLoadingMode)
   P("cuMemAlloc", 3020, cuMemAlloc_v2)

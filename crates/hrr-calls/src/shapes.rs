@@ -71,6 +71,8 @@ shapes! {
     Ctx { ctx: Handle }
     /// A call that records nothing but its result.
     NoFields {}
+    /// A context limit set (`CU_LIMIT_*`: stack, printf FIFO, malloc heap, …).
+    CtxLimit { limit: I32, value: U64 }
 
     // Device memory.
     /// A device allocation.

@@ -1,5 +1,6 @@
-//! The schemas the tables generate are the ones archives already hold: same record types, names,
-//! classes and fields in the same order (goldens written by the recorder before the tables).
+//! The schemas the tables generate keep what archives already hold: every call of the goldens
+//! (written by the recorder before the tables) keeps its record type, name, class and fields in
+//! the same order; new calls only follow them (tables are append-only).
 
 fn same(got: &hrr_archive::schema::Schema, golden: &str) {
     let want: serde_json::Value = serde_json::from_str(golden).unwrap();
@@ -8,15 +9,17 @@ fn same(got: &hrr_archive::schema::Schema, golden: &str) {
         want["calls"].as_array().unwrap(),
         got["calls"].as_array().unwrap(),
     );
+    assert!(g.len() >= w.len(), "calls were removed");
     for (w, g) in w.iter().zip(g) {
         assert_eq!(w, g, "call differs");
     }
-    assert_eq!(w.len(), g.len(), "number of calls");
-    assert_eq!(want, got);
+    for k in ["api", "api_version"] {
+        assert_eq!(want[k], got[k]);
+    }
 }
 
 #[test]
-fn cuda_schema_is_unchanged() {
+fn cuda_schema_keeps_every_recorded_call() {
     same(
         &hrr_calls::cuda::schema(),
         include_str!("golden/cuda-schema.json"),
@@ -24,7 +27,7 @@ fn cuda_schema_is_unchanged() {
 }
 
 #[test]
-fn hip_schema_is_unchanged() {
+fn hip_schema_keeps_every_recorded_call() {
     same(
         &hrr_calls::hip::schema(),
         include_str!("golden/hip-schema.json"),

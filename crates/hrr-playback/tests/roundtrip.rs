@@ -480,3 +480,29 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
     assert!(out.contains("[HRR] Graphs launched : 3"), "{out}");
     assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
 }
+
+#[test]
+fn a_context_limit_is_recorded_and_set_again_by_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    assert!(capture(&arch, "driver_app", &[]).status.success());
+    let dir = pid_dirs(&arch).remove(0);
+    let set: Vec<_> = events_json(&dir)
+        .into_iter()
+        .filter(|e| e["name"] == "cuCtxSetLimit")
+        .collect();
+    assert_eq!(set.len(), 1, "{set:?}");
+    assert_eq!(set[0]["fields"]["limit"], 2);
+    assert_eq!(set[0]["fields"]["value"], 64u64 << 20);
+    let mut c = playback();
+    c.arg(&dir)
+        .arg("--no-progress")
+        .env("LD_LIBRARY_PATH", fake())
+        .env("FAKE_CUDA_TRACE", "1");
+    let (code, out, err) = run(c);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("cuCtxSetLimit"),
+        "replay sets the limit: {err}"
+    );
+}

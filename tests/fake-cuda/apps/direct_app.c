@@ -43,6 +43,8 @@ static void resolve(void) {
   SYM(CtxSetCurrent, "cuCtxSetCurrent");
   SYM(CtxGetCurrent, "cuCtxGetCurrent");
   SYM(CtxSynchronize, "cuCtxSynchronize");
+  SYM(CtxSetLimit, "cuCtxSetLimit");
+  SYM(CtxGetLimit, "cuCtxGetLimit");
   SYM(ModuleGetLoadingMode, "cuModuleGetLoadingMode");
   SYM(LibraryLoadData, "cuLibraryLoadData");
   SYM(LibraryGetKernel, "cuLibraryGetKernel");

@@ -51,6 +51,8 @@ static void resolve(void) {
   GET(CtxSetCurrent, "cuCtxSetCurrent");
   GET(CtxGetCurrent, "cuCtxGetCurrent");
   GET(CtxSynchronize, "cuCtxSynchronize");
+  GET(CtxSetLimit, "cuCtxSetLimit");
+  GET(CtxGetLimit, "cuCtxGetLimit");
   GET(ModuleGetLoadingMode, "cuModuleGetLoadingMode");
   GET(LibraryLoadData, "cuLibraryLoadData");
   GET(LibraryGetKernel, "cuLibraryGetKernel");

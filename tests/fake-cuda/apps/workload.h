@@ -92,6 +92,8 @@ struct cu_api {
   CUresult (*CtxSetCurrent)(CUcontext);
   CUresult (*CtxGetCurrent)(CUcontext *);
   CUresult (*CtxSynchronize)(void);
+  CUresult (*CtxSetLimit)(int, size_t);
+  CUresult (*CtxGetLimit)(size_t *, int);
   CUresult (*ModuleGetLoadingMode)(int *);
   CUresult (*LibraryLoadData)(CUlibrary *, const void *, void *, void **, unsigned, void *, void **, unsigned);
   CUresult (*LibraryGetKernel)(CUkernel *, CUlibrary, const char *);
@@ -294,6 +296,11 @@ static void workload(struct outbuf *out) {
   CK(cu->CtxGetCurrent(&cur), "cuCtxGetCurrent");
   if (cur != ctx) die_call("cuCtxGetCurrent (wrong context)", -1);
   CK(cu->ModuleGetLoadingMode(&lmode), "cuModuleGetLoadingMode");
+  /* a context limit (the device-side malloc heap), as programs using device `new` set it */
+  size_t heap = 0;
+  CK(cu->CtxSetLimit(2, (size_t)64 << 20), "cuCtxSetLimit");
+  CK(cu->CtxGetLimit(&heap, 2), "cuCtxGetLimit");
+  if (heap != (size_t)64 << 20) die_call("cuCtxGetLimit (limit not set)", -1);
   outf(out, "device name=\"%s\" cc=%d.%d sms=%d mem=%zu driver=%d count=%d", name, major, minor, sms, total, ver,
        count);
 

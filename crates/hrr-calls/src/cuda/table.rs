@@ -102,6 +102,7 @@ macro_rules! cuda_calls {
             LaunchHostFunc [cuLaunchHostFunc, cuLaunchHostFunc_ptsz] (s: Handle, func: *mut c_void, data: *mut c_void) : HostFunc, HostFunc => launch_host_func;
             GraphInstantiate [cuGraphInstantiate_v2] (exec: *mut Handle, g: Handle, err_node: *mut Handle, log: *mut c_char, log_size: usize) : GraphInstantiate, Graph, ordered => graph_instantiate_v2;
             GraphInstantiateWithParams [cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz] (exec: *mut Handle, g: Handle, params: *mut InstantiateParams) : GraphInstantiateParams, Graph, ordered => graph_instantiate_params;
+            CtxSetLimit [cuCtxSetLimit] (limit: c_int = limit, value: usize = value) : CtxLimit, Context;
         }
     };
 }

@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    FuncSetAttribute, FuncSetCacheConfig, KernelGetFunction, KernelSetAttribute, LibraryGetKernel,
-    LibraryGetModule, LibraryLoad, ModuleGetFunction, ModuleLoad,
+    CtxLimit, FuncSetAttribute, FuncSetCacheConfig, KernelGetFunction, KernelSetAttribute,
+    LibraryGetKernel, LibraryGetModule, LibraryLoad, ModuleGetFunction, ModuleLoad,
 };
 
 use super::driver::{cu, H};
@@ -160,6 +160,14 @@ impl Cuda {
     }
 
     /// `cuFuncSetCacheConfig`.
+    /// A context limit (device malloc heap, stack, printf FIFO, …): set again, in order, so
+    /// kernels that rely on it (device-side `new`, deep recursion) run as recorded.
+    pub(super) fn ctx_set_limit(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: CtxLimit = ev.read()?;
+        cu!(self.api, cuCtxSetLimit(s.limit, s.value as usize))?;
+        Ok(Outcome::Done)
+    }
+
     pub(super) fn func_set_cache_config(&mut self, ev: &Event) -> Result<Outcome> {
         let s: FuncSetCacheConfig = ev.read()?;
         let func = self.handles.get(s.function)?;

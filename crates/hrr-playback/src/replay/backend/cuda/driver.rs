@@ -55,6 +55,7 @@ driver_api! {
     cuDevicePrimaryCtxRetain: fn(*mut H, c_int);
     cuCtxSetCurrent: fn(H);
     cuCtxSynchronize: fn();
+    cuCtxSetLimit: fn(c_int, usize);
     cuGetErrorName: fn(c_int, *mut *const c_char);
     cuMemAlloc_v2: fn(*mut u64, usize);
     cuMemFree_v2: fn(u64);
