@@ -302,10 +302,13 @@ fn conclude(
     report.verdict = match stop {
         Some((seq, Stop::Fault { code, name })) => {
             report.stopped_at = Some((seq, format!("{name} ({code})")));
+            // The same event failing with a GPU fault reproduces the recorded failure; which
+            // fault (an illegal address, an address-space violation) can depend on what lies
+            // around a bad address, so a different code is said, not held against it.
             let as_recorded = report
                 .recorded_failure
                 .as_ref()
-                .is_some_and(|r| r.code == code && (r.seq == seq || seq == u64::MAX));
+                .is_some_and(|r| r.seq == seq || (seq == u64::MAX && r.code == code));
             if report.fault_site.is_none() && !opts.sync_after_launch && !opts.no_localize {
                 report.fault_site = fault::localize(dir, opts);
             }

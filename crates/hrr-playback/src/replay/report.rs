@@ -101,7 +101,20 @@ impl Summary {
                 Some(n) => format!("{word} ({n})"),
                 None => word.to_string(),
             },
-            Verdict::Reproduced => format!("{word}: {at}, as recorded{site}"),
+            Verdict::Reproduced => {
+                let recorded = self.recorded_failure.as_ref().map(|r| r.code);
+                let now = self
+                    .stopped_at
+                    .as_ref()
+                    .map(|(_, s)| s.as_str())
+                    .unwrap_or("");
+                let same = recorded.is_some_and(|c| now.ends_with(&format!("({c})")));
+                let how = match recorded {
+                    Some(c) if !same => format!(", as recorded (there with status {c})"),
+                    _ => ", as recorded".to_string(),
+                };
+                format!("{word}: {at}{how}{site}")
+            }
             Verdict::Mismatch => {
                 let n = self.checks.fail;
                 let all = n + self.checks.exact + self.checks.within_tol;
