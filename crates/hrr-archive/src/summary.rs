@@ -2,7 +2,7 @@
 //! threads, objects, bytes, completeness and why. Memory is bounded by the number of distinct
 //! names and threads, not by the number of events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use crate::blobs::{count_objects, ObjectCounts};
@@ -91,17 +91,23 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
         active_marker: layout::has_active_marker(dir),
         undecodable: 0,
     };
+    let mut seen_threads = HashSet::new();
+    // Counted by record type (no name allocated per event), named at the end.
+    let mut by_type: HashMap<u16, (String, u64)> = HashMap::new();
     for ev in reader.decoded(schema.as_ref()) {
         let ev = ev?;
         let h = ev.header;
-        if !s.threads.contains(&h.thread_id) {
+        if seen_threads.insert(h.thread_id) {
             s.threads.push(h.thread_id);
         }
         s.time_span_ns = Some(match s.time_span_ns {
             None => (h.timestamp_ns, h.timestamp_ns),
             Some((a, b)) => (a.min(h.timestamp_ns), b.max(h.timestamp_ns)),
         });
-        *s.calls.entry(ev.name().into_owned()).or_default() += 1;
+        by_type
+            .entry(h.kind)
+            .or_insert_with(|| (ev.name().into_owned(), 0))
+            .1 += 1;
         let Some(call) = ev.call else {
             continue;
         };
@@ -135,6 +141,9 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
             }
             _ => {}
         }
+    }
+    for (name, n) in by_type.into_values() {
+        *s.calls.entry(name).or_default() += n;
     }
     s.recovery = reader.recovery().clone();
     s.events = s.recovery.records;
