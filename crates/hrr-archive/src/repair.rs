@@ -37,7 +37,7 @@ pub enum RepairOutcome {
 
 /// Refuse to touch a capture whose writer is still running.
 fn check_not_active(dir: &Path) -> Result<()> {
-    if let Some(pid) = layout::running_writer(dir) {
+    if let Some(pid) = layout::running_writer(dir)? {
         return Err(Error::Io {
             path: dir.to_path_buf(),
             source: std::io::Error::other(format!(
@@ -50,7 +50,7 @@ fn check_not_active(dir: &Path) -> Result<()> {
 
 /// Repair one `pid-<pid>/` capture.
 pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
-    fsutil::require_dir(dir)?;
+    layout::check_no_links(dir)?;
     check_not_active(dir)?;
     let events_path = dir.join(EVENTS_FILE);
     let rec = EventReader::scan_headers(&events_path)?;

@@ -63,8 +63,12 @@ impl ProcessSummary {
     }
 }
 
-/// Summarise the capture in `dir` in one pass over events.bin.
+/// Summarise the capture in `dir` in one pass over events.bin. A capture holding a symbolic
+/// link (at `events.bin`, `manifest.json`, `blobs/`, `code_objects/`, ...) is refused
+/// ([`layout::check_no_links`]). Time is linear in the events (threads are tracked in a hash
+/// set).
 pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
+    layout::check_no_links(dir)?;
     let events_path = dir.join(EVENTS_FILE);
     let mut reader = EventReader::open(&events_path)?;
     let (manifest, manifest_error) = match manifest::read_process_manifest(dir) {
