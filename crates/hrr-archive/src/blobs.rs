@@ -176,7 +176,10 @@ pub fn open_blob(pid_dir: &Path, id: &ObjectId, expected_len: Option<u64>) -> Re
 /// Open code object `id` (whatever its kind) of the process capture `pid_dir` for reading,
 /// checked like [`open_blob`]: no link followed at `code_objects/` or the file, a regular file
 /// only. `Ok(None)` when there is none of that id. Returns the file, its path and its kind.
-pub fn open_code_object(pid_dir: &Path, id: &ObjectId) -> Result<Option<(File, PathBuf, CodeKind)>> {
+pub fn open_code_object(
+    pid_dir: &Path,
+    id: &ObjectId,
+) -> Result<Option<(File, PathBuf, CodeKind)>> {
     for kind in CODE_KINDS {
         let name = format!("{}.{}", id.to_hex(), kind.extension());
         match fsutil::open_beneath(pid_dir, &[CODE_OBJECTS_DIR, &name]) {

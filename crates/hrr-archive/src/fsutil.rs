@@ -80,7 +80,8 @@ pub fn open_beneath(base: &Path, rel: &[&str]) -> Result<File> {
     }
     path.push(last);
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    let fd = openat(&dir, *last, flags, Mode::empty()).map_err(|e| classify(&dir, last, &path, e))?;
+    let fd =
+        openat(&dir, *last, flags, Mode::empty()).map_err(|e| classify(&dir, last, &path, e))?;
     let file = File::from(fd);
     if !file.metadata().at(&path)?.is_file() {
         return Err(Error::NotAFile(path));

@@ -180,7 +180,10 @@ pub fn salvage_process_manifest(bytes: &[u8]) -> Salvage {
         Err(e) => {
             let (pairs, at) = scan_top_level_pairs(bytes);
             let at = at.unwrap_or(bytes.len());
-            (pairs, format!("truncated or garbled JSON ({e}; first damage at byte {at})"))
+            (
+                pairs,
+                format!("truncated or garbled JSON ({e}; first damage at byte {at})"),
+            )
         }
     };
     let mut valid = Map::new();
@@ -206,8 +209,8 @@ pub fn salvage_process_manifest(bytes: &[u8]) -> Salvage {
     if !has_pid {
         valid.insert("pid".into(), Value::from(0));
     }
-    let manifest = serde_json::from_value(Value::Object(valid))
-        .unwrap_or_else(|_| ProcessManifest::new(0, 0));
+    let manifest =
+        serde_json::from_value(Value::Object(valid)).unwrap_or_else(|_| ProcessManifest::new(0, 0));
     Salvage {
         manifest,
         has_pid,
@@ -468,9 +471,11 @@ mod tests {
         let mut full = ProcessManifest::new(2674, 1);
         full.api = Some(ApiFamily::CudaDriver);
         full.metadata = Some(serde_json::json!({"devices": [{"name": "NVIDIA H200"}]}));
-        full.passthrough_calls.insert("cuGetProcAddress_v2".into(), 12);
+        full.passthrough_calls
+            .insert("cuGetProcAddress_v2".into(), 12);
         full.event_count = 123;
-        full.extra.insert("future".into(), serde_json::json!([1, 2]));
+        full.extra
+            .insert("future".into(), serde_json::json!([1, 2]));
         let mut text = serde_json::to_vec_pretty(&full).unwrap();
         text.push(b'\n');
         // well-formed, one key of the wrong type

@@ -114,16 +114,22 @@ fn manifest_to_rewrite(
         "manifest.json: rebuilt {} from events.bin and the folder",
         rebuilt.join(", ")
     ));
-    let lost: Vec<&str> = ["parent_pid", "api", "unreplayable_apis", "passthrough_calls", "metadata"]
-        .into_iter()
-        .filter(|k| match *k {
-            "parent_pid" => m.parent_pid == 0,
-            "api" => m.api.is_none(),
-            "unreplayable_apis" => m.unreplayable_apis.is_empty(),
-            "passthrough_calls" => m.passthrough_calls.is_empty(),
-            _ => m.metadata.is_none(),
-        })
-        .collect();
+    let lost: Vec<&str> = [
+        "parent_pid",
+        "api",
+        "unreplayable_apis",
+        "passthrough_calls",
+        "metadata",
+    ]
+    .into_iter()
+    .filter(|k| match *k {
+        "parent_pid" => m.parent_pid == 0,
+        "api" => m.api.is_none(),
+        "unreplayable_apis" => m.unreplayable_apis.is_empty(),
+        "passthrough_calls" => m.passthrough_calls.is_empty(),
+        _ => m.metadata.is_none(),
+    })
+    .collect();
     if !lost.is_empty() {
         notes.push(format!(
             "manifest.json: not recoverable, now absent: {}",
@@ -135,7 +141,14 @@ fn manifest_to_rewrite(
 
 /// Copy `src[from..len]` into the new file `dst` (at offset 0), leaving a hole wherever `src`
 /// has one or holds a 64 KiB block of zeros: a sparse tail stays sparse (FORMAT.md §6).
-fn copy_sparse(src: &File, src_path: &Path, from: u64, len: u64, dst: &File, dst_path: &Path) -> Result<()> {
+fn copy_sparse(
+    src: &File,
+    src_path: &Path,
+    from: u64,
+    len: u64,
+    dst: &File,
+    dst_path: &Path,
+) -> Result<()> {
     use rustix::fs::{seek, SeekFrom};
     use std::os::unix::fs::FileExt;
     const BLOCK: usize = 64 << 10;

@@ -61,7 +61,13 @@ fn dead_pid() -> u32 {
 
 #[test]
 fn a_symlinked_folder_or_file_inside_a_capture_is_refused_naming_it() {
-    for name in ["blobs", "code_objects", "regions", "events.bin", "manifest.json"] {
+    for name in [
+        "blobs",
+        "code_objects",
+        "regions",
+        "events.bin",
+        "manifest.json",
+    ] {
         let t = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let (dir, _) = capture(&t.path().join("run.hrr"));
@@ -133,7 +139,10 @@ fn the_checked_openers_refuse_links_non_files_and_wrong_sizes() {
     }
     // missing
     let none = ObjectId::of(b"never stored");
-    assert!(matches!(open_blob(&dir, &none, None), Err(Error::Missing(_))));
+    assert!(matches!(
+        open_blob(&dir, &none, None),
+        Err(Error::Missing(_))
+    ));
     // a link at the file, at its `<2 hex>/` folder, at `blobs/`
     let p = blobs::blob_path(&dir, &ids[0]);
     std::fs::rename(&p, outside.path().join("b")).unwrap();
@@ -311,7 +320,10 @@ fn repair_of_a_damaged_manifest_keeps_every_key_it_can_parse() {
     let o = repair_process(&dir).unwrap();
     let m = manifest::read_process_manifest(&dir).unwrap();
     assert_eq!((m.pid, m.parent_pid), (PID, 1));
-    assert_eq!(m.metadata.as_ref().unwrap()["devices"][0]["name"], "NVIDIA H200");
+    assert_eq!(
+        m.metadata.as_ref().unwrap()["devices"][0]["name"],
+        "NVIDIA H200"
+    );
     assert_eq!(m.passthrough_calls["cuGetProcAddress_v2"], 12);
     assert_eq!(m.api, Some(ApiFamily::CudaDriver));
     assert!(m.complete && m.event_count == 6 && m.blob_count == 4);
@@ -328,7 +340,10 @@ fn repair_of_a_damaged_manifest_keeps_every_key_it_can_parse() {
     let m = manifest::read_process_manifest(&dir).unwrap();
     assert_eq!(m.pid, PID);
     assert_eq!(m.api, Some(ApiFamily::CudaDriver));
-    assert!(m.metadata.is_some(), "keys after the damage are kept: {m:?}");
+    assert!(
+        m.metadata.is_some(),
+        "keys after the damage are kept: {m:?}"
+    );
     let n = notes(&o).join("\n");
     assert!(n.contains("rebuilt pid, "), "{n}");
     assert_ne!(m, ProcessManifest::new(PID, 0));
@@ -385,7 +400,9 @@ fn a_forged_pack_summary_fails_verify() {
     assert!(r.ok(), "{:?}", r.bad);
     type Forge = fn(&mut pack::PackIndex);
     let forgeries: [(&str, Forge); 5] = [
-        ("event_count", |i| i.processes[0].event_count = 1_000_000_000_000_000),
+        ("event_count", |i| {
+            i.processes[0].event_count = 1_000_000_000_000_000
+        }),
         ("blob_bytes", |i| i.processes[0].blob_bytes += 1),
         ("complete", |i| i.processes[0].complete = false),
         ("does not hold", |i| {
@@ -398,7 +415,9 @@ fn a_forged_pack_summary_fails_verify() {
     for (what, forge) in forgeries {
         let mut plan = pack::plan(&root, &PackOptions::default(), &NoProgress).unwrap();
         forge(&mut plan.index);
-        let forged = t.path().join(format!("forged-{}.hrr.tar.zst", what.replace(' ', "-")));
+        let forged = t
+            .path()
+            .join(format!("forged-{}.hrr.tar.zst", what.replace(' ', "-")));
         let f = std::fs::File::create(&forged).unwrap();
         pack::write_pack(&plan, f, &PackOptions::default(), &NoProgress).unwrap();
         let (index, r) = verify::verify_pack(&forged, &NoProgress).unwrap();

@@ -81,12 +81,19 @@ fn pack_refuses_a_non_canonical_pid_folder() {
     std::fs::create_dir(&twin).unwrap();
     std::fs::copy(dir.join("events.bin"), twin.join("events.bin")).unwrap();
     for args in [
-        vec!["pack".to_string(), root.display().to_string(), "-o".into(), t.path().join("p.hrr.tar.zst").display().to_string()],
+        vec![
+            "pack".to_string(),
+            root.display().to_string(),
+            "-o".into(),
+            t.path().join("p.hrr.tar.zst").display().to_string(),
+        ],
         vec!["verify".into(), root.display().to_string()],
         vec!["list".into(), root.display().to_string()],
     ] {
-        let a: Vec<&dyn AsRef<std::ffi::OsStr>> =
-            args.iter().map(|s| s as &dyn AsRef<std::ffi::OsStr>).collect();
+        let a: Vec<&dyn AsRef<std::ffi::OsStr>> = args
+            .iter()
+            .map(|s| s as &dyn AsRef<std::ffi::OsStr>)
+            .collect();
         let o = run(&a);
         assert_ne!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
         assert!(text(&o).contains("pid-02674"), "{args:?}: {}", text(&o));
@@ -111,7 +118,8 @@ fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
     let o = run(&[&"verify", &forged]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
-        text(&o).contains("hrr-pack-index.json") && text(&o).contains("event_count 1000000000000000"),
+        text(&o).contains("hrr-pack-index.json")
+            && text(&o).contains("event_count 1000000000000000"),
         "{}",
         text(&o)
     );

@@ -52,11 +52,7 @@ fn links_inside_a_capture_are_refused_by_info_events_and_repair() {
         }
         symlink(&target, dir.join(name)).unwrap();
         let shown = dir.join(name).display().to_string();
-        for args in [
-            vec!["--info"],
-            vec!["--info", "--events"],
-            vec!["--repair"],
-        ] {
+        for args in [vec!["--info"], vec!["--info", "--events"], vec!["--repair"]] {
             for at in [&root, &dir] {
                 let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![at];
                 a.extend(args.iter().map(|s| s as &dyn AsRef<std::ffi::OsStr>));
@@ -102,8 +98,14 @@ fn a_junk_active_marker_is_an_error_for_repair_and_info() {
     std::fs::write(dir.join("active"), b"definitely not a pid").unwrap();
     let (code, text) = run(&[&dir, &"--repair"]);
     assert_ne!(code, 0, "{text}");
-    assert!(text.contains("active") && text.contains("not a writer's"), "{text}");
-    assert!(dir.join("active").exists(), "a refused repair removed the marker");
+    assert!(
+        text.contains("active") && text.contains("not a writer's"),
+        "{text}"
+    );
+    assert!(
+        dir.join("active").exists(),
+        "a refused repair removed the marker"
+    );
     let (code, text) = run(&[&dir, &"--info"]);
     assert_ne!(code, 0, "{text}");
     assert!(text.contains("not a writer's"), "{text}");
@@ -202,5 +204,8 @@ fn enospc_during_repair_leaves_no_temp_files() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let left = stdout.split("LEFT:").nth(1).unwrap_or_default();
     assert!(!left.contains(".tmp"), "temp files left behind: {text}");
-    assert!(left.contains("events.bin") && !left.contains("dropped-at"), "{text}");
+    assert!(
+        left.contains("events.bin") && !left.contains("dropped-at"),
+        "{text}"
+    );
 }

@@ -69,10 +69,9 @@ pub fn remove_stale_unpack_dirs(dest: &Path) -> PackResult<Vec<PathBuf>> {
         let Some(rest) = name.strip_prefix(layout::UNPACK_TEMP_PREFIX) else {
             continue;
         };
-        let Some(pid) = rest
-            .split_once('-')
-            .and_then(|(pid, _)| layout::parse_pid_dir_name(&format!("{}{pid}", layout::PID_DIR_PREFIX)))
-        else {
+        let Some(pid) = rest.split_once('-').and_then(|(pid, _)| {
+            layout::parse_pid_dir_name(&format!("{}{pid}", layout::PID_DIR_PREFIX))
+        }) else {
             continue;
         };
         if !e.file_type().is_ok_and(|t| t.is_dir()) || !fsutil::is_stale(&e.path(), pid) {

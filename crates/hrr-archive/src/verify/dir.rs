@@ -69,13 +69,15 @@ pub fn verify_dir(path: &Path, progress: &dyn Progress) -> Result<VerifyReport> 
         if let Err(e) = layout::check_no_links(dir) {
             // Nothing of a capture holding a link is read: the link could lead anywhere.
             let shown = match &e {
-                crate::Error::Symlink(p) => join(
-                    &prefix,
-                    &p.strip_prefix(dir).unwrap_or(p).to_string_lossy(),
-                ),
+                crate::Error::Symlink(p) => {
+                    join(&prefix, &p.strip_prefix(dir).unwrap_or(p).to_string_lossy())
+                }
                 _ => join(&prefix, ""),
             };
-            report.bad(shown, format!("refused, nothing in this capture checked: {e}"));
+            report.bad(
+                shown,
+                format!("refused, nothing in this capture checked: {e}"),
+            );
             manifests.push((pid.unwrap_or(0), Err("not checked".to_string())));
             continue;
         }

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{check_process, check_root, FramingCounter, FramingSummary, VerifyReport};
+use crate::layout::{classify_pid_dir_name, PidName};
 use crate::layout::{join_rel as join, ACTIVE_MARKER, EVENTS_FILE, MANIFEST};
 use crate::manifest::{self, ProcessManifest, RootManifest};
-use crate::layout::{classify_pid_dir_name, PidName};
 use crate::pack::{
     read_pack, PackFile, PackIndex, PackKind, PackResult, PackVisitor, ProcessListing,
 };
@@ -190,11 +190,14 @@ fn listing_of(
         dir: dir.to_string(),
         pid: m
             .map(|m| m.pid)
-            .or_else(|| manifest::parse_pid_dir_name(if dir.is_empty() { &index.root } else { dir }))
+            .or_else(|| {
+                manifest::parse_pid_dir_name(if dir.is_empty() { &index.root } else { dir })
+            })
             .unwrap_or(0),
         complete: m.is_some_and(|m| m.complete),
         active,
-        scrubbed: m.is_some_and(|m| m.extra.get("scrubbed") == Some(&serde_json::Value::Bool(true))),
+        scrubbed: m
+            .is_some_and(|m| m.extra.get("scrubbed") == Some(&serde_json::Value::Bool(true))),
         event_count: m.map_or(0, |m| m.event_count),
         events_bytes: 0,
         blobs: 0,
@@ -236,7 +239,13 @@ fn check_summary(report: &mut VerifyReport, index: &PackIndex, actual: &[Process
             report.bad(name, format!("lists process `{}` twice", p.dir));
         }
     }
-    let shown = |d: &str| if d.is_empty() { "the process".to_string() } else { d.to_string() };
+    let shown = |d: &str| {
+        if d.is_empty() {
+            "the process".to_string()
+        } else {
+            d.to_string()
+        }
+    };
     for a in actual {
         let Some(c) = claimed.remove(a.dir.as_str()) else {
             report.bad(
@@ -255,11 +264,27 @@ fn check_summary(report: &mut VerifyReport, index: &PackIndex, actual: &[Process
         cmp("complete", c.complete.to_string(), a.complete.to_string());
         cmp("active", c.active.to_string(), a.active.to_string());
         cmp("scrubbed", c.scrubbed.to_string(), a.scrubbed.to_string());
-        cmp("event_count", c.event_count.to_string(), a.event_count.to_string());
-        cmp("events_bytes", c.events_bytes.to_string(), a.events_bytes.to_string());
+        cmp(
+            "event_count",
+            c.event_count.to_string(),
+            a.event_count.to_string(),
+        );
+        cmp(
+            "events_bytes",
+            c.events_bytes.to_string(),
+            a.events_bytes.to_string(),
+        );
         cmp("blobs", c.blobs.to_string(), a.blobs.to_string());
-        cmp("blob_bytes", c.blob_bytes.to_string(), a.blob_bytes.to_string());
-        cmp("code_objects", c.code_objects.to_string(), a.code_objects.to_string());
+        cmp(
+            "blob_bytes",
+            c.blob_bytes.to_string(),
+            a.blob_bytes.to_string(),
+        );
+        cmp(
+            "code_objects",
+            c.code_objects.to_string(),
+            a.code_objects.to_string(),
+        );
         cmp(
             "code_object_bytes",
             c.code_object_bytes.to_string(),
