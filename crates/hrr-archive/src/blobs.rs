@@ -175,7 +175,8 @@ pub fn open_blob(pid_dir: &Path, id: &ObjectId, expected_len: Option<u64>) -> Re
 
 /// Open code object `id` (whatever its kind) of the process capture `pid_dir` for reading,
 /// checked like [`open_blob`]: no link followed at `code_objects/` or the file, a regular file
-/// only. `Ok(None)` when there is none of that id. Returns the file, its path and its kind.
+/// only. `Ok(None)` when there is none of that id (or no `code_objects/` at all). Returns the
+/// file, its path and its kind.
 pub fn open_code_object(
     pid_dir: &Path,
     id: &ObjectId,
@@ -184,7 +185,8 @@ pub fn open_code_object(
         let name = format!("{}.{}", id.to_hex(), kind.extension());
         match fsutil::open_beneath(pid_dir, &[CODE_OBJECTS_DIR, &name]) {
             Ok(f) => return Ok(Some((f, code_object_path(pid_dir, id, kind), kind))),
-            Err(Error::Missing(p)) if p.file_name().is_some_and(|n| n == name.as_str()) => {}
+            // the file is not there, or there is no code_objects/ at all: none of that id
+            Err(Error::Missing(_)) => {}
             Err(e) => return Err(e),
         }
     }

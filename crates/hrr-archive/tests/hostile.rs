@@ -180,6 +180,8 @@ fn the_checked_openers_refuse_links_non_files_and_wrong_sizes() {
     let e = open_code_object(&dir2, &code).unwrap_err();
     assert!(is_symlink_error(&e, &link), "{e}");
     assert!(blobs::find_code_object(&dir2, &code).is_none());
+    std::fs::remove_file(&link).unwrap();
+    assert!(open_code_object(&dir2, &code).unwrap().is_none());
 }
 
 #[test]
