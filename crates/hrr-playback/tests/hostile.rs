@@ -209,3 +209,29 @@ fn enospc_during_repair_leaves_no_temp_files() {
         "{text}"
     );
 }
+
+#[test]
+fn repair_keeps_a_2_gib_hole_at_the_tail_sparse() {
+    use std::os::unix::fs::MetadataExt;
+    let t = tempfile::tempdir().unwrap();
+    let dir = capture(&t.path().join("run.hrr"));
+    let ev = dir.join("events.bin");
+    let len = std::fs::metadata(&ev).unwrap().len();
+    let hole: u64 = 2 << 30;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&ev)
+        .unwrap()
+        .set_len(len - 44 + hole)
+        .unwrap();
+    let (code, text) = run(&[&dir, &"--repair"]);
+    assert_eq!(code, 0, "{text}");
+    let tail = dir.join(format!("events.bin.dropped-at-{}", len - 44));
+    let meta = std::fs::metadata(&tail).unwrap();
+    assert_eq!(meta.len(), hole, "{text}");
+    assert!(
+        meta.blocks() * 512 < 1 << 20,
+        "a {hole}-byte hole became {} bytes on disk",
+        meta.blocks() * 512
+    );
+}
