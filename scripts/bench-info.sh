@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Benchmark of the offline reader on a large capture: builds release, generates EVENTS events
-# (default 1,000,000 of ~1 KiB: an events.bin of ~1 GiB) into a temp folder, then times
+# (default 1,000,000 of ~1 KiB: an events.bin of ~1 GiB) from THREADS distinct thread ids
+# (default 4) of about EVENT_BYTES each (default 1056) into a temp folder, then times
 #   hrr-playback DIR --info            (complete capture)
 #   hrr-playback DIR --repair          (after tearing the tail)
 #   hrr-playback DIR --info            (repaired capture)
-# and reports wall time and peak RSS of each. Goal: --info < 2 s and < 100 MiB RSS.
+# and reports wall time and peak RSS of each. Goal: --info < 2 s and < 100 MiB RSS; with many
+# threads --info stays linear in the events (a hash set of thread ids): the thread-heavy case
+#   scripts/bench-info.sh 10000000 400000 64     # 10 M events, 400,000 thread ids, ~0.9 GB
+# took > 600 s before (a linear search per event) and must take under 5 s.
 #
-#   scripts/bench-info.sh [EVENTS]     # BENCH_DIR=... to choose where the capture goes
+#   scripts/bench-info.sh [EVENTS [THREADS [EVENT_BYTES]]]   # BENCH_DIR=... to choose where
 set -euo pipefail
 
 EVENTS="${1:-1000000}"
+THREADS="${2:-4}"
+EVENT_BYTES="${3:-1056}"
 cd "$(dirname "$0")/.."
 
 if [ ! -x /usr/bin/time ]; then
@@ -28,9 +34,9 @@ WORK="$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/hrr-bench.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 ARCHIVE="$WORK/big.hrr"
 
-echo "generating $EVENTS events into $ARCHIVE ..."
+echo "generating $EVENTS events from $THREADS threads into $ARCHIVE ..."
 start=$(date +%s.%N)
-"$GEN" "$ARCHIVE" "$EVENTS" >/dev/null
+"$GEN" "$ARCHIVE" "$EVENTS" "$THREADS" "$EVENT_BYTES" >/dev/null
 gen_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 DIR="$ARCHIVE/pid-4242"
 SIZE=$(stat -c %s "$DIR/events.bin")
@@ -72,6 +78,6 @@ cp "$WORK/out.txt" "$WORK/repair.txt"
 measure "--info (repaired)" "$BIN" "$DIR" --info
 
 echo
-echo "hrr-playback reader benchmark: $EVENTS events, events.bin $SIZE bytes ($((SIZE / 1048576)) MiB), generated in ${gen_s}s"
+echo "hrr-playback reader benchmark: $EVENTS events from $THREADS threads, events.bin $SIZE bytes ($((SIZE / 1048576)) MiB), generated in ${gen_s}s"
 printf '%s\n' "${REPORT[@]}"
 echo "repair said: $(cat "$WORK/repair.txt")"

@@ -1,9 +1,11 @@
 //! Writes a large synthetic capture for benchmarks: `OUT_DIR/pid-4242/` with EVENTS events of
-//! about 1 KiB each (1,000,000 events make an events.bin of about 1 GiB): one in four is a kernel
-//! launch (64 kernel names), the rest allocations, copies and synchronisations.
+//! about EVENT_BYTES each (default 1 KiB: 1,000,000 events make an events.bin of about 1 GiB),
+//! from THREADS distinct thread ids (default 4; event `i` comes from thread `1000 + i % THREADS`):
+//! one in four is a kernel launch (64 kernel names), the rest allocations, copies and
+//! synchronisations. EVENT_BYTES below about 100 makes the payloads as small as their fields allow.
 //!
 //! ```text
-//! cargo run --release -p hrr-archive --example gen_big -- OUT_DIR EVENTS
+//! cargo run --release -p hrr-archive --example gen_big -- OUT_DIR EVENTS [THREADS [EVENT_BYTES]]
 //! ```
 
 use std::path::PathBuf;
@@ -78,20 +80,30 @@ fn schema() -> Schema {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args_os().skip(1);
     let (Some(out), Some(n)) = (args.next(), args.next()) else {
-        return Err("usage: gen_big OUT_DIR EVENTS".into());
+        return Err("usage: gen_big OUT_DIR EVENTS [THREADS [EVENT_BYTES]]".into());
     };
     let out = PathBuf::from(out);
     let n: u64 = n.to_string_lossy().parse()?;
+    let threads: u64 = match args.next() {
+        Some(t) => t.to_string_lossy().parse::<u64>()?.max(1),
+        None => 4,
+    };
+    // Payload bytes per event (the 32-byte record header comes on top).
+    let size: usize = match args.next() {
+        Some(b) => b.to_string_lossy().parse::<usize>()?.saturating_sub(32),
+        None => 1024,
+    };
     let mut w = ProcessWriter::create(&out, 4242, 1, &schema())?;
     let blob = w.put_blob(&[7u8; 4096])?;
     let kernels: Vec<String> = (0..64)
         .map(|i| format!("_ZN7example6kernel{i:02}ILi128EEEvPfPKfS3_i"))
         .collect();
-    let filler = vec![0xA5u8; 1024];
+    let filler = vec![0xA5u8; size];
+    let pad = |used: usize| &filler[..size.saturating_sub(used)];
     let mut p = PayloadBuilder::new();
     let t0 = 1_700_000_000_000_000_000u64;
     for i in 0..n {
-        let tid = 1000 + (i % 4);
+        let tid = 1000 + (i % threads);
         let kind = match i % 8 {
             0 | 4 => 1,
             1 => 2,
@@ -107,24 +119,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .u64(0x5000 + i % 64)
                     .str(name)
                     .u64s(&[128, 1, 1, 256, 1, 1]);
-                let used = 4 + 8 + 4 + name.len() + 4 + 48 + 4;
-                p.bytes(&filler[..1024usize.saturating_sub(used)]);
+                p.bytes(pad(4 + 8 + 4 + name.len() + 4 + 48 + 4));
             }
             2 => {
                 p.i32(0)
                     .u64(0x7f00_0000_0000 + i * 4096)
                     .u64(4096)
-                    .bytes(&filler[..1000]);
+                    .bytes(pad(24));
             }
             3 | 4 => {
                 p.i32(0)
                     .u64(0x7f00_0000_0000 + i)
                     .u64(4096)
                     .object(Some(blob))
-                    .bytes(&filler[..980]);
+                    .bytes(pad(44));
             }
             _ => {
-                p.i32(0).u64(0x9000).bytes(&filler[..1008]);
+                p.i32(0).u64(0x9000).bytes(pad(16));
             }
         }
         w.events()

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -125,21 +126,71 @@ pub fn code_object_path(pid_dir: &Path, id: &ObjectId, kind: CodeKind) -> PathBu
         .join(format!("{}.{}", id.to_hex(), kind.extension()))
 }
 
-/// Find a code object by id whatever its kind.
+/// Find a code object by id whatever its kind. Only a regular file reached without a link
+/// counts (a link at `code_objects/` or at the file: `None`); to open it, and to be told why it
+/// cannot be, use [`open_code_object`].
 pub fn find_code_object(pid_dir: &Path, id: &ObjectId) -> Option<(PathBuf, CodeKind)> {
-    [
-        CodeKind::Cubin,
-        CodeKind::Fatbin,
-        CodeKind::Ptx,
-        CodeKind::Hsaco,
-    ]
-    .into_iter()
-    .map(|k| (code_object_path(pid_dir, id, k), k))
-    .find(|(p, _)| {
-        std::fs::symlink_metadata(p)
-            .map(|m| m.is_file())
-            .unwrap_or(false)
-    })
+    if fsutil::require_dir(&pid_dir.join(CODE_OBJECTS_DIR)).is_err() {
+        return None;
+    }
+    CODE_KINDS
+        .into_iter()
+        .map(|k| (code_object_path(pid_dir, id, k), k))
+        .find(|(p, _)| {
+            std::fs::symlink_metadata(p)
+                .map(|m| m.is_file())
+                .unwrap_or(false)
+        })
+}
+
+const CODE_KINDS: [CodeKind; 4] = [
+    CodeKind::Cubin,
+    CodeKind::Fatbin,
+    CodeKind::Ptx,
+    CodeKind::Hsaco,
+];
+
+/// Open blob `id` of the process capture `pid_dir` for reading, checked: no link is followed
+/// on the way (`blobs/`, `blobs/<2 hex>/` or the file: [`Error::Symlink`] naming it), the file
+/// must be a regular file ([`Error::NotAFile`]) and, when the event that uses it recorded a byte
+/// count (`expected_len`), hold exactly that many bytes ([`Error::SizeMismatch`]: a truncated or
+/// padded blob is never replayed as if it were whole). A missing blob is [`Error::Missing`].
+/// This is the opener replay should use for every blob it reads.
+pub fn open_blob(pid_dir: &Path, id: &ObjectId, expected_len: Option<u64>) -> Result<File> {
+    let hex = id.to_hex();
+    let name = blob_file_name(&hex);
+    let file = fsutil::open_beneath(pid_dir, &[BLOBS_DIR, &hex[..2], &name])?;
+    if let Some(expected) = expected_len {
+        let found = file.metadata().at(blob_path(pid_dir, id))?.len();
+        if found != expected {
+            return Err(Error::SizeMismatch {
+                path: blob_path(pid_dir, id),
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(file)
+}
+
+/// Open code object `id` (whatever its kind) of the process capture `pid_dir` for reading,
+/// checked like [`open_blob`]: no link followed at `code_objects/` or the file, a regular file
+/// only. `Ok(None)` when there is none of that id (or no `code_objects/` at all). Returns the
+/// file, its path and its kind.
+pub fn open_code_object(
+    pid_dir: &Path,
+    id: &ObjectId,
+) -> Result<Option<(File, PathBuf, CodeKind)>> {
+    for kind in CODE_KINDS {
+        let name = format!("{}.{}", id.to_hex(), kind.extension());
+        match fsutil::open_beneath(pid_dir, &[CODE_OBJECTS_DIR, &name]) {
+            Ok(f) => return Ok(Some((f, code_object_path(pid_dir, id, kind), kind))),
+            // the file is not there, or there is no code_objects/ at all: none of that id
+            Err(Error::Missing(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 /// Writes blobs and code objects of one process capture, each content stored once.
@@ -228,20 +279,37 @@ pub struct ObjectCounts {
     pub code_object_bytes: u64,
 }
 
-/// Count the blobs and code objects under `pid_dir` (links and temp files are not counted).
+/// Count the blobs and code objects under `pid_dir` (temp files are not counted). Nothing is
+/// followed: a link at `blobs/`, `code_objects/`, a `blobs/<2 hex>/` folder or any entry inside
+/// them is an error ([`Error::Symlink`] naming it), and so is a `blobs/` or `code_objects/` that
+/// is not a folder. Missing folders count zero.
 pub fn count_objects(pid_dir: &Path) -> Result<ObjectCounts> {
     let mut c = ObjectCounts::default();
-    let blobs = pid_dir.join(BLOBS_DIR);
-    if let Ok(top) = std::fs::read_dir(&blobs) {
-        for sub in top {
+    let folder = |name: &str| -> Result<Option<PathBuf>> {
+        let p = pid_dir.join(name);
+        match std::fs::symlink_metadata(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).at(&p),
+            Ok(_) => fsutil::require_dir(&p).map(|()| Some(p)),
+        }
+    };
+    if let Some(blobs) = folder(BLOBS_DIR)? {
+        for sub in std::fs::read_dir(&blobs).at(&blobs)? {
             let sub = sub.at(&blobs)?;
-            if !sub.file_type().at(sub.path())?.is_dir() {
+            let ft = sub.file_type().at(sub.path())?;
+            if ft.is_symlink() {
+                return Err(Error::Symlink(sub.path()));
+            }
+            if !ft.is_dir() {
                 continue;
             }
             for f in std::fs::read_dir(sub.path()).at(sub.path())? {
                 let f = f.at(sub.path())?;
                 let name = f.file_name();
                 let meta = f.metadata().at(f.path())?;
+                if meta.file_type().is_symlink() {
+                    return Err(Error::Symlink(f.path()));
+                }
                 if meta.is_file() && is_blob_file_name(&name.to_string_lossy()) {
                     c.blobs += 1;
                     c.blob_bytes += meta.len();
@@ -249,11 +317,13 @@ pub fn count_objects(pid_dir: &Path) -> Result<ObjectCounts> {
             }
         }
     }
-    let code = pid_dir.join(CODE_OBJECTS_DIR);
-    if let Ok(entries) = std::fs::read_dir(&code) {
-        for f in entries {
+    if let Some(code) = folder(CODE_OBJECTS_DIR)? {
+        for f in std::fs::read_dir(&code).at(&code)? {
             let f = f.at(&code)?;
             let meta = f.metadata().at(f.path())?;
+            if meta.file_type().is_symlink() {
+                return Err(Error::Symlink(f.path()));
+            }
             let name = f.file_name().to_string_lossy().into_owned();
             if meta.is_file() && !fsutil::is_temp_name(&name) {
                 c.code_objects += 1;

@@ -25,6 +25,32 @@ pub enum Error {
     /// A path that must be a regular file is not one.
     #[error("{}: not a regular file", .0.display())]
     NotAFile(PathBuf),
+    /// A process folder whose name writes its pid non-canonically (`pid-02674`).
+    #[error("{}: not a canonical process folder name ({why}); a process capture is `pid-<pid>` with the pid in plain decimal", path.display())]
+    NonCanonicalPid {
+        /// The folder.
+        path: PathBuf,
+        /// What is wrong with the name.
+        why: String,
+    },
+    /// An `active` marker that is not what a writer writes (`<pid>\n`).
+    #[error("{}: not a writer's `active` marker ({why}); hrr writes `<pid>` and a newline there, so this capture was altered: inspect it, and remove the file only if no capture is running", path.display())]
+    BadMarker {
+        /// The marker.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A blob or code object whose size differs from what the event that uses it recorded.
+    #[error("{}: holds {found} bytes but the event that uses it recorded {expected} (truncated or altered object)", path.display())]
+    SizeMismatch {
+        /// The object file.
+        path: PathBuf,
+        /// Bytes the event recorded.
+        expected: u64,
+        /// Bytes in the file.
+        found: u64,
+    },
     /// The path is neither an archive root nor a process capture.
     #[error("{}: not an hrr archive (no manifest.json, events.bin or pid-*/ inside)", .0.display())]
     NotAnArchive(PathBuf),

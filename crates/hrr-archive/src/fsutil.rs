@@ -40,7 +40,66 @@ pub fn require_dir(dir: &Path) -> Result<()> {
     }
 }
 
-/// Open an existing regular file for reading without following a link.
+/// Open `base/<rel[0]>/…/<rel[n-1]>`, an existing regular file, for reading without following a
+/// link at any component below `base` (`base` itself may be reached through one: the user named
+/// it). Each folder is opened with `O_NOFOLLOW|O_DIRECTORY` relative to the one before, so a
+/// folder swapped for a link between a check and the open is still refused. A link anywhere is
+/// [`Error::Symlink`] naming it; a component that is not a folder, [`Error::NotADirectory`];
+/// a missing one, [`Error::Missing`]; a final component that is not a regular file (a FIFO, a
+/// device, a folder), [`Error::NotAFile`].
+pub fn open_beneath(base: &Path, rel: &[&str]) -> Result<File> {
+    use rustix::fs::{openat, statat, AtFlags, FileType, Mode, OFlags};
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open(base, dir_flags, Mode::empty()).map_err(|e| errno(base, e))?;
+    let mut path = base.to_path_buf();
+    let Some((last, folders)) = rel.split_last() else {
+        return Err(Error::NotAFile(path));
+    };
+    // Classify a failed open of `name` in `dir`: a link, a non-folder, or the error itself.
+    let classify = |dir: &rustix::fd::OwnedFd, name: &str, path: &Path, e| -> Error {
+        match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                Error::Symlink(path.to_path_buf())
+            }
+            _ => errno(path, e),
+        }
+    };
+    for name in folders {
+        path.push(name);
+        let next = openat(&dir, *name, dir_flags | OFlags::NOFOLLOW, Mode::empty());
+        dir = match next {
+            Ok(fd) => fd,
+            Err(e) if e == rustix::io::Errno::NOTDIR => {
+                return Err(match classify(&dir, name, &path, e) {
+                    Error::Symlink(p) => Error::Symlink(p),
+                    _ => Error::NotADirectory(path),
+                })
+            }
+            Err(e) => return Err(classify(&dir, name, &path, e)),
+        };
+    }
+    path.push(last);
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd =
+        openat(&dir, *last, flags, Mode::empty()).map_err(|e| classify(&dir, last, &path, e))?;
+    let file = File::from(fd);
+    if !file.metadata().at(&path)?.is_file() {
+        return Err(Error::NotAFile(path));
+    }
+    Ok(file)
+}
+
+/// `e` on `path`, as [`IoContext::at`] words it.
+fn errno(path: &Path, e: rustix::io::Errno) -> Error {
+    match Err::<(), _>(std::io::Error::from(e)).at(path) {
+        Err(e) => e,
+        Ok(()) => unreachable!(),
+    }
+}
+
+/// Open an existing regular file for reading without following a link (at its last component
+/// only: to open a file inside an archive, use [`open_beneath`] or the openers of
+/// [`crate::blobs`], which refuse a link at any folder on the way too).
 pub fn open_read(path: &Path) -> Result<File> {
     let file = OpenOptions::new()
         .read(true)
@@ -52,6 +111,96 @@ pub fn open_read(path: &Path) -> Result<File> {
         return Err(Error::NotAFile(path.to_path_buf()));
     }
     Ok(file)
+}
+
+/// Is process `pid` alive, and (when `made` is given) already running at `made`? A process
+/// that started after `made` (by more than 2 s, for the clock's grain) holds a reused pid: the
+/// one that made the file is gone. Without a readable `/proc` nothing can be told: alive.
+pub fn process_alive_since(pid: u32, made: Option<std::time::SystemTime>) -> bool {
+    if !Path::new("/proc/self").exists() {
+        return true;
+    }
+    if !Path::new(&format!("/proc/{pid}")).exists() {
+        return false;
+    }
+    match (made, process_start_time(pid)) {
+        (Some(made), Some(start)) => start <= made + std::time::Duration::from_secs(2),
+        _ => true,
+    }
+}
+
+/// When process `pid` started (from `/proc/<pid>/stat` and the boot time in `/proc/stat`).
+pub fn process_start_time(pid: u32) -> Option<std::time::SystemTime> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses): field 3 onwards;
+    // field 22 is the start time in clock ticks since boot.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let btime: u64 = fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
+    let since_boot = std::time::Duration::from_millis(ticks.saturating_mul(1000) / hz);
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(btime) + since_boot)
+}
+
+/// A writer temp file's name (`.<name>.<pid>.<n>.tmp`) → the pid of the process that made it.
+pub fn temp_name_pid(name: &str) -> Option<u32> {
+    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let mut parts = inner.rsplitn(3, '.');
+    let n = parts.next()?;
+    let pid = parts.next()?;
+    parts.next().filter(|stem| !stem.is_empty())?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    crate::layout::names::parse_pid_dir_name(&format!("pid-{pid}"))
+}
+
+/// Is the temp file or folder at `path`, made by process `pid`, left over from a process that is
+/// gone (see [`process_alive_since`])?
+pub fn is_stale(path: &Path, pid: u32) -> bool {
+    let made = fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+    if pid == std::process::id() {
+        // Ours only if it was made after this process started.
+        return match (made, process_start_time(pid)) {
+            (Some(made), Some(start)) => made + std::time::Duration::from_secs(2) < start,
+            _ => false,
+        };
+    }
+    !process_alive_since(pid, made)
+}
+
+/// Remove the writer temp files (`.<name>.<pid>.<n>.tmp`, regular files) directly in `folder`
+/// that were left by a process that is gone ([`is_stale`]); with `only_for`, only those of that
+/// target name. Returns what was removed (sorted); a folder that cannot be listed has none.
+pub fn remove_stale_temp_files_in(folder: &Path, only_for: Option<&str>) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(folder) else {
+        return Ok(removed);
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temp_name_pid(&name) else {
+            continue;
+        };
+        if let Some(target) = only_for {
+            if !name.starts_with(&format!(".{target}.")) {
+                continue;
+            }
+        }
+        if !e.file_type().is_ok_and(|t| t.is_file()) || !is_stale(&e.path(), pid) {
+            continue;
+        }
+        fs::remove_file(e.path()).at(e.path())?;
+        removed.push(e.path());
+    }
+    removed.sort();
+    Ok(removed)
 }
 
 /// Read a whole (small) file without following links, refusing files above `limit` bytes.

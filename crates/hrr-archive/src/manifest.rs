@@ -147,6 +147,161 @@ fn meta_text(meta: Option<&Value>, keys: &[&str]) -> Option<String> {
     None
 }
 
+/// What [`salvage_process_manifest`] recovered from a manifest that does not parse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Salvage {
+    /// Every key that parsed, as a manifest (`pid` 0 when it did not: see [`Self::has_pid`]).
+    pub manifest: ProcessManifest,
+    /// Whether `pid` was among the keys kept.
+    pub has_pid: bool,
+    /// The keys kept, in file order.
+    pub kept: Vec<String>,
+    /// Keys found but not kept, each with why (`api (not a string)`).
+    pub dropped: Vec<String>,
+    /// What is wrong with the file as a whole, in words.
+    pub damage: String,
+}
+
+/// Recover what can be recovered from the bytes of a damaged process manifest: a well-formed
+/// JSON object whose keys do not all have the right type keeps every key whose value does; a
+/// truncated or garbled file keeps every top-level `"key": value` pair that parses whole, up to
+/// the damage and, when the file is laid out as the writer writes it (one top-level key per
+/// line, indented two spaces), after it. A number that runs to the end of a truncated file may
+/// have lost digits and is not kept. Never fails: at worst nothing is kept.
+pub fn salvage_process_manifest(bytes: &[u8]) -> Salvage {
+    let (pairs, damage) = match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => {
+            let why = serde_json::from_slice::<ProcessManifest>(bytes)
+                .err()
+                .map_or_else(|| "none".to_string(), |e| e.to_string());
+            (map.into_iter().collect::<Vec<_>>(), why)
+        }
+        Ok(_) => (Vec::new(), "not a JSON object".to_string()),
+        Err(e) => {
+            let (pairs, at) = scan_top_level_pairs(bytes);
+            let at = at.unwrap_or(bytes.len());
+            (
+                pairs,
+                format!("truncated or garbled JSON ({e}; first damage at byte {at})"),
+            )
+        }
+    };
+    let mut valid = Map::new();
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    for (key, value) in pairs {
+        let mut probe = Map::new();
+        if key != "pid" {
+            probe.insert("pid".into(), Value::from(0));
+        }
+        probe.insert(key.clone(), value.clone());
+        match serde_json::from_value::<ProcessManifest>(Value::Object(probe)) {
+            Ok(_) => {
+                if !kept.contains(&key) {
+                    kept.push(key.clone());
+                }
+                valid.insert(key, value);
+            }
+            Err(e) => dropped.push(format!("{key} ({e})")),
+        }
+    }
+    let has_pid = valid.contains_key("pid");
+    if !has_pid {
+        valid.insert("pid".into(), Value::from(0));
+    }
+    let manifest =
+        serde_json::from_value(Value::Object(valid)).unwrap_or_else(|_| ProcessManifest::new(0, 0));
+    Salvage {
+        manifest,
+        has_pid,
+        kept,
+        dropped,
+        damage,
+    }
+}
+
+/// The top-level `"key": value` pairs of a damaged JSON object that parse whole, and the offset
+/// of the first damage (`None` when the object closed normally).
+fn scan_top_level_pairs(bytes: &[u8]) -> (Vec<(String, Value)>, Option<usize>) {
+    fn ws(b: &[u8], mut i: usize) -> usize {
+        while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+            i += 1;
+        }
+        i
+    }
+    // One JSON value at `i`: the value and the offset just past it.
+    fn value(b: &[u8], i: usize) -> Option<(Value, usize)> {
+        let mut it = serde_json::Deserializer::from_slice(b.get(i..)?).into_iter::<Value>();
+        match it.next() {
+            Some(Ok(v)) => Some((v, i + it.byte_offset())),
+            _ => None,
+        }
+    }
+    // The next line that starts a top-level key as the writer lays them out.
+    fn resync(b: &[u8], from: usize) -> Option<usize> {
+        let pat = b"\n  \"";
+        (from..b.len().saturating_sub(pat.len() - 1))
+            .find(|&i| &b[i..i + pat.len()] == pat)
+            .map(|i| i + 3)
+    }
+    let mut out = Vec::new();
+    let mut first_damage = None;
+    let mut i = ws(bytes, 0);
+    if bytes.get(i) == Some(&b'{') {
+        i += 1;
+    } else {
+        first_damage = Some(i);
+        match resync(bytes, i) {
+            Some(at) => i = at,
+            None => return (out, first_damage),
+        }
+    }
+    loop {
+        i = ws(bytes, i);
+        let start = i;
+        let pair = (|| {
+            match bytes.get(i)? {
+                b'}' => return Some(None),
+                b'"' => {}
+                _ => return None,
+            }
+            let (Value::String(key), end) = value(bytes, i)? else {
+                return None;
+            };
+            let colon = ws(bytes, end);
+            (bytes.get(colon) == Some(&b':')).then_some(())?;
+            let (v, end) = value(bytes, ws(bytes, colon + 1))?;
+            // A number cut by the end of the file may have lost digits.
+            if v.is_number() && end >= bytes.len() {
+                return None;
+            }
+            let next = ws(bytes, end);
+            match bytes.get(next)? {
+                b',' => Some(Some((key, v, next + 1, false))),
+                b'}' => Some(Some((key, v, next + 1, true))),
+                _ => None,
+            }
+        })();
+        match pair {
+            Some(None) => return (out, first_damage),
+            Some(Some((key, v, next, closed))) => {
+                out.push((key, v));
+                if closed {
+                    return (out, first_damage);
+                }
+                i = next;
+            }
+            None => {
+                first_damage.get_or_insert(start);
+                match resync(bytes, start + 1) {
+                    Some(at) => i = at,
+                    None => return (out, first_damage),
+                }
+            }
+        }
+    }
+}
+
 /// One row of the root index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessEntry {
@@ -309,6 +464,51 @@ mod tests {
             serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST)).unwrap()).unwrap();
         assert_eq!(v["future_key"]["x"][1], 2);
         assert_eq!(v["event_count"], 4);
+    }
+
+    #[test]
+    fn a_damaged_manifest_keeps_every_key_that_parses() {
+        let mut full = ProcessManifest::new(2674, 1);
+        full.api = Some(ApiFamily::CudaDriver);
+        full.metadata = Some(serde_json::json!({"devices": [{"name": "NVIDIA H200"}]}));
+        full.passthrough_calls
+            .insert("cuGetProcAddress_v2".into(), 12);
+        full.event_count = 123;
+        full.extra
+            .insert("future".into(), serde_json::json!([1, 2]));
+        let mut text = serde_json::to_vec_pretty(&full).unwrap();
+        text.push(b'\n');
+        // well-formed, one key of the wrong type
+        let mut v: Value = serde_json::from_slice(&text).unwrap();
+        v["event_count"] = Value::from("lots");
+        let s = salvage_process_manifest(&serde_json::to_vec(&v).unwrap());
+        assert!(s.has_pid && s.manifest.pid == 2674);
+        assert_eq!(s.manifest.api, Some(ApiFamily::CudaDriver));
+        assert_eq!(s.manifest.metadata, full.metadata);
+        assert_eq!(s.manifest.passthrough_calls, full.passthrough_calls);
+        assert_eq!(s.manifest.extra["future"], serde_json::json!([1, 2]));
+        assert!(s.dropped.len() == 1 && s.dropped[0].starts_with("event_count"));
+        // truncated inside the last key: everything before it is kept
+        let cut = text.len() - 8;
+        let s = salvage_process_manifest(&text[..cut]);
+        assert_eq!(s.manifest.pid, 2674);
+        assert_eq!(s.manifest.metadata, full.metadata);
+        assert_eq!(s.manifest.passthrough_calls, full.passthrough_calls);
+        assert!(s.damage.contains("truncated"), "{}", s.damage);
+        // garbage in the middle of a line: the keys on the lines after it are kept too
+        let t = String::from_utf8(text.clone()).unwrap();
+        let garbled = t.replace("\"api\": \"cuda-driver\"", "\"api\": \u{1}\u{7}\"cu");
+        let s = salvage_process_manifest(garbled.as_bytes());
+        assert_eq!(s.manifest.api, None);
+        assert_eq!(s.manifest.metadata, full.metadata);
+        assert_eq!(s.manifest.pid, 2674);
+        assert!(!s.kept.contains(&"api".to_string()));
+        // a number cut by the end of the file is not trusted
+        let s = salvage_process_manifest(b"{\"parent_pid\": 7, \"pid\": 26");
+        assert!(!s.has_pid && s.manifest.parent_pid == 7);
+        // nothing at all
+        let s = salvage_process_manifest(b"\x00\x01garbage");
+        assert!(s.kept.is_empty() && !s.has_pid);
     }
 
     #[test]

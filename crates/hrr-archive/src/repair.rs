@@ -2,6 +2,7 @@
 //! never silently lost), write a clean trailer and manifest, rebuild the root index. A capture
 //! the writer marked incomplete stays incomplete. See FORMAT.md §6.
 
+use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,7 @@ use crate::layout;
 use crate::layout::EVENTS_FILE;
 use crate::manifest::{self, ProcessManifest};
 use crate::reader::EventReader;
+use crate::schema::ApiFamily;
 
 /// What a repair did to one process capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +34,16 @@ pub enum RepairOutcome {
         saved_tail: Option<PathBuf>,
         /// Why the capture is still not complete (writer marks), empty if it now is.
         still_incomplete: Vec<String>,
+        /// What became of a missing or damaged manifest (what was kept, rebuilt from events.bin,
+        /// lost), one line each; empty when the manifest parsed.
+        manifest_notes: Vec<String>,
     },
 }
 
-/// Refuse to touch a capture whose writer is still running.
+/// Refuse to touch a capture whose writer is still running (or whose `active` marker is not a
+/// writer's: [`layout::writer_state`]).
 fn check_not_active(dir: &Path) -> Result<()> {
-    if let Some(pid) = layout::running_writer(dir) {
+    if let Some(pid) = layout::running_writer(dir)? {
         return Err(Error::Io {
             path: dir.to_path_buf(),
             source: std::io::Error::other(format!(
@@ -48,13 +54,162 @@ fn check_not_active(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The manifest to rewrite: the one on disk when it parses; else what
+/// [`manifest::salvage_process_manifest`] keeps of it, the rest rebuilt from events.bin (its
+/// schema's API family) and the folder name (the pid), with notes saying which is which.
+fn manifest_to_rewrite(
+    dir: &Path,
+    api_from_schema: Option<ApiFamily>,
+) -> Result<(Option<ProcessManifest>, ProcessManifest, Vec<String>)> {
+    let path = dir.join(layout::MANIFEST);
+    let rebuilt_always = "event_count, blob_count, complete, incomplete_reason";
+    let folder_pid = layout::pid_of_dir_name(dir).unwrap_or(0);
+    let (mut m, mut notes, rebuilt) = match manifest::read_process_manifest(dir) {
+        Ok(m) => return Ok((Some(m.clone()), m, Vec::new())),
+        Err(Error::Missing(_)) => (
+            ProcessManifest::new(folder_pid, 0),
+            vec![format!(
+                "manifest.json was missing: written anew (pid {folder_pid} from the folder name)"
+            )],
+            vec!["pid".to_string()],
+        ),
+        Err(Error::BadManifest { .. }) => {
+            let bytes = fsutil::read_small(&path, manifest::MAX_MANIFEST_BYTES)?;
+            let s = manifest::salvage_process_manifest(&bytes);
+            let mut m = s.manifest;
+            let mut rebuilt = Vec::new();
+            if !s.has_pid {
+                m.pid = folder_pid;
+                rebuilt.push("pid".to_string());
+            }
+            let mut notes = vec![format!(
+                "manifest.json was damaged ({}): kept {} key(s){}",
+                s.damage,
+                s.kept.len(),
+                if s.kept.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", s.kept.join(", "))
+                }
+            )];
+            if !s.dropped.is_empty() {
+                notes.push(format!(
+                    "manifest.json: dropped what did not parse: {}",
+                    s.dropped.join("; ")
+                ));
+            }
+            (m, notes, rebuilt)
+        }
+        Err(e) => return Err(e),
+    };
+    let mut rebuilt = rebuilt;
+    if m.api.is_none() {
+        if let Some(api) = api_from_schema {
+            m.api = Some(api);
+            rebuilt.push("api".into());
+        }
+    }
+    rebuilt.push(rebuilt_always.into());
+    notes.push(format!(
+        "manifest.json: rebuilt {} from events.bin and the folder",
+        rebuilt.join(", ")
+    ));
+    let lost: Vec<&str> = [
+        "parent_pid",
+        "api",
+        "unreplayable_apis",
+        "passthrough_calls",
+        "metadata",
+    ]
+    .into_iter()
+    .filter(|k| match *k {
+        "parent_pid" => m.parent_pid == 0,
+        "api" => m.api.is_none(),
+        "unreplayable_apis" => m.unreplayable_apis.is_empty(),
+        "passthrough_calls" => m.passthrough_calls.is_empty(),
+        _ => m.metadata.is_none(),
+    })
+    .collect();
+    if !lost.is_empty() {
+        notes.push(format!(
+            "manifest.json: not recoverable, now absent: {}",
+            lost.join(", ")
+        ));
+    }
+    Ok((None, m, notes))
+}
+
+/// Copy `src[from..len]` into the new file `dst` (at offset 0), leaving a hole wherever `src`
+/// has one or holds a 64 KiB block of zeros: a sparse tail stays sparse (FORMAT.md §6).
+fn copy_sparse(
+    src: &File,
+    src_path: &Path,
+    from: u64,
+    len: u64,
+    dst: &File,
+    dst_path: &Path,
+) -> Result<()> {
+    use rustix::fs::{seek, SeekFrom};
+    use std::os::unix::fs::FileExt;
+    const BLOCK: usize = 64 << 10;
+    let mut buf = vec![0u8; 16 * BLOCK];
+    let mut off = from;
+    while off < len {
+        let data = match seek(src, SeekFrom::Data(off)) {
+            Ok(d) => d,
+            Err(e) if e == rustix::io::Errno::NXIO => len,
+            Err(_) => off, // no SEEK_DATA here: read everything
+        };
+        if data >= len {
+            break;
+        }
+        let hole = seek(src, SeekFrom::Hole(data)).map_or(len, |h| h.min(len));
+        let mut pos = data;
+        while pos < hole {
+            let n = buf.len().min((hole - pos) as usize);
+            src.read_exact_at(&mut buf[..n], pos).at(src_path)?;
+            for (i, block) in buf[..n].chunks(BLOCK).enumerate() {
+                if block.iter().any(|&b| b != 0) {
+                    let at = pos - from + (i * BLOCK) as u64;
+                    dst.write_all_at(block, at).at(dst_path)?;
+                }
+            }
+            pos += n as u64;
+        }
+        off = hole;
+    }
+    dst.set_len(len - from).at(dst_path)
+}
+
+/// Save `events.bin[from..len]` to `tail_path` (temp file, fsync, rename). On any failure
+/// (ENOSPC included) the temp file is removed: nothing is left behind.
+fn save_tail(events_path: &Path, from: u64, len: u64, tail_path: &Path) -> Result<()> {
+    let tmp = fsutil::temp_path_for(tail_path);
+    let result = (|| {
+        let src = fsutil::open_read(events_path)?;
+        let out = fsutil::create_new(&tmp)?;
+        copy_sparse(&src, events_path, from, len, &out, &tmp)?;
+        out.sync_all().at(&tmp)?;
+        drop(out);
+        std::fs::rename(&tmp, tail_path).at(tail_path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Repair one `pid-<pid>/` capture.
 pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
-    fsutil::require_dir(dir)?;
+    layout::check_no_links(dir)?;
     check_not_active(dir)?;
     let events_path = dir.join(EVENTS_FILE);
-    let rec = EventReader::scan_headers(&events_path)?;
-    let manifest_now = manifest::read_process_manifest(dir).ok();
+    let mut reader = EventReader::open_headers(&events_path)?;
+    let api = reader.schema().map(|s| s.api.clone());
+    while reader.next_raw()?.is_some() {}
+    let rec = reader.recovery().clone();
+    drop(reader);
+    let (manifest_now, mut m, manifest_notes) = manifest_to_rewrite(dir, api)?;
     let objects = count_objects(dir)?;
     let blob_count = objects.blobs + objects.code_objects;
     let tail_clean = rec.complete() && rec.bytes_after_trailer == 0;
@@ -77,13 +232,7 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
     let has_valid_trailer_only = rec.clean_trailer() && rec.bytes_after_trailer == 0;
     if dropped > 0 && !has_valid_trailer_only {
         let tail_path = dir.join(layout::dropped_tail_name(cut_from));
-        let mut src = fsutil::open_read(&events_path)?;
-        src.seek(SeekFrom::Start(cut_from)).at(&events_path)?;
-        let tmp = fsutil::temp_path_for(&tail_path);
-        let mut out = fsutil::create_new(&tmp)?;
-        std::io::copy(&mut src, &mut out).at(&tmp)?;
-        out.sync_all().at(&tmp)?;
-        std::fs::rename(&tmp, &tail_path).at(&tail_path)?;
+        save_tail(&events_path, cut_from, len, &tail_path)?;
         saved_tail = Some(tail_path);
     }
     if !has_valid_trailer_only {
@@ -95,8 +244,6 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
             .at(&events_path)?;
         file.sync_all().at(&events_path)?;
     }
-    let pid = layout::pid_of(dir).unwrap_or(0);
-    let mut m = manifest_now.unwrap_or_else(|| ProcessManifest::new(pid, 0));
     m.event_count = rec.records;
     m.blob_count = blob_count;
     m.complete = rec.incomplete_marks.is_empty();
@@ -113,7 +260,30 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
         dropped_bytes: if has_valid_trailer_only { 0 } else { dropped },
         saved_tail,
         still_incomplete: still,
+        manifest_notes,
     })
+}
+
+/// Remove the writer temp files (`.<name>.<pid>.<n>.tmp`) in the process capture `dir` (its
+/// top level, `blobs/<2 hex>/` and `code_objects/`) that were left by a process that is gone:
+/// the pid in the name is dead, or now belongs to a process younger than the file. Temp files
+/// of a live writer are left alone. Returns what was removed.
+pub fn remove_stale_temp_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    layout::check_no_links(dir)?;
+    let mut folders = vec![dir.to_path_buf(), dir.join(layout::CODE_OBJECTS_DIR)];
+    if let Ok(subs) = std::fs::read_dir(dir.join(layout::BLOBS_DIR)) {
+        for sub in subs.flatten() {
+            if sub.file_type().is_ok_and(|t| t.is_dir()) {
+                folders.push(sub.path());
+            }
+        }
+    }
+    let mut removed = Vec::new();
+    for folder in folders {
+        removed.extend(fsutil::remove_stale_temp_files_in(&folder, None)?);
+    }
+    removed.sort();
+    Ok(removed)
 }
 
 /// Outcome of repairing every process under a root.

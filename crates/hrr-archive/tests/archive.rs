@@ -187,6 +187,7 @@ fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
             dropped_bytes,
             saved_tail,
             still_incomplete,
+            ..
         } => {
             assert_eq!(events, 8);
             assert!(dropped_bytes > 0);

@@ -53,14 +53,10 @@ use crate::output::{self, Table};
 
 const RULE: &str = "========================================";
 
-/// Refuse archives whose well-known files are symbolic links (they are never followed).
+/// Refuse a process capture holding a symbolic link (events.bin, manifest.json, blobs/,
+/// code_objects/, regions/, ...): links inside an archive are never followed.
 pub fn check_links(dir: &Path) -> Result<()> {
-    for name in [EVENTS_FILE, MANIFEST] {
-        let p = dir.join(name);
-        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Error::Symlink(p).into());
-        }
-    }
+    layout::check_no_links(dir)?;
     Ok(())
 }
 
@@ -133,8 +129,17 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
         reasons: Vec::new(),
         error: None,
     };
+    // A marker that is not a writer's makes the row unreadable (never "stale").
+    let writer = match layout::running_writer(dir) {
+        Ok(w) => w,
+        Err(e) => {
+            row.error = Some(e.into());
+            return Ok(row);
+        }
+    };
     match count_objects(dir) {
         Ok(c) => row.blobs = Some(c.blobs),
+        Err(e @ Error::Symlink(_)) => return Err(e.into()),
         Err(e) => row.reasons.push(format!("cannot count blobs: {e}")),
     }
     if std::fs::symlink_metadata(&events_path).is_err() {
@@ -162,7 +167,7 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
             return Ok(row);
         }
     }
-    if let Some(pid) = layout::running_writer(dir) {
+    if let Some(pid) = writer {
         row.reasons
             .push(format!("capture still running (pid {pid} holds it)"));
     }
@@ -347,7 +352,7 @@ fn view(dir: &Path) -> Result<ProcessView<'_>> {
         (None, e) => ManifestState::Bad(e.clone().unwrap_or_default()),
     };
     reasons.extend(state.reasons(stream_complete));
-    if let Some(pid) = layout::running_writer(dir) {
+    if let Some(pid) = layout::running_writer(dir)? {
         reasons.push(format!("capture still running (pid {pid} holds it)"));
     }
     let dir_pid = layout::pid_of_dir_name(dir);

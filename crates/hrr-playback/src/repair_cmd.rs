@@ -21,6 +21,7 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
             dropped_bytes,
             saved_tail,
             still_incomplete,
+            manifest_notes,
         } => {
             write!(
                 out,
@@ -34,6 +35,9 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
                 )?;
             }
             writeln!(out)?;
+            for note in manifest_notes {
+                writeln!(out, "[HRR] {note}")?;
+            }
             for why in still_incomplete {
                 writeln!(out, "[HRR] Still incomplete: {why}")?;
             }
@@ -42,9 +46,34 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
     }
 }
 
+/// Remove the temp files a killed writer left in `dir`, saying so in one line.
+fn remove_stale_temp_files(out: &mut dyn Write, dir: &Path) -> Result<()> {
+    let removed = repair::remove_stale_temp_files(dir)?;
+    if !removed.is_empty() {
+        let names: Vec<String> = removed
+            .iter()
+            .map(|p| {
+                p.strip_prefix(dir)
+                    .unwrap_or(p)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        writeln!(
+            out,
+            "[HRR] Removed {} stale temp file(s) left by a killed run in {}: {}",
+            removed.len(),
+            dir.display(),
+            names.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
 /// Repair one `pid-<pid>/` capture. Exit status 0, or an error.
 pub fn repair_process(out: &mut dyn Write, dir: &Path) -> Result<u8> {
     check_links(dir)?;
+    remove_stale_temp_files(out, dir)?;
     let outcome = repair::repair_process(dir)?;
     print_outcome(out, &outcome)?;
     Ok(0)
@@ -53,8 +82,26 @@ pub fn repair_process(out: &mut dyn Write, dir: &Path) -> Result<u8> {
 /// Repair every capture under `root` and rebuild the root index. Exit status 1 if any failed.
 pub fn repair_root(out: &mut dyn Write, root: &Path) -> Result<u8> {
     // Refuse before anything is written when a capture holds a link where a file must be.
-    for (_, dir) in hrr_archive::layout::list_pid_dirs(root)? {
-        check_links(&dir)?;
+    let dirs = hrr_archive::layout::list_pid_dirs(root)?;
+    for (_, dir) in &dirs {
+        check_links(dir)?;
+    }
+    for (_, dir) in &dirs {
+        remove_stale_temp_files(out, dir)?;
+    }
+    let removed = hrr_archive::fsutil::remove_stale_temp_files_in(root, None)?;
+    if !removed.is_empty() {
+        let names: Vec<String> = removed
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        writeln!(
+            out,
+            "[HRR] Removed {} stale temp file(s) left by a killed run in {}: {}",
+            removed.len(),
+            root.display(),
+            names.join(", ")
+        )?;
     }
     let r = repair::repair_root(root)?;
     writeln!(

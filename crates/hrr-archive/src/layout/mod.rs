@@ -85,13 +85,110 @@ pub fn has_active_marker(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(ACTIVE_MARKER)).is_ok()
 }
 
-/// The pid of a live writer holding the process capture `dir`: its `active` marker names a
-/// process that exists (`/proc/<pid>`) and is not this one. A marker naming a dead process is
-/// stale: `None`.
-pub fn running_writer(dir: &Path) -> Option<u32> {
-    let text = fsutil::read_small(&dir.join(ACTIVE_MARKER), 4096).ok()?;
-    let pid: u32 = String::from_utf8_lossy(&text).trim().parse().ok()?;
-    (pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists()).then_some(pid)
+/// What the `active` marker of a process capture says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterState {
+    /// No marker: no writer holds the capture.
+    None,
+    /// The marker names a process that is gone (or this one, or a later process that reused
+    /// its pid): a writer was killed before its clean shutdown.
+    Stale {
+        /// The pid the marker names.
+        pid: u32,
+    },
+    /// The marker names a live process other than this one: the capture is still running.
+    Running {
+        /// The writer's pid.
+        pid: u32,
+    },
+}
+
+/// Read the `active` marker of `dir`. It must be exactly what the writer writes: the pid in
+/// decimal and a newline. Anything else (junk, an empty file, a link, a folder) is
+/// [`Error::BadMarker`] (or [`Error::Symlink`]), never taken for a stale marker: whoever put it
+/// there was not hrr's writer. A marker older than the live process now holding its pid was
+/// left by an earlier process that had the pid: stale.
+pub fn writer_state(dir: &Path) -> Result<WriterState> {
+    let path = dir.join(ACTIVE_MARKER);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(WriterState::None),
+        r => r.at(&path)?,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(Error::Symlink(path));
+    }
+    let bad = |why: String| Error::BadMarker {
+        path: path.clone(),
+        why,
+    };
+    if !meta.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    if meta.len() > 16 {
+        return Err(bad(format!("{} bytes, longer than any pid", meta.len())));
+    }
+    let text = fsutil::read_small(&path, 16)?;
+    let Some(digits) = text.strip_suffix(b"\n") else {
+        return Err(bad(if text.is_empty() {
+            "empty".into()
+        } else {
+            "does not end with a newline".into()
+        }));
+    };
+    let digits = std::str::from_utf8(digits).unwrap_or("");
+    let pid = match classify_pid_dir_name(&format!("{PID_DIR_PREFIX}{digits}")) {
+        PidName::Canonical(pid) if pid > 0 => pid,
+        _ => {
+            return Err(bad(format!(
+                "holds {:?}, not a process id",
+                String::from_utf8_lossy(&text)
+            )))
+        }
+    };
+    let made = meta.modified().ok();
+    if pid != std::process::id() && fsutil::process_alive_since(pid, made) {
+        Ok(WriterState::Running { pid })
+    } else {
+        Ok(WriterState::Stale { pid })
+    }
+}
+
+/// The pid of a live writer holding the process capture `dir` (see [`writer_state`]): `None`
+/// when there is no marker or it is stale; an error when the marker is not a writer's.
+pub fn running_writer(dir: &Path) -> Result<Option<u32>> {
+    Ok(match writer_state(dir)? {
+        WriterState::Running { pid } => Some(pid),
+        _ => None,
+    })
+}
+
+/// Refuse a process capture holding a symbolic link where the format has a file or folder:
+/// any link directly inside `dir` (`events.bin`, `manifest.json`, `blobs/`, `code_objects/`,
+/// `regions/`, `active`, ...), or inside `blobs/` (its `<2 hex>/` folders). Links are never
+/// followed; the error names the first one found. (Files inside the object folders are checked
+/// by [`crate::blobs::count_objects`] and opened with [`crate::fsutil::open_beneath`].)
+pub fn check_no_links(dir: &Path) -> Result<()> {
+    fsutil::require_dir(dir)?;
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .at(dir)?
+        .map(|e| e.at(dir))
+        .collect::<Result<_>>()?;
+    names.sort_by_key(|e| e.file_name());
+    for entry in names {
+        let ft = entry.file_type().at(entry.path())?;
+        if ft.is_symlink() {
+            return Err(Error::Symlink(entry.path()));
+        }
+        if ft.is_dir() && entry.file_name() == BLOBS_DIR {
+            for sub in std::fs::read_dir(entry.path()).at(entry.path())? {
+                let sub = sub.at(entry.path())?;
+                if sub.file_type().at(sub.path())?.is_symlink() {
+                    return Err(Error::Symlink(sub.path()));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Write the `active` marker of a writer with process id `pid`.

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 
 /// File name of both manifests (root and per process).
 pub const MANIFEST: &str = "manifest.json";
@@ -41,13 +41,50 @@ pub fn pid_dir_name(pid: u32) -> String {
     format!("{PID_DIR_PREFIX}{pid}")
 }
 
-/// `pid-<pid>` folder name → pid (exactly the prefix and decimal digits).
-pub fn parse_pid_dir_name(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix(PID_DIR_PREFIX)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+/// What a folder name starting `pid-` is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PidName {
+    /// Not a process folder name at all (no `pid-` prefix, or no digits after it: `pid-x`).
+    NotPid,
+    /// Exactly `pid-` and the decimal pid as [`pid_dir_name`] writes it.
+    Canonical(u32),
+    /// A pid written another way (`pid-02674`, `pid-+12`, `pid- 12`, `pid-99999999999`): why.
+    /// Two such names could claim the same process, so they are refused, not read.
+    NonCanonical(String),
+}
+
+/// Classify a folder name: a process folder is `pid-` followed by the pid in decimal, with no
+/// leading zero, sign or space, that fits a u32.
+pub fn classify_pid_dir_name(name: &str) -> PidName {
+    let Some(rest) = name.strip_prefix(PID_DIR_PREFIX) else {
+        return PidName::NotPid;
+    };
+    let trimmed = rest.trim_matches(|c: char| c.is_ascii_whitespace());
+    let unsigned = trimmed
+        .strip_prefix(['+', '-'])
+        .unwrap_or(trimmed)
+        .trim_start_matches(|c: char| c.is_ascii_whitespace());
+    if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) {
+        return PidName::NotPid;
     }
-    digits.parse().ok()
+    if unsigned.len() != rest.len() {
+        return PidName::NonCanonical("a sign or space around the pid".into());
+    }
+    if unsigned.len() > 1 && unsigned.starts_with('0') {
+        return PidName::NonCanonical("leading zeros".into());
+    }
+    match unsigned.parse::<u32>() {
+        Ok(pid) => PidName::Canonical(pid),
+        Err(_) => PidName::NonCanonical("the pid does not fit 32 bits".into()),
+    }
+}
+
+/// `pid-<pid>` folder name → pid: the canonical form only (see [`classify_pid_dir_name`]).
+pub fn parse_pid_dir_name(name: &str) -> Option<u32> {
+    match classify_pid_dir_name(name) {
+        PidName::Canonical(pid) => Some(pid),
+        _ => None,
+    }
 }
 
 /// The pid a folder's name claims (`…/pid-<pid>`).
@@ -55,17 +92,32 @@ pub fn pid_of_dir_name(dir: &Path) -> Option<u32> {
     parse_pid_dir_name(&dir.file_name()?.to_string_lossy())
 }
 
-/// The `pid-*` folders under `root` (real directories only), sorted by pid.
+/// The `pid-*` folders under `root` (real directories only), sorted by pid. A `pid-<pid>` that
+/// is a symbolic link is an error ([`Error::Symlink`]: never followed), and so is a folder or
+/// link whose name writes a pid non-canonically ([`Error::NonCanonicalPid`]: `pid-02674` beside
+/// `pid-2674` would be one process counted twice). Other entries are not process captures and
+/// are left alone.
 pub fn list_pid_dirs(root: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(root).at(root)? {
         let entry = entry.at(root)?;
         let name = entry.file_name();
-        let Some(pid) = parse_pid_dir_name(&name.to_string_lossy()) else {
+        let name = name.to_string_lossy();
+        let class = classify_pid_dir_name(&name);
+        if class == PidName::NotPid {
             continue;
-        };
-        if entry.file_type().at(entry.path())?.is_dir() {
-            out.push((pid, entry.path()));
+        }
+        let ft = entry.file_type().at(entry.path())?;
+        match class {
+            _ if ft.is_symlink() => return Err(Error::Symlink(entry.path())),
+            PidName::NonCanonical(why) if ft.is_dir() => {
+                return Err(Error::NonCanonicalPid {
+                    path: entry.path(),
+                    why,
+                })
+            }
+            PidName::Canonical(pid) if ft.is_dir() => out.push((pid, entry.path())),
+            _ => {}
         }
     }
     out.sort();
@@ -126,6 +178,28 @@ mod tests {
         assert_eq!(parse_pid_dir_name(&pid_dir_name(1204)), Some(1204));
         assert_eq!(parse_pid_dir_name("pid-"), None);
         assert_eq!(parse_pid_dir_name("pid-1x"), None);
+        assert_eq!(classify_pid_dir_name("pid-0"), PidName::Canonical(0));
+        assert_eq!(classify_pid_dir_name("pid-x"), PidName::NotPid);
+        assert_eq!(classify_pid_dir_name("pid-"), PidName::NotPid);
+        assert_eq!(classify_pid_dir_name("blobs"), PidName::NotPid);
+        for bad in [
+            "pid-02674",
+            "pid-00",
+            "pid-+2674",
+            "pid--2674",
+            "pid- 2674",
+            "pid-2674 ",
+            "pid-\t7",
+            "pid-4294967296",
+            "pid-99999999999999999999999",
+        ] {
+            assert!(
+                matches!(classify_pid_dir_name(bad), PidName::NonCanonical(_)),
+                "{bad:?}"
+            );
+            assert_eq!(parse_pid_dir_name(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_pid_dir_name("pid-4294967295"), Some(u32::MAX));
         assert_eq!(dropped_tail_name(40), "events.bin.dropped-at-40");
         assert_eq!(blob_file_stem(&blob_file_name("ab")), Some("ab"));
         assert!(!is_blob_file_name("xblob"));

@@ -34,7 +34,7 @@ pub use index::{
     WINDOW_LOG_MAX,
 };
 pub use read::{is_pack_file, read_index, read_pack, PackVisitor};
-pub use unpack::unpack;
+pub use unpack::{remove_stale_unpack_dirs, unpack};
 pub use write::{
     default_pack_name, pack_to_file, plan, workers, write_pack, PackOptions, PackOutcome, PackPlan,
 };

@@ -55,10 +55,41 @@ impl PackVisitor for Unpacker {
     }
 }
 
+/// Remove the temp folders (`.hrr-unpack-<pid>-*`) that unpacks killed before their end left in
+/// `dest`: those whose pid is dead, or now belongs to a process younger than the folder. A live
+/// unpack's folder is left alone, and so is anything of another shape (a link, a file, a name
+/// without a pid). Returns what was removed.
+pub fn remove_stale_unpack_dirs(dest: &Path) -> PackResult<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(dest) else {
+        return Ok(removed);
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(layout::UNPACK_TEMP_PREFIX) else {
+            continue;
+        };
+        let Some(pid) = rest.split_once('-').and_then(|(pid, _)| {
+            layout::parse_pid_dir_name(&format!("{}{pid}", layout::PID_DIR_PREFIX))
+        }) else {
+            continue;
+        };
+        if !e.file_type().is_ok_and(|t| t.is_dir()) || !fsutil::is_stale(&e.path(), pid) {
+            continue;
+        }
+        fs::remove_dir_all(e.path()).map_err(io_err(&e.path()))?;
+        removed.push(e.path());
+    }
+    removed.sort();
+    Ok(removed)
+}
+
 /// Unpack the pack at `pack` into the folder `dest`, creating `dest/<root>`: everything is
 /// written into a private temp folder inside `dest`, each file checked against the index as it
 /// is written, and renamed into place only when all is good (with `sync`, after flushing the
-/// file system); an existing `dest/<root>` is never replaced. Returns `dest/<root>`.
+/// file system); an existing `dest/<root>` is never replaced. Returns `dest/<root>`. The temp
+/// folder is named `.hrr-unpack-<pid>-<random>`, so that a later run can tell one left by a
+/// killed unpack ([`remove_stale_unpack_dirs`]).
 pub fn unpack(
     pack: &Path,
     dest: &Path,
@@ -74,8 +105,9 @@ pub fn unpack(
     if fs::symlink_metadata(&target).is_ok() {
         return Err(PackError::Exists(target));
     }
+    let prefix = format!("{}{}-", layout::UNPACK_TEMP_PREFIX, std::process::id());
     let tmp = tempfile::Builder::new()
-        .prefix(layout::UNPACK_TEMP_PREFIX)
+        .prefix(&prefix)
         .tempdir_in(dest)
         .map_err(io_err(dest))?;
     let staged = tmp.path().join(&first.root);

@@ -176,9 +176,15 @@ fn walk(src: &Path, opts: &PackOptions) -> PackResult<PackPlan> {
             let name = parts.last().copied().unwrap_or_default();
             if fsutil::is_temp_name(name) {
                 if !opts.force {
+                    let left_by = match fsutil::temp_name_pid(name) {
+                        Some(pid) if fsutil::is_stale(path, pid) => {
+                            format!(", left by process {pid}, which is gone")
+                        }
+                        _ => String::new(),
+                    };
                     return Err(PackError::Active {
                         dir: path.parent().unwrap_or(src).to_path_buf(),
-                        why: format!("writer state present (temp file {rel})"),
+                        why: format!("writer state present (temp file {rel}{left_by})"),
                     });
                 }
                 skipped.push(rel);
@@ -493,6 +499,8 @@ pub struct PackOutcome {
     pub skipped: Vec<String>,
     /// The index written.
     pub index: PackIndex,
+    /// Temp files of earlier packs to the same `out` whose process is gone (killed), removed.
+    pub removed_stale: Vec<PathBuf>,
 }
 
 struct Counter<W> {
@@ -535,9 +543,20 @@ pub fn pack_to_file(
     progress: &dyn Progress,
 ) -> PackResult<PackOutcome> {
     check_level(opts.level, src)?;
+    let mut removed_stale = Vec::new();
     if let Some(out) = out {
         if fs::symlink_metadata(out).is_ok() {
             return Err(PackError::Exists(out.to_path_buf()));
+        }
+        // A pack killed before its rename left its temp file beside `out`.
+        if let (Some(name), Some(parent)) = (out.file_name(), out.parent()) {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            removed_stale =
+                fsutil::remove_stale_temp_files_in(parent, Some(&name.to_string_lossy()))?;
         }
     }
     let (plan, bytes_out) = match out {
@@ -611,5 +630,6 @@ pub fn pack_to_file(
         bytes_out,
         skipped: plan.skipped.clone(),
         index: plan.index,
+        removed_stale,
     })
 }

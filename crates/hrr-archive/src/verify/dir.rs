@@ -66,6 +66,21 @@ pub fn verify_dir(path: &Path, progress: &dyn Progress) -> Result<VerifyReport> 
         } else {
             String::new()
         };
+        if let Err(e) = layout::check_no_links(dir) {
+            // Nothing of a capture holding a link is read: the link could lead anywhere.
+            let shown = match &e {
+                crate::Error::Symlink(p) => {
+                    join(&prefix, &p.strip_prefix(dir).unwrap_or(p).to_string_lossy())
+                }
+                _ => join(&prefix, ""),
+            };
+            report.bad(
+                shown,
+                format!("refused, nothing in this capture checked: {e}"),
+            );
+            manifests.push((pid.unwrap_or(0), Err("not checked".to_string())));
+            continue;
+        }
         let objects = verify_objects(&mut report, &prefix, dir, &mut buf, progress)?;
         let framing = verify_events(&mut report, &prefix, dir);
         let m = manifest::read_process_manifest(dir).map_err(|e| e.to_string());

@@ -240,6 +240,17 @@ pub fn check_process(
             );
         }
     } else {
+        if m.event_count > framing.records {
+            // A checkpoint counts only what was written out before it: never more than the
+            // records on disk.
+            report.bad(
+                &mpath,
+                format!(
+                    "event_count {} but events.bin holds only {} events",
+                    m.event_count, framing.records
+                ),
+            );
+        }
         let reason = m
             .incomplete_reason
             .clone()

@@ -6,9 +6,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{check_process, check_root, FramingCounter, FramingSummary, VerifyReport};
+use crate::layout::{classify_pid_dir_name, PidName};
 use crate::layout::{join_rel as join, ACTIVE_MARKER, EVENTS_FILE, MANIFEST};
 use crate::manifest::{self, ProcessManifest, RootManifest};
-use crate::pack::{read_pack, PackFile, PackIndex, PackKind, PackResult, PackVisitor};
+use crate::pack::{
+    read_pack, PackFile, PackIndex, PackKind, PackResult, PackVisitor, ProcessListing,
+};
 use crate::progress::Progress;
 
 #[derive(Default)]
@@ -114,7 +117,18 @@ pub fn verify_pack(path: &Path, progress: &dyn Progress) -> PackResult<(PackInde
             .cloned()
             .collect(),
     };
+    if index.kind == PackKind::Root {
+        for d in index.dirs.iter().filter(|d| !d.contains('/')) {
+            if let PidName::NonCanonical(why) = classify_pid_dir_name(d) {
+                report.bad(
+                    d.as_str(),
+                    format!("not a canonical process folder name ({why}): refused"),
+                );
+            }
+        }
+    }
     let mut processes = Vec::new();
+    let mut actual = Vec::new();
     for dir in &pid_dirs {
         let objects = index
             .files
@@ -145,6 +159,7 @@ pub fn verify_pack(path: &Path, progress: &dyn Progress) -> PackResult<(PackInde
             .iter()
             .any(|f| f.path == join(dir, ACTIVE_MARKER));
         check_process(&mut report, dir, m.clone(), &framing, objects, active);
+        actual.push(listing_of(&index, dir, m.as_ref().ok(), active));
         let pid = manifest::parse_pid_dir_name(dir)
             .or_else(|| m.as_ref().ok().map(|m| m.pid))
             .unwrap_or(0);
@@ -159,5 +174,137 @@ pub fn verify_pack(path: &Path, progress: &dyn Progress) -> PackResult<(PackInde
         };
         check_root(&mut report, rm, &processes);
     }
+    check_summary(&mut report, &index, &actual);
     Ok((index, report))
+}
+
+/// The listing the index should hold for the process capture `dir`, from the files the pack
+/// holds (their sizes are the tar's, checked) and its manifest.
+fn listing_of(
+    index: &PackIndex,
+    dir: &str,
+    m: Option<&ProcessManifest>,
+    active: bool,
+) -> ProcessListing {
+    let mut l = ProcessListing {
+        dir: dir.to_string(),
+        pid: m
+            .map(|m| m.pid)
+            .or_else(|| {
+                manifest::parse_pid_dir_name(if dir.is_empty() { &index.root } else { dir })
+            })
+            .unwrap_or(0),
+        complete: m.is_some_and(|m| m.complete),
+        active,
+        scrubbed: m
+            .is_some_and(|m| m.extra.get("scrubbed") == Some(&serde_json::Value::Bool(true))),
+        event_count: m.map_or(0, |m| m.event_count),
+        events_bytes: 0,
+        blobs: 0,
+        blob_bytes: 0,
+        code_objects: 0,
+        code_object_bytes: 0,
+        manifest_error: None,
+    };
+    for f in &index.files {
+        let rest = if dir.is_empty() {
+            Some(f.path.as_str())
+        } else {
+            f.path.strip_prefix(dir).and_then(|r| r.strip_prefix('/'))
+        };
+        let Some(rest) = rest else { continue };
+        if rest == EVENTS_FILE {
+            l.events_bytes = f.size;
+        } else if crate::blobs::is_counted_object(rest) {
+            if rest.starts_with(crate::layout::BLOBS_DIR) {
+                l.blobs += 1;
+                l.blob_bytes += f.size;
+            } else {
+                l.code_objects += 1;
+                l.code_object_bytes += f.size;
+            }
+        }
+    }
+    l
+}
+
+/// The index's process summary (what `hrr-pack list` shows without reading the body) must be
+/// what the pack holds: the same processes, and for each the counts and sizes of its files and
+/// the facts of its manifest.
+fn check_summary(report: &mut VerifyReport, index: &PackIndex, actual: &[ProcessListing]) {
+    let name = crate::layout::PACK_INDEX_NAME;
+    let mut claimed: BTreeMap<&str, &ProcessListing> = BTreeMap::new();
+    for p in &index.processes {
+        if claimed.insert(p.dir.as_str(), p).is_some() {
+            report.bad(name, format!("lists process `{}` twice", p.dir));
+        }
+    }
+    let shown = |d: &str| {
+        if d.is_empty() {
+            "the process".to_string()
+        } else {
+            d.to_string()
+        }
+    };
+    for a in actual {
+        let Some(c) = claimed.remove(a.dir.as_str()) else {
+            report.bad(
+                name,
+                format!("does not list {}, which the pack holds", shown(&a.dir)),
+            );
+            continue;
+        };
+        let mut wrong = Vec::new();
+        let mut cmp = |field: &str, said: String, is: String| {
+            if said != is {
+                wrong.push(format!("{field} {said} (the pack holds {is})"));
+            }
+        };
+        cmp("pid", c.pid.to_string(), a.pid.to_string());
+        cmp("complete", c.complete.to_string(), a.complete.to_string());
+        cmp("active", c.active.to_string(), a.active.to_string());
+        cmp("scrubbed", c.scrubbed.to_string(), a.scrubbed.to_string());
+        cmp(
+            "event_count",
+            c.event_count.to_string(),
+            a.event_count.to_string(),
+        );
+        cmp(
+            "events_bytes",
+            c.events_bytes.to_string(),
+            a.events_bytes.to_string(),
+        );
+        cmp("blobs", c.blobs.to_string(), a.blobs.to_string());
+        cmp(
+            "blob_bytes",
+            c.blob_bytes.to_string(),
+            a.blob_bytes.to_string(),
+        );
+        cmp(
+            "code_objects",
+            c.code_objects.to_string(),
+            a.code_objects.to_string(),
+        );
+        cmp(
+            "code_object_bytes",
+            c.code_object_bytes.to_string(),
+            a.code_object_bytes.to_string(),
+        );
+        if !wrong.is_empty() {
+            report.bad(
+                name,
+                format!(
+                    "summary of {} is not what the pack holds: claims {}",
+                    shown(&a.dir),
+                    wrong.join(", ")
+                ),
+            );
+        }
+    }
+    for d in claimed.keys() {
+        report.bad(
+            name,
+            format!("lists {}, which the pack does not hold", shown(d)),
+        );
+    }
 }

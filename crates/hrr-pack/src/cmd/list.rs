@@ -74,6 +74,13 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
             )
         };
     let total = |f: fn(&ProcessListing) -> u64| processes.iter().map(f).sum::<u64>();
+    // A pack's numbers are its index's claims: nothing of the body is read here.
+    let unverified = source != "archive";
+    let impossible = |p: &ProcessListing| {
+        p.event_count
+            .checked_mul(hrr_archive::framing::RECORD_HEADER_LEN as u64)
+            .is_none_or(|min| min > p.events_bytes)
+    };
     if ui.json {
         let mut v = serde_json::json!({
             "schema": "hrr.list/1", "ok": true, "path": a.path.display().to_string(),
@@ -86,6 +93,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                 "events_bytes": total(|p| p.events_bytes),
             },
             "packed_bytes": packed,
+            "summary": if unverified { "index (unverified)" } else { "archive" },
         });
         if a.files {
             v["files"] = files
@@ -131,6 +139,9 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         if let Some(e) = &p.manifest_error {
             note.push(format!("manifest: {e}"));
         }
+        if impossible(p) {
+            note.push("IMPOSSIBLE: more events than events.bin can hold".into());
+        }
         writeln!(
             s,
             "{:<10} {:<9} {:>10} {:>11} {:>8} {:>11} {:>6} {:>11}  {}",
@@ -155,6 +166,14 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         total(|p| p.code_objects),
         bytes(total(|p| p.code_object_bytes)),
     )?;
+    if unverified {
+        writeln!(
+            s,
+            "note: these numbers are the {} index's own summary, not checked against its contents; `hrr-pack verify {}` checks them",
+            if source == "registry" { "artifact's" } else { "pack's" },
+            a.path.display()
+        )?;
+    }
     if a.files {
         for (p, size, h) in &files {
             match h {

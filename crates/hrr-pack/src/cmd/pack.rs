@@ -45,6 +45,18 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let t0 = Instant::now();
     let o = pack::pack_to_file(&a.archive, out.as_deref(), &opts, &bar)?;
     let secs = t0.elapsed().as_secs_f64();
+    if !o.removed_stale.is_empty() {
+        let names: Vec<String> = o
+            .removed_stale
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        eprintln!(
+            "hrr-pack: removed {} stale temp file(s) left by a killed pack: {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
     let shown = o
         .path
         .as_ref()

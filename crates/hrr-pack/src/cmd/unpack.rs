@@ -21,6 +21,15 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let removed = pack::remove_stale_unpack_dirs(&a.dir)?;
+    if !removed.is_empty() {
+        let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+        eprintln!(
+            "hrr-pack: removed {} stale temp folder(s) left by a killed unpack: {}",
+            removed.len(),
+            names.join(", ")
+        );
+    }
     let bar = ui.progress();
     let t0 = Instant::now();
     let out = pack::unpack(&a.file, &a.dir, a.sync, &bar)?;

@@ -1,0 +1,167 @@
+//! `hrr-pack pack`, `unpack`, `list` and `verify` on hostile archives and packs built here:
+//! planted links, non-canonical pid folders, a forged pack index summary, temp folders of a
+//! killed unpack.
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hrr_archive::layout;
+use hrr_archive::pack::{self, PackOptions};
+use hrr_archive::progress::NoProgress;
+use hrr_archive::testkit::{copy_schema, write_copy_capture, CopyCapture};
+
+const PID: u32 = 2674;
+
+fn capture(root: &Path) -> PathBuf {
+    let c = CopyCapture {
+        pid: PID,
+        thread: 7,
+        code: b"\x7fELF code object",
+        module: 0x10,
+        base: 0x7f00_0000_0000,
+        stride: 0x1000,
+        d2h_note: None,
+    };
+    write_copy_capture(root, &copy_schema(&[]), &c, (0..3u8).map(|i| vec![i; 64])).unwrap();
+    root.join(layout::pid_dir_name(PID))
+}
+
+fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hrr-pack"));
+    for a in args {
+        c.arg(a);
+    }
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn verify_and_pack_refuse_a_symlinked_folder_naming_it() {
+    for name in ["blobs", "code_objects", "regions"] {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = t.path().join("run.hrr");
+        let dir = capture(&root);
+        let target = outside.path().join(name);
+        if dir.join(name).exists() {
+            std::fs::rename(dir.join(name), &target).unwrap();
+        } else {
+            std::fs::create_dir(&target).unwrap();
+        }
+        symlink(&target, dir.join(name)).unwrap();
+        let o = run(&[&"verify", &root]);
+        assert_ne!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        assert!(
+            text(&o).contains(&format!("pid-{PID}/{name}")) && text(&o).contains("symbolic link"),
+            "{name}: {}",
+            text(&o)
+        );
+        let out = t.path().join("x.hrr.tar.zst");
+        let o = run(&[&"pack", &root, &"-o", &out]);
+        assert_ne!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        assert!(text(&o).contains(name), "{name}: {}", text(&o));
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn pack_refuses_a_non_canonical_pid_folder() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("run.hrr");
+    let dir = capture(&root);
+    let twin = root.join("pid-02674");
+    std::fs::create_dir(&twin).unwrap();
+    std::fs::copy(dir.join("events.bin"), twin.join("events.bin")).unwrap();
+    for args in [
+        vec![
+            "pack".to_string(),
+            root.display().to_string(),
+            "-o".into(),
+            t.path().join("p.hrr.tar.zst").display().to_string(),
+        ],
+        vec!["verify".into(), root.display().to_string()],
+        vec!["list".into(), root.display().to_string()],
+    ] {
+        let a: Vec<&dyn AsRef<std::ffi::OsStr>> = args
+            .iter()
+            .map(|s| s as &dyn AsRef<std::ffi::OsStr>)
+            .collect();
+        let o = run(&a);
+        assert_ne!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains("pid-02674"), "{args:?}: {}", text(&o));
+    }
+}
+
+#[test]
+fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("run.hrr");
+    capture(&root);
+    let mut plan = pack::plan(&root, &PackOptions::default(), &NoProgress).unwrap();
+    plan.index.processes[0].event_count = 1_000_000_000_000_000;
+    let forged = t.path().join("forged.hrr.tar.zst");
+    pack::write_pack(
+        &plan,
+        std::fs::File::create(&forged).unwrap(),
+        &PackOptions::default(),
+        &NoProgress,
+    )
+    .unwrap();
+    let o = run(&[&"verify", &forged]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("hrr-pack-index.json")
+            && text(&o).contains("event_count 1000000000000000"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&[&"list", &forged]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("not checked against its contents"), "{out}");
+    assert!(out.contains("IMPOSSIBLE"), "{out}");
+    let o = run(&[&"list", &forged, &"--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"], "index (unverified)");
+    // an honest pack verifies, and its listing has no such warning
+    let honest = t.path().join("honest.hrr.tar.zst");
+    assert!(run(&[&"pack", &root, &"-o", &honest]).status.success());
+    let o = run(&[&"verify", &honest]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&run(&[&"list", &honest])).contains("IMPOSSIBLE"));
+}
+
+#[test]
+fn unpack_removes_the_temp_folder_of_a_killed_unpack_with_a_notice() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("run.hrr");
+    capture(&root);
+    let packed = t.path().join("run.hrr.tar.zst");
+    assert!(run(&[&"pack", &root, &"-o", &packed]).status.success());
+    let dest = t.path().join("dest");
+    std::fs::create_dir(&dest).unwrap();
+    // what an unpack killed by SIGKILL leaves: its staging folder, named with its (dead) pid
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = dest.join(format!(".hrr-unpack-{dead}-k1lled"));
+    std::fs::create_dir_all(stale.join("run.hrr/pid-2674/blobs")).unwrap();
+    std::fs::write(stale.join("run.hrr/pid-2674/events.bin"), b"partial").unwrap();
+    let o = run(&[&"unpack", &packed, &"-C", &dest]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!stale.exists(), "{}", text(&o));
+    assert!(text(&o).contains("stale temp folder"), "{}", text(&o));
+    let left: Vec<String> = std::fs::read_dir(&dest)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["run.hrr"]);
+}
