@@ -46,8 +46,18 @@ impl Ui {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 std::process::exit(0);
             }
-            eprintln!("hrr-pack: error: writing to stdout: {e}");
+            eprintln!(
+                "hrr-pack: error: writing to stdout: {}",
+                hrr_cli::strip_os_error(&e.to_string())
+            );
             std::process::exit(1);
+        }
+    }
+
+    /// A notice on stderr (`hrr-pack: <text>`), left out under `-q/--quiet` and `--json`.
+    pub fn note(&self, text: &str) {
+        if !hrr_cli::quiet() && !self.json {
+            eprintln!("hrr-pack: {text}");
         }
     }
 

@@ -42,21 +42,144 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
     }
 }
 
+/// One process in `--repair --json` (schema `hrr.repair/1`, docs/json.md).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairedJson {
+    /// The `pid-<pid>/` folder as reached from the path given.
+    pub path: String,
+    /// `already_complete`, `repaired` or `failed`.
+    pub outcome: String,
+    /// Events in the capture after the repair (null when it failed).
+    pub events: Option<u64>,
+    /// Bytes cut from a torn tail.
+    pub dropped_bytes: u64,
+    /// Where those bytes were saved, or null.
+    pub saved_tail: Option<String>,
+    /// Why the capture is still incomplete (writer marks), empty when it is complete now.
+    pub still_incomplete: Vec<String>,
+    /// Why the repair failed, or null.
+    pub error: Option<String>,
+}
+
+/// `--repair --json`: one object.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairJson {
+    /// `hrr.repair/1`.
+    pub schema: String,
+    /// No process failed and the root index (on a root) was rebuilt.
+    pub ok: bool,
+    /// The path as given.
+    pub path: String,
+    /// `root` or `process`.
+    pub kind: String,
+    /// One entry per process capture.
+    pub processes: Vec<RepairedJson>,
+    /// Why the root index could not be rebuilt (null on success, and for a process folder).
+    pub root_index_error: Option<String>,
+    /// Captures repaired.
+    pub repaired: u64,
+    /// Captures that were complete already.
+    pub already_complete: u64,
+    /// Captures whose repair failed.
+    pub failed: u64,
+}
+
+fn entry(dir: &Path, result: Result<&RepairOutcome, String>) -> RepairedJson {
+    let mut e = RepairedJson {
+        path: dir.display().to_string(),
+        outcome: "failed".into(),
+        events: None,
+        dropped_bytes: 0,
+        saved_tail: None,
+        still_incomplete: Vec::new(),
+        error: None,
+    };
+    match result {
+        Ok(RepairOutcome::AlreadyComplete { events }) => {
+            e.outcome = "already_complete".into();
+            e.events = Some(*events);
+        }
+        Ok(RepairOutcome::Repaired {
+            events,
+            dropped_bytes,
+            saved_tail,
+            still_incomplete,
+        }) => {
+            e.outcome = "repaired".into();
+            e.events = Some(*events);
+            e.dropped_bytes = *dropped_bytes;
+            e.saved_tail = saved_tail.as_ref().map(|p| p.display().to_string());
+            e.still_incomplete = still_incomplete.clone();
+        }
+        Err(why) => e.error = Some(why),
+    }
+    e
+}
+
+fn summary(
+    path: &Path,
+    kind: &str,
+    processes: Vec<RepairedJson>,
+    index: Option<String>,
+) -> RepairJson {
+    let count = |o: &str| processes.iter().filter(|p| p.outcome == o).count() as u64;
+    RepairJson {
+        schema: "hrr.repair/1".into(),
+        ok: count("failed") == 0 && index.is_none(),
+        path: path.display().to_string(),
+        kind: kind.into(),
+        repaired: count("repaired"),
+        already_complete: count("already_complete"),
+        failed: count("failed"),
+        processes,
+        root_index_error: index,
+    }
+}
+
+fn write_json(out: &mut dyn Write, v: &RepairJson) -> Result<()> {
+    serde_json::to_writer(&mut *out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
 /// Repair one `pid-<pid>/` capture. Exit status 0, or an error.
-pub fn repair_process(out: &mut dyn Write, dir: &Path) -> Result<u8> {
+pub fn repair_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<u8> {
     check_links(dir)?;
     let outcome = repair::repair_process(dir)?;
-    print_outcome(out, &outcome)?;
+    if json {
+        let v = summary(dir, "process", vec![entry(dir, Ok(&outcome))], None);
+        write_json(out, &v)?;
+    } else {
+        print_outcome(out, &outcome)?;
+    }
     Ok(0)
 }
 
 /// Repair every capture under `root` and rebuild the root index. Exit status 1 if any failed.
-pub fn repair_root(out: &mut dyn Write, root: &Path) -> Result<u8> {
+pub fn repair_root(out: &mut dyn Write, root: &Path, json: bool) -> Result<u8> {
     // Refuse before anything is written when a capture holds a link where a file must be.
     for (_, dir) in hrr_archive::layout::list_pid_dirs(root)? {
         check_links(&dir)?;
     }
     let r = repair::repair_root(root)?;
+    if json {
+        let entries = r
+            .processes
+            .iter()
+            .map(|(d, res)| {
+                entry(
+                    d,
+                    res.as_ref()
+                        .map_err(|e| hrr_cli::strip_os_error(&e.to_string())),
+                )
+            })
+            .collect();
+        let v = summary(root, "root", entries, r.index_error.clone());
+        write_json(out, &v)?;
+        return Ok(u8::from(!v.ok));
+    }
     writeln!(
         out,
         "[HRR] Repairing {} process captures under {}",

@@ -60,7 +60,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         }));
     } else {
         for s in &o.skipped {
-            eprintln!("hrr-pack: left out writer temp file {s}");
+            ui.note(&format!("left out writer temp file {s}"));
         }
         let out_msg = format!(
             "packed {} -> {shown}: {} files, {} -> {} (ratio {:.2}) in {secs:.2} s ({})\n",
@@ -73,7 +73,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         );
         if o.path.is_some() {
             ui.out(&out_msg);
-        } else {
+        } else if !hrr_cli::quiet() {
             eprint!("{out_msg}");
         }
     }
