@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 pub mod gen;
+pub mod json;
 
 pub use gen::{completions, man_pages, Shell};
 

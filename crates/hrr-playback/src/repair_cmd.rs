@@ -42,49 +42,7 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
     }
 }
 
-/// One process in `--repair --json` (schema `hrr.repair/1`, docs/json.md).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RepairedJson {
-    /// The `pid-<pid>/` folder as reached from the path given.
-    pub path: String,
-    /// `already_complete`, `repaired` or `failed`.
-    pub outcome: String,
-    /// Events in the capture after the repair (null when it failed).
-    pub events: Option<u64>,
-    /// Bytes cut from a torn tail.
-    pub dropped_bytes: u64,
-    /// Where those bytes were saved, or null.
-    pub saved_tail: Option<String>,
-    /// Why the capture is still incomplete (writer marks), empty when it is complete now.
-    pub still_incomplete: Vec<String>,
-    /// Why the repair failed, or null.
-    pub error: Option<String>,
-}
-
-/// `--repair --json`: one object.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RepairJson {
-    /// `hrr.repair/1`.
-    pub schema: String,
-    /// No process failed and the root index (on a root) was rebuilt.
-    pub ok: bool,
-    /// The path as given.
-    pub path: String,
-    /// `root` or `process`.
-    pub kind: String,
-    /// One entry per process capture.
-    pub processes: Vec<RepairedJson>,
-    /// Why the root index could not be rebuilt (null on success, and for a process folder).
-    pub root_index_error: Option<String>,
-    /// Captures repaired.
-    pub repaired: u64,
-    /// Captures that were complete already.
-    pub already_complete: u64,
-    /// Captures whose repair failed.
-    pub failed: u64,
-}
+use hrr_cli::json::{RepairJson, RepairedJson};
 
 fn entry(dir: &Path, result: Result<&RepairOutcome, String>) -> RepairedJson {
     let mut e = RepairedJson {

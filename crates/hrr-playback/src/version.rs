@@ -29,27 +29,7 @@ const HIP_CANDIDATES: [&str; 5] = [
 /// Source revision embedded by build.rs (`git rev-parse --short HEAD`, `+dirty`, or `unknown`).
 pub const REVISION: &str = env!("HRR_REVISION");
 
-/// What `--version` reports (`--json`: the `hrr.version/1` object of docs/json.md).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VersionJson {
-    /// `hrr.version/1`.
-    pub schema: String,
-    /// Always true.
-    pub ok: bool,
-    /// `hrr-playback`.
-    pub tool: String,
-    /// The tool version.
-    pub version: String,
-    /// The events.bin format version this build reads.
-    pub format_version: u16,
-    /// Source revision it was built from.
-    pub revision: String,
-    /// The CUDA driver it would load (`<path>[ (-> <real path>)]` or `none found (…)`).
-    pub runtime: String,
-    /// The HIP runtime it would load, described the same way.
-    pub hip_runtime: String,
-}
+pub use hrr_cli::json::VersionJson;
 
 /// Gather the version facts. `cuda_runtime` overrides the CUDA driver library (`--runtime`).
 pub fn facts(cuda_runtime: Option<&Path>) -> VersionJson {

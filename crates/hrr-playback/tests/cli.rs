@@ -1050,3 +1050,35 @@ fn a_mismatch_on_a_root_is_said_once_and_repair_is_not_advised() {
         o.stderr
     );
 }
+
+/// Every JSON object of the tool decodes with its own serde type (`deny_unknown_fields`): a key
+/// added, renamed or dropped on one side fails here. docs/json.md describes them.
+#[test]
+fn json_outputs_decode_with_their_types() {
+    use hrr_cli::json::{ErrorJson, ProcessesJson, RepairJson, VersionJson};
+    let o = run(&["--version", "--json"]);
+    let v: VersionJson = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v.schema, "hrr.version/1");
+    let o = run(&["examples/demo.hrr", "--list", "--json"]);
+    let v: ProcessesJson = serde_json::from_str(&o.stdout).unwrap();
+    // the count hrr-pack list gives too: records in events.bin, counted for the crashed capture
+    assert_eq!(v.processes[1].events, Some(9));
+    let (_t, d) = demo_copy();
+    let o = run_in(&[d.as_os_str(), "--repair".as_ref(), "--json".as_ref()]);
+    let v: RepairJson = serde_json::from_str(&o.stdout).unwrap();
+    assert!(v.ok && v.processes.len() == 2);
+    let o = run_in(&[
+        d.join("pid-1204").as_os_str(),
+        "--repair".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let v: RepairJson = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v.processes[0].outcome, "already_complete");
+    let o = run(&["nosuch.hrr", "--json"]);
+    let v: ErrorJson = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!((v.ok, v.exit_code), (false, 1));
+    let o = run(&["examples/demo.hrr", "--json"]);
+    let v: ErrorJson = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v.exit_code, 2);
+    assert!(v.hint.unwrap().contains("--list"));
+}

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use hrr_archive::pack::{self, PackKind, ProcessListing};
 
+use hrr_cli::json::{ListFileJson, ListJson, ListProcessJson, ListTotalsJson};
+
 use crate::ui::{bytes, Ui};
 
 #[derive(clap::Args)]
@@ -75,25 +77,56 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         };
     let total = |f: fn(&ProcessListing) -> u64| processes.iter().map(f).sum::<u64>();
     if ui.json {
-        let mut v = serde_json::json!({
-            "schema": "hrr.list/1", "ok": true, "path": a.path.display().to_string(),
-            "source": source, "kind": kind, "root": root, "processes": processes,
-            "totals": {
-                "processes": processes.len(), "events": total(|p| p.event_count),
-                "blobs": total(|p| p.blobs), "blob_bytes": total(|p| p.blob_bytes),
-                "code_objects": total(|p| p.code_objects),
-                "code_object_bytes": total(|p| p.code_object_bytes),
-                "events_bytes": total(|p| p.events_bytes),
-            },
-            "packed_bytes": packed,
-        });
-        if a.files {
-            v["files"] = files
+        let v = ListJson {
+            schema: "hrr.list/1".into(),
+            ok: true,
+            path: a.path.display().to_string(),
+            source: source.into(),
+            kind: match kind {
+                PackKind::Root => "root",
+                PackKind::Process => "process",
+            }
+            .into(),
+            root: root.clone(),
+            processes: processes
                 .iter()
-                .map(|(p, s, h)| serde_json::json!({"path": p, "size": s, "blake3": h}))
-                .collect();
-        }
-        ui.json(&v);
+                .map(|p| ListProcessJson {
+                    dir: p.dir.clone(),
+                    pid: p.pid,
+                    complete: p.complete,
+                    active_marker: p.active,
+                    scrubbed: p.scrubbed,
+                    events: p.event_count,
+                    events_bin_bytes: p.events_bytes,
+                    blobs: p.blobs,
+                    blob_bytes: p.blob_bytes,
+                    code_objects: p.code_objects,
+                    code_object_bytes: p.code_object_bytes,
+                    manifest_error: p.manifest_error.clone(),
+                })
+                .collect(),
+            totals: ListTotalsJson {
+                processes: processes.len() as u64,
+                events: total(|p| p.event_count),
+                blobs: total(|p| p.blobs),
+                blob_bytes: total(|p| p.blob_bytes),
+                code_objects: total(|p| p.code_objects),
+                code_object_bytes: total(|p| p.code_object_bytes),
+                events_bin_bytes: total(|p| p.events_bytes),
+            },
+            packed_bytes: packed,
+            files: a.files.then(|| {
+                files
+                    .iter()
+                    .map(|(p, s, h)| ListFileJson {
+                        path: p.clone(),
+                        size: *s,
+                        blake3: h.clone(),
+                    })
+                    .collect()
+            }),
+        };
+        ui.json(&serde_json::to_value(&v)?);
         return Ok(0);
     }
     let mut s = String::new();
