@@ -41,6 +41,8 @@ impl Ui {
 
     /// Print a result (stdout); a closed pipe ends the program quietly.
     pub fn out(&self, text: &str) {
+        // a temp copy of standard input is shown as `-`
+        let text = hrr_cli::unalias(text);
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
             if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -1312,3 +1312,30 @@ fn completions_man_pages_and_exit_codes_in_help() {
         );
     }
 }
+
+#[test]
+fn dash_reads_standard_input() {
+    let t = tempfile::tempdir().unwrap();
+    let packed = t.path().join("p.hrr.tar.zst");
+    assert!(
+        run(&[&"pack", &demo_root().join("pid-1180"), &"-o", &packed])
+            .status
+            .success()
+    );
+    for cmd in [&["list", "-"][..], &["verify", "-"], &["unpack", "-", "-C"]] {
+        let mut c = bin();
+        c.args(cmd);
+        if cmd[0] == "unpack" {
+            c.arg(t.path());
+        }
+        c.stdin(std::fs::File::open(&packed).unwrap());
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{cmd:?}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            out.contains("-") && !out.contains("hrr-stdin-"),
+            "{cmd:?}: {out}"
+        );
+    }
+    assert!(t.path().join("pid-1180/events.bin").exists());
+}

@@ -13,7 +13,7 @@ use crate::ui::{bytes, Ui};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .hrr.tar.zst, an archive folder, or a registry reference (registry/repo:tag or
+    /// A .hrr.tar.zst (`-`: standard input), an archive folder, or a registry reference (registry/repo:tag or
     /// @sha256:…; answered from the manifest's annotations, no blob is downloaded).
     path: PathBuf,
     /// Also list every file (with its BLAKE3 hash, for a pack or registry reference).
@@ -24,6 +24,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let _stdin;
+    let a = if hrr_cli::is_dash(&a.path) {
+        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
+        _stdin = guard;
+        Args { path: p, ..a }
+    } else {
+        a
+    };
     let text = a.path.to_string_lossy();
     let (source, kind, root, processes, files, packed) =
         if crate::registry::looks_like_reference(&text) {

@@ -31,7 +31,10 @@ pub struct Args {
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let out = match &a.output {
-        Some(p) if p.as_os_str() == "-" => None,
+        Some(p) if hrr_cli::is_dash(p) => {
+            hrr_cli::refuse_binary_to_terminal("a pack")?;
+            None
+        }
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from(pack::default_pack_name(&a.archive)?)),
     };

@@ -10,7 +10,7 @@ use crate::ui::{bytes, rate, Ui};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .hrr.tar.zst to unpack.
+    /// The .hrr.tar.zst to unpack (`-`: standard input).
     file: PathBuf,
     /// Folder to unpack into (it gets <root>/ from the pack; default: the current folder).
     #[arg(short = 'C', long = "directory", default_value = ".")]
@@ -21,6 +21,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let _stdin;
+    let a = if hrr_cli::is_dash(&a.file) {
+        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
+        _stdin = guard;
+        Args { file: p, ..a }
+    } else {
+        a
+    };
     let bar = ui.progress();
     let t0 = Instant::now();
     let out = pack::unpack(&a.file, &a.dir, a.sync, &bar)?;
