@@ -20,7 +20,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let a = if hrr_cli::is_dash(&a.path) {
         let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
         _stdin = guard;
-        Args { path: p, ..a }
+        Args { path: p }
     } else {
         a
     };
