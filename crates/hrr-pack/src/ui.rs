@@ -41,13 +41,25 @@ impl Ui {
 
     /// Print a result (stdout); a closed pipe ends the program quietly.
     pub fn out(&self, text: &str) {
+        // a temp copy of standard input is shown as `-`
+        let text = hrr_cli::unalias(text);
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 std::process::exit(0);
             }
-            eprintln!("hrr-pack: error: writing to stdout: {e}");
+            eprintln!(
+                "hrr-pack: error: writing to stdout: {}",
+                hrr_cli::strip_os_error(&e.to_string())
+            );
             std::process::exit(1);
+        }
+    }
+
+    /// A notice on stderr (`hrr-pack: <text>`), left out under `-q/--quiet` and `--json`.
+    pub fn note(&self, text: &str) {
+        if !hrr_cli::quiet() && !self.json {
+            eprintln!("hrr-pack: {text}");
         }
     }
 

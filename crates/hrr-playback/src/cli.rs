@@ -8,23 +8,34 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser};
 
+/// The exit codes, as every `--help` lists them.
+pub const EXIT_CODES: &str = "Exit status: 0 ok; 1 failure; 2 usage (also: a root or pack holding \
+several processes, replayed without --pid). A replay ends with its verdict:\n  \
+    0 PASS (every D2H comparison passed; the line says when nothing was compared or work was skipped)\n  \
+    0 REPRODUCED (the recorded run failed, and replay fails the same way at the same event)\n  \
+    1 MISMATCH (a D2H result differs), or NOT REPRODUCED (the recorded failure did not happen)\n  \
+    3 FAULT (the GPU raised an error: illegal address, misaligned access, ...; the kernel is named)\n  \
+    4 HANG (a wait outlasted --sync-watchdog-ms)\n  \
+    5 ERROR (replay could not reissue a call)\n\
+Errors: one `hrr-playback: error: <what>: <why>` line on stderr (a format version mismatch: \
+`[HRR] Version mismatch in <path>/events.bin: file=<f> reader=<r>`), then an optional `hint:` \
+line; with --json also {\"schema\":\"hrr.error/1\",\"ok\":false,\"error\":…,\"hint\":…,\"exit_code\":N} on \
+stdout (docs/json.md). --info, --events, --list and --repair need no GPU.";
+
 /// Inspect, repair and replay hrr archives (GPU API call recordings).
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "hrr-playback",
     disable_version_flag = true,
-    after_help = "Exit status: 0 ok; 1 failure; 2 usage. A replay ends with its verdict:\n  \
-        0 PASS (every D2H comparison passed; the line says when nothing was compared or work was skipped)\n  \
-        0 REPRODUCED (the recorded run failed, and replay fails the same way at the same event)\n  \
-        1 MISMATCH (a D2H result differs), or NOT REPRODUCED (the recorded failure did not happen)\n  \
-        3 FAULT (the GPU raised an error: illegal address, misaligned access, ...; the kernel is named)\n  \
-        4 HANG (a wait outlasted --sync-watchdog-ms)\n  \
-        5 ERROR (replay could not reissue a call)"
+    after_help = EXIT_CODES
 )]
 pub struct Cli {
     /// Archive root (holding pid-<pid>/ folders), one pid-<pid>/ process capture, or a packed
     /// `.hrr.tar.zst` (read from a private temp copy; never repaired in place).
-    #[arg(value_name = "ARCHIVE", required_unless_present = "version")]
+    #[arg(
+        value_name = "ARCHIVE",
+        required_unless_present_any = ["version", "completions", "generate_man"]
+    )]
     pub archive: Option<PathBuf>,
 
     /// Print the tool version, the archive format version it reads, its source revision and the
@@ -42,8 +53,28 @@ pub struct Cli {
 
     /// Rewrite crashed captures with a clean trailer and manifest; on a root, every process and
     /// the root index.
-    #[arg(long, conflicts_with_all = ["info", "events"])]
+    #[arg(long, conflicts_with_all = ["info", "events", "list", "pid"])]
     pub repair: bool,
+
+    /// On a root or a pack: the process to inspect or replay (its pid-<pid>/ folder).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+
+    /// List the processes of a root, a pack or a pid-<pid>/ folder (no GPU needed).
+    #[arg(long, conflicts_with_all = ["info", "events"])]
+    pub list: bool,
+
+    /// Print only errors and the results asked for (no progress, no notices).
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) and exit.
+    #[arg(long, value_name = "SHELL", exclusive = true)]
+    pub completions: Option<hrr_cli::Shell>,
+
+    /// Write the man page hrr-playback.1 into DIR and exit.
+    #[arg(long, value_name = "DIR", exclusive = true)]
+    pub generate_man: Option<PathBuf>,
 
     /// Replay options (also `--json` for `--info` and `--events`).
     #[command(flatten)]
@@ -53,8 +84,8 @@ pub struct Cli {
 /// Options of a replay. Agnostic of the GPU API: every backend reads the same set.
 #[derive(Debug, Clone, Args)]
 pub struct ReplayOptions {
-    /// Machine-readable output: the replay summary (or `--info`) as one JSON object, `--events`
-    /// as JSON Lines.
+    /// Machine-readable output (docs/json.md): the replay summary, `--info`, `--list`,
+    /// `--repair`, `--version` and errors as one JSON object, `--events` as JSON Lines.
     #[arg(long)]
     pub json: bool,
 

@@ -264,31 +264,93 @@ pub fn write_process_table(out: &mut dyn Write, rows: &[ProcessRow]) -> std::io:
     t.write(out)
 }
 
-/// Print the root listing (text or JSON). Returns the processes that could not be read.
+fn row_json(r: &ProcessRow) -> Value {
+    json!({
+        "pid": r.pid,
+        "parent_pid": r.parent_pid,
+        "complete": r.complete,
+        "events": r.events,
+        "blobs": r.blobs,
+        "path": r.path.display().to_string(),
+        "incomplete_reasons": r.reasons,
+        "error": r.error.as_ref().map(|e| hrr_cli::render(e).message),
+    })
+}
+
+/// The processes of a root (or the one of a `pid-<pid>/` folder), for `--list`.
+#[derive(Debug)]
+pub struct ListInfo {
+    /// The folder as reached from the path given.
+    pub path: PathBuf,
+    /// One row per process, sorted by pid.
+    pub rows: Vec<ProcessRow>,
+}
+
+/// Gather the `--list` rows (reads only).
+pub fn process_list(path: &Path, processes: &[(u32, PathBuf)]) -> Result<ListInfo> {
+    let rows = processes
+        .iter()
+        .map(|(pid, dir)| process_row(*pid, dir))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ListInfo {
+        path: path.to_path_buf(),
+        rows,
+    })
+}
+
+/// `--list`: the process table (or its `hrr.processes/1` object). Exit 1 when a capture could
+/// not be read.
+pub fn print_list(out: &mut dyn Write, info: &ListInfo, json: bool) -> Result<u8> {
+    let unreadable = info.rows.iter().any(|r| r.error.is_some());
+    if json {
+        let v = json!({
+            "schema": "hrr.processes/1",
+            "ok": !unreadable,
+            "path": info.path.display().to_string(),
+            "processes": info.rows.iter().map(row_json).collect::<Vec<_>>(),
+        });
+        serde_json::to_writer(&mut *out, &v)?;
+        writeln!(out)?;
+    } else {
+        write_process_table(out, &info.rows)?;
+        for r in &info.rows {
+            if let Some(e) = &r.error {
+                writeln!(
+                    out,
+                    "pid-{} could not be read: {}",
+                    r.pid,
+                    hrr_cli::render(e).message
+                )?;
+            }
+        }
+    }
+    Ok(u8::from(unreadable))
+}
+
+/// Print the root listing (text or JSON), followed by the detail of `detail` (the single
+/// process of a one-process root). Returns the processes that could not be read; their errors
+/// are the caller's to print (once, on stderr).
 pub fn print_root<'a>(
     out: &mut dyn Write,
     info: &'a RootInfo,
     json: bool,
+    detail: Option<&Path>,
 ) -> Result<Vec<&'a ProcessRow>> {
     let unreadable: Vec<&ProcessRow> = info.rows.iter().filter(|r| r.error.is_some()).collect();
+    let detail = detail.filter(|_| unreadable.is_empty());
     if json {
-        let processes: Vec<Value> = info
-            .rows
-            .iter()
-            .map(|r| {
-                json!({
-                    "pid": r.pid,
-                    "parent_pid": r.parent_pid,
-                    "complete": r.complete,
-                    "events": r.events,
-                    "blobs": r.blobs,
-                    "path": r.path.display().to_string(),
-                    "incomplete_reasons": r.reasons,
-                    "error": r.error.as_ref().map(|e| format!("{e:#}")),
-                })
-            })
-            .collect();
+        let processes: Vec<Value> = info.rows.iter().map(row_json).collect();
+        let process = match detail {
+            Some(d) => {
+                let mut buf = Vec::new();
+                print_process(&mut buf, d, true)?;
+                serde_json::from_slice::<Value>(&buf)?
+            }
+            None => Value::Null,
+        };
         let v = json!({
+            "schema": "hrr.info/1",
+            "ok": true,
             "kind": "root",
             "path": info.path.display().to_string(),
             "capture_mode": info.capture_mode,
@@ -296,6 +358,7 @@ pub fn print_root<'a>(
             "root_manifest": info.root_manifest,
             "processes": processes,
             "notes": info.notes,
+            "process": process,
         });
         serde_json::to_writer(&mut *out, &v)?;
         writeln!(out)?;
@@ -313,20 +376,33 @@ pub fn print_root<'a>(
     }
     for r in &incomplete {
         match &r.error {
-            Some(e) => writeln!(out, "pid-{} could not be read: {e:#}", r.pid)?,
+            Some(_) => writeln!(
+                out,
+                "pid-{} could not be read by this hrr-playback (the error follows on stderr)",
+                r.pid
+            )?,
             None => writeln!(out, "pid-{} is incomplete: {}", r.pid, r.reasons.join("; "))?,
         }
     }
     for n in &info.notes {
         writeln!(out, "Note: {n}")?;
     }
+    // --repair of the root would fail on a capture it cannot read: then name the readable ones.
     let repairable = incomplete.iter().any(|r| r.error.is_none()) || info.root_manifest != "ok";
-    if repairable {
+    if repairable && unreadable.is_empty() {
         writeln!(
             out,
             "To repair: hrr-playback {} --repair",
             info.path.display()
         )?;
+    } else {
+        for r in incomplete.iter().filter(|r| r.error.is_none()) {
+            writeln!(out, "To repair: hrr-playback {} --repair", r.path.display())?;
+        }
+    }
+    if let Some(d) = detail {
+        writeln!(out)?;
+        print_process(out, d, false)?;
     }
     Ok(unreadable)
 }
@@ -413,6 +489,8 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     let kernels = sorted_counts(&s.kernels);
     if json {
         let j = json!({
+            "schema": "hrr.info/1",
+            "ok": true,
             "kind": "process",
             "path": v.dir.display().to_string(),
             "pid": v.pid,

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use hrr_archive::repair::{self, RepairOutcome};
+use hrr_cli::json::{RepairJson, RepairedJson};
 
 use crate::info::check_links;
 
@@ -70,17 +71,81 @@ fn remove_stale_temp_files(out: &mut dyn Write, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+fn entry(dir: &Path, result: Result<&RepairOutcome, String>) -> RepairedJson {
+    let mut e = RepairedJson {
+        path: dir.display().to_string(),
+        outcome: "failed".into(),
+        events: None,
+        dropped_bytes: 0,
+        saved_tail: None,
+        still_incomplete: Vec::new(),
+        error: None,
+    };
+    match result {
+        Ok(RepairOutcome::AlreadyComplete { events }) => {
+            e.outcome = "already_complete".into();
+            e.events = Some(*events);
+        }
+        Ok(RepairOutcome::Repaired {
+            events,
+            dropped_bytes,
+            saved_tail,
+            still_incomplete,
+            ..
+        }) => {
+            e.outcome = "repaired".into();
+            e.events = Some(*events);
+            e.dropped_bytes = *dropped_bytes;
+            e.saved_tail = saved_tail.as_ref().map(|p| p.display().to_string());
+            e.still_incomplete = still_incomplete.clone();
+        }
+        Err(why) => e.error = Some(why),
+    }
+    e
+}
+
+fn summary(
+    path: &Path,
+    kind: &str,
+    processes: Vec<RepairedJson>,
+    index: Option<String>,
+) -> RepairJson {
+    let count = |o: &str| processes.iter().filter(|p| p.outcome == o).count() as u64;
+    RepairJson {
+        schema: "hrr.repair/1".into(),
+        ok: count("failed") == 0 && index.is_none(),
+        path: path.display().to_string(),
+        kind: kind.into(),
+        repaired: count("repaired"),
+        already_complete: count("already_complete"),
+        failed: count("failed"),
+        processes,
+        root_index_error: index,
+    }
+}
+
+fn write_json(out: &mut dyn Write, v: &RepairJson) -> Result<()> {
+    serde_json::to_writer(&mut *out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
 /// Repair one `pid-<pid>/` capture. Exit status 0, or an error.
-pub fn repair_process(out: &mut dyn Write, dir: &Path) -> Result<u8> {
+pub fn repair_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<u8> {
     check_links(dir)?;
     remove_stale_temp_files(out, dir)?;
     let outcome = repair::repair_process(dir)?;
-    print_outcome(out, &outcome)?;
+    if json {
+        let v = summary(dir, "process", vec![entry(dir, Ok(&outcome))], None);
+        write_json(out, &v)?;
+    } else {
+        print_outcome(out, &outcome)?;
+    }
     Ok(0)
 }
 
 /// Repair every capture under `root` and rebuild the root index. Exit status 1 if any failed.
-pub fn repair_root(out: &mut dyn Write, root: &Path) -> Result<u8> {
+pub fn repair_root(out: &mut dyn Write, root: &Path, json: bool) -> Result<u8> {
     // Refuse before anything is written when a capture holds a link where a file must be.
     let dirs = hrr_archive::layout::list_pid_dirs(root)?;
     for (_, dir) in &dirs {
@@ -104,6 +169,22 @@ pub fn repair_root(out: &mut dyn Write, root: &Path) -> Result<u8> {
         )?;
     }
     let r = repair::repair_root(root)?;
+    if json {
+        let entries = r
+            .processes
+            .iter()
+            .map(|(d, res)| {
+                entry(
+                    d,
+                    res.as_ref()
+                        .map_err(|e| hrr_cli::strip_os_error(&e.to_string())),
+                )
+            })
+            .collect();
+        let v = summary(root, "root", entries, r.index_error.clone());
+        write_json(out, &v)?;
+        return Ok(u8::from(!v.ok));
+    }
     writeln!(
         out,
         "[HRR] Repairing {} process captures under {}",

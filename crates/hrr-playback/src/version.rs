@@ -29,14 +29,12 @@ const HIP_CANDIDATES: [&str; 5] = [
 /// Source revision embedded by build.rs (`git rev-parse --short HEAD`, `+dirty`, or `unknown`).
 pub const REVISION: &str = env!("HRR_REVISION");
 
-/// Print the version block. `cuda_runtime` overrides the CUDA driver library (`--runtime`).
-pub fn print(out: &mut dyn Write, cuda_runtime: Option<&Path>) -> anyhow::Result<()> {
+pub use hrr_cli::json::VersionJson;
+
+/// Gather the version facts. `cuda_runtime` overrides the CUDA driver library (`--runtime`).
+pub fn facts(cuda_runtime: Option<&Path>) -> VersionJson {
     let cuda_name =
         cuda_runtime.map_or_else(|| CUDA_DRIVER.to_string(), |p| p.display().to_string());
-    writeln!(out, "hrr-playback {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(out, "Format version: {}", hrr_archive::FORMAT_VERSION)?;
-    writeln!(out, "Revision: {REVISION}")?;
-    writeln!(out, "Runtime: {}", describe(&cuda_name, "cuInit"))?;
     // The names replay tries, in its order (Debian's ROCm 5 ships only `libamdhip64.so.5`).
     let hip = HIP_CANDIDATES
         .iter()
@@ -45,7 +43,31 @@ pub fn print(out: &mut dyn Write, cuda_runtime: Option<&Path>) -> anyhow::Result
             || describe(HIP_RUNTIME, "hipInit"),
             |n| describe(n, "hipInit"),
         );
-    writeln!(out, "HIP runtime: {hip}")?;
+    VersionJson {
+        schema: "hrr.version/1".into(),
+        ok: true,
+        tool: "hrr-playback".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        format_version: hrr_archive::FORMAT_VERSION,
+        revision: REVISION.into(),
+        runtime: describe(&cuda_name, "cuInit"),
+        hip_runtime: hip,
+    }
+}
+
+/// Print the version block (or, with `json`, its object).
+pub fn print(out: &mut dyn Write, cuda_runtime: Option<&Path>, json: bool) -> anyhow::Result<()> {
+    let v = facts(cuda_runtime);
+    if json {
+        serde_json::to_writer(&mut *out, &v)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "hrr-playback {}", v.version)?;
+        writeln!(out, "Format version: {}", v.format_version)?;
+        writeln!(out, "Revision: {}", v.revision)?;
+        writeln!(out, "Runtime: {}", v.runtime)?;
+        writeln!(out, "HIP runtime: {}", v.hip_runtime)?;
+    }
     out.flush()?;
     Ok(())
 }

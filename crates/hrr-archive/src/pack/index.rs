@@ -77,7 +77,10 @@ pub struct ProcessListing {
     pub active: bool,
     /// The capture was scrubbed of secrets (`hrr-pack scrub`).
     pub scrubbed: bool,
-    /// Events, as the manifest counts them.
+    /// Events: the records of events.bin after the schema record, trailer excluded (the count
+    /// `hrr-playback --info` shows). The manifest's count when it says the capture ended
+    /// cleanly, else counted from events.bin (a crashed capture's manifest predates its last
+    /// records).
     pub event_count: u64,
     /// Size of events.bin.
     pub events_bytes: u64,
@@ -354,7 +357,11 @@ fn describe_process(rel: &str, dir: &Path) -> PackResult<ProcessListing> {
         scrubbed: m
             .as_ref()
             .is_some_and(|m| m.extra.get("scrubbed") == Some(&Value::Bool(true))),
-        event_count: m.as_ref().map_or(0, |m| m.event_count),
+        event_count: match &m {
+            Some(m) if m.complete => m.event_count,
+            _ => crate::reader::EventReader::scan_headers(&dir.join(EVENTS_FILE))
+                .map_or_else(|_| m.as_ref().map_or(0, |m| m.event_count), |r| r.records),
+        },
         events_bytes: fs::symlink_metadata(dir.join(EVENTS_FILE)).map_or(0, |m| m.len()),
         blobs: objects.blobs,
         blob_bytes: objects.blob_bytes,

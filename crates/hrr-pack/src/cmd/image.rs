@@ -47,7 +47,9 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     };
     let o = image::build(&opts)?;
     if let Some(e) = &o.removed_entrypoint {
-        eprintln!("hrr-pack: removed the base's Entrypoint {e} (the command names hrr-playback)");
+        ui.note(&format!(
+            "removed the base's Entrypoint {e} (the command names hrr-playback)"
+        ));
     }
     if ui.json {
         let mut v = serde_json::to_value(&o)?;

@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use hrr_archive::pack::{self, PackKind, ProcessListing};
 
+use hrr_cli::json::{ListFileJson, ListJson, ListProcessJson, ListTotalsJson};
+
 use crate::ui::{bytes, Ui};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .hrr.tar.zst, an archive folder, or a registry reference (registry/repo:tag or
+    /// A .hrr.tar.zst (`-`: standard input), an archive folder, or a registry reference (registry/repo:tag or
     /// @sha256:…; answered from the manifest's annotations, no blob is downloaded).
     path: PathBuf,
     /// Also list every file (with its BLAKE3 hash, for a pack or registry reference).
@@ -22,6 +24,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let _stdin;
+    let a = if hrr_cli::is_dash(&a.path) {
+        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
+        _stdin = guard;
+        Args { path: p, ..a }
+    } else {
+        a
+    };
     let text = a.path.to_string_lossy();
     let (source, kind, root, processes, files, packed) =
         if crate::registry::looks_like_reference(&text) {
@@ -82,26 +92,62 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
             .is_none_or(|min| min > p.events_bytes)
     };
     if ui.json {
-        let mut v = serde_json::json!({
-            "schema": "hrr.list/1", "ok": true, "path": a.path.display().to_string(),
-            "source": source, "kind": kind, "root": root, "processes": processes,
-            "totals": {
-                "processes": processes.len(), "events": total(|p| p.event_count),
-                "blobs": total(|p| p.blobs), "blob_bytes": total(|p| p.blob_bytes),
-                "code_objects": total(|p| p.code_objects),
-                "code_object_bytes": total(|p| p.code_object_bytes),
-                "events_bytes": total(|p| p.events_bytes),
-            },
-            "packed_bytes": packed,
-            "summary": if unverified { "index (unverified)" } else { "archive" },
-        });
-        if a.files {
-            v["files"] = files
+        let v = ListJson {
+            schema: "hrr.list/1".into(),
+            ok: true,
+            path: a.path.display().to_string(),
+            source: source.into(),
+            kind: match kind {
+                PackKind::Root => "root",
+                PackKind::Process => "process",
+            }
+            .into(),
+            root: root.clone(),
+            processes: processes
                 .iter()
-                .map(|(p, s, h)| serde_json::json!({"path": p, "size": s, "blake3": h}))
-                .collect();
-        }
-        ui.json(&v);
+                .map(|p| ListProcessJson {
+                    dir: p.dir.clone(),
+                    pid: p.pid,
+                    complete: p.complete,
+                    active_marker: p.active,
+                    scrubbed: p.scrubbed,
+                    events: p.event_count,
+                    events_bin_bytes: p.events_bytes,
+                    blobs: p.blobs,
+                    blob_bytes: p.blob_bytes,
+                    code_objects: p.code_objects,
+                    code_object_bytes: p.code_object_bytes,
+                    manifest_error: p.manifest_error.clone(),
+                })
+                .collect(),
+            totals: ListTotalsJson {
+                processes: processes.len() as u64,
+                events: total(|p| p.event_count),
+                blobs: total(|p| p.blobs),
+                blob_bytes: total(|p| p.blob_bytes),
+                code_objects: total(|p| p.code_objects),
+                code_object_bytes: total(|p| p.code_object_bytes),
+                events_bin_bytes: total(|p| p.events_bytes),
+            },
+            packed_bytes: packed,
+            summary: if unverified {
+                "index (unverified)"
+            } else {
+                "archive"
+            }
+            .into(),
+            files: a.files.then(|| {
+                files
+                    .iter()
+                    .map(|(p, s, h)| ListFileJson {
+                        path: p.clone(),
+                        size: *s,
+                        blake3: h.clone(),
+                    })
+                    .collect()
+            }),
+        };
+        ui.json(&serde_json::to_value(&v)?);
         return Ok(0);
     }
     let mut s = String::new();

@@ -31,7 +31,10 @@ pub struct Args {
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let out = match &a.output {
-        Some(p) if p.as_os_str() == "-" => None,
+        Some(p) if hrr_cli::is_dash(p) => {
+            hrr_cli::refuse_binary_to_terminal("a pack")?;
+            None
+        }
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from(pack::default_pack_name(&a.archive)?)),
     };
@@ -72,7 +75,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         }));
     } else {
         for s in &o.skipped {
-            eprintln!("hrr-pack: left out writer temp file {s}");
+            ui.note(&format!("left out writer temp file {s}"));
         }
         let out_msg = format!(
             "packed {} -> {shown}: {} files, {} -> {} (ratio {:.2}) in {secs:.2} s ({})\n",
@@ -85,7 +88,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         );
         if o.path.is_some() {
             ui.out(&out_msg);
-        } else {
+        } else if !hrr_cli::quiet() {
             eprint!("{out_msg}");
         }
     }

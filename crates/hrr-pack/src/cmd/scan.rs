@@ -17,7 +17,7 @@ pub const FOUND: i32 = 3;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// An archive folder, a .hrr.tar.zst, or any file.
+    /// An archive folder, a .hrr.tar.zst, or any file (`-`: standard input).
     path: PathBuf,
     /// Fingerprints to leave out (repeatable, or comma-separated).
     #[arg(long, value_name = "FP")]
@@ -34,6 +34,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let _stdin;
+    let a = if hrr_cli::is_dash(&a.path) {
+        let (guard, p) = hrr_cli::stdin("")?;
+        _stdin = guard;
+        Args { path: p, ..a }
+    } else {
+        a
+    };
     let allow = super::allow_list(&a.allow, &a.allow_file)?;
     let key = FingerprintKey::resolve(a.key_file.as_deref())?;
     let scanner = Scanner::new();

@@ -10,7 +10,7 @@ use crate::ui::{bytes, rate, Ui};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .hrr.tar.zst to unpack.
+    /// The .hrr.tar.zst to unpack (`-`: standard input).
     file: PathBuf,
     /// Folder to unpack into (it gets <root>/ from the pack; default: the current folder).
     #[arg(short = 'C', long = "directory", default_value = ".")]
@@ -21,6 +21,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let _stdin;
+    let a = if hrr_cli::is_dash(&a.file) {
+        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
+        _stdin = guard;
+        Args { file: p, ..a }
+    } else {
+        a
+    };
     let removed = pack::remove_stale_unpack_dirs(&a.dir)?;
     if !removed.is_empty() {
         let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();

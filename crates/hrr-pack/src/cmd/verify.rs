@@ -11,11 +11,19 @@ use crate::ui::{bytes, rate, Ui};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .hrr.tar.zst, or an archive folder.
+    /// A .hrr.tar.zst, or an archive folder (`-`: a pack on standard input).
     path: PathBuf,
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    let _stdin;
+    let a = if hrr_cli::is_dash(&a.path) {
+        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
+        _stdin = guard;
+        Args { path: p }
+    } else {
+        a
+    };
     let meta = std::fs::metadata(&a.path).with_context(|| format!("{}", a.path.display()))?;
     let bar = ui.progress();
     let t0 = Instant::now();

@@ -296,17 +296,22 @@ impl Session {
     }
 }
 
-/// Print an error the way `main` does, for commands that return their own exit code.
-pub fn report_coded(err: &anyhow::Error, json: bool) -> Option<i32> {
-    let coded = err.downcast_ref::<Coded>()?;
-    eprintln!("hrr-pack: error: {err:#}");
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({"schema": "hrr.error/1", "ok": false, "error": format!("{err:#}")})
-        );
+/// Print an error the way every command does (`hrr-pack: error: …`, `hint: …`, under `--json`
+/// the error object on stdout); returns its exit code ([`Coded`] errors carry their own).
+pub fn report(err: &anyhow::Error, json: bool) -> i32 {
+    let mut r = hrr_cli::render(err);
+    if let Some(c) = err.downcast_ref::<Coded>() {
+        r.code = c.0.clamp(0, 255) as u8;
     }
-    Some(coded.0)
+    hrr_cli::print_rendered("hrr-pack", &r, json);
+    r.code.into()
+}
+
+/// Print an error (see [`report`]) and give its code, for commands that return their own exit
+/// code; `None` (nothing printed) when it carries no special code.
+pub fn report_coded(err: &anyhow::Error, json: bool) -> Option<i32> {
+    err.downcast_ref::<Coded>()?;
+    Some(report(err, json))
 }
 
 #[cfg(test)]
