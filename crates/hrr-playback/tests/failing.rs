@@ -240,3 +240,38 @@ fn a_call_that_worked_when_recorded_and_fails_now_is_an_error() {
         "{v}"
     );
 }
+
+#[test]
+fn a_truncated_host_to_device_blob_is_an_error_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("ok.hrr");
+    let o = Command::new(bin_dir().join("hrr-capture"))
+        .arg("-o")
+        .arg(&arch)
+        .arg("--")
+        .arg(fake().join("driver_app"))
+        .env("LD_LIBRARY_PATH", fake())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let dir = pid_dirs(&arch).remove(0);
+    let h2d = events_json(&dir)
+        .into_iter()
+        .find_map(|e| e["fields"]["h2d_blob"].as_str().map(str::to_string))
+        .expect("an H2D copy");
+    let p = dir
+        .join("blobs")
+        .join(&h2d[..2])
+        .join(format!("{h2d}.blob"));
+    let len = std::fs::metadata(&p).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(len / 2).unwrap();
+    let (code, out, err) = replay(&dir, &["--json"], &[]);
+    assert_eq!(code, 5, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let e = v["error"].as_str().unwrap();
+    assert!(
+        e.contains(&h2d) && e.contains("truncated or altered"),
+        "{e}"
+    );
+}

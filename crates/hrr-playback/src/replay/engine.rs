@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use hrr_archive::blobs::{blob_path, find_code_object};
+use hrr_archive::blobs::find_code_object;
 use hrr_archive::reader::EventReader;
 use hrr_archive::schema::decode_fields;
 use hrr_archive::writer::EVENTS_FILE;
@@ -108,14 +108,15 @@ fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     })
 }
 
-/// Read a recorded blob whole (`None`: nothing was recorded).
-fn read_blob(dir: &Path, id: Option<ObjectId>) -> Result<Option<Vec<u8>>> {
+/// Read a recorded blob whole (`None`: nothing was recorded), refusing a link, a non-file, or a
+/// size other than `expected` (the byte count of the event that names it).
+fn read_blob(dir: &Path, id: Option<ObjectId>, expected: Option<u64>) -> Result<Option<Vec<u8>>> {
     let Some(id) = id else { return Ok(None) };
-    let p = blob_path(dir, &id);
-    let f = hrr_archive::fsutil::open_read(&p)?;
+    let mut f = hrr_archive::blobs::open_blob(dir, &id, expected)
+        .with_context(|| format!("blob {id} of {}", dir.display()))?;
     let mut v = Vec::new();
-    std::io::Read::read_to_end(&mut &f, &mut v)
-        .with_context(|| format!("reading {}", p.display()))?;
+    std::io::Read::read_to_end(&mut f, &mut v)
+        .with_context(|| format!("reading blob {id} of {}", dir.display()))?;
     Ok(Some(v))
 }
 
@@ -176,7 +177,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         out.flush()?;
     }
     let progress = !opts.no_progress && !opts.json && std::io::stderr().is_terminal();
-    let blobs = |id: Option<ObjectId>| read_blob(dir, id);
+    let blobs = |id: Option<ObjectId>, expected: Option<u64>| read_blob(dir, id, expected);
     let events = dir.join(EVENTS_FILE);
     let exec_start = Instant::now();
     let mut last_progress = Instant::now();
@@ -227,7 +228,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                     }
                 }
                 Ok(Outcome::D2h { got, expected }) => {
-                    let want = blobs(expected)?;
+                    let want = blobs(expected, None)?;
                     let checks = &mut report.checks;
                     match (want.as_deref(), expected.and_then(|id| redacted.get(&id))) {
                         (Some(want), Some(ranges)) => {

@@ -160,7 +160,9 @@ pub enum Outcome {
 }
 
 /// Reads a recorded blob (`None` id: nothing recorded).
-pub type Blobs<'a> = dyn Fn(Option<ObjectId>) -> Result<Option<Vec<u8>>> + 'a;
+/// The second argument is the size the event says the blob has (a copy's byte count), checked
+/// before the bytes are used: a truncated or oversized blob is an error naming it.
+pub type Blobs<'a> = dyn Fn(Option<ObjectId>, Option<u64>) -> Result<Option<Vec<u8>>> + 'a;
 
 /// A code object the capture loaded, to load before the first call.
 #[derive(Debug, Clone)]

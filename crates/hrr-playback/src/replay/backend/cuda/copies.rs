@@ -63,7 +63,7 @@ impl Cuda {
     /// `cuMemcpyHtoD*`.
     pub(super) fn copy_h2d(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
         let s: CopyH2d = ev.read()?;
-        let Some(data) = blobs(s.h2d_blob)? else {
+        let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
             return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
         };
         let dst = self.mem.translate(s.dst);
@@ -96,7 +96,7 @@ impl Cuda {
         match s.direction {
             direction::D2D => self.d2d((s.dst, s.src), n, stream)?,
             direction::H2D => {
-                let Some(data) = blobs(s.h2d_blob)? else {
+                let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
                 let dst = self.mem.translate(s.dst);

@@ -52,7 +52,7 @@ impl Hip {
     /// `hipMemcpyHtoD*`.
     pub(super) fn copy_h2d(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
         let s: CopyH2d = ev.read()?;
-        let Some(data) = blobs(s.h2d_blob)? else {
+        let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
             return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
         };
         let dst = self.mem.translate(s.dst);
@@ -89,7 +89,7 @@ impl Hip {
                 self.copy(dst, src, n, kind::D2D, stream, "")?;
             }
             direction::H2D => {
-                let Some(data) = blobs(s.h2d_blob)? else {
+                let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
                 self.h2d(ev, dst, &data, s.stream)?;
@@ -113,7 +113,7 @@ impl Hip {
             let src = self.mem.translate(s.src);
             self.copy(addr + off, src, n as usize, kind::D2D, stream, "")?;
         } else {
-            let Some(data) = blobs(s.h2d_blob)? else {
+            let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
                 return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
             };
             self.h2d(ev, addr + off, &data, s.stream)?;

@@ -65,7 +65,7 @@ impl Hip {
         let s: HostRegister = ev.read()?;
         let (mut p, size) = (0u64, s.bytesize);
         hip!(self.api, hipHostMalloc(&mut p, size as usize, 0))?;
-        if let Some(data) = blobs(s.contents)? {
+        if let Some(data) = blobs(s.contents, Some(s.bytesize))? {
             let n = data.len().min(size as usize);
             // SAFETY: p is a fresh host allocation of `size` bytes.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p as *mut u8, n) };
