@@ -49,7 +49,7 @@ for i in $(seq 1 "$reps"); do
     echo
 done
 launches=$((rounds * 6))
-echo "events: $("$bin/hrr-playback" "$work/a.hrr" --info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')  launches: $launches  archive: $(du -sh "$work/a.hrr" | cut -f1)"
+echo "events: $("$bin/hrr-playback" "$work/a.hrr" --info --json | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v.get("events", v.get("process", {}).get("events")))')  launches: $launches  archive: $(du -sh "$work/a.hrr" | cut -f1)"
 printf 'median captured/plain: %.3f\n' "$(median "${ratios[@]}")"
 if [ -n "$base" ]; then
     printf 'median captured (this build) / captured (baseline): %.3f\n' "$(median "${vs_base[@]}")"
