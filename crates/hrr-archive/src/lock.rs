@@ -4,7 +4,10 @@
 //! The lock is `flock(LOCK_EX | LOCK_NB)` on a lock file *beside* the archive folder,
 //! `.<name>.hrr-lock` (not inside it: it would be packed, and a scrub swaps the folder). The
 //! kernel drops the lock when its holder exits, however it exits (`kill -9` included), so a lock
-//! is never stale; the file itself is left in place (removing it would race with a new holder).
+//! is never stale. The holder removes the file when done (while still holding it); a taker
+//! checks that the file it locked is still the one at the path, and takes it again if not, so
+//! removing it never lets two holders in. A killed holder leaves the file; the next one takes
+//! it (the kernel released it) and removes it.
 //! A process capture inside an archive root is locked through its root, so scrubbing
 //! `run.hrr/pid-1/` and packing `run.hrr` exclude each other too.
 
@@ -61,6 +64,13 @@ pub struct ArchiveLock {
     path: PathBuf,
 }
 
+impl Drop for ArchiveLock {
+    fn drop(&mut self) {
+        // still held: nobody else can be between taking it and checking the path
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 impl ArchiveLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
@@ -71,7 +81,19 @@ impl ArchiveLock {
 /// The folder a lock on `archive` protects: the archive itself, or the root it is a process
 /// capture of.
 pub fn locked_folder(archive: &Path) -> PathBuf {
-    let canon = std::fs::canonicalize(archive).unwrap_or_else(|_| archive.to_path_buf());
+    // canonical when it exists; else its canonical parent and its name (a scrub interrupted
+    // between its two renames leaves no folder at the name, and must find the same lock)
+    let canon = std::fs::canonicalize(archive).unwrap_or_else(|_| {
+        let parent = archive
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+        match archive.file_name() {
+            Some(n) => parent.join(n),
+            None => parent,
+        }
+    });
     if let Some(parent) = canon.parent() {
         let is_pid = canon
             .file_name()
@@ -101,6 +123,31 @@ pub fn lock_path(archive: &Path) -> PathBuf {
 /// second holder gets [`LockError::Busy`] naming the first.
 pub fn exclusive(archive: &Path, what: &str) -> Result<ArchiveLock, LockError> {
     let path = lock_path(archive);
+    // The holder removes the file when it is done: a lock taken on a file that was removed
+    // (or replaced) meanwhile is not the lock; take it again on the file now at the path.
+    for _ in 0..100 {
+        let file = lock_once(archive, &path, what)?;
+        let same = match (file.metadata(), std::fs::symlink_metadata(&path)) {
+            (Ok(a), Ok(b)) => {
+                use std::os::unix::fs::MetadataExt;
+                a.dev() == b.dev() && a.ino() == b.ino()
+            }
+            _ => false,
+        };
+        if same {
+            return Ok(ArchiveLock { _file: file, path });
+        }
+        // closed without removing anything: that file is no longer the lock
+        drop(file);
+    }
+    Err(LockError::Io {
+        lock: path,
+        source: std::io::Error::other("the lock file keeps being replaced"),
+    })
+}
+
+fn lock_once(archive: &Path, path: &Path, what: &str) -> Result<File, LockError> {
+    let path = path.to_path_buf();
     let io = |source| LockError::Io {
         lock: path.clone(),
         source,
@@ -138,7 +185,7 @@ pub fn exclusive(archive: &Path, what: &str) -> Result<ArchiveLock, LockError> {
         .set_len(0)
         .and_then(|()| file.rewind())
         .and_then(|()| file.write_all(note.as_bytes()));
-    Ok(ArchiveLock { _file: file, path })
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -159,9 +206,16 @@ mod tests {
             "{msg}"
         );
         assert!(!e.is_unwritable());
-        drop(first);
-        exclusive(&a, "pack").unwrap();
         assert_eq!(first_lock_name(&a), ".run.hrr.hrr-lock");
+        assert!(first.path().exists());
+        drop(first);
+        assert!(!lock_path(&a).exists(), "removed when released");
+        // a lock file left by a killed holder (no flock on it any more) is taken over
+        std::fs::write(lock_path(&a), "pid 1: scrub\n").unwrap();
+        let again = exclusive(&a, "pack").unwrap();
+        assert!(lock_path(&a).exists());
+        drop(again);
+        assert!(!lock_path(&a).exists());
     }
 
     fn first_lock_name(a: &Path) -> String {

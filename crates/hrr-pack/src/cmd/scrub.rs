@@ -56,9 +56,13 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                 "path": o.path, "new_path": o.new_path, "ranges": o.ranges})).collect::<Vec<_>>(),
             "events": r.events.iter().map(|(p, refs, ranges)| serde_json::json!({
                 "path": p, "references": refs, "ranges": ranges})).collect::<Vec<_>>(),
-            "not_redacted": r.not_redacted, "key_id": key.id, "seconds": secs,
+            "not_redacted": r.not_redacted, "recovered": r.recovered,
+            "key_id": key.id, "seconds": secs,
         }));
         return Ok(if r.not_redacted.is_empty() { 0 } else { 1 });
+    }
+    for line in &r.recovered {
+        eprintln!("hrr-pack: {line}");
     }
     let mut s = String::new();
     if !r.changed {

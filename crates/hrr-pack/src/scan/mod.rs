@@ -898,8 +898,10 @@ fn classes(s: &[u8]) -> usize {
     .count()
 }
 
-/// Made of words: more than 40% of it is letters in runs of 4 or more that read like a word
-/// (all lower case, all upper case, or one capital then lower case). Random tokens have few.
+/// Made of words: more than half of it is letters in runs of 5 or more that read like a word
+/// (all lower case, all upper case, or one capital then lower case). Random base62 tokens have
+/// few (1% of 16-character ones, 0.1% of 32-character ones are taken for words); random lower
+/// case base36 has many, so rules of such formats test entropy only.
 pub fn wordlike(s: &[u8]) -> bool {
     let mut in_words = 0usize;
     let mut i = 0;
@@ -918,7 +920,7 @@ pub fn wordlike(s: &[u8]) -> bool {
         }
         let w = &s[i..j];
         let tail = &w[1..];
-        let word = w.len() >= 4
+        let word = w.len() >= 5
             && (w.iter().all(u8::is_ascii_lowercase)
                 || w.iter().all(u8::is_ascii_uppercase)
                 || tail.iter().all(u8::is_ascii_lowercase));
@@ -927,7 +929,7 @@ pub fn wordlike(s: &[u8]) -> bool {
         }
         i = j;
     }
-    in_words * 10 > s.len() * 4
+    in_words * 2 > s.len()
 }
 
 fn placeholder(s: &[u8]) -> bool {
@@ -1043,7 +1045,10 @@ fn accept(check: Check, c: &Candidate) -> bool {
                     && !wordlike(value)
             } else {
                 let len = value.len() as f64;
-                value.len() >= 12
+                // short hex is an id (a key id, a hash prefix), not a key
+                let short_hex = value.len() < 20 && value.iter().all(u8::is_ascii_hexdigit);
+                !short_hex
+                    && value.len() >= 12
                     && value.iter().any(u8::is_ascii_digit)
                     && value.iter().any(u8::is_ascii_alphabetic)
                     && random_looking(value, (0.9 * len.log2()).min(3.6))

@@ -145,7 +145,6 @@ fn binary(id: &'static str, keyword: &[u8], back: usize, form: Option<DerForm>) 
 
 /// Base64 characters (standard and URL-safe alphabets).
 const B64: &str = "A-Za-z0-9+/";
-const B64URL: &str = "A-Za-z0-9_-";
 
 /// Every rule, specific ones first.
 pub fn all() -> Vec<Rule> {
@@ -524,7 +523,7 @@ pub fn all() -> Vec<Rule> {
             &["rdme_"],
             80,
             r"(?P<s>rdme_(?P<r>[a-z0-9]{70}))",
-            Mixed(3.5),
+            Entropy(4.0),
         ),
         tok(
             "sourcegraph-token",
@@ -573,7 +572,7 @@ pub fn all() -> Vec<Rule> {
             "github-fine-grained-pat",
             &["github_pat_"],
             100,
-            r"(?P<s>github_pat_(?P<r>[0-9A-Za-z]{22}_[0-9A-Za-z]{59}))",
+            r"(?P<s>github_pat_(?P<r>[0-9A-Za-z_]{82}))",
             Entropy(3.0),
         ),
         tok(
@@ -878,7 +877,7 @@ pub fn all() -> Vec<Rule> {
             &["oy2"],
             50,
             r"(?P<s>oy2(?P<r>[a-z0-9]{43}))",
-            Mixed(3.5),
+            Entropy(4.0),
         ),
         tok(
             "dockerhub-token",
@@ -906,7 +905,7 @@ pub fn all() -> Vec<Rule> {
             &["CLOJARS_"],
             70,
             r"(?P<s>CLOJARS_(?P<r>[a-z0-9]{60}))",
-            Mixed(3.5),
+            Entropy(4.0),
         ),
         // ---- structured tokens and credentials in text --------------------------------------
         text(
