@@ -294,7 +294,7 @@ impl Stream<'_> {
     }
 
     /// End of the file: scan what is left and return the findings, sorted by offset. A generic
-    /// finding overlapping a specific one gives way to it; a finding inside another is left out
+    /// finding mostly covered by a specific one gives way to it; a finding inside another is left out
     /// (the larger, or the more specific of equals, is kept).
     pub fn finish(mut self) -> Vec<Finding> {
         self.process(true);
@@ -305,11 +305,14 @@ impl Stream<'_> {
             .map(|x| x.offset..x.offset + x.length)
             .collect();
         if !specific.is_empty() {
+            // covered for the most part by a specific finding: the same secret
             f.retain(|x| {
+                let (a, b) = (x.offset, x.offset + x.length);
                 !x.generic
-                    || !specific
-                        .iter()
-                        .any(|r| r.start < x.offset + x.length && x.offset < r.end)
+                    || !specific.iter().any(|r| {
+                        let common = b.min(r.end).saturating_sub(a.max(r.start));
+                        common * 2 >= x.length
+                    })
             });
         }
         f.sort_by(|a, b| {
@@ -452,7 +455,7 @@ impl Stream<'_> {
                 if self.seen.contains(&(ri, c.secret_off, c.enc)) {
                     continue;
                 }
-                if !accept(rule.check, &c) {
+                if !accept(rule.check, &c) || lists_keywords(rule, &c) {
                     continue;
                 }
                 self.seen.insert((ri, c.secret_off, c.enc));
@@ -898,10 +901,10 @@ fn classes(s: &[u8]) -> usize {
     .count()
 }
 
-/// Made of words: more than half of it is letters in runs of 5 or more that read like a word
-/// (all lower case, all upper case, or one capital then lower case). Random base62 tokens have
-/// few (1% of 16-character ones, 0.1% of 32-character ones are taken for words); random lower
-/// case base36 has many, so rules of such formats test entropy only.
+/// Made of words: more than 60% of it is letters in runs that read like words (5 or more all
+/// lower or all upper case, 6 or more capitalised). Random base62 tokens rarely are (0.4% of
+/// 16-character ones, 0.02% of 32-character ones are taken for words); random lower case
+/// base36 often is, so rules of such formats test entropy only.
 pub fn wordlike(s: &[u8]) -> bool {
     let mut in_words = 0usize;
     let mut i = 0;
@@ -920,16 +923,15 @@ pub fn wordlike(s: &[u8]) -> bool {
         }
         let w = &s[i..j];
         let tail = &w[1..];
-        let word = w.len() >= 5
-            && (w.iter().all(u8::is_ascii_lowercase)
-                || w.iter().all(u8::is_ascii_uppercase)
-                || tail.iter().all(u8::is_ascii_lowercase));
+        let word = (w.len() >= 5
+            && (w.iter().all(u8::is_ascii_lowercase) || w.iter().all(u8::is_ascii_uppercase)))
+            || (w.len() >= 6 && tail.iter().all(u8::is_ascii_lowercase));
         if word {
             in_words += w.len();
         }
         i = j;
     }
-    in_words * 2 > s.len()
+    in_words * 10 > s.len() * 6
 }
 
 fn placeholder(s: &[u8]) -> bool {
@@ -976,6 +978,25 @@ fn b64_strict(s: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn basic_auth(secret: &[u8]) -> bool {
+    // the value may run on into a neighbouring byte: also try it cut after its padding, or
+    // at a whole number of base64 groups
+    let mut cuts = vec![secret.len(), secret.len() / 4 * 4];
+    if let Some(p) = secret
+        .iter()
+        .rposition(|&b| b != b'=' && b64_value(b).is_none())
+    {
+        cuts.push(p);
+    }
+    if let Some(p) = secret.iter().position(|&b| b == b'=') {
+        let end = secret[p..].iter().take_while(|&&b| b == b'=').count() + p;
+        cuts.push(end);
+    }
+    cuts.into_iter()
+        .filter(|&n| n > 0 && n <= secret.len())
+        .any(|n| basic_auth_exact(&secret[..n]))
+}
+
+fn basic_auth_exact(secret: &[u8]) -> bool {
     b64_strict(secret).is_some_and(|d| {
         d.len() >= 3
             && d.contains(&b':')
@@ -985,8 +1006,67 @@ fn basic_auth(secret: &[u8]) -> bool {
     })
 }
 
+/// Common words of identifiers and messages. A random token holds two of them (4 letters or
+/// more, any case) with a probability of about 10^-5; glued string literals in a binary's
+/// read-only data (`LongNamemips64leSlim...`) often do.
+const WORDS: &[&str] = &[
+    "able", "access", "alloc", "array", "auth", "back", "base", "bind", "block", "body", "bool",
+    "buffer", "byte", "cache", "call", "case", "char", "check", "class", "client", "close", "code",
+    "config", "const", "context", "copy", "core", "count", "data", "date", "debug", "default",
+    "desc", "device", "dict", "done", "down", "each", "else", "empty", "end", "enum", "error",
+    "event", "except", "exit", "fail", "false", "field", "file", "find", "first", "flag", "float",
+    "font", "form", "format", "frame", "free", "from", "func", "half", "handle", "hash", "have",
+    "head", "help", "high", "hook", "host", "http", "image", "impl", "index", "info", "init",
+    "input", "into", "item", "iter", "join", "just", "kernel", "key", "kind", "last", "left",
+    "length", "level", "line", "link", "list", "load", "local", "lock", "long", "loop", "main",
+    "make", "many", "match", "max", "memory", "message", "meta", "method", "min", "mode", "module",
+    "more", "name", "next", "node", "none", "null", "number", "object", "only", "open", "option",
+    "order", "other", "output", "over", "pack", "page", "param", "parse", "part", "pass", "path",
+    "point", "pool", "port", "print", "proc", "push", "query", "queue", "read", "ready", "reg",
+    "request", "reset", "result", "return", "right", "root", "rule", "same", "scan", "self",
+    "send", "server", "set", "shape", "size", "slice", "slim", "some", "sort", "space", "start",
+    "state", "status", "step", "store", "stream", "string", "struct", "sync", "system", "table",
+    "task", "test", "text", "than", "that", "this", "thread", "time", "token", "total", "trace",
+    "tree", "true", "type", "unit", "update", "user", "value", "vector", "view", "wait", "when",
+    "with", "word", "work", "write", "zero",
+];
+
+fn dictionary_words(s: &[u8]) -> usize {
+    let lower = s.to_ascii_lowercase();
+    let mut n = 0;
+    let mut i = 0;
+    while i < lower.len() {
+        let hit = WORDS
+            .iter()
+            .filter(|w| w.len() >= 4 && lower[i..].starts_with(w.as_bytes()))
+            .map(|w| w.len())
+            .max();
+        match hit {
+            Some(len) => {
+                n += 1;
+                i += len;
+            }
+            None => i += 1,
+        }
+    }
+    n
+}
+
 fn random_looking(s: &[u8], min_entropy: f64) -> bool {
-    entropy(s) >= min_entropy && classes(s) >= 2 && !wordlike(s)
+    entropy(s) >= min_entropy && classes(s) >= 2 && !wordlike(s) && dictionary_words(s) < 2
+}
+
+/// A token whose body holds another keyword of its rule (`glpat-gldt-glrt-...`) is a list of
+/// prefixes, as a scanner's own binary holds, not a token.
+fn lists_keywords(rule: &Rule, c: &Candidate) -> bool {
+    rule.keywords.len() > 1
+        && c.secret.len() > 6
+        && rule.keywords.iter().any(|k| {
+            k.len() >= 4
+                && c.secret[2..]
+                    .windows(k.len())
+                    .any(|w| w.eq_ignore_ascii_case(k))
+        })
 }
 
 fn accept(check: Check, c: &Candidate) -> bool {
@@ -994,9 +1074,6 @@ fn accept(check: Check, c: &Candidate) -> bool {
     match check {
         Check::Entropy(min) => entropy(secret) >= min,
         Check::Mixed(min) => random_looking(secret, min),
-        Check::Bounded(min) => {
-            entropy(secret) >= min && !alnum(c.before) && !alnum(c.after) && classes(secret) >= 2
-        }
         Check::Crc32Base62 => {
             rules::crc32_base62_ok(secret)
                 || (!alnum(c.before)
@@ -1101,6 +1178,8 @@ mod tests {
         assert!(entropy(b"aZ3kq9Lm2Pq7Rt5v") > 3.5);
         assert!(wordlike(b"164oci_client::token_cachemessagekey"));
         assert!(!wordlike(b"aZ3kq9Lm2Pq7Rt5vW1xY3zA5"));
+        assert!(dictionary_words(b"LongNamemips64leSlimAVX2end") >= 2);
+        assert!(dictionary_words(b"aZ3kq9Lm2Pq7Rt5vW1xY3zA5") < 2);
     }
 
     #[test]

@@ -51,9 +51,6 @@ pub enum Check {
     Entropy(f64),
     /// Entropy at least this, and at least one digit and one letter.
     Mixed(f64),
-    /// Entropy at least this, and not adjacent to an alphanumeric character: for short or
-    /// weakly-prefixed formats that would otherwise match inside longer words.
-    Bounded(f64),
     /// GitHub / npm token: the last 6 characters are the base62 CRC32 of the 30 before them.
     /// A token without a valid checksum is still accepted when it stands alone (text context)
     /// with entropy: test tokens and hand-made fakes look like that.
@@ -501,7 +498,7 @@ pub fn all() -> Vec<Rule> {
             "airtable-token",
             &["pat"],
             90,
-            r"(?P<s>pat[A-Za-z0-9]{14}\.(?P<r>[a-f0-9]{64}))",
+            r"(?P<s>pat(?P<r>[A-Za-z0-9]{14}\.[a-f0-9]{64}))",
             Mixed(3.0),
         ),
         tok(
@@ -740,7 +737,7 @@ pub fn all() -> Vec<Rule> {
             32,
             8,
             r"(?P<s>[0-9a-f]{32}-us[0-9]{1,2})",
-            Bounded(3.0),
+            Mixed(3.0),
         ),
         tok(
             "brevo-api-key",
@@ -891,7 +888,7 @@ pub fn all() -> Vec<Rule> {
             &["cio"],
             40,
             r"(?P<s>cio(?P<r>[A-Za-z0-9]{32}))",
-            Bounded(4.0),
+            Mixed(4.0),
         ),
         tok(
             "artifactory-token",
@@ -944,7 +941,7 @@ pub fn all() -> Vec<Rule> {
             ],
             0,
             600,
-            r#"(?i)(?P<k>x-api-key|api-key|x-auth-token|private-token|x-access-token|x-goog-api-key)["']?\s{0,3}:\s{0,3}["']?(?P<s>[A-Za-z0-9._~+/=-]{16,512})"#,
+            r#"(?i)(?P<k>x-api-key|api-key|x-auth-token|private-token|x-access-token|x-goog-api-key)["']?\s{0,3}:\s{0,3}["']?(?P<s>[A-Za-z0-9._~+/=-]{20,512})"#,
             Mixed(3.5),
         ),
         text(
@@ -952,15 +949,7 @@ pub fn all() -> Vec<Rule> {
             &["://"],
             40,
             600,
-            r#"(?i)[a-z][a-z0-9+.-]{1,30}://[^\s/:@"'<>\x00]{0,256}:(?P<s>[^\s/@"'<>\x00]{1,256})@[^\s/"'<>\x00@]"#,
-            Password,
-        ),
-        text(
-            "url-query-password",
-            &["password=", "passwd=", "pwd="],
-            1,
-            200,
-            r#"(?i)[?&;](?P<k>password|passwd|pwd)=(?P<s>[^&;\s"'<>\x00]{1,128})"#,
+            r#"(?i)[a-z][a-z0-9+.-]{1,30}://[\x21-\x7e&&[^/:@"'<>]]{0,256}:(?P<s>[\x21-\x7e&&[^/@"'<>]]{1,256})@[\x21-\x7e&&[^/"'<>@]]"#,
             Password,
         ),
         text(
@@ -968,7 +957,15 @@ pub fn all() -> Vec<Rule> {
             &["password=", "pwd=", "password =", "pwd ="],
             400,
             200,
-            r#"(?i)(?:server|data source|host|address|addr|hostname|uid|user id|username)\s*=[^\x00\r\n"]{0,300}?;\s*(?P<k>password|pwd)\s*=\s*(?P<s>[^;\s"'\x00]{1,128})"#,
+            r#"(?i)(?:server|data source|host|address|addr|hostname|uid|user id|username)\s*=[^\x00\r\n"]{0,300}?;\s*(?P<k>password|pwd)\s*=\s*(?P<s>[\x21-\x7e&&[^;"']]{1,128})"#,
+            Password,
+        ),
+        text(
+            "url-query-password",
+            &["password=", "passwd=", "pwd="],
+            1,
+            200,
+            r#"(?i)[?&;](?P<k>password|passwd|pwd)=(?P<s>[\x21-\x7e&&[^&;"'<>]]{1,128})"#,
             Password,
         ),
         text(
@@ -976,7 +973,7 @@ pub fn all() -> Vec<Rule> {
             &["machine"],
             0,
             400,
-            r"machine\s+[^\s\x00]{1,200}\s+login\s+[^\s\x00]{1,200}\s+password\s+(?P<s>[^\s\x00]{1,200})",
+            r"machine\s+[^\s\x00]{1,200}\s+login\s+[^\s\x00]{1,200}\s+password\s+(?P<s>[\x21-\x7e]{1,200})",
             Password,
         ),
     ];
