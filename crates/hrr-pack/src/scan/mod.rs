@@ -104,9 +104,9 @@ pub const FILLER: u8 = b'X';
 /// Shortest base64 run decoded (18 bytes).
 pub const B64_MIN: usize = 24;
 /// Longest piece of a base64 run decoded at once; longer runs are decoded in overlapping pieces.
-const B64_MAX: usize = 48 * 1024;
-/// Step between the pieces of a long run (a multiple of 4).
-const B64_STEP: usize = 40 * 1024;
+const B64_MAX: usize = 40 * 1024;
+/// Step between the pieces of a long run (a power of two, so a multiple of 4).
+const B64_STEP: usize = 32 * 1024;
 
 struct Pattern {
     rules: Vec<usize>,
@@ -385,7 +385,7 @@ impl Stream<'_> {
                 continue;
             }
             let start = *run.get_or_insert(abs);
-            if (abs - start) % B64_STEP as u64 == 0 {
+            if (abs - start) & (B64_STEP as u64 - 1) == 0 {
                 let mut j = i;
                 let lim = (i + B64_MAX).min(self.buf.len());
                 while j < lim && b64_value(self.buf[j]).is_some() {

@@ -412,7 +412,7 @@ pub fn all() -> Vec<Rule> {
             "flyio-token",
             &["fo1_", "fm1r_", "fm2_"],
             1_100,
-            &format!(r"(?P<s>(?:fo1_|fm1r_|fm2_)(?P<r>[A-Za-z0-9_+/=-]{{43,1000}}))"),
+            r"(?P<s>(?:fo1_|fm1r_|fm2_)(?P<r>[A-Za-z0-9_+/=-]{43,1000}))",
             Entropy(4.0),
         ),
         tok(
