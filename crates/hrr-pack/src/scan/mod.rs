@@ -1112,7 +1112,8 @@ fn accept(check: Check, c: &Candidate) -> bool {
             };
             let key = c.key.to_ascii_lowercase();
             let password_key = key.windows(5).any(|w| w == b"passw") || key.ends_with(b"pwd");
-            if placeholder(value) {
+            // `scheme://...` after a name ending in a keyword is a URL, not an assignment
+            if placeholder(value) || value.starts_with(b"//") {
                 return false;
             }
             if password_key {
