@@ -37,6 +37,7 @@ pub mod fsutil;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod layout;
+pub mod lock;
 pub mod manifest;
 #[cfg(feature = "pack")]
 pub mod pack;

@@ -1,12 +1,23 @@
 //! Scrub: overwrite every secret a scan finds with same-length filler (framing kept), give each
-//! changed object its new content id, point every event at the new ids, record what was
-//! overwritten in `redactions.json` (never the secret), and mark the archive scrubbed.
+//! changed object its new content id, point every event at the new ids, redact manifests,
+//! regions and any other file in place (same length), record what was overwritten in
+//! `redactions.json` (never the secret), and mark the archive scrubbed.
 //!
-//! Atomicity: the scrubbed archive is built beside the original in a staging folder (unchanged
-//! files hard-linked, so it costs little room; copied for `-o`), then swapped in with one
-//! `renameat2(RENAME_EXCHANGE)`, and the old tree is removed. A crash before the swap leaves the
-//! original untouched and a staging folder the next scrub removes; a crash after it leaves the
-//! scrubbed archive in place and the old tree in the staging folder, which the next scrub removes.
+//! Exclusion: scrub (and pack) hold the archive's lock ([`hrr_archive::lock`]); a second one is
+//! refused with a message naming the first.
+//!
+//! Crash safety: the scrubbed archive is built beside the original in a staging folder
+//! `.<name>.hrr-scrub` (unchanged files hard-linked, so it costs little room; copied for `-o`;
+//! a file that changes is always written anew and renamed, so a link never carries a change back
+//! to the original), synced, marked ready (`.<name>.hrr-scrub-ready`), then swapped in with one
+//! `renameat2(RENAME_EXCHANGE)`, and the old tree (now in the staging folder) is removed before
+//! scrub reports success. Where the file system has no exchange, two renames with the original
+//! parked at `.<name>.hrr-scrub-old` in between. [`recover`], run first by every scrub and pack
+//! under the lock, finishes whatever a `kill -9` interrupted: a staging folder (a partial build,
+//! or the old tree after the swap) is removed, a parked original is put back unless the ready
+//! staging folder can take its place. So at every instant the archive is at its name (or, for
+//! the instant between the two fallback renames, parked, and put back by the next command), and
+//! once a scrub completes no unscrubbed copy is left beside it.
 //! A second scrub of a scrubbed archive finds nothing and changes nothing.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -22,7 +33,7 @@ use hrr_archive::redact::{
     self, ObjectKind, RedactedObject, Redaction, RedactionsFile, FINGERPRINT_SCHEME,
     REDACTIONS_VERSION,
 };
-use hrr_archive::{fsutil, ObjectId};
+use hrr_archive::{fsutil, lock, ObjectId};
 use serde_json::Value;
 
 use crate::fingerprint::FingerprintKey;
@@ -66,6 +77,8 @@ pub struct ScrubReport {
     pub changed: bool,
     /// Findings that could not be redacted (parts of events.bin outside event payloads).
     pub not_redacted: Vec<String>,
+    /// What [`recover`] finished of an earlier, interrupted scrub.
+    pub recovered: Vec<String>,
 }
 
 fn is_marked(v: Option<&Value>) -> bool {
@@ -80,6 +93,11 @@ pub fn scrub(
     opts: &ScrubOptions,
     progress: &dyn Progress,
 ) -> Result<ScrubReport> {
+    let _lock = lock::exclusive(path, "scrub")?;
+    let mut recovered = recover(path)?;
+    if let Some(out) = &opts.out {
+        recovered.extend(recover(out)?);
+    }
     let target = layout::resolve(path)?;
     let src = std::fs::canonicalize(path).with_context(|| format!("{}", path.display()))?;
     let (is_root, pid_dirs): (bool, Vec<String>) = match &target {
@@ -120,6 +138,7 @@ pub fn scrub(
             events: Vec::new(),
             changed: false,
             not_redacted: Vec::new(),
+            recovered,
         });
     }
 
@@ -158,16 +177,122 @@ pub fn scrub(
             src.clone(),
         ),
     };
-    if std::fs::symlink_metadata(&stage).is_ok() {
-        // Left by a scrub that crashed: a partial stage, or the old tree after the swap.
-        std::fs::remove_dir_all(&stage)
-            .with_context(|| format!("removing the stale staging folder {}", stage.display()))?;
-    }
     let result = build_and_swap(&key.id, &src, &stage, &dest, opts, is_root, &pid_dirs, scan);
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&stage);
+    match result {
+        Ok(mut r) => {
+            r.recovered = recovered;
+            Ok(r)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&stage);
+            let _ = std::fs::remove_file(ready_path(&stage));
+            Err(e)
+        }
     }
-    result
+}
+
+/// The staging folder of an in-place scrub is `.<name>` + this, beside the archive.
+pub const STAGE_SUFFIX: &str = ".hrr-scrub";
+
+fn ready_path(stage: &Path) -> PathBuf {
+    let mut s = stage.as_os_str().to_owned();
+    s.push("-ready");
+    PathBuf::from(s)
+}
+
+fn parked_path(stage: &Path) -> PathBuf {
+    let mut s = stage.as_os_str().to_owned();
+    s.push("-old");
+    PathBuf::from(s)
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(f) = std::fs::File::open(dir) {
+        let _ = f.sync_all();
+    }
+}
+
+/// Finish what an interrupted scrub of the archive at `path` left (call it holding the
+/// archive's lock): roll back or complete it, so the archive is at its name and no staging
+/// folder or parked original is left beside it. For an archive root, also the scrubs of its
+/// process captures. Returns what was done, one line each (nothing when nothing was left).
+pub fn recover(path: &Path) -> Result<Vec<String>> {
+    let dest = lock::locked_folder(path);
+    let mut done = Vec::new();
+    recover_one(&dest, &mut done)?;
+    if path != dest {
+        // a process capture inside a root: its own staging folder sits inside the root
+        recover_one(
+            &std::path::absolute(path).unwrap_or(path.to_path_buf()),
+            &mut done,
+        )?;
+    }
+    if let Ok(entries) = std::fs::read_dir(&dest) {
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for n in names {
+            let Some(inner) = n.strip_prefix('.') else {
+                continue;
+            };
+            let pid = inner
+                .strip_suffix(STAGE_SUFFIX)
+                .or_else(|| inner.strip_suffix(&format!("{STAGE_SUFFIX}-old")))
+                .or_else(|| inner.strip_suffix(&format!("{STAGE_SUFFIX}-ready")));
+            if let Some(pid) = pid {
+                if manifest::parse_pid_dir_name(pid).is_some() {
+                    recover_one(&dest.join(pid), &mut done)?;
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
+fn recover_one(dest: &Path, done: &mut Vec<String>) -> Result<()> {
+    let (Some(parent), Some(name)) = (dest.parent(), dest.file_name()) else {
+        return Ok(());
+    };
+    let stage = parent.join(format!(".{}{STAGE_SUFFIX}", name.to_string_lossy()));
+    let parked = parked_path(&stage);
+    let ready = ready_path(&stage);
+    let exists = |p: &Path| std::fs::symlink_metadata(p).is_ok();
+    if !exists(dest) && exists(&parked) {
+        if exists(&stage) && exists(&ready) {
+            std::fs::rename(&stage, dest)
+                .with_context(|| format!("moving {} into place", stage.display()))?;
+            done.push(format!(
+                "completed an interrupted scrub of {} (scrubbed tree moved into place)",
+                dest.display()
+            ));
+        } else {
+            std::fs::rename(&parked, dest)
+                .with_context(|| format!("moving {} back", parked.display()))?;
+            done.push(format!(
+                "rolled back an interrupted scrub of {} (original put back)",
+                dest.display()
+            ));
+        }
+    }
+    for leftover in [&stage, &parked] {
+        if exists(leftover) {
+            std::fs::remove_dir_all(leftover)
+                .with_context(|| format!("removing {}", leftover.display()))?;
+            done.push(format!(
+                "removed {} left by an interrupted scrub",
+                leftover.display()
+            ));
+        }
+    }
+    if exists(&ready) {
+        std::fs::remove_file(&ready).with_context(|| format!("removing {}", ready.display()))?;
+    }
+    if !done.is_empty() {
+        sync_dir(parent);
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -189,6 +314,7 @@ fn build_and_swap(
         events: Vec::new(),
         changed: true,
         not_redacted: Vec::new(),
+        recovered: Vec::new(),
     };
     for d in pid_dirs {
         let prefix = if d.is_empty() {
@@ -210,25 +336,66 @@ fn build_and_swap(
             &mut report,
         )?;
     }
+    // Files outside every process capture (root manifest, extra files): redacted in place.
+    let mut root_redacted: Vec<Value> = Vec::new();
+    if is_root {
+        for f in &scan.files {
+            let inside = pid_dirs
+                .iter()
+                .any(|d| !d.is_empty() && f.path.starts_with(&format!("{d}/")));
+            if inside {
+                continue;
+            }
+            redact_in_place(&src.join(&f.path), &stage.join(&f.path), &f.findings)?;
+            for x in &f.findings {
+                root_redacted.push(serde_json::json!({
+                    "file": f.path, "offset": x.redact_offset,
+                    "length": x.replacement.len(), "rule": x.rule,
+                    "encoding": x.encoding.as_str(), "fingerprint": x.fingerprint,
+                }));
+            }
+            report.objects.push(Rewritten {
+                path: f.path.clone(),
+                new_path: f.path.clone(),
+                ranges: f.findings.len(),
+            });
+        }
+    }
     if is_root {
         manifest::rebuild_root_index(stage)?;
         let mut m = manifest::read_root_manifest(stage)?;
         m.extra.insert("scrubbed".into(), Value::Bool(true));
+        if !root_redacted.is_empty() {
+            m.extra
+                .insert("redacted_files".into(), Value::Array(root_redacted));
+        }
         manifest::write_json(&stage.join(MANIFEST), &m)?;
     }
     fsutil::sync_filesystem(stage)?;
+    let parent = dest.parent().unwrap_or(Path::new("/"));
     if opts.out.is_some() {
         fsutil::rename_noreplace(stage, dest)?;
-    } else if fsutil::exchange(stage, dest)? {
-        std::fs::remove_dir_all(stage)
-            .with_context(|| format!("removing the old tree {}", stage.display()))?;
+        sync_dir(parent);
     } else {
-        // No RENAME_EXCHANGE on this file system: two renames (a crash between them leaves the
-        // original at the `.old` name beside it).
-        let old = stage.with_extension("old");
-        std::fs::rename(dest, &old).with_context(|| format!("moving {}", dest.display()))?;
-        std::fs::rename(stage, dest).with_context(|| format!("moving {}", stage.display()))?;
-        std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+        let ready = ready_path(stage);
+        fsutil::create_new(&ready)?;
+        sync_dir(parent);
+        if fsutil::exchange(stage, dest)? {
+            sync_dir(parent);
+            std::fs::remove_dir_all(stage)
+                .with_context(|| format!("removing the old tree {}", stage.display()))?;
+        } else {
+            // No RENAME_EXCHANGE on this file system: two renames, the original parked in
+            // between (recover() puts it back, or moves the ready stage in, after a crash).
+            let parked = parked_path(stage);
+            std::fs::rename(dest, &parked).with_context(|| format!("moving {}", dest.display()))?;
+            std::fs::rename(stage, dest).with_context(|| format!("moving {}", stage.display()))?;
+            sync_dir(parent);
+            std::fs::remove_dir_all(&parked)
+                .with_context(|| format!("removing {}", parked.display()))?;
+        }
+        std::fs::remove_file(&ready).with_context(|| format!("removing {}", ready.display()))?;
+        sync_dir(parent);
     }
     report.scan = scan;
     Ok(report)
@@ -324,6 +491,16 @@ fn write_redacted(src: &Path, dst_dir: &Path, findings: &[Finding]) -> Result<(P
     Ok((tmp, id))
 }
 
+/// Redact `findings` in a file that is not an object (its name stays): the new content is
+/// written beside `dst` and renamed over it, so a hard link to the original is replaced, never
+/// written through.
+fn redact_in_place(src: &Path, dst: &Path, findings: &[Finding]) -> Result<()> {
+    let dir = dst.parent().expect("files live in a folder");
+    let (tmp, _) = write_redacted(src, dir, findings)?;
+    std::fs::rename(&tmp, dst).with_context(|| format!("renaming to {}", dst.display()))?;
+    Ok(())
+}
+
 fn scrub_process(
     src: &Path,
     stage: &Path,
@@ -340,11 +517,14 @@ fn scrub_process(
     });
     redactions.key_id = key_id.to_string();
     let mut events_findings: Vec<&Finding> = Vec::new();
+    let mut in_place: Vec<(&str, &FileReport)> = Vec::new();
     for f in files {
         let rel = &f.path[prefix.len()..];
         let Some((old_id, kind)) = f.object else {
             if rel == EVENTS_FILE {
                 events_findings.extend(f.findings.iter());
+            } else {
+                in_place.push((rel, f));
             }
             continue;
         };
@@ -462,16 +642,50 @@ fn scrub_process(
             rw.redacted.len(),
         ));
     }
-    let n_ranges: usize = redactions
-        .objects
-        .values()
-        .map(|o| o.ranges.len())
-        .sum::<usize>()
+    // Manifests, regions/, anything else: same length, same name.
+    let mut file_ranges: BTreeMap<String, Vec<Redaction>> = match redactions.extra.get("files") {
+        Some(v) => serde_json::from_value(v.clone()).unwrap_or_default(),
+        None => BTreeMap::new(),
+    };
+    for (rel, f) in &in_place {
+        redact_in_place(&src.join(rel), &stage.join(rel), &f.findings)?;
+        let e = file_ranges.entry(rel.to_string()).or_default();
+        for x in &f.findings {
+            e.push(Redaction {
+                offset: x.redact_offset,
+                length: x.replacement.len() as u64,
+                rule: x.rule.to_string(),
+                encoding: x.encoding.as_str().to_string(),
+                fingerprint: x.fingerprint.clone(),
+            });
+        }
+        e.sort_by_key(|r| (r.offset, r.length));
+        e.dedup();
+        report.objects.push(Rewritten {
+            path: format!("{prefix}{rel}"),
+            new_path: format!("{prefix}{rel}"),
+            ranges: f.findings.len(),
+        });
+    }
+    if !file_ranges.is_empty() {
+        redactions.extra.insert(
+            "files".into(),
+            serde_json::to_value(&file_ranges).expect("serialises"),
+        );
+    }
+    let n_ranges: usize = file_ranges.values().map(Vec::len).sum::<usize>()
+        + redactions
+            .objects
+            .values()
+            .map(|o| o.ranges.len())
+            .sum::<usize>()
         + redactions.events.len();
     if n_ranges > 0 {
         redact::write_redactions(stage, &redactions)?;
     }
-    let mut m = manifest::read_process_manifest(src)?;
+    // from the stage: its manifest may just have been redacted
+    let mut m = manifest::read_process_manifest(stage)
+        .with_context(|| format!("{}: manifest after redaction", stage.display()))?;
     m.extra.insert("scrubbed".into(), Value::Bool(true));
     m.extra
         .insert("redactions".into(), Value::from(n_ranges as u64));

@@ -8,6 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use base64::engine::general_purpose::{STANDARD as B64STD, URL_SAFE_NO_PAD as B64URL_NOPAD};
+use base64::Engine;
 use hrr_archive::schema::{FieldType, Schema};
 use hrr_archive::testkit::{self, Rng};
 use hrr_archive::ObjectId;
@@ -71,9 +73,11 @@ fn text_plants(r: &mut Rng) -> Vec<Plant> {
         r.text(40, B64),
         "\n",
     );
+    // a JWT is checked for structure: header and payload are JSON
+    let payload = format!("{{\"sub\":\"{}\",\"iat\":1700000000}}", r.text(30, ALNUM));
     let jwt = format!(
-        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ{}.{}",
-        r.text(60, URLSAFE),
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{}.{}",
+        B64URL_NOPAD.encode(payload),
         r.text(43, URLSAFE)
     );
     add("jwt", "id_token: \"".into(), jwt, "\"");
@@ -146,7 +150,7 @@ fn text_plants(r: &mut Rng) -> Vec<Plant> {
     add(
         "authorization-header",
         "GET / HTTP/1.1\r\nAuthorization: Basic ".into(),
-        r.text(40, B64),
+        B64STD.encode(format!("admin:{}", r.text(24, ALNUM))),
         "\r\n",
     );
     add(
@@ -164,12 +168,33 @@ fn text_plants(r: &mut Rng) -> Vec<Plant> {
     v
 }
 
-/// A DER PKCS#1 RSA key of random content (header + version + modulus tag).
+/// A DER PKCS#1 RSA key of random content: a SEQUENCE of nine INTEGERs (version 0, n, e, d,
+/// p, q, dp, dq, qinv), as the scanner's structure check wants.
 fn der_rsa(r: &mut Rng) -> (Vec<u8>, Vec<u8>) {
-    let body_len = 600usize;
-    let mut v = vec![0x30, 0x82, (body_len >> 8) as u8, body_len as u8];
-    let mut body = vec![0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01];
-    body.extend(r.bytes(body_len - body.len()));
+    let int = |body: &mut Vec<u8>, bytes: Vec<u8>| {
+        body.push(0x02);
+        let n = bytes.len();
+        if n < 0x80 {
+            body.push(n as u8);
+        } else if n < 0x100 {
+            body.extend_from_slice(&[0x81, n as u8]);
+        } else {
+            body.extend_from_slice(&[0x82, (n >> 8) as u8, n as u8]);
+        }
+        body.extend(bytes);
+    };
+    let mut body = Vec::new();
+    int(&mut body, vec![0]);
+    let mut n = vec![0];
+    n.extend(r.bytes(256));
+    int(&mut body, n);
+    int(&mut body, vec![1, 0, 1]);
+    for len in [256, 128, 128, 128, 128, 128] {
+        let mut x = r.bytes(len);
+        x[0] &= 0x7F;
+        int(&mut body, x);
+    }
+    let mut v = vec![0x30, 0x82, (body.len() >> 8) as u8, body.len() as u8];
     v.extend_from_slice(&body);
     (v, body)
 }

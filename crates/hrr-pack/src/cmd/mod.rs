@@ -15,17 +15,28 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-/// `--allow` fingerprints, from the flag and from `--allow-file` (one per line, `#` comments).
+/// `--allow` entries, from the flag and from `--allow-file` (one per line, `#` comments, the
+/// first word of a line counts): a fingerprint (`fp:` + 32 hex) leaves that one secret as it is
+/// wherever it appears; a rule id (as `hrr-pack scan` prints it, e.g. `generic-secret`) leaves
+/// every finding of that rule.
 pub fn allow_list(allow: &[String], files: &[PathBuf]) -> Result<HashSet<String>> {
+    let rules = hrr_pack::scan::rules::ids();
     let mut set: HashSet<String> = HashSet::new();
     let mut add = |fp: &str| -> Result<()> {
         let fp = fp.trim();
         if fp.is_empty() || fp.starts_with('#') {
             return Ok(());
         }
+        if rules.contains(&fp) {
+            set.insert(fp.to_string());
+            return Ok(());
+        }
         let hex = fp.strip_prefix("fp:").unwrap_or("");
         if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            bail!("`{fp}` is not a fingerprint (fp: followed by 32 hex characters)");
+            bail!(
+                "`{fp}` is neither a fingerprint (fp: followed by 32 hex characters) nor a rule id (one of: {})",
+                rules.join(", ")
+            );
         }
         set.insert(fp.to_ascii_lowercase());
         Ok(())

@@ -44,6 +44,19 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         force: a.force,
         sync: a.sync,
     };
+    // Exclusive with scrub (and another pack); finish an interrupted scrub first, so neither
+    // its staging folder nor a half-swapped archive is what gets packed. An archive whose
+    // folder cannot be written cannot be scrubbed either: packed without the lock.
+    let _lock = match hrr_archive::lock::exclusive(&a.archive, "pack") {
+        Ok(l) => Some(l),
+        Err(e) if e.is_unwritable() => None,
+        Err(e) => return Err(e.into()),
+    };
+    if _lock.is_some() {
+        for line in hrr_pack::scrub::recover(&a.archive)? {
+            eprintln!("hrr-pack: {line}");
+        }
+    }
     let bar = ui.progress();
     let t0 = Instant::now();
     let o = pack::pack_to_file(&a.archive, out.as_deref(), &opts, &bar)?;

@@ -1,5 +1,11 @@
-//! `hrr-pack scan ARCHIVE|FILE`: where the secrets are (file, offset, length, rule, encoding,
-//! keyed fingerprint), never what they are. Exit 3 when something is found.
+//! `hrr-pack scan ARCHIVE|PACK|FILE`: where the secrets are (file, offset, length, rule,
+//! encoding, keyed fingerprint, a preview with the secret starred out), never what they are.
+//! Every file of an archive is scanned (blobs, code objects, events.bin, manifests, regions,
+//! anything else `pack` would ship). Exit 3 when something is found.
+//!
+//! Known false positives: `--allow fp:<32 hex>` leaves one secret (the fingerprint is keyed, so
+//! it is stable for one fingerprint key), `--allow <rule id>` every finding of a rule;
+//! `--allow-file FILE` reads such entries one per line (`#` comments), like `.gitleaksignore`.
 
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -19,10 +25,12 @@ pub const FOUND: i32 = 3;
 pub struct Args {
     /// An archive folder, a .hrr.tar.zst, or any file (`-`: standard input).
     path: PathBuf,
-    /// Fingerprints to leave out (repeatable, or comma-separated).
-    #[arg(long, value_name = "FP")]
+    /// Known false positives to leave alone (repeatable, or comma-separated): a fingerprint
+    /// (`fp:` + 32 hex, as scan prints it) for one secret, or a rule id (`generic-secret`, ...)
+    /// for every finding of that rule.
+    #[arg(long, value_name = "FP|RULE")]
     allow: Vec<String>,
-    /// File of fingerprints to leave out, one per line.
+    /// File of `--allow` entries (fingerprints or rule ids), one per line; `#` starts a comment.
     #[arg(long, value_name = "FILE")]
     allow_file: Vec<PathBuf>,
     /// Fingerprint key file (default: $HRR_FINGERPRINT_KEY_FILE, else ~/.config/hrr/fingerprint.key).
@@ -66,6 +74,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                         "file": f.path, "object": f.object.map(|(id, _)| id.to_hex()),
                         "offset": x.offset, "length": x.length, "rule": x.rule,
                         "encoding": x.encoding.as_str(), "fingerprint": x.fingerprint,
+                        "preview": x.preview,
                     })
                 })
             })
@@ -84,18 +93,19 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         for x in &f.findings {
             writeln!(
                 s,
-                "{}  offset {}  length {}  {}  {}  {}",
+                "{}  offset {}  length {}  {}  {}  {}  {}",
                 f.path,
                 x.offset,
                 x.length,
                 x.rule,
                 x.encoding.as_str(),
-                x.fingerprint
+                x.fingerprint,
+                x.preview
             )?;
         }
     }
     let allowed = if report.allowed > 0 {
-        format!("; {} allowed by fingerprint", report.allowed)
+        format!("; {} left by --allow", report.allowed)
     } else {
         String::new()
     };

@@ -18,10 +18,12 @@ pub struct Args {
     /// Write the scrubbed archive to this new folder instead of replacing the original.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Fingerprints to leave as they are (repeatable, or comma-separated).
-    #[arg(long, value_name = "FP")]
+    /// Known false positives to leave alone (repeatable, or comma-separated): a fingerprint
+    /// (`fp:` + 32 hex, as scan prints it) for one secret, or a rule id (`generic-secret`, ...)
+    /// for every finding of that rule.
+    #[arg(long, value_name = "FP|RULE")]
     allow: Vec<String>,
-    /// File of fingerprints to leave as they are, one per line.
+    /// File of `--allow` entries (fingerprints or rule ids), one per line; `#` starts a comment.
     #[arg(long, value_name = "FILE")]
     allow_file: Vec<PathBuf>,
     /// Fingerprint key file (default: $HRR_FINGERPRINT_KEY_FILE, else ~/.config/hrr/fingerprint.key).
@@ -54,9 +56,13 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                 "path": o.path, "new_path": o.new_path, "ranges": o.ranges})).collect::<Vec<_>>(),
             "events": r.events.iter().map(|(p, refs, ranges)| serde_json::json!({
                 "path": p, "references": refs, "ranges": ranges})).collect::<Vec<_>>(),
-            "not_redacted": r.not_redacted, "key_id": key.id, "seconds": secs,
+            "not_redacted": r.not_redacted, "recovered": r.recovered,
+            "key_id": key.id, "seconds": secs,
         }));
         return Ok(if r.not_redacted.is_empty() { 0 } else { 1 });
+    }
+    for line in &r.recovered {
+        eprintln!("hrr-pack: {line}");
     }
     let mut s = String::new();
     if !r.changed {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use anyhow::{Context, Result};
-use hrr_archive::blobs::{claimed_object_id, BLOBS_DIR, CODE_OBJECTS_DIR};
+use anyhow::{bail, Context, Result};
+use hrr_archive::blobs::{claimed_object_id, CODE_OBJECTS_DIR};
 use hrr_archive::layout::{self, Target};
 use hrr_archive::pack::{self, PackFile, PackResult, PackVisitor};
 use hrr_archive::progress::Progress;
@@ -28,7 +28,7 @@ pub struct FileReport {
     pub object: Option<(ObjectId, ObjectKind)>,
     /// Its size.
     pub size: u64,
-    /// Secrets found (allowed fingerprints left out).
+    /// Secrets found (allowed fingerprints and rules left out).
     pub findings: Vec<Finding>,
 }
 
@@ -41,7 +41,7 @@ pub struct ScanReport {
     pub bytes_scanned: u64,
     /// Files with findings, by path.
     pub files: Vec<FileReport>,
-    /// Findings left out because their fingerprint was allowed.
+    /// Findings left out because their fingerprint or rule was allowed (`--allow`).
     pub allowed: u64,
 }
 
@@ -63,10 +63,11 @@ pub enum Source {
     File,
 }
 
-/// Is a file (path below a process capture) one a scan reads? events.bin, blobs, code objects.
-pub fn scanned_kind(rel_in_process: &str) -> Option<Option<(ObjectId, ObjectKind)>> {
+/// What a file of a process capture is to scrub: an object (rewritten under a new content id),
+/// or `None` (events.bin, manifests, regions and anything else: redacted in place).
+pub fn scanned_kind(rel_in_process: &str) -> Option<(ObjectId, ObjectKind)> {
     if rel_in_process == EVENTS_FILE {
-        return Some(None);
+        return None;
     }
     let id = ObjectId::from_hex(claimed_object_id(rel_in_process)?)?;
     let kind = if rel_in_process.starts_with(CODE_OBJECTS_DIR) {
@@ -74,59 +75,67 @@ pub fn scanned_kind(rel_in_process: &str) -> Option<Option<(ObjectId, ObjectKind
     } else {
         ObjectKind::Blob
     };
-    Some(Some((id, kind)))
+    Some((id, kind))
 }
 
-/// The files of the archive folder at `path` a scan reads: (path shown, file, object).
+/// The files of the archive folder at `path` a scan reads: every regular file `pack` would
+/// ship (all of them but writer temp files), as (path shown, file, object). A symbolic link
+/// anywhere in the archive is an error naming it: nothing is followed, and pack refuses them too.
 #[allow(clippy::type_complexity)]
 pub fn archive_files(
     path: &Path,
 ) -> Result<Vec<(String, PathBuf, Option<(ObjectId, ObjectKind)>)>> {
-    let dirs: Vec<(String, PathBuf)> = match layout::resolve(path)? {
-        Target::Root { processes, .. } => processes
-            .into_iter()
-            .map(|(_, d)| {
-                let name = d.file_name().map(|n| n.to_string_lossy().into_owned());
-                (format!("{}/", name.unwrap_or_default()), d)
-            })
-            .collect(),
-        Target::Process { dir } => vec![(String::new(), dir)],
+    let (top, processes): (PathBuf, Vec<String>) = match layout::resolve(path)? {
+        Target::Root { processes, .. } => (
+            path.to_path_buf(),
+            processes
+                .into_iter()
+                .map(|(_, d)| {
+                    d.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .collect(),
+        ),
+        Target::Process { dir } => (dir, vec![String::new()]),
     };
     let mut out = Vec::new();
-    for (prefix, dir) in dirs {
-        let mut rels = vec![EVENTS_FILE.to_string()];
-        for sub in [BLOBS_DIR, CODE_OBJECTS_DIR] {
-            let top = dir.join(sub);
-            if std::fs::symlink_metadata(&top).is_err() {
-                continue;
-            }
-            for e in walkdir::WalkDir::new(&top)
-                .follow_links(false)
-                .sort_by_file_name()
-                .min_depth(1)
-                .max_depth(2)
-            {
-                let e = e.with_context(|| format!("listing {}", top.display()))?;
-                if !e.file_type().is_file() {
-                    continue;
-                }
-                let rel = e
-                    .path()
-                    .strip_prefix(&dir)
-                    .expect("below the folder")
-                    .to_string_lossy()
-                    .into_owned();
-                rels.push(rel);
-            }
+    for e in walkdir::WalkDir::new(&top)
+        .follow_links(false)
+        .sort_by_file_name()
+        .min_depth(1)
+    {
+        let e = e.with_context(|| format!("listing {}", top.display()))?;
+        let ft = e.file_type();
+        if ft.is_dir() {
+            continue;
         }
-        for rel in rels {
-            if let Some(object) = scanned_kind(&rel) {
-                let file = dir.join(&rel);
-                if std::fs::symlink_metadata(&file).is_ok() {
-                    out.push((format!("{prefix}{rel}"), file, object));
-                }
-            }
+        if !ft.is_file() {
+            bail!(
+                "{}: not a regular file or folder (links are never followed; pack refuses it too)",
+                e.path().display()
+            );
         }
+        if fsutil::is_temp_name(&e.file_name().to_string_lossy()) {
+            continue;
+        }
+        let rel = e
+            .path()
+            .strip_prefix(&top)
+            .expect("below the folder")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let object = processes.iter().find_map(|d| {
+            let inner = if d.is_empty() {
+                rel.as_str()
+            } else {
+                rel.strip_prefix(d.as_str())?.strip_prefix('/')?
+            };
+            scanned_kind(inner)
+        });
+        out.push((rel, e.path().to_path_buf(), object));
     }
     Ok(out)
 }
@@ -139,7 +148,7 @@ fn filter_allowed(
     findings
         .into_iter()
         .filter(|f| {
-            let keep = !allow.contains(&f.fingerprint);
+            let keep = !allow.contains(&f.fingerprint) && !allow.contains(f.rule);
             if !keep {
                 *allowed += 1;
             }
@@ -254,9 +263,8 @@ impl PackVisitor for PackScan<'_> {
                 rel.strip_prefix(d.as_str())?.strip_prefix('/')
             }
         });
-        self.cur = inner
-            .and_then(scanned_kind)
-            .map(|object| (self.scanner.stream(self.key), object));
+        // every member is scanned (the index too): all of it leaves with the pack
+        self.cur = Some((self.scanner.stream(self.key), inner.and_then(scanned_kind)));
         Ok(())
     }
     fn file_data(&mut self, data: &[u8]) -> PackResult<()> {
