@@ -736,6 +736,14 @@ static CUresult i_ctx_get_limit(size_t *v, int limit) {
   *v = g_limits[limit];
   return E_SUCCESS;
 }
+static int g_ctx_cache;
+static CUresult i_ctx_set_cache(int cfg) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (cfg < 0 || cfg > 3) return E_INVALID_VALUE;
+  g_ctx_cache = cfg;
+  return E_SUCCESS;
+}
 static CUresult i_ctx_set_limit(int limit, size_t v) {
   struct fc_ctx *c;
   NEED_CTX(c);
@@ -2103,6 +2111,7 @@ DEF(cuCtxSynchronize, (void), i_ctx_sync(NULL))
 DEF(cuCtxSynchronize_v2, (CUcontext c), i_ctx_sync(c))
 DEF(cuCtxGetLimit, (size_t *v, int limit), i_ctx_get_limit(v, limit))
 DEF(cuCtxSetLimit, (int limit, size_t v), i_ctx_set_limit(limit, v))
+DEF(cuCtxSetCacheConfig, (int cfg), i_ctx_set_cache(cfg))
 DEF(cuCtxGetStreamPriorityRange, (int *least, int *greatest), i_ctx_prio_range(least, greatest))
 DEF0(cuModuleGetLoadingMode, (int *mode), i_loading_mode(mode))
 
@@ -2331,6 +2340,7 @@ static const struct pa_ent k_procs[] = {
   P("cuCtxSynchronize_v2", 13000, cuCtxSynchronize_v2)
   P("cuCtxGetLimit", 3010, cuCtxGetLimit)
   P("cuCtxSetLimit", 3010, cuCtxSetLimit)
+  P("cuCtxSetCacheConfig", 3020, cuCtxSetCacheConfig)
   P("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange)
   P("cuModuleGetLoadingMode", 11070, cuModuleGetLoadingMode)
   P("cuMemAlloc", 3020, cuMemAlloc_v2)

@@ -73,6 +73,8 @@ shapes! {
     NoFields {}
     /// A context limit set (`CU_LIMIT_*`: stack, printf FIFO, malloc heap, …).
     CtxLimit { limit: I32, value: U64 }
+    /// The context's preferred L1/shared-memory split (`CU_FUNC_CACHE_PREFER_*`).
+    CacheConfig { config: I32 }
 
     // Device memory.
     /// A device allocation.

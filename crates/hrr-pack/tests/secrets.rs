@@ -1176,7 +1176,10 @@ fn kill_9_at_any_instant_of_scrub_never_loses_the_archive_nor_leaves_a_secret() 
     eprintln!("kill -9 sweep: {instants} instants, {killed_before_end} killed before the end");
     // Instants are spread over the measured length of one scrub; on a loaded machine many may
     // land after the end, but the sweep must have killed scrubs in flight.
-    assert!(killed_before_end >= 2, "the sweep killed no scrub in flight");
+    assert!(
+        killed_before_end >= 2,
+        "the sweep killed no scrub in flight"
+    );
 }
 
 #[test]

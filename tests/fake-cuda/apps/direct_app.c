@@ -45,6 +45,7 @@ static void resolve(void) {
   SYM(CtxSynchronize, "cuCtxSynchronize");
   SYM(CtxSetLimit, "cuCtxSetLimit");
   SYM(CtxGetLimit, "cuCtxGetLimit");
+  SYM(CtxSetCacheConfig, "cuCtxSetCacheConfig");
   SYM(ModuleGetLoadingMode, "cuModuleGetLoadingMode");
   SYM(LibraryLoadData, "cuLibraryLoadData");
   SYM(LibraryGetKernel, "cuLibraryGetKernel");

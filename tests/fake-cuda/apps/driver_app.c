@@ -53,6 +53,7 @@ static void resolve(void) {
   GET(CtxSynchronize, "cuCtxSynchronize");
   GET(CtxSetLimit, "cuCtxSetLimit");
   GET(CtxGetLimit, "cuCtxGetLimit");
+  GET(CtxSetCacheConfig, "cuCtxSetCacheConfig");
   GET(ModuleGetLoadingMode, "cuModuleGetLoadingMode");
   GET(LibraryLoadData, "cuLibraryLoadData");
   GET(LibraryGetKernel, "cuLibraryGetKernel");

@@ -94,6 +94,7 @@ struct cu_api {
   CUresult (*CtxSynchronize)(void);
   CUresult (*CtxSetLimit)(int, size_t);
   CUresult (*CtxGetLimit)(size_t *, int);
+  CUresult (*CtxSetCacheConfig)(int);
   CUresult (*ModuleGetLoadingMode)(int *);
   CUresult (*LibraryLoadData)(CUlibrary *, const void *, void *, void **, unsigned, void *, void **, unsigned);
   CUresult (*LibraryGetKernel)(CUkernel *, CUlibrary, const char *);
@@ -301,6 +302,7 @@ static void workload(struct outbuf *out) {
   CK(cu->CtxSetLimit(2, (size_t)64 << 20), "cuCtxSetLimit");
   CK(cu->CtxGetLimit(&heap, 2), "cuCtxGetLimit");
   if (heap != (size_t)64 << 20) die_call("cuCtxGetLimit (limit not set)", -1);
+  CK(cu->CtxSetCacheConfig(1 /* PREFER_SHARED */), "cuCtxSetCacheConfig");
   outf(out, "device name=\"%s\" cc=%d.%d sms=%d mem=%zu driver=%d count=%d", name, major, minor, sms, total, ver,
        count);
 

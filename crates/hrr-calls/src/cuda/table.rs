@@ -103,6 +103,7 @@ macro_rules! cuda_calls {
             GraphInstantiate [cuGraphInstantiate_v2] (exec: *mut Handle, g: Handle, err_node: *mut Handle, log: *mut c_char, log_size: usize) : GraphInstantiate, Graph, ordered => graph_instantiate_v2;
             GraphInstantiateWithParams [cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz] (exec: *mut Handle, g: Handle, params: *mut InstantiateParams) : GraphInstantiateParams, Graph, ordered => graph_instantiate_params;
             CtxSetLimit [cuCtxSetLimit] (limit: c_int = limit, value: usize = value) : CtxLimit, Context;
+            CtxSetCacheConfig [cuCtxSetCacheConfig] (config: c_int = config) : CacheConfig, Attribute;
         }
     };
 }

@@ -9,8 +9,9 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    CtxLimit, FuncSetAttribute, FuncSetCacheConfig, KernelGetFunction, KernelSetAttribute,
-    LibraryGetKernel, LibraryGetModule, LibraryLoad, ModuleGetFunction, ModuleLoad,
+    CacheConfig, CtxLimit, FuncSetAttribute, FuncSetCacheConfig, KernelGetFunction,
+    KernelSetAttribute, LibraryGetKernel, LibraryGetModule, LibraryLoad, ModuleGetFunction,
+    ModuleLoad,
 };
 
 use super::driver::{cu, H};
@@ -165,6 +166,13 @@ impl Cuda {
     pub(super) fn ctx_set_limit(&mut self, ev: &Event) -> Result<Outcome> {
         let s: CtxLimit = ev.read()?;
         cu!(self.api, cuCtxSetLimit(s.limit, s.value as usize))?;
+        Ok(Outcome::Done)
+    }
+
+    /// The context's cache configuration, set again in order.
+    pub(super) fn ctx_set_cache_config(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: CacheConfig = ev.read()?;
+        cu!(self.api, cuCtxSetCacheConfig(s.config))?;
         Ok(Outcome::Done)
     }
 

@@ -56,6 +56,7 @@ driver_api! {
     cuCtxSetCurrent: fn(H);
     cuCtxSynchronize: fn();
     cuCtxSetLimit: fn(c_int, usize);
+    cuCtxSetCacheConfig: fn(c_int);
     cuGetErrorName: fn(c_int, *mut *const c_char);
     cuMemAlloc_v2: fn(*mut u64, usize);
     cuMemFree_v2: fn(u64);

@@ -139,6 +139,7 @@ impl Backend for Cuda {
             Op::KernelSetAttribute => self.kernel_set_attribute(ev),
             Op::FuncSetCacheConfig => self.func_set_cache_config(ev),
             Op::CtxSetLimit => self.ctx_set_limit(ev),
+            Op::CtxSetCacheConfig => self.ctx_set_cache_config(ev),
             Op::LaunchKernel | Op::LaunchCooperativeKernel => self.launch(ev, filter, false),
             Op::LaunchKernelEx => self.launch(ev, filter, true),
             Op::StreamCreate => {
