@@ -495,9 +495,9 @@ if [ $plain_only = 0 ] && [ -x "$B/failing" ]; then
     # PyTorch training killed with kill -9 mid-training (the program itself: the launcher execs it).
     if [ $have_torch = 1 ]; then
         rm -rf "$WORK/killed.hrr"
-        "$BIN/hrr-capture" -o "$WORK/killed.hrr" -- env CUBLAS_WORKSPACE_CONFIG=:4096:8 "$PY" "$root/tests/gpu/mlp.py" --steps 100000 >"$fd/killed.cap.out" 2>"$fd/killed.cap.err" &
+        "$BIN/hrr-capture" -o "$WORK/killed.hrr" -- env CUBLAS_WORKSPACE_CONFIG=:4096:8 "$PY" "$root/tests/gpu/mlp.py" --steps 100000 --log-every 50 >"$fd/killed.cap.out" 2>"$fd/killed.cap.err" &
         kp=$!
-        sleep 25
+        sleep 20
         kill -KILL $kp 2>/dev/null || true
         wait $kp || true
         "$BIN/hrr-playback" "$WORK/killed.hrr" --repair >"$fd/killed.repair.txt" 2>&1 || true

@@ -30,6 +30,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--list-kernels", action="store_true")
+    # Read the loss back every N steps (a training loop that logs): the capture of a run
+    # killed mid-training then holds results to check.
+    ap.add_argument("--log-every", type=int, default=0)
     args = ap.parse_args()
 
     torch.manual_seed(1234)
@@ -61,12 +64,14 @@ def main():
 
     def run_steps():
         loss = None
-        for _ in range(args.steps):
+        for step in range(args.steps):
             opt.zero_grad(set_to_none=True)
             out = model(x)
             loss = F.cross_entropy(out, y)
             loss.backward()
             opt.step()
+            if args.log_every and step % args.log_every == 0:
+                print(f"[mlp] step {step} loss {loss.item():.6f}", file=sys.stderr, flush=True)
         return loss
 
     t0 = time.perf_counter()
