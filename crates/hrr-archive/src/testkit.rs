@@ -3,7 +3,7 @@
 //! blobs written through the real writer, and a deterministic random source. Not part of the
 //! format; nothing here is used by the library itself.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::blobs::{CodeKind, ObjectId};
 use crate::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
@@ -106,6 +106,42 @@ pub struct CopyCapture<'a> {
     pub stride: u64,
     /// Extra `bytes` field of the D2H events (the schema needs it: `copy_schema(&[(_, Bytes)])`).
     pub d2h_note: Option<&'a [u8]>,
+}
+
+impl CopyCapture<'static> {
+    /// The small capture the hostile-archive suites plant their damage in: thread 7, a 16-byte
+    /// code object as module 0x10, blobs 4 KiB apart from `0x7f00_0000_0000`, no D2H note.
+    pub fn small(pid: u32) -> Self {
+        CopyCapture {
+            pid,
+            thread: 7,
+            code: b"\x7fELF code object",
+            module: 0x10,
+            base: 0x7f00_0000_0000,
+            stride: 0x1000,
+            d2h_note: None,
+        }
+    }
+}
+
+/// [`CopyCapture::small`] of three 64-byte blobs (all 0, all 1, all 2) written with
+/// [`copy_schema`] under `root`; returns its `pid-<pid>/` folder.
+pub fn write_small_capture(root: &Path, pid: u32) -> crate::Result<PathBuf> {
+    let blobs = (0..3u8).map(|i| vec![i; 64]);
+    write_copy_capture(root, &copy_schema(&[]), &CopyCapture::small(pid), blobs)?;
+    Ok(root.join(crate::layout::pid_dir_name(pid)))
+}
+
+/// Move the folder `dir/name` to `outside/name` (or make an empty one there when `dir` has none)
+/// and leave a symbolic link to it in its place: a capture whose folder escapes the archive.
+pub fn link_folder_out(dir: &Path, name: &str, outside: &Path) -> std::io::Result<()> {
+    let target = outside.join(name);
+    if dir.join(name).exists() {
+        std::fs::rename(dir.join(name), &target)?;
+    } else {
+        std::fs::create_dir(&target)?;
+    }
+    std::os::unix::fs::symlink(&target, dir.join(name))
 }
 
 /// Write a [`CopyCapture`] of `blobs` with `schema` and finish it; returns the blobs' ids.

@@ -20,17 +20,8 @@ const PID: u32 = 2674;
 
 /// A finished capture of three blobs and one code object under `root/pid-2674/`.
 fn capture(root: &Path) -> (PathBuf, Vec<ObjectId>) {
-    let c = CopyCapture {
-        pid: PID,
-        thread: 7,
-        code: b"\x7fELF code object",
-        module: 0x10,
-        base: 0x7f00_0000_0000,
-        stride: 0x1000,
-        d2h_note: None,
-    };
     let blobs = (0..3u8).map(|i| vec![i + 1; 100 + i as usize]);
-    let ids = write_copy_capture(root, &copy_schema(&[]), &c, blobs).unwrap();
+    let ids = write_copy_capture(root, &copy_schema(&[]), &CopyCapture::small(PID), blobs).unwrap();
     (root.join(layout::pid_dir_name(PID)), ids)
 }
 

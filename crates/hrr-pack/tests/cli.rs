@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use base64::engine::general_purpose::{STANDARD as B64STD, URL_SAFE_NO_PAD as B64URL_NOPAD};
 use base64::Engine;
@@ -15,6 +15,9 @@ use hrr_archive::testkit::{self, Rng};
 use hrr_archive::ObjectId;
 use hrr_pack::fingerprint::FingerprintKey;
 use hrr_pack::scan::{Encoding, Scanner};
+
+mod common;
+use common::{bin, openssh_binary, run, text, utf16};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -200,25 +203,10 @@ fn der_rsa(r: &mut Rng) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// An OpenSSH binary private key body.
-fn openssh_binary(r: &mut Rng) -> (Vec<u8>, Vec<u8>) {
-    let mut v = b"openssh-key-v1\0".to_vec();
-    let s = |v: &mut Vec<u8>, b: &[u8]| {
-        v.extend_from_slice(&(b.len() as u32).to_be_bytes());
-        v.extend_from_slice(b);
-    };
-    s(&mut v, b"none");
-    s(&mut v, b"none");
-    s(&mut v, b"");
-    v.extend_from_slice(&1u32.to_be_bytes());
+fn openssh_key(r: &mut Rng) -> (Vec<u8>, Vec<u8>) {
     let public = r.bytes(51);
-    s(&mut v, &public);
     let private = r.bytes(150);
-    s(&mut v, &private);
-    (v, private)
-}
-
-fn utf16(b: &[u8]) -> Vec<u8> {
-    b.iter().flat_map(|&c| [c, 0]).collect()
+    (openssh_binary(&public, &private), private)
 }
 
 fn schema() -> Schema {
@@ -256,35 +244,6 @@ fn clean_archive(root: &Path) {
         &r.bytes(5000),
     );
     write_process(root, 101, &[r.bytes(3000), vec![1u8; 10]], &r.bytes(100));
-}
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hrr-pack"));
-    c.env("HRR_FINGERPRINT_KEY_FILE", key_file());
-    c
-}
-
-fn key_file() -> PathBuf {
-    // one key for the whole run (created by the first command), kept under target/
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hrr-pack-key");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("fingerprint-{}.key", std::process::id()))
-}
-
-fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut c = bin();
-    for a in args {
-        c.arg(a);
-    }
-    c.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Every regular file below `dir`: relative path → (mode, content).
@@ -886,7 +845,7 @@ fn scan_finds_every_class_in_ascii_and_utf16_across_chunk_boundaries() {
     // binary keys, raw only
     for (rule, (data, secret)) in [
         ("der-rsa-private-key", der_rsa(&mut r)),
-        ("openssh-private-key", openssh_binary(&mut r)),
+        ("openssh-private-key", openssh_key(&mut r)),
     ] {
         for at in [0usize, (1 << 20) - 100] {
             let mut buf = r.bytes(at);
@@ -939,7 +898,7 @@ fn secret_archive(root: &Path) -> Vec<Vec<u8>> {
         secrets.push(p.secret.clone());
     }
     let (der, der_secret) = der_rsa(&mut r);
-    let (ssh, ssh_secret) = openssh_binary(&mut r);
+    let (ssh, ssh_secret) = openssh_key(&mut r);
     let mut binary = r.bytes(4000);
     binary.extend(&der);
     binary.extend(r.bytes(300));

@@ -2,45 +2,19 @@
 //! planted links, non-canonical pid folders, a forged pack index summary, temp folders of a
 //! killed unpack.
 
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use hrr_archive::layout;
 use hrr_archive::pack::{self, PackOptions};
 use hrr_archive::progress::NoProgress;
-use hrr_archive::testkit::{copy_schema, write_copy_capture, CopyCapture};
+use hrr_archive::testkit::{link_folder_out, write_small_capture};
+
+mod common;
+use common::{run, text};
 
 const PID: u32 = 2674;
 
 fn capture(root: &Path) -> PathBuf {
-    let c = CopyCapture {
-        pid: PID,
-        thread: 7,
-        code: b"\x7fELF code object",
-        module: 0x10,
-        base: 0x7f00_0000_0000,
-        stride: 0x1000,
-        d2h_note: None,
-    };
-    write_copy_capture(root, &copy_schema(&[]), &c, (0..3u8).map(|i| vec![i; 64])).unwrap();
-    root.join(layout::pid_dir_name(PID))
-}
-
-fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hrr-pack"));
-    for a in args {
-        c.arg(a);
-    }
-    c.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    write_small_capture(root, PID).unwrap()
 }
 
 #[test]
@@ -50,13 +24,7 @@ fn verify_and_pack_refuse_a_symlinked_folder_naming_it() {
         let outside = tempfile::tempdir().unwrap();
         let root = t.path().join("run.hrr");
         let dir = capture(&root);
-        let target = outside.path().join(name);
-        if dir.join(name).exists() {
-            std::fs::rename(dir.join(name), &target).unwrap();
-        } else {
-            std::fs::create_dir(&target).unwrap();
-        }
-        symlink(&target, dir.join(name)).unwrap();
+        link_folder_out(&dir, name, outside.path()).unwrap();
         let o = run(&[&"verify", &root]);
         assert_ne!(o.status.code(), Some(0), "{name}: {}", text(&o));
         assert!(

@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use base64::engine::general_purpose::{STANDARD as B64STD, URL_SAFE_NO_PAD as B64URL};
 use base64::Engine;
@@ -16,6 +15,9 @@ use hrr_archive::blobs::CodeKind;
 use hrr_archive::schema::{CallClass, CallDef, FieldDef, FieldType, PayloadBuilder, Schema};
 use hrr_archive::writer::ProcessWriter;
 use hrr_pack::scan::rules::{base62, crc32, ids};
+
+mod common;
+use common::{bin, openssh_binary, run, text, utf16};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -542,20 +544,13 @@ fn binary_plants(r: &mut Rng) -> Vec<Plant> {
     ed.extend_from_slice(&key);
     add("der-ed25519-private-key", ed, key);
     // OpenSSH body
-    let mut ssh = b"openssh-key-v1\0".to_vec();
-    let s = |v: &mut Vec<u8>, b: &[u8]| {
-        v.extend_from_slice(&(b.len() as u32).to_be_bytes());
-        v.extend_from_slice(b);
-    };
-    s(&mut ssh, b"none");
-    s(&mut ssh, b"none");
-    s(&mut ssh, b"");
-    ssh.extend_from_slice(&1u32.to_be_bytes());
     let public = r.bytes(51);
-    s(&mut ssh, &public);
     let private = r.bytes(150);
-    s(&mut ssh, &private);
-    add("openssh-private-key", ssh, private);
+    add(
+        "openssh-private-key",
+        openssh_binary(&public, &private),
+        private,
+    );
     // PKCS#12: version 3, a ContentInfo (pkcs7-data) holding opaque bytes, a MAC
     let mut ci = der(
         0x06,
@@ -567,10 +562,6 @@ fn binary_plants(r: &mut Rng) -> Vec<Plant> {
     pfx.extend(der(0x30, &der(0x04, &r.bytes(20))));
     add("pkcs12-container", der(0x30, &pfx), pfx);
     v
-}
-
-fn utf16(b: &[u8]) -> Vec<u8> {
-    b.iter().flat_map(|&c| [c, 0]).collect()
 }
 
 /// The contexts a plant is written in: (name, bytes, where the secret's bytes went, in which
@@ -748,33 +739,6 @@ fn write_process(root: &Path, pid: u32, blobs: &[Vec<u8>], code: &[u8]) {
         w.events().append(2, 7, p.as_bytes()).unwrap();
     }
     w.finish().unwrap();
-}
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_hrr-pack"));
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hrr-pack-key");
-    std::fs::create_dir_all(&dir).unwrap();
-    c.env(
-        "HRR_FINGERPRINT_KEY_FILE",
-        dir.join(format!("secrets-{}.key", std::process::id())),
-    );
-    c
-}
-
-fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut c = bin();
-    for a in args {
-        c.arg(a);
-    }
-    c.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Every file below `dir` (the archive and anything beside it in `dir`).

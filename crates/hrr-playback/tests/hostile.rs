@@ -2,28 +2,16 @@
 //! links, non-canonical pid folders, junk `active` markers, damaged manifests, a disk that
 //! fills up during a repair, temp files of killed runs.
 
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use hrr_archive::layout;
 use hrr_archive::manifest;
-use hrr_archive::testkit::{copy_schema, write_copy_capture, CopyCapture};
+use hrr_archive::testkit::{link_folder_out, write_small_capture};
 
 const PID: u32 = 2674;
 
 fn capture(root: &Path) -> PathBuf {
-    let c = CopyCapture {
-        pid: PID,
-        thread: 7,
-        code: b"\x7fELF code object",
-        module: 0x10,
-        base: 0x7f00_0000_0000,
-        stride: 0x1000,
-        d2h_note: None,
-    };
-    write_copy_capture(root, &copy_schema(&[]), &c, (0..3u8).map(|i| vec![i; 64])).unwrap();
-    root.join(layout::pid_dir_name(PID))
+    write_small_capture(root, PID).unwrap()
 }
 
 fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String) {
@@ -44,13 +32,7 @@ fn links_inside_a_capture_are_refused_by_info_events_and_repair() {
         let outside = tempfile::tempdir().unwrap();
         let root = t.path().join("run.hrr");
         let dir = capture(&root);
-        let target = outside.path().join(name);
-        if dir.join(name).exists() {
-            std::fs::rename(dir.join(name), &target).unwrap();
-        } else {
-            std::fs::create_dir(&target).unwrap();
-        }
-        symlink(&target, dir.join(name)).unwrap();
+        link_folder_out(&dir, name, outside.path()).unwrap();
         let shown = dir.join(name).display().to_string();
         for args in [vec!["--info"], vec!["--info", "--events"], vec!["--repair"]] {
             for at in [&root, &dir] {
