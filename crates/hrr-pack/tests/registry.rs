@@ -29,6 +29,23 @@ fn tmpdir(name: &str) -> PathBuf {
         .keep()
 }
 
+/// A test that cannot run here: prints `SKIPPED: <why>` and records `<test>\t<why>` in
+/// `$HRR_TEST_SKIP_LOG` when that is set (scripts/test.sh counts them at the end).
+fn skipped(why: &str) {
+    eprintln!("SKIPPED: {why}");
+    if let Some(log) = std::env::var_os("HRR_TEST_SKIP_LOG") {
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let line = format!("registry::{test}\t{}\n", why.lines().next().unwrap_or(""));
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let _ = f.write_all(line.as_bytes()); // one O_APPEND write: lines never interleave
+        }
+    }
+}
+
 fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -73,7 +90,7 @@ impl Registry {
 /// Start a registry; `None` (with a message) when it cannot be installed or started here.
 fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     let Some(exe) = which("docker-registry").or_else(|| which("registry")) else {
-        eprintln!("SKIPPED: docker-registry is not installed (apt-get install docker-registry)");
+        skipped("docker-registry is not installed (apt-get install docker-registry)");
         return None;
     };
     let dir = tmpdir(name);
@@ -86,9 +103,7 @@ fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     let mut ca = None;
     if secure {
         if which("openssl").is_none() || which("htpasswd").is_none() {
-            eprintln!(
-                "SKIPPED: openssl and htpasswd (apache2-utils) are needed for the TLS variant"
-            );
+            skipped("openssl and htpasswd (apache2-utils) are needed for the TLS variant");
             return None;
         }
         // A throw-away CA, and a server certificate for 127.0.0.1 signed by it.
@@ -139,7 +154,7 @@ fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("SKIPPED: docker-registry could not be started: {e}");
+            skipped(&format!("docker-registry could not be started: {e}"));
             return None;
         }
     };
@@ -152,10 +167,10 @@ fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     let t0 = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if t0.elapsed() > Duration::from_secs(20) {
-            eprintln!(
-                "SKIPPED: docker-registry did not listen within 20 s: {}",
+            skipped(&format!(
+                "docker-registry did not listen within 20 s\n{}",
                 std::fs::read_to_string(reg.dir.join("registry.log")).unwrap_or_default()
-            );
+            ));
             return None;
         }
         std::thread::sleep(Duration::from_millis(50));
