@@ -1288,6 +1288,68 @@ fn json_outputs_decode_with_their_types_and_counts_agree_with_info() {
 }
 
 #[test]
+fn pack_unpack_verify_scan_scrub_json_decode_with_their_types_and_counts_agree() {
+    use hrr_cli::json::{ListJson, PackJson, ScanJson, ScrubJson, UnpackJson, VerifyJson};
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("s.hrr");
+    secret_archive(&root);
+    let packed = t.path().join("s.hrr.tar.zst");
+    let o = run(&[&"pack", &root, &"-o", &packed, &"--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p: PackJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((p.schema.as_str(), p.kind.as_str()), ("hrr.pack/1", "root"));
+    // One count for the files of an archive: pack, list --files, verify of the pack and of a
+    // folder (an unpacked or pulled one) all say the same.
+    let o = run(&[&"list", &packed, &"--files", &"--json"]);
+    let l: ListJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(l.files.unwrap().len() as u64, p.files);
+    let o = run(&[&"verify", &packed, &"--json"]);
+    let vp: VerifyJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(vp.ok, "{vp:?}");
+    let o = run(&[&"verify", &root, &"--json"]);
+    let vd: VerifyJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(vd.ok, "{vd:?}");
+    assert_eq!(
+        (vp.files_checked, vp.bytes_checked, vp.objects_checked),
+        (p.files, p.bytes_in, vd.objects_checked)
+    );
+    assert_eq!((vd.files_checked, vd.bytes_checked), (p.files, p.bytes_in));
+    assert_eq!(vd.objects_checked, l.totals.blobs + l.totals.code_objects);
+    let o = run(&[&"verify", &packed]);
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        line.contains(&format!("{} files (", p.files))
+            && line.contains(&format!(
+                "{} objects (blobs, code objects)",
+                vd.objects_checked
+            )),
+        "{line}"
+    );
+    let out = t.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let o = run(&[&"unpack", &packed, &"-C", &out, &"--json"]);
+    let u: UnpackJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((u.files, u.bytes), (p.files, p.bytes_in));
+    // scan finds the planted secrets (exit 3), scrub redacts them, a second scan finds none.
+    let o = run(&[&"scan", &packed, &"--json"]);
+    assert_eq!(o.status.code(), Some(3));
+    let s: ScanJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (s.source.as_str(), s.found),
+        ("pack", s.findings.len() as u64)
+    );
+    assert!(s.found > 0);
+    let o = run(&[&"scrub", &root, &"--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: ScrubJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(r.ok && r.changed && r.redacted > 0, "{r:?}");
+    assert!(!r.objects.is_empty() && !r.events.is_empty());
+    let o = run(&[&"scan", &root, &"--json"]);
+    let s: ScanJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((o.status.code(), s.found), (Some(0), 0));
+}
+
+#[test]
 fn completions_man_pages_and_exit_codes_in_help() {
     for shell in ["bash", "zsh", "fish"] {
         let o = run(&[&"completions", &shell]);

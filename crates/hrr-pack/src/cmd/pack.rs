@@ -65,14 +65,26 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         .as_ref()
         .map_or("<stdout>".to_string(), |p| p.display().to_string());
     if ui.json {
-        ui.json(&serde_json::json!({
-            "schema": "hrr.pack/1", "ok": true,
-            "archive": a.archive.display().to_string(), "output": shown,
-            "root": o.index.root, "kind": o.index.kind,
-            "files": o.files, "bytes_in": o.bytes_in, "bytes_out": o.bytes_out,
-            "level": a.level, "threads": pack::workers(a.threads),
-            "forced": o.index.forced, "skipped": o.skipped, "seconds": secs,
-        }));
+        ui.json(&hrr_cli::json::PackJson {
+            schema: "hrr.pack/1".into(),
+            ok: true,
+            archive: a.archive.display().to_string(),
+            output: if o.path.is_some() { shown } else { "-".into() },
+            root: o.index.root.clone(),
+            kind: match o.index.kind {
+                pack::PackKind::Root => "root",
+                pack::PackKind::Process => "process",
+            }
+            .into(),
+            files: o.files,
+            bytes_in: o.bytes_in,
+            bytes_out: o.bytes_out,
+            level: a.level,
+            threads: pack::workers(a.threads) as u32,
+            forced: o.index.forced,
+            skipped: o.skipped.clone(),
+            seconds: secs,
+        });
     } else {
         for s in &o.skipped {
             ui.note(&format!("left out writer temp file {s}"));
