@@ -295,7 +295,24 @@ fn pack_unpack_round_trip_is_identical_and_private() {
     let packed = t.path().join("run.hrr.tar.zst");
     let o = run(&[&"pack", &src, &"-o", &packed]);
     assert!(o.status.success(), "{}", text(&o));
+    // The pack is for shipping: readable by others (0644 less the umask), so a container running
+    // as another user can read it mounted; what it holds unpacks 0600/0700 (below). --private
+    // keeps it 0600.
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022);
     let mode = std::fs::metadata(&packed).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644 & !umask);
+    let private = t.path().join("private.hrr.tar.zst");
+    assert!(run(&[&"pack", &src, &"-o", &private, &"--private"])
+        .status
+        .success());
+    let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let dest = t.path().join("dest");
     std::fs::create_dir(&dest).unwrap();

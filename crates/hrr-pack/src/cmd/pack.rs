@@ -27,6 +27,10 @@ pub struct Args {
     /// fsync the pack before it is renamed into place.
     #[arg(long)]
     sync: bool,
+    /// Create the pack 0600 (default: 0644 less the umask, so that a container running as
+    /// another user can read it when mounted; the archive's own files stay 0600 either way).
+    #[arg(long)]
+    private: bool,
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
@@ -43,6 +47,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         threads: a.threads,
         force: a.force,
         sync: a.sync,
+        private: a.private,
     };
     let bar = ui.progress();
     let t0 = Instant::now();
