@@ -407,6 +407,17 @@ fn an_existing_output_is_kept_and_an_image_as_base_gets_its_layer_replaced() {
         std::fs::read(&b).unwrap() == first,
         "no second layer stacked"
     );
+    // The same from a `docker save` base (no base digest to carry over).
+    let save = t.path().join("save");
+    docker_save_dir(&save, Some(GOOD_LIBC));
+    let (c, d) = (t.path().join("c.tar"), t.path().join("d.tar"));
+    assert!(build(&save, &c).status.success());
+    let o = build(&c, &d);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::read(&c).unwrap() == std::fs::read(&d).unwrap(),
+        "no second layer stacked on a docker-save base either"
+    );
 }
 
 #[test]

@@ -295,7 +295,8 @@ fn strip_own_layer(base: &mut base::Base) -> Result<bool> {
         d.pop();
     }
     base.layers.pop();
-    base.manifest_digest = base.base_digest.take().or(base.manifest_digest.take());
+    // The base of that image is this one's base (none when it came from a `docker save`).
+    base.manifest_digest = base.base_digest.take();
     base.config = serde_json::to_vec(&cfg).map_err(oci)?;
     Ok(true)
 }
