@@ -7,8 +7,10 @@
 # Starts a private dockerd (its own data/exec roots and socket, no iptables, no bridge; every run
 # uses --network=none), builds the base once (containers/debian-rocm5/build.sh; or reuses the
 # `docker save` tar named by HRR_TEST_BASE), builds the image twice (identical bytes required),
-# loads it, and checks: --info on examples/demo.hrr mounted read-only equals the host's; the same
-# on a packed archive; --events equals the host's; --repair on the read-only mount fails clearly;
+# loads it, and checks: building on the image itself replaces its layer (same bytes), an existing
+# output is refused, the creation time docker shows is the build's; --info on examples/demo.hrr
+# mounted read-only equals the host's; the same on a packed archive run as another user (no
+# chmod); replay without a GPU names the missing device nodes; --events equals the host's; --repair on the read-only mount fails clearly;
 # --version names the HIP runtime found in the image; no /capture, /bin still a link, Cmd is the
 # help. /dev/null stands in for /dev/kfd and /dev/dri/*. Skipped, saying so, only when the
 # daemon cannot start.
@@ -53,6 +55,9 @@ for _ in $(seq 100); do docker info >/dev/null 2>&1 && break; sleep 0.2; done
 if ! docker info >/dev/null 2>&1; then
     echo "tests/containers: SKIPPED: the docker daemon cannot start here:" >&2
     tail -5 "$W/dockerd.log" >&2
+    # Counted by scripts/skip-summary.sh (.ci/run's last line).
+    [ -z "${HRR_TEST_SKIP_LOG:-}" ] ||
+        printf 'tests/containers/run.sh\tthe docker daemon cannot start here\n' >>"$HRR_TEST_SKIP_LOG"
     exit 0
 fi
 step "dockerd $(docker version --format '{{.Server.Version}}') up"
@@ -73,6 +78,13 @@ img=hrr-test/playback:ci
 "$bin/hrr-pack" image --base "$base" --playback "$bin/hrr-playback" -o "$W/image2.tar" \
     --tag "$img" --json >"$W/image2.json"
 cmp "$W/image1.tar" "$W/image2.tar" || fail "two builds of the image differ"
+# Built on its own output, the image replaces its hrr-playback layer: the same bytes again.
+"$bin/hrr-pack" image --base "$W/image1.tar" --playback "$bin/hrr-playback" -o "$W/image3.tar" \
+    --tag "$img" >/dev/null 2>&1 || fail "building on the image itself"
+cmp "$W/image1.tar" "$W/image3.tar" || fail "an image built on the image stacked a second layer"
+# An existing output is refused without --force.
+if "$bin/hrr-pack" image --base "$base" --playback "$bin/hrr-playback" -o "$W/image1.tar" \
+    >/dev/null 2>&1; then fail "image -o EXISTING overwrote it"; fi
 cmp <(grep -o 'sha256:[0-9a-f]*' "$W/image1.json") <(grep -o 'sha256:[0-9a-f]*' "$W/image2.json") ||
     fail "two builds report different digests"
 digest() { sed -n "s/.*\"$1\": *\"\\(sha256:[0-9a-f]*\\)\".*/\\1/p" "$W/image1.json"; }
@@ -82,6 +94,10 @@ docker load -i "$W/image1.tar" >"$W/load.log" || { cat "$W/load.log" >&2; fail "
 loaded_id=$(docker image inspect --format '{{.Id}}' "$img")
 [ "$loaded_id" = "$(digest config_digest)" ] || fail "docker loaded $loaded_id, expected $(digest config_digest)"
 step "docker load: $img = $loaded_id"
+created=$(sed -n 's/.*"created": *"\([^"]*\)".*/\1/p' "$W/image1.json")
+[ "$(docker image inspect --format '{{.Created}}' "$img" | cut -c1-19)" = "${created%Z}" ] ||
+    fail "docker says the image was created $(docker image inspect --format '{{.Created}}' "$img"), the build said $created"
+step "created $created (from the newest input or SOURCE_DATE_EPOCH, not a fixed date)"
 
 # The user's command, word for word, with /dev/null standing in for the GPU device nodes.
 cp -r examples/demo.hrr "$W/my_capture.hrr"
@@ -112,17 +128,29 @@ sed -i "s#$W/my_capture.hrr#/capture#g" "$W/host-events.txt"
 diff -u "$W/host-events.txt" "$W/ctr-events.txt" || fail "--events differ"
 step "--events equals the host's ($(wc -l <"$W/ctr-events.txt") lines)"
 
-"$bin/hrr-pack" pack --force "$W/my_capture.hrr" -o "$W/my_capture.hrr.tar.zst" >/dev/null
-chmod a+r "$W/my_capture.hrr.tar.zst"
+# A pack is created readable by others (0644 less the umask): a container running as another
+# user reads it mounted, with no chmod.
+(umask 022 && "$bin/hrr-pack" pack --force "$W/my_capture.hrr" -o "$W/my_capture.hrr.tar.zst" >/dev/null)
 set +e
 host "$W/my_capture.hrr.tar.zst" --info >"$W/host-pinfo.txt" 2>&1; host_rc=$?
-user_run "$W/my_capture.hrr.tar.zst" hrr-playback /capture --info >"$W/ctr-pinfo.txt" 2>&1
+docker run --rm --network=none --user 4242:4242 -v "$W/my_capture.hrr.tar.zst:/capture:ro" \
+    "$img" hrr-playback /capture --info >"$W/ctr-pinfo.txt" 2>&1
 ctr_rc=$?
 set -e
 diff -u "$W/host-pinfo.txt" "$W/ctr-pinfo.txt" || fail "--info on the pack differs from the host's"
 [ "$host_rc" = "$ctr_rc" ] || fail "pack --info exit status: host $host_rc, container $ctr_rc"
 grep -q "HRR Archive Root: my_capture.hrr" "$W/ctr-pinfo.txt" || fail "pack --info: no root"
-step "--info on a packed archive mounted read-only equals the host's"
+step "--info on a packed archive mounted read-only, run as another user (--user 4242), equals the host's"
+
+# Replay without the GPU: the hint names what the container lacks and how to pass it.
+set +e
+docker run --rm --network=none -v "$W/my_capture.hrr:/capture:ro" "$img" \
+    hrr-playback /capture/pid-1180 >"$W/nogpu.txt" 2>&1; rc=$?
+set -e
+[ "$rc" = 1 ] || { cat "$W/nogpu.txt" >&2; fail "replay without a GPU exited $rc"; }
+grep -q "hint: --info, --events and --list need no GPU; replay needs one; this container has no /dev/nvidiactl or /dev/nvidia0: run it with --gpus all" "$W/nogpu.txt" ||
+    { cat "$W/nogpu.txt" >&2; fail "replay without a GPU: no hint naming the device nodes"; }
+step "replay without a GPU says what is missing: $(grep '^hint' "$W/nogpu.txt")"
 
 set +e
 user_run "$W/my_capture.hrr" hrr-playback /capture --repair >"$W/repair.txt" 2>&1; rc=$?

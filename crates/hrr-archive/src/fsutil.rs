@@ -222,10 +222,15 @@ pub fn read_small(path: &Path, limit: u64) -> Result<Vec<u8>> {
 
 /// Create a new file exclusively (0600, no links followed).
 pub fn create_new(path: &Path) -> Result<File> {
+    create_new_mode(path, FILE_MODE)
+}
+
+/// [`create_new`] with another mode (the umask applies): a pack, which is shipped.
+pub fn create_new_mode(path: &Path, mode: u32) -> Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(FILE_MODE)
+        .mode(mode)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
         .at(path)

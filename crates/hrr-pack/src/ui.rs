@@ -64,8 +64,9 @@ impl Ui {
     }
 
     /// Print a JSON value as one line.
-    pub fn json(&self, v: &serde_json::Value) {
-        self.out(&format!("{v}\n"));
+    pub fn json(&self, v: &impl serde::Serialize) {
+        let line = serde_json::to_string(v).expect("JSON types serialize");
+        self.out(&format!("{line}\n"));
     }
 }
 

@@ -279,7 +279,24 @@ fn pack_unpack_round_trip_is_identical_and_private() {
     let packed = t.path().join("run.hrr.tar.zst");
     let o = run(&[&"pack", &src, &"-o", &packed]);
     assert!(o.status.success(), "{}", text(&o));
+    // The pack is for shipping: readable by others (0644 less the umask), so a container running
+    // as another user can read it mounted; what it holds unpacks 0600/0700 (below). --private
+    // keeps it 0600.
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022);
     let mode = std::fs::metadata(&packed).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644 & !umask);
+    let private = t.path().join("private.hrr.tar.zst");
+    assert!(run(&[&"pack", &src, &"-o", &private, &"--private"])
+        .status
+        .success());
+    let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let dest = t.path().join("dest");
     std::fs::create_dir(&dest).unwrap();
@@ -1269,6 +1286,68 @@ fn json_outputs_decode_with_their_types_and_counts_agree_with_info() {
     let o = run(&[&"--version", &"--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["schema"], "hrr.version/1");
+}
+
+#[test]
+fn pack_unpack_verify_scan_scrub_json_decode_with_their_types_and_counts_agree() {
+    use hrr_cli::json::{ListJson, PackJson, ScanJson, ScrubJson, UnpackJson, VerifyJson};
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("s.hrr");
+    secret_archive(&root);
+    let packed = t.path().join("s.hrr.tar.zst");
+    let o = run(&[&"pack", &root, &"-o", &packed, &"--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let p: PackJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((p.schema.as_str(), p.kind.as_str()), ("hrr.pack/1", "root"));
+    // One count for the files of an archive: pack, list --files, verify of the pack and of a
+    // folder (an unpacked or pulled one) all say the same.
+    let o = run(&[&"list", &packed, &"--files", &"--json"]);
+    let l: ListJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(l.files.unwrap().len() as u64, p.files);
+    let o = run(&[&"verify", &packed, &"--json"]);
+    let vp: VerifyJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(vp.ok, "{vp:?}");
+    let o = run(&[&"verify", &root, &"--json"]);
+    let vd: VerifyJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(vd.ok, "{vd:?}");
+    assert_eq!(
+        (vp.files_checked, vp.bytes_checked, vp.objects_checked),
+        (p.files, p.bytes_in, vd.objects_checked)
+    );
+    assert_eq!((vd.files_checked, vd.bytes_checked), (p.files, p.bytes_in));
+    assert_eq!(vd.objects_checked, l.totals.blobs + l.totals.code_objects);
+    let o = run(&[&"verify", &packed]);
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        line.contains(&format!("{} files (", p.files))
+            && line.contains(&format!(
+                "{} objects (blobs, code objects)",
+                vd.objects_checked
+            )),
+        "{line}"
+    );
+    let out = t.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let o = run(&[&"unpack", &packed, &"-C", &out, &"--json"]);
+    let u: UnpackJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((u.files, u.bytes), (p.files, p.bytes_in));
+    // scan finds the planted secrets (exit 3), scrub redacts them, a second scan finds none.
+    let o = run(&[&"scan", &packed, &"--json"]);
+    assert_eq!(o.status.code(), Some(3));
+    let s: ScanJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (s.source.as_str(), s.found),
+        ("pack", s.findings.len() as u64)
+    );
+    assert!(s.found > 0);
+    let o = run(&[&"scrub", &root, &"--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: ScrubJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(r.ok && r.changed && r.redacted > 0, "{r:?}");
+    assert!(!r.objects.is_empty() && !r.events.is_empty());
+    let o = run(&[&"scan", &root, &"--json"]);
+    let s: ScanJson = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((o.status.code(), s.found), (Some(0), 0));
 }
 
 #[test]

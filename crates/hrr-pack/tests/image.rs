@@ -363,3 +363,105 @@ fn not_a_base_and_not_a_binary_are_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not an x86-64 ELF"));
 }
+
+#[test]
+fn an_existing_output_is_kept_and_an_image_as_base_gets_its_layer_replaced() {
+    let t = tmp();
+    let base = t.path().join("base");
+    oci_layout(&base, Some(GOOD_LIBC));
+    let a = t.path().join("a.tar");
+    assert!(build(&base, &a).status.success());
+    let first = std::fs::read(&a).unwrap();
+    // Not overwritten without --force (pull and unpack never overwrite either).
+    std::fs::write(&a, b"precious").unwrap();
+    let o = build(&base, &a);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&a).unwrap(), b"precious");
+    let o = hrr_pack(&[
+        "image",
+        "--base",
+        base.to_str().unwrap(),
+        "--playback",
+        playback(),
+        "-o",
+        a.to_str().unwrap(),
+        "--tag",
+        "hrr-test/pb",
+        "--force",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&a).unwrap() == first, "--force replaces it");
+    // Built on its own output, the image replaces its hrr-playback layer: the same image.
+    let b = t.path().join("b.tar");
+    let o = build(&a, &b);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["replaced_layer"], true);
+    assert_eq!(report["layers"], 2);
+    assert!(
+        std::fs::read(&b).unwrap() == first,
+        "no second layer stacked"
+    );
+    // The same from a `docker save` base (no base digest to carry over).
+    let save = t.path().join("save");
+    docker_save_dir(&save, Some(GOOD_LIBC));
+    let (c, d) = (t.path().join("c.tar"), t.path().join("d.tar"));
+    assert!(build(&save, &c).status.success());
+    let o = build(&c, &d);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        std::fs::read(&c).unwrap() == std::fs::read(&d).unwrap(),
+        "no second layer stacked on a docker-save base either"
+    );
+}
+
+#[test]
+fn creation_time_is_source_date_epoch_or_the_newest_input() {
+    let t = tmp();
+    let base = t.path().join("base");
+    oci_layout(&base, Some(GOOD_LIBC));
+    // A binary newer than the base's own creation time: the image is as old as the binary.
+    let bin = t.path().join("hrr-playback");
+    std::fs::copy(playback(), &bin).unwrap();
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&bin)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+    let build_unset = |base: &Path, out: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_hrr-pack"))
+            .args(["image", "--base", base.to_str().unwrap(), "--playback"])
+            .arg(&bin)
+            .args(["-o", out.to_str().unwrap(), "--json"])
+            .env_remove("SOURCE_DATE_EPOCH")
+            .output()
+            .unwrap()
+    };
+    let a = t.path().join("a.tar");
+    let o = build_unset(&base, &a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["created"], "2027-01-15T08:00:00Z");
+    assert_eq!(r["created_from"], "hrr-playback");
+    // Rebuilt on itself (a newer file), the time stays: it is the image's, not the file's.
+    let b = t.path().join("b.tar");
+    let o = build_unset(&a, &b);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["created"], "2027-01-15T08:00:00Z");
+    assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap());
+    // SOURCE_DATE_EPOCH wins.
+    let c = t.path().join("c.tar");
+    let o = build(&base, &c);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (r["created"].as_str(), r["created_from"].as_str()),
+        (Some("2023-11-14T22:13:20Z"), Some("SOURCE_DATE_EPOCH"))
+    );
+}

@@ -29,6 +29,23 @@ fn tmpdir(name: &str) -> PathBuf {
         .keep()
 }
 
+/// A test that cannot run here: prints `SKIPPED: <why>` and records `<test>\t<why>` in
+/// `$HRR_TEST_SKIP_LOG` when that is set (scripts/test.sh counts them at the end).
+fn skipped(why: &str) {
+    eprintln!("SKIPPED: {why}");
+    if let Some(log) = std::env::var_os("HRR_TEST_SKIP_LOG") {
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let line = format!("registry::{test}\t{}\n", why.lines().next().unwrap_or(""));
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let _ = f.write_all(line.as_bytes()); // one O_APPEND write: lines never interleave
+        }
+    }
+}
+
 fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -73,7 +90,7 @@ impl Registry {
 /// Start a registry; `None` (with a message) when it cannot be installed or started here.
 fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     let Some(exe) = which("docker-registry").or_else(|| which("registry")) else {
-        eprintln!("SKIPPED: docker-registry is not installed (apt-get install docker-registry)");
+        skipped("docker-registry is not installed (apt-get install docker-registry)");
         return None;
     };
     let dir = tmpdir(name);
@@ -86,9 +103,7 @@ fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     let mut ca = None;
     if secure {
         if which("openssl").is_none() || which("htpasswd").is_none() {
-            eprintln!(
-                "SKIPPED: openssl and htpasswd (apache2-utils) are needed for the TLS variant"
-            );
+            skipped("openssl and htpasswd (apache2-utils) are needed for the TLS variant");
             return None;
         }
         // A throw-away CA, and a server certificate for 127.0.0.1 signed by it.
@@ -139,7 +154,7 @@ fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("SKIPPED: docker-registry could not be started: {e}");
+            skipped(&format!("docker-registry could not be started: {e}"));
             return None;
         }
     };
@@ -152,10 +167,10 @@ fn start_registry(name: &str, secure: bool) -> Option<Registry> {
     let t0 = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if t0.elapsed() > Duration::from_secs(20) {
-            eprintln!(
-                "SKIPPED: docker-registry did not listen within 20 s: {}",
+            skipped(&format!(
+                "docker-registry did not listen within 20 s\n{}",
                 std::fs::read_to_string(reg.dir.join("registry.log")).unwrap_or_default()
-            );
+            ));
             return None;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -238,7 +253,8 @@ impl Rng {
     }
 }
 
-/// Add content-addressed blobs (incompressible) to the capture's store.
+/// Add content-addressed blobs (incompressible) to the capture's store (`blobs/<2 hex>/<32
+/// hex>.blob`; its manifest's counts are left as they were, so `verify` would object).
 fn add_blobs(archive: &Path, rng: &mut Rng, sizes: &[usize]) {
     let pid = archive.join("pid-1696/blobs");
     for &n in sizes {
@@ -246,7 +262,7 @@ fn add_blobs(archive: &Path, rng: &mut Rng, sizes: &[usize]) {
         let id = ObjectId::of(&data).to_hex();
         let d = pid.join(&id[..2]);
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join(format!("{}.blob", &id[2..])), data).unwrap();
+        std::fs::write(d.join(format!("{id}.blob")), data).unwrap();
     }
 }
 
@@ -272,6 +288,22 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
         return;
     };
     let src = capture("plain-src", 1, &first_capture_sizes());
+    // A first push into an empty repository uploads everything and says so, and nothing else.
+    let first = run(
+        &[
+            "push",
+            src.to_str().unwrap(),
+            &reg.reference("team/first:v0"),
+        ],
+        None,
+        &[],
+    );
+    let said = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(first.status.success(), "{said}");
+    assert!(
+        said.contains("uploaded all of them") && !said.contains("already in the registry"),
+        "{said}"
+    );
     let r = reg.reference("team/run:v1");
     let push = ok(&run(
         &["--json", "push", src.to_str().unwrap(), &r],
@@ -299,11 +331,16 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     let by_digest = format!("{}/team/run@{digest}", reg.host());
     let out2 = tmpdir("plain-out2");
     let packf = out2.join("run.hrr.tar.zst");
-    ok(&run(
+    let pulled = run(
         &["pull", &by_digest, "-o", packf.to_str().unwrap()],
         None,
         &[],
-    ));
+    );
+    let said = String::from_utf8_lossy(&pulled.stdout).into_owned();
+    assert!(pulled.status.success(), "{said}");
+    // The digest is named once.
+    assert_eq!(said.matches(&digest).count(), 1, "{said}");
+
     ok(&run(
         &[
             "unpack",
@@ -322,6 +359,36 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     assert_eq!(list["root"], "run.hrr");
     assert_eq!(list["totals"]["events"], 140);
     assert_eq!(list["processes"][0]["pid"], 1696);
+    // One count for the files of a pulled archive: verify of the folder and of the pack (pulled
+    // with -o FILE.hrr.tar.zst), and list --files of the reference (it said 4 for the folder,
+    // counting only objects, where the pack has 7).
+    let ax = reg.reference("team/axpy:v1");
+    ok(&run(&["push", EXAMPLE, &ax], None, &[]));
+    let axd = tmpdir("plain-axpy");
+    ok(&run(&["pull", &ax, "-o", axd.to_str().unwrap()], None, &[]));
+    let axp = axd.join("axpy.hrr.tar.zst");
+    ok(&run(&["pull", &ax, "-o", axp.to_str().unwrap()], None, &[]));
+    let vd = ok(&run(
+        &[
+            "--json",
+            "verify",
+            axd.join("h200-axpy.hrr").to_str().unwrap(),
+        ],
+        None,
+        &[],
+    ));
+    let vp = ok(&run(
+        &["--json", "verify", axp.to_str().unwrap()],
+        None,
+        &[],
+    ));
+    let lf = ok(&run(&["--json", "list", &ax, "--files"], None, &[]));
+    let n = lf["files"].as_array().unwrap().len();
+    assert_eq!(
+        (vd["files_checked"].as_u64(), vp["files_checked"].as_u64()),
+        (Some(n as u64), Some(n as u64))
+    );
+    assert_eq!(vd["objects_checked"], vp["objects_checked"]);
     let list = ok(&run(&["--json", "list", &r, "--files"], None, &[]));
     assert_eq!(
         list["files"].as_array().unwrap().len(),
@@ -423,6 +490,16 @@ fn second_overlapping_push_uploads_only_what_is_new() {
         &[],
     ));
     assert_eq!(third["blobs_uploaded"], 0);
+    let again = run(
+        &["push", b.to_str().unwrap(), &reg.reference("t/run:b3")],
+        None,
+        &[],
+    );
+    let said = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(
+        said.contains("nothing uploaded, every blob already in the registry"),
+        "{said}"
+    );
     let out = tmpdir("dedup-out");
     ok(&run(
         &[
@@ -591,19 +668,50 @@ fn tls_and_htpasswd_auth() {
     );
     let err = String::from_utf8_lossy(&bad.stderr).to_string();
     assert_eq!(bad.status.code(), Some(4), "{err}");
-    assert!(err.contains("refused the credentials"), "{err}");
-    assert!(!err.contains("wrong-Pa55word"));
-    // No credentials at all: the same.
+    // Named: the user, where the credentials came from, the repository; not the URL of the
+    // probe request (a blob the archive does not hold).
+    assert!(
+        err.contains(
+            "refused the credentials of user `hrr` (from --username) for repository secure/run"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("wrong-Pa55word") && !err.contains("/blobs/"),
+        "{err}"
+    );
+    // A wrong user: refused too, naming that user.
+    let bad_user = run(
+        &[
+            "pull",
+            &r,
+            "-o",
+            out.to_str().unwrap(),
+            "--ca-file",
+            ca,
+            "--username",
+            "nobody",
+            "--password-stdin",
+        ],
+        Some("s3cret-Pa55\n"),
+        &[],
+    );
+    let err = String::from_utf8_lossy(&bad_user.stderr).to_string();
+    assert_eq!(bad_user.status.code(), Some(4), "{err}");
+    assert!(err.contains("credentials of user `nobody`"), "{err}");
+    // No credentials at all: said so, with how to give them.
     let anon = run(
         &["pull", &r, "-o", out.to_str().unwrap(), "--ca-file", ca],
         None,
         &[],
     );
-    assert_eq!(
-        anon.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&anon.stderr)
+    let err = String::from_utf8_lossy(&anon.stderr).to_string();
+    assert_eq!(anon.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("needs credentials for repository secure/run, and none were given")
+            && err.contains("hint: pass --username USER --password-stdin")
+            && !err.contains("/blobs/"),
+        "{err}"
     );
 
     // Without the CA the self-signed certificate is refused (no silent fallback to HTTP: the

@@ -10,7 +10,7 @@
 //!
 //! # JSON Lines (`--events --json`)
 //!
-//! One object per event, keys in this order and stable:
+//! One object per event (`hrr_cli::json::EventJson`), keys in this order and stable:
 //! `{"seq", "timestamp_ns", "thread_id", "type", "name", "fields": {name: value}}`; values as
 //! `hrr_archive::schema::Value::to_json` gives them (integers as numbers, addresses, handles,
 //! bytes and object ids as hex strings, absent objects as null). An unknown type adds
@@ -24,7 +24,8 @@ use std::path::Path;
 use anyhow::Result;
 use hrr_archive::layout;
 use hrr_archive::reader::EventReader;
-use serde_json::{Map, Value as J};
+use hrr_cli::json::EventJson;
+use serde_json::Map;
 
 use crate::info::check_links;
 use crate::output;
@@ -46,33 +47,27 @@ pub fn print(out: &mut dyn Write, dir: &Path, json: bool, pid: Option<u32>) -> R
         let decoded = ev.fields();
         n += 1;
         if json {
-            let mut o = Map::new();
-            if let Some(pid) = pid {
-                o.insert("pid".into(), pid.into());
-            }
-            o.insert("seq".into(), h.seq.into());
-            o.insert("timestamp_ns".into(), h.timestamp_ns.into());
-            o.insert("thread_id".into(), h.thread_id.into());
-            o.insert("type".into(), h.kind.into());
-            o.insert("name".into(), ev.name().into());
-            let mut fields = Map::new();
+            let mut o = EventJson {
+                pid,
+                seq: h.seq,
+                timestamp_ns: h.timestamp_ns,
+                thread_id: h.thread_id,
+                kind: h.kind,
+                name: ev.name().to_string(),
+                fields: Map::new(),
+                payload_bytes: None,
+                error: None,
+            };
             match decoded {
                 Some(Ok(f)) => {
                     for (k, v) in f {
-                        fields.insert(k.to_string(), v.to_json());
+                        o.fields.insert(k.to_string(), v.to_json());
                     }
-                    o.insert("fields".into(), J::Object(fields));
                 }
-                Some(Err(why)) => {
-                    o.insert("fields".into(), J::Object(fields));
-                    o.insert("error".into(), why.into());
-                }
-                None => {
-                    o.insert("fields".into(), J::Object(fields));
-                    o.insert("payload_bytes".into(), ev.payload.len().into());
-                }
+                Some(Err(why)) => o.error = Some(why.to_string()),
+                None => o.payload_bytes = Some(ev.payload.len() as u64),
             }
-            serde_json::to_writer(&mut *out, &J::Object(o))?;
+            serde_json::to_writer(&mut *out, &o)?;
             out.write_all(b"\n")?;
             continue;
         }

@@ -7,7 +7,8 @@
 //!
 //! # JSON (`--info --json`)
 //!
-//! One object on one line. Key names are stable: new keys may be added, none is renamed or removed.
+//! One object on one line, written through `hrr_cli::json::InfoProcessJson` (a process) and
+//! `InfoRootJson` (a root); see `docs/json.md`. Key names are stable: new keys may be added, none is renamed or removed.
 //!
 //! Process capture:
 //! - `kind`: `"process"`; `path`: the folder as given; `pid`, `parent_pid` (null when unknown)
@@ -47,7 +48,9 @@ use hrr_archive::reader::{tail_trailer, EventReader};
 use hrr_archive::schema::ApiFamily;
 use hrr_archive::summary::{summarize, ProcessSummary};
 use hrr_archive::Error;
-use serde_json::{json, Value};
+use hrr_cli::json::{
+    CallCountJson, InfoProcessJson, InfoRootJson, KernelCountJson, ProcessRowJson, ProcessesJson,
+};
 
 use crate::output::{self, Table};
 
@@ -264,17 +267,17 @@ pub fn write_process_table(out: &mut dyn Write, rows: &[ProcessRow]) -> std::io:
     t.write(out)
 }
 
-fn row_json(r: &ProcessRow) -> Value {
-    json!({
-        "pid": r.pid,
-        "parent_pid": r.parent_pid,
-        "complete": r.complete,
-        "events": r.events,
-        "blobs": r.blobs,
-        "path": r.path.display().to_string(),
-        "incomplete_reasons": r.reasons,
-        "error": r.error.as_ref().map(|e| hrr_cli::render(e).message),
-    })
+fn row_json(r: &ProcessRow) -> ProcessRowJson {
+    ProcessRowJson {
+        pid: r.pid,
+        parent_pid: r.parent_pid,
+        complete: r.complete,
+        events: r.events,
+        blobs: r.blobs,
+        path: r.path.display().to_string(),
+        incomplete_reasons: r.reasons.clone(),
+        error: r.error.as_ref().map(|e| hrr_cli::render(e).message),
+    }
 }
 
 /// The processes of a root (or the one of a `pid-<pid>/` folder), for `--list`.
@@ -303,12 +306,12 @@ pub fn process_list(path: &Path, processes: &[(u32, PathBuf)]) -> Result<ListInf
 pub fn print_list(out: &mut dyn Write, info: &ListInfo, json: bool) -> Result<u8> {
     let unreadable = info.rows.iter().any(|r| r.error.is_some());
     if json {
-        let v = json!({
-            "schema": "hrr.processes/1",
-            "ok": !unreadable,
-            "path": info.path.display().to_string(),
-            "processes": info.rows.iter().map(row_json).collect::<Vec<_>>(),
-        });
+        let v = ProcessesJson {
+            schema: "hrr.processes/1".into(),
+            ok: !unreadable,
+            path: info.path.display().to_string(),
+            processes: info.rows.iter().map(row_json).collect(),
+        };
         serde_json::to_writer(&mut *out, &v)?;
         writeln!(out)?;
     } else {
@@ -339,27 +342,22 @@ pub fn print_root<'a>(
     let unreadable: Vec<&ProcessRow> = info.rows.iter().filter(|r| r.error.is_some()).collect();
     let detail = detail.filter(|_| unreadable.is_empty());
     if json {
-        let processes: Vec<Value> = info.rows.iter().map(row_json).collect();
         let process = match detail {
-            Some(d) => {
-                let mut buf = Vec::new();
-                print_process(&mut buf, d, true)?;
-                serde_json::from_slice::<Value>(&buf)?
-            }
-            None => Value::Null,
+            Some(d) => Some(Box::new(process_json(&view(d)?))),
+            None => None,
         };
-        let v = json!({
-            "schema": "hrr.info/1",
-            "ok": true,
-            "kind": "root",
-            "path": info.path.display().to_string(),
-            "capture_mode": info.capture_mode,
-            "owner_pid": info.owner_pid,
-            "root_manifest": info.root_manifest,
-            "processes": processes,
-            "notes": info.notes,
-            "process": process,
-        });
+        let v = InfoRootJson {
+            schema: "hrr.info/1".into(),
+            ok: true,
+            kind: "root".into(),
+            path: info.path.display().to_string(),
+            capture_mode: info.capture_mode.clone(),
+            owner_pid: info.owner_pid,
+            root_manifest: info.root_manifest.into(),
+            processes: info.rows.iter().map(row_json).collect(),
+            notes: info.notes.clone(),
+            process,
+        };
         serde_json::to_writer(&mut *out, &v)?;
         writeln!(out)?;
         return Ok(unreadable);
@@ -448,14 +446,11 @@ fn sorted_counts(map: &std::collections::BTreeMap<String, u64>) -> Vec<(&str, u6
     v
 }
 
-/// Print the detail of one process capture. Returns whether it is complete.
-pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool> {
-    let v = view(dir)?;
-    let s = &v.s;
+/// Device name, compute capability (architecture) and driver version of a capture, as both
+/// views show them.
+fn device_facts(s: &ProcessSummary) -> (Option<String>, Option<String>, Option<String>) {
     let meta = s.manifest.as_ref().and_then(|m| m.metadata.as_ref());
     let facts = DeviceFacts::from_metadata(meta);
-    let device = facts.name;
-    let cc = facts.architecture;
     let mut driver = facts.driver_version;
     let cuda = s
         .schema
@@ -475,6 +470,78 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
             v % 100_000
         ));
     }
+    (facts.name, facts.architecture, driver)
+}
+
+/// The `hrr.info/1` object of one process capture.
+fn process_json(v: &ProcessView<'_>) -> InfoProcessJson {
+    let s = &v.s;
+    let meta = s.manifest.as_ref().and_then(|m| m.metadata.as_ref());
+    let (device_name, compute_capability, driver_version) = device_facts(s);
+    let m = s.manifest.as_ref();
+    InfoProcessJson {
+        schema: "hrr.info/1".into(),
+        ok: true,
+        kind: "process".into(),
+        path: v.dir.display().to_string(),
+        pid: v.pid,
+        parent_pid: v.parent_pid,
+        api: s.schema.as_ref().map(|x| x.api.as_str().to_string()),
+        api_version: s.schema.as_ref().map(|x| x.api_version),
+        complete: v.complete,
+        incomplete_reasons: v.reasons.clone(),
+        events: s.events,
+        threads: s.threads.clone(),
+        thread_count: s.threads.len() as u64,
+        first_timestamp_ns: s.time_span_ns.map(|t| t.0),
+        last_timestamp_ns: s.time_span_ns.map(|t| t.1),
+        duration_ns: s.time_span_ns.map(|t| t.1 - t.0),
+        blobs: s.objects.blobs,
+        blob_bytes: s.objects.blob_bytes,
+        code_objects: s.objects.code_objects,
+        code_object_bytes: s.objects.code_object_bytes,
+        events_bin_bytes: s.events_bytes,
+        kernel_launches: s.launches,
+        graph_launches: s.graph_launches,
+        d2h_copies: s.d2h_copies,
+        failed_calls: s.failed_calls,
+        undecodable_payloads: s.undecodable,
+        calls: sorted_counts(&s.calls)
+            .into_iter()
+            .map(|(n, c)| CallCountJson {
+                name: n.to_string(),
+                count: c,
+            })
+            .collect(),
+        kernels: sorted_counts(&s.kernels)
+            .into_iter()
+            .map(|(n, c)| KernelCountJson {
+                name: n.to_string(),
+                demangled: crate::demangle::demangle(n),
+                launches: c,
+            })
+            .collect(),
+        manifest_error: s.manifest_error.clone(),
+        metadata: meta.cloned(),
+        device_name,
+        compute_capability,
+        driver_version,
+        unreplayable_calls: m.map(|m| m.unreplayable_apis.clone()).unwrap_or_default(),
+        passthrough_calls: m.map(|m| m.passthrough_calls.clone()).unwrap_or_default(),
+        active_marker: s.active_marker,
+    }
+}
+
+/// Print the detail of one process capture. Returns whether it is complete.
+pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool> {
+    let v = view(dir)?;
+    if json {
+        serde_json::to_writer(&mut *out, &process_json(&v))?;
+        writeln!(out)?;
+        return Ok(v.complete);
+    }
+    let s = &v.s;
+    let (device, cc, driver) = device_facts(s);
     let empty_unrep = Default::default();
     let empty_pass = Default::default();
     let unreplayable = s
@@ -487,49 +554,6 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         .map_or(&empty_pass, |m| &m.passthrough_calls);
     let calls = sorted_counts(&s.calls);
     let kernels = sorted_counts(&s.kernels);
-    if json {
-        let j = json!({
-            "schema": "hrr.info/1",
-            "ok": true,
-            "kind": "process",
-            "path": v.dir.display().to_string(),
-            "pid": v.pid,
-            "parent_pid": v.parent_pid,
-            "api": s.schema.as_ref().map(|x| x.api.clone()),
-            "api_version": s.schema.as_ref().map(|x| x.api_version),
-            "complete": v.complete,
-            "incomplete_reasons": v.reasons,
-            "events": s.events,
-            "threads": s.threads,
-            "thread_count": s.threads.len(),
-            "first_timestamp_ns": s.time_span_ns.map(|t| t.0),
-            "last_timestamp_ns": s.time_span_ns.map(|t| t.1),
-            "duration_ns": s.time_span_ns.map(|t| t.1 - t.0),
-            "blobs": s.objects.blobs,
-            "blob_bytes": s.objects.blob_bytes,
-            "code_objects": s.objects.code_objects,
-            "code_object_bytes": s.objects.code_object_bytes,
-            "events_bin_bytes": s.events_bytes,
-            "kernel_launches": s.launches,
-            "graph_launches": s.graph_launches,
-            "d2h_copies": s.d2h_copies,
-            "failed_calls": s.failed_calls,
-            "undecodable_payloads": s.undecodable,
-            "calls": calls.iter().map(|(n, c)| json!({"name": n, "count": c})).collect::<Vec<_>>(),
-            "kernels": kernels.iter().map(|(n, c)| json!({"name": n, "demangled": crate::demangle::demangle(n), "launches": c})).collect::<Vec<_>>(),
-            "manifest_error": s.manifest_error,
-            "metadata": meta,
-            "device_name": device,
-            "compute_capability": cc,
-            "driver_version": driver,
-            "unreplayable_calls": unreplayable,
-            "passthrough_calls": passthrough,
-            "active_marker": s.active_marker,
-        });
-        serde_json::to_writer(&mut *out, &j)?;
-        writeln!(out)?;
-        return Ok(v.complete);
-    }
     let kv =
         |out: &mut dyn Write, k: &str, val: &str| writeln!(out, "{:<20}{val}", format!("{k}:"));
     writeln!(out, "HRR Archive: {}", v.dir.display())?;
@@ -606,6 +630,7 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         )?;
     }
     kv(out, "Device", device.as_deref().unwrap_or("-"))?;
+    let hip = s.schema.as_ref().is_some_and(|x| x.api == ApiFamily::Hip);
     let arch_label = if hip {
         "Architecture"
     } else {

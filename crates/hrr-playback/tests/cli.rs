@@ -913,6 +913,7 @@ fn pack_demo(dir: &Path) -> PathBuf {
             threads: 1,
             force: true,
             sync: false,
+            private: false,
         },
         &hrr_archive::progress::NoProgress,
     )

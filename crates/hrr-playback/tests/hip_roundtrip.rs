@@ -48,9 +48,9 @@ fn built() -> &'static (PathBuf, bool) {
 fn fake() -> Option<&'static Path> {
     let (dir, hipcc) = built();
     if !hipcc {
-        eprintln!(
-            "SKIPPED: hipcc is not installed, so the HIP test programs cannot be built \
-             (apt-get install -y --no-install-recommends hipcc libamdhip64-5 libamdhip64-dev)"
+        skipped(
+            "hipcc is not installed, so the HIP test programs cannot be built",
+            "apt-get install -y --no-install-recommends hipcc libamdhip64-5 libamdhip64-dev",
         );
         return None;
     }
@@ -381,6 +381,7 @@ fn vector_add_round_trip() {
         "D2H copies:         7",
         "Architecture:       gfx90a:sramecc+:xnack-",
         "Driver version:     5.2.21153 (50221153)",
+        // kernels are shown demangled (the JSON keeps the recorded name beside)
         "count_over(float const*, int, float, int*)",
     ] {
         assert!(info.contains(want), "{want:?} not in:\n{info}");
@@ -664,7 +665,10 @@ fn real_runtime() -> Option<PathBuf> {
 fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
     let dir = fake_or_skip!();
     let Some(runtime) = real_runtime() else {
-        eprintln!("SKIPPED: the real libamdhip64.so.5 is not installed");
+        skipped(
+            "the real libamdhip64.so.5 is not installed",
+            "apt-get install libamdhip64-5",
+        );
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -678,7 +682,7 @@ fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
     };
     let (plain_code, plain, _) = run(plain_cmd());
     if plain_code == 0 {
-        eprintln!("SKIPPED: {} found a usable GPU", runtime.display());
+        skipped(&format!("{} found a usable GPU", runtime.display()), "");
         return;
     }
     // No GPU: the program prints the runtime's codes and exits 3.

@@ -37,4 +37,5 @@ pub use read::{is_pack_file, read_index, read_pack, PackVisitor};
 pub use unpack::{remove_stale_unpack_dirs, unpack};
 pub use write::{
     default_pack_name, pack_to_file, plan, workers, write_pack, PackOptions, PackOutcome, PackPlan,
+    PACK_FILE_MODE,
 };

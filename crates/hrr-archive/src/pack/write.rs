@@ -34,7 +34,15 @@ pub struct PackOptions {
     /// fsync the pack before renaming it into place (the rename alone makes it appear whole
     /// or not at all to other programs, not across a power loss).
     pub sync: bool,
+    /// Create the pack file 0600 instead of [`PACK_FILE_MODE`].
+    pub private: bool,
 }
+
+/// Mode of a pack file (less the umask): readable by other users, so that a container running
+/// as another user (`docker run --user`) can read a mounted pack. A pack is for shipping; the
+/// files of an archive folder, and of an unpacked one, stay 0600 (folders 0700). `--private`
+/// keeps a pack 0600 too.
+pub const PACK_FILE_MODE: u32 = 0o644;
 
 impl Default for PackOptions {
     fn default() -> Self {
@@ -43,6 +51,7 @@ impl Default for PackOptions {
             threads: 0,
             force: false,
             sync: false,
+            private: false,
         }
     }
 }
@@ -533,7 +542,7 @@ pub fn default_pack_name(src: &Path) -> PackResult<String> {
 /// Pack `src` into `out` (`None`: standard output). A file is written in one pass over the
 /// archive: the body first, after room reserved for the head, hashing every file as it is
 /// packed; then the head with the finished index. It is written beside `out` under a temp name
-/// (0600) and renamed into place only when complete; an existing `out` is refused. Standard
+/// ([`PACK_FILE_MODE`], or 0600 with `private`) and renamed into place only when complete; an existing `out` is refused. Standard
 /// output cannot seek back: the files are hashed first, then written front to back. Both give
 /// the same bytes.
 pub fn pack_to_file(
@@ -580,7 +589,12 @@ pub fn pack_to_file(
             let tmp = fsutil::temp_path_for(out);
             let result = (|| -> PackResult<u64> {
                 let head = head_len(&plan.index);
-                let mut file = fsutil::create_new(&tmp)?;
+                let mode = if opts.private {
+                    fsutil::FILE_MODE
+                } else {
+                    PACK_FILE_MODE
+                };
+                let mut file = fsutil::create_new_mode(&tmp, mode)?;
                 file.seek(SeekFrom::Start(head as u64))
                     .map_err(io_err(&tmp))?;
                 let mut hashes = vec![String::new(); plan.index.files.len()];

@@ -35,10 +35,15 @@ pub struct Finding {
 /// What a verification found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct VerifyReport {
-    /// Files whose content was hashed.
+    /// Files checked: every file of the archive (manifests, events.bin, blobs, code objects,
+    /// ...; writer temp files and links left out), the same count for a pack (each hashed
+    /// against its index) and for a folder (objects hashed, events.bin and manifests read), and
+    /// the count `hrr-pack pack` and `list --files` give.
     pub files_checked: u64,
     /// Their bytes.
     pub bytes_checked: u64,
+    /// Of those, blobs and code objects hashed against the content id in their name.
+    pub objects_checked: u64,
     /// Problems: the archive is damaged or inconsistent.
     pub bad: Vec<Finding>,
     /// Things worth knowing that are not damage (an incomplete capture, a lagging root index).

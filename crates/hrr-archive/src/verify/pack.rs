@@ -81,6 +81,7 @@ impl PackVisitor for Verifier {
                 ),
             );
         } else if let Some(claimed) = crate::blobs::claimed_object_id(rel) {
+            self.report.objects_checked += 1;
             if &found[..32] != claimed {
                 self.report.bad(
                     rel,

@@ -22,9 +22,21 @@ pub struct Args {
     /// Image name, `name[:tag]`.
     #[arg(long, value_name = "NAME", default_value = "hrr-playback:latest")]
     tag: String,
+    /// Replace an existing output file (otherwise refused, as pull and unpack never overwrite).
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
+    if !a.force && a.output.symlink_metadata().is_ok() {
+        return Err(anyhow::anyhow!(
+            "{} already exists; hrr-pack image does not overwrite it",
+            a.output.display()
+        ))
+        .context(hrr_cli::Hint::new(
+            "name another output, or pass --force to replace it",
+        ));
+    }
     let playback = match a.playback {
         Some(p) => p,
         None => {
@@ -51,6 +63,9 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
             "removed the base's Entrypoint {e} (the command names hrr-playback)"
         ));
     }
+    if o.replaced_layer {
+        ui.note("the base is an hrr-pack image: its hrr-playback layer was replaced, not stacked");
+    }
     if ui.json {
         let mut v = serde_json::to_value(&o)?;
         v["schema"] = "hrr.image/1".into();
@@ -58,11 +73,13 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         ui.json(&v);
     } else {
         ui.out(&format!(
-            "image {} -> {} ({}, {} layers)\nmanifest {}\nconfig   {}\nglibc: needs {}, base has {}\n",
+            "image {} -> {} ({}, {} layers)\ncreated  {} (from {})\nmanifest {}\nconfig   {}\nglibc: needs {}, base has {}\n",
             o.tag,
             o.output.display(),
             bytes(o.bytes),
             o.layers,
+            o.created,
+            o.created_from,
             o.manifest_digest,
             o.config_digest,
             o.glibc_needed.as_deref().unwrap_or("none"),

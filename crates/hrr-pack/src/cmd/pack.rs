@@ -27,6 +27,10 @@ pub struct Args {
     /// fsync the pack before it is renamed into place.
     #[arg(long)]
     sync: bool,
+    /// Create the pack 0600 (default: 0644 less the umask, so that a container running as
+    /// another user can read it when mounted; the archive's own files stay 0600 either way).
+    #[arg(long)]
+    private: bool,
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
@@ -43,6 +47,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         threads: a.threads,
         force: a.force,
         sync: a.sync,
+        private: a.private,
     };
     // Exclusive with scrub (and another pack); finish an interrupted scrub first, so neither
     // its staging folder nor a half-swapped archive is what gets packed. An archive whose
@@ -78,14 +83,26 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         .as_ref()
         .map_or("<stdout>".to_string(), |p| p.display().to_string());
     if ui.json {
-        ui.json(&serde_json::json!({
-            "schema": "hrr.pack/1", "ok": true,
-            "archive": a.archive.display().to_string(), "output": shown,
-            "root": o.index.root, "kind": o.index.kind,
-            "files": o.files, "bytes_in": o.bytes_in, "bytes_out": o.bytes_out,
-            "level": a.level, "threads": pack::workers(a.threads),
-            "forced": o.index.forced, "skipped": o.skipped, "seconds": secs,
-        }));
+        ui.json(&hrr_cli::json::PackJson {
+            schema: "hrr.pack/1".into(),
+            ok: true,
+            archive: a.archive.display().to_string(),
+            output: if o.path.is_some() { shown } else { "-".into() },
+            root: o.index.root.clone(),
+            kind: match o.index.kind {
+                pack::PackKind::Root => "root",
+                pack::PackKind::Process => "process",
+            }
+            .into(),
+            files: o.files,
+            bytes_in: o.bytes_in,
+            bytes_out: o.bytes_out,
+            level: a.level,
+            threads: pack::workers(a.threads) as u32,
+            forced: o.index.forced,
+            skipped: o.skipped.clone(),
+            seconds: secs,
+        });
     } else {
         for s in &o.skipped {
             ui.note(&format!("left out writer temp file {s}"));

@@ -71,10 +71,14 @@ fn pull(a: &Args, ui: &Ui) -> Result<i32> {
             "bytes_downloaded": rep.bytes_downloaded, "seconds": secs,
         }));
     } else {
+        // A reference by digest already names it: said once.
+        let named = if a.reference.ends_with(&format!("@{}", rep.digest)) {
+            a.reference.clone()
+        } else {
+            format!("{}@{}", a.reference, rep.digest)
+        };
         ui.out(&format!(
-            "pulled {}@{} -> {}: {} files ({}), {} downloaded, every blob and file verified, in {secs:.2} s\n",
-            a.reference,
-            rep.digest,
+            "pulled {named} -> {}: {} files ({}), {} downloaded, every blob and file verified, in {secs:.2} s\n",
             shown.display(),
             rep.files,
             bytes(rep.file_bytes),

@@ -30,6 +30,23 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     }
 }
 
+/// What was uploaded, in words that are true for a first push (everything), a repeated one
+/// (nothing) and one in between.
+fn uploaded_words(blobs: usize, uploaded: usize, uploaded_bytes: u64, frac: f64) -> String {
+    if uploaded == 0 {
+        "nothing uploaded, every blob already in the registry".to_string()
+    } else if uploaded >= blobs {
+        format!("uploaded all of them ({})", bytes(uploaded_bytes))
+    } else {
+        format!(
+            "uploaded {uploaded} blob{} ({}, {:.1}%), the rest already in the registry",
+            if uploaded == 1 { "" } else { "s" },
+            bytes(uploaded_bytes),
+            frac * 100.0
+        )
+    }
+}
+
 fn push(a: &Args, ui: &Ui) -> Result<i32> {
     let r = registry::parse_reference(&a.reference)?;
     if r.tag().is_none() || r.digest().is_some() {
@@ -63,7 +80,7 @@ fn push(a: &Args, ui: &Ui) -> Result<i32> {
         }));
     } else {
         ui.out(&format!(
-            "pushed {} -> {}@{}: {} files ({}), {} blobs ({}); uploaded {} blobs ({}, {:.1}%), the rest already in the registry, in {secs:.2} s\n",
+            "pushed {} -> {}@{}: {} files ({}), {} blobs ({}); {}, in {secs:.2} s\n",
             a.archive.display(),
             a.reference,
             rep.digest,
@@ -71,9 +88,7 @@ fn push(a: &Args, ui: &Ui) -> Result<i32> {
             bytes(rep.file_bytes),
             rep.blobs,
             bytes(rep.bytes_total),
-            rep.blobs_uploaded,
-            bytes(rep.bytes_uploaded),
-            frac * 100.0
+            uploaded_words(rep.blobs, rep.blobs_uploaded, rep.bytes_uploaded, frac),
         ));
     }
     Ok(0)

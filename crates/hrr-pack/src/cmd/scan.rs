@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
+use hrr_cli::json::{ScanFindingJson, ScanJson};
 use hrr_pack::fingerprint::FingerprintKey;
 use hrr_pack::scan::archive::{scan_path, Source};
 use hrr_pack::scan::Scanner;
@@ -50,6 +51,8 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     } else {
         a
     };
+    // The path as given (`-` for standard input, not its temp file).
+    let shown = hrr_cli::unalias(&a.path.display().to_string());
     let allow = super::allow_list(&a.allow, &a.allow_file)?;
     let key = FingerprintKey::resolve(a.key_file.as_deref())?;
     let scanner = Scanner::new();
@@ -65,27 +68,36 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         Source::File => "file",
     };
     if ui.json {
-        let findings: Vec<_> = report
+        let findings = report
             .files
             .iter()
             .flat_map(|f| {
-                f.findings.iter().map(move |x| {
-                    serde_json::json!({
-                        "file": f.path, "object": f.object.map(|(id, _)| id.to_hex()),
-                        "offset": x.offset, "length": x.length, "rule": x.rule,
-                        "encoding": x.encoding.as_str(), "fingerprint": x.fingerprint,
-                        "preview": x.preview,
-                    })
+                f.findings.iter().map(move |x| ScanFindingJson {
+                    file: f.path.clone(),
+                    object: f.object.map(|(id, _)| id.to_hex()),
+                    offset: x.offset,
+                    length: x.length,
+                    rule: x.rule.to_string(),
+                    encoding: x.encoding.as_str().to_string(),
+                    fingerprint: x.fingerprint.clone(),
+                    preview: x.preview.clone(),
                 })
             })
             .collect();
-        ui.json(&serde_json::json!({
-            "schema": "hrr.scan/1", "ok": true, "path": a.path.display().to_string(),
-            "source": source, "found": found, "files_with_findings": report.files.len(),
-            "files_scanned": report.files_scanned, "bytes_scanned": report.bytes_scanned,
-            "allowed": report.allowed, "key_id": key.id, "seconds": secs,
-            "findings": findings,
-        }));
+        ui.json(&ScanJson {
+            schema: "hrr.scan/1".into(),
+            ok: true,
+            path: shown,
+            source: source.into(),
+            found: found as u64,
+            files_with_findings: report.files.len() as u64,
+            files_scanned: report.files_scanned,
+            bytes_scanned: report.bytes_scanned,
+            allowed: report.allowed,
+            key_id: key.id.clone(),
+            seconds: secs,
+            findings,
+        });
         return Ok(code);
     }
     let mut s = String::new();

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
+use hrr_cli::json::{ScrubEventsJson, ScrubJson, ScrubObjectJson};
 use hrr_pack::fingerprint::FingerprintKey;
 use hrr_pack::scan::Scanner;
 use hrr_pack::scrub::{scrub, ScrubOptions};
@@ -48,17 +49,38 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let secs = t0.elapsed().as_secs_f64();
     let found = r.scan.found();
     if ui.json {
-        ui.json(&serde_json::json!({
-            "schema": "hrr.scrub/1", "ok": true, "archive": r.archive.display().to_string(),
-            "changed": r.changed, "redacted": found, "allowed": r.scan.allowed,
-            "files_scanned": r.scan.files_scanned, "bytes_scanned": r.scan.bytes_scanned,
-            "objects": r.objects.iter().map(|o| serde_json::json!({
-                "path": o.path, "new_path": o.new_path, "ranges": o.ranges})).collect::<Vec<_>>(),
-            "events": r.events.iter().map(|(p, refs, ranges)| serde_json::json!({
-                "path": p, "references": refs, "ranges": ranges})).collect::<Vec<_>>(),
-            "not_redacted": r.not_redacted, "recovered": r.recovered,
-            "key_id": key.id, "seconds": secs,
-        }));
+        ui.json(&ScrubJson {
+            schema: "hrr.scrub/1".into(),
+            ok: r.not_redacted.is_empty(),
+            archive: r.archive.display().to_string(),
+            changed: r.changed,
+            redacted: found as u64,
+            allowed: r.scan.allowed,
+            files_scanned: r.scan.files_scanned,
+            bytes_scanned: r.scan.bytes_scanned,
+            objects: r
+                .objects
+                .iter()
+                .map(|o| ScrubObjectJson {
+                    path: o.path.clone(),
+                    new_path: o.new_path.clone(),
+                    ranges: o.ranges as u64,
+                })
+                .collect(),
+            events: r
+                .events
+                .iter()
+                .map(|(p, refs, ranges)| ScrubEventsJson {
+                    path: p.clone(),
+                    references: *refs,
+                    ranges: *ranges as u64,
+                })
+                .collect(),
+            not_redacted: r.not_redacted.clone(),
+            recovered: r.recovered.clone(),
+            key_id: key.id.clone(),
+            seconds: secs,
+        });
         return Ok(if r.not_redacted.is_empty() { 0 } else { 1 });
     }
     for line in &r.recovered {

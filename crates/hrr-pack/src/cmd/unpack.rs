@@ -29,6 +29,8 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     } else {
         a
     };
+    // The path as given (`-` for standard input, not its temp file).
+    let shown = hrr_cli::unalias(&a.file.display().to_string());
     let removed = pack::remove_stale_unpack_dirs(&a.dir)?;
     if !removed.is_empty() {
         let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
@@ -44,15 +46,18 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let secs = t0.elapsed().as_secs_f64();
     let index = pack::read_index(&a.file)?;
     if ui.json {
-        ui.json(&serde_json::json!({
-            "schema": "hrr.unpack/1", "ok": true, "pack": a.file.display().to_string(),
-            "output": out.display().to_string(), "files": index.files.len(),
-            "bytes": index.total_bytes, "seconds": secs,
-        }));
+        ui.json(&hrr_cli::json::UnpackJson {
+            schema: "hrr.unpack/1".into(),
+            ok: true,
+            pack: shown.clone(),
+            output: out.display().to_string(),
+            files: index.files.len() as u64,
+            bytes: index.total_bytes,
+            seconds: secs,
+        });
     } else {
         ui.out(&format!(
-            "unpacked {} -> {}: {} files, {}, every file verified, in {secs:.2} s ({})\n",
-            a.file.display(),
+            "unpacked {shown} -> {}: {} files, {}, every file verified, in {secs:.2} s ({})\n",
             out.display(),
             index.files.len(),
             bytes(index.total_bytes),

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use hrr_archive::verify::{self, VerifyReport};
+use hrr_cli::json::{VerifyFindingJson, VerifyJson};
 
 use crate::ui::{bytes, rate, Ui};
 
@@ -24,6 +25,8 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     } else {
         a
     };
+    // The path as given (`-` for standard input, not its temp file).
+    let shown = hrr_cli::unalias(&a.path.display().to_string());
     let meta = std::fs::metadata(&a.path).with_context(|| format!("{}", a.path.display()))?;
     let bar = ui.progress();
     let t0 = Instant::now();
@@ -50,12 +53,27 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let secs = t0.elapsed().as_secs_f64();
     let code = if report.ok() { 0 } else { 1 };
     if ui.json {
-        ui.json(&serde_json::json!({
-            "schema": "hrr.verify/1", "ok": report.ok(), "path": a.path.display().to_string(),
-            "source": source, "files_checked": report.files_checked,
-            "bytes_checked": report.bytes_checked, "bad_files": report.bad_files(),
-            "bad": report.bad, "warnings": report.warnings, "seconds": secs,
-        }));
+        let findings = |v: &[verify::Finding]| {
+            v.iter()
+                .map(|f| VerifyFindingJson {
+                    path: f.path.clone(),
+                    problem: f.problem.clone(),
+                })
+                .collect()
+        };
+        ui.json(&VerifyJson {
+            schema: "hrr.verify/1".into(),
+            ok: report.ok(),
+            path: shown,
+            source: source.into(),
+            files_checked: report.files_checked,
+            bytes_checked: report.bytes_checked,
+            objects_checked: report.objects_checked,
+            bad_files: report.bad_files(),
+            bad: findings(&report.bad),
+            warnings: findings(&report.warnings),
+            seconds: secs,
+        });
         return Ok(code);
     }
     let mut s = String::new();
@@ -68,18 +86,18 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     if report.ok() {
         writeln!(
             s,
-            "OK   {}: {} files ({}) hashed in {secs:.2} s ({}); objects match their ids; manifests consistent",
-            a.path.display(),
+            "OK   {shown}: {} files ({}) checked in {secs:.2} s ({}); {} object{} (blobs, code objects) match their ids; events.bin and manifests consistent",
             report.files_checked,
             bytes(report.bytes_checked),
-            rate(report.bytes_checked, secs)
+            rate(report.bytes_checked, secs),
+            report.objects_checked,
+            if report.objects_checked == 1 { "" } else { "s" },
         )?;
     } else {
         let bad = report.bad_files();
         writeln!(
             s,
-            "FAIL {}: {} bad file{}: {}",
-            a.path.display(),
+            "FAIL {shown}: {} bad file{}: {}",
             bad.len(),
             if bad.len() == 1 { "" } else { "s" },
             bad.join(", ")

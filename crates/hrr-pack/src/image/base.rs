@@ -30,6 +30,8 @@ pub struct Base {
     pub layers: Vec<BaseLayer>,
     /// `sha256:<hex>` of the base manifest, when the base came with one.
     pub manifest_digest: Option<String>,
+    /// The manifest's `org.opencontainers.image.base.digest` (the base of this base), if any.
+    pub base_digest: Option<String>,
     /// An unpacked tar, removed when the base is dropped.
     pub _unpacked: Option<tempfile::TempDir>,
 }
@@ -188,10 +190,16 @@ fn open_layout(root: &Path, shown: &Path) -> Result<Base> {
             size,
         });
     }
+    let base_digest = manifest
+        .annotations()
+        .as_ref()
+        .and_then(|a| a.get("org.opencontainers.image.base.digest"))
+        .cloned();
     Ok(Base {
         config,
         layers,
         manifest_digest: Some(digest),
+        base_digest,
         _unpacked: None,
     })
 }
@@ -247,6 +255,7 @@ fn open_docker(root: &Path, shown: &Path) -> Result<Base> {
         config,
         layers,
         manifest_digest: None,
+        base_digest: None,
         _unpacked: None,
     })
 }

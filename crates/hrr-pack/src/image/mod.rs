@@ -6,8 +6,9 @@
 //! docker-style `manifest.json` naming the config and layer blobs; what `docker load` reads from
 //! 20.10 on). The same inputs always give the same bytes:
 //! - the layer holds `usr/`, `usr/local/`, `usr/local/bin/` (folders, 0755) and
-//!   `usr/local/bin/hrr-playback` (0755), uid/gid 0, mtime `SOURCE_DATE_EPOCH` (default
-//!   1153704088), no `bin/`/`lib/` entries (they would replace a merged-/usr base's links);
+//!   `usr/local/bin/hrr-playback` (0755), uid/gid 0, mtime the image's creation time (see
+//!   [`creation_epoch`]: `SOURCE_DATE_EPOCH`, else the newest input), no `bin/`/`lib/` entries
+//!   (they would replace a merged-/usr base's links);
 //!   gzip (flate2, level 6, header mtime 0) for every Docker and OCI reader;
 //! - the base config is edited as JSON values (every key of the base is kept, Docker's own
 //!   included): the layer's diff_id and a history entry appended, `Cmd` set to
@@ -15,6 +16,10 @@
 //!   `/usr/local/bin` kept on `PATH`, `created` from the epoch;
 //! - manifest and index are OCI types (`oci-spec`), Docker media types of the base converted
 //!   (the blobs are unchanged), JSON keys sorted; tar members sorted, fixed headers.
+//!
+//! - a base that is itself an `hrr-pack image` output has its hrr-playback layer (the last
+//!   layer, with the last history entry ours) replaced rather than a second one stacked, so
+//!   building again on an image gives the image the same base would.
 //!
 //! Before anything is written the base's `libc.so.6` must provide the newest glibc symbol
 //! version the binary references; otherwise the build is refused, naming both versions.
@@ -35,8 +40,8 @@ use sha2::{Digest as _, Sha256};
 
 use glibc::{GlibcVersion, Needs};
 
-/// tar's customary deterministic timestamp, used when `SOURCE_DATE_EPOCH` is unset.
-pub const DEFAULT_EPOCH: u64 = 1_153_704_088;
+/// The comment of the history entry this tool appends (how its own layer is recognised).
+pub const HISTORY_COMMENT: &str = "hrr-pack image";
 /// Where the binary goes in the image.
 pub const INSTALL_PATH: &str = "usr/local/bin/hrr-playback";
 /// The image's default command (never an entrypoint).
@@ -103,8 +108,9 @@ pub struct ImageOptions {
     pub output: PathBuf,
     /// Image name, `name[:tag]` (`:latest` added when missing).
     pub tag: String,
-    /// Timestamp of the layer's files, the config's `created` and the history entry.
-    pub epoch: u64,
+    /// Timestamp of the layer's files, the config's `created` and the history entry; `None`:
+    /// the newest input ([`creation_epoch`]).
+    pub epoch: Option<u64>,
 }
 
 /// What was built.
@@ -132,6 +138,13 @@ pub struct ImageOutcome {
     pub bytes: u64,
     /// `Entrypoint` of the base that was removed, if any.
     pub removed_entrypoint: Option<Value>,
+    /// The image's creation time (RFC 3339), also its files' times.
+    pub created: String,
+    /// Where that time came from: `SOURCE_DATE_EPOCH`, `hrr-playback` (the binary's mtime) or
+    /// `base` (the base's own creation time, else its file's mtime).
+    pub created_from: String,
+    /// The base was an `hrr-pack image` output: its hrr-playback layer was replaced.
+    pub replaced_layer: bool,
 }
 
 fn io_err(path: &Path) -> impl Fn(io::Error) -> ImageError + '_ {
@@ -175,12 +188,117 @@ pub fn sha256_file(path: &Path) -> Result<(String, u64)> {
     Ok((format!("sha256:{}", hex(&h.finalize())), n))
 }
 
-/// The epoch to stamp: `SOURCE_DATE_EPOCH` when set and valid, else [`DEFAULT_EPOCH`].
-pub fn epoch_from_env() -> u64 {
+/// `SOURCE_DATE_EPOCH`, when set and valid.
+pub fn epoch_from_env() -> Option<u64> {
     std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(DEFAULT_EPOCH)
+}
+
+/// Seconds since 1970 of an RFC 3339 time (`2024-05-01T12:00:00Z`, fractions and a `+hh:mm`
+/// offset allowed); `None` when it is not one.
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    // Civil date to days since 1970-01-01 (the inverse of `rfc3339`).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2.rem_euclid(400);
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let mut t = days * 86_400 + h * 3600 + mi * 60 + se;
+    let rest = s[19..].trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+    if let Some(off) = rest.strip_prefix(['+', '-']) {
+        let oh: i64 = off.get(0..2)?.parse().ok()?;
+        let om: i64 = off.get(3..5)?.parse().ok()?;
+        let secs = oh * 3600 + om * 60;
+        t += if rest.starts_with('+') { -secs } else { secs };
+    }
+    u64::try_from(t).ok()
+}
+
+/// The image's creation time and where it came from: `SOURCE_DATE_EPOCH` when set, else the
+/// newest input: the binary's mtime, or the base's own `created` (its file's mtime when it
+/// has none). Not the build's clock, so the same inputs give the same bytes; and an image
+/// rebuilt on an image from the same binary gets the same time.
+pub fn creation_epoch(
+    env: Option<u64>,
+    binary: &Path,
+    base_config: &[u8],
+    base_file: &Path,
+) -> (u64, &'static str) {
+    if let Some(e) = env {
+        return (e, "SOURCE_DATE_EPOCH");
+    }
+    let mtime = |p: &Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs())
+    };
+    let base = serde_json::from_slice::<Value>(base_config)
+        .ok()
+        .and_then(|v| {
+            v.get("created")
+                .and_then(Value::as_str)
+                .and_then(parse_rfc3339)
+        })
+        .or_else(|| mtime(base_file))
+        .unwrap_or(0);
+    let bin = mtime(binary).unwrap_or(0);
+    if bin >= base {
+        (bin, "hrr-playback")
+    } else {
+        (base, "base")
+    }
+}
+
+/// A base built by this tool: take its hrr-playback layer off (last layer, last diff_id, last
+/// history entry), so the new one replaces it. Returns whether it did.
+fn strip_own_layer(base: &mut base::Base) -> Result<bool> {
+    let Ok(mut cfg) = serde_json::from_slice::<Value>(&base.config) else {
+        return Ok(false); // edit_config says what is wrong with it
+    };
+    let ours = cfg
+        .get("history")
+        .and_then(Value::as_array)
+        .and_then(|h| h.last())
+        .is_some_and(|e| {
+            e.get("comment").and_then(Value::as_str) == Some(HISTORY_COMMENT)
+                && e.get("empty_layer").is_none_or(|v| v != &json!(true))
+        });
+    let n_diff = cfg
+        .pointer("/rootfs/diff_ids")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if !ours || n_diff == 0 || n_diff != base.layers.len() {
+        return Ok(false);
+    }
+    if let Some(h) = cfg.get_mut("history").and_then(Value::as_array_mut) {
+        h.pop();
+    }
+    if let Some(d) = cfg
+        .pointer_mut("/rootfs/diff_ids")
+        .and_then(Value::as_array_mut)
+    {
+        d.pop();
+    }
+    base.layers.pop();
+    // The base of that image is this one's base (none when it came from a `docker save`).
+    base.manifest_digest = base.base_digest.take();
+    base.config = serde_json::to_vec(&cfg).map_err(oci)?;
+    Ok(true)
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for seconds since 1970 (proleptic Gregorian calendar).
@@ -302,7 +420,7 @@ pub fn edit_config(base: &[u8], diff_id: &str, epoch: u64) -> Result<(Value, Opt
         h.push(json!({
             "created": created,
             "created_by": format!("hrr-pack image: COPY hrr-playback /{INSTALL_PATH}"),
-            "comment": "hrr-pack image",
+            "comment": HISTORY_COMMENT,
         }));
     }
     obj.insert("created".into(), json!(created));
@@ -418,7 +536,10 @@ pub fn build(opts: &ImageOptions) -> Result<ImageOutcome> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let base = base::open(&opts.base, &out_dir)?;
+    let mut base = base::open(&opts.base, &out_dir)?;
+    let replaced_layer = strip_own_layer(&mut base)?;
+    let (epoch, created_from) =
+        creation_epoch(opts.epoch, &opts.playback, &base.config, &opts.base);
     let has = base_glibc(&base.layers)?;
     if let Needs::Glibc(v) = needs {
         if has.is_none_or(|h| h < v) {
@@ -430,12 +551,12 @@ pub fn build(opts: &ImageOptions) -> Result<ImageOutcome> {
         }
     }
 
-    let (plain, gz) = build_layer(&binary, opts.epoch)?;
+    let (plain, gz) = build_layer(&binary, epoch)?;
     drop(binary);
     let diff_id = sha256(&plain);
     drop(plain);
     let layer_digest = sha256(&gz);
-    let (cfg, removed_entrypoint) = edit_config(&base.config, &diff_id, opts.epoch)?;
+    let (cfg, removed_entrypoint) = edit_config(&base.config, &diff_id, epoch)?;
     let cfg_bytes = serde_json::to_vec(&cfg).map_err(oci)?;
     let cfg_digest = sha256(&cfg_bytes);
 
@@ -553,7 +674,7 @@ pub fn build(opts: &ImageOptions) -> Result<ImageOutcome> {
             let mut h = tar::Header::new_ustar();
             h.set_uid(0);
             h.set_gid(0);
-            h.set_mtime(opts.epoch);
+            h.set_mtime(epoch);
             match m {
                 Member::Dir(n) => {
                     h.set_entry_type(tar::EntryType::Directory);
@@ -599,6 +720,9 @@ pub fn build(opts: &ImageOptions) -> Result<ImageOutcome> {
         glibc_base: has.map(|v| v.to_string()),
         bytes,
         removed_entrypoint,
+        created: rfc3339(epoch),
+        created_from: created_from.to_string(),
+        replaced_layer,
     })
 }
 
@@ -609,8 +733,20 @@ mod tests {
     #[test]
     fn dates_format_as_rfc3339() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(DEFAULT_EPOCH), "2006-07-24T01:21:28Z");
+        assert_eq!(rfc3339(1_153_704_088), "2006-07-24T01:21:28Z");
         assert_eq!(rfc3339(951_827_696), "2000-02-29T12:34:56Z");
+        for t in [0, 951_827_696, 1_153_704_088, 1_700_000_000, 4_102_444_800] {
+            assert_eq!(parse_rfc3339(&rfc3339(t)), Some(t));
+        }
+        assert_eq!(
+            parse_rfc3339("2000-02-29T12:34:56.123456789Z"),
+            Some(951_827_696)
+        );
+        assert_eq!(
+            parse_rfc3339("2000-02-29T14:34:56+02:00"),
+            Some(951_827_696)
+        );
+        assert_eq!(parse_rfc3339("yesterday"), None);
     }
 
     #[test]

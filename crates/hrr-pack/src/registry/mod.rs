@@ -86,9 +86,35 @@ pub fn is_loopback(registry: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// What an error about access names: the registry, the repository, and whose credentials were
+/// offered (never the password).
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// host[:port].
+    pub registry: String,
+    /// The repository (`team/run`).
+    pub repository: String,
+    /// The user and where the credentials came from (`--username`, a docker config file);
+    /// `None`: none were given.
+    pub user: Option<(String, String)>,
+}
+
 /// Credentials: the flags, else the docker config's `auths` entry, else anonymous. The
-/// password is never printed and never stored anywhere by hrr-pack.
-fn credentials(args: &ConnectArgs, registry: &str) -> Result<RegistryAuth> {
+/// password is never printed and never stored anywhere by hrr-pack. Also says whose they are
+/// and where they came from.
+fn credentials(
+    args: &ConnectArgs,
+    registry: &str,
+) -> Result<(RegistryAuth, Option<(String, String)>)> {
+    let (auth, source) = credentials_from(args, registry)?;
+    let user = match (&auth, source) {
+        (RegistryAuth::Basic(u, _), Some(src)) => Some((u.clone(), src)),
+        _ => None,
+    };
+    Ok((auth, user))
+}
+
+fn credentials_from(args: &ConnectArgs, registry: &str) -> Result<(RegistryAuth, Option<String>)> {
     if let Some(user) = &args.username {
         let mut line = String::new();
         std::io::stdin()
@@ -98,19 +124,24 @@ fn credentials(args: &ConnectArgs, registry: &str) -> Result<RegistryAuth> {
         if pass.is_empty() {
             bail!("--password-stdin: standard input held no password");
         }
-        return Ok(RegistryAuth::Basic(user.clone(), pass));
+        return Ok((
+            RegistryAuth::Basic(user.clone(), pass),
+            Some("--username".into()),
+        ));
     }
     let dir = match std::env::var_os("DOCKER_CONFIG") {
         Some(d) => PathBuf::from(d),
         None => match std::env::var_os("HOME") {
             Some(h) => PathBuf::from(h).join(".docker"),
-            None => return Ok(RegistryAuth::Anonymous),
+            None => return Ok((RegistryAuth::Anonymous, None)),
         },
     };
     let path = dir.join("config.json");
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RegistryAuth::Anonymous),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((RegistryAuth::Anonymous, None))
+        }
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
     let v: serde_json::Value =
@@ -127,8 +158,9 @@ fn credentials(args: &ConnectArgs, registry: &str) -> Result<RegistryAuth> {
             .map(|(_, e)| e)
     });
     let Some(entry) = entry else {
-        return Ok(RegistryAuth::Anonymous);
+        return Ok((RegistryAuth::Anonymous, None));
     };
+    let source = Some(path.display().to_string());
     if let Some(enc) = entry.get("auth").and_then(|a| a.as_str()) {
         let raw = base64::engine::general_purpose::STANDARD
             .decode(enc.trim())
@@ -141,14 +173,14 @@ fn credentials(args: &ConnectArgs, registry: &str) -> Result<RegistryAuth> {
                 path.display()
             )
         })?;
-        return Ok(RegistryAuth::Basic(u.to_string(), p.to_string()));
+        return Ok((RegistryAuth::Basic(u.to_string(), p.to_string()), source));
     }
     match (
         entry.get("username").and_then(|u| u.as_str()),
         entry.get("password").and_then(|p| p.as_str()),
     ) {
-        (Some(u), Some(p)) => Ok(RegistryAuth::Basic(u.into(), p.into())),
-        _ => Ok(RegistryAuth::Anonymous),
+        (Some(u), Some(p)) => Ok((RegistryAuth::Basic(u.into(), p.into()), source)),
+        _ => Ok((RegistryAuth::Anonymous, None)),
     }
 }
 
@@ -160,6 +192,8 @@ pub struct Session {
     pub reference: Reference,
     /// The credentials (never printed).
     pub auth: RegistryAuth,
+    /// Registry, repository and user, for errors.
+    pub access: Access,
     /// `http` or `https`.
     pub scheme: &'static str,
     /// Single-threaded runtime driving the client.
@@ -203,16 +237,30 @@ pub fn is_auth_error(e: &OciDistributionError) -> bool {
     }
 }
 
-/// Map a client error to an anyhow error, with exit code [`EXIT_AUTH`] for refused credentials.
-pub fn oci_err(e: OciDistributionError, what: &str, registry: &str) -> anyhow::Error {
-    if is_auth_error(&e) {
-        anyhow::Error::new(Coded(
-            EXIT_AUTH,
-            format!("{what}: registry {registry} refused the credentials (wrong user name or password, or no access to this repository): {e}"),
-        ))
-    } else {
-        anyhow!("{what}: {e}")
+/// Map a client error to an anyhow error, with exit code [`EXIT_AUTH`] for refused (or
+/// missing) credentials. Those name the repository and the user, not the URL of the request
+/// that was refused (a probe blob the archive does not hold), and tell "none given" from
+/// "refused".
+pub fn oci_err(e: OciDistributionError, what: &str, access: &Access) -> anyhow::Error {
+    if !is_auth_error(&e) {
+        return anyhow!("{what}: {e}");
     }
+    let Access {
+        registry,
+        repository,
+        user,
+    } = access;
+    let (msg, hint) = match user {
+        None => (
+            format!("{what}: registry {registry} needs credentials for repository {repository}, and none were given"),
+            format!("pass --username USER --password-stdin, or add an `auths` entry for {registry} to $DOCKER_CONFIG/config.json or ~/.docker/config.json (`docker login {registry}` writes one)"),
+        ),
+        Some((u, source)) => (
+            format!("{what}: registry {registry} refused the credentials of user `{u}` (from {source}) for repository {repository}: wrong user name or password, or no access to this repository"),
+            format!("check the user name and password for {registry}, and that `{u}` may access {repository}"),
+        ),
+    };
+    anyhow::Error::new(Coded(EXIT_AUTH, msg)).context(hrr_cli::Hint::new(hint))
 }
 
 /// Full chain of an error as one line (reqwest hides the cause behind "error sending request").
@@ -239,7 +287,12 @@ impl Session {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let reference = parse_reference(reference)?;
         let registry = reference.resolve_registry().to_string();
-        let auth = credentials(args, &registry)?;
+        let (auth, user) = credentials(args, &registry)?;
+        let access = Access {
+            registry: registry.clone(),
+            repository: reference.repository().to_string(),
+            user,
+        };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -256,7 +309,7 @@ impl Session {
         };
         let (client, scheme) = match try_one(false) {
             Ok(c) => (c, "https"),
-            Err(e) if is_auth_error(&e) => return Err(oci_err(e, "connecting", &registry)),
+            Err(e) if is_auth_error(&e) => return Err(oci_err(e, "connecting", &access)),
             Err(tls) => {
                 let why = chain(&tls);
                 if why.contains("certificate") {
@@ -272,7 +325,7 @@ impl Session {
                 }
                 match try_one(true) {
                     Ok(c) => (c, "http"),
-                    Err(e) if is_auth_error(&e) => return Err(oci_err(e, "connecting", &registry)),
+                    Err(e) if is_auth_error(&e) => return Err(oci_err(e, "connecting", &access)),
                     Err(e) => bail!(
                         "connecting to {registry}: over HTTPS: {}; over HTTP: {}",
                         chain(&tls),
@@ -285,14 +338,15 @@ impl Session {
             client,
             reference,
             auth,
+            access,
             scheme,
             rt,
         })
     }
 
-    /// The registry's host[:port].
-    pub fn registry(&self) -> String {
-        self.reference.resolve_registry().to_string()
+    /// What access errors name.
+    pub fn access(&self) -> Access {
+        self.access.clone()
     }
 }
 

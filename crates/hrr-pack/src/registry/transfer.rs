@@ -80,7 +80,7 @@ pub fn push(
     progress: &dyn Progress,
     stop_after: Option<usize>,
 ) -> Result<PushReport> {
-    let registry = s.registry();
+    let registry = s.access();
     let opts = PackOptions {
         force,
         ..Default::default()
@@ -187,7 +187,7 @@ pub fn push(
 
 /// The artifact's manifest (checked to be an hrr archive) and its digest.
 pub fn fetch_manifest(s: &Session) -> Result<(OciImageManifest, String)> {
-    let registry = s.registry();
+    let registry = s.access();
     let (raw, digest) = s
         .rt
         .block_on(
@@ -220,7 +220,7 @@ pub fn fetch_manifest(s: &Session) -> Result<(OciImageManifest, String)> {
 
 /// Download a blob into `sink`, hashing it; error unless its sha256 is the descriptor's.
 fn stream_blob(s: &Session, d: &OciDescriptor, sink: &mut dyn Write) -> Result<u64> {
-    let registry = s.registry();
+    let registry = s.access();
     let (alg, want) = d
         .digest
         .split_once(':')

@@ -79,3 +79,26 @@ pub fn events_json(target: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// A test that cannot run here: prints `SKIPPED: <why> (<how to get it>)` and records
+/// `<test>\t<why>` in `$HRR_TEST_SKIP_LOG` when that is set (scripts/test.sh counts the lines and
+/// ends with `N tests skipped (why)`), so a partial run is visible, not only in captured stderr.
+pub fn skipped(why: &str, how: &str) {
+    if how.is_empty() {
+        eprintln!("SKIPPED: {why}");
+    } else {
+        eprintln!("SKIPPED: {why} ({how})");
+    }
+    if let Some(log) = std::env::var_os("HRR_TEST_SKIP_LOG") {
+        use std::io::Write;
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let line = format!("{}::{test}\t{why}\n", env!("CARGO_CRATE_NAME"));
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let _ = f.write_all(line.as_bytes()); // one O_APPEND write: lines never interleave
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Every `--json` output of `hrr-playback` decoded with its own serde type from
+//! `hrr_cli::json` (`deny_unknown_fields`), so a key added, renamed or dropped on one side fails
+//! here: `--info` (a process, a root of several processes, a root of one), `--events` (every
+//! line, and the `pid` key when several processes are listed), and the replay summary (a pass, a
+//! mismatch, a reproduced fault with its site) through the fake driver of `tests/fake-cuda`.
+//! `docs/json.md` describes them.
+//!
+//! Needs `cargo build --workspace` first (the README's test command does) and a C compiler.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use hrr_cli::json::{EventJson, InfoProcessJson, InfoRootJson, ReplayJson};
+
+mod common;
+use common::*;
+
+fn fake() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| build_fake_cuda("-json"))
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn json_of(target: &Path, extra: &[&str]) -> (i32, String) {
+    let mut c = playback();
+    c.arg(target)
+        .args(extra)
+        .arg("--json")
+        .arg("--no-progress")
+        .env("LD_LIBRARY_PATH", fake());
+    let (code, out, err) = run(c);
+    assert!(!out.is_empty(), "no JSON on stdout (exit {code}): {err}");
+    (code, out)
+}
+
+fn capture(archive: &Path, args: &[&str]) {
+    let o = Command::new(bin_dir().join("hrr-capture"))
+        .arg("-o")
+        .arg(archive)
+        .arg("--")
+        .arg(fake().join("driver_app"))
+        .args(args)
+        .env("LD_LIBRARY_PATH", fake())
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
+        .output()
+        .expect("run hrr-capture");
+    // `fault` exits non-zero by design; the archive is what matters.
+    assert!(
+        !pid_dirs(archive).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn info_and_events_decode_with_their_types() {
+    let demo = examples().join("demo.hrr");
+    // A root of two processes: rows, no process detail.
+    let (code, out) = json_of(&demo, &["--info"]);
+    let v: InfoRootJson = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (code, v.schema.as_str(), v.kind.as_str()),
+        (0, "hrr.info/1", "root")
+    );
+    assert_eq!(v.processes.len(), 2);
+    assert!(v.process.is_none());
+    // The same count as --list, hrr-pack list and the process detail.
+    assert_eq!(v.processes[1].events, Some(9));
+    let (_, out) = json_of(&demo.join("pid-1204"), &["--info"]);
+    let p: InfoProcessJson = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (p.kind.as_str(), p.events, p.complete),
+        ("process", 9, false)
+    );
+    assert!(!p.incomplete_reasons.is_empty());
+    // A root of one process carries that process's object.
+    let axpy = examples().join("h200-axpy.hrr");
+    let (_, out) = json_of(&axpy, &["--info"]);
+    let v: InfoRootJson = serde_json::from_str(&out).unwrap();
+    let p = v.process.expect("a one-process root has its detail");
+    assert_eq!(p.kernel_launches, 10);
+    assert!(p.calls.iter().map(|c| c.count).sum::<u64>() <= p.events);
+    assert_eq!(p.thread_count, p.threads.len() as u64);
+    // --events: every line, and `pid` only when several processes are listed.
+    let dir = pid_dirs(&axpy).remove(0);
+    let (_, out) = json_of(&dir, &["--events"]);
+    let evs: Vec<EventJson> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(evs.len() as u64, p.events);
+    assert!(evs.iter().all(|e| e.pid.is_none()));
+    assert!(evs
+        .iter()
+        .any(|e| e.name.starts_with("cuLaunchKernel") && !e.fields.is_empty()));
+    let (_, out) = json_of(&demo, &["--events"]);
+    let evs: Vec<EventJson> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(evs.iter().all(|e| e.pid.is_some()));
+}
+
+#[test]
+fn replay_summaries_decode_with_their_type() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A pass: every D2H result compared.
+    let ok = tmp.path().join("ok.hrr");
+    capture(&ok, &[]);
+    let (code, out) = json_of(&ok, &[]);
+    let v: ReplayJson = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((code, v.verdict.as_str(), v.exit_code), (0, "PASS", 0));
+    assert_eq!(v.result, "PASS");
+    assert!(v.d2h_checks.pass > 0 && v.d2h_checks.fail == 0);
+    assert_eq!(
+        v.d2h_checks.pass,
+        v.d2h_checks.exact + v.d2h_checks.within_tol
+    );
+    assert!(v.stopped_at.is_none() && v.fault_site.is_none());
+    // A mismatch: a D2H blob changed on disk.
+    let dir = pid_dirs(&ok).remove(0);
+    let ev = events_json(&dir)
+        .into_iter()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .unwrap();
+    let id = ev["fields"]["d2h_blob"].as_str().unwrap().to_string();
+    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[5] ^= 0xff;
+    std::fs::write(&p, &bytes).unwrap();
+    let (code, out) = json_of(&dir, &[]);
+    let v: ReplayJson = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (code, v.verdict.as_str(), v.result.as_str()),
+        (1, "MISMATCH", "FAIL")
+    );
+    assert_eq!(v.mismatches.len() as u64, v.d2h_checks.fail);
+    // A recorded fault, reproduced, with the launch it is attributed to.
+    let bad = tmp.path().join("fault.hrr");
+    capture(&bad, &["fault"]);
+    let (code, out) = json_of(&bad, &[]);
+    let v: ReplayJson = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!((code, v.verdict.as_str()), (0, "REPRODUCED"));
+    let site = v.fault_site.expect("the faulting launch is named");
+    assert_eq!(site.kernel, "fault");
+    assert!(v.stopped_at.is_some() && v.recorded_failure.is_some());
+}
