@@ -731,3 +731,101 @@ pub struct ScrubJson {
     /// Wall time.
     pub seconds: f64,
 }
+
+// ---------------------------------------------------------------------------------------------
+// hrr-pack push, pull, image
+// ---------------------------------------------------------------------------------------------
+
+/// `hrr-pack push --json` (`hrr.push/1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushJson {
+    /// `hrr.push/1`.
+    pub schema: String,
+    /// Always true.
+    pub ok: bool,
+    /// The reference as given (`registry/repo:tag`).
+    pub reference: String,
+    /// `sha256:` of the artifact's manifest.
+    pub digest: String,
+    /// `https` or `http`.
+    pub scheme: String,
+    /// Files of the archive (as `pack` counts them).
+    pub files: u64,
+    /// Their bytes.
+    pub file_bytes: u64,
+    /// Registry blobs of the artifact (layers plus the tree).
+    pub blobs: u64,
+    /// Of those, uploaded (the rest the registry had).
+    pub blobs_uploaded: u64,
+    /// Compressed bytes of all blobs.
+    pub bytes_total: u64,
+    /// Compressed bytes uploaded.
+    pub bytes_uploaded: u64,
+    /// `bytes_uploaded / bytes_total`.
+    pub uploaded_fraction: f64,
+    /// Wall time.
+    pub seconds: f64,
+}
+
+/// `hrr-pack pull --json` (`hrr.pull/1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullJson {
+    /// `hrr.pull/1`.
+    pub schema: String,
+    /// Always true.
+    pub ok: bool,
+    /// The reference as given.
+    pub reference: String,
+    /// `sha256:` of the manifest pulled.
+    pub digest: String,
+    /// The folder created, or the pack written (`-o FILE.hrr.tar.zst`).
+    pub output: String,
+    /// Files of the archive, each verified (as `pack` counts them).
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Compressed bytes downloaded.
+    pub bytes_downloaded: u64,
+    /// Wall time.
+    pub seconds: f64,
+}
+
+/// `hrr-pack image --json` (`hrr.image/1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageJson {
+    /// `hrr.image/1`.
+    pub schema: String,
+    /// Always true.
+    pub ok: bool,
+    /// The image tar written.
+    pub output: String,
+    /// Full reference, `name:tag`.
+    pub tag: String,
+    /// `sha256:` of the manifest (the image digest of registries and podman).
+    pub manifest_digest: String,
+    /// `sha256:` of the config (Docker's image id).
+    pub config_digest: String,
+    /// `sha256:` of the added (gzip) layer.
+    pub layer_digest: String,
+    /// `sha256:` of that layer uncompressed.
+    pub diff_id: String,
+    /// Layers in the image, the added one included.
+    pub layers: u64,
+    /// Newest glibc the binary needs, or null.
+    pub glibc_needed: Option<String>,
+    /// Newest glibc the base provides, or null.
+    pub glibc_base: Option<String>,
+    /// Size of the image tar.
+    pub bytes: u64,
+    /// The base's `Entrypoint` that was removed (as it was), or null.
+    pub removed_entrypoint: Option<serde_json::Value>,
+    /// Creation time (RFC 3339), also the layer's file times.
+    pub created: String,
+    /// `SOURCE_DATE_EPOCH`, `hrr-playback` (the binary's mtime) or `base`.
+    pub created_from: String,
+    /// The base was an `hrr-pack image` output whose hrr-playback layer was replaced.
+    pub replaced_layer: bool,
+}

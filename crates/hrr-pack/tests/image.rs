@@ -179,6 +179,9 @@ fn oci_layout_base_gives_a_deterministic_dual_image() {
         "identical builds"
     );
     let report: Value = serde_json::from_slice(&oa.stdout).unwrap();
+    // Its own type decodes it (deny_unknown_fields: a key added or dropped fails here).
+    let typed: hrr_cli::json::ImageJson = serde_json::from_slice(&oa.stdout).unwrap();
+    assert_eq!((typed.schema.as_str(), typed.layers), ("hrr.image/1", 2));
     assert_eq!(report["tag"], "hrr-test/pb:latest");
     assert_eq!(report["glibc_base"], "2.99");
     assert_eq!(report["removed_entrypoint"], json!(["/bin/sh", "-c"]));

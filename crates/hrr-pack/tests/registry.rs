@@ -311,16 +311,23 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
         &[],
     ));
     assert_eq!(push["scheme"], "http");
+    let typed: hrr_cli::json::PushJson = serde_json::from_value(push.clone()).unwrap();
+    assert_eq!(typed.schema, "hrr.push/1");
     let digest = push["digest"].as_str().unwrap().to_string();
     assert!(digest.starts_with("sha256:"));
 
     // Pull by tag into a folder: the identical tree.
     let out = tmpdir("plain-out");
-    ok(&run(
+    let pulled = ok(&run(
         &["--json", "pull", &r, "-o", out.to_str().unwrap()],
         None,
         &[],
     ));
+    let typed: hrr_cli::json::PullJson = serde_json::from_value(pulled).unwrap();
+    assert_eq!(
+        (typed.schema.as_str(), typed.digest.as_str()),
+        ("hrr.pull/1", digest.as_str())
+    );
     assert_eq!(tree(&src), tree(&out.join("run.hrr")));
     // Pulling again refuses to overwrite.
     let again = run(&["pull", &r, "-o", out.to_str().unwrap()], None, &[]);

@@ -64,12 +64,17 @@ fn pull(a: &Args, ui: &Ui) -> Result<i32> {
     };
     let secs = t0.elapsed().as_secs_f64();
     if ui.json {
-        ui.json(&serde_json::json!({
-            "schema": "hrr.pull/1", "ok": true, "reference": a.reference,
-            "digest": rep.digest, "output": shown.display().to_string(),
-            "files": rep.files, "bytes": rep.file_bytes,
-            "bytes_downloaded": rep.bytes_downloaded, "seconds": secs,
-        }));
+        ui.json(&hrr_cli::json::PullJson {
+            schema: "hrr.pull/1".into(),
+            ok: true,
+            reference: a.reference.clone(),
+            digest: rep.digest.clone(),
+            output: shown.display().to_string(),
+            files: rep.files as u64,
+            bytes: rep.file_bytes,
+            bytes_downloaded: rep.bytes_downloaded,
+            seconds: secs,
+        });
     } else {
         // A reference by digest already names it: said once.
         let named = if a.reference.ends_with(&format!("@{}", rep.digest)) {

@@ -70,14 +70,21 @@ fn push(a: &Args, ui: &Ui) -> Result<i32> {
     let secs = t0.elapsed().as_secs_f64();
     let frac = rep.bytes_uploaded as f64 / rep.bytes_total.max(1) as f64;
     if ui.json {
-        ui.json(&serde_json::json!({
-            "schema": "hrr.push/1", "ok": true, "reference": a.reference,
-            "digest": rep.digest, "scheme": session.scheme,
-            "files": rep.files, "file_bytes": rep.file_bytes,
-            "blobs": rep.blobs, "blobs_uploaded": rep.blobs_uploaded,
-            "bytes_total": rep.bytes_total, "bytes_uploaded": rep.bytes_uploaded,
-            "uploaded_fraction": frac, "seconds": secs,
-        }));
+        ui.json(&hrr_cli::json::PushJson {
+            schema: "hrr.push/1".into(),
+            ok: true,
+            reference: a.reference.clone(),
+            digest: rep.digest.clone(),
+            scheme: session.scheme.into(),
+            files: rep.files as u64,
+            file_bytes: rep.file_bytes,
+            blobs: rep.blobs as u64,
+            blobs_uploaded: rep.blobs_uploaded as u64,
+            bytes_total: rep.bytes_total,
+            bytes_uploaded: rep.bytes_uploaded,
+            uploaded_fraction: frac,
+            seconds: secs,
+        });
     } else {
         ui.out(&format!(
             "pushed {} -> {}@{}: {} files ({}), {} blobs ({}); {}, in {secs:.2} s\n",
