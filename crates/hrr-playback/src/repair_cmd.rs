@@ -130,9 +130,21 @@ fn write_json(out: &mut dyn Write, v: &RepairJson) -> Result<()> {
     Ok(())
 }
 
+/// The archive's exclusive lock (the one `hrr-pack scrub` and `pack` take), so a repair never
+/// runs beside them. Where the lock file cannot be written (a read-only mount), the repair goes
+/// on and fails with its own clear message when it writes.
+fn exclusive(archive: &Path) -> Result<Option<hrr_archive::lock::ArchiveLock>> {
+    match hrr_archive::lock::exclusive(archive, "repair") {
+        Ok(l) => Ok(Some(l)),
+        Err(e) if e.is_unwritable() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Repair one `pid-<pid>/` capture. Exit status 0, or an error.
 pub fn repair_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<u8> {
     check_links(dir)?;
+    let _lock = exclusive(dir)?;
     remove_stale_temp_files(out, dir)?;
     let outcome = repair::repair_process(dir)?;
     if json {
@@ -146,6 +158,7 @@ pub fn repair_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<u8>
 
 /// Repair every capture under `root` and rebuild the root index. Exit status 1 if any failed.
 pub fn repair_root(out: &mut dyn Write, root: &Path, json: bool) -> Result<u8> {
+    let _lock = exclusive(root)?;
     // Refuse before anything is written when a capture holds a link where a file must be.
     let dirs = hrr_archive::layout::list_pid_dirs(root)?;
     for (_, dir) in &dirs {

@@ -217,3 +217,19 @@ fn repair_keeps_a_2_gib_hole_at_the_tail_sparse() {
         meta.blocks() * 512
     );
 }
+
+#[test]
+fn a_repair_is_refused_while_another_command_holds_the_archive() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("run.hrr");
+    let dir = capture(&root);
+    let held = hrr_archive::lock::exclusive(&root, "scrub").unwrap();
+    for at in [&root, &dir] {
+        let (code, text) = run(&[at, &"--repair"]);
+        assert_ne!(code, 0, "{text}");
+        assert!(text.contains("in use by another"), "{text}");
+    }
+    drop(held);
+    let (code, text) = run(&[&root, &"--repair"]);
+    assert_eq!(code, 0, "{text}");
+}
