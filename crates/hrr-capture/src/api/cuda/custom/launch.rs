@@ -24,6 +24,28 @@ struct LaunchCall {
     cooperative: bool,
 }
 
+impl LaunchCall {
+    /// A launch given its grid and block as arguments (no launch attributes).
+    fn grid(
+        f: Handle,
+        grid: [c_uint; 3],
+        block: [c_uint; 3],
+        shared_mem: c_uint,
+        stream: Handle,
+        cooperative: bool,
+    ) -> Self {
+        LaunchCall {
+            f,
+            grid,
+            block,
+            shared_mem,
+            stream,
+            attrs: Vec::new(),
+            cooperative,
+        }
+    }
+}
+
 /// The argument buffer handed over in `extra` (`CU_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`).
 unsafe fn extra_buffer(extra: *mut *mut c_void) -> Option<Vec<u8>> {
     if extra.is_null() {
@@ -150,15 +172,7 @@ pub unsafe fn launch_kernel(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    let l = LaunchCall {
-        f,
-        grid: [gx, gy, gz],
-        block: [bx, by, bz],
-        shared_mem: shmem,
-        stream,
-        attrs: Vec::new(),
-        cooperative: false,
-    };
+    let l = LaunchCall::grid(f, [gx, gy, gz], [bx, by, bz], shmem, stream, false);
     record_launch(h, r, l, params, extra);
     r
 }
@@ -202,15 +216,7 @@ pub unsafe fn launch_cooperative(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    let l = LaunchCall {
-        f,
-        grid: [gx, gy, gz],
-        block: [bx, by, bz],
-        shared_mem: shmem,
-        stream,
-        attrs: Vec::new(),
-        cooperative: true,
-    };
+    let l = LaunchCall::grid(f, [gx, gy, gz], [bx, by, bz], shmem, stream, true);
     record_launch(h, r, l, params, std::ptr::null_mut());
     r
 }
