@@ -64,9 +64,17 @@ impl Stream<'_> {
         let from = (self.head - self.base) as usize;
         let to = (chunk_end - self.base) as usize;
         let mut run = self.run_start;
+        let mut wrapped: Vec<usize> = Vec::new();
         for i in from..to {
             let abs = self.base + i as u64;
             if b64_value(self.buf[i]).is_none() {
+                // A line of whole base64 groups ending in a line break may begin a wrapped block.
+                if let (Some(start), b'\r' | b'\n') = (run, self.buf[i]) {
+                    let width = (abs - start) as usize;
+                    if width >= WRAP_MIN && width % 4 == 0 && start >= self.base {
+                        wrapped.push((start - self.base) as usize);
+                    }
+                }
                 run = None;
                 continue;
             }
@@ -83,6 +91,16 @@ impl Stream<'_> {
             }
         }
         self.run_start = run;
+        let mut scanned_to = 0;
+        for start in wrapped {
+            if start < scanned_to {
+                continue; // a later line of a block already scanned
+            }
+            if let Some((chars, end)) = wrapped_block(&self.buf, start) {
+                self.scan_wrapped(&chars);
+                scanned_to = end;
+            }
+        }
         for (abs, len) in pieces {
             let i = (abs - self.base) as usize;
             let text = self.buf[i..i + len].to_vec();
@@ -126,28 +144,6 @@ impl Stream<'_> {
 const WRAP_MIN: usize = 16;
 
 impl Stream<'_> {
-    /// Decode and scan every block of base64 wrapped into lines of one width (`\n` or `\r\n`
-    /// between them) whose first line starts in `head..chunk_end`. Only findings that cross a
-    /// line break are reported: the rest lie inside one line, which [`Self::base64_runs`] scans.
-    pub(super) fn wrapped_runs(&mut self, chunk_end: u64) {
-        let from = (self.head - self.base) as usize;
-        let to = ((chunk_end - self.base) as usize).min(self.buf.len());
-        let mut i = from;
-        while i < to {
-            let line_start = i == 0 || b64_value(self.buf[i - 1]).is_none();
-            if !line_start || b64_value(self.buf[i]).is_none() {
-                i += 1;
-                continue;
-            }
-            let Some((chars, end)) = wrapped_block(&self.buf, i) else {
-                i += 1;
-                continue;
-            };
-            self.scan_wrapped(&chars);
-            i = end.max(i + 1);
-        }
-    }
-
     /// Scan one joined block: `chars` are the buffer indices of its base64 characters.
     fn scan_wrapped(&mut self, chars: &[usize]) {
         let text: Vec<u8> = chars.iter().map(|&c| self.buf[c]).collect();
@@ -162,7 +158,7 @@ impl Stream<'_> {
                 let c = b64_chars(inner.offset, inner.offset + inner.length);
                 let (c0, c1) = (shift + c.start as usize, shift + c.end.min(len) as usize);
                 if c1 <= c0 || line_of(c0) == line_of(c1 - 1) {
-                    continue; // inside one line: found there
+                    continue; // inside one line: the scan of base64 runs finds it there
                 }
                 let r = b64_chars(
                     inner.redact_offset,

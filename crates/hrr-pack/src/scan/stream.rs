@@ -90,7 +90,6 @@ impl Stream<'_> {
             }
             if self.b64 {
                 self.base64_runs(chunk_end);
-                self.wrapped_runs(chunk_end);
             }
             self.head = chunk_end;
             let keep_from = self.head.saturating_sub(sc.lookback as u64);
