@@ -71,7 +71,7 @@ impl Stream<'_> {
                 // A line of whole base64 groups ending in a line break may begin a wrapped block.
                 if let (Some(start), b'\r' | b'\n') = (run, self.buf[i]) {
                     let width = (abs - start) as usize;
-                    if width >= WRAP_MIN && width % 4 == 0 && start >= self.base {
+                    if width >= WRAP_MIN && width.is_multiple_of(4) && start >= self.base {
                         wrapped.push((start - self.base) as usize);
                     }
                 }
@@ -213,7 +213,7 @@ fn wrapped_block(buf: &[u8], start: usize) -> Option<(Vec<usize>, usize)> {
         _ => 0,
     };
     let width = run(start);
-    if width < WRAP_MIN || width % 4 != 0 || brk(start + width) == 0 {
+    if width < WRAP_MIN || !width.is_multiple_of(4) || brk(start + width) == 0 {
         return None;
     }
     let mut chars: Vec<usize> = (start..start + width).collect();
