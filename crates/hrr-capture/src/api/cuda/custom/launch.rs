@@ -1,4 +1,4 @@
-//! Launches: the packed argument buffer, from `extra` or laid out with the driver's parameter info, with the kernel's name and code object.
+//! Launches: the packed argument buffer, from `extra` or laid out with the driver's parameter info, with the kernel's name and code object. Graph kernel nodes (`graph.rs`) record their parameters through the same [`launch_fields`].
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -12,9 +12,10 @@ use crate::api::cuda::calls::Export;
 use crate::api::cuda::loader::driver_fn;
 use crate::api::cuda::state::{self, KernelInfo};
 use crate::hook::args::{bytes_at, cstr};
+use crate::recorder::Recorder;
 
-/// What a launch call says, whichever entry point made it.
-struct LaunchCall {
+/// What a launch call (or a graph kernel node) says, whichever entry point made it.
+pub(super) struct LaunchCall {
     f: Handle,
     grid: [c_uint; 3],
     block: [c_uint; 3],
@@ -26,7 +27,7 @@ struct LaunchCall {
 
 impl LaunchCall {
     /// A launch given its grid and block as arguments (no launch attributes).
-    fn grid(
+    pub(super) fn grid(
         f: Handle,
         grid: [c_uint; 3],
         block: [c_uint; 3],
@@ -97,7 +98,19 @@ unsafe fn record_launch(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) {
-    rec(h, r, |rc| {
+    rec(h, r, |rc| launch_fields(rc, "cuLaunchKernel", l, params, extra));
+}
+
+/// The `Launch` record of launch `l` with arguments `params` or `extra` (`call`: the call named
+/// in a note when the argument layout is unknown).
+pub(super) unsafe fn launch_fields(
+    rc: &mut Recorder,
+    call: &str,
+    l: LaunchCall,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Launch {
+    {
         let f = l.f as u64;
         let (info, layout, in_capture) = state::with(|st| {
             // Not seen looked up (e.g. obtained before capture opened): ask the driver, once.
@@ -129,7 +142,7 @@ unsafe fn record_launch(
         };
         if args.is_none() {
             rc.note_unreplayable(
-                "cuLaunchKernel",
+                call,
                 &format!("argument layout unknown for kernel `{}`", info.name),
             );
         }
@@ -153,7 +166,7 @@ unsafe fn record_launch(
             cooperative: l.cooperative as u8,
             in_capture: in_capture as u8,
         }
-    });
+    }
 }
 
 pub unsafe fn launch_kernel(
