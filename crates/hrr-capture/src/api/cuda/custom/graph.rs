@@ -37,6 +37,9 @@ const GRAPH_NOT_RECORDED: &str = "graph was built before capture started (neithe
 /// Why conditional nodes are not replayed.
 const CONDITIONAL: &str = "conditional graph node (CU_GRAPH_NODE_TYPE_CONDITIONAL): its body graphs and condition handle are not rebuilt; replay skips the node and launches of its graph";
 
+/// What replay does with host nodes.
+const HOST_NODE: &str = "graph host nodes run application code that is not in the archive; replay runs a no-op host function in their place";
+
 /// Note an instantiation of a graph that replay cannot rebuild; remember the instantiation's
 /// host regions (from its graph's nodes).
 fn note_graph_source(rc: &mut Recorder, call: &str, g: Handle, exec: u64) {
@@ -285,7 +288,8 @@ unsafe fn fill_memset(n: &mut GraphNode, p: *const u8, ctx: u64) {
 }
 
 /// A host node's `CUDA_HOST_NODE_PARAMS` at `p` (function, user data).
-unsafe fn fill_host(n: &mut GraphNode, p: *const u8) {
+unsafe fn fill_host(rc: &mut Recorder, n: &mut GraphNode, p: *const u8, call: &str) {
+    rc.note_unreplayable(call, HOST_NODE);
     n.node_type = node_type::HOST;
     if !p.is_null() {
         n.host_fn = word_at(p, 0);
@@ -320,7 +324,7 @@ unsafe fn fill_generic(rc: &mut Recorder, n: &mut GraphNode, p: *const u8, call:
             Vec::new()
         }
         node_type::HOST => {
-            fill_host(n, u);
+            fill_host(rc, n, u, call);
             Vec::new()
         }
         node_type::GRAPH => fill_child(n, word_at(u, 0) as Handle),
@@ -470,8 +474,8 @@ pub unsafe fn graph_add_host_node(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
-        fill_host(nd, p);
+    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |rc, nd| {
+        fill_host(rc, nd, p, "cuGraphAddHostNode");
         Vec::new()
     });
     r
@@ -664,8 +668,8 @@ pub unsafe fn graph_host_node_set_params(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    set_node(h, r, (std::ptr::null_mut(), node), |_, nd| {
-        fill_host(nd, p);
+    set_node(h, r, (std::ptr::null_mut(), node), |rc, nd| {
+        fill_host(rc, nd, p, "cuGraphHostNodeSetParams");
         Vec::new()
     });
     r
@@ -725,8 +729,8 @@ pub unsafe fn graph_exec_host_node_set_params(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    set_node(h, r, (exec, node), |_, nd| {
-        fill_host(nd, p);
+    set_node(h, r, (exec, node), |rc, nd| {
+        fill_host(rc, nd, p, "cuGraphExecHostNodeSetParams");
         Vec::new()
     });
     r

@@ -11,7 +11,7 @@
 //! replay ends): before a launch the recorded bytes of each source region are written into it
 //! (`hrrGraphHostSource`), after it each destination region is compared with the recorded bytes
 //! (`hrrGraphHostResult`, a D2H check). Host nodes run a no-op host function (the program's is
-//! not in the archive), so stream order is kept. Not rebuilt (skipped with the reason, and the
+//! not in the archive; capture notes that in the manifest), so stream order is kept. Not rebuilt (skipped with the reason, and the
 //! graph with them not instantiated): conditional nodes, copies from or to CUDA arrays, node
 //! types hrr does not record; nodes of a cloned graph are not mapped (`cuGraphNodeFindInClone`
 //! is not recorded), so parameter updates of them are skipped.
@@ -268,7 +268,6 @@ impl Cuda {
         call: NodeCall,
         filter: Option<&str>,
     ) -> Result<std::result::Result<Outcome, String>> {
-        let mut outcome = Outcome::Done;
         let (graph, exec, node) = match call {
             NodeCall::Add => match self.graphs.get(&s.graph) {
                 Some(&g) => (g, std::ptr::null_mut(), std::ptr::null_mut()),
@@ -381,10 +380,6 @@ impl Cuda {
                     NodeCall::Set => cu!(api, cuGraphHostNodeSetParams(node, &p))?,
                     NodeCall::ExecSet => cu!(api, cuGraphExecHostNodeSetParams(exec, node, &p))?,
                 }
-                outcome = Outcome::Skipped(format!(
-                    "host node 0x{:x}: runs a no-op in place of the program's host function",
-                    s.node
-                ));
             }
             (node_type::GRAPH, NodeCall::Add | NodeCall::ExecSet) => {
                 let Some(&child) = self.graphs.get(&s.child) else {
@@ -417,7 +412,7 @@ impl Cuda {
         if call == NodeCall::Add {
             self.node_graphs.nodes.insert(s.node, new);
         }
-        Ok(Ok(outcome))
+        Ok(Ok(Outcome::Done))
     }
 
     /// `cuGraphAddDependencies*` (edge data, `_v2`, is not reissued: default edges).
