@@ -186,6 +186,8 @@ add_wl mlp_expandable torch "gemm elementwise multi_tensor_apply nll_loss" \
     "$PY" "$root/tests/gpu/mlp.py"
 add_wl triton_add triton "add_kernel" "" "$PY" "$root/tests/gpu/triton_add.py"
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
+# graph kernel nodes are not listed by --info (it lists launches): gn_fill is also launched plainly
+add_wl graph_nodes graph_nodes "gn_fill" "" "$B/graph_nodes"
 
 selected=("${WL_NAMES[@]}")
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
