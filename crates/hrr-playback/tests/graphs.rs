@@ -42,9 +42,7 @@ fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
 /// The recorded blob file of an event's blob field.
 fn blob_path(dir: &Path, ev: &serde_json::Value, field: &str) -> PathBuf {
     let id = ev["fields"][field].as_str().expect("a blob id");
-    dir.join("blobs")
-        .join(&id[..2])
-        .join(format!("{id}.blob"))
+    dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
 }
 
 /// Capture `app graph_nodes`; returns the temporary folder (kept alive), the pid folder and
@@ -97,7 +95,11 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
             .find(|e| e["name"] == kernel_node && e["fields"]["kernel"] == "axpy")
             .unwrap();
         assert_eq!(axpy["fields"]["args_known"], 1, "{axpy}");
-        assert_eq!(axpy["fields"]["deps"].as_array().unwrap().len(), 2, "{axpy}");
+        assert_eq!(
+            axpy["fields"]["deps"].as_array().unwrap().len(),
+            2,
+            "{axpy}"
+        );
 
         for extra in [&[][..], &["--no-placement"], &["--sync-after-launch"]] {
             let (code, out, err) = replay(&dir, extra);

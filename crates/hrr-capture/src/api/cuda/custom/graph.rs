@@ -305,7 +305,12 @@ fn fill_child(n: &mut GraphNode, child: Handle) -> Vec<HostRegion> {
 }
 
 /// The generic `CUgraphNodeParams` at `p` (type, then the type's parameters at byte 16).
-unsafe fn fill_generic(rc: &mut Recorder, n: &mut GraphNode, p: *const u8, call: &str) -> Vec<HostRegion> {
+unsafe fn fill_generic(
+    rc: &mut Recorder,
+    n: &mut GraphNode,
+    p: *const u8,
+    call: &str,
+) -> Vec<HostRegion> {
     if p.is_null() {
         return Vec::new();
     }
@@ -338,7 +343,10 @@ unsafe fn fill_generic(rc: &mut Recorder, n: &mut GraphNode, p: *const u8, call:
             Vec::new()
         }
         other => {
-            rc.note_unreplayable(call, &format!("graph node type {other} is not recorded; replay skips it"));
+            rc.note_unreplayable(
+                call,
+                &format!("graph node type {other} is not recorded; replay skips it"),
+            );
             Vec::new()
         }
     };

@@ -98,7 +98,9 @@ unsafe fn record_launch(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) {
-    rec(h, r, |rc| launch_fields(rc, "cuLaunchKernel", l, params, extra));
+    rec(h, r, |rc| {
+        launch_fields(rc, "cuLaunchKernel", l, params, extra)
+    });
 }
 
 /// The `Launch` record of launch `l` with arguments `params` or `extra` (`call`: the call named

@@ -109,6 +109,7 @@ driver_api! {
     cuGraphExecDestroy: fn(H);
     // Explicit graphs (graphs.rs).
     cuCtxGetCurrent: fn(*mut H);
+    cuMemAllocHost_v2: fn(*mut *mut c_void, usize);
     cuGraphCreate: fn(*mut H, c_uint);
     cuGraphAddKernelNode_v2: fn(*mut H, H, *const H, usize, *const KernelNodeParams);
     cuGraphAddMemcpyNode: fn(*mut H, H, *const H, usize, *const u8, H);

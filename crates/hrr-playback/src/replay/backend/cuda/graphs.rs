@@ -7,8 +7,8 @@
 //! are reissued. Graphs and their instantiations are mapped by recorded handle and every
 //! `cuGraphLaunch` runs the rebuilt graph.
 //!
-//! Host memory of memcpy nodes is replay's own buffer per recorded host region (it lives until
-//! replay ends): before a launch the recorded bytes of each source region are written into it
+//! Host memory of memcpy nodes is replay's own page-locked buffer (`cuMemAllocHost`) per recorded
+//! host region (it lives until the process ends): before a launch the recorded bytes of each source region are written into it
 //! (`hrrGraphHostSource`), after it each destination region is compared with the recorded bytes
 //! (`hrrGraphHostResult`, a D2H check). Host nodes run a no-op host function (the program's is
 //! not in the archive; capture notes that in the manifest), so stream order is kept. Not rebuilt (skipped with the reason, and the
@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use hrr_calls::cuda::ffi::{
     copy_side, node_type, set_copy_side, MEMCPY3D_BYTES, MEMORYTYPE_DEVICE, MEMORYTYPE_HOST,
     MEMSET_NODE_BYTES,
@@ -56,9 +56,27 @@ pub(super) struct NodeGraphs {
     /// Rebuilt nodes, by recorded handle.
     nodes: HashMap<u64, H>,
     /// Replay's host buffers of memcpy nodes, by recorded host region (address, bytes).
-    host: HashMap<(u64, u64), Box<[u8]>>,
+    host: HashMap<(u64, u64), HostBuf>,
     /// Recorded graphs holding a node replay could not rebuild, with the reason.
     broken: HashMap<u64, String>,
+}
+
+/// A page-locked host buffer of the driver (never freed: graphs may read it until replay ends).
+struct HostBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl HostBuf {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` bytes the driver allocated for this buffer, never freed.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as `bytes`; `&mut self` keeps the access exclusive on the host side.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
 }
 
 /// The no-op host function host nodes run in replay.
@@ -191,20 +209,31 @@ impl Cuda {
 
     /// The replay buffer of recorded host region `(ptr, bytes)`, made (zeroed) on first use.
     fn host_buffer(&mut self, ptr: u64, bytes: u64) -> Result<*mut u8> {
-        let n = usize::try_from(bytes).map_err(|_| anyhow!("host region of {bytes} bytes"))?;
-        let b = self
-            .node_graphs
-            .host
-            .entry((ptr, bytes))
-            .or_insert_with(|| vec![0u8; n].into_boxed_slice());
-        Ok(b.as_mut_ptr())
+        if let Some(b) = self.node_graphs.host.get(&(ptr, bytes)) {
+            return Ok(b.ptr);
+        }
+        let len = usize::try_from(bytes).map_err(|_| anyhow!("host region of {bytes} bytes"))?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        cu!(self.api, cuMemAllocHost_v2(&mut p, len.max(1)))
+            .with_context(|| format!("host buffer of {len} bytes for a graph memcpy node"))?;
+        let mut b = HostBuf {
+            ptr: p as *mut u8,
+            len,
+        };
+        b.bytes_mut().fill(0);
+        let p = b.ptr;
+        self.node_graphs.host.insert((ptr, bytes), b);
+        Ok(p)
     }
 
     /// A recorded `CUDA_MEMCPY3D` with replay's pointers: device pointers translated, host
     /// pointers replaced by replay's buffers. `Err(why)`: not replayable.
     fn memcpy_params(&mut self, copy: &[u8]) -> Result<std::result::Result<Vec<u8>, String>> {
         if copy.len() != MEMCPY3D_BYTES {
-            return Ok(Err(format!("CUDA_MEMCPY3D of {} bytes recorded", copy.len())));
+            return Ok(Err(format!(
+                "CUDA_MEMCPY3D of {} bytes recorded",
+                copy.len()
+            )));
         }
         let mut b = copy.to_vec();
         for dst in [false, true] {
@@ -218,7 +247,11 @@ impl Cuda {
                     let h = self.host_buffer(side.host, side.span)? as u64;
                     set_copy_side(&mut b, dst, MEMORYTYPE_HOST, h, 0);
                 }
-                t => return Ok(Err(format!("memcpy node with memory type {t} (CUDA arrays are not replayed)"))),
+                t => {
+                    return Ok(Err(format!(
+                        "memcpy node with memory type {t} (CUDA arrays are not replayed)"
+                    )))
+                }
             }
         }
         Ok(Ok(b))
@@ -227,7 +260,10 @@ impl Cuda {
     /// A recorded `CUDA_MEMSET_NODE_PARAMS` with its destination translated.
     fn memset_params(&self, memset: &[u8]) -> std::result::Result<Vec<u8>, String> {
         if memset.len() != MEMSET_NODE_BYTES {
-            return Err(format!("CUDA_MEMSET_NODE_PARAMS of {} bytes recorded", memset.len()));
+            return Err(format!(
+                "CUDA_MEMSET_NODE_PARAMS of {} bytes recorded",
+                memset.len()
+            ));
         }
         let mut b = memset.to_vec();
         let dst = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
@@ -258,7 +294,10 @@ impl Cuda {
         if call == NodeCall::Add {
             self.node_graphs.broken.insert(s.graph, why.clone());
         }
-        Ok(Outcome::Skipped(format!("graph node 0x{:x}: {why}", s.node)))
+        Ok(Outcome::Skipped(format!(
+            "graph node 0x{:x}: {why}",
+            s.node
+        )))
     }
 
     /// [`Self::graph_node`]'s work; `Err(why)`: not replayable.
@@ -275,12 +314,19 @@ impl Cuda {
             },
             NodeCall::Set | NodeCall::ExecSet => {
                 let Some(&node) = self.node_graphs.nodes.get(&s.node) else {
-                    return Ok(Err("node was not rebuilt (or belongs to a cloned graph)".into()));
+                    return Ok(Err(
+                        "node was not rebuilt (or belongs to a cloned graph)".into()
+                    ));
                 };
                 let exec = match (call, self.execs.get(&s.exec)) {
                     (NodeCall::Set, _) => std::ptr::null_mut(),
                     (_, Some(&x)) => x,
-                    (_, None) => return Ok(Err(format!("graph exec 0x{:x} was not instantiated", s.exec))),
+                    (_, None) => {
+                        return Ok(Err(format!(
+                            "graph exec 0x{:x} was not instantiated",
+                            s.exec
+                        )))
+                    }
                 };
                 (std::ptr::null_mut(), exec, node)
             }
@@ -328,7 +374,9 @@ impl Cuda {
                     ctx: std::ptr::null_mut(),
                 };
                 match call {
-                    NodeCall::Add => cu!(api, cuGraphAddKernelNode_v2(&mut new, graph, dp, dn, &p))?,
+                    NodeCall::Add => {
+                        cu!(api, cuGraphAddKernelNode_v2(&mut new, graph, dp, dn, &p))?
+                    }
                     NodeCall::Set => cu!(api, cuGraphKernelNodeSetParams_v2(node, &p))?,
                     NodeCall::ExecSet => {
                         cu!(api, cuGraphExecKernelNodeSetParams_v2(exec, node, &p))?
@@ -343,13 +391,15 @@ impl Cuda {
                 let ctx = self.current_ctx()?;
                 let api = &self.api;
                 match call {
-                    NodeCall::Add => {
-                        cu!(api, cuGraphAddMemcpyNode(&mut new, graph, dp, dn, b.as_ptr(), ctx))?
-                    }
+                    NodeCall::Add => cu!(
+                        api,
+                        cuGraphAddMemcpyNode(&mut new, graph, dp, dn, b.as_ptr(), ctx)
+                    )?,
                     NodeCall::Set => cu!(api, cuGraphMemcpyNodeSetParams(node, b.as_ptr()))?,
-                    NodeCall::ExecSet => {
-                        cu!(api, cuGraphExecMemcpyNodeSetParams(exec, node, b.as_ptr(), ctx))?
-                    }
+                    NodeCall::ExecSet => cu!(
+                        api,
+                        cuGraphExecMemcpyNodeSetParams(exec, node, b.as_ptr(), ctx)
+                    )?,
                 }
             }
             (node_type::MEMSET, _) => {
@@ -360,13 +410,15 @@ impl Cuda {
                 let ctx = self.current_ctx()?;
                 let api = &self.api;
                 match call {
-                    NodeCall::Add => {
-                        cu!(api, cuGraphAddMemsetNode(&mut new, graph, dp, dn, b.as_ptr(), ctx))?
-                    }
+                    NodeCall::Add => cu!(
+                        api,
+                        cuGraphAddMemsetNode(&mut new, graph, dp, dn, b.as_ptr(), ctx)
+                    )?,
                     NodeCall::Set => cu!(api, cuGraphMemsetNodeSetParams(node, b.as_ptr()))?,
-                    NodeCall::ExecSet => {
-                        cu!(api, cuGraphExecMemsetNodeSetParams(exec, node, b.as_ptr(), ctx))?
-                    }
+                    NodeCall::ExecSet => cu!(
+                        api,
+                        cuGraphExecMemsetNodeSetParams(exec, node, b.as_ptr(), ctx)
+                    )?,
                 }
             }
             (node_type::HOST, _) => {
@@ -389,9 +441,10 @@ impl Cuda {
                     return Ok(Err(format!("child graph 0x{:x}: {why}", s.child)));
                 }
                 match call {
-                    NodeCall::Add => {
-                        cu!(api, cuGraphAddChildGraphNode(&mut new, graph, dp, dn, child))?
-                    }
+                    NodeCall::Add => cu!(
+                        api,
+                        cuGraphAddChildGraphNode(&mut new, graph, dp, dn, child)
+                    )?,
                     _ => cu!(api, cuGraphExecChildGraphNodeSetParams(exec, node, child))?,
                 }
             }
@@ -419,10 +472,15 @@ impl Cuda {
     pub(super) fn graph_add_dependencies(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphEdges = ev.read()?;
         let Some(&g) = self.graphs.get(&s.graph) else {
-            return Ok(Outcome::Skipped(format!("graph 0x{:x} was not rebuilt", s.graph)));
+            return Ok(Outcome::Skipped(format!(
+                "graph 0x{:x} was not rebuilt",
+                s.graph
+            )));
         };
         let map = |v: &[u64]| -> Option<Vec<H>> {
-            v.iter().map(|n| self.node_graphs.nodes.get(n).copied()).collect()
+            v.iter()
+                .map(|n| self.node_graphs.nodes.get(n).copied())
+                .collect()
         };
         let (Some(from), Some(to)) = (map(&s.from), map(&s.to)) else {
             let why = "a node of a dependency was not rebuilt".to_string();
@@ -430,7 +488,10 @@ impl Cuda {
             return Ok(Outcome::Skipped(why));
         };
         let n = from.len().min(to.len());
-        cu!(self.api, cuGraphAddDependencies(g, from.as_ptr(), to.as_ptr(), n))?;
+        cu!(
+            self.api,
+            cuGraphAddDependencies(g, from.as_ptr(), to.as_ptr(), n)
+        )?;
         Ok(Outcome::Done)
     }
 
@@ -461,7 +522,10 @@ impl Cuda {
     pub(super) fn graph_clone(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphClone = ev.read()?;
         let Some(&g) = self.graphs.get(&s.graph) else {
-            return Ok(Outcome::Skipped(format!("graph 0x{:x} was not rebuilt", s.graph)));
+            return Ok(Outcome::Skipped(format!(
+                "graph 0x{:x} was not rebuilt",
+                s.graph
+            )));
         };
         if let Some(why) = self.node_graphs.broken.get(&s.graph).cloned() {
             self.node_graphs.broken.insert(s.clone, why);
@@ -499,7 +563,14 @@ impl Cuda {
                 "host bytes a graph reads were not recorded".into(),
             ));
         };
-        buf.copy_from_slice(&data);
+        if data.len() != buf.len {
+            return Err(anyhow!(
+                "host bytes of {} bytes recorded for a region of {}",
+                data.len(),
+                buf.len
+            ));
+        }
+        buf.bytes_mut().copy_from_slice(&data);
         Ok(Outcome::Done)
     }
 
@@ -515,7 +586,9 @@ impl Cuda {
         }
         let stream = self.stream(ev, s.stream)?;
         self.wait(stream, &format!("graph launch result (event #{})", ev.seq))?;
-        let got = self.node_graphs.host[&(s.host_ptr, s.bytes)].to_vec();
+        let got = self.node_graphs.host[&(s.host_ptr, s.bytes)]
+            .bytes()
+            .to_vec();
         Ok(Outcome::D2h {
             got,
             expected: s.d2h_blob,
