@@ -49,6 +49,7 @@ typedef void (*CUhostFn)(void *userData);
 typedef struct fc_graph *CUgraph;
 typedef struct fc_gexec *CUgraphExec;
 typedef struct fc_nodeh *CUgraphNode;
+typedef unsigned long long CUgraphConditionalHandle; /* a struct fc_cond * */
 
 typedef struct {
   cuuint64_t flags;
@@ -110,6 +111,13 @@ typedef struct {
     CUDA_HOST_NODE_PARAMS host;
     struct { CUgraph graph; } graph;
     struct { CUevent event; } event;
+    struct {
+      unsigned long long handle; /* CUgraphConditionalHandle */
+      int type;                  /* CU_GRAPH_COND_TYPE_IF 0, WHILE 1, SWITCH 2 */
+      unsigned size;
+      CUgraph *phGraph_out;
+      CUcontext ctx;
+    } conditional;
   } u;
   long long reserved2;
 } CUgraphNodeParams;
@@ -240,7 +248,7 @@ static void *xgrow(void *arr, size_t *cap, size_t elt) {
 
 /* ---- handle registry: every live handle we gave out, with its type ---- */
 
-enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC, T_GNODE };
+enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC, T_GNODE, T_COND };
 
 struct objent { const void *p; int type; };
 static struct objent *g_obj;
@@ -843,7 +851,7 @@ struct fc_stream {
 /* ---- graphs: a captured stream appends nodes instead of running them ---- */
 
 /* Node kinds (0: a destroyed node, which runs as nothing). */
-enum { N_KERNEL = 1, N_MEMSET, N_COPY, N_COPY3D, N_HOST, N_EMPTY, N_EVREC, N_EVWAIT, N_CHILD };
+enum { N_KERNEL = 1, N_MEMSET, N_COPY, N_COPY3D, N_HOST, N_EMPTY, N_EVREC, N_EVWAIT, N_CHILD, N_COND };
 struct fc_func;
 struct fc_event;
 struct fc_graph;
@@ -862,7 +870,8 @@ struct fc_node {
   CUhostFn hfn;                   /* host node */
   void *hdata;
   struct fc_event *ev;            /* event record / wait node */
-  struct fc_graph *child;         /* child graph node: its own deep copy */
+  struct fc_graph *child;         /* child graph node: its own deep copy; conditional: the body */
+  struct fc_cond *cond;           /* conditional node: its handle */
   size_t *deps, ndeps;            /* indices of the nodes of the same graph it follows */
   size_t orig;                    /* in an exec: index of the graph node it came from */
   struct fc_nodeh *h;             /* handle of an explicitly added node, or NULL */
@@ -872,6 +881,12 @@ struct fc_node {
 struct fc_graph {
   struct fc_node *nodes;
   size_t n, cap;
+  int owned; /* the body of a conditional node: destroyed with it, not by cuGraphDestroy */
+};
+/* A conditional handle: an IF node's body runs when its value is nonzero; the value is the
+ * default at each launch with CU_GRAPH_COND_ASSIGN_DEFAULT (kernels cannot set it here). */
+struct fc_cond {
+  unsigned dflt, flags;
 };
 struct fc_nodeh { /* a CUgraphNode */
   struct fc_graph *g;
@@ -919,6 +934,7 @@ static void nodes_free(struct fc_node *nodes, size_t n) {
   free(nodes);
 }
 static void graph_free(struct fc_graph *g) {
+  obj_del(g); /* a conditional body is a handle of the program's too */
   nodes_free(g->nodes, g->n);
   free(g);
 }
@@ -2218,6 +2234,7 @@ static CUresult node_run(const struct fc_node *nd) {
     if (obj_is(nd->ev, T_EVENT)) nd->ev->recorded = 1;
     return E_SUCCESS;
   case N_CHILD: return graph_run(nd->child);
+  case N_COND: return (nd->cond->flags & 1) && nd->cond->dflt ? graph_run(nd->child) : E_SUCCESS;
   case 0: case N_EMPTY: case N_EVWAIT: return E_SUCCESS;
   default: return E_LAUNCH_FAILED;
   }
@@ -2252,6 +2269,7 @@ static CUresult i_graph_upload(CUgraphExec x, CUstream s) {
 }
 static CUresult i_graph_destroy(CUgraph g) {
   if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (g->owned) return E_INVALID_VALUE;
   obj_del(g);
   graph_free(g);
   return E_SUCCESS;
@@ -2336,6 +2354,36 @@ static CUresult event_fill(struct fc_node *nd, CUevent ev, int kind) {
   nd->ev = ev;
   return E_SUCCESS;
 }
+/* A conditional node (IF with one body graph only; WHILE and SWITCH are not implemented). */
+static CUresult cond_fill(struct fc_node *nd, const unsigned long long *handle, int type, unsigned size,
+                          CUgraph *out) {
+  struct fc_cond *c = (struct fc_cond *)(uintptr_t)*handle;
+  if (!obj_is(c, T_COND) || !out) return E_INVALID_VALUE;
+  if (type != 0 || size != 1) return E_NOT_SUPPORTED;
+  struct fc_graph *body = calloc(1, sizeof *body);
+  if (!body) abort();
+  body->owned = 1;
+  obj_add(body, T_GRAPH);
+  nd->kind = N_COND;
+  nd->cond = c;
+  nd->child = body;
+  return E_SUCCESS;
+}
+static CUresult i_cond_handle_create(CUgraphConditionalHandle *out, CUgraph g, CUcontext ctx, unsigned dflt,
+                                     unsigned flags) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!out || flags > 1) return E_INVALID_VALUE;
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (!obj_is(ctx, T_CTX)) return E_INVALID_CONTEXT;
+  struct fc_cond *h = calloc(1, sizeof *h); /* lives as long as the process (as its graph would) */
+  if (!h) abort();
+  h->dflt = dflt;
+  h->flags = flags;
+  obj_add(h, T_COND);
+  *out = (CUgraphConditionalHandle)(uintptr_t)h;
+  return E_SUCCESS;
+}
 /* The filled node `nd` (`e`: how filling went) added to g after deps[0..n). */
 static CUresult node_add(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, struct fc_node *nd,
                          CUresult e) {
@@ -2382,9 +2430,15 @@ static CUresult node_add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode 
     case 5: nd.kind = N_EMPTY; e = E_SUCCESS; break;
     case 6: e = event_fill(&nd, p->u.event.event, N_EVWAIT); break;
     case 7: e = event_fill(&nd, p->u.event.event, N_EVREC); break;
-    default: e = E_NOT_SUPPORTED; break; /* conditional and memory nodes are not implemented */
+    case 13: e = cond_fill(&nd, &p->u.conditional.handle, p->u.conditional.type, p->u.conditional.size,
+                           p->u.conditional.phGraph_out);
+      break;
+    default: e = E_NOT_SUPPORTED; break; /* memory nodes are not implemented */
     }
-  return node_add(out, g, deps, n, &nd, e);
+  struct fc_graph *body = nd.kind == N_COND ? nd.child : NULL;
+  e = node_add(out, g, deps, n, &nd, e);
+  if (!e && body) p->u.conditional.phGraph_out[0] = body;
+  return e;
 }
 #define NODE_ADD(fill) \
   do { struct fc_node nd; memset(&nd, 0, sizeof nd); CUresult e = (fill); return node_add(out, g, deps, n, &nd, e); } while (0)
@@ -2724,6 +2778,8 @@ DEF(cuGraphUpload, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
 DEF(cuGraphUpload_ptsz, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
 DEF(cuGraphClone, (CUgraph *c, CUgraph g), i_graph_clone(c, g))
 DEF(cuGraphDestroyNode, (CUgraphNode h), i_graph_destroy_node(h))
+DEF(cuGraphConditionalHandleCreate, (CUgraphConditionalHandle *h, CUgraph g, CUcontext c, unsigned dflt, unsigned flags),
+    i_cond_handle_create(h, g, c, dflt, flags))
 
 /* modules and libraries */
 DEF(cuModuleLoad, (CUmodule *pm, const char *path), i_module_load(pm, path))
@@ -2964,6 +3020,7 @@ static const struct pa_ent k_procs[] = {
   PT("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz)
   P("cuGraphClone", 10000, cuGraphClone)
   P("cuGraphDestroyNode", 10000, cuGraphDestroyNode)
+  P("cuGraphConditionalHandleCreate", 12030, cuGraphConditionalHandleCreate)
 };
 
 static CUresult i_get_proc_address(const char *sym, void **pfn, int ver, cuuint64_t flags, int *status) {

@@ -157,3 +157,42 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
     let (code, out, _) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// A conditional node: recorded (with its handle), noted unreplayable at capture; replay skips
+/// it naming the node, does not instantiate its graph, and the result the graph produced (a
+/// plain D2H copy after the launch) differs.
+#[test]
+fn conditional_nodes_are_recorded_and_reported_unreplayable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "driver_app", &["graph_cond"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cond fill sum="));
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
+    assert_eq!(count("cuGraphConditionalHandleCreate"), 1);
+    let cond = events
+        .iter()
+        .find(|e| e["name"] == "cuGraphAddNode_v2")
+        .unwrap();
+    assert_eq!(cond["fields"]["node_type"], 13, "{cond}");
+    // handles read back as "0x…", as replay names them
+    let node = format!("graph node {}", cond["fields"]["node"].as_str().unwrap());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let why = manifest["unreplayable_apis"]["cuGraphAddNode_v2"].to_string();
+    assert!(why.contains("conditional"), "{manifest}");
+
+    let (code, out, err) = replay(&dir, &[]);
+    assert!(
+        out.contains(&format!(
+            "cuGraphAddNode_v2: {node}: conditional graph nodes"
+        )),
+        "{out}{err}"
+    );
+    assert!(out.contains("not instantiated"), "{out}");
+    assert!(out.contains("[HRR] Graphs launched : 0"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[HRR] MISMATCH"), "{out}");
+}

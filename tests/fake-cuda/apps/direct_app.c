@@ -105,6 +105,7 @@ static void resolve(void) {
   SYM(GraphExecUpdate, "cuGraphExecUpdate_v2");
   SYM(GraphUpload, "cuGraphUpload");
   SYM(GraphClone, "cuGraphClone");
+  SYM(GraphConditionalHandleCreate, "cuGraphConditionalHandleCreate");
   SYM(GraphInstantiateV2, "cuGraphInstantiate_v2");
   SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
   SYM(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");

@@ -117,6 +117,10 @@ static void resolve(void) {
   GET(GraphExecUpdate, "cuGraphExecUpdate");
   GET(GraphUpload, "cuGraphUpload");
   GET(GraphClone, "cuGraphClone");
+  status = -1;
+  r = g_gpa("cuGraphConditionalHandleCreate", (void **)&g_cu.GraphConditionalHandleCreate, 12030, 0, &status);
+  if (r != 0 || !g_cu.GraphConditionalHandleCreate || status != 0)
+    die_call("cuGetProcAddress(cuGraphConditionalHandleCreate, 12030)", r ? r : -1);
   /* cuGraphAddNode with edge data (cuGraphAddNode_v2) needs version 12030 */
   status = -1;
   r = g_gpa("cuGraphAddNode", (void **)&g_cu.GraphAddNode, 12030, 0, &status);

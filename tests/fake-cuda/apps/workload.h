@@ -88,6 +88,13 @@ typedef struct { /* CUgraphNodeParams (CUDA 12.2+) */
   union {
     long long reserved1[29];
     struct { CUDA_MEMSET_NODE_PARAMS p; CUcontext ctx; } memset;
+    struct {
+      unsigned long long handle;
+      int type; /* CU_GRAPH_COND_TYPE_IF */
+      unsigned size;
+      CUgraph *phGraph_out;
+      CUcontext ctx;
+    } conditional;
   } u;
   long long reserved2;
 } CUgraphNodeParams;
@@ -208,13 +215,14 @@ struct cu_api {
   CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, void *);
   CUresult (*GraphUpload)(CUgraphExec, CUstream);
   CUresult (*GraphClone)(CUgraph *, CUgraph);
+  CUresult (*GraphConditionalHandleCreate)(unsigned long long *, CUgraph, CUcontext, unsigned, unsigned);
 };
 
 static const char *g_prog = "app";
 static struct cu_api g_cu;
 
 enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT,
-       MODE_GRAPH_NODES };
+       MODE_GRAPH_NODES, MODE_GRAPH_COND };
 struct opts {
   int mode;
   long loops;
@@ -803,13 +811,75 @@ static void graph_nodes_workload(struct outbuf *out) {
   free(hz);
 }
 
+/* The `graph_cond` mode: a graph whose only node is a conditional IF node (default value 1,
+ * assigned at each launch) with a fill_u32 kernel node in its body; launched once, then `z` is
+ * copied back. */
+static void graph_cond_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CUkernel k_fill;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  unsigned *hz = malloc(n * sizeof(unsigned));
+  if (!hz) die_call("malloc", -1);
+  CUdeviceptr z;
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemsetD8(z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+
+  CUgraph g, body = NULL;
+  CK(cu->GraphCreate(&g, 0), "cuGraphCreate");
+  unsigned long long h;
+  CK(cu->GraphConditionalHandleCreate(&h, g, ctx, 1, 1), "cuGraphConditionalHandleCreate");
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = 13; /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
+  np.u.conditional.handle = h;
+  np.u.conditional.type = 0; /* IF */
+  np.u.conditional.size = 1;
+  np.u.conditional.phGraph_out = &body;
+  np.u.conditional.ctx = ctx;
+  CUgraphNode n_cond, b_fill;
+  CK(cu->GraphAddNode(&n_cond, g, NULL, NULL, 0, &np), "cuGraphAddNode");
+  unsigned fv = 0x00C0FFEEu;
+  unsigned long long fcount = 1024;
+  void *fill_params[] = {&z, &fv, &fcount};
+  CUDA_KERNEL_NODE_PARAMS fp;
+  kernel_node(&fp, k_fill, 4, fill_params);
+  CK(cu->GraphAddKernelNode(&b_fill, body, NULL, 0, &fp), "cuGraphAddKernelNode");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "cond fill sum=%llu fnv=%016llx", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  free(hz);
+}
+
 static void *thread_main(void *arg) {
   workload(arg);
   return NULL;
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|fork|nocuda|threads|graph|graph_nodes|loop N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|fork|nocuda|threads|graph|graph_nodes|graph_cond|loop N]\n", g_prog);
   exit(2);
 }
 
@@ -824,6 +894,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "threads")) g_opts.mode = MODE_THREADS;
     else if (!strcmp(argv[1], "graph")) g_opts.mode = MODE_GRAPH;
     else if (!strcmp(argv[1], "graph_nodes")) g_opts.mode = MODE_GRAPH_NODES;
+    else if (!strcmp(argv[1], "graph_cond")) g_opts.mode = MODE_GRAPH_COND;
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "loop") && argc > 2) {
@@ -838,10 +909,11 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
   }
   resolve();
 
-  if (g_opts.mode == MODE_GRAPH || g_opts.mode == MODE_GRAPH_NODES) {
+  if (g_opts.mode == MODE_GRAPH || g_opts.mode == MODE_GRAPH_NODES || g_opts.mode == MODE_GRAPH_COND) {
     static struct outbuf ob;
     if (g_opts.mode == MODE_GRAPH) graph_workload(&ob);
-    else graph_nodes_workload(&ob);
+    else if (g_opts.mode == MODE_GRAPH_NODES) graph_nodes_workload(&ob);
+    else graph_cond_workload(&ob);
     outflush(&ob);
     return 0;
   }

@@ -552,6 +552,9 @@ impl Cuda {
     /// into replay's buffer before the launch.
     pub(super) fn graph_host_source(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
         let s: GraphHostSource = ev.read()?;
+        if !self.execs.contains_key(&s.exec) {
+            return Ok(Outcome::Ignored); // its launch is skipped (and says why)
+        }
         let Some(buf) = self.node_graphs.host.get_mut(&(s.host_ptr, s.bytes)) else {
             return Ok(Outcome::Skipped(format!(
                 "no rebuilt memcpy node reads host 0x{:x}",
@@ -578,6 +581,12 @@ impl Cuda {
     /// the graph's memcpy nodes wrote, checked against the recorded bytes.
     pub(super) fn graph_host_result(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphHostResult = ev.read()?;
+        if !self.execs.contains_key(&s.exec) {
+            return Ok(Outcome::Skipped(format!(
+                "host result of graph exec 0x{:x}, which was not instantiated",
+                s.exec
+            )));
+        }
         if !self.node_graphs.host.contains_key(&(s.host_ptr, s.bytes)) {
             return Ok(Outcome::Skipped(format!(
                 "no rebuilt memcpy node writes host 0x{:x}",
