@@ -237,6 +237,12 @@ unsafe fn fill_kernel(rc: &mut Recorder, n: &mut GraphNode, p: *const u8, v2: bo
     let l = launch_fields(rc, call, l, params, extra);
     n.ctx = ctx;
     n.function = l.function;
+    n.library_kernel = (kern != 0 && kern == l.function
+        || state::with(|st| {
+            st.kernels
+                .get(&l.function)
+                .is_some_and(|k| k.is_library_kernel)
+        })) as u8;
     n.kernel = l.kernel;
     n.code = l.code;
     (n.grid_x, n.grid_y, n.grid_z) = (l.grid_x, l.grid_y, l.grid_z);

@@ -363,6 +363,11 @@ impl Cuda {
                     &mut size as *mut usize as *mut c_void,
                     std::ptr::null_mut(),
                 ];
+                // A library kernel goes in `kern` (the driver reads it when `func` is null).
+                let (func, kern) = match s.library_kernel {
+                    0 => (func, std::ptr::null_mut()),
+                    _ => (std::ptr::null_mut(), func),
+                };
                 let p = KernelNodeParams {
                     func,
                     grid: [l.grid_x, l.grid_y, l.grid_z],
@@ -370,7 +375,7 @@ impl Cuda {
                     shared_mem: l.shared_mem,
                     params: std::ptr::null_mut(),
                     extra: extra.as_mut_ptr(),
-                    kern: std::ptr::null_mut(),
+                    kern,
                     ctx: std::ptr::null_mut(),
                 };
                 match call {
