@@ -166,3 +166,32 @@ macro_rules! cuda_api {
 }
 
 crate::cuda_calls!(cuda_api);
+
+#[cfg(test)]
+mod tests {
+    use super::ffi::*;
+
+    #[test]
+    fn a_pitched_copy_side_spans_to_its_last_byte() {
+        let mut b = vec![0u8; MEMCPY3D_BYTES];
+        let put = |b: &mut [u8], at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        put(&mut b, 176, 100); // WidthInBytes
+        put(&mut b, 184, 3); // Height
+        put(&mut b, 192, 1); // Depth
+        put(&mut b, 72, 128); // srcPitch
+        put(&mut b, 0, 4); // srcXInBytes
+        set_copy_side(&mut b, false, MEMORYTYPE_HOST, 0x1000, 0);
+        set_copy_side(&mut b, true, MEMORYTYPE_DEVICE, 0, 0x7e00_0000_0000);
+        let src = copy_side(&b, false);
+        assert_eq!((src.memory_type, src.host), (MEMORYTYPE_HOST, 0x1000));
+        // x 4, rows 0..3 of pitch 128: the last byte is at 4 + 2 * 128 + 99
+        assert_eq!(src.span, 4 + 2 * 128 + 100);
+        let dst = copy_side(&b, true);
+        assert_eq!(
+            (dst.memory_type, dst.device),
+            (MEMORYTYPE_DEVICE, 0x7e00_0000_0000)
+        );
+        assert_eq!(dst.span, 2 * 100 + 100, "no pitch: rows of WidthInBytes");
+        assert_eq!(copy_side(&[], false).span, 0, "short bytes read as zeros");
+    }
+}
