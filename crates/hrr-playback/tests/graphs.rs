@@ -79,6 +79,10 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
         assert_eq!(count("cuGraphAddDependencies"), 1, "{app}");
         assert_eq!(count("cuGraphExecUpdate_v2"), 1, "{app}");
         assert_eq!(count("cuGraphLaunch"), 3, "{app}");
+        assert_eq!(count("cuGraphClone"), 1, "{app}");
+        assert_eq!(count("cuGraphUpload"), 1, "{app}");
+        assert_eq!(count("cuGraphExecKernelNodeSetParams_v2"), 1, "{app}");
+        assert_eq!(count("cuGraphKernelNodeSetParams_v2"), 1, "{app}");
         // one host source per launch (the program changes it between launches: 3 blobs), two
         // host results per launch
         assert_eq!(count("hrrGraphHostSource"), 3, "{app}");
@@ -112,10 +116,12 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
             );
             assert!(out.contains("[HRR] PASS"), "{out}");
         }
-        let (_, out, _) = replay(&dir, &["--json"]);
+        // looped: the graphs are rebuilt again, every launch's results checked again
+        let (_, out, _) = replay(&dir, &["--json", "--loop", "2"]);
         let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
         assert_eq!(v["result"], "PASS", "{v}");
-        assert_eq!(v["graphs_launched"], 3, "{v}");
+        assert_eq!(v["graphs_launched"], 6, "{v}");
+        assert_eq!(v["d2h_checks"]["exact"], 12, "{v}");
     }
 }
 
