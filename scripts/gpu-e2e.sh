@@ -196,6 +196,8 @@ add_wl cupy_sparse cupy "csr|spmv|cusparse|csrmv" "" "$PY" "$root/tests/gpu/libs
 add_wl torch_fft torch "fft" "" "$PY" "$root/tests/gpu/libs.py" torch_fft
 add_wl conv2d torch "fprop|conv|implicit_gemm" "" "$PY" "$root/tests/gpu/libs.py" conv2d
 add_wl solve torch "getrf|trsm|ipiv|trf" "" "$PY" "$root/tests/gpu/libs.py" solve
+# graph kernel nodes are not listed by --info (it lists launches): gn_fill is also launched plainly
+add_wl graph_nodes graph_nodes "gn_fill" "" "$B/graph_nodes"
 
 selected=("${WL_NAMES[@]}")
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then

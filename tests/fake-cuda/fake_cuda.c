@@ -48,7 +48,8 @@ typedef struct fc_event *CUevent;
 typedef void (*CUhostFn)(void *userData);
 typedef struct fc_graph *CUgraph;
 typedef struct fc_gexec *CUgraphExec;
-typedef struct fc_node_opaque *CUgraphNode;
+typedef struct fc_nodeh *CUgraphNode;
+typedef unsigned long long CUgraphConditionalHandle; /* a struct fc_cond * */
 
 typedef struct {
   cuuint64_t flags;
@@ -56,6 +57,75 @@ typedef struct {
   CUgraphNode hErrNode_out;
   int result_out; /* CUgraphInstantiateResult */
 } CUDA_GRAPH_INSTANTIATE_PARAMS;
+
+/* Explicit graph construction. */
+typedef struct {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  int srcMemoryType; /* CUmemorytype: 1 HOST, 2 DEVICE, 3 ARRAY, 4 UNIFIED */
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v1 */
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v2 (= _v3) */
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+  CUdeviceptr dst;
+  size_t pitch;
+  unsigned value, elementSize;
+  size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
+typedef struct {
+  CUhostFn fn;
+  void *userData;
+} CUDA_HOST_NODE_PARAMS;
+typedef struct {
+  int type; /* CUgraphNodeType */
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_KERNEL_NODE_PARAMS kernel;
+    struct { int flags, reserved; CUcontext copyCtx; CUDA_MEMCPY3D copyParams; } memcpy;
+    struct { CUDA_MEMSET_NODE_PARAMS p; CUcontext ctx; } memset;
+    CUDA_HOST_NODE_PARAMS host;
+    struct { CUgraph graph; } graph;
+    struct { CUevent event; } event;
+    struct {
+      unsigned long long handle; /* CUgraphConditionalHandle */
+      int type;                  /* CU_GRAPH_COND_TYPE_IF 0, WHILE 1, SWITCH 2 */
+      unsigned size;
+      CUgraph *phGraph_out;
+      CUcontext ctx;
+    } conditional;
+  } u;
+  long long reserved2;
+} CUgraphNodeParams;
+typedef struct {
+  int result; /* CUgraphExecUpdateResult: 0 SUCCESS, 1 ERROR, 3 ERROR_NODE_TYPE_CHANGED */
+  CUgraphNode errorNode;
+  CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
 
 typedef struct { char bytes[16]; } CUuuid;
 
@@ -130,6 +200,7 @@ _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
 #define E_HOST_MEMORY_NOT_REGISTERED 713
 #define E_LAUNCH_FAILED 719
 #define E_STREAM_CAPTURE_UNSUPPORTED 900
+#define E_GRAPH_EXEC_UPDATE_FAILURE 910
 
 #define FC_DRIVER_VERSION 13000
 #define FC_GRAN ((size_t)2 << 20)       /* VMM granularity and big-allocation alignment */
@@ -177,7 +248,7 @@ static void *xgrow(void *arr, size_t *cap, size_t elt) {
 
 /* ---- handle registry: every live handle we gave out, with its type ---- */
 
-enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC };
+enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC, T_GNODE, T_COND };
 
 struct objent { const void *p; int type; };
 static struct objent *g_obj;
@@ -779,8 +850,11 @@ struct fc_stream {
 
 /* ---- graphs: a captured stream appends nodes instead of running them ---- */
 
-enum { N_KERNEL = 1, N_MEMSET, N_COPY };
+/* Node kinds (0: a destroyed node, which runs as nothing). */
+enum { N_KERNEL = 1, N_MEMSET, N_COPY, N_COPY3D, N_HOST, N_EMPTY, N_EVREC, N_EVWAIT, N_CHILD, N_COND };
 struct fc_func;
+struct fc_event;
+struct fc_graph;
 struct fc_node {
   int kind;
   struct fc_func *f;              /* kernel */
@@ -788,17 +862,40 @@ struct fc_node {
   unsigned char *pb;              /* kernel: FC_PARAM_BUF bytes of arguments */
   uintptr_t dst, src;             /* copy; memset uses dst */
   int dst_dev, src_dev;           /* copy: as copy_checked */
-  size_t n;                       /* copy bytes, memset elements */
+  size_t n;                       /* copy bytes, memset elements (per row) */
   unsigned v;                     /* memset */
-  int width;                      /* memset */
+  int width;                      /* memset element size */
+  size_t pitch, height;           /* memset node: rows (height 0: one) */
+  CUDA_MEMCPY3D cp;               /* memcpy node */
+  CUhostFn hfn;                   /* host node */
+  void *hdata;
+  struct fc_event *ev;            /* event record / wait node */
+  struct fc_graph *child;         /* child graph node: its own deep copy; conditional: the body */
+  struct fc_cond *cond;           /* conditional node: its handle */
+  size_t *deps, ndeps;            /* indices of the nodes of the same graph it follows */
+  size_t orig;                    /* in an exec: index of the graph node it came from */
+  struct fc_nodeh *h;             /* handle of an explicitly added node, or NULL */
 };
+/* A graph runs its nodes in dependency order (lowest index first among the ready ones, so a
+ * captured graph, whose nodes have no explicit dependencies, runs in capture order). */
 struct fc_graph {
   struct fc_node *nodes;
   size_t n, cap;
+  int owned; /* the body of a conditional node: destroyed with it, not by cuGraphDestroy */
+};
+/* A conditional handle: an IF node's body runs when its value is nonzero; the value is the
+ * default at each launch with CU_GRAPH_COND_ASSIGN_DEFAULT (kernels cannot set it here). */
+struct fc_cond {
+  unsigned dflt, flags;
+};
+struct fc_nodeh { /* a CUgraphNode */
+  struct fc_graph *g;
+  size_t idx;
 };
 struct fc_gexec {
-  struct fc_node *nodes;
+  struct fc_node *nodes; /* in execution order, without dependencies */
   size_t n;
+  struct fc_graph *src;  /* the graph instantiated (compared, never dereferenced once freed) */
 };
 /* Captures in GLOBAL or THREAD_LOCAL mode now running (both treated as GLOBAL):
  * while any runs, "potentially unsafe" calls (cuMemAlloc, VMM mapping, copies
@@ -816,21 +913,85 @@ static struct fc_node *graph_add(struct fc_graph *g) {
   memset(nd, 0, sizeof *nd);
   return nd;
 }
+static void graph_free(struct fc_graph *g);
+/* What a node owns (its argument buffer, dependencies, child graph; not its handle). */
+static void node_release(struct fc_node *nd) {
+  free(nd->pb);
+  free(nd->deps);
+  if (nd->child) graph_free(nd->child);
+  nd->pb = NULL;
+  nd->deps = NULL;
+  nd->child = NULL;
+}
 static void nodes_free(struct fc_node *nodes, size_t n) {
-  for (size_t i = 0; i < n; i++) free(nodes[i].pb);
+  for (size_t i = 0; i < n; i++) {
+    node_release(&nodes[i]);
+    if (nodes[i].h) {
+      obj_del(nodes[i].h);
+      free(nodes[i].h);
+    }
+  }
   free(nodes);
 }
-/* Deep copy of nodes[0..n) appended to g. */
+static void graph_free(struct fc_graph *g) {
+  obj_del(g); /* a conditional body is a handle of the program's too */
+  nodes_free(g->nodes, g->n);
+  free(g);
+}
+static struct fc_graph *graph_dup(const struct fc_graph *g);
+/* Deep copy of a node (without its handle). */
+static void node_copy(struct fc_node *d, const struct fc_node *s) {
+  *d = *s;
+  d->h = NULL;
+  if (s->pb) {
+    d->pb = malloc(FC_PARAM_BUF);
+    if (!d->pb) abort();
+    memcpy(d->pb, s->pb, FC_PARAM_BUF);
+  }
+  if (s->ndeps) {
+    d->deps = malloc(s->ndeps * sizeof *d->deps);
+    if (!d->deps) abort();
+    memcpy(d->deps, s->deps, s->ndeps * sizeof *d->deps);
+  }
+  if (s->child) d->child = graph_dup(s->child);
+}
+static struct fc_graph *graph_dup(const struct fc_graph *g) {
+  struct fc_graph *d = calloc(1, sizeof *d);
+  if (!d) abort();
+  for (size_t i = 0; i < g->n; i++) node_copy(graph_add(d), &g->nodes[i]);
+  return d;
+}
+/* Deep copy of nodes[0..n) appended to g (as captured work: no dependencies). */
 static void graph_append(struct fc_graph *g, const struct fc_node *nodes, size_t n) {
   for (size_t i = 0; i < n; i++) {
     struct fc_node *nd = graph_add(g);
-    *nd = nodes[i];
-    if (nodes[i].pb) {
-      nd->pb = malloc(FC_PARAM_BUF);
-      if (!nd->pb) abort();
-      memcpy(nd->pb, nodes[i].pb, FC_PARAM_BUF);
-    }
+    node_copy(nd, &nodes[i]);
+    free(nd->deps);
+    nd->deps = NULL;
+    nd->ndeps = 0;
   }
+}
+/* order[0..g->n): the nodes in dependency order; E_INVALID_VALUE for a cycle. */
+static CUresult graph_order(const struct fc_graph *g, size_t *order) {
+  char *done = calloc(g->n ? g->n : 1, 1);
+  if (!done) return E_OUT_OF_MEMORY;
+  for (size_t k = 0; k < g->n; k++) {
+    size_t pick = SIZE_MAX;
+    for (size_t i = 0; i < g->n && pick == SIZE_MAX; i++) {
+      if (done[i]) continue;
+      int ready = 1;
+      for (size_t j = 0; j < g->nodes[i].ndeps && ready; j++) ready = done[g->nodes[i].deps[j]];
+      if (ready) pick = i;
+    }
+    if (pick == SIZE_MAX) {
+      free(done);
+      return E_INVALID_VALUE;
+    }
+    done[pick] = 1;
+    order[k] = pick;
+  }
+  free(done);
+  return E_SUCCESS;
 }
 struct fc_event {
   unsigned flags;
@@ -1939,21 +2100,19 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
 #define LP_BUFFER_POINTER ((void *)1)
 #define LP_BUFFER_SIZE ((void *)2)
 
-static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                       unsigned shmem, CUstream s, void **params, void **extra) {
-  struct fc_ctx *c;
-  struct fc_func *f = func_or_kernel(h);
-  if (!f) return E_INVALID_HANDLE;
-  NEED_CTX(c);
-  CUresult e = chk_stream(s);
-  if (e) return e;
+/* The launch configuration a kernel accepts. */
+static CUresult launch_dims(const struct fc_func *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shmem) {
   if (!gx || !gy || !gz || !bx || !by || !bz) return E_INVALID_VALUE;
   if (gx > 2147483647u || gy > 65535 || gz > 65535) return E_INVALID_VALUE;
   if (bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024) return E_INVALID_VALUE;
   if (shmem > (unsigned)f->attr[8]) return E_INVALID_VALUE;
+  return E_SUCCESS;
+}
+/* The arguments of a launch (or kernel node), from `params` or `extra`, laid out in pb. */
+static CUresult launch_args(const struct fc_func *f, void **params, void **extra, unsigned char *pb) {
   if (params && extra) return E_INVALID_VALUE;
-  unsigned char pb[FC_PARAM_BUF];
-  memset(pb, 0, sizeof pb);
+  memset(pb, 0, FC_PARAM_BUF);
   size_t need = 0;
   for (int i = 0; i < f->np; i++)
     if (f->p[i].off + f->p[i].size > need) need = f->p[i].off + f->p[i].size;
@@ -1978,6 +2137,20 @@ static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, uns
   } else if (f->np) {
     return E_INVALID_VALUE;
   }
+  return E_SUCCESS;
+}
+
+static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned shmem, CUstream s, void **params, void **extra) {
+  struct fc_ctx *c;
+  struct fc_func *f = func_or_kernel(h);
+  if (!f) return E_INVALID_HANDLE;
+  NEED_CTX(c);
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  if ((e = launch_dims(f, gx, gy, gz, bx, by, bz, shmem))) return e;
+  unsigned char pb[FC_PARAM_BUF];
+  if ((e = launch_args(f, params, extra, pb))) return e;
   struct fc_graph *g = stream_graph(s);
   if (g) { /* captured: arguments are copied now, the kernel runs when the graph does */
     struct fc_node *nd = graph_add(g);
@@ -2022,12 +2195,26 @@ static CUresult i_graph_instantiate(CUgraphExec *pe, CUgraph g, cuuint64_t flags
   NEED_CTX(c);
   if (!pe || flags > 0xf) return E_INVALID_VALUE;
   if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  size_t *order = malloc((g->n ? g->n : 1) * sizeof *order);
+  if (!order) return E_OUT_OF_MEMORY;
+  CUresult e = graph_order(g, order);
+  if (e) {
+    free(order);
+    return e;
+  }
   struct fc_gexec *x = calloc(1, sizeof *x);
-  if (!x) return E_OUT_OF_MEMORY;
+  if (!x) abort();
   struct fc_graph tmp = {NULL, 0, 0};
-  graph_append(&tmp, g->nodes, g->n);
+  for (size_t k = 0; k < g->n; k++) {
+    const struct fc_node *src = &g->nodes[order[k]];
+    if (!src->kind) continue; /* destroyed */
+    graph_append(&tmp, src, 1);
+    tmp.nodes[tmp.n - 1].orig = order[k];
+  }
+  free(order);
   x->nodes = tmp.nodes;
   x->n = tmp.n;
+  x->src = g;
   obj_add(x, T_GEXEC);
   *pe = x;
   return E_SUCCESS;
@@ -2038,6 +2225,63 @@ static CUresult i_graph_instantiate_params(CUgraphExec *pe, CUgraph g, CUDA_GRAP
   CUresult e = i_graph_instantiate(pe, g, p->flags);
   p->hErrNode_out = NULL;
   p->result_out = e ? 1 : 0; /* CUDA_GRAPH_INSTANTIATE_ERROR / _SUCCESS */
+  return e;
+}
+
+/* One side of a CUDA_MEMCPY3D: its base address and whether it is device memory (-1: unified,
+ * found from the address as copy_checked does). */
+static int copy3d_side(int type, const void *host, CUdeviceptr dev, uintptr_t *base, int *is_dev) {
+  switch (type) {
+  case 1: *base = (uintptr_t)host; *is_dev = 0; return 0;
+  case 2: *base = (uintptr_t)dev; *is_dev = 1; return 0;
+  case 4: *base = (uintptr_t)dev; *is_dev = -1; return 0;
+  default: return -1; /* CUDA arrays are not implemented */
+  }
+}
+static CUresult copy3d_run(const CUDA_MEMCPY3D *p) {
+  uintptr_t sb, db;
+  int sd, dd;
+  if (copy3d_side(p->srcMemoryType, p->srcHost, p->srcDevice, &sb, &sd)) return E_INVALID_VALUE;
+  if (copy3d_side(p->dstMemoryType, p->dstHost, p->dstDevice, &db, &dd)) return E_INVALID_VALUE;
+  size_t h = p->Height ? p->Height : 1, d = p->Depth ? p->Depth : 1;
+  size_t sp = p->srcPitch ? p->srcPitch : p->WidthInBytes, dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+  size_t sh = p->srcHeight ? p->srcHeight : h, dh = p->dstHeight ? p->dstHeight : h;
+  for (size_t z = 0; z < d; z++)
+    for (size_t y = 0; y < h; y++) {
+      uintptr_t so = sb + p->srcXInBytes + ((p->srcZ + z) * sh + p->srcY + y) * sp;
+      uintptr_t dof = db + p->dstXInBytes + ((p->dstZ + z) * dh + p->dstY + y) * dp;
+      CUresult e = copy_run(dof, dd, so, sd, p->WidthInBytes);
+      if (e) return e;
+    }
+  return E_SUCCESS;
+}
+static CUresult graph_run(const struct fc_graph *g);
+static CUresult node_run(const struct fc_node *nd) {
+  CUresult e = E_SUCCESS;
+  switch (nd->kind) {
+  case N_KERNEL: return run_kernel(nd->f, nd->pb, nd->threads);
+  case N_MEMSET:
+    for (size_t r = 0; r < (nd->height ? nd->height : 1) && !e; r++)
+      e = memset_run(nd->dst + r * nd->pitch, nd->v, nd->n, nd->width);
+    return e;
+  case N_COPY: return copy_run(nd->dst, nd->dst_dev, nd->src, nd->src_dev, nd->n);
+  case N_COPY3D: return copy3d_run(&nd->cp);
+  case N_HOST: nd->hfn(nd->hdata); return E_SUCCESS; /* host nodes must not call CUDA */
+  case N_EVREC:
+    if (obj_is(nd->ev, T_EVENT)) nd->ev->recorded = 1;
+    return E_SUCCESS;
+  case N_CHILD: return graph_run(nd->child);
+  case N_COND: return (nd->cond->flags & 1) && nd->cond->dflt ? graph_run(nd->child) : E_SUCCESS;
+  case 0: case N_EMPTY: case N_EVWAIT: return E_SUCCESS;
+  default: return E_LAUNCH_FAILED;
+  }
+}
+static CUresult graph_run(const struct fc_graph *g) {
+  size_t *order = malloc((g->n ? g->n : 1) * sizeof *order);
+  if (!order) return E_OUT_OF_MEMORY;
+  CUresult e = graph_order(g, order);
+  for (size_t k = 0; k < g->n && !e; k++) e = node_run(&g->nodes[order[k]]);
+  free(order);
   return e;
 }
 static CUresult i_graph_launch(CUgraphExec x, CUstream s) {
@@ -2051,23 +2295,20 @@ static CUresult i_graph_launch(CUgraphExec x, CUstream s) {
     graph_append(g, x->nodes, x->n);
     return E_SUCCESS;
   }
-  for (size_t i = 0; i < x->n; i++) {
-    const struct fc_node *nd = &x->nodes[i];
-    switch (nd->kind) {
-    case N_KERNEL: e = run_kernel(nd->f, nd->pb, nd->threads); break;
-    case N_MEMSET: e = memset_run(nd->dst, nd->v, nd->n, nd->width); break;
-    case N_COPY: e = copy_run(nd->dst, nd->dst_dev, nd->src, nd->src_dev, nd->n); break;
-    default: e = E_LAUNCH_FAILED;
-    }
-    if (e) return e;
-  }
-  return E_SUCCESS;
+  for (size_t i = 0; i < x->n && !e; i++) e = node_run(&x->nodes[i]);
+  return e;
+}
+static CUresult i_graph_upload(CUgraphExec x, CUstream s) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!obj_is(x, T_GEXEC)) return E_INVALID_HANDLE;
+  return chk_stream(s);
 }
 static CUresult i_graph_destroy(CUgraph g) {
   if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (g->owned) return E_INVALID_VALUE;
   obj_del(g);
-  nodes_free(g->nodes, g->n);
-  free(g);
+  graph_free(g);
   return E_SUCCESS;
 }
 static CUresult i_graph_exec_destroy(CUgraphExec x) {
@@ -2076,6 +2317,280 @@ static CUresult i_graph_exec_destroy(CUgraphExec x) {
   nodes_free(x->nodes, x->n);
   free(x);
   return E_SUCCESS;
+}
+
+/* ---- explicit construction: a node is filled from its parameters, then added ---- */
+
+static CUresult kernel_fill(struct fc_node *nd, const void *fh, const CUDA_KERNEL_NODE_PARAMS *p) {
+  struct fc_func *f = func_or_kernel(fh);
+  if (!f) return E_INVALID_HANDLE;
+  CUresult e = launch_dims(f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ,
+                           p->sharedMemBytes);
+  if (e) return e;
+  unsigned char pb[FC_PARAM_BUF];
+  if ((e = launch_args(f, p->kernelParams, p->extra, pb))) return e;
+  nd->kind = N_KERNEL;
+  nd->f = f;
+  nd->threads = (unsigned long long)p->gridDimX * p->blockDimX;
+  nd->pb = malloc(FC_PARAM_BUF);
+  if (!nd->pb) abort();
+  memcpy(nd->pb, pb, FC_PARAM_BUF);
+  return E_SUCCESS;
+}
+/* v2 parameters (func, or kern when func is NULL). */
+static CUresult kernel_fill_v2(struct fc_node *nd, const CUDA_KERNEL_NODE_PARAMS *p) {
+  if (!p) return E_INVALID_VALUE;
+  return kernel_fill(nd, p->func ? (const void *)p->func : (const void *)p->kern, p);
+}
+static CUresult kernel_fill_v1(struct fc_node *nd, const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  if (!p) return E_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS v2;
+  memset(&v2, 0, sizeof v2);
+  memcpy(&v2, p, sizeof *p);
+  return kernel_fill_v2(nd, &v2);
+}
+static CUresult memcpy_fill(struct fc_node *nd, const CUDA_MEMCPY3D *p) {
+  uintptr_t b;
+  int d;
+  if (!p || !p->WidthInBytes) return E_INVALID_VALUE;
+  if (copy3d_side(p->srcMemoryType, p->srcHost, p->srcDevice, &b, &d) || !b) return E_INVALID_VALUE;
+  if (copy3d_side(p->dstMemoryType, p->dstHost, p->dstDevice, &b, &d) || !b) return E_INVALID_VALUE;
+  nd->kind = N_COPY3D;
+  nd->cp = *p;
+  return E_SUCCESS;
+}
+static CUresult memset_fill(struct fc_node *nd, const CUDA_MEMSET_NODE_PARAMS *p) {
+  if (!p || !p->width || !p->height) return E_INVALID_VALUE;
+  if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) return E_INVALID_VALUE;
+  if (p->dst % p->elementSize || (p->height > 1 && p->pitch < p->width * p->elementSize)) return E_INVALID_VALUE;
+  nd->kind = N_MEMSET;
+  nd->dst = p->dst;
+  nd->v = p->value;
+  nd->n = p->width;
+  nd->width = (int)p->elementSize;
+  nd->pitch = p->pitch;
+  nd->height = p->height;
+  return E_SUCCESS;
+}
+static CUresult host_fill(struct fc_node *nd, const CUDA_HOST_NODE_PARAMS *p) {
+  if (!p || !p->fn) return E_INVALID_VALUE;
+  nd->kind = N_HOST;
+  nd->hfn = p->fn;
+  nd->hdata = p->userData;
+  return E_SUCCESS;
+}
+static CUresult child_fill(struct fc_node *nd, CUgraph child) {
+  if (!obj_is(child, T_GRAPH)) return E_INVALID_HANDLE;
+  nd->kind = N_CHILD;
+  nd->child = graph_dup(child); /* the child graph is cloned, as by the real driver */
+  return E_SUCCESS;
+}
+static CUresult event_fill(struct fc_node *nd, CUevent ev, int kind) {
+  if (!obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
+  nd->kind = kind;
+  nd->ev = ev;
+  return E_SUCCESS;
+}
+/* A conditional node (IF with one body graph only; WHILE and SWITCH are not implemented). */
+static CUresult cond_fill(struct fc_node *nd, const unsigned long long *handle, int type, unsigned size,
+                          CUgraph *out) {
+  struct fc_cond *c = (struct fc_cond *)(uintptr_t)*handle;
+  if (!obj_is(c, T_COND) || !out) return E_INVALID_VALUE;
+  if (type != 0 || size != 1) return E_NOT_SUPPORTED;
+  struct fc_graph *body = calloc(1, sizeof *body);
+  if (!body) abort();
+  body->owned = 1;
+  obj_add(body, T_GRAPH);
+  nd->kind = N_COND;
+  nd->cond = c;
+  nd->child = body;
+  return E_SUCCESS;
+}
+static CUresult i_cond_handle_create(CUgraphConditionalHandle *out, CUgraph g, CUcontext ctx, unsigned dflt,
+                                     unsigned flags) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!out || flags > 1) return E_INVALID_VALUE;
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (!obj_is(ctx, T_CTX)) return E_INVALID_CONTEXT;
+  struct fc_cond *h = calloc(1, sizeof *h); /* lives as long as the process (as its graph would) */
+  if (!h) abort();
+  h->dflt = dflt;
+  h->flags = flags;
+  obj_add(h, T_COND);
+  *out = (CUgraphConditionalHandle)(uintptr_t)h;
+  return E_SUCCESS;
+}
+/* The filled node `nd` (`e`: how filling went) added to g after deps[0..n). */
+static CUresult node_add(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, struct fc_node *nd,
+                         CUresult e) {
+  struct fc_ctx *c;
+  CUresult ce = cur_ctx(&c);
+  if (!e) e = ce;
+  if (!e && !out) e = E_INVALID_VALUE;
+  if (!e && !obj_is(g, T_GRAPH)) e = E_INVALID_HANDLE;
+  if (!e && n && !deps) e = E_INVALID_VALUE;
+  for (size_t i = 0; i < n && !e; i++)
+    if (!obj_is(deps[i], T_GNODE) || deps[i]->g != g) e = E_INVALID_VALUE;
+  if (e) {
+    node_release(nd);
+    return e;
+  }
+  if (n) {
+    nd->deps = malloc(n * sizeof *nd->deps);
+    if (!nd->deps) abort();
+    for (size_t i = 0; i < n; i++) nd->deps[i] = deps[i]->idx;
+    nd->ndeps = n;
+  }
+  struct fc_nodeh *h = malloc(sizeof *h);
+  if (!h) abort();
+  h->g = g;
+  h->idx = g->n;
+  nd->h = h;
+  *graph_add(g) = *nd;
+  obj_add(h, T_GNODE);
+  *out = h;
+  return E_SUCCESS;
+}
+/* The generic CUgraphNodeParams. */
+static CUresult node_add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                                 CUgraphNodeParams *p) {
+  struct fc_node nd;
+  memset(&nd, 0, sizeof nd);
+  CUresult e = E_INVALID_VALUE;
+  if (p) switch (p->type) {
+    case 0: e = kernel_fill_v2(&nd, &p->u.kernel); break;
+    case 1: e = memcpy_fill(&nd, &p->u.memcpy.copyParams); break;
+    case 2: e = memset_fill(&nd, &p->u.memset.p); break;
+    case 3: e = host_fill(&nd, &p->u.host); break;
+    case 4: e = child_fill(&nd, p->u.graph.graph); break;
+    case 5: nd.kind = N_EMPTY; e = E_SUCCESS; break;
+    case 6: e = event_fill(&nd, p->u.event.event, N_EVWAIT); break;
+    case 7: e = event_fill(&nd, p->u.event.event, N_EVREC); break;
+    case 13: e = cond_fill(&nd, &p->u.conditional.handle, p->u.conditional.type, p->u.conditional.size,
+                           p->u.conditional.phGraph_out);
+      break;
+    default: e = E_NOT_SUPPORTED; break; /* memory nodes are not implemented */
+    }
+  struct fc_graph *body = nd.kind == N_COND ? nd.child : NULL;
+  e = node_add(out, g, deps, n, &nd, e);
+  if (!e && body) p->u.conditional.phGraph_out[0] = body;
+  return e;
+}
+#define NODE_ADD(fill) \
+  do { struct fc_node nd; memset(&nd, 0, sizeof nd); CUresult e = (fill); return node_add(out, g, deps, n, &nd, e); } while (0)
+static CUresult i_add_kernel_v1(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                                const CUDA_KERNEL_NODE_PARAMS_v1 *p) { NODE_ADD(kernel_fill_v1(&nd, p)); }
+static CUresult i_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                             const CUDA_KERNEL_NODE_PARAMS *p) { NODE_ADD(kernel_fill_v2(&nd, p)); }
+static CUresult i_add_memcpy(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                             const CUDA_MEMCPY3D *p, CUcontext ctx) {
+  NODE_ADD(obj_is(ctx, T_CTX) ? memcpy_fill(&nd, p) : E_INVALID_CONTEXT);
+}
+static CUresult i_add_memset(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                             const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
+  NODE_ADD(obj_is(ctx, T_CTX) ? memset_fill(&nd, p) : E_INVALID_CONTEXT);
+}
+static CUresult i_add_host(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                           const CUDA_HOST_NODE_PARAMS *p) { NODE_ADD(host_fill(&nd, p)); }
+static CUresult i_add_empty(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n) {
+  NODE_ADD((nd.kind = N_EMPTY, E_SUCCESS));
+}
+static CUresult i_add_event(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUevent ev, int kind) {
+  NODE_ADD(event_fill(&nd, ev, kind));
+}
+static CUresult i_add_child(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child) {
+  NODE_ADD(child_fill(&nd, child));
+}
+static CUresult i_add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (n && (!from || !to)) return E_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++)
+    if (!obj_is(from[i], T_GNODE) || !obj_is(to[i], T_GNODE) || from[i]->g != g || to[i]->g != g ||
+        from[i] == to[i])
+      return E_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    struct fc_node *t = &g->nodes[to[i]->idx];
+    size_t cap = t->ndeps;
+    GROW(t->deps, t->ndeps, cap);
+    t->deps[t->ndeps++] = from[i]->idx;
+  }
+  return E_SUCCESS;
+}
+/* Replace what `dst` does by `nd`'s parameters (same kind; its dependencies, handle and origin
+ * stay). */
+static CUresult node_set(struct fc_node *dst, struct fc_node *nd, CUresult e) {
+  if (!e && dst->kind != nd->kind) e = E_INVALID_VALUE;
+  if (e) {
+    node_release(nd);
+    return e;
+  }
+  size_t *deps = dst->deps, ndeps = dst->ndeps, orig = dst->orig;
+  struct fc_nodeh *h = dst->h;
+  dst->deps = NULL;
+  node_release(dst);
+  *dst = *nd;
+  dst->deps = deps;
+  dst->ndeps = ndeps;
+  dst->orig = orig;
+  dst->h = h;
+  return E_SUCCESS;
+}
+/* The graph node of handle h. */
+static struct fc_node *graph_node(CUgraphNode h) {
+  return obj_is(h, T_GNODE) && obj_is(h->g, T_GRAPH) ? &h->g->nodes[h->idx] : NULL;
+}
+/* The node of exec x instantiated from graph node h. */
+static struct fc_node *exec_node(CUgraphExec x, CUgraphNode h) {
+  if (!obj_is(x, T_GEXEC) || !obj_is(h, T_GNODE) || h->g != x->src) return NULL;
+  for (size_t i = 0; i < x->n; i++)
+    if (x->nodes[i].orig == h->idx) return &x->nodes[i];
+  return NULL;
+}
+#define NODE_SET(target, fill) \
+  do { struct fc_node *t__ = (target); if (!t__) return E_INVALID_VALUE; \
+       struct fc_node nd; memset(&nd, 0, sizeof nd); CUresult e = (fill); return node_set(t__, &nd, e); } while (0)
+static CUresult i_graph_destroy_node(CUgraphNode h) {
+  struct fc_node *nd = graph_node(h);
+  if (!nd) return E_INVALID_VALUE;
+  node_release(nd);
+  nd->kind = 0; /* runs as nothing; what depended on it still follows its dependencies */
+  nd->h = NULL;
+  obj_del(h);
+  free(h);
+  return E_SUCCESS;
+}
+static CUresult i_graph_clone(CUgraph *out, CUgraph g) {
+  if (!out) return E_INVALID_VALUE;
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  struct fc_graph *c = graph_dup(g);
+  obj_add(c, T_GRAPH);
+  *out = c;
+  return E_SUCCESS;
+}
+/* cuGraphExecUpdate: the exec takes g's parameters when g has the same nodes (kinds, in order). */
+static CUresult i_graph_exec_update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info) {
+  if (!obj_is(x, T_GEXEC) || !obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  CUgraphExec y;
+  CUresult e = i_graph_instantiate(&y, g, 0);
+  if (e) return e;
+  int same = y->n == x->n;
+  for (size_t i = 0; i < x->n && same; i++) same = x->nodes[i].kind == y->nodes[i].kind;
+  if (info) {
+    memset(info, 0, sizeof *info);
+    info->result = same ? 0 : 3;
+  }
+  if (same)
+    for (size_t i = 0; i < x->n; i++) {
+      y->nodes[i].orig = x->nodes[i].orig;
+      struct fc_node t = x->nodes[i];
+      x->nodes[i] = y->nodes[i];
+      y->nodes[i] = t;
+    }
+  i_graph_exec_destroy(y);
+  return same ? E_SUCCESS : E_GRAPH_EXEC_UPDATE_FAILURE;
 }
 
 static CUresult hostfn_check(CUstream s, CUhostFn fn) {
@@ -2257,6 +2772,51 @@ DEF(cuGraphLaunch, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
 DEF(cuGraphLaunch_ptsz, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
 DEF(cuGraphDestroy, (CUgraph g), i_graph_destroy(g))
 DEF(cuGraphExecDestroy, (CUgraphExec x), i_graph_exec_destroy(x))
+/* explicit graph construction */
+DEF(cuGraphAddKernelNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p), i_add_kernel_v1(o, g, d, n, p))
+DEF(cuGraphAddKernelNode_v2, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_KERNEL_NODE_PARAMS *p), i_add_kernel(o, g, d, n, p))
+DEF(cuGraphAddMemcpyNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_MEMCPY3D *p, CUcontext c), i_add_memcpy(o, g, d, n, p, c))
+DEF(cuGraphAddMemsetNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c), i_add_memset(o, g, d, n, p, c))
+DEF(cuGraphAddHostNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_HOST_NODE_PARAMS *p), i_add_host(o, g, d, n, p))
+DEF(cuGraphAddEmptyNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n), i_add_empty(o, g, d, n))
+DEF(cuGraphAddEventRecordNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUevent e), i_add_event(o, g, d, n, e, N_EVREC))
+DEF(cuGraphAddEventWaitNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUevent e), i_add_event(o, g, d, n, e, N_EVWAIT))
+DEF(cuGraphAddChildGraphNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUgraph child), i_add_child(o, g, d, n, child))
+DEF(cuGraphAddNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUgraphNodeParams *p), node_add_generic(o, g, d, n, p))
+DEF(cuGraphAddNode_v2, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, const void *edges, size_t n,
+                        CUgraphNodeParams *p), ((void)edges, node_add_generic(o, g, d, n, p)))
+DEF(cuGraphAddDependencies, (CUgraph g, const CUgraphNode *f, const CUgraphNode *t, size_t n), i_add_deps(g, f, t, n))
+DEF(cuGraphAddDependencies_v2, (CUgraph g, const CUgraphNode *f, const CUgraphNode *t, const void *edges, size_t n),
+    ((void)edges, i_add_deps(g, f, t, n)))
+static CUresult i_set_kernel_v1(struct fc_node *t, const CUDA_KERNEL_NODE_PARAMS_v1 *p) { NODE_SET(t, kernel_fill_v1(&nd, p)); }
+static CUresult i_set_kernel(struct fc_node *t, const CUDA_KERNEL_NODE_PARAMS *p) { NODE_SET(t, kernel_fill_v2(&nd, p)); }
+static CUresult i_set_memcpy(struct fc_node *t, const CUDA_MEMCPY3D *p) { NODE_SET(t, memcpy_fill(&nd, p)); }
+static CUresult i_set_memset(struct fc_node *t, const CUDA_MEMSET_NODE_PARAMS *p) { NODE_SET(t, memset_fill(&nd, p)); }
+static CUresult i_set_host(struct fc_node *t, const CUDA_HOST_NODE_PARAMS *p) { NODE_SET(t, host_fill(&nd, p)); }
+static CUresult i_set_child(struct fc_node *t, CUgraph c) { NODE_SET(t, child_fill(&nd, c)); }
+DEF(cuGraphKernelNodeSetParams, (CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS_v1 *p), i_set_kernel_v1(graph_node(h), p))
+DEF(cuGraphKernelNodeSetParams_v2, (CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p), i_set_kernel(graph_node(h), p))
+DEF(cuGraphMemcpyNodeSetParams, (CUgraphNode h, const CUDA_MEMCPY3D *p), i_set_memcpy(graph_node(h), p))
+DEF(cuGraphMemsetNodeSetParams, (CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p), i_set_memset(graph_node(h), p))
+DEF(cuGraphHostNodeSetParams, (CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p), i_set_host(graph_node(h), p))
+DEF(cuGraphExecKernelNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
+    i_set_kernel_v1(exec_node(x, h), p))
+DEF(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec x, CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p),
+    i_set_kernel(exec_node(x, h), p))
+DEF(cuGraphExecMemcpyNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_MEMCPY3D *p, CUcontext c),
+    obj_is(c, T_CTX) ? i_set_memcpy(exec_node(x, h), p) : E_INVALID_CONTEXT)
+DEF(cuGraphExecMemsetNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c),
+    obj_is(c, T_CTX) ? i_set_memset(exec_node(x, h), p) : E_INVALID_CONTEXT)
+DEF(cuGraphExecHostNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p),
+    i_set_host(exec_node(x, h), p))
+DEF(cuGraphExecChildGraphNodeSetParams, (CUgraphExec x, CUgraphNode h, CUgraph c), i_set_child(exec_node(x, h), c))
+DEF(cuGraphExecUpdate_v2, (CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info), i_graph_exec_update(x, g, info))
+DEF(cuGraphUpload, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
+DEF(cuGraphUpload_ptsz, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
+DEF(cuGraphClone, (CUgraph *c, CUgraph g), i_graph_clone(c, g))
+DEF(cuGraphDestroyNode, (CUgraphNode h), i_graph_destroy_node(h))
+DEF(cuGraphConditionalHandleCreate, (CUgraphConditionalHandle *h, CUgraph g, CUcontext c, unsigned dflt, unsigned flags),
+    i_cond_handle_create(h, g, c, dflt, flags))
 
 /* modules and libraries */
 DEF(cuModuleLoad, (CUmodule *pm, const char *path), i_module_load(pm, path))
@@ -2477,6 +3037,35 @@ static const struct pa_ent k_procs[] = {
   PT("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz)
   P("cuGraphDestroy", 10000, cuGraphDestroy)
   P("cuGraphExecDestroy", 10000, cuGraphExecDestroy)
+  P("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode)
+  P("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2)
+  P("cuGraphAddMemcpyNode", 10000, cuGraphAddMemcpyNode)
+  P("cuGraphAddMemsetNode", 10000, cuGraphAddMemsetNode)
+  P("cuGraphAddHostNode", 10000, cuGraphAddHostNode)
+  P("cuGraphAddEmptyNode", 10000, cuGraphAddEmptyNode)
+  P("cuGraphAddEventRecordNode", 11010, cuGraphAddEventRecordNode)
+  P("cuGraphAddEventWaitNode", 11010, cuGraphAddEventWaitNode)
+  P("cuGraphAddChildGraphNode", 10000, cuGraphAddChildGraphNode)
+  P("cuGraphAddNode", 12020, cuGraphAddNode)
+  P("cuGraphAddNode", 12030, cuGraphAddNode_v2)
+  P("cuGraphAddDependencies", 10000, cuGraphAddDependencies)
+  P("cuGraphAddDependencies", 12030, cuGraphAddDependencies_v2)
+  P("cuGraphKernelNodeSetParams", 10000, cuGraphKernelNodeSetParams)
+  P("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2)
+  P("cuGraphMemcpyNodeSetParams", 10000, cuGraphMemcpyNodeSetParams)
+  P("cuGraphMemsetNodeSetParams", 10000, cuGraphMemsetNodeSetParams)
+  P("cuGraphHostNodeSetParams", 10000, cuGraphHostNodeSetParams)
+  P("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams)
+  P("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2)
+  P("cuGraphExecMemcpyNodeSetParams", 10020, cuGraphExecMemcpyNodeSetParams)
+  P("cuGraphExecMemsetNodeSetParams", 10020, cuGraphExecMemsetNodeSetParams)
+  P("cuGraphExecHostNodeSetParams", 10020, cuGraphExecHostNodeSetParams)
+  P("cuGraphExecChildGraphNodeSetParams", 11010, cuGraphExecChildGraphNodeSetParams)
+  P("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2)
+  PT("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz)
+  P("cuGraphClone", 10000, cuGraphClone)
+  P("cuGraphDestroyNode", 10000, cuGraphDestroyNode)
+  P("cuGraphConditionalHandleCreate", 12030, cuGraphConditionalHandleCreate)
 };
 
 static CUresult i_get_proc_address(const char *sym, void **pfn, int ver, cuuint64_t flags, int *status) {

@@ -226,6 +226,38 @@ shapes! {
     /// The functions of a module or kernels of a library, enumerated: handles and their names
     /// (one per line), in the driver's order.
     Enumerated { owner: Handle, handles: U64s, names: Str }
+    // Explicit CUDA graphs (wt-graphs).
+    /// A created graph.
+    GraphCreate { graph: Handle, flags: U32 }
+    /// A graph node added, or the parameters of one set (in a graph: `exec` 0; in an
+    /// instantiation: `exec` set, `graph` 0). One shape for every node type (`node_type`,
+    /// `CUgraphNodeType`): a kernel node's fields are recorded as `cuLaunchKernel`'s; a memcpy
+    /// node's `CUDA_MEMCPY3D` (unified pointers resolved to host or device) in `copy`; a memset
+    /// node's `CUDA_MEMSET_NODE_PARAMS` in `memset`; `deps`: the nodes it depends on; `edges`:
+    /// their `CUgraphEdgeData` (`_v2` calls); `library_kernel`: `function` is a `CUkernel`.
+    GraphNode {
+        node: Handle, graph: Handle, exec: Handle, deps: U64s, edges: Bytes, node_type: I32, ctx: Handle,
+        function: Handle, kernel: Str, code: Code, library_kernel: U8,
+        grid_x: U32, grid_y: U32, grid_z: U32, block_x: U32, block_y: U32, block_z: U32,
+        shared_mem: U32, args: Bytes, arg_offsets: U64s, arg_sizes: U64s, args_known: U8,
+        copy: Bytes, memset: Bytes, host_fn: Ptr, host_data: Ptr, child: Handle, event: Handle,
+    }
+    /// Dependencies added between nodes of a graph (`from[i]` before `to[i]`).
+    GraphEdges { graph: Handle, from: U64s, to: U64s, edges: Bytes }
+    /// An instantiation updated from a graph.
+    GraphExecUpdate { exec: Handle, graph: Handle }
+    /// A cloned graph.
+    GraphClone { clone: Handle, graph: Handle }
+    /// A call on one graph node.
+    GraphNodeHandle { node: Handle }
+    /// A conditional-node handle created.
+    ConditionalHandle { handle: Handle, graph: Handle, ctx: Handle, default_value: U32, flags: U32 }
+    /// The bytes of a host region a graph launch's memcpy nodes read (recorded before the
+    /// launch that reads them).
+    GraphHostSource { exec: Handle, host_ptr: Ptr, bytes: U64, h2d_blob: Blob }
+    /// The bytes a graph launch's memcpy nodes wrote to a host region (recorded once the
+    /// launch completed).
+    GraphHostResult { exec: Handle, stream: Handle, host_ptr: Ptr, bytes: U64, d2h_blob: Blob }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

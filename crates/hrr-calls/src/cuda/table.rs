@@ -96,7 +96,7 @@ macro_rules! cuda_calls {
             StreamBeginCapture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (s: Handle, mode: c_int) : BeginCapture, Capture => stream_begin_capture;
             StreamEndCapture [cuStreamEndCapture, cuStreamEndCapture_ptsz] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture;
             GraphInstantiateWithFlags [cuGraphInstantiateWithFlags] (exec: *mut Handle, g: Handle, flags: u64) : GraphInstantiate, Graph, ordered => graph_instantiate;
-            GraphLaunch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: Handle = exec, s: Handle = stream) : GraphLaunch, GraphLaunch;
+            GraphLaunch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: Handle, s: Handle) : GraphLaunch, GraphLaunch => graph_launch;
             GraphDestroy [cuGraphDestroy] (g: Handle = graph) : Graph, Graph, ordered;
             GraphExecDestroy [cuGraphExecDestroy] (g: Handle = graph) : Graph, Graph, ordered;
             LaunchHostFunc [cuLaunchHostFunc, cuLaunchHostFunc_ptsz] (s: Handle, func: *mut c_void, data: *mut c_void) : HostFunc, HostFunc => launch_host_func;
@@ -110,6 +110,38 @@ macro_rules! cuda_calls {
             FuncGetModule [cuFuncGetModule] (m: *mut Handle, f: Handle) : FuncGetModule, Lookup, ordered => func_get_module;
             ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => module_enumerate_functions;
             LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => library_enumerate_kernels;
+            // Explicit CUDA graphs (wt-graphs): construction node by node, parameter updates,
+            // and two record types no export makes (`hrrGraphHost*`: what `cuGraphLaunch`'s
+            // memcpy nodes read from and wrote to host memory, recorded by its custom function).
+            GraphCreate [cuGraphCreate] (g: *mut Handle, flags: c_uint) : GraphCreate, Graph, ordered => graph_create;
+            GraphAddKernelNode [cuGraphAddKernelNode, cuGraphAddKernelNode_v2] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8) : GraphNode, Graph, ordered => graph_add_kernel_node;
+            GraphAddMemcpyNode [cuGraphAddMemcpyNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_add_memcpy_node;
+            GraphAddMemsetNode [cuGraphAddMemsetNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_add_memset_node;
+            GraphAddHostNode [cuGraphAddHostNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8) : GraphNode, Graph, ordered => graph_add_host_node;
+            GraphAddEmptyNode [cuGraphAddEmptyNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize) : GraphNode, Graph, ordered => graph_add_empty_node;
+            GraphAddEventRecordNode [cuGraphAddEventRecordNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_record_node;
+            GraphAddEventWaitNode [cuGraphAddEventWaitNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_wait_node;
+            GraphAddChildGraphNode [cuGraphAddChildGraphNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, child: Handle) : GraphNode, Graph, ordered => graph_add_child_graph_node;
+            GraphAddNode [cuGraphAddNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_node;
+            GraphAddNodeV2 [cuGraphAddNode_v2] (node: *mut Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_node_v2;
+            GraphAddDependencies [cuGraphAddDependencies] (g: Handle, from: *const Handle, to: *const Handle, n: usize) : GraphEdges, Graph, ordered => graph_add_dependencies;
+            GraphAddDependenciesV2 [cuGraphAddDependencies_v2] (g: Handle, from: *const Handle, to: *const Handle, edges: *const u8, n: usize) : GraphEdges, Graph, ordered => graph_add_dependencies_v2;
+            GraphKernelNodeSetParams [cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_kernel_node_set_params;
+            GraphMemcpyNodeSetParams [cuGraphMemcpyNodeSetParams] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_memcpy_node_set_params;
+            GraphMemsetNodeSetParams [cuGraphMemsetNodeSetParams] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_memset_node_set_params;
+            GraphHostNodeSetParams [cuGraphHostNodeSetParams] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_host_node_set_params;
+            GraphExecKernelNodeSetParams [cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2] (exec: Handle, node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_exec_kernel_node_set_params;
+            GraphExecMemcpyNodeSetParams [cuGraphExecMemcpyNodeSetParams] (exec: Handle, node: Handle, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_exec_memcpy_node_set_params;
+            GraphExecMemsetNodeSetParams [cuGraphExecMemsetNodeSetParams] (exec: Handle, node: Handle, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_exec_memset_node_set_params;
+            GraphExecHostNodeSetParams [cuGraphExecHostNodeSetParams] (exec: Handle, node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_exec_host_node_set_params;
+            GraphExecChildGraphNodeSetParams [cuGraphExecChildGraphNodeSetParams] (exec: Handle, node: Handle, child: Handle) : GraphNode, Graph, ordered => graph_exec_child_graph_node_set_params;
+            GraphExecUpdate [cuGraphExecUpdate_v2] (exec: Handle, g: Handle, info: *mut u8) : GraphExecUpdate, Graph, ordered => graph_exec_update;
+            GraphUpload [cuGraphUpload, cuGraphUpload_ptsz] (exec: Handle = exec, s: Handle = stream) : GraphLaunch, Graph;
+            GraphClone [cuGraphClone] (clone: *mut Handle, g: Handle) : GraphClone, Graph, ordered => graph_clone;
+            GraphDestroyNode [cuGraphDestroyNode] (node: Handle = node) : GraphNodeHandle, Graph, ordered;
+            GraphConditionalHandleCreate [cuGraphConditionalHandleCreate] (h: *mut u64 => handle, g: Handle = graph, ctx: Handle = ctx, default_value: c_uint = default_value, flags: c_uint = flags) : ConditionalHandle, Graph, ordered;
+            GraphHostSource [hrrGraphHostSource] (exec: Handle, host: u64, n: u64) : GraphHostSource, H2d => graph_host_record;
+            GraphHostResult [hrrGraphHostResult] (exec: Handle, host: u64, n: u64) : GraphHostResult, D2h => graph_host_record;
         }
     };
 }

@@ -108,6 +108,62 @@ driver_api! {
     cuGraphLaunch: fn(H, H);
     cuGraphDestroy: fn(H);
     cuGraphExecDestroy: fn(H);
+    // Explicit graphs (graphs.rs).
+    cuCtxGetCurrent: fn(*mut H);
+    cuMemAllocHost_v2: fn(*mut *mut c_void, usize);
+    cuGraphCreate: fn(*mut H, c_uint);
+    cuGraphAddKernelNode_v2: fn(*mut H, H, *const H, usize, *const KernelNodeParams);
+    cuGraphAddMemcpyNode: fn(*mut H, H, *const H, usize, *const u8, H);
+    cuGraphAddMemsetNode: fn(*mut H, H, *const H, usize, *const u8, H);
+    cuGraphAddHostNode: fn(*mut H, H, *const H, usize, *const HostNodeParams);
+    cuGraphAddEmptyNode: fn(*mut H, H, *const H, usize);
+    cuGraphAddEventRecordNode: fn(*mut H, H, *const H, usize, H);
+    cuGraphAddEventWaitNode: fn(*mut H, H, *const H, usize, H);
+    cuGraphAddChildGraphNode: fn(*mut H, H, *const H, usize, H);
+    cuGraphAddDependencies: fn(H, *const H, *const H, usize);
+    cuGraphKernelNodeSetParams_v2: fn(H, *const KernelNodeParams);
+    cuGraphMemcpyNodeSetParams: fn(H, *const u8);
+    cuGraphMemsetNodeSetParams: fn(H, *const u8);
+    cuGraphHostNodeSetParams: fn(H, *const HostNodeParams);
+    cuGraphExecKernelNodeSetParams_v2: fn(H, H, *const KernelNodeParams);
+    cuGraphExecMemcpyNodeSetParams: fn(H, H, *const u8, H);
+    cuGraphExecMemsetNodeSetParams: fn(H, H, *const u8, H);
+    cuGraphExecHostNodeSetParams: fn(H, H, *const HostNodeParams);
+    cuGraphExecChildGraphNodeSetParams: fn(H, H, H);
+    cuGraphExecUpdate_v2: fn(H, H, *mut u8);
+    cuGraphUpload: fn(H, H);
+    cuGraphClone: fn(*mut H, H);
+    cuGraphDestroyNode: fn(H);
+}
+
+/// `CUDA_KERNEL_NODE_PARAMS_v2`.
+#[repr(C)]
+pub struct KernelNodeParams {
+    /// Function.
+    pub func: H,
+    /// Grid.
+    pub grid: [c_uint; 3],
+    /// Block.
+    pub block: [c_uint; 3],
+    /// Dynamic shared memory.
+    pub shared_mem: c_uint,
+    /// Argument pointers.
+    pub params: *mut *mut c_void,
+    /// Packed arguments.
+    pub extra: *mut *mut c_void,
+    /// Library kernel (when `func` is null).
+    pub kern: H,
+    /// Context (null: the current one).
+    pub ctx: H,
+}
+
+/// `CUDA_HOST_NODE_PARAMS`.
+#[repr(C)]
+pub struct HostNodeParams {
+    /// The host function.
+    pub func: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// Its argument.
+    pub data: *mut c_void,
 }
 
 /// `CUlaunchConfig`.

@@ -13,7 +13,7 @@
 //! | `code.rs` | code objects: loading, module/library/kernel/function look-ups, globals, attributes |
 //! | `launch.rs` | kernel launches |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
-//! | `graphs.rs` | graphs rebuilt from recorded stream captures |
+//! | `graphs.rs` | graphs rebuilt from recorded stream captures or node by node |
 //!
 //! Handles (contexts, streams, events, modules, libraries, functions, kernels, VMM handles) are
 //! remapped; code objects are loaded once, before the first call, and kernels are bound through
@@ -42,6 +42,7 @@ use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Exten
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
 use driver::{Api, H};
+use graphs::NodeCall;
 use streams::stream_of;
 
 /// Replays CUDA driver events.
@@ -54,11 +55,13 @@ pub struct Cuda {
     module_of_code: HashMap<ObjectId, H>,
     library_of_code: HashMap<ObjectId, H>,
     handles: Handles,
-    /// Graphs rebuilt from recorded stream captures, by recorded handle (kept apart from
+    /// Graphs rebuilt from recorded stream captures or `cuGraphCreate`, by recorded handle (kept apart from
     /// `handles` so an explicitly built graph never matches a stale handle of another kind).
     graphs: HashMap<u64, H>,
     /// Their instantiations, by recorded handle.
     execs: HashMap<u64, H>,
+    /// Nodes and host buffers of graphs built node by node.
+    node_graphs: graphs::NodeGraphs,
     waiter: Waiter,
     /// Host buffers read or written by copies captured into graphs: the graph reads (or
     /// writes) them at every launch, so they live until replay ends.
@@ -182,6 +185,38 @@ impl Backend for Cuda {
             Op::GraphDestroy => self.graph_destroy(ev),
             Op::GraphExecDestroy => self.graph_exec_destroy(ev),
             Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
+            Op::GraphCreate => self.graph_create(ev),
+            Op::GraphAddKernelNode
+            | Op::GraphAddMemcpyNode
+            | Op::GraphAddMemsetNode
+            | Op::GraphAddHostNode
+            | Op::GraphAddEmptyNode
+            | Op::GraphAddEventRecordNode
+            | Op::GraphAddEventWaitNode
+            | Op::GraphAddChildGraphNode
+            | Op::GraphAddNode
+            | Op::GraphAddNodeV2 => self.graph_node(ev, NodeCall::Add, filter),
+            Op::GraphKernelNodeSetParams
+            | Op::GraphMemcpyNodeSetParams
+            | Op::GraphMemsetNodeSetParams
+            | Op::GraphHostNodeSetParams => self.graph_node(ev, NodeCall::Set, filter),
+            Op::GraphExecKernelNodeSetParams
+            | Op::GraphExecMemcpyNodeSetParams
+            | Op::GraphExecMemsetNodeSetParams
+            | Op::GraphExecHostNodeSetParams
+            | Op::GraphExecChildGraphNodeSetParams => {
+                self.graph_node(ev, NodeCall::ExecSet, filter)
+            }
+            Op::GraphAddDependencies | Op::GraphAddDependenciesV2 => {
+                self.graph_add_dependencies(ev)
+            }
+            Op::GraphExecUpdate => self.graph_exec_update(ev),
+            Op::GraphUpload => self.graph_upload(ev),
+            Op::GraphClone => self.graph_clone(ev),
+            Op::GraphDestroyNode => self.graph_destroy_node(ev),
+            Op::GraphConditionalHandleCreate => Ok(Outcome::Skipped(graphs::CONDITIONAL.into())),
+            Op::GraphHostSource => self.graph_host_source(ev, blobs),
+            Op::GraphHostResult => self.graph_host_result(ev),
             // Queries, context selection, unloads (code stays loaded, shared by code object),
             // host memory registration and graph construction change no device state replay
             // depends on.

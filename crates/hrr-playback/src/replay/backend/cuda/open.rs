@@ -59,6 +59,7 @@ impl Cuda {
             handles: Handles::default(),
             graphs: HashMap::new(),
             execs: HashMap::new(),
+            node_graphs: Default::default(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
             ops: Ops::default(),
