@@ -1854,7 +1854,8 @@ static CUresult i_occupancy(int *nb, CUfunction h, int block, size_t smem, unsig
  * level.  Texture and surface object values start at a base derived from the
  * process id, so a replay gets different values than the recorded run (as a
  * real driver may) and the tools' substitution of values in kernel arguments
- * is exercised.  Resource view descriptors are accepted and not applied. */
+ * is exercised ($FAKE_CUDA_OBJECT_BASE fixes the first value instead).  Resource
+ * view descriptors are accepted and not applied. */
 
 typedef struct { size_t Width, Height; int Format; unsigned NumChannels; } CUDA_ARRAY_DESCRIPTOR;
 typedef struct { size_t Width, Height, Depth; int Format; unsigned NumChannels, Flags; } CUDA_ARRAY3D_DESCRIPTOR;
@@ -2217,7 +2218,11 @@ static CUresult obj_create(unsigned long long *po, const CUDA_RESOURCE_DESC *r, 
   NEED_CTX(c);
   CUresult e = res_check(r, surf);
   if (e) return e;
-  if (!g_next_tex) g_next_tex = 0x100 + ((unsigned long long)getpid() % 0xfff0) * 0x100;
+  if (!g_next_tex) { /* FAKE_CUDA_OBJECT_BASE: a fixed first value (tests) */
+    const char *b = getenv("FAKE_CUDA_OBJECT_BASE");
+    g_next_tex = b ? strtoull(b, NULL, 0) : 0;
+    if (!g_next_tex) g_next_tex = 0x100 + ((unsigned long long)getpid() % 0xfff0) * 0x100;
+  }
   GROW(g_tex, g_ntex, g_captex);
   struct fc_texobj *t = &g_tex[g_ntex++];
   t->id = g_next_tex++;

@@ -10,6 +10,7 @@ use hrr_calls::shapes;
 
 use super::driver::{cu, Api, H};
 use super::memory::{device_prop, POLICY};
+use super::arrays::Objects;
 use super::Cuda;
 use crate::replay::backend::shared::{Handles, Waiter};
 use crate::replay::backend::{Event, Ops, Outcome};
@@ -61,6 +62,7 @@ impl Cuda {
             execs: HashMap::new(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
+            objects: Objects::default(),
             ops: Ops::default(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
