@@ -4,7 +4,8 @@
  * export names).  Prints one line per result, a function of the data only,
  * and "copies_app: OK" when every result matched what the host computed.
  *
- * usage: copies_app
+ * usage: copies_app   ($COPIES_APP_STALE_TEXTURE: first launch the texture kernel
+ *                      with a value no object has, which must fail)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -169,17 +170,28 @@ int main(void) {
   c.WidthInBytes = W * 4;
   c.Height = H;
   CK(cuMemcpy2D_v2(&c));
+  /* columns 1.. of rows 2.. (a result unlike the source, so a wrong source is seen) */
+  static uint32_t part[(W - 1) * (H - 2)], wantpart[(W - 1) * (H - 2)];
+  for (size_t y = 0; y < H - 2; y++)
+    for (size_t x = 0; x < W - 1; x++) wantpart[y * (W - 1) + x] = want2d[(y + 2) * W + x + 1];
   memset(&c, 0, sizeof c);
   c.srcMemoryType = DEVICE;
   c.srcDevice = dp;
   c.srcPitch = pitch;
+  c.srcXInBytes = 4;
+  c.srcY = 2;
   c.dstMemoryType = HOST;
-  c.dstHost = back2d;
+  c.dstHost = part;
+  c.dstPitch = (W - 1) * 4;
+  c.WidthInBytes = (W - 1) * 4;
+  c.Height = H - 2;
+  CK(cuMemcpy2D_v2(&c));
+  expect("2d h2d/d2h", part, wantpart, (W - 1) * (H - 2));
+  c.srcXInBytes = 0;
+  c.srcY = 0;
   c.dstPitch = W * 4;
   c.WidthInBytes = W * 4;
   c.Height = H;
-  CK(cuMemcpy2D_v2(&c));
-  expect("2d h2d/d2h", back2d, want2d, W * H);
   /* the same through unified pointers and the async and unaligned variants */
   memset(back2d, 0, sizeof back2d);
   c.srcMemoryType = UNIFIED;
@@ -225,16 +237,17 @@ int main(void) {
   v.srcPitch = VP * 4;
   v.srcHeight = VSH;
   v.srcY = 2;
+  v.srcZ = 1; /* slices 1.. (a result unlike the source) */
   v.dstMemoryType = HOST;
   v.dstHost = volback;
   v.dstPitch = VW * 4;
   v.dstHeight = VH;
   v.WidthInBytes = VW * 4;
   v.Height = VH;
-  v.Depth = D;
+  v.Depth = D - 1;
   CK(cuMemcpy3DAsync_v2(&v, st));
   CK(cuStreamSynchronize(st));
-  expect("3d h2d/d2h", volback, vol, VH * VW * D);
+  expect("3d h2d/d2h", volback, vol + VH * VW, VH * VW * (D - 1));
 
   /* A 2D float array with surface access: filled by a 2D copy, read back, fetched by a texture. */
   enum { AW = 6, AH = 4 };
@@ -275,6 +288,11 @@ int main(void) {
   CK(cuMemAlloc_v2(&dout, sizeof fetched));
   int n = AW * AH;
   void *targs[] = {&tex, &dout, &n};
+  if (getenv("COPIES_APP_STALE_TEXTURE")) { /* a value no object has: the kernel must fail */
+    CUtexObject stale = tex + 0x100;
+    void *bad[] = {&stale, &dout, &n};
+    CK(cuLaunchKernel(tex_fetch, 1, 1, 1, 32, 1, 1, 0, NULL, bad, NULL));
+  }
   CK(cuLaunchKernel(tex_fetch, 1, 1, 1, 32, 1, 1, 0, NULL, targs, NULL));
   CK(cuMemcpyDtoH_v2(fetched, dout, sizeof fetched));
   expect("texture fetch", fetched, img, AW * AH);

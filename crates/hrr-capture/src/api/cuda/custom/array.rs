@@ -14,7 +14,7 @@ use hrr_calls::shapes::{ArrayCreate, ObjectCreate};
 
 use super::rec;
 use crate::api::cuda::calls::Export;
-use crate::hook::args::{bytes_at, out_addr, out};
+use crate::hook::args::{bytes_at, out, out_addr};
 
 pub unsafe fn array_create(
     h: Export,

@@ -49,7 +49,11 @@ struct HostSide {
 impl HostSide {
     fn src(c: &CopyPitched) -> HostSide {
         HostSide {
-            base: if c.src_type == CU_MEMORYTYPE_HOST { c.src_host } else { c.src_device },
+            base: if c.src_type == CU_MEMORYTYPE_HOST {
+                c.src_host
+            } else {
+                c.src_device
+            },
             x: c.src_x,
             y: c.src_y,
             z: c.src_z,
@@ -60,7 +64,11 @@ impl HostSide {
 
     fn dst(c: &CopyPitched) -> HostSide {
         HostSide {
-            base: if c.dst_type == CU_MEMORYTYPE_HOST { c.dst_host } else { c.dst_device },
+            base: if c.dst_type == CU_MEMORYTYPE_HOST {
+                c.dst_host
+            } else {
+                c.dst_device
+            },
             x: c.dst_x,
             y: c.dst_y,
             z: c.dst_z,
@@ -199,7 +207,11 @@ fn or_empty(c: Option<CopyPitched>) -> CopyPitched {
     c.unwrap_or_default()
 }
 
-pub unsafe fn memcpy_2d(h: Export, p: *const Memcpy2D, call: impl FnOnce() -> CUresult) -> CUresult {
+pub unsafe fn memcpy_2d(
+    h: Export,
+    p: *const Memcpy2D,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
     pitched(h, or_empty(fields_2d(p)), None, call)
 }
 
@@ -212,7 +224,11 @@ pub unsafe fn memcpy_2d_async(
     pitched(h, or_empty(fields_2d(p)), Some(stream), call)
 }
 
-pub unsafe fn memcpy_3d(h: Export, p: *const Memcpy3D, call: impl FnOnce() -> CUresult) -> CUresult {
+pub unsafe fn memcpy_3d(
+    h: Export,
+    p: *const Memcpy3D,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
     pitched(h, or_empty(fields_3d(p)), None, call)
 }
 
@@ -318,7 +334,12 @@ pub unsafe fn memcpy_atod(
     n: usize,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    pitched(h, fields_1d(array_side(src, off), device_side(dst), n), None, call)
+    pitched(
+        h,
+        fields_1d(array_side(src, off), device_side(dst), n),
+        None,
+        call,
+    )
 }
 
 pub unsafe fn memcpy_dtoa(
@@ -329,7 +350,12 @@ pub unsafe fn memcpy_dtoa(
     n: usize,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    pitched(h, fields_1d(device_side(src), array_side(dst, off), n), None, call)
+    pitched(
+        h,
+        fields_1d(device_side(src), array_side(dst, off), n),
+        None,
+        call,
+    )
 }
 
 pub unsafe fn memcpy_atoa(

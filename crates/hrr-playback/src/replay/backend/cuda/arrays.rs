@@ -161,7 +161,11 @@ impl Cuda {
             cu!(self.api, cuSurfObjectCreate(&mut live, res.as_ptr()))?;
         } else {
             let tex = desc(&s.tex_desc, TEXTURE_DESC_BYTES, "texture descriptor")?;
-            let view = desc(&s.view_desc, RESOURCE_VIEW_DESC_BYTES, "resource view descriptor")?;
+            let view = desc(
+                &s.view_desc,
+                RESOURCE_VIEW_DESC_BYTES,
+                "resource view descriptor",
+            )?;
             let ptr = |d: Option<&[u8]>| d.map_or(std::ptr::null(), |d| d.as_ptr());
             cu!(
                 self.api,

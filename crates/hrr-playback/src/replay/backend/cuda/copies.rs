@@ -7,9 +7,9 @@
 
 use std::ffi::c_void;
 
+use anyhow::Context;
 use anyhow::{bail, Result};
 use hrr_archive::ObjectId;
-use anyhow::Context;
 use hrr_calls::cuda::ffi::{
     Memcpy2D, Memcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
 };
@@ -202,7 +202,10 @@ impl Cuda {
             }
             Op::MemcpyHtoA | Op::MemcpyHtoAAsync => {
                 let (a, x) = (dst.array as H, dst.x as usize);
-                cu!(api, cuMemcpyHtoAAsync_v2(a, x, h as *const c_void, n, stream))?;
+                cu!(
+                    api,
+                    cuMemcpyHtoAAsync_v2(a, x, h as *const c_void, n, stream)
+                )?;
             }
             Op::MemcpyAtoH | Op::MemcpyAtoHAsync => {
                 let (a, x) = (src.array as H, src.x as usize);
@@ -220,7 +223,10 @@ impl Cuda {
             }
             Op::MemcpyAtoA => {
                 let (d, dx) = (dst.array as H, dst.x as usize);
-                cu!(api, cuMemcpyAtoA_v2(d, dx, src.array as H, src.x as usize, n))?;
+                cu!(
+                    api,
+                    cuMemcpyAtoA_v2(d, dx, src.array as H, src.x as usize, n)
+                )?;
             }
             _ => bail!("{} is not a pitched copy", ev.name),
         }

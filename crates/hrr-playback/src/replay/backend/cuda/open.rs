@@ -8,9 +8,9 @@ use std::ffi::c_int;
 use anyhow::{bail, Result};
 use hrr_calls::shapes;
 
+use super::arrays::Objects;
 use super::driver::{cu, Api, H};
 use super::memory::{device_prop, POLICY};
-use super::arrays::Objects;
 use super::Cuda;
 use crate::replay::backend::shared::{Handles, Waiter};
 use crate::replay::backend::{Event, Ops, Outcome};
