@@ -31,7 +31,7 @@
 #   HRR_E2E_STEP_TIMEOUT  seconds per step (default 300)
 #   HRR_E2E_WORKLOADS     space-separated subset of: driver_api driver_api_ptx
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
-#                         triton_add tiny_launches
+#                         triton_add tiny_launches copies2d
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
 #   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
@@ -186,6 +186,7 @@ add_wl mlp_expandable torch "gemm elementwise multi_tensor_apply nll_loss" \
     "$PY" "$root/tests/gpu/mlp.py"
 add_wl triton_add triton "add_kernel" "" "$PY" "$root/tests/gpu/triton_add.py"
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
+add_wl copies2d copies2d "scale2d add3d tex2d_fetch surf2d_write tex3d_fetch" "" "$B/copies2d"
 
 selected=("${WL_NAMES[@]}")
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
@@ -521,7 +522,7 @@ if [ $diag = 1 ]; then
     cuobjdump=$(command -v cuobjdump || true)
     [ -z "$cuobjdump" ] && [ -n "$NVCC_USED" ] && [ -x "$(dirname "$NVCC_USED")/cuobjdump" ] && cuobjdump=$(dirname "$NVCC_USED")/cuobjdump
     if [ -n "$cuobjdump" ]; then
-        for f in driver_api_kernels.cubin axpy axpy_shared gemm tiny_launches; do
+        for f in driver_api_kernels.cubin axpy axpy_shared gemm tiny_launches copies2d; do
             [ -e "$B/$f" ] || continue
             echo "## cuobjdump -sass $f" >>"$kn"
             timeout 60 "$cuobjdump" -sass "$B/$f" 2>&1 | grep -E 'Function :|arch = ' | sort -u >>"$kn" || true
