@@ -5,7 +5,7 @@
 //! --workspace` first) and a C compiler.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 mod common;
