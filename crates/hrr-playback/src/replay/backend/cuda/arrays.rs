@@ -190,3 +190,36 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Objects;
+
+    /// Arguments: an 8-byte value at 0, a 4-byte one at 8, an 8-byte one at 16.
+    fn args(a: u64, b: u32, c: u64) -> Vec<u8> {
+        let mut v = a.to_le_bytes().to_vec();
+        v.extend_from_slice(&b.to_le_bytes());
+        v.extend_from_slice(&[0; 4]);
+        v.extend_from_slice(&c.to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn only_8_byte_parameters_holding_a_moved_live_value_are_rewritten() {
+        let (offsets, sizes) = (vec![0, 8, 16], vec![8, 4, 8]);
+        let mut o = Objects::default();
+        o.insert(5, 5); // same value at replay: nothing to do
+        assert!(o.substitutions(&args(5, 5, 5), &offsets, &sizes).is_empty());
+        o.insert(7, 70);
+        let mut a = args(7, 7, 5);
+        let subs = o.substitutions(&a, &offsets, &sizes);
+        assert_eq!(subs, vec![(0, 70)]); // the 4-byte 7 stays, the unmoved 5 too
+        Objects::apply(&mut a, &subs);
+        assert_eq!(a, args(70, 7, 5));
+        // a truncated buffer is not read past its end
+        assert!(o.substitutions(&[7, 0, 0], &offsets, &sizes).is_empty());
+        // a destroyed object is no longer substituted
+        assert_eq!(o.remove(7), Some(70));
+        assert!(o.substitutions(&args(7, 0, 7), &offsets, &sizes).is_empty());
+    }
+}
