@@ -33,6 +33,7 @@
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
 #                         triton_add tiny_launches cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve
+#                         triton_add tiny_launches copies2d
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
 #   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
@@ -198,6 +199,7 @@ add_wl conv2d torch "fprop|conv|implicit_gemm" "" "$PY" "$root/tests/gpu/libs.py
 add_wl solve torch "getrf|trsm|ipiv|trf" "" "$PY" "$root/tests/gpu/libs.py" solve
 # graph kernel nodes are not listed by --info (it lists launches): gn_fill is also launched plainly
 add_wl graph_nodes graph_nodes "gn_fill" "" "$B/graph_nodes"
+add_wl copies2d copies2d "scale2d add3d tex2d_fetch surf2d_write tex3d_fetch" "" "$B/copies2d"
 
 selected=("${WL_NAMES[@]}")
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
@@ -534,7 +536,7 @@ if [ $diag = 1 ]; then
     cuobjdump=$(command -v cuobjdump || true)
     [ -z "$cuobjdump" ] && [ -n "$NVCC_USED" ] && [ -x "$(dirname "$NVCC_USED")/cuobjdump" ] && cuobjdump=$(dirname "$NVCC_USED")/cuobjdump
     if [ -n "$cuobjdump" ]; then
-        for f in driver_api_kernels.cubin axpy axpy_shared gemm tiny_launches; do
+        for f in driver_api_kernels.cubin axpy axpy_shared gemm tiny_launches copies2d; do
             [ -e "$B/$f" ] || continue
             echo "## cuobjdump -sass $f" >>"$kn"
             timeout 60 "$cuobjdump" -sass "$B/$f" 2>&1 | grep -E 'Function :|arch = ' | sort -u >>"$kn" || true

@@ -248,7 +248,8 @@ static void *xgrow(void *arr, size_t *cap, size_t elt) {
 
 /* ---- handle registry: every live handle we gave out, with its type ---- */
 
-enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC, T_GNODE, T_COND };
+enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC, T_GNODE, T_COND, T_ARRAY,
+       T_MIPMAP };
 
 struct objent { const void *p; int type; };
 static struct objent *g_obj;
@@ -851,7 +852,8 @@ struct fc_stream {
 /* ---- graphs: a captured stream appends nodes instead of running them ---- */
 
 /* Node kinds (0: a destroyed node, which runs as nothing). */
-enum { N_KERNEL = 1, N_MEMSET, N_COPY, N_COPY3D, N_HOST, N_EMPTY, N_EVREC, N_EVWAIT, N_CHILD, N_COND };
+enum { N_KERNEL = 1, N_MEMSET, N_COPY, N_COPY3D, N_HOST, N_EMPTY, N_EVREC, N_EVWAIT, N_CHILD, N_COND,
+       N_PLAN /* a stream-captured pitched/array copy: a `struct plan` in pb */ };
 struct fc_func;
 struct fc_event;
 struct fc_graph;
@@ -1149,6 +1151,15 @@ static CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int asyn
   g_used += charged;
   *dptr = p;
   return E_SUCCESS;
+}
+/* Rows are padded to 512 bytes (the texture pitch alignment of current GPUs). */
+static CUresult i_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem) {
+  if (!pitch || !width || !height || (elem != 4 && elem != 8 && elem != 16)) return E_INVALID_VALUE;
+  size_t p = round_up(width, 512);
+  if (p < width || height > SIZE_MAX / p) return E_INVALID_VALUE;
+  CUresult e = i_mem_alloc(dptr, p * height, NULL, 0);
+  if (!e) *pitch = p;
+  return e;
 }
 static CUresult i_mem_free(CUdeviceptr p, CUstream s, int async) {
   struct fc_ctx *c;
@@ -1536,7 +1547,7 @@ static CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccess
 /* Code: images, modules, libraries, functions, kernels                     */
 /* ------------------------------------------------------------------------ */
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE };
 
 struct fc_param { unsigned off, size; };
 
@@ -1552,6 +1563,10 @@ static const struct builtin {
   {"add_global", K_ADD_GLOBAL, 2, {{0, 8}, {8, 4}}},
   {"spin", K_SPIN, 0, {{0, 0}}},   /* never finishes: every later wait blocks */
   {"fault", K_FAULT, 0, {{0, 0}}}, /* faults: every later wait fails with 700 */
+  /* tex_fetch(CUtexObject t, void *out, int n): out[i] = element i of t's resource */
+  {"tex_fetch", K_TEX_FETCH, 3, {{0, 8}, {8, 8}, {16, 4}}},
+  /* surf_write(CUsurfObject s, unsigned v, int n): element i (4 bytes) of s's array = v + i */
+  {"surf_write", K_SURF_WRITE, 3, {{0, 8}, {8, 4}, {12, 4}}},
 };
 
 #define FATTR_N 16
@@ -2031,6 +2046,414 @@ static CUresult i_occupancy(int *nb, CUfunction h, int block, size_t smem, unsig
 }
 
 /* ------------------------------------------------------------------------ */
+/* Arrays, 2D/3D copies, texture and surface objects                        */
+/* ------------------------------------------------------------------------ */
+
+/* An array holds its elements packed (rows of Width elements, Height rows per
+ * slice, Depth slices; 0 counts as 1).  Mipmapped arrays own one array per
+ * level.  Texture and surface object values start at a base derived from the
+ * process id, so a replay gets different values than the recorded run (as a
+ * real driver may) and the tools' substitution of values in kernel arguments
+ * is exercised ($FAKE_CUDA_OBJECT_BASE fixes the first value instead).  Resource
+ * view descriptors are accepted and not applied. */
+
+typedef struct { size_t Width, Height; int Format; unsigned NumChannels; } CUDA_ARRAY_DESCRIPTOR;
+typedef struct { size_t Width, Height, Depth; int Format; unsigned NumChannels, Flags; } CUDA_ARRAY3D_DESCRIPTOR;
+typedef struct {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+/* CUDA_MEMCPY3D: defined with the graph types above */
+typedef struct {
+  int resType; /* 0 ARRAY, 1 MIPMAPPED_ARRAY, 2 LINEAR, 3 PITCH2D */
+  union {
+    struct { void *hArray; } array;
+    struct { void *hMipmappedArray; } mipmap;
+    struct { CUdeviceptr devPtr; int format; unsigned numChannels; size_t sizeInBytes; } linear;
+    struct { CUdeviceptr devPtr; int format; unsigned numChannels; size_t width, height, pitchInBytes; } pitch2D;
+    int reserved[32];
+  } res;
+  unsigned flags;
+} CUDA_RESOURCE_DESC;
+_Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR) == 24, "CUDA_ARRAY_DESCRIPTOR layout");
+_Static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40, "CUDA_ARRAY3D_DESCRIPTOR layout");
+_Static_assert(sizeof(CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D layout");
+_Static_assert(sizeof(CUDA_MEMCPY3D) == 200, "CUDA_MEMCPY3D layout");
+_Static_assert(sizeof(CUDA_RESOURCE_DESC) == 144, "CUDA_RESOURCE_DESC layout");
+
+#define MT_HOST 1
+#define MT_DEVICE 2
+#define MT_ARRAY 3
+#define MT_UNIFIED 4
+#define ARRAY_SURFACE_LDST 2u
+
+struct fc_mipmap;
+struct fc_array {
+  size_t w, h, d; /* as created (0: dimension absent) */
+  int format;
+  unsigned nch, flags;
+  size_t elem; /* bytes per element, channels included */
+  size_t bytes;
+  unsigned char *data;
+  struct fc_mipmap *owner; /* level of this mipmapped array, or NULL */
+};
+struct fc_mipmap {
+  unsigned n;
+  struct fc_array **lv;
+};
+
+static size_t format_bytes(int f) {
+  switch (f) {
+  case 0x01: case 0x08: return 1;         /* UNSIGNED_INT8, SIGNED_INT8 */
+  case 0x02: case 0x09: case 0x10: return 2; /* UNSIGNED_INT16, SIGNED_INT16, HALF */
+  case 0x03: case 0x0a: case 0x20: return 4; /* UNSIGNED_INT32, SIGNED_INT32, FLOAT */
+  default: return 0;
+  }
+}
+static size_t dim1(size_t v) { return v ? v : 1; }
+
+static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, struct fc_mipmap *owner, struct fc_array **out) {
+  size_t fb = format_bytes(d->Format);
+  if (!fb || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4)) return E_INVALID_VALUE;
+  if (!d->Width || (d->Depth && !d->Height) || (d->Flags & ~0xfu)) return E_INVALID_VALUE;
+  if (d->Width > 65536 || d->Height > 65536 || d->Depth > 4096) return E_INVALID_VALUE;
+  size_t elem = fb * d->NumChannels;
+  size_t bytes = d->Width * elem * dim1(d->Height) * dim1(d->Depth);
+  if (g_used + bytes > g_total) return E_OUT_OF_MEMORY;
+  struct fc_array *a = calloc(1, sizeof *a);
+  if (!a) return E_OUT_OF_MEMORY;
+  a->data = calloc(1, bytes);
+  if (!a->data) {
+    free(a);
+    return E_OUT_OF_MEMORY;
+  }
+  a->w = d->Width;
+  a->h = d->Height;
+  a->d = d->Depth;
+  a->format = d->Format;
+  a->nch = d->NumChannels;
+  a->flags = d->Flags;
+  a->elem = elem;
+  a->bytes = bytes;
+  a->owner = owner;
+  g_used += bytes;
+  obj_add(a, T_ARRAY);
+  *out = a;
+  return E_SUCCESS;
+}
+static void array_free(struct fc_array *a) {
+  obj_del(a);
+  g_used -= a->bytes;
+  free(a->data);
+  free(a);
+}
+static CUresult i_array3d_create(void **pa, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+  struct fc_ctx *c;
+  if (!pa || !d) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  return array_new(d, NULL, (struct fc_array **)pa);
+}
+static CUresult i_array_create(void **pa, const CUDA_ARRAY_DESCRIPTOR *d) {
+  if (!d) return E_INVALID_VALUE;
+  CUDA_ARRAY3D_DESCRIPTOR d3 = {d->Width, d->Height, 0, d->Format, d->NumChannels, 0};
+  return i_array3d_create(pa, &d3);
+}
+static CUresult i_array_destroy(void *h) {
+  if (!obj_is(h, T_ARRAY) || ((struct fc_array *)h)->owner) return E_INVALID_HANDLE;
+  array_free(h);
+  return E_SUCCESS;
+}
+static CUresult i_mipmap_create(void **pm, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels) {
+  struct fc_ctx *c;
+  if (!pm || !d || !levels) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  size_t big = d->Width > d->Height ? d->Width : d->Height;
+  if (d->Depth > big) big = d->Depth;
+  unsigned most = 1;
+  while (big >> most) most++;
+  if (levels > most) return E_INVALID_VALUE;
+  struct fc_mipmap *m = calloc(1, sizeof *m);
+  if (!m || !(m->lv = calloc(levels, sizeof *m->lv))) {
+    free(m);
+    return E_OUT_OF_MEMORY;
+  }
+  obj_add(m, T_MIPMAP);
+  CUDA_ARRAY3D_DESCRIPTOR l = *d;
+  for (unsigned i = 0; i < levels; i++) {
+    CUresult e = array_new(&l, m, &m->lv[i]);
+    if (e) {
+      for (unsigned k = 0; k < i; k++) array_free(m->lv[k]);
+      obj_del(m);
+      free(m->lv);
+      free(m);
+      return e;
+    }
+    m->n = i + 1;
+    l.Width = l.Width > 1 ? l.Width / 2 : 1;
+    l.Height = l.Height > 1 ? l.Height / 2 : l.Height;
+    l.Depth = l.Depth > 1 ? l.Depth / 2 : l.Depth;
+  }
+  *pm = m;
+  return E_SUCCESS;
+}
+static CUresult i_mipmap_level(void **pa, void *h, unsigned level) {
+  if (!pa || !obj_is(h, T_MIPMAP)) return E_INVALID_HANDLE;
+  struct fc_mipmap *m = h;
+  if (level >= m->n) return E_INVALID_VALUE;
+  *pa = m->lv[level];
+  return E_SUCCESS;
+}
+static CUresult i_mipmap_destroy(void *h) {
+  if (!obj_is(h, T_MIPMAP)) return E_INVALID_HANDLE;
+  struct fc_mipmap *m = h;
+  for (unsigned i = 0; i < m->n; i++) array_free(m->lv[i]);
+  obj_del(m);
+  free(m->lv);
+  free(m);
+  return E_SUCCESS;
+}
+
+/* ---- 2D/3D copies: each side resolved to a base address, a pitch and a slice height ---- */
+
+struct plan {
+  uintptr_t dst, src;
+  size_t dpitch, dsh, spitch, ssh;
+  size_t w, h, d;
+};
+static void plan_run(const struct plan *p) {
+  for (size_t k = 0; k < p->d; k++)
+    for (size_t r = 0; r < p->h; r++)
+      memmove((void *)(p->dst + (k * p->dsh + r) * p->dpitch), (const void *)(p->src + (k * p->ssh + r) * p->spitch),
+              p->w);
+}
+/* One side: type, host pointer, device pointer, array, offsets, lod, pitch, slice height.
+ * want: 1 read, 2 write (for device range checks). */
+static CUresult side_resolve(int type, uintptr_t host, CUdeviceptr dev, void *arr, size_t x, size_t y, size_t z,
+                             size_t lod, size_t pitch, size_t sh, const struct plan *p, int want, uintptr_t *base,
+                             size_t *opitch, size_t *osh) {
+  if (lod) return E_INVALID_VALUE;
+  if (type == MT_ARRAY) {
+    if (!obj_is(arr, T_ARRAY)) return E_INVALID_HANDLE;
+    struct fc_array *a = arr;
+    size_t row = a->w * a->elem;
+    if (x > row || p->w > row - x || y + p->h > dim1(a->h) || z + p->d > dim1(a->d)) return E_INVALID_VALUE;
+    *opitch = row;
+    *osh = dim1(a->h);
+    *base = (uintptr_t)a->data + x + (y + z * dim1(a->h)) * row;
+    return E_SUCCESS;
+  }
+  uintptr_t ptr;
+  int device;
+  if (type == MT_HOST) {
+    ptr = host;
+    device = 0;
+  } else if (type == MT_DEVICE) {
+    ptr = dev;
+    device = 1;
+  } else if (type == MT_UNIFIED) {
+    ptr = dev;
+    device = region_find(dev) >= 0 ? is_device_kind(g_reg[region_find(dev)].kind) : in_device_va(dev);
+  } else {
+    return E_INVALID_VALUE;
+  }
+  if (!ptr) return E_INVALID_VALUE;
+  if ((p->h > 1 || p->d > 1) && (pitch < p->w || x > pitch - p->w)) return E_INVALID_VALUE;
+  if (p->d > 1 && y + p->h > sh) return E_INVALID_VALUE;
+  *opitch = pitch;
+  *osh = sh;
+  *base = ptr + x + (y + z * sh) * pitch;
+  size_t span = ((p->d - 1) * sh + (p->h - 1)) * pitch + p->w;
+  if (device && !range_ok(*base, span, want)) return E_INVALID_VALUE;
+  return E_SUCCESS;
+}
+static CUresult copy3d(const CUDA_MEMCPY3D *c, CUstream s, int async) {
+  struct fc_ctx *ctx;
+  if (!c) return E_INVALID_VALUE;
+  NEED_CTX(ctx);
+  if (async) {
+    CUresult e = chk_stream(s);
+    if (e) return e;
+  } else {
+    NO_STRICT_CAPTURE();
+  }
+  struct plan p = {0, 0, 0, 0, 0, 0, c->WidthInBytes, c->Height, c->Depth};
+  if (!p.w || !p.h || !p.d) return E_SUCCESS;
+  CUresult e = side_resolve(c->srcMemoryType, (uintptr_t)c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes,
+                            c->srcY, c->srcZ, c->srcLOD, c->srcPitch, c->srcHeight, &p, 1, &p.src, &p.spitch, &p.ssh);
+  if (!e)
+    e = side_resolve(c->dstMemoryType, (uintptr_t)c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY,
+                     c->dstZ, c->dstLOD, c->dstPitch, c->dstHeight, &p, 2, &p.dst, &p.dpitch, &p.dsh);
+  if (e) return e;
+  struct fc_graph *g = async ? stream_graph(s) : NULL;
+  if (g) { /* captured: rows are copied when the graph runs */
+    struct fc_node *nd = graph_add(g);
+    nd->kind = N_PLAN;
+    nd->pb = calloc(1, FC_PARAM_BUF);
+    if (!nd->pb) abort();
+    memcpy(nd->pb, &p, sizeof p);
+    return E_SUCCESS;
+  }
+  plan_run(&p);
+  return E_SUCCESS;
+}
+static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, int async) {
+  if (!c) return E_INVALID_VALUE;
+  CUDA_MEMCPY3D d = {0};
+  d.srcXInBytes = c->srcXInBytes;
+  d.srcY = c->srcY;
+  d.srcMemoryType = c->srcMemoryType;
+  d.srcHost = c->srcHost;
+  d.srcDevice = c->srcDevice;
+  d.srcArray = c->srcArray;
+  d.srcPitch = c->srcPitch;
+  d.dstXInBytes = c->dstXInBytes;
+  d.dstY = c->dstY;
+  d.dstMemoryType = c->dstMemoryType;
+  d.dstHost = c->dstHost;
+  d.dstDevice = c->dstDevice;
+  d.dstArray = c->dstArray;
+  d.dstPitch = c->dstPitch;
+  d.WidthInBytes = c->WidthInBytes;
+  d.Height = c->Height;
+  d.Depth = 1;
+  return copy3d(&d, s, async);
+}
+/* 1D copies to, from and between arrays: a byte offset into the array's packed storage. */
+static CUresult array_span(void *h, size_t off, size_t n, uintptr_t *addr) {
+  if (!obj_is(h, T_ARRAY)) return E_INVALID_HANDLE;
+  struct fc_array *a = h;
+  if (off > a->bytes || n > a->bytes - off) return E_INVALID_VALUE;
+  *addr = (uintptr_t)a->data + off;
+  return E_SUCCESS;
+}
+/* dst_arr/src_arr: array handles (or NULL: dst/src is a pointer, device when *_dev) */
+static CUresult copy_array_1d(void *dst_arr, size_t doff, uintptr_t dst, int dst_dev, void *src_arr, size_t soff,
+                              uintptr_t src, int src_dev, size_t n, CUstream s, int async) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  CUresult e = E_SUCCESS;
+  if (dst_arr) {
+    e = array_span(dst_arr, doff, n, &dst);
+    dst_dev = 0; /* array storage: checked above */
+  }
+  if (!e && src_arr) {
+    e = array_span(src_arr, soff, n, &src);
+    src_dev = 0;
+  }
+  if (e) return e;
+  return copy_checked(dst, dst_dev, src, src_dev, n, s, async);
+}
+
+/* ---- texture and surface objects ---- */
+
+struct fc_texobj {
+  unsigned long long id;
+  int surf;
+  CUDA_RESOURCE_DESC res;
+};
+static struct fc_texobj *g_tex;
+static size_t g_ntex, g_captex;
+static unsigned long long g_next_tex;
+
+static struct fc_texobj *tex_find(unsigned long long id, int surf) {
+  for (size_t i = 0; i < g_ntex; i++)
+    if (g_tex[i].id == id && g_tex[i].surf == surf) return &g_tex[i];
+  return NULL;
+}
+static CUresult res_check(const CUDA_RESOURCE_DESC *r, int surf) {
+  if (!r || r->flags) return E_INVALID_VALUE;
+  switch (r->resType) {
+  case 0:
+    if (!obj_is(r->res.array.hArray, T_ARRAY)) return E_INVALID_HANDLE;
+    if (surf && !(((struct fc_array *)r->res.array.hArray)->flags & ARRAY_SURFACE_LDST)) return E_INVALID_VALUE;
+    return E_SUCCESS;
+  case 1:
+    if (surf) return E_INVALID_VALUE;
+    return obj_is(r->res.mipmap.hMipmappedArray, T_MIPMAP) ? E_SUCCESS : E_INVALID_HANDLE;
+  case 2:
+    if (surf || !format_bytes(r->res.linear.format) || !r->res.linear.sizeInBytes) return E_INVALID_VALUE;
+    return range_ok(r->res.linear.devPtr, r->res.linear.sizeInBytes, 1) ? E_SUCCESS : E_INVALID_VALUE;
+  case 3:
+    if (surf || !format_bytes(r->res.pitch2D.format) || !r->res.pitch2D.height) return E_INVALID_VALUE;
+    if (r->res.pitch2D.pitchInBytes < r->res.pitch2D.width * format_bytes(r->res.pitch2D.format) *
+                                          r->res.pitch2D.numChannels)
+      return E_INVALID_VALUE;
+    return range_ok(r->res.pitch2D.devPtr, r->res.pitch2D.pitchInBytes * r->res.pitch2D.height, 1)
+               ? E_SUCCESS
+               : E_INVALID_VALUE;
+  default:
+    return E_INVALID_VALUE;
+  }
+}
+static CUresult obj_create(unsigned long long *po, const CUDA_RESOURCE_DESC *r, const void *texdesc, int surf) {
+  struct fc_ctx *c;
+  if (!po || (!surf && !texdesc)) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  CUresult e = res_check(r, surf);
+  if (e) return e;
+  if (!g_next_tex) { /* FAKE_CUDA_OBJECT_BASE: a fixed first value (tests) */
+    const char *b = getenv("FAKE_CUDA_OBJECT_BASE");
+    g_next_tex = b ? strtoull(b, NULL, 0) : 0;
+    if (!g_next_tex) g_next_tex = 0x100 + ((unsigned long long)getpid() % 0xfff0) * 0x100;
+  }
+  GROW(g_tex, g_ntex, g_captex);
+  struct fc_texobj *t = &g_tex[g_ntex++];
+  t->id = g_next_tex++;
+  t->surf = surf;
+  t->res = *r;
+  *po = t->id;
+  return E_SUCCESS;
+}
+static CUresult obj_destroy(unsigned long long id, int surf) {
+  struct fc_texobj *t = tex_find(id, surf);
+  if (!t) return E_INVALID_VALUE;
+  *t = g_tex[--g_ntex];
+  return E_SUCCESS;
+}
+/* The elements of an object's resource: element i at *base + (i / *row) * *pitch + (i % *row) * *elem. */
+static int obj_elems(const struct fc_texobj *t, uintptr_t *base, size_t *elem, size_t *row, size_t *pitch,
+                     size_t *count) {
+  const CUDA_RESOURCE_DESC *r = &t->res;
+  const struct fc_array *a = NULL;
+  if (r->resType == 0) a = r->res.array.hArray;
+  if (r->resType == 1) a = ((struct fc_mipmap *)r->res.mipmap.hMipmappedArray)->lv[0];
+  if (a) {
+    if (!obj_is(a, T_ARRAY)) return 0;
+    *base = (uintptr_t)a->data;
+    *elem = a->elem;
+    *row = a->w;
+    *pitch = a->w * a->elem;
+    *count = a->bytes / a->elem;
+    return 1;
+  }
+  if (r->resType == 2) {
+    *base = r->res.linear.devPtr;
+    *elem = format_bytes(r->res.linear.format) * r->res.linear.numChannels;
+    *row = r->res.linear.sizeInBytes / *elem;
+    *pitch = *row * *elem;
+    *count = *row;
+  } else {
+    *base = r->res.pitch2D.devPtr;
+    *elem = format_bytes(r->res.pitch2D.format) * r->res.pitch2D.numChannels;
+    *row = r->res.pitch2D.width;
+    *pitch = r->res.pitch2D.pitchInBytes;
+    *count = r->res.pitch2D.width * r->res.pitch2D.height;
+  }
+  return *elem && *row && range_ok(*base, (*count / *row - 1) * *pitch + *row * *elem, 1);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Kernel execution                                                         */
 /* ------------------------------------------------------------------------ */
 
@@ -2083,6 +2506,29 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
     memcpy(&b, (const void *)g->ptr, 4);
     float *O = (float *)(uintptr_t)o;
     for (unsigned long long i = 0; i < n; i++) O[i] += b;
+    return E_SUCCESS;
+  }
+  case K_TEX_FETCH:
+  case K_SURF_WRITE: {
+    struct fc_texobj *t = tex_find(RD(uint64_t, 0), f->kid == K_SURF_WRITE);
+    uintptr_t base;
+    size_t elem, row, pitch, count;
+    if (!t || !obj_elems(t, &base, &elem, &row, &pitch, &count)) return E_ILLEGAL_ADDRESS;
+    unsigned long long n = count_of(RD(int32_t, f->kid == K_TEX_FETCH ? 16 : 12), threads);
+    if (n > count) n = count;
+    if (f->kid == K_TEX_FETCH) {
+      uint64_t o = RD(uint64_t, 8);
+      if (!range_ok(o, n * elem, 2)) return E_ILLEGAL_ADDRESS;
+      for (unsigned long long i = 0; i < n; i++)
+        memcpy((void *)(uintptr_t)(o + i * elem), (const void *)(base + (i / row) * pitch + (i % row) * elem), elem);
+    } else {
+      if (elem != 4) return E_LAUNCH_FAILED;
+      uint32_t v = RD(uint32_t, 8);
+      for (unsigned long long i = 0; i < n; i++) {
+        uint32_t x = v + (uint32_t)i;
+        memcpy((void *)(base + (i / row) * pitch + (i % row) * elem), &x, 4);
+      }
+    }
     return E_SUCCESS;
   }
   case K_SPIN:
@@ -2266,6 +2712,7 @@ static CUresult node_run(const struct fc_node *nd) {
     return e;
   case N_COPY: return copy_run(nd->dst, nd->dst_dev, nd->src, nd->src_dev, nd->n);
   case N_COPY3D: return copy3d_run(&nd->cp);
+  case N_PLAN: plan_run((const struct plan *)nd->pb); return E_SUCCESS;
   case N_HOST: nd->hfn(nd->hdata); return E_SUCCESS; /* host nodes must not call CUDA */
   case N_EVREC:
     if (obj_is(nd->ev, T_EVENT)) nd->ev->recorded = 1;
@@ -2669,6 +3116,8 @@ DEF0(cuModuleGetLoadingMode, (int *mode), i_loading_mode(mode))
 
 /* memory */
 DEF(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), i_mem_alloc(p, n, NULL, 0))
+DEF(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned elem),
+    i_mem_alloc_pitch(p, pitch, w, h, elem))
 DEF(cuMemFree_v2, (CUdeviceptr p), i_mem_free(p, NULL, 0))
 DEF(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
 DEF(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
@@ -2702,6 +3151,53 @@ DEF(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream st), D2H(d
 DEF(cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream st), D2H(d, s, n, st, 1))
 DEF(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), D2D(d, s, n, st, 1))
 DEF(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), D2D(d, s, n, st, 1))
+
+/* arrays, 2D/3D copies, texture and surface objects */
+DEF(cuArrayCreate_v2, (void **pa, const CUDA_ARRAY_DESCRIPTOR *d), i_array_create(pa, d))
+DEF(cuArray3DCreate_v2, (void **pa, const CUDA_ARRAY3D_DESCRIPTOR *d), i_array3d_create(pa, d))
+DEF(cuArrayDestroy, (void *a), i_array_destroy(a))
+DEF(cuMipmappedArrayCreate, (void **pm, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned n), i_mipmap_create(pm, d, n))
+DEF(cuMipmappedArrayGetLevel, (void **pa, void *m, unsigned level), i_mipmap_level(pa, m, level))
+DEF(cuMipmappedArrayDestroy, (void *m), i_mipmap_destroy(m))
+DEF(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream s), copy2d(p, s, 1))
+DEF(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream s), copy2d(p, s, 1))
+DEF(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), gpu_wait() ?: copy3d(p, NULL, 0))
+DEF(cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), gpu_wait() ?: copy3d(p, NULL, 0))
+DEF(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream s), copy3d(p, s, 1))
+DEF(cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream s), copy3d(p, s, 1))
+#define HTOA_P (void *a, size_t off, const void *src, size_t n)
+#define ATOH_P (void *dst, void *a, size_t off, size_t n)
+DEF(cuMemcpyHtoA_v2, HTOA_P, copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, NULL, 0))
+DEF(cuMemcpyHtoA_v2_ptds, HTOA_P, copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, NULL, 0))
+DEF(cuMemcpyAtoH_v2, ATOH_P, gpu_wait() ?: copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyAtoH_v2_ptds, ATOH_P, gpu_wait() ?: copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyHtoAAsync_v2, (void *a, size_t off, const void *src, size_t n, CUstream s),
+    copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, s, 1))
+DEF(cuMemcpyHtoAAsync_v2_ptsz, (void *a, size_t off, const void *src, size_t n, CUstream s),
+    copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, s, 1))
+DEF(cuMemcpyAtoHAsync_v2, (void *dst, void *a, size_t off, size_t n, CUstream s),
+    copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, s, 1))
+DEF(cuMemcpyAtoHAsync_v2_ptsz, (void *dst, void *a, size_t off, size_t n, CUstream s),
+    copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, s, 1))
+DEF(cuMemcpyAtoD_v2, (CUdeviceptr d, void *a, size_t off, size_t n), copy_array_1d(NULL, 0, d, 1, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyAtoD_v2_ptds, (CUdeviceptr d, void *a, size_t off, size_t n),
+    copy_array_1d(NULL, 0, d, 1, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyDtoA_v2, (void *a, size_t off, CUdeviceptr s, size_t n), copy_array_1d(a, off, 0, 0, NULL, 0, s, 1, n, NULL, 0))
+DEF(cuMemcpyDtoA_v2_ptds, (void *a, size_t off, CUdeviceptr s, size_t n),
+    copy_array_1d(a, off, 0, 0, NULL, 0, s, 1, n, NULL, 0))
+DEF(cuMemcpyAtoA_v2, (void *d, size_t doff, void *s, size_t soff, size_t n),
+    copy_array_1d(d, doff, 0, 0, s, soff, 0, 0, n, NULL, 0))
+DEF(cuMemcpyAtoA_v2_ptds, (void *d, size_t doff, void *s, size_t soff, size_t n),
+    copy_array_1d(d, doff, 0, 0, s, soff, 0, 0, n, NULL, 0))
+DEF(cuTexObjectCreate, (unsigned long long *po, const CUDA_RESOURCE_DESC *r, const void *t, const void *v),
+    ((void)v, obj_create(po, r, t, 0)))
+DEF(cuTexObjectDestroy, (unsigned long long o), obj_destroy(o, 0))
+DEF(cuSurfObjectCreate, (unsigned long long *po, const CUDA_RESOURCE_DESC *r), obj_create(po, r, NULL, 1))
+DEF(cuSurfObjectDestroy, (unsigned long long o), obj_destroy(o, 1))
 
 /* memsets */
 DEF(cuMemsetD8_v2, (CUdeviceptr d, unsigned char v, size_t n), memset_checked(d, v, n, 1, NULL, 0))
@@ -2945,6 +3441,7 @@ static const struct pa_ent k_procs[] = {
   P("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange)
   P("cuModuleGetLoadingMode", 11070, cuModuleGetLoadingMode)
   P("cuMemAlloc", 3020, cuMemAlloc_v2)
+  P("cuMemAllocPitch", 3020, cuMemAllocPitch_v2)
   P("cuMemFree", 3020, cuMemFree_v2)
   PT("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz)
   PT("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz)
@@ -2966,6 +3463,28 @@ static const struct pa_ent k_procs[] = {
   PT("cuMemcpyHtoDAsync", 3020, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz)
   PT("cuMemcpyDtoHAsync", 3020, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz)
   PT("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz)
+  PT("cuMemcpy2D", 3020, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds)
+  PT("cuMemcpy2DUnaligned", 3020, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds)
+  PT("cuMemcpy2DAsync", 3020, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz)
+  PT("cuMemcpy3D", 3020, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds)
+  PT("cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz)
+  PT("cuMemcpyHtoA", 3020, cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds)
+  PT("cuMemcpyAtoH", 3020, cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds)
+  PT("cuMemcpyHtoAAsync", 3020, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz)
+  PT("cuMemcpyAtoHAsync", 3020, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz)
+  PT("cuMemcpyAtoD", 3020, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds)
+  PT("cuMemcpyDtoA", 3020, cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds)
+  PT("cuMemcpyAtoA", 3020, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds)
+  P("cuArrayCreate", 3020, cuArrayCreate_v2)
+  P("cuArray3DCreate", 3020, cuArray3DCreate_v2)
+  P("cuArrayDestroy", 2000, cuArrayDestroy)
+  P("cuMipmappedArrayCreate", 5000, cuMipmappedArrayCreate)
+  P("cuMipmappedArrayGetLevel", 5000, cuMipmappedArrayGetLevel)
+  P("cuMipmappedArrayDestroy", 5000, cuMipmappedArrayDestroy)
+  P("cuTexObjectCreate", 5000, cuTexObjectCreate)
+  P("cuTexObjectDestroy", 5000, cuTexObjectDestroy)
+  P("cuSurfObjectCreate", 5000, cuSurfObjectCreate)
+  P("cuSurfObjectDestroy", 5000, cuSurfObjectDestroy)
   PT("cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds)
   PT("cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds)
   PT("cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds)

@@ -3,7 +3,7 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches failing graph_nodes (default: all). Writes into
+# TARGETs: driver_api axpy gemm tiny_launches failing graph_nodes copies2d (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
@@ -11,6 +11,7 @@
 #   tiny_launches
 #   failing (a faulting and a hanging program)
 #   graph_nodes (a CUDA graph built node by node, driver API through cudart's entry points)
+#   copies2d (2D/3D copies, arrays, texture and surface objects)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
 #   failed              one line per target that did not build (absent if none)
@@ -22,7 +23,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing graph_nodes)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing graph_nodes copies2d)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -166,6 +167,10 @@ fi
 if want graph_nodes; then
     run "graph_nodes" "$nvcc" "${common[@]}" -o "$out/graph_nodes" "$here/graph_nodes.cu" ||
         { fail graph_nodes; status=1; }
+fi
+if want copies2d; then
+    run "copies2d" "$nvcc" "${common[@]}" -o "$out/copies2d" "$here/copies2d.cu" ||
+        { fail copies2d; status=1; }
 fi
 
 {

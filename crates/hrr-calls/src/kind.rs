@@ -62,6 +62,8 @@ pub enum Kind {
     GraphLaunch,
     /// Enqueues a host function.
     HostFunc,
+    /// Creates or destroys a CUDA array, a mipmapped array, a texture or a surface object.
+    Array,
 }
 
 impl Kind {

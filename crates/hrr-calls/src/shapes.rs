@@ -258,6 +258,31 @@ shapes! {
     /// The bytes a graph launch's memcpy nodes wrote to a host region (recorded once the
     /// launch completed).
     GraphHostResult { exec: Handle, stream: Handle, host_ptr: Ptr, bytes: U64, d2h_blob: Blob }
+    // 2D/3D copies, arrays, texture and surface objects (wt-copies).
+    /// A 2D or 3D copy: the `CUDA_MEMCPY2D`/`CUDA_MEMCPY3D` fields (a 2D copy records z, LOD and
+    /// the heights as 0 and depth 1; a copy to, from or between arrays its offset as `*_x`, one
+    /// row of `bytes` and no pitch), the direction found (arrays count as device memory, a
+    /// unified pointer by its attributes), the host source packed (`width_bytes` per row, rows
+    /// x depth) and, for a host destination, the packed result.
+    CopyPitched {
+        src_type: U32, src_host: Ptr, src_device: Ptr, src_array: Handle,
+        src_x: U64, src_y: U64, src_z: U64, src_lod: U64, src_pitch: U64, src_height: U64,
+        dst_type: U32, dst_host: Ptr, dst_device: Ptr, dst_array: Handle,
+        dst_x: U64, dst_y: U64, dst_z: U64, dst_lod: U64, dst_pitch: U64, dst_height: U64,
+        width_bytes: U64, height: U64, depth: U64, stream: Handle, direction: U8,
+        h2d_blob: Blob, d2h_blob: Blob,
+    }
+    /// A created array or mipmapped array (its descriptor's fields; `levels` 0 for an array).
+    ArrayCreate { array: Handle, width: U64, height: U64, depth: U64, format: U32, channels: U32, flags: U32, levels: U32 }
+    /// A call on one array or mipmapped array.
+    Array { array: Handle }
+    /// The array of one level of a mipmapped array.
+    MipmapLevel { array: Handle, mipmap: Handle, level: U32 }
+    /// A created texture or surface object: its value, the resource type and the C structs of
+    /// the resource, texture and resource view descriptors (surfaces: the resource only).
+    ObjectCreate { object: Handle, res_type: U32, res_desc: Bytes, tex_desc: Bytes, view_desc: Bytes }
+    /// A call on one texture or surface object.
+    Object { object: Handle }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

@@ -156,6 +156,115 @@ pub mod ffi {
         b[o[4]..o[4] + 8].copy_from_slice(&host.to_le_bytes());
         b[o[5]..o[5] + 8].copy_from_slice(&device.to_le_bytes());
     }
+    // 2D/3D copies, arrays, texture and surface objects (wt-copies).
+
+    /// `CU_MEMORYTYPE_HOST`.
+    pub const CU_MEMORYTYPE_HOST: u32 = 1;
+    /// `CU_MEMORYTYPE_DEVICE`.
+    pub const CU_MEMORYTYPE_DEVICE: u32 = 2;
+    /// `CU_MEMORYTYPE_ARRAY`.
+    pub const CU_MEMORYTYPE_ARRAY: u32 = 3;
+    /// `CU_MEMORYTYPE_UNIFIED`.
+    pub const CU_MEMORYTYPE_UNIFIED: u32 = 4;
+
+    /// `CUDA_MEMCPY2D` (128 bytes).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    #[allow(missing_docs)]
+    pub struct Memcpy2D {
+        pub src_x: usize,
+        pub src_y: usize,
+        pub src_type: u32,
+        pub src_host: u64,
+        pub src_device: u64,
+        pub src_array: u64,
+        pub src_pitch: usize,
+        pub dst_x: usize,
+        pub dst_y: usize,
+        pub dst_type: u32,
+        pub dst_host: u64,
+        pub dst_device: u64,
+        pub dst_array: u64,
+        pub dst_pitch: usize,
+        pub width_bytes: usize,
+        pub height: usize,
+    }
+
+    /// `CUDA_MEMCPY3D` (200 bytes).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    #[allow(missing_docs)]
+    pub struct Memcpy3D {
+        pub src_x: usize,
+        pub src_y: usize,
+        pub src_z: usize,
+        pub src_lod: usize,
+        pub src_type: u32,
+        pub src_host: u64,
+        pub src_device: u64,
+        pub src_array: u64,
+        pub reserved0: u64,
+        pub src_pitch: usize,
+        pub src_height: usize,
+        pub dst_x: usize,
+        pub dst_y: usize,
+        pub dst_z: usize,
+        pub dst_lod: usize,
+        pub dst_type: u32,
+        pub dst_host: u64,
+        pub dst_device: u64,
+        pub dst_array: u64,
+        pub reserved1: u64,
+        pub dst_pitch: usize,
+        pub dst_height: usize,
+        pub width_bytes: usize,
+        pub height: usize,
+        pub depth: usize,
+    }
+
+    /// `CUDA_ARRAY_DESCRIPTOR` (24 bytes).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    #[allow(missing_docs)]
+    pub struct ArrayDescriptor {
+        pub width: usize,
+        pub height: usize,
+        pub format: u32,
+        pub channels: u32,
+    }
+
+    /// `CUDA_ARRAY3D_DESCRIPTOR` (40 bytes).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    #[allow(missing_docs)]
+    pub struct Array3dDescriptor {
+        pub width: usize,
+        pub height: usize,
+        pub depth: usize,
+        pub format: u32,
+        pub channels: u32,
+        pub flags: u32,
+    }
+
+    /// `sizeof(CUDA_RESOURCE_DESC)`: type, padding, 128-byte union, flags, padding.
+    pub const RESOURCE_DESC_BYTES: usize = 144;
+    /// `sizeof(CUDA_TEXTURE_DESC)`.
+    pub const TEXTURE_DESC_BYTES: usize = 104;
+    /// `sizeof(CUDA_RESOURCE_VIEW_DESC)`.
+    pub const RESOURCE_VIEW_DESC_BYTES: usize = 112;
+    /// `CU_RESOURCE_TYPE_ARRAY`: the handle at offset 8 is a `CUarray`.
+    pub const CU_RESOURCE_TYPE_ARRAY: u32 = 0;
+    /// `CU_RESOURCE_TYPE_MIPMAPPED_ARRAY`: the handle at offset 8 is a `CUmipmappedArray`.
+    pub const CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: u32 = 1;
+    /// `CU_RESOURCE_TYPE_LINEAR`: offset 8 is a device pointer.
+    pub const CU_RESOURCE_TYPE_LINEAR: u32 = 2;
+    /// `CU_RESOURCE_TYPE_PITCH2D`: offset 8 is a device pointer.
+    pub const CU_RESOURCE_TYPE_PITCH2D: u32 = 3;
+
+    const _: () = assert!(std::mem::size_of::<Memcpy2D>() == 128);
+    const _: () = assert!(std::mem::size_of::<Memcpy3D>() == 200);
+    const _: () = assert!(std::mem::size_of::<ArrayDescriptor>() == 24);
+    const _: () = assert!(std::mem::size_of::<Array3dDescriptor>() == 40);
 }
 
 /// Expands the table into this module's generated items.

@@ -142,6 +142,29 @@ macro_rules! cuda_calls {
             GraphConditionalHandleCreate [cuGraphConditionalHandleCreate] (h: *mut u64 => handle, g: Handle = graph, ctx: Handle = ctx, default_value: c_uint = default_value, flags: c_uint = flags) : ConditionalHandle, Graph, ordered;
             GraphHostSource [hrrGraphHostSource] (exec: Handle, host: u64, n: u64) : GraphHostSource, H2d => graph_host_record;
             GraphHostResult [hrrGraphHostResult] (exec: Handle, host: u64, n: u64) : GraphHostResult, D2h => graph_host_record;
+            // 2D/3D copies, arrays, texture and surface objects (wt-copies).
+            Memcpy2D [cuMemcpy2D_v2, cuMemcpy2D_v2_ptds] (p: *const Memcpy2D) : CopyPitched, Copy => memcpy_2d;
+            Memcpy2DUnaligned [cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds] (p: *const Memcpy2D) : CopyPitched, Copy => memcpy_2d;
+            Memcpy2DAsync [cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz] (p: *const Memcpy2D, stream: Handle) : CopyPitched, Copy => memcpy_2d_async;
+            Memcpy3D [cuMemcpy3D_v2, cuMemcpy3D_v2_ptds] (p: *const Memcpy3D) : CopyPitched, Copy => memcpy_3d;
+            Memcpy3DAsync [cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz] (p: *const Memcpy3D, stream: Handle) : CopyPitched, Copy => memcpy_3d_async;
+            MemcpyHtoA [cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds] (dst: Handle, off: usize, src: *const c_void, n: usize) : CopyPitched, H2d => memcpy_htoa;
+            MemcpyHtoAAsync [cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz] (dst: Handle, off: usize, src: *const c_void, n: usize, stream: Handle) : CopyPitched, H2d => memcpy_htoa_async;
+            MemcpyAtoH [cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds] (dst: *mut c_void, src: Handle, off: usize, n: usize) : CopyPitched, D2h => memcpy_atoh;
+            MemcpyAtoHAsync [cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz] (dst: *mut c_void, src: Handle, off: usize, n: usize, stream: Handle) : CopyPitched, D2h => memcpy_atoh_async;
+            MemcpyAtoD [cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds] (dst: u64, src: Handle, off: usize, n: usize) : CopyPitched, D2d => memcpy_atod;
+            MemcpyDtoA [cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds] (dst: Handle, off: usize, src: u64, n: usize) : CopyPitched, D2d => memcpy_dtoa;
+            MemcpyAtoA [cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds] (dst: Handle, doff: usize, src: Handle, soff: usize, n: usize) : CopyPitched, D2d => memcpy_atoa;
+            ArrayCreate [cuArrayCreate_v2] (a: *mut Handle, d: *const ArrayDescriptor) : ArrayCreate, Array, ordered => array_create;
+            Array3DCreate [cuArray3DCreate_v2] (a: *mut Handle, d: *const Array3dDescriptor) : ArrayCreate, Array, ordered => array_3d_create;
+            ArrayDestroy [cuArrayDestroy] (a: Handle = array) : Array, Array, ordered;
+            MipmappedArrayCreate [cuMipmappedArrayCreate] (a: *mut Handle, d: *const Array3dDescriptor, levels: c_uint) : ArrayCreate, Array, ordered => mipmapped_array_create;
+            MipmappedArrayGetLevel [cuMipmappedArrayGetLevel] (a: *mut Handle => array, m: Handle = mipmap, level: c_uint = level) : MipmapLevel, Array, ordered;
+            MipmappedArrayDestroy [cuMipmappedArrayDestroy] (m: Handle = array) : Array, Array, ordered;
+            TexObjectCreate [cuTexObjectCreate] (o: *mut u64, res: *const u8, tex: *const u8, view: *const u8) : ObjectCreate, Array, ordered => tex_object_create;
+            TexObjectDestroy [cuTexObjectDestroy] (o: u64 = object) : Object, Array, ordered;
+            SurfObjectCreate [cuSurfObjectCreate] (o: *mut u64, res: *const u8) : ObjectCreate, Array, ordered => surf_object_create;
+            SurfObjectDestroy [cuSurfObjectDestroy] (o: u64 = object) : Object, Array, ordered;
         }
     };
 }

@@ -7,8 +7,10 @@
 //! code images as code objects; launches carry the packed argument buffer, from `extra` or laid
 //! out with the driver's parameter info.
 
+mod array;
 mod code;
 mod copy;
+mod copy2d;
 mod device;
 mod graph;
 mod launch;
@@ -19,8 +21,10 @@ pub use crate::hook::common::{
     mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset,
     memset_async,
 };
+pub use array::*;
 pub use code::*;
 pub use copy::*;
+pub use copy2d::*;
 pub use device::*;
 pub use graph::*;
 pub use launch::*;

@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use hrr_calls::cuda::ffi::{Array3dDescriptor, ArrayDescriptor, Memcpy2D, Memcpy3D};
 
 use crate::replay::backend::shared::loaded_from;
 pub use crate::replay::backend::shared::H;
@@ -134,6 +135,25 @@ driver_api! {
     cuGraphUpload: fn(H, H);
     cuGraphClone: fn(*mut H, H);
     cuGraphDestroyNode: fn(H);
+    // 2D/3D copies, arrays, texture and surface objects (wt-copies).
+    cuMemcpy2DAsync_v2: fn(*const Memcpy2D, H);
+    cuMemcpy2DUnaligned_v2: fn(*const Memcpy2D);
+    cuMemcpy3DAsync_v2: fn(*const Memcpy3D, H);
+    cuMemcpyHtoAAsync_v2: fn(H, usize, *const c_void, usize, H);
+    cuMemcpyAtoHAsync_v2: fn(*mut c_void, H, usize, usize, H);
+    cuMemcpyAtoD_v2: fn(u64, H, usize, usize);
+    cuMemcpyDtoA_v2: fn(H, usize, u64, usize);
+    cuMemcpyAtoA_v2: fn(H, usize, H, usize, usize);
+    cuArrayCreate_v2: fn(*mut H, *const ArrayDescriptor);
+    cuArray3DCreate_v2: fn(*mut H, *const Array3dDescriptor);
+    cuArrayDestroy: fn(H);
+    cuMipmappedArrayCreate: fn(*mut H, *const Array3dDescriptor, c_uint);
+    cuMipmappedArrayGetLevel: fn(*mut H, H, c_uint);
+    cuMipmappedArrayDestroy: fn(H);
+    cuTexObjectCreate: fn(*mut u64, *const u8, *const u8, *const u8);
+    cuTexObjectDestroy: fn(u64);
+    cuSurfObjectCreate: fn(*mut u64, *const u8);
+    cuSurfObjectDestroy: fn(u64);
 }
 
 /// `CUDA_KERNEL_NODE_PARAMS_v2`.

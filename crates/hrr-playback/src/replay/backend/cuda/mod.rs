@@ -9,7 +9,8 @@
 //! | `driver.rs` | the entry-point table loaded with libloading, the `cu!` macro |
 //! | `open.rs` | loading the driver, device 0 and its primary context, preflight checks |
 //! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
-//! | `copies.rs` | memcpy |
+//! | `copies.rs` | memcpy: 1D, 2D/3D (pitched), to, from and between arrays |
+//! | `arrays.rs` | arrays, mipmapped arrays, texture and surface objects (values substituted in launch arguments) |
 //! | `code.rs` | code objects: loading, module/library/kernel/function look-ups, globals, attributes |
 //! | `launch.rs` | kernel launches |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
@@ -20,6 +21,7 @@
 //! the recorded look-ups of that code object, so two kernels of one name in different code
 //! objects stay apart.
 
+mod arrays;
 mod code;
 mod copies;
 mod driver;
@@ -66,6 +68,8 @@ pub struct Cuda {
     /// Host buffers read or written by copies captured into graphs: the graph reads (or
     /// writes) them at every launch, so they live until replay ends.
     graph_host: Vec<Vec<u8>>,
+    /// Texture and surface object values: recorded value to live value.
+    objects: arrays::Objects,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
 }
@@ -119,6 +123,25 @@ impl Backend for Cuda {
             Op::MemcpyDtoH | Op::MemcpyDtoHAsync => self.copy_d2h(ev),
             Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
             Op::Memcpy | Op::MemcpyAsync => self.copy_any(ev, blobs),
+            Op::Memcpy2D
+            | Op::Memcpy2DUnaligned
+            | Op::Memcpy2DAsync
+            | Op::Memcpy3D
+            | Op::Memcpy3DAsync
+            | Op::MemcpyHtoA
+            | Op::MemcpyHtoAAsync
+            | Op::MemcpyAtoH
+            | Op::MemcpyAtoHAsync
+            | Op::MemcpyAtoD
+            | Op::MemcpyDtoA
+            | Op::MemcpyAtoA => self.copy_pitched(ev, blobs, op),
+            Op::ArrayCreate | Op::Array3DCreate | Op::MipmappedArrayCreate => {
+                self.array_create(ev, op)
+            }
+            Op::MipmappedArrayGetLevel => self.mipmap_level(ev),
+            Op::ArrayDestroy | Op::MipmappedArrayDestroy => self.array_destroy(ev, op),
+            Op::TexObjectCreate | Op::SurfObjectCreate => self.object_create(ev, op),
+            Op::TexObjectDestroy | Op::SurfObjectDestroy => self.object_destroy(ev, op),
             Op::MemsetD8
             | Op::MemsetD16
             | Op::MemsetD32
