@@ -1,7 +1,8 @@
 //! CUDA copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyAny` rows; memsets are
 //! `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, and device-to-host results are handed to the engine's checks
-//! ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with the graph.
+//! ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with the graph; a
+//! result whose destination is host-visible memory is also written there (`hostmem.rs`).
 
 use std::ffi::c_void;
 
@@ -77,7 +78,11 @@ impl Cuda {
         let s: CopyD2h = ev.read()?;
         let src = self.mem.translate(s.src);
         let stream = self.stream(ev, s.stream)?;
-        self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)
+        let out = self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)?;
+        if let Outcome::D2h { got, .. } = &out {
+            self.mirror_d2h(s.dst, got);
+        }
+        Ok(out)
     }
 
     /// `cuMemcpyDtoD*`.
@@ -104,7 +109,11 @@ impl Cuda {
             }
             direction::D2H => {
                 let src = self.mem.translate(s.src);
-                return self.d2h(ev, (src, n), stream, s.d2h_blob);
+                let out = self.d2h(ev, (src, n), stream, s.d2h_blob)?;
+                if let Outcome::D2h { got, .. } = &out {
+                    self.mirror_d2h(s.dst, got);
+                }
+                return Ok(out);
             }
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }

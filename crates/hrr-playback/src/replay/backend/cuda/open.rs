@@ -62,6 +62,8 @@ impl Cuda {
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
             ops: Ops::default(),
+            host: Default::default(),
+            deferred: Default::default(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)
