@@ -31,7 +31,7 @@
 #   HRR_E2E_STEP_TIMEOUT  seconds per step (default 300)
 #   HRR_E2E_WORKLOADS     space-separated subset of: driver_api driver_api_ptx
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
-#                         triton_add tiny_launches
+#                         triton_add tiny_launches hostmem
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
 #   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
@@ -186,6 +186,7 @@ add_wl mlp_expandable torch "gemm elementwise multi_tensor_apply nll_loss" \
     "$PY" "$root/tests/gpu/mlp.py"
 add_wl triton_add triton "add_kernel" "" "$PY" "$root/tests/gpu/triton_add.py"
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
+add_wl hostmem hostmem "scale_add fill_index fill_slow check_fill" "" "$B/hostmem"
 
 selected=("${WL_NAMES[@]}")
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
