@@ -186,25 +186,22 @@ fn scan(check: bool) {
 /// Store `len` bytes at `base + off` and record the event.
 fn emit(base: u64, off: usize, len: usize, check: bool) {
     // SAFETY: inside a live tracked region.
-    let blob = unsafe { recorder::put_host_blob(&API, (base as usize + off) as *const c_void, len) };
+    let blob =
+        unsafe { recorder::put_host_blob(&API, (base as usize + off) as *const c_void, len) };
     let (ptr, offset, bytes) = (base, off as u64, len as u64);
     if check {
-        crate::hook::record(&API, Export::hrrHostMemCheck.id(), None, |_| {
-            HostMemCheck {
-                ptr,
-                offset,
-                bytes,
-                d2h_blob: blob,
-            }
+        crate::hook::record(&API, Export::hrrHostMemCheck.id(), None, |_| HostMemCheck {
+            ptr,
+            offset,
+            bytes,
+            d2h_blob: blob,
         });
     } else {
-        crate::hook::record(&API, Export::hrrHostMemWrite.id(), None, |_| {
-            HostMemWrite {
-                ptr,
-                offset,
-                bytes,
-                h2d_blob: blob,
-            }
+        crate::hook::record(&API, Export::hrrHostMemWrite.id(), None, |_| HostMemWrite {
+            ptr,
+            offset,
+            bytes,
+            h2d_blob: blob,
         });
     }
 }

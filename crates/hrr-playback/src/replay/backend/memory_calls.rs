@@ -92,7 +92,9 @@ pub fn alloc_after_frees(
     extent: Extent,
 ) -> Result<Outcome> {
     let need = match extent {
-        Extent::Pitched => ev.read::<MallocPitch>().map(|s| (s.dptr, s.pitch * s.height)),
+        Extent::Pitched => ev
+            .read::<MallocPitch>()
+            .map(|s| (s.dptr, s.pitch * s.height)),
         _ => ev.read::<MemAlloc>().map(|s| (s.dptr, s.bytesize)),
     }?;
     deferred.reap(mem, vmm, streams, Some(need), false)?;

@@ -234,7 +234,10 @@ impl Cuda {
 
     /// Is recorded `dptr` managed memory (freed by `cuMemFree`)?
     pub(super) fn is_managed(&self, dptr: u64) -> bool {
-        self.host.0.get(&dptr).is_some_and(|r| r.how == How::Managed)
+        self.host
+            .0
+            .get(&dptr)
+            .is_some_and(|r| r.how == How::Managed)
     }
 
     /// The live address of recorded `[ptr+offset, +bytes)`, inside a host-visible region.
@@ -253,7 +256,10 @@ impl Cuda {
     pub(super) fn host_write(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
         let s: HostMemWrite = ev.read()?;
         let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
-            bail!("event #{}: the host write's bytes were not recorded", ev.seq);
+            bail!(
+                "event #{}: the host write's bytes were not recorded",
+                ev.seq
+            );
         };
         let dst = self.host_bytes(ev, s.ptr, s.offset, s.bytes)?;
         // SAFETY: inside a live host-visible region of `bytes` bytes (checked above).
@@ -283,4 +289,3 @@ impl Cuda {
         }
     }
 }
-

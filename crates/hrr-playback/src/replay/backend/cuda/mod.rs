@@ -41,8 +41,8 @@ use hrr_archive::ObjectId;
 
 use hrr_calls::cuda::Op;
 
-use super::shared::{Handles, Waiter, HOST_FUNC};
 use super::memory_calls::Deferred;
+use super::shared::{Handles, Waiter, HOST_FUNC};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
@@ -124,7 +124,9 @@ impl Backend for Cuda {
         let per_thread = ev.per_thread;
         match op {
             Op::DevicePrimaryCtxRetain | Op::CtxCreate => self.retain_context(ev),
-            Op::MemAlloc | Op::MemAllocAsync | Op::MemAllocFromPoolAsync => self.alloc(ev, Extent::Bytes),
+            Op::MemAlloc | Op::MemAllocAsync | Op::MemAllocFromPoolAsync => {
+                self.alloc(ev, Extent::Bytes)
+            }
             Op::MemAllocPitch => self.alloc(ev, Extent::Pitched),
             Op::MemAllocManaged => self.alloc_managed(ev),
             Op::MemFree => self.free(ev),
