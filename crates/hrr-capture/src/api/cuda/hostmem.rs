@@ -151,36 +151,40 @@ pub fn after(kind: Kind) {
 fn scan(check: bool) {
     let mut regs = regions();
     for (&base, r) in regs.iter_mut() {
-        let n = r.known.len();
-        let mut i = 0;
-        while i < n {
-            let changed = |i: usize, r: &mut Region| {
-                let (off, len) = (i * CHUNK, CHUNK.min(r.len - i * CHUNK));
-                // SAFETY: the region is live (untracked before it is freed) and `len` long.
-                let bytes =
-                    unsafe { std::slice::from_raw_parts((base as usize + off) as *const u8, len) };
-                let h = blake3::hash(bytes);
-                let differs = r.known[i] != Some(h);
-                r.known[i] = Some(h);
-                differs
-            };
-            if !changed(i, r) {
-                i += 1;
-                continue;
+        // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
+        let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
+        for (off, len) in changed_runs(&mut r.known, bytes) {
+            emit(base, off, len, check);
+        }
+    }
+}
+
+/// The runs of consecutive chunks of `bytes` whose hash differs from `known` (at most
+/// [`MAX_RUN`] chunks each), as (offset, length); `known` is updated.
+fn changed_runs(known: &mut [Option<blake3::Hash>], bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut run_chunks = 0;
+    for (i, chunk) in bytes.chunks(CHUNK).enumerate() {
+        let h = blake3::hash(chunk);
+        if known[i] == Some(h) {
+            run_chunks = 0;
+            continue;
+        }
+        known[i] = Some(h);
+        match runs.last_mut() {
+            Some((off, len))
+                if run_chunks > 0 && run_chunks < MAX_RUN && *off + *len == i * CHUNK =>
+            {
+                *len += chunk.len();
+                run_chunks += 1;
             }
-            let start = i;
-            i += 1;
-            while i < n && i - start < MAX_RUN && changed(i, r) {
-                i += 1;
-            }
-            // The chunk that ended the run (if any) was hashed as unchanged: nothing to do.
-            let (off, end) = (start * CHUNK, (i * CHUNK).min(r.len));
-            emit(base, off, end - off, check);
-            if i < n && i - start < MAX_RUN {
-                i += 1; // hashed above as unchanged
+            _ => {
+                runs.push((i * CHUNK, chunk.len()));
+                run_chunks = 1;
             }
         }
     }
+    runs
 }
 
 /// Store `len` bytes at `base + off` and record the event.
@@ -203,5 +207,39 @@ fn emit(base: u64, off: usize, len: usize, check: bool) {
             bytes,
             h2d_blob: blob,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changed_chunks_are_stored_again() {
+        let mut bytes = vec![0u8; 5 * CHUNK + 10];
+        let mut known = vec![None; bytes.len().div_ceil(CHUNK)];
+        // Never seen: all of it, as one run.
+        assert_eq!(changed_runs(&mut known, &bytes), vec![(0, bytes.len())]);
+        // Unchanged: nothing.
+        assert!(changed_runs(&mut known, &bytes).is_empty());
+        // Chunks 1 and 2 and the short last one changed: two runs.
+        bytes[CHUNK + 3] = 1;
+        bytes[2 * CHUNK] = 1;
+        bytes[5 * CHUNK + 9] = 1;
+        assert_eq!(
+            changed_runs(&mut known, &bytes),
+            vec![(CHUNK, 2 * CHUNK), (5 * CHUNK, 10)]
+        );
+        assert!(changed_runs(&mut known, &bytes).is_empty());
+    }
+
+    #[test]
+    fn long_runs_are_split() {
+        let bytes = vec![7u8; (MAX_RUN + 1) * CHUNK];
+        let mut known = vec![None; MAX_RUN + 1];
+        assert_eq!(
+            changed_runs(&mut known, &bytes),
+            vec![(0, MAX_RUN * CHUNK), (MAX_RUN * CHUNK, CHUNK)]
+        );
     }
 }
