@@ -20,10 +20,10 @@ macro_rules! cuda_calls {
             DeviceGetAttribute [cuDeviceGetAttribute] (v: *mut c_int => value, attrib: c_int = attrib, dev: c_int = device) : DeviceAttribute, Query;
             DeviceGetUuid [cuDeviceGetUuid, cuDeviceGetUuid_v2] (uuid: *mut u8, dev: c_int) : DeviceUuid, Query => device_get_uuid;
             DevicePrimaryCtxRetain [cuDevicePrimaryCtxRetain] (ctx: *mut Handle => ctx, dev: c_int = device) : PrimaryCtx, Context, ordered;
-            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int = device) : Device, Context;
-            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int = device) : Device, Context;
+            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int) : Device, Context => device_context_gone;
+            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int) : Device, Context => device_context_gone;
             CtxCreate [cuCtxCreate_v2] (ctx: *mut Handle => ctx, flags: c_uint = flags, dev: c_int = device) : CtxCreate, Context, ordered;
-            CtxDestroy [cuCtxDestroy_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
+            CtxDestroy [cuCtxDestroy_v2] (ctx: Handle) : Ctx, Context, ordered => ctx_destroy;
             CtxSetCurrent [cuCtxSetCurrent] (ctx: Handle = ctx) : Ctx, Context, ordered;
             CtxPushCurrent [cuCtxPushCurrent_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
             CtxPopCurrent [cuCtxPopCurrent_v2] (ctx: *mut Handle => ctx) : Ctx, Context;

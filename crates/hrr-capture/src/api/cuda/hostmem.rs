@@ -107,6 +107,15 @@ pub fn untrack(base: u64) {
     COUNT.store(r.len(), Ordering::Release);
 }
 
+/// A context goes (destroyed, reset, or a primary context released — which frees its memory
+/// when it was the last reference): stop tracking everything, since what it held may be gone.
+/// Regions of another context still alive are then no longer recorded (README).
+pub fn untrack_all() {
+    pinned().clear();
+    regions().clear();
+    COUNT.store(0, Ordering::Release);
+}
+
 /// Device work a call of `kind` submits, or synchronisation it waits for.
 fn submits(kind: Kind) -> bool {
     matches!(

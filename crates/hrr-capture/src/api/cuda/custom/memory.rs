@@ -154,6 +154,27 @@ pub unsafe fn mem_free(h: Export, dptr: u64, call: impl FnOnce() -> CUresult) ->
     freeing(h, dptr, call, DevicePtr { dptr })
 }
 
+/// `cuDevicePrimaryCtxRelease`, `cuDevicePrimaryCtxReset`: host-visible memory may go with
+/// the context, so it is no longer tracked (before the call frees it).
+pub unsafe fn device_context_gone(
+    h: Export,
+    dev: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    hostmem::untrack_all();
+    let r = call();
+    rec(h, r, |_| Device { device: dev });
+    r
+}
+
+/// `cuCtxDestroy`: as [`device_context_gone`].
+pub unsafe fn ctx_destroy(h: Export, ctx: Handle, call: impl FnOnce() -> CUresult) -> CUresult {
+    hostmem::untrack_all();
+    let r = call();
+    rec(h, r, |_| Ctx { ctx: ctx as u64 });
+    r
+}
+
 /// A pseudo-call row (`hrrHostMemWrite`, `hrrHostMemCheck`): no driver exports it, so its
 /// wrapper never gets here; capture records these events itself ([`hostmem`]).
 pub unsafe fn pseudo_call(_h: Export, call: impl FnOnce()) {
