@@ -3,6 +3,7 @@
 //! current pools; pool handles are remapped. Allocations from pools are placed at their
 //! recorded addresses like every allocation (`backend::memory_calls`), so no replay memory
 //! comes from these pools: they are re-created so the calls on them succeed as recorded.
+//! `cuMemPoolGetAttribute` is a query (its row's kind) and is not reissued.
 
 use std::ffi::{c_int, c_void};
 
