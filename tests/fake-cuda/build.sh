@@ -20,3 +20,4 @@ ln -sf libcuda.so.1 "$out/libcuda.so"
 $cc $flags -o "$out/driver_app" "$here/apps/driver_app.c" -ldl -lpthread
 $cc $flags -o "$out/direct_app" "$here/apps/direct_app.c" -L"$out" -lcuda -ldl -lpthread
 $cc $flags -o "$out/copies_app" "$here/apps/copies_app.c" -L"$out" -lcuda
+$cc $flags -o "$out/hostmem_app" "$here/apps/hostmem_app.c" -L"$out" -lcuda -ldl -lpthread

@@ -249,7 +249,7 @@ static void *xgrow(void *arr, size_t *cap, size_t elt) {
 /* ---- handle registry: every live handle we gave out, with its type ---- */
 
 enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC, T_GNODE, T_COND, T_ARRAY,
-       T_MIPMAP };
+       T_MIPMAP, T_POOL };
 
 struct objent { const void *p; int type; };
 static struct objent *g_obj;
@@ -329,7 +329,7 @@ static struct chunk *g_ch;
 static size_t g_nch, g_capch;
 
 /* A region is one user-visible allocation. */
-enum { R_DEV = 1, R_GLOBAL, R_HOST, R_HOSTREG, R_VMM };
+enum { R_DEV = 1, R_GLOBAL, R_HOST, R_HOSTREG, R_VMM, R_MANAGED };
 struct fc_vmem;
 struct region {
   uintptr_t base;
@@ -486,7 +486,7 @@ static int in_device_va(uintptr_t p) {
     if (p >= g_rv[i].base && p - g_rv[i].base < g_rv[i].size) return 1;
   return 0;
 }
-static int is_device_kind(int k) { return k == R_DEV || k == R_GLOBAL || k == R_VMM; }
+static int is_device_kind(int k) { return k == R_DEV || k == R_GLOBAL || k == R_VMM || k == R_MANAGED; }
 
 static long resv_find_exact(uintptr_t base, size_t size) {
   for (size_t i = 0; i < g_nrv; i++)
@@ -792,10 +792,37 @@ static CUresult gpu_wait(void) {
 }
 /* What a query (cuStreamQuery, cuEventQuery) sees: never done after `spin`. */
 static CUresult gpu_query(void) { return g_hung ? E_NOT_READY : g_sticky; }
+/* ---- work in flight ----
+ * Kernels run at launch, but like the real driver's they count as in flight on their stream
+ * until a synchronisation, or a completed event recorded after them, says they are done.
+ * Unmapping memory a kernel in flight uses (cuMemUnmap does not wait) faults that kernel: every
+ * later wait returns CUDA_ERROR_ILLEGAL_ADDRESS.  NULL and CU_STREAM_LEGACY stand for all. */
+struct busy { uintptr_t base; size_t size; const void *s; unsigned long long seq; };
+static struct busy *g_busy;
+static size_t g_nbusy, g_capbusy;
+static unsigned long long g_busy_seq;
+static void busy_add(uintptr_t base, size_t size, const void *s) {
+  GROW(g_busy, g_nbusy, g_capbusy);
+  g_busy[g_nbusy++] = (struct busy){base, size, s, ++g_busy_seq};
+}
+/* Work on s (all streams for NULL/legacy) queued before `before` is done. */
+static void busy_done(const void *s, unsigned long long before) {
+  for (size_t i = g_nbusy; i-- > 0;)
+    if (((uintptr_t)s <= 1 || g_busy[i].s == s) && g_busy[i].seq < before) g_busy[i] = g_busy[--g_nbusy];
+}
+static void busy_unmapped(uintptr_t base, size_t size) {
+  for (size_t i = 0; i < g_nbusy; i++)
+    if (overlaps(base, size, g_busy[i].base, g_busy[i].size)) {
+      g_sticky = E_ILLEGAL_ADDRESS;
+      return;
+    }
+}
 static CUresult i_ctx_sync(CUcontext c) {
   struct fc_ctx *x;
   CUresult e = ctx_or_current(c, &x);
-  return e ? e : gpu_wait();
+  if (e) return e;
+  busy_done(NULL, ~0ull);
+  return gpu_wait();
 }
 /* Context limits: STACK_SIZE, PRINTF_FIFO_SIZE, MALLOC_HEAP_SIZE, DEV_RUNTIME_SYNC_DEPTH,
    DEV_RUNTIME_PENDING_LAUNCH_COUNT, MAX_L2_FETCH_GRANULARITY, PERSISTING_L2_CACHE_SIZE. */
@@ -998,6 +1025,8 @@ static CUresult graph_order(const struct fc_graph *g, size_t *order) {
 struct fc_event {
   unsigned flags;
   int recorded;
+  const void *stream;         /* where it was recorded */
+  unsigned long long seq;     /* work queued before it (see busy_done) */
 };
 
 /* NULL, CU_STREAM_LEGACY (0x1) and CU_STREAM_PER_THREAD (0x2) are always valid. */
@@ -1035,7 +1064,9 @@ static CUresult i_stream_sync(CUstream s) {
   NEED_CTX(c);
   CUresult e = chk_stream(s);
   if (e) return e;
-  return stream_graph(s) ? E_STREAM_CAPTURE_UNSUPPORTED : gpu_wait();
+  if (stream_graph(s)) return E_STREAM_CAPTURE_UNSUPPORTED;
+  busy_done(s, ~0ull);
+  return gpu_wait();
 }
 static CUresult i_stream_query(CUstream s) {
   struct fc_ctx *c;
@@ -1107,13 +1138,24 @@ static CUresult i_event_record(CUevent ev, CUstream s, unsigned flags) {
   if (e) return e;
   if (flags > 1) return E_INVALID_VALUE;
   ev->recorded = 1;
+  ev->stream = s;
+  ev->seq = g_busy_seq + 1;
   return E_SUCCESS;
 }
+static void event_done(CUevent ev) {
+  if (ev->recorded) busy_done(ev->stream, ev->seq);
+}
 static CUresult i_event_query(CUevent ev) {
-  return obj_is(ev, T_EVENT) ? E_SUCCESS : E_INVALID_HANDLE;
+  if (!obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
+  if (g_hung) return E_NOT_READY;
+  event_done(ev);
+  return E_SUCCESS;
 }
 static CUresult i_event_sync(CUevent ev) {
-  return obj_is(ev, T_EVENT) ? gpu_wait() : E_INVALID_HANDLE;
+  if (!obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
+  CUresult e = gpu_wait();
+  if (!e) event_done(ev);
+  return e;
 }
 static CUresult i_event_elapsed(float *ms, CUevent a, CUevent b) {
   if (!ms) return E_INVALID_VALUE;
@@ -1133,6 +1175,19 @@ static CUresult i_event_destroy(CUevent ev) {
 /* Memory API                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Stream-ordered frees keep their memory in the pool: a later stream-ordered allocation of the
+ * same size reuses the address (as the real driver's pools do); cuMemPoolTrimTo releases it. */
+struct pooled { uintptr_t base; size_t size, charged; };
+static struct pooled *g_pooled;
+static size_t g_npooled, g_cappooled;
+static void pool_trim(void) {
+  for (size_t i = 0; i < g_npooled; i++) {
+    g_used -= g_pooled[i].charged;
+    dev_release(g_pooled[i].base);
+  }
+  g_npooled = 0;
+}
+
 static CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async) {
   struct fc_ctx *c;
   if (!dptr) return E_INVALID_VALUE;
@@ -1143,6 +1198,15 @@ static CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int asyn
   }
   if (size == 0) return E_INVALID_VALUE;
   if (!async) NO_STRICT_CAPTURE();
+  if (async)
+    for (size_t i = 0; i < g_npooled; i++)
+      if (g_pooled[i].size == size) {
+        struct pooled b = g_pooled[i];
+        g_pooled[i] = g_pooled[--g_npooled];
+        region_add(b.base, size, R_DEV, 3, c, b.charged, NULL);
+        *dptr = b.base;
+        return E_SUCCESS;
+      }
   if (size > g_total || g_used + size > g_total) return E_OUT_OF_MEMORY;
   size_t charged = 0;
   uintptr_t p = dev_alloc(&g_dev, size, &charged);
@@ -1169,12 +1233,128 @@ static CUresult i_mem_free(CUdeviceptr p, CUstream s, int async) {
     if (e) return e;
   }
   if (p == 0) return E_SUCCESS;
+  if (!async) busy_done(NULL, ~0ull); /* cuMemFree waits for the device */
+  long m = region_find_base(p, R_MANAGED);
+  if (m >= 0 && !async) {
+    munmap((void *)p, g_reg[m].charged);
+    region_del((size_t)m);
+    return E_SUCCESS;
+  }
   long i = region_find_base(p, R_DEV);
   if (i < 0) return E_INVALID_VALUE;
+  if (async) { /* back to the pool, reused by a later stream-ordered allocation */
+    GROW(g_pooled, g_npooled, g_cappooled);
+    g_pooled[g_npooled++] = (struct pooled){p, g_reg[i].size, g_reg[i].charged};
+    region_del((size_t)i);
+    return E_SUCCESS;
+  }
   g_used -= g_reg[i].charged;
   region_del((size_t)i);
   dev_release(p);
   return E_SUCCESS;
+}
+
+/* Managed memory: host memory the device reads and writes (flags: CU_MEM_ATTACH_GLOBAL or _HOST). */
+static CUresult i_mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned flags) {
+  struct fc_ctx *c;
+  if (!dptr || size == 0 || (flags != 1 && flags != 2)) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  NO_STRICT_CAPTURE();
+  size_t m = round_up(size, 4096);
+  void *p = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return E_OUT_OF_MEMORY;
+  region_add((uintptr_t)p, size, R_MANAGED, 3, c, m, NULL);
+  *dptr = (uintptr_t)p;
+  return E_SUCCESS;
+}
+
+/* ---- stream-ordered memory pools ---- */
+typedef struct {
+  int allocType, handleTypes;
+  struct { int type, id; } location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps;
+struct fc_pool { CUmemPoolProps props; unsigned long long attr[9]; int access; };
+static struct fc_pool g_default_pool = {{1, 0, {1, 0}, NULL, 0, 0, {0}}, {0, 1, 1, 1, 0, 0, 0, 0, 0}, 3};
+static struct fc_pool *g_cur_pool = &g_default_pool;
+static int pool_ok(const void *p) { return p == &g_default_pool || obj_is(p, T_POOL); }
+
+static CUresult i_pool_create(struct fc_pool **pp, const CUmemPoolProps *props) {
+  struct fc_ctx *c;
+  if (!pp || !props) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  if (props->allocType != 1 || props->location.type != 1) return E_INVALID_VALUE;
+  if (props->location.id != 0) return E_INVALID_DEVICE;
+  struct fc_pool *p = calloc(1, sizeof *p);
+  if (!p) return E_OUT_OF_MEMORY;
+  p->props = *props;
+  p->attr[1] = p->attr[2] = p->attr[3] = 1;
+  p->access = 3;
+  obj_add(p, T_POOL);
+  *pp = p;
+  return E_SUCCESS;
+}
+static CUresult i_pool_destroy(struct fc_pool *p) {
+  if (!obj_is(p, T_POOL)) return E_INVALID_HANDLE;
+  if (g_cur_pool == p) g_cur_pool = &g_default_pool;
+  obj_del(p);
+  free(p);
+  return E_SUCCESS;
+}
+/* Attributes 1-3 (REUSE_*) are ints; 4 RELEASE_THRESHOLD; 5-8 reserved/used current/high
+ * (read-only but for resetting the high marks to 0). */
+static CUresult i_pool_attr(struct fc_pool *p, int attr, void *v, int set) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  if (!v || attr < 1 || attr > 8) return E_INVALID_VALUE;
+  if (attr <= 3) {
+    if (set) p->attr[attr] = *(int *)v != 0;
+    else *(int *)v = (int)p->attr[attr];
+    return E_SUCCESS;
+  }
+  if (set) {
+    if (attr == 5 || attr == 7) return E_INVALID_VALUE;
+    if ((attr == 6 || attr == 8) && *(unsigned long long *)v != 0) return E_INVALID_VALUE;
+    p->attr[attr] = *(unsigned long long *)v;
+  } else {
+    *(unsigned long long *)v = attr >= 5 ? g_used : p->attr[attr];
+  }
+  return E_SUCCESS;
+}
+static CUresult i_pool_trim(struct fc_pool *p, size_t keep) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  if (keep == 0) pool_trim();
+  return E_SUCCESS;
+}
+static CUresult i_pool_set_access(struct fc_pool *p, const CUmemAccessDesc *desc, size_t count) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  if (!desc || count == 0) return E_INVALID_VALUE;
+  for (size_t i = 0; i < count; i++) {
+    if (desc[i].location.type != 1 || desc[i].flags < 0 || desc[i].flags > 3) return E_INVALID_VALUE;
+    if (desc[i].location.id != 0) return E_INVALID_DEVICE;
+    p->access = desc[i].flags;
+  }
+  return E_SUCCESS;
+}
+static CUresult i_device_pool(struct fc_pool **pp, CUdevice d, int def) {
+  if (!pp) return E_INVALID_VALUE;
+  CUresult e = chk_dev(d);
+  if (e) return e;
+  *pp = def ? &g_default_pool : g_cur_pool;
+  return E_SUCCESS;
+}
+static CUresult i_device_set_pool(CUdevice d, struct fc_pool *p) {
+  CUresult e = chk_dev(d);
+  if (e) return e;
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  g_cur_pool = p;
+  return E_SUCCESS;
+}
+static CUresult i_alloc_from_pool(CUdeviceptr *dptr, size_t size, struct fc_pool *p, CUstream s) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  return i_mem_alloc(dptr, size, s, 1);
 }
 static CUresult i_mem_get_info(size_t *fr, size_t *total) {
   struct fc_ctx *c;
@@ -1262,8 +1442,11 @@ static CUresult ptr_attr(void *data, int attr, CUdeviceptr p) {
     if (!r || dev) return E_INVALID_VALUE;
     *(void **)data = (void *)(uintptr_t)p;
     return E_SUCCESS;
-  case 6: /* SYNC_MEMOPS */
   case 8: /* IS_MANAGED */
+    if (!r) return E_INVALID_VALUE;
+    *(unsigned char *)data = r->kind == R_MANAGED;
+    return E_SUCCESS;
+  case 6: /* SYNC_MEMOPS */
   case 10: /* IS_LEGACY_CUDA_IPC_CAPABLE */
     if (!r) return E_INVALID_VALUE;
     *(unsigned char *)data = 0;
@@ -1343,6 +1526,7 @@ static CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_
     if (e) return e;
   } else {
     NO_STRICT_CAPTURE();
+    busy_done(NULL, ~0ull); /* a blocking copy waits for the legacy stream */
   }
   if (n == 0) return E_SUCCESS;
   if (!dst || !src) return E_INVALID_VALUE;
@@ -1522,6 +1706,7 @@ static int vmm_tiles(CUdeviceptr ptr, size_t size) {
 }
 static CUresult i_mem_unmap(CUdeviceptr ptr, size_t size) {
   if (!vmm_tiles(ptr, size)) return E_INVALID_VALUE;
+  busy_unmapped(ptr, size);
   for (size_t i = g_nreg; i-- > 0;)
     if (g_reg[i].kind == R_VMM && overlaps(g_reg[i].base, g_reg[i].size, ptr, size)) vmm_drop_region(i, 1);
   return E_SUCCESS;
@@ -2608,7 +2793,16 @@ static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, uns
     memcpy(nd->pb, pb, FC_PARAM_BUF);
     return E_SUCCESS;
   }
-  return run_kernel(f, pb, (unsigned long long)gx * bx);
+  CUresult r = run_kernel(f, pb, (unsigned long long)gx * bx);
+  if (r == E_SUCCESS) /* in flight until a wait: the allocations its pointer arguments name */
+    for (int i = 0; i < f->np; i++)
+      if (f->p[i].size == 8) {
+        uintptr_t a;
+        memcpy(&a, pb + f->p[i].off, 8);
+        long k = region_find(a);
+        if (k >= 0) busy_add(g_reg[k].base, g_reg[k].size, s);
+      }
+  return r;
 }
 
 static CUresult launch_ex(const CUlaunchConfig *cfg, const void *h, void **params, void **extra) {
@@ -3123,6 +3317,18 @@ DEF(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s
 DEF(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
 DEF(cuMemFreeAsync, (CUdeviceptr p, CUstream s), i_mem_free(p, s, 1))
 DEF(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), i_mem_free(p, s, 1))
+DEF(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned flags), i_mem_alloc_managed(p, n, flags))
+DEF(cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t n, struct fc_pool *pool, CUstream s), i_alloc_from_pool(p, n, pool, s))
+DEF(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *p, size_t n, struct fc_pool *pool, CUstream s), i_alloc_from_pool(p, n, pool, s))
+DEF(cuMemPoolCreate, (struct fc_pool **p, const CUmemPoolProps *props), i_pool_create(p, props))
+DEF(cuMemPoolDestroy, (struct fc_pool *p), i_pool_destroy(p))
+DEF(cuMemPoolSetAttribute, (struct fc_pool *p, int attr, void *v), i_pool_attr(p, attr, v, 1))
+DEF(cuMemPoolGetAttribute, (struct fc_pool *p, int attr, void *v), i_pool_attr(p, attr, v, 0))
+DEF(cuMemPoolTrimTo, (struct fc_pool *p, size_t keep), i_pool_trim(p, keep))
+DEF(cuMemPoolSetAccess, (struct fc_pool *p, const CUmemAccessDesc *d, size_t n), i_pool_set_access(p, d, n))
+DEF(cuDeviceGetDefaultMemPool, (struct fc_pool **p, CUdevice d), i_device_pool(p, d, 1))
+DEF(cuDeviceGetMemPool, (struct fc_pool **p, CUdevice d), i_device_pool(p, d, 0))
+DEF(cuDeviceSetMemPool, (CUdevice d, struct fc_pool *p), i_device_set_pool(d, p))
 DEF(cuMemGetInfo_v2, (size_t *fr, size_t *total), i_mem_get_info(fr, total))
 DEF(cuMemGetAddressRange_v2, (CUdeviceptr *b, size_t *s, CUdeviceptr p), i_mem_addr_range(b, s, p))
 DEF(cuMemHostAlloc, (void **pp, size_t n, unsigned flags), i_host_alloc(pp, n, flags))
@@ -3445,6 +3651,17 @@ static const struct pa_ent k_procs[] = {
   P("cuMemFree", 3020, cuMemFree_v2)
   PT("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz)
   PT("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz)
+  P("cuMemAllocManaged", 6000, cuMemAllocManaged)
+  PT("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz)
+  P("cuMemPoolCreate", 11020, cuMemPoolCreate)
+  P("cuMemPoolDestroy", 11020, cuMemPoolDestroy)
+  P("cuMemPoolSetAttribute", 11020, cuMemPoolSetAttribute)
+  P("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute)
+  P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo)
+  P("cuMemPoolSetAccess", 11020, cuMemPoolSetAccess)
+  P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool)
+  P("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool)
+  P("cuDeviceSetMemPool", 11020, cuDeviceSetMemPool)
   P("cuMemGetInfo", 3020, cuMemGetInfo_v2)
   P("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2)
   P("cuMemHostAlloc", 2020, cuMemHostAlloc)

@@ -283,6 +283,25 @@ shapes! {
     ObjectCreate { object: Handle, res_type: U32, res_desc: Bytes, tex_desc: Bytes, view_desc: Bytes }
     /// A call on one texture or surface object.
     Object { object: Handle }
+    // Host-visible memory and stream-ordered pools (hostmem).
+    /// Bytes the host wrote into host-visible memory (mapped host memory, managed memory)
+    /// since the state hrr knew: `bytes` at `ptr` + `offset` (`ptr`: the region's recorded base).
+    HostMemWrite { ptr: Ptr, offset: U64, bytes: U64, h2d_blob: Blob }
+    /// Bytes of host-visible memory that changed by the time the host synchronised: replay
+    /// compares them like a D2H result.
+    HostMemCheck { ptr: Ptr, offset: U64, bytes: U64, d2h_blob: Blob }
+    /// A created memory pool and its properties (`CUmemPoolProps`, 88 bytes).
+    PoolCreate { pool: Handle, props: Bytes }
+    /// A call on one memory pool.
+    Pool { pool: Handle }
+    /// A memory pool attribute set or read (4- or 8-byte value, as a u64).
+    PoolAttribute { pool: Handle, attrib: I32, value: U64 }
+    /// A memory pool trimmed to keep at most `bytes`.
+    PoolTrim { pool: Handle, bytes: U64 }
+    /// Access descriptors set on a memory pool (12 bytes each).
+    PoolSetAccess { pool: Handle, desc: Bytes, count: U64 }
+    /// A device's memory pool, asked or set.
+    DevicePool { pool: Handle, device: I32 }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

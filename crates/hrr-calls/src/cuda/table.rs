@@ -20,10 +20,10 @@ macro_rules! cuda_calls {
             DeviceGetAttribute [cuDeviceGetAttribute] (v: *mut c_int => value, attrib: c_int = attrib, dev: c_int = device) : DeviceAttribute, Query;
             DeviceGetUuid [cuDeviceGetUuid, cuDeviceGetUuid_v2] (uuid: *mut u8, dev: c_int) : DeviceUuid, Query => device_get_uuid;
             DevicePrimaryCtxRetain [cuDevicePrimaryCtxRetain] (ctx: *mut Handle => ctx, dev: c_int = device) : PrimaryCtx, Context, ordered;
-            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int = device) : Device, Context;
-            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int = device) : Device, Context;
+            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int) : Device, Context => device_context_gone;
+            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int) : Device, Context => device_context_gone;
             CtxCreate [cuCtxCreate_v2] (ctx: *mut Handle => ctx, flags: c_uint = flags, dev: c_int = device) : CtxCreate, Context, ordered;
-            CtxDestroy [cuCtxDestroy_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
+            CtxDestroy [cuCtxDestroy_v2] (ctx: Handle) : Ctx, Context, ordered => ctx_destroy;
             CtxSetCurrent [cuCtxSetCurrent] (ctx: Handle = ctx) : Ctx, Context, ordered;
             CtxPushCurrent [cuCtxPushCurrent_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
             CtxPopCurrent [cuCtxPopCurrent_v2] (ctx: *mut Handle => ctx) : Ctx, Context;
@@ -32,15 +32,15 @@ macro_rules! cuda_calls {
             MemAlloc [cuMemAlloc_v2] (dptr: *mut u64 => dptr, size: usize = bytesize) : MemAlloc, Alloc, ordered;
             MemAllocPitch [cuMemAllocPitch_v2] (dptr: *mut u64 => dptr, pitch: *mut usize => pitch, width: usize = width, height: usize = height, elem: c_uint = element_bytes) : MemAllocPitch, Alloc, ordered;
             MemAllocManaged [cuMemAllocManaged] (dptr: *mut u64, size: usize, flags: c_uint) : MemAllocFlags, Managed, ordered => mem_alloc_managed;
-            MemFree [cuMemFree_v2] (dptr: u64 = dptr) : DevicePtr, Free, ordered;
+            MemFree [cuMemFree_v2] (dptr: u64) : DevicePtr, Free, ordered => mem_free;
             MemAllocAsync [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, stream: Handle = stream) : MemAllocAsync, Alloc, ordered;
             MemAllocFromPoolAsync [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, pool: Handle = pool, stream: Handle = stream) : MemAllocFromPool, Alloc, ordered;
             MemFreeAsync [cuMemFreeAsync, cuMemFreeAsync_ptsz] (dptr: u64 = dptr, stream: Handle = stream) : MemFreeAsync, Free, ordered;
-            MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize, flags: c_uint = flags) : HostAlloc, HostMem, ordered;
-            MemAllocHost [cuMemAllocHost_v2] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize) : HostAllocPlain, HostMem, ordered;
-            MemFreeHost [cuMemFreeHost] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
+            MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void, size: usize, flags: c_uint) : HostAlloc, HostMem, ordered => mem_host_alloc;
+            MemAllocHost [cuMemAllocHost_v2] (pp: *mut *mut c_void, size: usize) : HostAllocPlain, HostMem, ordered => mem_alloc_host;
+            MemFreeHost [cuMemFreeHost] (p: *mut c_void) : HostPtr, HostMem, ordered => mem_free_host;
             MemHostRegister [cuMemHostRegister_v2] (p: *mut c_void, size: usize, flags: c_uint) : HostRegister, HostMem => host_register;
-            MemHostUnregister [cuMemHostUnregister] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
+            MemHostUnregister [cuMemHostUnregister] (p: *mut c_void) : HostPtr, HostMem, ordered => mem_host_unregister;
             MemHostGetDevicePointer [cuMemHostGetDevicePointer_v2] (dptr: *mut u64, p: *mut c_void, flags: c_uint) : HostDevicePointer, HostMem => host_get_device_pointer;
             MemAddressReserve [cuMemAddressReserve] (ptr: *mut u64 => ptr, size: usize = size, align: usize = alignment, addr: u64 = addr, flags: u64 = flags) : AddressReserve, Reserve, ordered;
             MemAddressFree [cuMemAddressFree] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
@@ -165,6 +165,19 @@ macro_rules! cuda_calls {
             TexObjectDestroy [cuTexObjectDestroy] (o: u64 = object) : Object, Array, ordered;
             SurfObjectCreate [cuSurfObjectCreate] (o: *mut u64, res: *const u8) : ObjectCreate, Array, ordered => surf_object_create;
             SurfObjectDestroy [cuSurfObjectDestroy] (o: u64 = object) : Object, Array, ordered;
+            // Host-visible memory (pseudo-calls: no driver export; capture records them itself)
+            // and stream-ordered memory pools (hostmem).
+            HostMemWrite [hrrHostMemWrite] () -> () : HostMemWrite, HostWrite => pseudo_call;
+            HostMemCheck [hrrHostMemCheck] () -> () : HostMemCheck, HostCheck => pseudo_call;
+            MemPoolCreate [cuMemPoolCreate] (pool: *mut Handle, props: *const u8) : PoolCreate, Pool, ordered => mem_pool_create;
+            MemPoolDestroy [cuMemPoolDestroy] (pool: Handle = pool) : Pool, Pool, ordered;
+            MemPoolSetAttribute [cuMemPoolSetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Pool => mem_pool_attribute;
+            MemPoolGetAttribute [cuMemPoolGetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Query => mem_pool_attribute;
+            MemPoolTrimTo [cuMemPoolTrimTo] (pool: Handle = pool, keep: usize = bytes) : PoolTrim, Pool;
+            MemPoolSetAccess [cuMemPoolSetAccess] (pool: Handle, desc: *const u8, count: usize) : PoolSetAccess, Pool => mem_pool_set_access;
+            DeviceGetDefaultMemPool [cuDeviceGetDefaultMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
+            DeviceGetMemPool [cuDeviceGetMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
+            DeviceSetMemPool [cuDeviceSetMemPool] (dev: c_int = device, pool: Handle = pool) : DevicePool, Pool;
         }
     };
 }

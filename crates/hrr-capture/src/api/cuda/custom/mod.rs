@@ -17,9 +17,8 @@ mod launch;
 mod memory;
 
 pub use crate::hook::common::{
-    device_get_name, get_global, host_get_device_pointer, host_register, launch_host_func,
-    mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset,
-    memset_async,
+    device_get_name, get_global, launch_host_func, mem_create, mem_set_access, memcpy_dtod,
+    memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset, memset_async,
 };
 pub use array::*;
 pub use code::*;

@@ -2,8 +2,9 @@
 //! are `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, arrays remapped, and device-to-host results are handed to the
 //! engine's checks ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with
-//! the graph. A 2D/3D copy's host side is the packed blob (pitch `width_bytes`, `height` rows a
-//! slice), so its D2H result is compared packed, as recorded.
+//! the graph; a result whose destination is host-visible memory is also written there
+//! (`hostmem.rs`). A 2D/3D copy's host side is the packed blob (pitch `width_bytes`, `height`
+//! rows a slice), so its D2H result is compared packed, as recorded.
 
 use std::ffi::c_void;
 
@@ -84,7 +85,11 @@ impl Cuda {
         let s: CopyD2h = ev.read()?;
         let src = self.mem.translate(s.src);
         let stream = self.stream(ev, s.stream)?;
-        self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)
+        let out = self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)?;
+        if let Outcome::D2h { got, .. } = &out {
+            self.mirror_d2h(s.dst, got);
+        }
+        Ok(out)
     }
 
     /// `cuMemcpyDtoD*`.
@@ -111,7 +116,11 @@ impl Cuda {
             }
             direction::D2H => {
                 let src = self.mem.translate(s.src);
-                return self.d2h(ev, (src, n), stream, s.d2h_blob);
+                let out = self.d2h(ev, (src, n), stream, s.d2h_blob)?;
+                if let Outcome::D2h { got, .. } = &out {
+                    self.mirror_d2h(s.dst, got);
+                }
+                return Ok(out);
             }
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }

@@ -154,6 +154,19 @@ driver_api! {
     cuTexObjectDestroy: fn(u64);
     cuSurfObjectCreate: fn(*mut u64, *const u8);
     cuSurfObjectDestroy: fn(u64);
+    // Host-visible memory and pools (hostmem.rs, pools.rs).
+    cuMemHostRegister_v2: fn(*mut c_void, usize, c_uint);
+    cuMemHostUnregister: fn(*mut c_void);
+    cuMemHostGetDevicePointer_v2: fn(*mut u64, *mut c_void, c_uint);
+    cuMemFreeHost: fn(*mut c_void);
+    cuMemPoolCreate: fn(*mut H, *const u8);
+    cuMemPoolDestroy: fn(H);
+    cuMemPoolSetAttribute: fn(H, c_int, *mut c_void);
+    cuMemPoolTrimTo: fn(H, usize);
+    cuMemPoolSetAccess: fn(H, *const u8, usize);
+    cuDeviceGetDefaultMemPool: fn(*mut H, c_int);
+    cuDeviceGetMemPool: fn(*mut H, c_int);
+    cuDeviceSetMemPool: fn(c_int, H);
 }
 
 /// `CUDA_KERNEL_NODE_PARAMS_v2`.

@@ -15,6 +15,8 @@
 //! | `launch.rs` | kernel launches |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
 //! | `graphs.rs` | graphs rebuilt from recorded stream captures or node by node |
+//! | `hostmem.rs` | host-visible memory (pinned, registered, managed) and the host's recorded writes and reads of it |
+//! | `pools.rs` | stream-ordered memory pools |
 //!
 //! Handles (contexts, streams, events, modules, libraries, functions, kernels, VMM handles) are
 //! remapped; code objects are loaded once, before the first call, and kernels are bound through
@@ -26,9 +28,11 @@ mod code;
 mod copies;
 mod driver;
 mod graphs;
+mod hostmem;
 mod launch;
 mod memory;
 mod open;
+mod pools;
 mod streams;
 
 use std::collections::HashMap;
@@ -39,6 +43,7 @@ use hrr_archive::ObjectId;
 
 use hrr_calls::cuda::Op;
 
+use super::memory_calls::Deferred;
 use super::shared::{Handles, Waiter, HOST_FUNC};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
@@ -72,6 +77,30 @@ pub struct Cuda {
     objects: arrays::Objects,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
+    /// Host-visible memory re-created for the program.
+    host: hostmem::HostRegions,
+    /// Stream-ordered frees not released yet.
+    deferred: Deferred,
+}
+
+impl Cuda {
+    /// An allocation, after the deferred frees of its range were released.
+    fn alloc(&mut self, ev: &Event, extent: Extent) -> Result<Outcome> {
+        let api = &self.api;
+        memory_calls::alloc_after_frees(&mut self.mem, api, api, &mut self.deferred, ev, extent)
+    }
+
+    /// `cuMemFree`: managed memory goes back to the driver; device allocations to placement.
+    /// Deferred stream-ordered frees that completed are released too.
+    fn free(&mut self, ev: &Event) -> Result<Outcome> {
+        let dptr = ev.read::<hrr_calls::shapes::DevicePtr>()?.dptr;
+        let api = &self.api;
+        self.deferred.reap(&mut self.mem, api, api, None, false)?;
+        if self.is_managed(dptr) {
+            return self.host_release_managed(dptr);
+        }
+        memory_calls::free(&mut self.mem, &self.api, ev)
+    }
 }
 
 impl Backend for Cuda {
@@ -103,13 +132,33 @@ impl Backend for Cuda {
         match op {
             Op::DevicePrimaryCtxRetain | Op::CtxCreate => self.retain_context(ev),
             Op::MemAlloc | Op::MemAllocAsync | Op::MemAllocFromPoolAsync => {
-                memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Bytes)
+                self.alloc(ev, Extent::Bytes)
             }
-            Op::MemAllocPitch => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
-            Op::MemAllocManaged => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
-            Op::MemFree | Op::MemFreeAsync => memory_calls::free(&mut self.mem, &self.api, ev),
-            Op::MemHostAlloc => memory_calls::alloc_host(&mut self.mem, &self.api, ev, true),
-            Op::MemAllocHost => memory_calls::alloc_host(&mut self.mem, &self.api, ev, false),
+            Op::MemAllocPitch => self.alloc(ev, Extent::Pitched),
+            Op::MemAllocManaged => self.alloc_managed(ev),
+            Op::MemFree => self.free(ev),
+            Op::MemFreeAsync => {
+                let (handles, api) = (&self.handles, &self.api);
+                memory_calls::free_async(&mut self.mem, api, api, &mut self.deferred, ev, |s| {
+                    let st = stream_of(handles, per_thread, s)?;
+                    Ok((st, api.is_capturing(st)))
+                })
+            }
+            Op::MemHostAlloc => self.host_alloc(ev, true),
+            Op::MemAllocHost => self.host_alloc(ev, false),
+            Op::MemHostRegister => self.host_register(ev, blobs),
+            Op::MemFreeHost | Op::MemHostUnregister => self.host_release(ev),
+            Op::MemHostGetDevicePointer => self.host_device_pointer(ev),
+            Op::HostMemWrite => self.host_write(ev, blobs),
+            Op::HostMemCheck => self.host_check(ev),
+            Op::MemPoolCreate => self.pool_create(ev),
+            Op::MemPoolDestroy => self.pool_destroy(ev),
+            Op::MemPoolSetAttribute => self.pool_set_attribute(ev),
+            Op::MemPoolTrimTo => self.pool_trim(ev),
+            Op::MemPoolSetAccess => self.pool_set_access(ev),
+            Op::DeviceGetDefaultMemPool => self.device_pool(ev, true),
+            Op::DeviceGetMemPool => self.device_pool(ev, false),
+            Op::DeviceSetMemPool => self.device_set_pool(ev),
             Op::MemAddressReserve => {
                 memory_calls::address_reserve(&mut self.mem, &self.api, ev, |_| 0)
             }
@@ -253,7 +302,9 @@ impl Backend for Cuda {
         if self.waiter.after_launch() {
             self.wait(std::ptr::null_mut(), "the final synchronisation")?;
         }
-        self.ctx_synchronize().map(|_| ())
+        self.ctx_synchronize()?;
+        let api = &self.api;
+        self.deferred.reap(&mut self.mem, api, api, None, true)
     }
 
     fn placement(&self) -> Tally {

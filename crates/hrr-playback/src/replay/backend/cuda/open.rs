@@ -65,6 +65,8 @@ impl Cuda {
             graph_host: Vec::new(),
             objects: Objects::default(),
             ops: Ops::default(),
+            host: Default::default(),
+            deferred: Default::default(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)
