@@ -133,6 +133,30 @@ pub struct ReplayOptions {
     /// On a FAULT, do not replay again with --sync-after-launch to name the kernel behind it.
     #[arg(long)]
     pub no_localize: bool,
+
+    /// Count the program's own nondeterminism (D2H bytes that differ between two replays of
+    /// the archive) as a failure: MISMATCH instead of PASS.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// On a failed D2H check, do not replay a second time to tell the program's own
+    /// nondeterminism apart from a divergence.
+    #[arg(long)]
+    pub no_recheck: bool,
+
+    /// Internal (the second replay of a recheck): write the D2H results of --dump-seqs here.
+    #[arg(long, value_name = "DIR", hide = true, requires = "dump_seqs")]
+    pub dump_d2h: Option<PathBuf>,
+
+    /// Internal: the events whose D2H results --dump-d2h writes.
+    #[arg(
+        long,
+        value_name = "SEQ,...",
+        hide = true,
+        value_delimiter = ',',
+        requires = "dump_d2h"
+    )]
+    pub dump_seqs: Vec<u64>,
 }
 
 impl ReplayOptions {
@@ -151,6 +175,9 @@ impl ReplayOptions {
             runtime: self.runtime.clone(),
             verbose: self.verbose,
             no_localize: self.no_localize,
+            strict: self.strict,
+            no_recheck: self.no_recheck,
+            dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
         }
     }
 }
