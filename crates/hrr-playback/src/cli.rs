@@ -11,9 +11,11 @@ use clap::{Args, Parser};
 /// The exit codes, as every `--help` lists them.
 pub const EXIT_CODES: &str = "Exit status: 0 ok; 1 failure; 2 usage (also: a root or pack holding \
 several processes, replayed without --pid). A replay ends with its verdict:\n  \
-    0 PASS (every D2H comparison passed; the line says when nothing was compared or work was skipped)\n  \
+    0 PASS (every D2H comparison passed; the line says when nothing was compared, work was skipped, \
+or bytes differed only as they do between two replays: the program's own nondeterminism)\n  \
     0 REPRODUCED (the recorded run failed, and replay fails the same way at the same event)\n  \
-    1 MISMATCH (a D2H result differs), or NOT REPRODUCED (the recorded failure did not happen)\n  \
+    1 MISMATCH (a D2H result differs; with --strict also nondeterministically), or NOT REPRODUCED \
+(the recorded failure did not happen)\n  \
     3 FAULT (the GPU raised an error: illegal address, misaligned access, ...; the kernel is named)\n  \
     4 HANG (a wait outlasted --sync-watchdog-ms)\n  \
     5 ERROR (replay could not reissue a call)\n\

@@ -208,6 +208,37 @@ mod tests {
     }
 
     #[test]
+    fn a_failure_is_settled_by_a_second_replay() {
+        let exact = Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        };
+        let want = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        // Bytes 4.. differ from the recording and between the replays: nondeterminism.
+        let mut c = Checks::default();
+        let got = [1u8, 2, 3, 4, 9, 9, 9, 9];
+        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
+        let n = c
+            .settle((7, "d2h"), &got, &[1, 2, 3, 4, 8, 8, 8, 8], &want, exact)
+            .expect("nondeterministic");
+        assert_eq!((n.bytes, n.differing, n.first_offset), (8, 4, 4));
+        assert_eq!((c.fail, c.nondeterministic), (0, 1));
+        assert!(c.mismatches.is_empty(), "{:?}", c.mismatches);
+        // A byte stable across the replays but not the recording's: a divergence.
+        let mut c = Checks::default();
+        let got = [0u8, 2, 3, 4, 9, 9, 9, 9];
+        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
+        assert!(c
+            .settle((7, "d2h"), &got, &[0, 2, 3, 4, 8, 8, 8, 8], &want, exact)
+            .is_none());
+        // Both replays alike: a divergence too.
+        assert!(c.settle((7, "d2h"), &got, &got, &want, exact).is_none());
+        assert_eq!((c.fail, c.nondeterministic, c.mismatches.len()), (1, 0, 1));
+        // A second result of another size proves nothing.
+        assert!(c.settle((7, "d2h"), &got, &[0; 4], &want, exact).is_none());
+    }
+
+    #[test]
     fn redacted_ranges_are_skipped_not_failed() {
         let exact = Tolerance {
             rtol: 0.0,

@@ -422,3 +422,47 @@ fn conclude(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hrr_archive::schema::{CallClass, CallDef};
+
+    fn call(name: &str, fields: &[&str]) -> CallDef {
+        let mut v = serde_json::json!({"id": 1, "name": name, "fields": []});
+        v["fields"] = fields
+            .iter()
+            .map(|f| serde_json::json!({"name": f, "type": "u64"}))
+            .collect();
+        let mut c: CallDef = serde_json::from_value(v).expect("a call definition");
+        c.class = CallClass::Other;
+        c
+    }
+
+    /// The fields of a table operation's shape (with `result`), as a schema names them.
+    fn fields_of<O: TableOp>(op: O) -> Vec<&'static str> {
+        std::iter::once("result")
+            .chain(op.fields().iter().map(|(n, _)| *n))
+            .collect()
+    }
+
+    #[test]
+    fn the_prescan_names_state_changes_replay_cannot_reproduce() {
+        use hrr_calls::cuda::Op;
+        let cuda = |name: &str, op: Op| unreproducible(Family::Cuda, &call(name, &fields_of(op)));
+        assert!(cuda("cuLaunchHostFunc", Op::LaunchHostFunc).is_some());
+        assert!(cuda("cuMemHostRegister_v2", Op::MemHostRegister).is_some());
+        assert!(cuda("cuMemHostGetDevicePointer_v2", Op::MemHostGetDevicePointer).is_some());
+        // Replayed, or changing nothing replay depends on.
+        assert!(cuda("cuMemAllocHost_v2", Op::MemAllocHost).is_none());
+        assert!(cuda("cuLaunchKernel", Op::LaunchKernel).is_none());
+        assert!(cuda("cuDeviceGetAttribute", Op::DeviceGetAttribute).is_none());
+        // Unknown to the table (a newer recorder's call).
+        assert!(unreproducible(Family::Cuda, &call("cuNewThing", &["result"])).is_some());
+        // HIP replays its host registrations.
+        use hrr_calls::hip::Op as H;
+        let hip = |name: &str, op: H| unreproducible(Family::Hip, &call(name, &fields_of(op)));
+        assert!(hip("hipHostRegister", H::HostRegister).is_none());
+        assert!(hip("hipLaunchHostFunc", H::LaunchHostFunc).is_some());
+    }
+}

@@ -535,6 +535,97 @@ mod tests {
     }
 
     #[test]
+    fn skipped_work_never_leaves_a_bare_pass() {
+        let pass = |f: &dyn Fn(&mut Summary)| {
+            let mut s = sample();
+            s.checks.exact = 3;
+            f(&mut s);
+            s.verdict_line()
+        };
+        assert_eq!(pass(&|_| {}), "PASS");
+        // More skipped calls than the list keeps: the count is of all of them.
+        assert!(pass(&|s| {
+            s.skipped_calls = (0..20).map(|i| format!("#{i} cuX: why")).collect();
+            s.skipped_total = 25;
+        })
+        .starts_with("PASS (25 calls not replayed, first: #0 cuX: why"));
+        // A state-changing call replay cannot reproduce, named by the prescan only.
+        let u = Unreproducible {
+            call: "cuMemHostRegister_v2".into(),
+            first_seq: 9,
+            count: 2,
+            why: "host memory registration is not reissued",
+        };
+        assert_eq!(
+            pass(&|s| s.unreproducible = vec![u.clone()]),
+            "PASS (2 state-changing calls not reproducible, first: #9 cuMemHostRegister_v2: host memory registration is not reissued)"
+        );
+        // Named once when a runtime skip already names it.
+        let line = pass(&|s| {
+            s.unreproducible = vec![Unreproducible {
+                call: "cuLaunchHostFunc".into(),
+                ..u.clone()
+            }];
+            s.skipped_calls =
+                vec!["#9 cuLaunchHostFunc: host callbacks are not in the archive".into()];
+            s.skipped_total = 1;
+        });
+        assert_eq!(
+            line,
+            "PASS (1 call not replayed, first: #9 cuLaunchHostFunc: host callbacks are not in the archive)"
+        );
+        assert_eq!(
+            pass(&|s| s.kernels_filtered = 3),
+            "PASS (3 launches left out by --kernel-filter)"
+        );
+        assert_eq!(
+            pass(&|s| s.checks.skipped = 1),
+            "PASS (1 D2H result not compared)"
+        );
+        assert_eq!(pass(&|s| s.recheck_note = Some("x".into())), "PASS (x)");
+    }
+
+    #[test]
+    fn nondeterminism_is_said_and_strict_makes_it_a_mismatch() {
+        let mut s = sample();
+        s.checks.exact = 3;
+        s.checks.nondeterministic = 1;
+        s.nondeterministic = vec![Nondeterministic {
+            seq: 135,
+            call: "cuMemcpyDtoH_v2".into(),
+            bytes: 1024,
+            differing: 512,
+            first_offset: 512,
+        }];
+        assert_eq!(
+            s.verdict_line(),
+            "PASS, 512 of 1024 bytes nondeterministic at event #135"
+        );
+        s.nondeterministic.push(s.nondeterministic[0].clone());
+        assert_eq!(
+            s.verdict_line(),
+            "PASS, 512 of 1024 bytes nondeterministic at event #135 and 1 more D2H result"
+        );
+        s.nondeterministic.pop();
+        s.verdict = Verdict::Mismatch;
+        assert_eq!(
+            s.verdict_line(),
+            "MISMATCH (--strict): 512 of 1024 bytes nondeterministic at event #135"
+        );
+        s.checks.fail = 1;
+        assert_eq!(
+            s.verdict_line(),
+            "MISMATCH: 1 of 5 D2H results differs from the recording; 512 of 1024 bytes nondeterministic at event #135"
+        );
+        let mut out = Vec::new();
+        write_json(&s, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["ok"], false);
+        assert_eq!(v["nondeterministic"][0]["differing"], 512);
+        assert_eq!(v["d2h_checks"]["nondeterministic"], 1);
+    }
+
+    #[test]
     fn human_and_json_shapes() {
         let mut s = sample();
         s.checks.exact = 2;
