@@ -3,13 +3,14 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches failing (default: all). Writes into
+# TARGETs: driver_api axpy gemm tiny_launches failing nondeterministic (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
 #   failing (a faulting and a hanging program)
+#   nondeterministic (half its result is the GPU's timer)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
 #   failed              one line per target that did not build (absent if none)
@@ -21,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing nondeterministic)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -161,6 +162,11 @@ fi
 if want failing; then
     run "failing" "$nvcc" "${common[@]}" -o "$out/failing" "$here/failing.cu" ||
         { fail failing; status=1; }
+fi
+
+if want nondeterministic; then
+    run "nondeterministic" "$nvcc" "${common[@]}" -o "$out/nondeterministic" "$here/nondeterministic.cu" ||
+        { fail nondeterministic; status=1; }
 fi
 
 {
