@@ -519,8 +519,8 @@ fi
 
 # ---- the program's own nondeterminism (issue 22): half of a result is the GPU's timer ----
 # Replay must pass saying so (`PASS, 512 of 1024 bytes nondeterministic at event #N`, told by a
-# second replay) and fail with --strict. (1 run in 256 the noisy byte comes out equal in both
-# replays: then the verdict is MISMATCH; rerun.)
+# second replay) and fail with --strict. (About 1 run in 128 the noisy byte comes out equal in
+# two of the three runs: then the verdict is a bare PASS or MISMATCH; rerun.)
 if [ $plain_only = 0 ] && [ -x "$B/nondeterministic" ]; then
     log "== nondeterminism"
     nd=$OUT/nondeterministic
