@@ -35,7 +35,8 @@
 #   HRR_E2E_STEP_TIMEOUT  seconds per step (default 300)
 #   HRR_E2E_WORKLOADS     space-separated subset of: driver_api driver_api_ptx
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
-#                         triton_add tiny_launches
+#                         triton_add tiny_launches cupy_fft cupy_rand
+#                         cupy_sparse torch_fft conv2d solve
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
 #   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
@@ -153,6 +154,8 @@ have_torch=0
 have_triton=0
 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1 && have_torch=1
 [ $have_torch = 1 ] && "$PY" -c 'import triton' >/dev/null 2>&1 && have_triton=1
+have_cupy=0
+"$PY" -c 'import cupy; cupy.cuda.runtime.getDeviceCount()' >/dev/null 2>&1 && have_cupy=1
 {
     echo "python: $PY torch=$have_torch triton=$have_triton"
     [ $have_torch = 1 ] && "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
@@ -190,6 +193,13 @@ add_wl mlp_expandable torch "gemm elementwise multi_tensor_apply nll_loss" \
     "$PY" "$root/tests/gpu/mlp.py"
 add_wl triton_add triton "add_kernel" "" "$PY" "$root/tests/gpu/triton_add.py"
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
+# The math libraries' own kernels (cuFFT reaches its functions through a private export table).
+add_wl cupy_fft cupy "fft" "" "$PY" "$root/tests/gpu/libs.py" cupy_fft
+add_wl cupy_rand cupy "rand|generate|normal" "" "$PY" "$root/tests/gpu/libs.py" cupy_rand
+add_wl cupy_sparse cupy "csr|spmv|cusparse|csrmv" "" "$PY" "$root/tests/gpu/libs.py" cupy_sparse
+add_wl torch_fft torch "fft" "" "$PY" "$root/tests/gpu/libs.py" torch_fft
+add_wl conv2d torch "fprop|conv|implicit_gemm" "" "$PY" "$root/tests/gpu/libs.py" conv2d
+add_wl solve torch "getrf|trsm|ipiv|trf" "" "$PY" "$root/tests/gpu/libs.py" solve
 
 selected=("${WL_NAMES[@]}")
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
@@ -204,6 +214,7 @@ available() { # available NAME -> 0 if it can run, else prints why not
     case $need in
     torch) [ $have_torch = 1 ] || { echo "no torch with CUDA in $PY"; return 1; } ;;
     triton) [ $have_triton = 1 ] || { echo "no triton in $PY"; return 1; } ;;
+    cupy) [ $have_cupy = 1 ] || { echo "no cupy in $PY"; return 1; } ;;
     *) built "$need" || { echo "build of $need failed"; return 1; } ;;
     esac
     return 0

@@ -1816,6 +1816,43 @@ static CUresult i_func_get_name(const char **name, CUfunction h) {
   *name = h->name;
   return E_SUCCESS;
 }
+static CUresult i_func_get_module(CUmodule *pm, CUfunction h) {
+  if (!pm) return E_INVALID_VALUE;
+  if (!obj_is(h, T_FUNC)) return E_INVALID_HANDLE;
+  *pm = h->mod;
+  return E_SUCCESS;
+}
+static CUresult i_module_enumerate(CUfunction *fns, unsigned n, CUmodule m) {
+  if (!fns) return E_INVALID_VALUE;
+  if (!obj_is(m, T_MOD)) return E_INVALID_HANDLE;
+  if (n > (unsigned)m->nf) return E_INVALID_VALUE;
+  for (unsigned i = 0; i < n; i++) fns[i] = m->f[i];
+  return E_SUCCESS;
+}
+static CUresult i_library_get_kernel(CUkernel *pk, CUlibrary l, const char *name);
+static CUresult i_library_enumerate(CUkernel *ks, unsigned n, CUlibrary l) {
+  if (!ks) return E_INVALID_VALUE;
+  if (!obj_is(l, T_LIB)) return E_INVALID_HANDLE;
+  if (n > (unsigned)l->mod->nf) return E_INVALID_VALUE;
+  for (unsigned i = 0; i < n; i++) {
+    CUresult r = i_library_get_kernel(&ks[i], l, l->mod->f[i]->name);
+    if (r) return r;
+  }
+  return E_SUCCESS;
+}
+/* cuGetExportTable: the real driver's private tables, the way cudart and libraries such as
+ * cuFFT reach driver internals. The fake has one, whatever the id: a size word, then a function
+ * looking a function up in a module, a path to a CUfunction that capture cannot see. */
+static CUresult i_module_get_function(CUfunction *pf, CUmodule m, const char *name);
+static CUresult hidden_get_function(CUfunction *pf, CUmodule m, const char *name) {
+  return i_module_get_function(pf, m, name);
+}
+static const void *k_export_table[] = {(const void *)(2 * sizeof(void *)), (const void *)hidden_get_function};
+static CUresult i_get_export_table(const void **table, const CUuuid *id) {
+  if (!table || !id) return E_INVALID_VALUE;
+  *table = k_export_table;
+  return E_SUCCESS;
+}
 static CUresult i_kernel_get_name(const char **name, CUkernel k) {
   if (!name) return E_INVALID_VALUE;
   if (!obj_is(k, T_KERN)) return E_INVALID_HANDLE;
@@ -2285,6 +2322,10 @@ DEF(cuFuncSetAttribute, (CUfunction f, int a, int v), i_func_set_attr(f, a, v))
 DEF(cuFuncSetCacheConfig, (CUfunction f, int cfg), i_func_set_cache(f, cfg))
 DEF(cuFuncGetParamInfo, (CUfunction f, size_t i, size_t *off, size_t *size), i_func_param_info(f, i, off, size))
 DEF(cuFuncGetName, (const char **name, CUfunction f), i_func_get_name(name, f))
+DEF(cuFuncGetModule, (CUmodule *pm, CUfunction f), i_func_get_module(pm, f))
+DEF(cuModuleEnumerateFunctions, (CUfunction *fns, unsigned n, CUmodule m), i_module_enumerate(fns, n, m))
+DEF(cuLibraryEnumerateKernels, (CUkernel *ks, unsigned n, CUlibrary l), i_library_enumerate(ks, n, l))
+DEF(cuGetExportTable, (const void **table, const CUuuid *id), i_get_export_table(table, id))
 DEF(cuOccupancyMaxActiveBlocksPerMultiprocessor, (int *nb, CUfunction f, int block, size_t smem),
     i_occupancy(nb, f, block, smem, 0))
 DEF(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
@@ -2453,6 +2494,10 @@ static const struct pa_ent k_procs[] = {
   P("cuFuncSetAttribute", 9000, cuFuncSetAttribute)
   P("cuFuncSetCacheConfig", 3000, cuFuncSetCacheConfig)
   P("cuFuncGetName", 12030, cuFuncGetName)
+  P("cuFuncGetModule", 11000, cuFuncGetModule)
+  P("cuModuleEnumerateFunctions", 12000, cuModuleEnumerateFunctions)
+  P("cuLibraryEnumerateKernels", 12000, cuLibraryEnumerateKernels)
+  P("cuGetExportTable", 3000, cuGetExportTable)
   P("cuFuncGetParamInfo", 12040, cuFuncGetParamInfo)
   P("cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050, cuOccupancyMaxActiveBlocksPerMultiprocessor)
   P("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", 7000, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)

@@ -218,6 +218,14 @@ shapes! {
     Graph { graph: Handle }
     /// A host function enqueued on a stream.
     HostFunc { stream: Handle, func: Ptr, data: Ptr }
+
+    // Handles reached by other paths.
+    /// The module of a function, and the function's name (replay looks it up by name there
+    /// when the function itself was never looked up).
+    FuncGetModule { module: Handle, function: Handle, name: Str }
+    /// The functions of a module or kernels of a library, enumerated: handles and their names
+    /// (one per line), in the driver's order.
+    Enumerated { owner: Handle, handles: U64s, names: Str }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

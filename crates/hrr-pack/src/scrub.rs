@@ -177,7 +177,18 @@ pub fn scrub(
             src.clone(),
         ),
     };
+    // A scrub to `-o` stages a full copy of the unscrubbed archive beside OUT: say where, beside
+    // the source, so the next scrub or pack of the source removes it after a `kill -9`.
+    let note = opts.out.as_ref().map(|_| out_note_path(&src));
+    if let Some(note) = &note {
+        let stage_abs = std::path::absolute(&stage).unwrap_or_else(|_| stage.clone());
+        fsutil::write_atomic(note, stage_abs.as_os_str().as_encoded_bytes(), true)
+            .with_context(|| format!("writing {}", note.display()))?;
+    }
     let result = build_and_swap(&key.id, &src, &stage, &dest, opts, is_root, &pid_dirs, scan);
+    if let Some(note) = &note {
+        let _ = std::fs::remove_file(note);
+    }
     match result {
         Ok(mut r) => {
             r.recovered = recovered;
@@ -220,6 +231,7 @@ pub fn recover(path: &Path) -> Result<Vec<String>> {
     let dest = lock::locked_folder(path);
     let mut done = Vec::new();
     recover_one(&dest, &mut done)?;
+    recover_out(&dest, &mut done)?;
     if path != dest {
         // a process capture inside a root: its own staging folder sits inside the root
         recover_one(
@@ -249,6 +261,40 @@ pub fn recover(path: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(done)
+}
+
+/// Where a scrub of `src` to `-o OUT` notes its staging folder (beside `src`, like its lock).
+fn out_note_path(src: &Path) -> PathBuf {
+    let name = src.file_name().unwrap_or_default().to_string_lossy();
+    src.with_file_name(format!(".{name}{STAGE_SUFFIX}-out"))
+}
+
+/// The staging folder of an interrupted scrub of `src` to `-o OUT` (a full unscrubbed copy),
+/// found through its note beside `src`: removed. OUT itself appears only complete (renamed
+/// into place last), so it is left as it is.
+fn recover_out(src: &Path, done: &mut Vec<String>) -> Result<()> {
+    let note = out_note_path(src);
+    let Ok(bytes) = fsutil::read_small(&note, 1 << 16) else {
+        return Ok(());
+    };
+    let stage = PathBuf::from(String::from_utf8_lossy(&bytes).into_owned());
+    let is_stage = stage.file_name().is_some_and(|n| {
+        let n = n.to_string_lossy();
+        n.starts_with('.') && n.ends_with(STAGE_SUFFIX)
+    });
+    if is_stage && std::fs::symlink_metadata(&stage).is_ok_and(|m| m.is_dir()) {
+        std::fs::remove_dir_all(&stage).with_context(|| format!("removing {}", stage.display()))?;
+        done.push(format!(
+            "removed {} left by an interrupted scrub -o",
+            stage.display()
+        ));
+    }
+    let ready = ready_path(&stage);
+    if is_stage && std::fs::symlink_metadata(&ready).is_ok() {
+        std::fs::remove_file(&ready).with_context(|| format!("removing {}", ready.display()))?;
+    }
+    std::fs::remove_file(&note).with_context(|| format!("removing {}", note.display()))?;
+    Ok(())
 }
 
 fn recover_one(dest: &Path, done: &mut Vec<String>) -> Result<()> {

@@ -1036,6 +1036,45 @@ fn scan_archive_pack_and_file_report_without_revealing() {
 // Scrub
 
 #[test]
+fn the_staging_copy_of_a_killed_scrub_to_o_is_removed_by_the_next_scrub_of_the_source() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("sec.hrr");
+    let secrets = secret_archive(&src);
+    // What `scrub -o out.hrr` leaves when killed while building: its staging folder (a full,
+    // unscrubbed copy) beside OUT and its note beside the source; OUT itself never appeared.
+    let out_dir = t.path().join("elsewhere");
+    std::fs::create_dir(&out_dir).unwrap();
+    let stage = out_dir.join(".out.hrr.hrr-scrub");
+    std::fs::create_dir(&stage).unwrap();
+    for f in walkdir::WalkDir::new(&src).min_depth(1) {
+        let f = f.unwrap();
+        let to = stage.join(f.path().strip_prefix(&src).unwrap());
+        if f.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(f.path(), &to).unwrap();
+        }
+    }
+    assert!(!grep_tree(&stage, &secrets).is_empty());
+    std::fs::write(
+        t.path().join(".sec.hrr.hrr-scrub-out"),
+        stage.as_os_str().as_encoded_bytes(),
+    )
+    .unwrap();
+
+    let o = run(&[&"scrub", &src]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("left by an interrupted scrub -o"),
+        "{}",
+        text(&o)
+    );
+    assert!(!stage.exists(), "the unscrubbed staging copy is gone");
+    assert!(!t.path().join(".sec.hrr.hrr-scrub-out").exists());
+    assert!(grep_tree(&src, &secrets).is_empty());
+}
+
+#[test]
 fn scrub_leaves_no_secret_anywhere_and_keeps_the_archive_valid() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("sec.hrr");

@@ -53,6 +53,9 @@ static void resolve(void) {
   SYM(LibraryGetGlobal, "cuLibraryGetGlobal");
   SYM(LibraryUnload, "cuLibraryUnload");
   SYM(KernelGetFunction, "cuKernelGetFunction");
+  SYM(GetExportTable, "cuGetExportTable");
+  SYM(ModuleEnumerateFunctions, "cuModuleEnumerateFunctions");
+  SYM(LibraryEnumerateKernels, "cuLibraryEnumerateKernels");
   SYM(ModuleLoadData, "cuModuleLoadData");
   SYM(ModuleGetFunction, "cuModuleGetFunction");
   SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2");

@@ -61,6 +61,9 @@ static void resolve(void) {
   GET(LibraryGetGlobal, "cuLibraryGetGlobal");
   GET(LibraryUnload, "cuLibraryUnload");
   GET(KernelGetFunction, "cuKernelGetFunction");
+  GET(GetExportTable, "cuGetExportTable");
+  GET(ModuleEnumerateFunctions, "cuModuleEnumerateFunctions");
+  GET(LibraryEnumerateKernels, "cuLibraryEnumerateKernels");
   GET(ModuleLoadData, "cuModuleLoadData");
   GET(ModuleGetFunction, "cuModuleGetFunction");
   GET(ModuleGetGlobal, "cuModuleGetGlobal");

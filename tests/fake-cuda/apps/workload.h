@@ -28,6 +28,7 @@ typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
 typedef unsigned long long cuuint64_t;
 typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct { char bytes[16]; } CUuuid;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
@@ -102,6 +103,9 @@ struct cu_api {
   CUresult (*LibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *);
   CUresult (*LibraryUnload)(CUlibrary);
   CUresult (*KernelGetFunction)(CUfunction *, CUkernel);
+  CUresult (*GetExportTable)(const void **, const CUuuid *);
+  CUresult (*ModuleEnumerateFunctions)(CUfunction *, unsigned, CUmodule);
+  CUresult (*LibraryEnumerateKernels)(CUkernel *, unsigned, CUlibrary);
   CUresult (*ModuleLoadData)(CUmodule *, const void *);
   CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
@@ -153,7 +157,7 @@ struct cu_api {
 static const char *g_prog = "app";
 static struct cu_api g_cu;
 
-enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT, MODE_NOISY };
+enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT, MODE_HIDDEN, MODE_NOISY };
 struct opts {
   int mode;
   long loops;
@@ -516,6 +520,73 @@ static void workload(struct outbuf *out) {
   free(hv);
 }
 
+/* The `hidden` mode: kernels reached without a recorded look-up, as a math library does.
+ * cuFFT gets its functions through the driver's private export table (cuGetExportTable, which
+ * capture passes through unrecorded): here `axpy` comes from the fake's export table; then a
+ * module's functions and a library's kernels are enumerated and `fill_u32` launched from each. */
+static void hidden_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUmodule mod;
+  CUlibrary lib;
+  CK(cu->ModuleLoadData(&mod, fatbin), "cuModuleLoadData");
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  const void *table = NULL;
+  CUuuid id = {{0}};
+  CK(cu->GetExportTable(&table, &id), "cuGetExportTable");
+  typedef CUresult (*hidden_fn)(CUfunction *, CUmodule, const char *);
+  hidden_fn get_function = (hidden_fn)((void *const *)table)[1];
+  CUfunction f_axpy;
+  CK(get_function(&f_axpy, mod, "axpy"), "export table get_function");
+
+  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
+  unsigned *hz = malloc(2 * n * sizeof(unsigned));
+  if (!hx || !hy || !hz) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) {
+    hx[i] = (float)(i % 41) * 0.5f;
+    hy[i] = (float)(i % 7) - 3.0f;
+  }
+  CUdeviceptr x, y, z;
+  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&z, 2 * n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(x, hx, n * sizeof(float)), "cuMemcpyHtoD");
+  CK(cu->MemcpyHtoD(y, hy, n * sizeof(float)), "cuMemcpyHtoD");
+  float a = 3.0f;
+  void *axpy_params[] = {&a, &x, &y, (void *)&n};
+  CK(cu->LaunchKernel(f_axpy, grid, 1, 1, BLOCK, 1, 1, 0, NULL, axpy_params, NULL), "cuLaunchKernel");
+  CUfunction fns[2];
+  CUkernel ks[2];
+  CK(cu->ModuleEnumerateFunctions(fns, 2, mod), "cuModuleEnumerateFunctions");
+  CK(cu->LibraryEnumerateKernels(ks, 2, lib), "cuLibraryEnumerateKernels");
+  /* fns[1] and ks[1] are `fill_u32` (the fatbin's second entry) */
+  CUdeviceptr z2 = z + n * sizeof(unsigned);
+  unsigned v1 = 0xA5A5A5A5u, v2 = 0x5A5A0001u;
+  unsigned long long count = (unsigned long long)n;
+  void *fill1[] = {&z, &v1, &count};
+  void *fill2[] = {&z2, &v2, &count};
+  CK(cu->LaunchKernel(fns[1], grid, 1, 1, BLOCK, 1, 1, 0, NULL, fill1, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)ks[1], grid, 1, 1, BLOCK, 1, 1, 0, NULL, fill2, NULL), "cuLaunchKernel");
+  CK(cu->MemcpyDtoH(hy, y, n * sizeof(float)), "cuMemcpyDtoH");
+  CK(cu->MemcpyDtoH(hz, z, 2 * n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "hidden axpy sum=%.6f fnv=%016llx", fsum(hy, n), fnv1a(hy, n * sizeof(float)));
+  outf(out, "hidden fill sum=%llu fnv=%016llx", usum(hz, 2 * n), fnv1a(hz, 2 * n * sizeof(unsigned)));
+  free(hx);
+  free(hy);
+  free(hz);
+}
+
 /* The `graph` mode: a few launches, a memset and an H2D copy captured from a stream into a
  * graph (GLOBAL capture mode, as cudaStreamBeginCapture's default), instantiated two ways and
  * launched 3 times; then an explicitly built (empty) graph instantiated and launched once. */
@@ -617,7 +688,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|noisy|fork|nocuda|threads|graph|loop N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads|graph|loop N]\n", g_prog);
   exit(2);
 }
 
@@ -633,6 +704,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "graph")) g_opts.mode = MODE_GRAPH;
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
+    else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
     else if (!strcmp(argv[1], "noisy")) g_opts.mode = MODE_NOISY;
     else if (!strcmp(argv[1], "loop") && argc > 2) {
       char *end;
@@ -646,6 +718,12 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
   }
   resolve();
 
+  if (g_opts.mode == MODE_HIDDEN) {
+    static struct outbuf ob;
+    hidden_workload(&ob);
+    outflush(&ob);
+    return 0;
+  }
   if (g_opts.mode == MODE_GRAPH) {
     static struct outbuf ob;
     graph_workload(&ob);

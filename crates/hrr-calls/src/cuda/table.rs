@@ -104,6 +104,12 @@ macro_rules! cuda_calls {
             GraphInstantiateWithParams [cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz] (exec: *mut Handle, g: Handle, params: *mut InstantiateParams) : GraphInstantiateParams, Graph, ordered => graph_instantiate_params;
             CtxSetLimit [cuCtxSetLimit] (limit: c_int = limit, value: usize = value) : CtxLimit, Context;
             CtxSetCacheConfig [cuCtxSetCacheConfig] (config: c_int = config) : CacheConfig, Attribute;
+            // Function and kernel handles reached by other paths: the module of a function (capture
+            // also records it for a launched function it never saw looked up, e.g. one a library
+            // got through a private export table), and enumerations of a module or library.
+            FuncGetModule [cuFuncGetModule] (m: *mut Handle, f: Handle) : FuncGetModule, Lookup, ordered => func_get_module;
+            ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => module_enumerate_functions;
+            LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => library_enumerate_kernels;
         }
     };
 }

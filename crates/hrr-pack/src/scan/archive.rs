@@ -16,7 +16,7 @@ use hrr_archive::redact::ObjectKind;
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{fsutil, ObjectId};
 
-use super::{Finding, Scanner, Stream};
+use super::{junction, Finding, Scanner, Stream};
 use crate::fingerprint::FingerprintKey;
 
 /// The findings in one file.
@@ -224,10 +224,12 @@ pub fn scan_archive(
     progress.finish();
     let mut report = ScanReport::default();
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut sizes = std::collections::HashMap::new();
     for ((shown, _, object), r) in files.into_iter().zip(results) {
         let (size, findings) = r.expect("every file was scanned")?;
         report.files_scanned += 1;
         report.bytes_scanned += size;
+        sizes.insert(shown.clone(), (size, object));
         let findings = filter_allowed(findings, allow, &mut report.allowed);
         if !findings.is_empty() {
             report.files.push(FileReport {
@@ -238,7 +240,46 @@ pub fn scan_archive(
             });
         }
     }
+    // Secrets across two blobs of one upload.
+    for (prefix, dir) in process_dirs(path)? {
+        let found = junction::scan_junctions(scanner, key, &dir)?;
+        for (rel, f) in found {
+            let shown = format!("{prefix}{rel}");
+            let Some(&(size, object)) = sizes.get(&shown) else {
+                continue;
+            };
+            let mut kept = filter_allowed(vec![f], allow, &mut report.allowed);
+            let Some(f) = kept.pop() else { continue };
+            match report.files.iter_mut().find(|r| r.path == shown) {
+                Some(r) => r.findings.push(f),
+                None => report.files.push(FileReport {
+                    path: shown,
+                    object,
+                    size,
+                    findings: vec![f],
+                }),
+            }
+        }
+    }
+    report.files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(report)
+}
+
+/// The process folders of the archive at `path`, each with its path prefix in reports.
+fn process_dirs(path: &Path) -> Result<Vec<(String, PathBuf)>> {
+    Ok(match layout::resolve(path)? {
+        Target::Root { processes, .. } => processes
+            .into_iter()
+            .map(|(_, d)| {
+                let name = d
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                (format!("{name}/"), d)
+            })
+            .collect(),
+        Target::Process { dir } => vec![(String::new(), dir)],
+    })
 }
 
 struct PackScan<'a> {

@@ -1,6 +1,7 @@
 //! Base64: lenient and strict decoding, the map from decoded bytes back to the characters holding
 //! them, and the re-scan of every base64 run of a file at its four alignments (findings inside are
-//! reported at the offsets of their base64 characters).
+//! reported at the offsets of their base64 characters). Base64 wrapped into lines (PEM bodies,
+//! MIME's 76 columns, `base64` 's 76, kubeconfigs) is joined across its line breaks first.
 
 use super::{Encoding, Finding, Stream, B64_MAX, B64_MIN, B64_STEP, FILLER};
 
@@ -63,9 +64,17 @@ impl Stream<'_> {
         let from = (self.head - self.base) as usize;
         let to = (chunk_end - self.base) as usize;
         let mut run = self.run_start;
+        let mut wrapped: Vec<usize> = Vec::new();
         for i in from..to {
             let abs = self.base + i as u64;
             if b64_value(self.buf[i]).is_none() {
+                // A line of whole base64 groups ending in a line break may begin a wrapped block.
+                if let (Some(start), b'\r' | b'\n') = (run, self.buf[i]) {
+                    let width = (abs - start) as usize;
+                    if width >= WRAP_MIN && width.is_multiple_of(4) && start >= self.base {
+                        wrapped.push((start - self.base) as usize);
+                    }
+                }
                 run = None;
                 continue;
             }
@@ -82,6 +91,16 @@ impl Stream<'_> {
             }
         }
         self.run_start = run;
+        let mut scanned_to = 0;
+        for start in wrapped {
+            if start < scanned_to {
+                continue; // a later line of a block already scanned
+            }
+            if let Some((chars, end)) = wrapped_block(&self.buf, start) {
+                self.scan_wrapped(&chars);
+                scanned_to = end;
+            }
+        }
         for (abs, len) in pieces {
             let i = (abs - self.base) as usize;
             let text = self.buf[i..i + len].to_vec();
@@ -121,9 +140,120 @@ impl Stream<'_> {
     }
 }
 
+/// Shortest line of a wrapped base64 block (PEM uses 64, MIME and `base64` 76).
+const WRAP_MIN: usize = 16;
+
+impl Stream<'_> {
+    /// Scan one joined block: `chars` are the buffer indices of its base64 characters.
+    fn scan_wrapped(&mut self, chars: &[usize]) {
+        let text: Vec<u8> = chars.iter().map(|&c| self.buf[c]).collect();
+        let line_of = |k: usize| chars[k] - k; // grows by the break length at every break
+        for shift in 0..4usize {
+            let decoded = b64_decode(&text[shift..]);
+            if decoded.len() < B64_MIN / 4 * 3 - 3 {
+                continue;
+            }
+            for inner in self.sc.scan_decoded(self.key, &decoded) {
+                let len = (text.len() - shift) as u64;
+                let c = b64_chars(inner.offset, inner.offset + inner.length);
+                let (c0, c1) = (shift + c.start as usize, shift + c.end.min(len) as usize);
+                if c1 <= c0 || line_of(c0) == line_of(c1 - 1) {
+                    continue; // inside one line: the scan of base64 runs finds it there
+                }
+                let r = b64_chars(
+                    inner.redact_offset,
+                    inner.redact_offset + inner.replacement.len() as u64,
+                );
+                let (r0, r1) = (shift + r.start as usize, shift + r.end.min(len) as usize);
+                let offset = self.base + chars[c0] as u64;
+                if !self.seen.insert((inner.order, offset, Encoding::Base64)) {
+                    continue;
+                }
+                // Same length in the file: characters become filler, line breaks stay.
+                let (a, b) = if r1 > r0 {
+                    (chars[r0], chars[r1 - 1] + 1)
+                } else {
+                    (chars[c0], chars[c0])
+                };
+                let replacement = self.buf[a..b]
+                    .iter()
+                    .map(|&x| if b64_value(x).is_some() { FILLER } else { x })
+                    .collect();
+                self.findings.push(Finding {
+                    rule: inner.rule,
+                    offset,
+                    length: (chars[c1 - 1] + 1 - chars[c0]) as u64,
+                    encoding: Encoding::Base64,
+                    fingerprint: inner.fingerprint,
+                    preview: format!("base64 (wrapped) of {}", inner.preview),
+                    redact_offset: self.base + a as u64,
+                    replacement,
+                    order: inner.order,
+                    generic: inner.generic,
+                });
+            }
+        }
+    }
+}
+
+/// The wrapped base64 block whose first line starts at `start`: the indices of its characters
+/// (at most [`B64_MAX`]) and the index where it ends; `None` unless it has at least two lines,
+/// all but the last of one width (a multiple of 4, at least [`WRAP_MIN`]) and the last no
+/// longer.
+fn wrapped_block(buf: &[u8], start: usize) -> Option<(Vec<usize>, usize)> {
+    let run = |at: usize| {
+        buf[at..]
+            .iter()
+            .take_while(|&&b| b64_value(b).is_some())
+            .count()
+    };
+    let brk = |at: usize| match buf.get(at..at + 2) {
+        Some([b'\r', b'\n']) => 2,
+        _ if buf.get(at) == Some(&b'\n') => 1,
+        _ => 0,
+    };
+    let width = run(start);
+    if width < WRAP_MIN || !width.is_multiple_of(4) || brk(start + width) == 0 {
+        return None;
+    }
+    let mut chars: Vec<usize> = (start..start + width).collect();
+    let mut at = start + width;
+    let mut lines = 1;
+    while chars.len() < B64_MAX {
+        let b = brk(at);
+        if b == 0 {
+            break;
+        }
+        let n = run(at + b);
+        if n == 0 || n > width {
+            break;
+        }
+        chars.extend(at + b..at + b + n);
+        lines += 1;
+        at += b + n;
+        if n < width {
+            break; // the last line
+        }
+    }
+    chars.truncate(B64_MAX);
+    (lines >= 2).then_some((chars, at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_blocks_are_joined_across_line_breaks() {
+        let buf = b"x QUJDREVGR0hJSktMTU5P\r\nUFFSU1RVVldY\n- rest";
+        let (chars, end) = wrapped_block(buf, 2).unwrap();
+        let text: Vec<u8> = chars.iter().map(|&c| buf[c]).collect();
+        assert_eq!(b64_decode(&text), b"ABCDEFGHIJKLMNOPQRSTUVWX");
+        assert_eq!(&buf[end..end + 1], b"\n");
+        // one line is not a wrapped block, nor lines of uneven width
+        assert!(wrapped_block(b"QUJDREVGR0hJSktMTU5P rest", 0).is_none());
+        assert!(wrapped_block(b"QUJDREVGR0hJSktM\nTU5PUFFSU1RVVldYWVo\n", 0).is_none());
+    }
 
     #[test]
     fn base64_char_ranges_cover_the_bytes() {

@@ -19,12 +19,14 @@
 //! - `binary`: the parsers of binary key formats (DER, OpenSSH);
 //! - `accept`: the acceptance tests a match must pass (entropy, words, checksums, JWT JSON);
 //! - `redact`: previews and same-length replacements;
+//! - `junction`: secrets straddling two blobs of one upload (neighbours told by the copies' events);
 //! - [`rules`]: the rule list itself; [`archive`]: scanning whole archives, packs and folders.
 
 mod accept;
 pub mod archive;
 mod base64;
 mod binary;
+mod junction;
 mod redact;
 pub mod rules;
 mod stream;

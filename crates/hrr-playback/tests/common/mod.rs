@@ -102,3 +102,42 @@ pub fn skipped(why: &str, how: &str) {
         }
     }
 }
+
+/// The fake CUDA driver of a test binary, and capture and replay against it.
+pub struct FakeCuda {
+    /// Where `libcuda.so.1` and the apps were built.
+    pub dir: PathBuf,
+}
+
+impl FakeCuda {
+    /// The fake driver and its apps, built once per test binary (`tag` keeps binaries apart).
+    pub fn get(tag: &str) -> &'static FakeCuda {
+        static FAKE: std::sync::OnceLock<FakeCuda> = std::sync::OnceLock::new();
+        FAKE.get_or_init(|| FakeCuda {
+            dir: build_fake_cuda(tag),
+        })
+    }
+
+    /// `hrr-capture -o archive -- app args`.
+    pub fn capture(&self, archive: &Path, app: &str, args: &[&str]) -> std::process::Output {
+        let mut c = bounded(bin_dir().join("hrr-capture"));
+        c.arg("-o")
+            .arg(archive)
+            .arg("--")
+            .arg(self.dir.join(app))
+            .args(args)
+            .env("LD_LIBRARY_PATH", &self.dir)
+            .env("HRR_CAPTURE_MIN_FREE_MB", "1");
+        c.output().expect("run hrr-capture")
+    }
+
+    /// `hrr-playback target extra --no-progress`: exit code, stdout, stderr.
+    pub fn replay(&self, target: &Path, extra: &[&str]) -> (i32, String, String) {
+        let mut c = playback();
+        c.arg(target)
+            .args(extra)
+            .arg("--no-progress")
+            .env("LD_LIBRARY_PATH", &self.dir);
+        run(c)
+    }
+}

@@ -17,7 +17,7 @@ use super::loader::driver_fn;
 const CUDA_ERROR_INVALID_VALUE: c_int = 1;
 
 /// What capture knows about a function or kernel handle.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct KernelInfo {
     /// Kernel name.
     pub name: String,

@@ -1,4 +1,6 @@
-//! Code: module and library loads (images stored as code objects), function, kernel and global look-ups (remembered in the state).
+//! Code: module and library loads (images stored as code objects), function, kernel and global
+//! look-ups (remembered in the state), enumerations, and the binding of a launched function
+//! capture never saw looked up (through its module, [`bind_unseen_function`]).
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -9,7 +11,9 @@ use hrr_calls::cuda::ffi::{CUresult, Handle};
 use hrr_calls::shapes::*;
 
 use super::rec;
+use crate::api::cuda::calls::real_fn;
 use crate::api::cuda::calls::Export;
+use crate::api::cuda::loader::driver_fn;
 use crate::api::cuda::state::{self, KernelInfo};
 use crate::api::cuda::API;
 use crate::hook::args::{cstr, out_addr};
@@ -248,5 +252,131 @@ pub unsafe fn kernel_get_function(
             kernel: k as u64,
         }
     });
+    r
+}
+
+/// Name of a function, asked of the driver.
+pub(super) unsafe fn driver_func_name(f: Handle) -> Option<String> {
+    type GetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CUresult;
+    let g = driver_fn::<GetName>(c"cuFuncGetName")?;
+    let mut name = std::ptr::null();
+    (g(&mut name, f) == 0 && !name.is_null()).then(|| cstr(name))
+}
+
+/// Name of a library kernel, asked of the driver.
+unsafe fn driver_kernel_name(k: Handle) -> Option<String> {
+    type GetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CUresult;
+    let g = driver_fn::<GetName>(c"cuKernelGetName")?;
+    let mut name = std::ptr::null();
+    (g(&mut name, k) == 0 && !name.is_null()).then(|| cstr(name))
+}
+
+pub unsafe fn func_get_module(
+    h: Export,
+    m: *mut Handle,
+    f: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| FuncGetModule {
+        module: out_addr(m),
+        function: f as u64,
+        name: driver_func_name(f).unwrap_or_default(),
+    });
+    r
+}
+
+/// A launched function capture never saw looked up: a library that reached the driver through
+/// a private export table (cuFFT does), or a handle obtained before capture began. Its name
+/// comes from the driver; when its module is one capture recorded, a `cuFuncGetModule` event
+/// (the program made no such call) lets replay look it up by name there. Else replay cannot
+/// bind it, and says so at the launch.
+pub(super) unsafe fn bind_unseen_function(f: Handle) {
+    if state::with(|st| st.kernels.contains_key(&(f as u64))) {
+        return;
+    }
+    let name = driver_func_name(f).unwrap_or_default();
+    type GetModule = unsafe extern "C" fn(*mut Handle, Handle) -> CUresult;
+    let mut module: Handle = std::ptr::null_mut();
+    let r = real_fn::<GetModule>(Export::cuFuncGetModule).map_or(-1, |g| g(&mut module, f));
+    let module = module as u64;
+    if r == 0 && state::with(|st| st.modules.contains_key(&module)) {
+        define_kernel(f as u64, module, &name, false);
+        rec(Export::cuFuncGetModule, r, |_| FuncGetModule {
+            module,
+            function: f as u64,
+            name,
+        });
+    } else {
+        state::with(|st| {
+            st.define_kernel(
+                f as u64,
+                KernelInfo {
+                    name,
+                    code: None,
+                    is_library_kernel: false,
+                },
+            )
+        });
+    }
+}
+
+/// Record an enumeration of `owner`'s functions (or, `library`, its kernels) into `out`.
+unsafe fn enumerated(
+    h: Export,
+    r: CUresult,
+    out: *mut Handle,
+    n: c_uint,
+    owner: Handle,
+    library: bool,
+) {
+    rec(h, r, |_| {
+        let handles: Vec<u64> = if r == 0 && !out.is_null() {
+            (0..n as usize).map(|i| *out.add(i) as u64).collect()
+        } else {
+            Vec::new()
+        };
+        let names: Vec<String> = handles
+            .iter()
+            .map(|&k| {
+                let name = if library {
+                    driver_kernel_name(k as Handle)
+                } else {
+                    driver_func_name(k as Handle)
+                };
+                let name = name.unwrap_or_default();
+                define_kernel(k, owner as u64, &name, library);
+                name
+            })
+            .collect();
+        Enumerated {
+            owner: owner as u64,
+            handles,
+            names: names.join("\n"),
+        }
+    });
+}
+
+pub unsafe fn module_enumerate_functions(
+    h: Export,
+    fns: *mut Handle,
+    n: c_uint,
+    m: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    enumerated(h, r, fns, n, m, false);
+    r
+}
+
+pub unsafe fn library_enumerate_kernels(
+    h: Export,
+    ks: *mut Handle,
+    n: c_uint,
+    lib: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    enumerated(h, r, ks, n, lib, true);
     r
 }

@@ -2,16 +2,16 @@
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_uint, c_void};
+use std::ffi::{c_uint, c_void};
 
 use hrr_calls::cuda::ffi::{CUresult, Handle, LaunchConfig, LAUNCH_ATTR_BYTES};
 use hrr_calls::shapes::*;
 
+use super::code::bind_unseen_function;
 use super::rec;
 use crate::api::cuda::calls::Export;
-use crate::api::cuda::loader::driver_fn;
-use crate::api::cuda::state::{self, KernelInfo};
-use crate::hook::args::{bytes_at, cstr};
+use crate::api::cuda::state;
+use crate::hook::args::bytes_at;
 
 /// What a launch call says, whichever entry point made it.
 struct LaunchCall {
@@ -82,14 +82,6 @@ unsafe fn pack(layout: &[(u32, u32)], params: *mut *mut c_void) -> Vec<u8> {
     buf
 }
 
-/// Name of a function or kernel the recorder did not see looked up, asked of the driver.
-unsafe fn driver_func_name(f: Handle) -> Option<String> {
-    type GetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CUresult;
-    let g = driver_fn::<GetName>(c"cuFuncGetName")?;
-    let mut name = std::ptr::null();
-    (g(&mut name, f) == 0 && !name.is_null()).then(|| cstr(name))
-}
-
 unsafe fn record_launch(
     h: Export,
     r: CUresult,
@@ -97,19 +89,11 @@ unsafe fn record_launch(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) {
+    bind_unseen_function(l.f);
     rec(h, r, |rc| {
         let f = l.f as u64;
         let (info, layout, in_capture) = state::with(|st| {
-            // Not seen looked up (e.g. obtained before capture opened): ask the driver, once.
-            let info = st
-                .kernels
-                .entry(f)
-                .or_insert_with(|| KernelInfo {
-                    name: driver_func_name(l.f).unwrap_or_default(),
-                    code: None,
-                    is_library_kernel: false,
-                })
-                .clone();
+            let info = st.kernels.get(&f).cloned().unwrap_or_default();
             (
                 info,
                 st.param_layout(f),

@@ -9,9 +9,9 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    CacheConfig, CtxLimit, FuncSetAttribute, FuncSetCacheConfig, KernelGetFunction,
-    KernelSetAttribute, LibraryGetKernel, LibraryGetModule, LibraryLoad, ModuleGetFunction,
-    ModuleLoad,
+    CacheConfig, CtxLimit, Enumerated, FuncGetModule, FuncSetAttribute, FuncSetCacheConfig,
+    KernelGetFunction, KernelSetAttribute, LibraryGetKernel, LibraryGetModule, LibraryLoad,
+    ModuleGetFunction, ModuleLoad,
 };
 
 use super::driver::{cu, H};
@@ -120,6 +120,44 @@ impl Cuda {
         })
     }
 
+    /// `cuFuncGetModule`: the program asked the module of a bound function, or capture recorded
+    /// the module of a launched function it never saw looked up; then the function is looked up
+    /// by name in that module.
+    pub(super) fn func_get_module(&mut self, ev: &Event) -> Result<Outcome> {
+        let (api, s) = (&self.api, ev.read::<FuncGetModule>()?);
+        if self.handles.get(s.function).is_ok() {
+            return code_calls::look_up(&mut self.handles, (s.function, s.module), None, |f, _| {
+                let mut h: H = std::ptr::null_mut();
+                cu!(api, cuFuncGetModule(&mut h, f))?;
+                Ok(h)
+            });
+        }
+        let name = Some(s.name.as_str());
+        code_calls::look_up(&mut self.handles, (s.module, s.function), name, |m, n| {
+            let mut h: H = std::ptr::null_mut();
+            cu!(api, cuModuleGetFunction(&mut h, m, n.as_ptr()))?;
+            Ok(h)
+        })
+    }
+
+    /// `cuModuleEnumerateFunctions` / `cuLibraryEnumerateKernels`: each enumerated handle is
+    /// bound by its recorded name (the driver's order need not be the same).
+    pub(super) fn enumerated(&mut self, ev: &Event, library: bool) -> Result<Outcome> {
+        let (api, s) = (&self.api, ev.read::<Enumerated>()?);
+        for (&handle, name) in s.handles.iter().zip(s.names.split('\n')) {
+            code_calls::look_up(&mut self.handles, (s.owner, handle), Some(name), |o, n| {
+                let mut h: H = std::ptr::null_mut();
+                if library {
+                    cu!(api, cuLibraryGetKernel(&mut h, o, n.as_ptr()))?;
+                } else {
+                    cu!(api, cuModuleGetFunction(&mut h, o, n.as_ptr()))?;
+                }
+                Ok(h)
+            })?;
+        }
+        Ok(Outcome::Done)
+    }
+
     /// `cuModuleGetGlobal` / `cuLibraryGetGlobal`: the variable's recorded address translates
     /// to where it is now.
     pub(super) fn get_global(&mut self, ev: &Event, library: bool) -> Result<Outcome> {
@@ -160,7 +198,6 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuFuncSetCacheConfig`.
     /// A context limit (device malloc heap, stack, printf FIFO, …): set again, in order, so
     /// kernels that rely on it (device-side `new`, deep recursion) run as recorded.
     pub(super) fn ctx_set_limit(&mut self, ev: &Event) -> Result<Outcome> {
@@ -176,6 +213,7 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
+    /// `cuFuncSetCacheConfig`.
     pub(super) fn func_set_cache_config(&mut self, ev: &Event) -> Result<Outcome> {
         let s: FuncSetCacheConfig = ev.read()?;
         let func = self.handles.get(s.function)?;

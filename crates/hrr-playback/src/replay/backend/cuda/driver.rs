@@ -84,6 +84,7 @@ driver_api! {
     cuLibraryGetModule: fn(*mut H, H);
     cuLibraryGetGlobal: fn(*mut u64, *mut usize, H, *const c_char);
     cuKernelGetFunction: fn(*mut H, H);
+    cuFuncGetModule: fn(*mut H, H);
     cuFuncSetAttribute: fn(H, c_int, c_int);
     cuKernelSetAttribute: fn(c_int, c_int, H, c_int);
     cuFuncSetCacheConfig: fn(H, c_int);

@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use hrr_calls::shapes::Launch;
 
 use super::driver::{cu, LaunchConfig};
@@ -20,7 +20,13 @@ impl Cuda {
         if let Err(not_launched) = launch_gate(&l, filter) {
             return Ok(not_launched);
         }
-        let func = self.handles.get(l.function)?;
+        let func = self.handles.get(l.function).map_err(|_| {
+            anyhow!(
+                "kernel `{}`: function handle 0x{:x} is not bound in this archive (capture saw no look-up of it and could not find its module)",
+                l.kernel,
+                l.function
+            )
+        })?;
         let stream = self.stream(ev, l.stream)?;
         let mut args = std::mem::take(&mut l.args);
         let offs = &l.arg_offsets;

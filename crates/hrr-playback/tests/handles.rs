@@ -1,0 +1,56 @@
+//! Kernel handles a program obtains without a recorded look-up — through the driver's private
+//! export table, as cuFFT does, or by enumerating a module's functions and a library's kernels
+//! — are bound at replay (fake driver, `hidden` mode of the fake apps).
+
+mod common;
+use common::*;
+
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("handles")
+}
+
+#[test]
+fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let out = fake().capture(&arch, "driver_app", &["hidden"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hidden fill sum="));
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    // The function from the export table: its module recorded at the launch.
+    let bound: Vec<_> = events
+        .iter()
+        .filter(|e| e["name"] == "cuFuncGetModule")
+        .collect();
+    assert_eq!(bound.len(), 1, "{bound:?}");
+    assert_eq!(bound[0]["fields"]["name"], "axpy");
+    let enumerated: Vec<_> = events
+        .iter()
+        .filter(|e| e["name"].as_str().unwrap().contains("Enumerate"))
+        .collect();
+    assert_eq!(enumerated.len(), 2, "{enumerated:?}");
+    assert_eq!(enumerated[0]["fields"]["names"], "axpy\nfill_u32");
+
+    let (code, out, err) = fake().replay(&dir, &["--json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["kernels_launched"], 3, "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 2, "{v}");
+
+    // The checks compare real results: change the recorded axpy input and replay fails.
+    let h2d = events
+        .iter()
+        .find_map(|e| e["fields"]["h2d_blob"].as_str())
+        .unwrap();
+    let p = dir
+        .join("blobs")
+        .join(&h2d[..2])
+        .join(format!("{h2d}.blob"));
+    let len = std::fs::metadata(&p).unwrap().len() as usize;
+    std::fs::write(&p, vec![0u8; len]).unwrap();
+    let (code, out, _) = fake().replay(&dir, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("MISMATCH"), "{out}");
+}
