@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -1732,7 +1733,7 @@ static CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccess
 /* Code: images, modules, libraries, functions, kernels                     */
 /* ------------------------------------------------------------------------ */
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY };
 
 struct fc_param { unsigned off, size; };
 
@@ -1752,6 +1753,7 @@ static const struct builtin {
   {"tex_fetch", K_TEX_FETCH, 3, {{0, 8}, {8, 8}, {16, 4}}},
   /* surf_write(CUsurfObject s, unsigned v, int n): element i (4 bytes) of s's array = v + i */
   {"surf_write", K_SURF_WRITE, 3, {{0, 8}, {8, 4}, {12, 4}}},
+  {"noisy", K_NOISY, 2, {{0, 8}, {8, 8}}}, /* half of its output differs from run to run */
 };
 
 #define FATTR_N 16
@@ -2648,6 +2650,30 @@ static unsigned long long count_of(long long n, unsigned long long threads) {
 }
 #define RD(T, off) ({ T v__; memcpy(&v__, pb + (off), sizeof v__); v__; })
 
+/* A byte new at every `noisy` launch: from a counter kept in the file $FAKE_CUDA_NOISE_FILE
+   when set (so tests know every process gets a different one), else from the clock and pid. */
+static uint8_t noise_byte(void) {
+  static unsigned long long base;
+  static unsigned launches;
+  static int seeded;
+  if (!seeded) {
+    seeded = 1;
+    const char *path = getenv("FAKE_CUDA_NOISE_FILE");
+    FILE *f = path ? fopen(path, "r+") : NULL;
+    if (f) {
+      if (fscanf(f, "%llu", &base) != 1) base = 0;
+      rewind(f);
+      fprintf(f, "%llu\n", base + 1);
+      fclose(f);
+    } else {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      base = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 8);
+    }
+  }
+  return (uint8_t)(base * 37 + launches++); /* 37 is odd: processes 1..255 apart differ */
+}
+
 static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long long threads) {
   switch (f->kid) {
   case K_AXPY: {
@@ -2714,6 +2740,18 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
         memcpy((void *)(base + (i / row) * pitch + (i % row) * elem), &x, 4);
       }
     }
+    return E_SUCCESS;
+  }
+  case K_NOISY: {
+    /* noisy(unsigned *out, unsigned long long n): the first half of `out` deterministic, the
+       second half (rounded up) a value new at every launch, like a kernel writing a clock or
+       an atomic ticket: the program's own nondeterminism, for replay to tell apart. */
+    uint64_t p = RD(uint64_t, 0), n64 = RD(uint64_t, 8);
+    unsigned long long n = n64 < threads ? n64 : threads;
+    if (n > (1ull << 40) || !range_ok(p, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    uint32_t *P = (uint32_t *)(uintptr_t)p;
+    uint32_t noise = noise_byte() * 0x01010101u;
+    for (unsigned long long i = 0; i < n; i++) P[i] = i < n / 2 ? (uint32_t)i * 2654435761u : noise;
     return E_SUCCESS;
   }
   case K_SPIN:

@@ -3,7 +3,8 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem (default: all). Writes into
+# TARGETs: driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem nondeterministic
+# (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
@@ -13,6 +14,7 @@
 #   graph_nodes (a CUDA graph built node by node, driver API through cudart's entry points)
 #   copies2d (2D/3D copies, arrays, texture and surface objects)
 #   hostmem (zero-copy, managed and stream-ordered memory, self-checking)
+#   nondeterministic (half its result is the GPU's timer)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
 #   failed              one line per target that did not build (absent if none)
@@ -24,7 +26,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem nondeterministic)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -176,6 +178,11 @@ fi
 if want hostmem; then
     run "hostmem" "$nvcc" "${common[@]}" -o "$out/hostmem" "$here/hostmem.cu" ||
         { fail hostmem; status=1; }
+fi
+
+if want nondeterministic; then
+    run "nondeterministic" "$nvcc" "${common[@]}" -o "$out/nondeterministic" "$here/nondeterministic.cu" ||
+        { fail nondeterministic; status=1; }
 fi
 
 {

@@ -4,7 +4,7 @@
  * "cuGetProcAddress", then fetch every other entry point through it by base
  * name with cudaVersion 12000 and flags 0.
  *
- * usage: driver_app [crash|abort|fork|nocuda|threads|graph|loop N]
+ * usage: driver_app [crash|abort|noisy|fork|nocuda|threads|graph|loop N]
  */
 #include "workload.h"
 

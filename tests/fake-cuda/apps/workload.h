@@ -226,7 +226,7 @@ static const char *g_prog = "app";
 static struct cu_api g_cu;
 
 enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT,
-       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND };
+       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY };
 struct opts {
   int mode;
   long loops;
@@ -301,6 +301,7 @@ static const char k_lib_text[] =
     ".entry add_global\n"
     ".entry spin\n"
     ".entry fault\n"
+    ".entry noisy\n"
     ".global g_bias 4\n";
 
 /* What a module built from PTX looks like to cuModuleLoadData. */
@@ -429,6 +430,21 @@ static void workload(struct outbuf *out) {
     outf(out, "launched %s", bad);
     outflush(out);
     CK(cu->CtxSynchronize(), "cuCtxSynchronize");
+  }
+  if (g_opts.mode == MODE_NOISY) {
+    /* A kernel whose output is half the program's own nondeterminism (the fake's `noisy`
+       writes a value new at every launch into the second half), copied back. */
+    CUkernel k_noisy;
+    CUdeviceptr nz;
+    unsigned hn[256];
+    unsigned long long nn = 256;
+    CK(cu->LibraryGetKernel(&k_noisy, lib, "noisy"), "cuLibraryGetKernel");
+    CK(cu->MemAlloc(&nz, sizeof hn), "cuMemAlloc");
+    void *noisy_params[] = {&nz, &nn};
+    CK(cu->LaunchKernel((CUfunction)k_noisy, 1, 1, 1, 256, 1, 1, 0, NULL, noisy_params, NULL), "cuLaunchKernel");
+    CK(cu->MemcpyDtoH(hn, nz, sizeof hn), "cuMemcpyDtoH");
+    outf(out, "noisy first=%u last=%u", hn[1], hn[255]);
+    CK(cu->MemFree(nz), "cuMemFree");
   }
   if (g_opts.mode == MODE_CRASH || g_opts.mode == MODE_ABORT) {
     outflush(out);
@@ -950,7 +966,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|fork|nocuda|threads|graph|graph_nodes|graph_cond|loop N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads|graph|graph_nodes|graph_cond|loop N]\n", g_prog);
   exit(2);
 }
 
@@ -969,6 +985,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
+    else if (!strcmp(argv[1], "noisy")) g_opts.mode = MODE_NOISY;
     else if (!strcmp(argv[1], "loop") && argc > 2) {
       char *end;
       g_opts.loops = strtol(argv[2], &end, 10);

@@ -7,6 +7,7 @@
 //! | [`report`] | the summary: one struct, a human and a JSON renderer |
 //! | `check` | D2H comparisons (exact, tolerance, redacted ranges) |
 //! | [`verdict`] | PASS, REPRODUCED, MISMATCH, NOT REPRODUCED, FAULT, HANG, ERROR and their exit codes |
+//! | `recheck` | a second replay on failed D2H checks: the program's own nondeterminism told apart from divergence |
 //! | `fault` | where a fault happened (kernel, arguments, allocations), localisation by a rerun |
 //! | `fields` | the status check and the prescan's reads (handlers read fields into their `hrr_calls` shape) |
 //! | `placement` | recorded allocations back at their addresses, generic over a `Vmm` trait |
@@ -20,6 +21,7 @@ mod fault;
 mod fields;
 pub mod options;
 mod placement;
+mod recheck;
 pub mod report;
 pub mod verdict;
 

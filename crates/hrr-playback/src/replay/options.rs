@@ -30,6 +30,14 @@ pub struct Options {
     pub verbose: bool,
     /// On a fault, do not rerun with `--sync-after-launch` to name the kernel behind it.
     pub no_localize: bool,
+    /// Hold the program's own nondeterminism (bytes differing between two replays) against it:
+    /// `MISMATCH` instead of `PASS`.
+    pub strict: bool,
+    /// On a failed D2H check, do not replay a second time to tell nondeterminism apart.
+    pub no_recheck: bool,
+    /// The second replay of a recheck (`super::recheck`): write the D2H results of these
+    /// events into this folder.
+    pub dump_d2h: Option<(PathBuf, Vec<u64>)>,
 }
 
 impl Default for Options {
@@ -47,6 +55,9 @@ impl Default for Options {
             runtime: None,
             verbose: false,
             no_localize: false,
+            strict: false,
+            no_recheck: false,
+            dump_d2h: None,
         }
     }
 }
