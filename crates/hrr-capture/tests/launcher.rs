@@ -55,13 +55,25 @@ fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+/// Spawn `c`. A binary a test has just copied can be briefly "busy" (ETXTBSY): another test
+/// thread forked while the copy's write descriptor was open, and the child holds it until its
+/// exec. That passes within milliseconds, so the spawn is retried.
+fn spawn(c: &mut Command) -> std::process::Child {
+    for _ in 0..100 {
+        match c.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            r => return r.expect("spawn hrr-capture"),
+        }
+    }
+    panic!("{c:?} stayed busy (ETXTBSY) for 2 s");
+}
+
 /// Run to completion (bounded), capturing stdout and stderr.
 fn output(mut c: Command) -> Output {
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn hrr-capture");
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = spawn(&mut c);
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let o = std::thread::spawn(move || {
