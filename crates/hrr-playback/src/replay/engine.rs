@@ -32,17 +32,17 @@ use super::report::{self, Summary};
 use super::verdict::{self, RecordedFailure, Stop, Verdict};
 
 /// What replay must know before the driver loads.
-struct Scan {
+pub(super) struct Scan {
     /// Code objects loaded by the capture.
-    code: Vec<CodeObject>,
+    pub(super) code: Vec<CodeObject>,
     /// Device address ranges the capture allocated or reserved.
-    ranges: Vec<(u64, u64)>,
+    pub(super) ranges: Vec<(u64, u64)>,
     /// The first GPU failure the recorded run hit.
-    recorded_failure: Option<RecordedFailure>,
+    pub(super) recorded_failure: Option<RecordedFailure>,
 }
 
 /// One pass over the capture for its code objects and device address ranges.
-fn prescan(dir: &Path, family: Family) -> Result<Scan> {
+pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
     let schema = reader
         .schema()
@@ -110,7 +110,7 @@ fn prescan(dir: &Path, family: Family) -> Result<Scan> {
 
 /// Read a recorded blob whole (`None`: nothing was recorded), refusing a link, a non-file, or a
 /// size other than `expected` (the byte count of the event that names it).
-fn read_blob(dir: &Path, id: Option<ObjectId>, expected: Option<u64>) -> Result<Option<Vec<u8>>> {
+pub(super) fn read_blob(dir: &Path, id: Option<ObjectId>, expected: Option<u64>) -> Result<Option<Vec<u8>>> {
     let Some(id) = id else { return Ok(None) };
     let mut f = hrr_archive::blobs::open_blob(dir, &id, expected)
         .with_context(|| format!("blob {id} of {}", dir.display()))?;
@@ -123,6 +123,9 @@ fn read_blob(dir: &Path, id: Option<ObjectId>, expected: Option<u64>) -> Result<
 /// Replay the process capture in `dir`, the summary written to `out`; returns the exit code
 /// (0 only when every check passed).
 pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
+    if let Some(req) = &opts.extract {
+        return super::extract::run(opts, req, dir, out);
+    }
     let sum = summary::summarize(dir)?;
     let schema = sum.schema.clone().ok_or_else(|| {
         anyhow!(
@@ -142,6 +145,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     let mut backend = family.open(opts, &scan.ranges)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;
+    let replaced = super::replace::install(&mut *backend, dir, &schema, &opts.replace_kernels)?;
     let load_ms = load_start.elapsed().as_secs_f64() * 1e3;
 
     let mut report = Summary {
@@ -273,6 +277,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         opts,
     );
     report.placement = backend.placement();
+    report.replaced_kernels = super::replace::tally(&replaced, &*backend);
     if opts.json {
         report::write_json(&report, out)?;
     } else {

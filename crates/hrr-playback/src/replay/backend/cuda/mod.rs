@@ -14,6 +14,7 @@
 //! | `launch.rs` | kernel launches |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
 //! | `graphs.rs` | graphs rebuilt from recorded stream captures |
+//! | `extract.rs` | snapshot reads for `--extract`, replacement kernels for `--replace-kernel` |
 //!
 //! Handles (contexts, streams, events, modules, libraries, functions, kernels, VMM handles) are
 //! remapped; code objects are loaded once, before the first call, and kernels are bound through
@@ -23,6 +24,7 @@
 mod code;
 mod copies;
 mod driver;
+mod extract;
 mod graphs;
 mod launch;
 mod memory;
@@ -65,6 +67,8 @@ pub struct Cuda {
     graph_host: Vec<Vec<u8>>,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
+    /// `--replace-kernel`: recorded (mangled) kernel name → replacement function, launches.
+    replaced: HashMap<String, (H, u64)>,
 }
 
 impl Backend for Cuda {
@@ -200,5 +204,23 @@ impl Backend for Cuda {
 
     fn placement(&self) -> Tally {
         self.mem.tally()
+    }
+
+    fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.read_recorded(addr, len)
+    }
+
+    fn live_ranges(&self) -> Vec<(u64, u64)> {
+        self.mem.live()
+    }
+
+    fn replace_kernel(&mut self, name: &str, image: &[u8]) -> Result<Option<Vec<(u64, u64)>>> {
+        self.load_replacement(name, image)
+    }
+
+    fn replaced_launches(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<_> = self.replaced.iter().map(|(k, &(_, n))| (k.clone(), n)).collect();
+        v.sort();
+        v
     }
 }

@@ -62,6 +62,7 @@ impl Cuda {
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
             ops: Ops::default(),
+            replaced: HashMap::new(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)
