@@ -307,6 +307,11 @@ pub struct InfoProcessJson {
     pub passthrough_calls: std::collections::BTreeMap<String, u64>,
     /// An `active` marker is present.
     pub active_marker: bool,
+    /// Where an archive written by `--extract` came from (the manifest's `extracted_from`:
+    /// `source`, `segment`, `first_event`, `last_event`, `kernels`, `reach`, `snapshot_bytes`,
+    /// `fault`); absent for a capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extracted_from: Option<serde_json::Value>,
 }
 
 /// `hrr-playback ROOT --info --json` on an archive root (`hrr.info/1`, `kind` `root`).

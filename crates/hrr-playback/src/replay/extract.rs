@@ -699,7 +699,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     m.extra.insert(
         "extracted_from".into(),
         serde_json::json!({
-            "source": dir.display().to_string(),
+            "source": std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string(),
             "first_event": seg.first,
             "last_event": seg.last,
             "segment": req.segment,
