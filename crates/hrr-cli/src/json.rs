@@ -527,6 +527,21 @@ pub struct ReplayJson {
     pub fault_site: Option<LaunchSiteJson>,
     /// On a hang, the last kernel launched, or null.
     pub last_launch: Option<LaunchSiteJson>,
+    /// `--replace-kernel`: each replaced kernel and the launches that used its replacement.
+    #[serde(default)]
+    pub replaced_kernels: Vec<ReplacedKernelJson>,
+}
+
+/// One `replaced_kernels` entry of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplacedKernelJson {
+    /// The kernel (demangled).
+    pub kernel: String,
+    /// The file its replacement was loaded from, as given.
+    pub path: String,
+    /// Launches that used the replacement.
+    pub launches: u64,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -648,7 +648,10 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     kv(out, arch_label, cc.as_deref().unwrap_or("-"))?;
     kv(out, "Driver version", driver.as_deref().unwrap_or("-"))?;
     if let Some(x) = extracted_from(s) {
-        let text = |k: &str| x.get(k).map(|v| v.as_str().map_or(v.to_string(), str::to_string));
+        let text = |k: &str| {
+            x.get(k)
+                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+        };
         let (first, last) = (x.get("first_event"), x.get("last_event"));
         let events = match (first, last) {
             (Some(a), Some(b)) if a == b => format!("#{a}"),

@@ -19,7 +19,11 @@ fn fake() -> &'static FakeCuda {
 
 /// A capture of `driver_app args` in `tmp`.
 fn captured(tmp: &Path, args: &[&str]) -> PathBuf {
-    let arch = tmp.join(if args.is_empty() { "run.hrr" } else { "fault.hrr" });
+    let arch = tmp.join(if args.is_empty() {
+        "run.hrr"
+    } else {
+        "fault.hrr"
+    });
     let o = fake().capture(&arch, "driver_app", args);
     assert!(
         args.contains(&"fault") || o.status.success(),
@@ -56,7 +60,14 @@ fn checks_passed(out: &str) -> u64 {
         .lines()
         .find(|l| l.starts_with("[HRR] D2H checks"))
         .unwrap_or_else(|| panic!("no D2H checks line in {out}"));
-    line.split(':').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    line.split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -74,13 +85,22 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
     assert!(out.contains("[HRR] PASS"), "{out}");
-    assert!(checks_passed(&out) >= x["d2h_checks"].as_u64().unwrap(), "{out}");
+    assert!(
+        checks_passed(&out) >= x["d2h_checks"].as_u64().unwrap(),
+        "{out}"
+    );
 
     // Provenance in --info (text and JSON).
     let (code, info, err) = fake().replay(&small, &["--info"]);
     assert_eq!(code, 0, "{err}");
-    let line = info.lines().find(|l| l.starts_with("Extracted from:")).unwrap();
-    assert!(line.contains("run.hrr") && line.contains("(gather)") && line.contains("reach all"), "{line}");
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("Extracted from:"))
+        .unwrap();
+    assert!(
+        line.contains("run.hrr") && line.contains("(gather)") && line.contains("reach all"),
+        "{line}"
+    );
     let pid = &pid_dirs(&small)[0];
     let (_, json, _) = fake().replay(pid, &["--info", "--json"]);
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
@@ -92,7 +112,10 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
     assert!(v.get("extracted_from").is_none());
 
     // An existing output is never overwritten.
-    let (code, _, err) = fake().replay(&arch, &["--extract", "gather", "-o", small.to_str().unwrap()]);
+    let (code, _, err) = fake().replay(
+        &arch,
+        &["--extract", "gather", "-o", small.to_str().unwrap()],
+    );
     assert_ne!(code, 0);
     assert!(err.contains("exists"), "{err}");
 }
@@ -139,7 +162,10 @@ fn reach_args_snapshots_fewer_bytes_and_still_passes() {
     assert!(0 < b && b < a, "args {b} bytes, all {a} bytes");
     let (code, out, err) = fake().replay(&args_out, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] PASS") && checks_passed(&out) > 0, "{out}");
+    assert!(
+        out.contains("[HRR] PASS") && checks_passed(&out) > 0,
+        "{out}"
+    );
 }
 
 #[test]
@@ -148,8 +174,10 @@ fn a_reach_over_the_limit_and_a_non_launch_are_refused() {
     let arch = captured(tmp.path(), &[]);
     let out = tmp.path().join("big.hrr");
     let o = out.to_str().unwrap();
-    let (code, _, err) =
-        fake().replay(&arch, &["--extract", "gather", "-o", o, "--extract-max-bytes", "1K"]);
+    let (code, _, err) = fake().replay(
+        &arch,
+        &["--extract", "gather", "-o", o, "--extract-max-bytes", "1K"],
+    );
     assert_ne!(code, 0);
     assert!(err.contains("more than --extract-max-bytes 1024"), "{err}");
     assert!(!out.exists(), "a refused extraction leaves nothing");
@@ -194,11 +222,17 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
     let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &other]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("MISMATCH"), "{out}");
-    assert!(out.contains("Replaced kernel : axpy by") && out.contains("(2 launches)"), "{out}");
+    assert!(
+        out.contains("Replaced kernel : axpy by") && out.contains("(2 launches)"),
+        "{out}"
+    );
 
     let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &same]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] PASS") && checks_passed(&out) > 0, "{out}");
+    assert!(
+        out.contains("[HRR] PASS") && checks_passed(&out) > 0,
+        "{out}"
+    );
     let (code, json, err) = fake().replay(&arch, &["--replace-kernel", &same, "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
@@ -207,8 +241,14 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
 
     let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &bad]);
     assert_ne!(code, 0);
-    assert!(err.contains("argument sizes differ") && err.contains("4@0 8@8 8@16 4@24"), "{err}");
-    assert!(!out.contains("Kernels launched"), "refused before the first launch: {out}");
+    assert!(
+        err.contains("argument sizes differ") && err.contains("4@0 8@8 8@16 4@24"),
+        "{err}"
+    );
+    assert!(
+        !out.contains("Kernels launched"),
+        "refused before the first launch: {out}"
+    );
 
     // In an extracted launch too.
     let small = tmp.path().join("axpy.hrr");

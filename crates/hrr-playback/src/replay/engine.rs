@@ -110,7 +110,11 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
 
 /// Read a recorded blob whole (`None`: nothing was recorded), refusing a link, a non-file, or a
 /// size other than `expected` (the byte count of the event that names it).
-pub(super) fn read_blob(dir: &Path, id: Option<ObjectId>, expected: Option<u64>) -> Result<Option<Vec<u8>>> {
+pub(super) fn read_blob(
+    dir: &Path,
+    id: Option<ObjectId>,
+    expected: Option<u64>,
+) -> Result<Option<Vec<u8>>> {
     let Some(id) = id else { return Ok(None) };
     let mut f = hrr_archive::blobs::open_blob(dir, &id, expected)
         .with_context(|| format!("blob {id} of {}", dir.display()))?;

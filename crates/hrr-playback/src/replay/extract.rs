@@ -295,7 +295,11 @@ fn synthetic_call<'s>(
 /// A synthetic event's payload: `result` (when the call has one), then the shape.
 fn payload(call: &CallDef, result: i32, s: &impl Shape) -> Vec<u8> {
     let mut p = PayloadBuilder::new();
-    if call.fields.first().is_some_and(|f| f.ty == FieldType::Result) {
+    if call
+        .fields
+        .first()
+        .is_some_and(|f| f.ty == FieldType::Result)
+    {
         p.i32(result);
     }
     s.write(&mut p);
@@ -437,7 +441,11 @@ fn copy_event(
             payload[r.offset..r.offset + 16].copy_from_slice(&new.0);
         }
     }
-    let (k, t, ts) = (rec.header.kind, rec.header.thread_id, rec.header.timestamp_ns);
+    let (k, t, ts) = (
+        rec.header.kind,
+        rec.header.thread_id,
+        rec.header.timestamp_ns,
+    );
     w.events().append_at(k, t, ts, &payload)?;
     Ok(())
 }
@@ -502,7 +510,11 @@ pub fn run(opts: &Options, req: &Request, dir: &Path, out: &mut dyn Write) -> Re
         });
         writeln!(out, "{v}")?;
     } else {
-        writeln!(out, "[HRR] Extracted {what} into {}", done.out_dir.display())?;
+        writeln!(
+            out,
+            "[HRR] Extracted {what} into {}",
+            done.out_dir.display()
+        )?;
         writeln!(
             out,
             "[HRR] {:<16}: {} bytes in {} blob{} (reach {})",
@@ -587,8 +599,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         if seq >= seg.first && before.is_none() {
             ranges = reach_ranges(&mut *backend, req, &seg, &globals)?;
             before = Some(
-                snapshot(&mut *backend, &mut w, &ranges)
-                    .context("snapshot before the segment")?,
+                snapshot(&mut *backend, &mut w, &ranges).context("snapshot before the segment")?,
             );
         }
         let recorded_fault = scan.recorded_failure.as_ref().is_some_and(|f| f.seq == seq);
@@ -764,7 +775,12 @@ mod tests {
 
     #[test]
     fn ranges_merge_and_are_found() {
-        let r = merged(vec![(0x2000, 0x100), (0x1000, 0x1000), (0, 5), (0x2050, 0x10)]);
+        let r = merged(vec![
+            (0x2000, 0x100),
+            (0x1000, 0x1000),
+            (0, 5),
+            (0x2050, 0x10),
+        ]);
         assert_eq!(r, vec![(0x1000, 0x1000), (0x2000, 0x100)]);
         assert_eq!(containing(&r, 0x1fff), Some((0x1000, 0x1000)));
         assert_eq!(containing(&r, 0x2000), Some((0x2000, 0x100)));

@@ -54,7 +54,11 @@ fn recorded_layouts(dir: &Path, schema: &Schema) -> Result<BTreeMap<String, Vec<
         if l.kernel.is_empty() {
             continue;
         }
-        let layout = l.arg_offsets.iter().copied().zip(l.arg_sizes.iter().copied());
+        let layout = l
+            .arg_offsets
+            .iter()
+            .copied()
+            .zip(l.arg_sizes.iter().copied());
         layouts.entry(l.kernel).or_insert_with(|| layout.collect());
     }
     Ok(layouts)
@@ -97,11 +101,12 @@ pub fn install(
                 }
             );
         }
-        let image = std::fs::read(path).with_context(|| format!("{flag}: reading {}", path.display()))?;
+        let image =
+            std::fs::read(path).with_context(|| format!("{flag}: reading {}", path.display()))?;
         for (kernel, recorded) in matching {
             let layout = backend
                 .replace_kernel(kernel, &image)
-                .with_context(|| format!("{flag}"))?;
+                .with_context(|| flag.clone())?;
             match layout {
                 Some(l) if l.iter().map(|p| p.1).ne(recorded.iter().map(|p| p.1)) => bail!(
                     "{flag}: argument sizes differ: the replacement `{}` takes {} but the \
@@ -148,7 +153,10 @@ mod tests {
     fn a_kernel_is_named_mangled_demangled_or_by_its_bare_name() {
         let m = "_Z10gather_badPKfPKiPfi";
         assert!(names(m, m));
-        assert!(names("gather_bad(float const*, int const*, float*, int)", m));
+        assert!(names(
+            "gather_bad(float const*, int const*, float*, int)",
+            m
+        ));
         assert!(names("gather_bad", m));
         assert!(!names("gather", m));
         assert!(names("axpy", "axpy"));

@@ -271,7 +271,12 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(w, "[HRR] {:<16}: {}", "Graphs launched", s.graphs_launched)?;
     for (k, path, n) in &s.replaced_kernels {
-        writeln!(w, "[HRR] {:<16}: {k} by {path} ({n} launch{})", "Replaced kernel", if *n == 1 { "" } else { "es" })?;
+        writeln!(
+            w,
+            "[HRR] {:<16}: {k} by {path} ({n} launch{})",
+            "Replaced kernel",
+            if *n == 1 { "" } else { "es" }
+        )?;
     }
     writeln!(
         w,
@@ -330,7 +335,7 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `recorded_failure` | object or null | `seq`, `call`, `code`: the GPU failure the recorded run hit |
 /// | `fault_site` | object or null | the launch a fault is attributed to: `seq`, `launch`, `kernel` (demangled), `kernel_mangled`, `grid`, `block`, `shared_mem`, `args` (`offset`, `size`, `value` hex, `allocation` or null, `suspicious`), `localized_by_rerun` |
 /// | `last_launch` | object or null | on a hang, the last kernel launched (same fields as `fault_site`) |
-/// | `replaced_kernels` | array of objects | `--replace-kernel`: `kernel` (mangled), `path`, `launches` (integer: launches that used the replacement) |
+/// | `replaced_kernels` | array of objects | `--replace-kernel`: `kernel` (demangled), `path`, `launches` (integer: launches that used the replacement) |
 pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let c = &s.checks;
     let p = &s.placement;
@@ -430,7 +435,8 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         assert_eq!(keys[..3], ["archive", "events", "kernels"]);
-        assert_eq!(keys.last(), Some(&"last_launch"));
+        assert_eq!(keys.last(), Some(&"replaced_kernels"));
+        assert_eq!(v["replaced_kernels"], serde_json::json!([]));
         assert_eq!(v["result"], "PASS");
         assert_eq!(v["verdict"], "PASS");
         assert_eq!(v["exit_code"], 0);

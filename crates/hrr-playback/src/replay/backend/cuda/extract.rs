@@ -60,7 +60,7 @@ impl Cuda {
                 // SAFETY: a function of this driver and out-pointers to locals.
                 match unsafe { info(func, i, &mut off, &mut size) } {
                     0 => params.push((off as u64, size as u64)),
-                    INVALID_VALUE => break,       // past the last parameter
+                    INVALID_VALUE => break,     // past the last parameter
                     _ if i == 0 => return None, // the driver cannot tell
                     _ => break,
                 }

@@ -219,7 +219,11 @@ impl Backend for Cuda {
     }
 
     fn replaced_launches(&self) -> Vec<(String, u64)> {
-        let mut v: Vec<_> = self.replaced.iter().map(|(k, &(_, n))| (k.clone(), n)).collect();
+        let mut v: Vec<_> = self
+            .replaced
+            .iter()
+            .map(|(k, &(_, n))| (k.clone(), n))
+            .collect();
         v.sort();
         v
     }

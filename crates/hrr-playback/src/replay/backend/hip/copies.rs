@@ -32,7 +32,14 @@ impl Hip {
         let mut got = vec![0u8; len];
         let src = self.mem.translate(addr);
         let what = format!("snapshot read of 0x{addr:x} (+{len} bytes)");
-        self.copy(got.as_mut_ptr() as u64, src, len, kind::D2H, std::ptr::null_mut(), &what)?;
+        self.copy(
+            got.as_mut_ptr() as u64,
+            src,
+            len,
+            kind::D2H,
+            std::ptr::null_mut(),
+            &what,
+        )?;
         Ok(got)
     }
 
