@@ -200,6 +200,19 @@ fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
     let (code, out, err) = fake().replay(&small, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("REPRODUCED"), "{out}");
+    // A fixed kernel (one that does not fault) in place of the faulting one: PASS, said why, in
+    // the whole capture and in the small archive.
+    let fixed = tmp.path().join("fixed.ptx");
+    std::fs::write(&fixed, ".entry fault =noop\n").unwrap();
+    let fix = format!("fault={}", fixed.display());
+    for target in [&arch, &small] {
+        let (code, out, err) = fake().replay(target, &["--replace-kernel", &fix]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(
+            out.contains("[HRR] PASS") && out.contains("did not happen with the replaced kernel"),
+            "{out}"
+        );
+    }
     // Its recorded fault removed, it no longer reproduces: the fault is what the archive expects.
     let (code, out, _) = fake().replay(&small, &["--kernel-filter", "nothing-matches"]);
     assert_eq!(code, 1, "{out}");

@@ -158,6 +158,15 @@ impl Summary {
                 plural(c.skipped)
             ));
         }
+        if let (Some(r), false) = (&self.recorded_failure, self.replaced_kernels.is_empty()) {
+            notes.push(format!(
+                "the recorded failure (status {} at event #{} {}) did not happen with the replaced kernel{}",
+                r.code,
+                r.seq,
+                r.call,
+                plural(self.replaced_kernels.len() as u64)
+            ));
+        }
         if !self.skipped_calls.is_empty() {
             notes.push(format!(
                 "{} call{} not replayed, first: {}",
