@@ -9,7 +9,7 @@
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
-#   failing (a faulting and a hanging program)
+#   failing (a faulting and a hanging program), failing_fixed.cubin (its fixed gather_bad)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
 #   failed              one line per target that did not build (absent if none)
@@ -161,6 +161,9 @@ fi
 if want failing; then
     run "failing" "$nvcc" "${common[@]}" -o "$out/failing" "$here/failing.cu" ||
         { fail failing; status=1; }
+    # The fixed gather_bad, as a cubin for --replace-kernel (issue 18).
+    run "failing fixed cubin" "$nvcc" "${common[@]}" -cubin -o "$out/failing_fixed.cubin" "$here/failing_fixed.cu" ||
+        { fail failing_fixed; status=1; }
 fi
 
 {
