@@ -25,8 +25,11 @@
 //!
 //! Not covered yet: memory the program mapped itself with the VMM calls, managed and
 //! host-mapped memory are not snapshotted (only allocations `crate::replay::placement`
-//! recreates, and module variables); a segment inside a stream capture is not extracted
-//! (its graph is not rebuilt).
+//! recreates, and module variables looked up by address, `cuModuleGetGlobal`); HIP variables
+//! written by name (`hipMemcpyToSymbol`) are restored by keeping those copies as set-up, so a
+//! kernel's own later writes to such a variable are lost; a segment inside a stream capture
+//! is not extracted (its graph is not rebuilt). The backends for both APIs read snapshots, but
+//! `--replace-kernel` is CUDA only.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -38,7 +41,7 @@ use hrr_archive::schema::{decode_fields, object_fields, CallClass, CallDef, Fiel
 use hrr_archive::schema::{PayloadBuilder, Value};
 use hrr_archive::writer::{ProcessWriter, EVENTS_FILE};
 use hrr_archive::{layout, summary, ObjectId};
-use hrr_calls::shapes::{CopyD2h, CopyH2d, Global, Launch, NoFields};
+use hrr_calls::shapes::{CopyD2h, CopyH2d, CopyToSymbol, Global, Launch, NoFields};
 use hrr_calls::wire::FieldType as WireType;
 use hrr_calls::{Kind, Shape};
 
@@ -231,10 +234,15 @@ fn resolve_segment(dir: &Path, schema: &Schema, spec: &Spec) -> Result<Segment> 
 }
 
 /// What an event's call does, and its record shape (`None`: not a call of the table).
-fn kind_of(family: Family, name: &str, fields: &[(&str, Value)]) -> Option<(Kind, bool)> {
-    fn of<O: TableOp>(name: &str, fields: &[(&str, Value)]) -> Option<(Kind, bool)> {
+fn kind_of(family: Family, name: &str, fields: &[(&str, Value)]) -> Option<(Kind, Shaped)> {
+    fn of<O: TableOp>(name: &str, fields: &[(&str, Value)]) -> Option<(Kind, Shaped)> {
         let op = resolve::<O>(base_name(name).0, fields.iter().map(|(n, _)| *n))?;
-        Some((op.kind(), op.fields() == Global::FIELDS))
+        let shaped = match op.fields() {
+            f if f == Global::FIELDS => Shaped::Global,
+            f if f == CopyToSymbol::FIELDS => Shaped::ToSymbol,
+            _ => Shaped::Other,
+        };
+        Some((op.kind(), shaped))
     }
     match family {
         Family::Cuda => of::<hrr_calls::cuda::Op>(name, fields),
@@ -242,26 +250,39 @@ fn kind_of(family: Family, name: &str, fields: &[(&str, Value)]) -> Option<(Kind
     }
 }
 
+/// The record shapes extraction tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shaped {
+    /// A module variable looked up (`Global`): its range is snapshotted.
+    Global,
+    /// A copy to a variable by name (HIP's `hipMemcpyToSymbol`, `CopyToSymbol`): kept as set-up,
+    /// since the variable's address is not known to the snapshot.
+    ToSymbol,
+    /// Anything else.
+    Other,
+}
+
 /// The set-up a small archive keeps from before its segment.
-fn is_setup(kind: Kind) -> bool {
+fn is_setup((kind, shaped): (Kind, Shaped)) -> bool {
     use Kind::*;
-    matches!(
-        kind,
-        Init | Context
-            | Alloc
-            | Reserve
-            | Managed
-            | Free
-            | HostMem
-            | Vmm
-            | Load
-            | Unload
-            | Lookup
-            | Attribute
-            | Register
-            | Stream
-            | Event
-    )
+    shaped == Shaped::ToSymbol
+        || matches!(
+            kind,
+            Init | Context
+                | Alloc
+                | Reserve
+                | Managed
+                | Free
+                | HostMem
+                | Vmm
+                | Load
+                | Unload
+                | Lookup
+                | Attribute
+                | Register
+                | Stream
+                | Event
+        )
 }
 
 /// The plain H2D, D2H and synchronisation calls of a family.
@@ -591,7 +612,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
             .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
         let failed = fields::failed_in_capture(&fields);
         if seq < seg.first && !failed {
-            if let Some((Kind::Lookup, true)) = kind_of(family, &call.name, &fields) {
+            if let Some((Kind::Lookup, Shaped::Global)) = kind_of(family, &call.name, &fields) {
                 let g = Global::read(&fields)?;
                 globals.push((g.dptr, g.bytes));
             }
@@ -668,7 +689,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         if seq < seg.first {
             let fields = decode_fields(call, &rec.payload)
                 .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
-            if kind_of(family, &call.name, &fields).is_some_and(|(k, _)| is_setup(k)) {
+            if kind_of(family, &call.name, &fields).is_some_and(is_setup) {
                 copy_event(&mut w, dir, call, &rec)?;
             }
             continue;
