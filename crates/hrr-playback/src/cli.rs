@@ -149,7 +149,7 @@ pub struct ExtractArgs {
     pub extract: Option<String>,
 
     /// The archive --extract writes (a new folder).
-    #[arg(short = 'o', long, value_name = "OUT.hrr", requires = "extract")]
+    #[arg(short = 'o', long, value_name = "OUT.hrr", requires = "extract", value_parser = absolute)]
     pub output: Option<PathBuf>,
 
     /// The device memory --extract snapshots: `all` live allocations, or the allocations the
@@ -170,7 +170,7 @@ pub struct ExtractArgs {
 
 fn name_path(s: &str) -> Result<(String, PathBuf), String> {
     match s.split_once('=') {
-        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n.to_string(), PathBuf::from(p))),
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n.to_string(), absolute(p)?)),
         _ => Err("expected NAME=PATH".into()),
     }
 }
@@ -212,6 +212,12 @@ impl ExtractArgs {
             max_bytes: self.extract_max_bytes,
         })
     }
+}
+
+/// A path made absolute as it is parsed (a packed archive is replayed from a temp folder:
+/// paths the user gave relative to where they are must not move with it).
+fn absolute(s: &str) -> Result<PathBuf, String> {
+    std::path::absolute(s).map_err(|e| format!("{e}"))
 }
 
 fn non_negative_f64(s: &str) -> Result<f64, String> {

@@ -731,7 +731,8 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     m.extra.insert(
         "extracted_from".into(),
         serde_json::json!({
-            "source": std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string(),
+            // absolute, and named as the user did for a packed archive (unpacked to a temp folder)
+            "source": hrr_cli::unalias(&std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string()),
             "first_event": seg.first,
             "last_event": seg.last,
             "segment": req.segment,
