@@ -19,11 +19,7 @@ fn fake() -> &'static FakeCuda {
 
 /// A capture of `driver_app args` in `tmp`.
 fn captured(tmp: &Path, args: &[&str]) -> PathBuf {
-    let arch = tmp.join(if args.is_empty() {
-        "run.hrr"
-    } else {
-        "fault.hrr"
-    });
+    let arch = tmp.join(format!("{}.hrr", args.first().unwrap_or(&"run")));
     let o = fake().capture(&arch, "driver_app", args);
     assert!(
         args.contains(&"fault") || o.status.success(),
@@ -128,6 +124,7 @@ fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
     // The second launch of axpy: y = a*x + y over the state the first one left.
     let x = extract(&arch, "axpy#2", &small, &[]);
     assert_eq!(x["kernels"], serde_json::json!(["axpy"]));
+    assert_eq!(x["prefix_mismatches"], 0, "{x}");
     let (code, out, err) = fake().replay(&small, &[]);
     assert_eq!(code, 0, "{out}{err}");
     // Zero every snapshot blob written as an H2D copy (sizes kept).
@@ -146,6 +143,24 @@ fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
     let (code, out, err) = fake().replay(&small, &[]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("MISMATCH"), "{out}");
+    // A source whose replay before the segment already differs: the extraction says so.
+    let first_d2h = events_json(&arch)
+        .into_iter()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .unwrap();
+    let id = first_d2h["fields"]["d2h_blob"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let src_pid = &pid_dirs(&arch)[0];
+    let p = src_pid
+        .join("blobs")
+        .join(&id[..2])
+        .join(format!("{id}.blob"));
+    let n = std::fs::metadata(&p).unwrap().len() as usize;
+    std::fs::write(&p, vec![0u8; n]).unwrap();
+    let x = extract(&arch, "axpy#2", &tmp.path().join("again.hrr"), &[]);
+    assert_eq!(x["prefix_mismatches"], 1, "{x}");
 }
 
 #[test]
@@ -269,4 +284,31 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
     let (code, out, _) = fake().replay(&small, &["--replace-kernel", &other]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("(1 launch)"), "{out}");
+}
+
+#[test]
+fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &["graph"]);
+    let out = tmp.path().join("graph-small.hrr");
+    let o = out.to_str().unwrap();
+    let (code, _, err) = fake().replay(&arch, &["--extract", "axpy", "-o", o]);
+    assert_ne!(code, 0);
+    assert!(err.contains("captured into a CUDA graph"), "{err}");
+    // From the stream capture's start to the graph's launches.
+    let events = events_json(&arch);
+    let seq = |name: &str| {
+        events.iter().find(|e| e["name"] == name).unwrap()["seq"]
+            .as_u64()
+            .unwrap()
+    };
+    let (a, b) = (seq("cuStreamBeginCapture_v2"), seq("cuGraphLaunch") + 2);
+    let x = extract(&arch, &format!("{a}..{b}"), &out, &[]);
+    assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
+    let (code, out, err) = fake().replay(&out, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("[HRR] Graphs launched : 3") && out.contains("[HRR] PASS"),
+        "{out}"
+    );
 }

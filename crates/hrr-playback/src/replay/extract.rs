@@ -27,9 +27,9 @@
 //! host-mapped memory are not snapshotted (only allocations `crate::replay::placement`
 //! recreates, and module variables looked up by address, `cuModuleGetGlobal`); HIP variables
 //! written by name (`hipMemcpyToSymbol`) are restored by keeping those copies as set-up, so a
-//! kernel's own later writes to such a variable are lost; a segment inside a stream capture
-//! is not extracted (its graph is not rebuilt). The backends for both APIs read snapshots, but
-//! `--replace-kernel` is CUDA only.
+//! kernel's own later writes to such a variable are lost; a launch captured into a graph is
+//! refused alone (a range from the capture's start to the graph's launch extracts). Both
+//! backends read snapshots; `--replace-kernel` is CUDA only.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ use hrr_calls::shapes::{CopyD2h, CopyH2d, CopyToSymbol, Global, Launch, NoFields
 use hrr_calls::wire::FieldType as WireType;
 use hrr_calls::{Kind, Shape};
 
-use super::backend::{base_name, resolve, Backend, Event, Family, TableOp};
+use super::backend::{base_name, resolve, Backend, Event, Family, Outcome, TableOp};
 use super::engine::{prescan, read_blob};
 use super::fields;
 use super::options::Options;
@@ -175,6 +175,14 @@ fn resolve_segment(dir: &Path, schema: &Schema, spec: &Spec) -> Result<Segment> 
             }
         };
         if start {
+            if !matches!(spec, Spec::Range(..))
+                && launch.as_ref().is_some_and(|l| l.in_capture != 0)
+            {
+                bail!(
+                    "--extract: launch #{seq} was captured into a CUDA graph (it ran when the graph did); \
+                     extract a range A..B from the capture's start to the graph's launch instead"
+                );
+            }
             if let Spec::Event(_) = spec {
                 if launch.is_none() {
                     let what = call.map_or("an unknown record".to_string(), |c| c.name.clone());
@@ -493,6 +501,9 @@ struct Done {
     events: u64,
     fault: Option<(i32, String)>,
     out_dir: PathBuf,
+    /// D2H results before the segment that differed from the recording (the snapshot is of
+    /// this replay's state, not the recorded one's).
+    prefix_mismatches: u64,
 }
 
 /// Extract `req` from the process capture in `dir`; the closing lines to `out`. Returns the
@@ -528,6 +539,7 @@ pub fn run(opts: &Options, req: &Request, dir: &Path, out: &mut dyn Write) -> Re
             "snapshot_blobs": done.pieces, "d2h_checks": done.checks, "events": done.events,
             "fault": done.fault.as_ref().map(|(c, n)| serde_json::json!({"code": c, "name": n})),
             "archive_bytes": dst, "source_bytes": src,
+            "prefix_mismatches": done.prefix_mismatches,
         });
         writeln!(out, "{v}")?;
     } else {
@@ -546,6 +558,16 @@ pub fn run(opts: &Options, req: &Request, dir: &Path, out: &mut dyn Write) -> Re
             req.reach.word()
         )?;
         writeln!(out, "[HRR] {:<16}: {}", "Events", done.events)?;
+        if done.prefix_mismatches > 0 {
+            writeln!(
+                out,
+                "[HRR] {:<16}: {} D2H result{} before the segment differed from the recording: \
+                 the snapshot is this replay's state",
+                "Warning",
+                done.prefix_mismatches,
+                if done.prefix_mismatches == 1 { "" } else { "s" }
+            )?;
+        }
         match &done.fault {
             Some((code, name)) => writeln!(
                 out,
@@ -599,6 +621,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let mut ranges = Vec::new();
     let mut before: Option<Vec<Piece>> = None;
     let mut fault: Option<(i32, String)> = None;
+    let mut prefix_mismatches = 0u64;
     for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
         let rec = rec?;
         let seq = rec.header.seq;
@@ -635,7 +658,14 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
             per_thread,
             fields,
         };
-        if let Err(e) = backend.replay(&ev, &blobs, opts) {
+        let outcome = backend.replay(&ev, &blobs, opts);
+        if let (Ok(Outcome::D2h { got, expected }), true) = (&outcome, seq < seg.first) {
+            let want = read_blob(dir, *expected, None)?;
+            if want.as_ref().is_some_and(|w| w != got) {
+                prefix_mismatches += 1;
+            }
+        }
+        if let Err(e) = outcome {
             match verdict::classify(&e) {
                 Stop::Fault { code, name } if seq >= seg.first => {
                     fault = Some((code, name));
@@ -752,6 +782,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         events: written.event_count,
         fault,
         out_dir,
+        prefix_mismatches,
     })
 }
 
