@@ -14,12 +14,14 @@ use super::Cuda;
 const INVALID_VALUE: i32 = 1;
 
 impl Cuda {
-    /// `len` bytes at recorded device address `addr`, read on the legacy stream and waited for.
+    /// `len` bytes at recorded device address `addr`, read once every stream is idle (the legacy
+    /// stream does not wait for non-blocking streams), on the legacy stream, waited for.
     pub(super) fn read_recorded(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
         let mut got = vec![0u8; len];
         let src = self.mem.translate(addr);
         let dst = got.as_mut_ptr() as *mut c_void;
         let what = || format!("reading 0x{addr:x} (+{len} bytes) of device memory");
+        cu!(self.api, cuCtxSynchronize()).with_context(what)?;
         cu!(
             self.api,
             cuMemcpyDtoHAsync_v2(dst, src, len, std::ptr::null_mut())

@@ -26,9 +26,11 @@ impl Hip {
         Ok(())
     }
 
-    /// `len` bytes at recorded device address `addr`, read on the null stream (the snapshots of
+    /// `len` bytes at recorded device address `addr`, read once the device is idle (the null
+    /// stream does not wait for non-blocking streams), on the null stream (the snapshots of
     /// `--extract`).
     pub(super) fn read_recorded(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.device_synchronize()?;
         let mut got = vec![0u8; len];
         let src = self.mem.translate(addr);
         let what = format!("snapshot read of 0x{addr:x} (+{len} bytes)");
