@@ -102,10 +102,13 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
     assert_eq!(v["extracted_from"]["segment"], "gather");
     assert_eq!(v["extracted_from"]["reach"], "all");
+    // Only the code object the launch runs (the library; not the PTX module).
+    assert_eq!(v["code_objects"], 1, "{v}");
     // The source capture has no provenance.
     let (_, json, _) = fake().replay(&pid_dirs(&arch)[0], &["--info", "--json"]);
     let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
     assert!(v.get("extracted_from").is_none());
+    assert_eq!(v["code_objects"], 2, "{v}");
 
     // An existing output is never overwritten.
     let (code, _, err) = fake().replay(

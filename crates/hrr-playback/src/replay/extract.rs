@@ -11,7 +11,8 @@
 //! 1. the set-up events before the segment, verbatim (initialisation, contexts, allocations,
 //!    frees, VMM and host memory, code loads and unloads, look-ups, attributes, streams and
 //!    events; launches, copies, memsets, synchronisations, graphs, stream captures and host
-//!    functions are left out), with every blob and code object they name;
+//!    functions are left out), with every blob and code object they name; for one launch,
+//!    only the code objects it runs are loaded (`plan_setup`);
 //! 2. the first snapshot as synthetic H2D copies (the API's plain H2D call, result 0), in
 //!    blobs of at most [`CHUNK`] bytes, each read, stored and dropped in turn (no full device
 //!    image is ever held in memory);
@@ -31,6 +32,7 @@
 //! refused alone (a range from the capture's start to the graph's launch extracts). Both
 //! backends read snapshots; `--replace-kernel` is CUDA only.
 
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -99,6 +101,9 @@ struct Segment {
     kernels: Vec<String>,
     /// The 8-byte arguments of its launches (candidate pointers for [`Reach::Args`]).
     pointer_args: Vec<u64>,
+    /// The code objects its launches run (`None`: keep every code object: a range of events,
+    /// or a launch whose code object was not recorded).
+    code: Option<HashSet<ObjectId>>,
     /// Thread and timestamp of its first event (the synthetic events take them).
     thread: u64,
     ts: u64,
@@ -199,6 +204,7 @@ fn resolve_segment(dir: &Path, schema: &Schema, spec: &Spec) -> Result<Segment> 
                 },
                 kernels: Vec::new(),
                 pointer_args: Vec::new(),
+                code: (!matches!(spec, Spec::Range(..))).then(HashSet::new),
                 thread: rec.header.thread_id,
                 ts: rec.header.timestamp_ns,
             });
@@ -206,6 +212,14 @@ fn resolve_segment(dir: &Path, schema: &Schema, spec: &Spec) -> Result<Segment> 
         if let (Some(s), Some(l)) = (seg.as_mut(), launch.as_ref()) {
             if (s.first..=s.last).contains(&seq) {
                 s.kernels.push(demangle(&l.kernel));
+                match l.code {
+                    Some(id) => {
+                        if let Some(c) = s.code.as_mut() {
+                            c.insert(id);
+                        }
+                    }
+                    None => s.code = None,
+                }
                 for (&off, &size) in l.arg_offsets.iter().zip(&l.arg_sizes) {
                     let o = off as usize;
                     if let (8, Some(b)) = (size, l.args.get(o..o + 8)) {
@@ -291,6 +305,57 @@ fn is_setup((kind, shaped): (Kind, Shaped)) -> bool {
                 | Stream
                 | Event
         )
+}
+
+/// The set-up events before the segment the small archive keeps (by sequence number): every
+/// set-up call, less the code loads (and registrations) of code objects the segment's launches
+/// do not run, and the look-ups, attributes, registrations and unloads of what those loaded
+/// (an event naming a handle a dropped load or look-up produced is dropped with it).
+fn plan_setup(dir: &Path, schema: &Schema, family: Family, seg: &Segment) -> Result<HashSet<u64>> {
+    let mut keep = HashSet::new();
+    let mut dropped: HashSet<u64> = HashSet::new();
+    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
+        let rec = rec?;
+        let seq = rec.header.seq;
+        if seq >= seg.first {
+            break;
+        }
+        let Some(call) = schema.call(rec.header.kind) else {
+            continue;
+        };
+        let fields = decode_fields(call, &rec.payload)
+            .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
+        let Some(ks) = kind_of(family, &call.name, &fields).filter(|&k| is_setup(k)) else {
+            continue;
+        };
+        let handles: Vec<u64> = fields
+            .iter()
+            .filter_map(|(_, v)| match v {
+                Value::Handle(h) if *h != 0 => Some(*h),
+                _ => None,
+            })
+            .collect();
+        let loads = matches!(ks.0, Kind::Load | Kind::Register);
+        if let (true, Some(id), Some(needed)) = (loads, fields::code_object(&fields), &seg.code) {
+            if needed.contains(&id) {
+                for h in &handles {
+                    dropped.remove(h); // a handle value reused by a load that stays
+                }
+                keep.insert(seq);
+            } else {
+                dropped.extend(handles);
+            }
+            continue;
+        }
+        if handles.iter().any(|h| dropped.contains(h)) {
+            if matches!(ks.0, Kind::Lookup | Kind::Register) {
+                dropped.extend(handles); // derived from a dropped load
+            }
+            continue;
+        }
+        keep.insert(seq);
+    }
+    Ok(keep)
 }
 
 /// The plain H2D, D2H and synchronisation calls of a family.
@@ -600,6 +665,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         )
     })?;
     let seg = resolve_segment(dir, &schema, &parse_spec(&req.segment)?)?;
+    let setup = plan_setup(dir, &schema, family, &seg)?;
     let [h2d_name, d2h_name, sync_name] = synthetic_names(family);
     let h2d = synthetic_call(&schema, h2d_name, CopyH2d::FIELDS)?;
     let d2h = synthetic_call(&schema, d2h_name, CopyD2h::FIELDS)?;
@@ -634,7 +700,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         let fields = decode_fields(call, &rec.payload)
             .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
         let failed = fields::failed_in_capture(&fields);
-        if seq < seg.first && !failed {
+        if seq < seg.first && !failed && setup.contains(&seq) {
             if let Some((Kind::Lookup, Shaped::Global)) = kind_of(family, &call.name, &fields) {
                 let g = Global::read(&fields)?;
                 globals.push((g.dptr, g.bytes));
@@ -717,9 +783,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
             continue;
         };
         if seq < seg.first {
-            let fields = decode_fields(call, &rec.payload)
-                .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
-            if kind_of(family, &call.name, &fields).is_some_and(is_setup) {
+            if setup.contains(&seq) {
                 copy_event(&mut w, dir, call, &rec)?;
             }
             continue;
