@@ -408,7 +408,9 @@ fn merged(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     let mut out: Vec<(u64, u64)> = Vec::new();
     for (s, l) in v {
         match out.last_mut() {
-            Some(last) if s < last.0 + last.1 => last.1 = last.1.max(s + l - last.0),
+            Some(last) if s < last.0.saturating_add(last.1) => {
+                last.1 = last.1.max(s.saturating_add(l) - last.0)
+            }
             _ => out.push((s, l)),
         }
     }
@@ -419,7 +421,7 @@ fn merged(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 fn containing(ranges: &[(u64, u64)], v: u64) -> Option<(u64, u64)> {
     let i = ranges.partition_point(|&(s, _)| s <= v);
     let &(s, l) = ranges.get(i.checked_sub(1)?)?;
-    (v < s + l).then_some((s, l))
+    (v < s.saturating_add(l)).then_some((s, l))
 }
 
 fn total(ranges: &[(u64, u64)]) -> u64 {
@@ -598,7 +600,8 @@ pub fn run(opts: &Options, req: &Request, dir: &Path, out: &mut dyn Write) -> Re
     if opts.json {
         let v = serde_json::json!({
             "schema": "hrr.extract/1", "ok": true,
-            "source": dir.display().to_string(), "archive": done.out_dir.display().to_string(),
+            "source": hrr_cli::unalias(&dir.display().to_string()),
+            "archive": done.out_dir.display().to_string(),
             "first": seg.first, "last": seg.last, "kernels": seg.kernels,
             "reach": req.reach.word(), "snapshot_bytes": done.snapshot_bytes,
             "snapshot_blobs": done.pieces, "d2h_checks": done.checks, "events": done.events,
