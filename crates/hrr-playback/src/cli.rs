@@ -164,7 +164,7 @@ pub struct ExtractArgs {
 
     /// Launch kernel NAME (mangled or demangled) from the cubin, fatbin or PTX at PATH instead
     /// of the recorded one, with the recorded arguments (repeatable).
-    #[arg(long, value_name = "NAME=PATH", value_parser = name_path)]
+    #[arg(long, value_name = "NAME=PATH", value_parser = name_path, conflicts_with = "extract")]
     pub replace_kernel: Vec<(String, PathBuf)>,
 }
 
