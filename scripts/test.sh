@@ -29,4 +29,5 @@ trap summary EXIT
 
 cargo build --workspace --locked
 cargo test --workspace --locked
+bash scripts/test-cuda-samples.sh target/debug
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -19,3 +19,5 @@ $cc $flags -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$here/
 ln -sf libcuda.so.1 "$out/libcuda.so"
 $cc $flags -o "$out/driver_app" "$here/apps/driver_app.c" -ldl -lpthread
 $cc $flags -o "$out/direct_app" "$here/apps/direct_app.c" -L"$out" -lcuda -ldl -lpthread
+$cc $flags -o "$out/copies_app" "$here/apps/copies_app.c" -L"$out" -lcuda
+$cc $flags -o "$out/hostmem_app" "$here/apps/hostmem_app.c" -L"$out" -lcuda -ldl -lpthread

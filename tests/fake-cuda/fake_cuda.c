@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -48,7 +49,8 @@ typedef struct fc_event *CUevent;
 typedef void (*CUhostFn)(void *userData);
 typedef struct fc_graph *CUgraph;
 typedef struct fc_gexec *CUgraphExec;
-typedef struct fc_node_opaque *CUgraphNode;
+typedef struct fc_nodeh *CUgraphNode;
+typedef unsigned long long CUgraphConditionalHandle; /* a struct fc_cond * */
 
 typedef struct {
   cuuint64_t flags;
@@ -56,6 +58,75 @@ typedef struct {
   CUgraphNode hErrNode_out;
   int result_out; /* CUgraphInstantiateResult */
 } CUDA_GRAPH_INSTANTIATE_PARAMS;
+
+/* Explicit graph construction. */
+typedef struct {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  int srcMemoryType; /* CUmemorytype: 1 HOST, 2 DEVICE, 3 ARRAY, 4 UNIFIED */
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v1 */
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v2 (= _v3) */
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+  CUdeviceptr dst;
+  size_t pitch;
+  unsigned value, elementSize;
+  size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
+typedef struct {
+  CUhostFn fn;
+  void *userData;
+} CUDA_HOST_NODE_PARAMS;
+typedef struct {
+  int type; /* CUgraphNodeType */
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_KERNEL_NODE_PARAMS kernel;
+    struct { int flags, reserved; CUcontext copyCtx; CUDA_MEMCPY3D copyParams; } memcpy;
+    struct { CUDA_MEMSET_NODE_PARAMS p; CUcontext ctx; } memset;
+    CUDA_HOST_NODE_PARAMS host;
+    struct { CUgraph graph; } graph;
+    struct { CUevent event; } event;
+    struct {
+      unsigned long long handle; /* CUgraphConditionalHandle */
+      int type;                  /* CU_GRAPH_COND_TYPE_IF 0, WHILE 1, SWITCH 2 */
+      unsigned size;
+      CUgraph *phGraph_out;
+      CUcontext ctx;
+    } conditional;
+  } u;
+  long long reserved2;
+} CUgraphNodeParams;
+typedef struct {
+  int result; /* CUgraphExecUpdateResult: 0 SUCCESS, 1 ERROR, 3 ERROR_NODE_TYPE_CHANGED */
+  CUgraphNode errorNode;
+  CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
 
 typedef struct { char bytes[16]; } CUuuid;
 
@@ -130,6 +201,7 @@ _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
 #define E_HOST_MEMORY_NOT_REGISTERED 713
 #define E_LAUNCH_FAILED 719
 #define E_STREAM_CAPTURE_UNSUPPORTED 900
+#define E_GRAPH_EXEC_UPDATE_FAILURE 910
 
 #define FC_DRIVER_VERSION 13000
 #define FC_GRAN ((size_t)2 << 20)       /* VMM granularity and big-allocation alignment */
@@ -177,7 +249,8 @@ static void *xgrow(void *arr, size_t *cap, size_t elt) {
 
 /* ---- handle registry: every live handle we gave out, with its type ---- */
 
-enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC };
+enum { T_CTX = 1, T_MOD, T_FUNC, T_LIB, T_KERN, T_STREAM, T_EVENT, T_VMEM, T_GRAPH, T_GEXEC, T_GNODE, T_COND, T_ARRAY,
+       T_MIPMAP, T_POOL };
 
 struct objent { const void *p; int type; };
 static struct objent *g_obj;
@@ -257,7 +330,7 @@ static struct chunk *g_ch;
 static size_t g_nch, g_capch;
 
 /* A region is one user-visible allocation. */
-enum { R_DEV = 1, R_GLOBAL, R_HOST, R_HOSTREG, R_VMM };
+enum { R_DEV = 1, R_GLOBAL, R_HOST, R_HOSTREG, R_VMM, R_MANAGED };
 struct fc_vmem;
 struct region {
   uintptr_t base;
@@ -414,7 +487,7 @@ static int in_device_va(uintptr_t p) {
     if (p >= g_rv[i].base && p - g_rv[i].base < g_rv[i].size) return 1;
   return 0;
 }
-static int is_device_kind(int k) { return k == R_DEV || k == R_GLOBAL || k == R_VMM; }
+static int is_device_kind(int k) { return k == R_DEV || k == R_GLOBAL || k == R_VMM || k == R_MANAGED; }
 
 static long resv_find_exact(uintptr_t base, size_t size) {
   for (size_t i = 0; i < g_nrv; i++)
@@ -720,10 +793,37 @@ static CUresult gpu_wait(void) {
 }
 /* What a query (cuStreamQuery, cuEventQuery) sees: never done after `spin`. */
 static CUresult gpu_query(void) { return g_hung ? E_NOT_READY : g_sticky; }
+/* ---- work in flight ----
+ * Kernels run at launch, but like the real driver's they count as in flight on their stream
+ * until a synchronisation, or a completed event recorded after them, says they are done.
+ * Unmapping memory a kernel in flight uses (cuMemUnmap does not wait) faults that kernel: every
+ * later wait returns CUDA_ERROR_ILLEGAL_ADDRESS.  NULL and CU_STREAM_LEGACY stand for all. */
+struct busy { uintptr_t base; size_t size; const void *s; unsigned long long seq; };
+static struct busy *g_busy;
+static size_t g_nbusy, g_capbusy;
+static unsigned long long g_busy_seq;
+static void busy_add(uintptr_t base, size_t size, const void *s) {
+  GROW(g_busy, g_nbusy, g_capbusy);
+  g_busy[g_nbusy++] = (struct busy){base, size, s, ++g_busy_seq};
+}
+/* Work on s (all streams for NULL/legacy) queued before `before` is done. */
+static void busy_done(const void *s, unsigned long long before) {
+  for (size_t i = g_nbusy; i-- > 0;)
+    if (((uintptr_t)s <= 1 || g_busy[i].s == s) && g_busy[i].seq < before) g_busy[i] = g_busy[--g_nbusy];
+}
+static void busy_unmapped(uintptr_t base, size_t size) {
+  for (size_t i = 0; i < g_nbusy; i++)
+    if (overlaps(base, size, g_busy[i].base, g_busy[i].size)) {
+      g_sticky = E_ILLEGAL_ADDRESS;
+      return;
+    }
+}
 static CUresult i_ctx_sync(CUcontext c) {
   struct fc_ctx *x;
   CUresult e = ctx_or_current(c, &x);
-  return e ? e : gpu_wait();
+  if (e) return e;
+  busy_done(NULL, ~0ull);
+  return gpu_wait();
 }
 /* Context limits: STACK_SIZE, PRINTF_FIFO_SIZE, MALLOC_HEAP_SIZE, DEV_RUNTIME_SYNC_DEPTH,
    DEV_RUNTIME_PENDING_LAUNCH_COUNT, MAX_L2_FETCH_GRANULARITY, PERSISTING_L2_CACHE_SIZE. */
@@ -779,8 +879,12 @@ struct fc_stream {
 
 /* ---- graphs: a captured stream appends nodes instead of running them ---- */
 
-enum { N_KERNEL = 1, N_MEMSET, N_COPY };
+/* Node kinds (0: a destroyed node, which runs as nothing). */
+enum { N_KERNEL = 1, N_MEMSET, N_COPY, N_COPY3D, N_HOST, N_EMPTY, N_EVREC, N_EVWAIT, N_CHILD, N_COND,
+       N_PLAN /* a stream-captured pitched/array copy: a `struct plan` in pb */ };
 struct fc_func;
+struct fc_event;
+struct fc_graph;
 struct fc_node {
   int kind;
   struct fc_func *f;              /* kernel */
@@ -788,17 +892,40 @@ struct fc_node {
   unsigned char *pb;              /* kernel: FC_PARAM_BUF bytes of arguments */
   uintptr_t dst, src;             /* copy; memset uses dst */
   int dst_dev, src_dev;           /* copy: as copy_checked */
-  size_t n;                       /* copy bytes, memset elements */
+  size_t n;                       /* copy bytes, memset elements (per row) */
   unsigned v;                     /* memset */
-  int width;                      /* memset */
+  int width;                      /* memset element size */
+  size_t pitch, height;           /* memset node: rows (height 0: one) */
+  CUDA_MEMCPY3D cp;               /* memcpy node */
+  CUhostFn hfn;                   /* host node */
+  void *hdata;
+  struct fc_event *ev;            /* event record / wait node */
+  struct fc_graph *child;         /* child graph node: its own deep copy; conditional: the body */
+  struct fc_cond *cond;           /* conditional node: its handle */
+  size_t *deps, ndeps;            /* indices of the nodes of the same graph it follows */
+  size_t orig;                    /* in an exec: index of the graph node it came from */
+  struct fc_nodeh *h;             /* handle of an explicitly added node, or NULL */
 };
+/* A graph runs its nodes in dependency order (lowest index first among the ready ones, so a
+ * captured graph, whose nodes have no explicit dependencies, runs in capture order). */
 struct fc_graph {
   struct fc_node *nodes;
   size_t n, cap;
+  int owned; /* the body of a conditional node: destroyed with it, not by cuGraphDestroy */
+};
+/* A conditional handle: an IF node's body runs when its value is nonzero; the value is the
+ * default at each launch with CU_GRAPH_COND_ASSIGN_DEFAULT (kernels cannot set it here). */
+struct fc_cond {
+  unsigned dflt, flags;
+};
+struct fc_nodeh { /* a CUgraphNode */
+  struct fc_graph *g;
+  size_t idx;
 };
 struct fc_gexec {
-  struct fc_node *nodes;
+  struct fc_node *nodes; /* in execution order, without dependencies */
   size_t n;
+  struct fc_graph *src;  /* the graph instantiated (compared, never dereferenced once freed) */
 };
 /* Captures in GLOBAL or THREAD_LOCAL mode now running (both treated as GLOBAL):
  * while any runs, "potentially unsafe" calls (cuMemAlloc, VMM mapping, copies
@@ -816,25 +943,91 @@ static struct fc_node *graph_add(struct fc_graph *g) {
   memset(nd, 0, sizeof *nd);
   return nd;
 }
+static void graph_free(struct fc_graph *g);
+/* What a node owns (its argument buffer, dependencies, child graph; not its handle). */
+static void node_release(struct fc_node *nd) {
+  free(nd->pb);
+  free(nd->deps);
+  if (nd->child) graph_free(nd->child);
+  nd->pb = NULL;
+  nd->deps = NULL;
+  nd->child = NULL;
+}
 static void nodes_free(struct fc_node *nodes, size_t n) {
-  for (size_t i = 0; i < n; i++) free(nodes[i].pb);
+  for (size_t i = 0; i < n; i++) {
+    node_release(&nodes[i]);
+    if (nodes[i].h) {
+      obj_del(nodes[i].h);
+      free(nodes[i].h);
+    }
+  }
   free(nodes);
 }
-/* Deep copy of nodes[0..n) appended to g. */
+static void graph_free(struct fc_graph *g) {
+  obj_del(g); /* a conditional body is a handle of the program's too */
+  nodes_free(g->nodes, g->n);
+  free(g);
+}
+static struct fc_graph *graph_dup(const struct fc_graph *g);
+/* Deep copy of a node (without its handle). */
+static void node_copy(struct fc_node *d, const struct fc_node *s) {
+  *d = *s;
+  d->h = NULL;
+  if (s->pb) {
+    d->pb = malloc(FC_PARAM_BUF);
+    if (!d->pb) abort();
+    memcpy(d->pb, s->pb, FC_PARAM_BUF);
+  }
+  if (s->ndeps) {
+    d->deps = malloc(s->ndeps * sizeof *d->deps);
+    if (!d->deps) abort();
+    memcpy(d->deps, s->deps, s->ndeps * sizeof *d->deps);
+  }
+  if (s->child) d->child = graph_dup(s->child);
+}
+static struct fc_graph *graph_dup(const struct fc_graph *g) {
+  struct fc_graph *d = calloc(1, sizeof *d);
+  if (!d) abort();
+  for (size_t i = 0; i < g->n; i++) node_copy(graph_add(d), &g->nodes[i]);
+  return d;
+}
+/* Deep copy of nodes[0..n) appended to g (as captured work: no dependencies). */
 static void graph_append(struct fc_graph *g, const struct fc_node *nodes, size_t n) {
   for (size_t i = 0; i < n; i++) {
     struct fc_node *nd = graph_add(g);
-    *nd = nodes[i];
-    if (nodes[i].pb) {
-      nd->pb = malloc(FC_PARAM_BUF);
-      if (!nd->pb) abort();
-      memcpy(nd->pb, nodes[i].pb, FC_PARAM_BUF);
-    }
+    node_copy(nd, &nodes[i]);
+    free(nd->deps);
+    nd->deps = NULL;
+    nd->ndeps = 0;
   }
+}
+/* order[0..g->n): the nodes in dependency order; E_INVALID_VALUE for a cycle. */
+static CUresult graph_order(const struct fc_graph *g, size_t *order) {
+  char *done = calloc(g->n ? g->n : 1, 1);
+  if (!done) return E_OUT_OF_MEMORY;
+  for (size_t k = 0; k < g->n; k++) {
+    size_t pick = SIZE_MAX;
+    for (size_t i = 0; i < g->n && pick == SIZE_MAX; i++) {
+      if (done[i]) continue;
+      int ready = 1;
+      for (size_t j = 0; j < g->nodes[i].ndeps && ready; j++) ready = done[g->nodes[i].deps[j]];
+      if (ready) pick = i;
+    }
+    if (pick == SIZE_MAX) {
+      free(done);
+      return E_INVALID_VALUE;
+    }
+    done[pick] = 1;
+    order[k] = pick;
+  }
+  free(done);
+  return E_SUCCESS;
 }
 struct fc_event {
   unsigned flags;
   int recorded;
+  const void *stream;         /* where it was recorded */
+  unsigned long long seq;     /* work queued before it (see busy_done) */
 };
 
 /* NULL, CU_STREAM_LEGACY (0x1) and CU_STREAM_PER_THREAD (0x2) are always valid. */
@@ -872,7 +1065,9 @@ static CUresult i_stream_sync(CUstream s) {
   NEED_CTX(c);
   CUresult e = chk_stream(s);
   if (e) return e;
-  return stream_graph(s) ? E_STREAM_CAPTURE_UNSUPPORTED : gpu_wait();
+  if (stream_graph(s)) return E_STREAM_CAPTURE_UNSUPPORTED;
+  busy_done(s, ~0ull);
+  return gpu_wait();
 }
 static CUresult i_stream_query(CUstream s) {
   struct fc_ctx *c;
@@ -944,13 +1139,24 @@ static CUresult i_event_record(CUevent ev, CUstream s, unsigned flags) {
   if (e) return e;
   if (flags > 1) return E_INVALID_VALUE;
   ev->recorded = 1;
+  ev->stream = s;
+  ev->seq = g_busy_seq + 1;
   return E_SUCCESS;
 }
+static void event_done(CUevent ev) {
+  if (ev->recorded) busy_done(ev->stream, ev->seq);
+}
 static CUresult i_event_query(CUevent ev) {
-  return obj_is(ev, T_EVENT) ? E_SUCCESS : E_INVALID_HANDLE;
+  if (!obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
+  if (g_hung) return E_NOT_READY;
+  event_done(ev);
+  return E_SUCCESS;
 }
 static CUresult i_event_sync(CUevent ev) {
-  return obj_is(ev, T_EVENT) ? gpu_wait() : E_INVALID_HANDLE;
+  if (!obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
+  CUresult e = gpu_wait();
+  if (!e) event_done(ev);
+  return e;
 }
 static CUresult i_event_elapsed(float *ms, CUevent a, CUevent b) {
   if (!ms) return E_INVALID_VALUE;
@@ -970,6 +1176,19 @@ static CUresult i_event_destroy(CUevent ev) {
 /* Memory API                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Stream-ordered frees keep their memory in the pool: a later stream-ordered allocation of the
+ * same size reuses the address (as the real driver's pools do); cuMemPoolTrimTo releases it. */
+struct pooled { uintptr_t base; size_t size, charged; };
+static struct pooled *g_pooled;
+static size_t g_npooled, g_cappooled;
+static void pool_trim(void) {
+  for (size_t i = 0; i < g_npooled; i++) {
+    g_used -= g_pooled[i].charged;
+    dev_release(g_pooled[i].base);
+  }
+  g_npooled = 0;
+}
+
 static CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async) {
   struct fc_ctx *c;
   if (!dptr) return E_INVALID_VALUE;
@@ -980,6 +1199,15 @@ static CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int asyn
   }
   if (size == 0) return E_INVALID_VALUE;
   if (!async) NO_STRICT_CAPTURE();
+  if (async)
+    for (size_t i = 0; i < g_npooled; i++)
+      if (g_pooled[i].size == size) {
+        struct pooled b = g_pooled[i];
+        g_pooled[i] = g_pooled[--g_npooled];
+        region_add(b.base, size, R_DEV, 3, c, b.charged, NULL);
+        *dptr = b.base;
+        return E_SUCCESS;
+      }
   if (size > g_total || g_used + size > g_total) return E_OUT_OF_MEMORY;
   size_t charged = 0;
   uintptr_t p = dev_alloc(&g_dev, size, &charged);
@@ -989,6 +1217,15 @@ static CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int asyn
   *dptr = p;
   return E_SUCCESS;
 }
+/* Rows are padded to 512 bytes (the texture pitch alignment of current GPUs). */
+static CUresult i_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem) {
+  if (!pitch || !width || !height || (elem != 4 && elem != 8 && elem != 16)) return E_INVALID_VALUE;
+  size_t p = round_up(width, 512);
+  if (p < width || height > SIZE_MAX / p) return E_INVALID_VALUE;
+  CUresult e = i_mem_alloc(dptr, p * height, NULL, 0);
+  if (!e) *pitch = p;
+  return e;
+}
 static CUresult i_mem_free(CUdeviceptr p, CUstream s, int async) {
   struct fc_ctx *c;
   NEED_CTX(c);
@@ -997,12 +1234,128 @@ static CUresult i_mem_free(CUdeviceptr p, CUstream s, int async) {
     if (e) return e;
   }
   if (p == 0) return E_SUCCESS;
+  if (!async) busy_done(NULL, ~0ull); /* cuMemFree waits for the device */
+  long m = region_find_base(p, R_MANAGED);
+  if (m >= 0 && !async) {
+    munmap((void *)p, g_reg[m].charged);
+    region_del((size_t)m);
+    return E_SUCCESS;
+  }
   long i = region_find_base(p, R_DEV);
   if (i < 0) return E_INVALID_VALUE;
+  if (async) { /* back to the pool, reused by a later stream-ordered allocation */
+    GROW(g_pooled, g_npooled, g_cappooled);
+    g_pooled[g_npooled++] = (struct pooled){p, g_reg[i].size, g_reg[i].charged};
+    region_del((size_t)i);
+    return E_SUCCESS;
+  }
   g_used -= g_reg[i].charged;
   region_del((size_t)i);
   dev_release(p);
   return E_SUCCESS;
+}
+
+/* Managed memory: host memory the device reads and writes (flags: CU_MEM_ATTACH_GLOBAL or _HOST). */
+static CUresult i_mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned flags) {
+  struct fc_ctx *c;
+  if (!dptr || size == 0 || (flags != 1 && flags != 2)) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  NO_STRICT_CAPTURE();
+  size_t m = round_up(size, 4096);
+  void *p = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return E_OUT_OF_MEMORY;
+  region_add((uintptr_t)p, size, R_MANAGED, 3, c, m, NULL);
+  *dptr = (uintptr_t)p;
+  return E_SUCCESS;
+}
+
+/* ---- stream-ordered memory pools ---- */
+typedef struct {
+  int allocType, handleTypes;
+  struct { int type, id; } location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps;
+struct fc_pool { CUmemPoolProps props; unsigned long long attr[9]; int access; };
+static struct fc_pool g_default_pool = {{1, 0, {1, 0}, NULL, 0, 0, {0}}, {0, 1, 1, 1, 0, 0, 0, 0, 0}, 3};
+static struct fc_pool *g_cur_pool = &g_default_pool;
+static int pool_ok(const void *p) { return p == &g_default_pool || obj_is(p, T_POOL); }
+
+static CUresult i_pool_create(struct fc_pool **pp, const CUmemPoolProps *props) {
+  struct fc_ctx *c;
+  if (!pp || !props) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  if (props->allocType != 1 || props->location.type != 1) return E_INVALID_VALUE;
+  if (props->location.id != 0) return E_INVALID_DEVICE;
+  struct fc_pool *p = calloc(1, sizeof *p);
+  if (!p) return E_OUT_OF_MEMORY;
+  p->props = *props;
+  p->attr[1] = p->attr[2] = p->attr[3] = 1;
+  p->access = 3;
+  obj_add(p, T_POOL);
+  *pp = p;
+  return E_SUCCESS;
+}
+static CUresult i_pool_destroy(struct fc_pool *p) {
+  if (!obj_is(p, T_POOL)) return E_INVALID_HANDLE;
+  if (g_cur_pool == p) g_cur_pool = &g_default_pool;
+  obj_del(p);
+  free(p);
+  return E_SUCCESS;
+}
+/* Attributes 1-3 (REUSE_*) are ints; 4 RELEASE_THRESHOLD; 5-8 reserved/used current/high
+ * (read-only but for resetting the high marks to 0). */
+static CUresult i_pool_attr(struct fc_pool *p, int attr, void *v, int set) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  if (!v || attr < 1 || attr > 8) return E_INVALID_VALUE;
+  if (attr <= 3) {
+    if (set) p->attr[attr] = *(int *)v != 0;
+    else *(int *)v = (int)p->attr[attr];
+    return E_SUCCESS;
+  }
+  if (set) {
+    if (attr == 5 || attr == 7) return E_INVALID_VALUE;
+    if ((attr == 6 || attr == 8) && *(unsigned long long *)v != 0) return E_INVALID_VALUE;
+    p->attr[attr] = *(unsigned long long *)v;
+  } else {
+    *(unsigned long long *)v = attr >= 5 ? g_used : p->attr[attr];
+  }
+  return E_SUCCESS;
+}
+static CUresult i_pool_trim(struct fc_pool *p, size_t keep) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  if (keep == 0) pool_trim();
+  return E_SUCCESS;
+}
+static CUresult i_pool_set_access(struct fc_pool *p, const CUmemAccessDesc *desc, size_t count) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  if (!desc || count == 0) return E_INVALID_VALUE;
+  for (size_t i = 0; i < count; i++) {
+    if (desc[i].location.type != 1 || desc[i].flags < 0 || desc[i].flags > 3) return E_INVALID_VALUE;
+    if (desc[i].location.id != 0) return E_INVALID_DEVICE;
+    p->access = desc[i].flags;
+  }
+  return E_SUCCESS;
+}
+static CUresult i_device_pool(struct fc_pool **pp, CUdevice d, int def) {
+  if (!pp) return E_INVALID_VALUE;
+  CUresult e = chk_dev(d);
+  if (e) return e;
+  *pp = def ? &g_default_pool : g_cur_pool;
+  return E_SUCCESS;
+}
+static CUresult i_device_set_pool(CUdevice d, struct fc_pool *p) {
+  CUresult e = chk_dev(d);
+  if (e) return e;
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  g_cur_pool = p;
+  return E_SUCCESS;
+}
+static CUresult i_alloc_from_pool(CUdeviceptr *dptr, size_t size, struct fc_pool *p, CUstream s) {
+  if (!pool_ok(p)) return E_INVALID_HANDLE;
+  return i_mem_alloc(dptr, size, s, 1);
 }
 static CUresult i_mem_get_info(size_t *fr, size_t *total) {
   struct fc_ctx *c;
@@ -1090,8 +1443,11 @@ static CUresult ptr_attr(void *data, int attr, CUdeviceptr p) {
     if (!r || dev) return E_INVALID_VALUE;
     *(void **)data = (void *)(uintptr_t)p;
     return E_SUCCESS;
-  case 6: /* SYNC_MEMOPS */
   case 8: /* IS_MANAGED */
+    if (!r) return E_INVALID_VALUE;
+    *(unsigned char *)data = r->kind == R_MANAGED;
+    return E_SUCCESS;
+  case 6: /* SYNC_MEMOPS */
   case 10: /* IS_LEGACY_CUDA_IPC_CAPABLE */
     if (!r) return E_INVALID_VALUE;
     *(unsigned char *)data = 0;
@@ -1171,6 +1527,7 @@ static CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_
     if (e) return e;
   } else {
     NO_STRICT_CAPTURE();
+    busy_done(NULL, ~0ull); /* a blocking copy waits for the legacy stream */
   }
   if (n == 0) return E_SUCCESS;
   if (!dst || !src) return E_INVALID_VALUE;
@@ -1350,6 +1707,7 @@ static int vmm_tiles(CUdeviceptr ptr, size_t size) {
 }
 static CUresult i_mem_unmap(CUdeviceptr ptr, size_t size) {
   if (!vmm_tiles(ptr, size)) return E_INVALID_VALUE;
+  busy_unmapped(ptr, size);
   for (size_t i = g_nreg; i-- > 0;)
     if (g_reg[i].kind == R_VMM && overlaps(g_reg[i].base, g_reg[i].size, ptr, size)) vmm_drop_region(i, 1);
   return E_SUCCESS;
@@ -1375,7 +1733,7 @@ static CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccess
 /* Code: images, modules, libraries, functions, kernels                     */
 /* ------------------------------------------------------------------------ */
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_AXMY };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY };
 
 struct fc_param { unsigned off, size; };
 
@@ -1391,6 +1749,11 @@ static const struct builtin {
   {"add_global", K_ADD_GLOBAL, 2, {{0, 8}, {8, 4}}},
   {"spin", K_SPIN, 0, {{0, 0}}},   /* never finishes: every later wait blocks */
   {"fault", K_FAULT, 0, {{0, 0}}}, /* faults: every later wait fails with 700 */
+  /* tex_fetch(CUtexObject t, void *out, int n): out[i] = element i of t's resource */
+  {"tex_fetch", K_TEX_FETCH, 3, {{0, 8}, {8, 8}, {16, 4}}},
+  /* surf_write(CUsurfObject s, unsigned v, int n): element i (4 bytes) of s's array = v + i */
+  {"surf_write", K_SURF_WRITE, 3, {{0, 8}, {8, 4}, {12, 4}}},
+  {"noisy", K_NOISY, 2, {{0, 8}, {8, 8}}}, /* half of its output differs from run to run */
   {"axmy", K_AXMY, 4, {{0, 4}, {8, 8}, {16, 8}, {24, 4}}}, /* y = a*x - y: axpy's layout, another result */
 };
 
@@ -1879,6 +2242,414 @@ static CUresult i_occupancy(int *nb, CUfunction h, int block, size_t smem, unsig
 }
 
 /* ------------------------------------------------------------------------ */
+/* Arrays, 2D/3D copies, texture and surface objects                        */
+/* ------------------------------------------------------------------------ */
+
+/* An array holds its elements packed (rows of Width elements, Height rows per
+ * slice, Depth slices; 0 counts as 1).  Mipmapped arrays own one array per
+ * level.  Texture and surface object values start at a base derived from the
+ * process id, so a replay gets different values than the recorded run (as a
+ * real driver may) and the tools' substitution of values in kernel arguments
+ * is exercised ($FAKE_CUDA_OBJECT_BASE fixes the first value instead).  Resource
+ * view descriptors are accepted and not applied. */
+
+typedef struct { size_t Width, Height; int Format; unsigned NumChannels; } CUDA_ARRAY_DESCRIPTOR;
+typedef struct { size_t Width, Height, Depth; int Format; unsigned NumChannels, Flags; } CUDA_ARRAY3D_DESCRIPTOR;
+typedef struct {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D;
+/* CUDA_MEMCPY3D: defined with the graph types above */
+typedef struct {
+  int resType; /* 0 ARRAY, 1 MIPMAPPED_ARRAY, 2 LINEAR, 3 PITCH2D */
+  union {
+    struct { void *hArray; } array;
+    struct { void *hMipmappedArray; } mipmap;
+    struct { CUdeviceptr devPtr; int format; unsigned numChannels; size_t sizeInBytes; } linear;
+    struct { CUdeviceptr devPtr; int format; unsigned numChannels; size_t width, height, pitchInBytes; } pitch2D;
+    int reserved[32];
+  } res;
+  unsigned flags;
+} CUDA_RESOURCE_DESC;
+_Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR) == 24, "CUDA_ARRAY_DESCRIPTOR layout");
+_Static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40, "CUDA_ARRAY3D_DESCRIPTOR layout");
+_Static_assert(sizeof(CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D layout");
+_Static_assert(sizeof(CUDA_MEMCPY3D) == 200, "CUDA_MEMCPY3D layout");
+_Static_assert(sizeof(CUDA_RESOURCE_DESC) == 144, "CUDA_RESOURCE_DESC layout");
+
+#define MT_HOST 1
+#define MT_DEVICE 2
+#define MT_ARRAY 3
+#define MT_UNIFIED 4
+#define ARRAY_SURFACE_LDST 2u
+
+struct fc_mipmap;
+struct fc_array {
+  size_t w, h, d; /* as created (0: dimension absent) */
+  int format;
+  unsigned nch, flags;
+  size_t elem; /* bytes per element, channels included */
+  size_t bytes;
+  unsigned char *data;
+  struct fc_mipmap *owner; /* level of this mipmapped array, or NULL */
+};
+struct fc_mipmap {
+  unsigned n;
+  struct fc_array **lv;
+};
+
+static size_t format_bytes(int f) {
+  switch (f) {
+  case 0x01: case 0x08: return 1;         /* UNSIGNED_INT8, SIGNED_INT8 */
+  case 0x02: case 0x09: case 0x10: return 2; /* UNSIGNED_INT16, SIGNED_INT16, HALF */
+  case 0x03: case 0x0a: case 0x20: return 4; /* UNSIGNED_INT32, SIGNED_INT32, FLOAT */
+  default: return 0;
+  }
+}
+static size_t dim1(size_t v) { return v ? v : 1; }
+
+static CUresult array_new(const CUDA_ARRAY3D_DESCRIPTOR *d, struct fc_mipmap *owner, struct fc_array **out) {
+  size_t fb = format_bytes(d->Format);
+  if (!fb || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4)) return E_INVALID_VALUE;
+  if (!d->Width || (d->Depth && !d->Height) || (d->Flags & ~0xfu)) return E_INVALID_VALUE;
+  if (d->Width > 65536 || d->Height > 65536 || d->Depth > 4096) return E_INVALID_VALUE;
+  size_t elem = fb * d->NumChannels;
+  size_t bytes = d->Width * elem * dim1(d->Height) * dim1(d->Depth);
+  if (g_used + bytes > g_total) return E_OUT_OF_MEMORY;
+  struct fc_array *a = calloc(1, sizeof *a);
+  if (!a) return E_OUT_OF_MEMORY;
+  a->data = calloc(1, bytes);
+  if (!a->data) {
+    free(a);
+    return E_OUT_OF_MEMORY;
+  }
+  a->w = d->Width;
+  a->h = d->Height;
+  a->d = d->Depth;
+  a->format = d->Format;
+  a->nch = d->NumChannels;
+  a->flags = d->Flags;
+  a->elem = elem;
+  a->bytes = bytes;
+  a->owner = owner;
+  g_used += bytes;
+  obj_add(a, T_ARRAY);
+  *out = a;
+  return E_SUCCESS;
+}
+static void array_free(struct fc_array *a) {
+  obj_del(a);
+  g_used -= a->bytes;
+  free(a->data);
+  free(a);
+}
+static CUresult i_array3d_create(void **pa, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+  struct fc_ctx *c;
+  if (!pa || !d) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  return array_new(d, NULL, (struct fc_array **)pa);
+}
+static CUresult i_array_create(void **pa, const CUDA_ARRAY_DESCRIPTOR *d) {
+  if (!d) return E_INVALID_VALUE;
+  CUDA_ARRAY3D_DESCRIPTOR d3 = {d->Width, d->Height, 0, d->Format, d->NumChannels, 0};
+  return i_array3d_create(pa, &d3);
+}
+static CUresult i_array_destroy(void *h) {
+  if (!obj_is(h, T_ARRAY) || ((struct fc_array *)h)->owner) return E_INVALID_HANDLE;
+  array_free(h);
+  return E_SUCCESS;
+}
+static CUresult i_mipmap_create(void **pm, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels) {
+  struct fc_ctx *c;
+  if (!pm || !d || !levels) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  size_t big = d->Width > d->Height ? d->Width : d->Height;
+  if (d->Depth > big) big = d->Depth;
+  unsigned most = 1;
+  while (big >> most) most++;
+  if (levels > most) return E_INVALID_VALUE;
+  struct fc_mipmap *m = calloc(1, sizeof *m);
+  if (!m || !(m->lv = calloc(levels, sizeof *m->lv))) {
+    free(m);
+    return E_OUT_OF_MEMORY;
+  }
+  obj_add(m, T_MIPMAP);
+  CUDA_ARRAY3D_DESCRIPTOR l = *d;
+  for (unsigned i = 0; i < levels; i++) {
+    CUresult e = array_new(&l, m, &m->lv[i]);
+    if (e) {
+      for (unsigned k = 0; k < i; k++) array_free(m->lv[k]);
+      obj_del(m);
+      free(m->lv);
+      free(m);
+      return e;
+    }
+    m->n = i + 1;
+    l.Width = l.Width > 1 ? l.Width / 2 : 1;
+    l.Height = l.Height > 1 ? l.Height / 2 : l.Height;
+    l.Depth = l.Depth > 1 ? l.Depth / 2 : l.Depth;
+  }
+  *pm = m;
+  return E_SUCCESS;
+}
+static CUresult i_mipmap_level(void **pa, void *h, unsigned level) {
+  if (!pa || !obj_is(h, T_MIPMAP)) return E_INVALID_HANDLE;
+  struct fc_mipmap *m = h;
+  if (level >= m->n) return E_INVALID_VALUE;
+  *pa = m->lv[level];
+  return E_SUCCESS;
+}
+static CUresult i_mipmap_destroy(void *h) {
+  if (!obj_is(h, T_MIPMAP)) return E_INVALID_HANDLE;
+  struct fc_mipmap *m = h;
+  for (unsigned i = 0; i < m->n; i++) array_free(m->lv[i]);
+  obj_del(m);
+  free(m->lv);
+  free(m);
+  return E_SUCCESS;
+}
+
+/* ---- 2D/3D copies: each side resolved to a base address, a pitch and a slice height ---- */
+
+struct plan {
+  uintptr_t dst, src;
+  size_t dpitch, dsh, spitch, ssh;
+  size_t w, h, d;
+};
+static void plan_run(const struct plan *p) {
+  for (size_t k = 0; k < p->d; k++)
+    for (size_t r = 0; r < p->h; r++)
+      memmove((void *)(p->dst + (k * p->dsh + r) * p->dpitch), (const void *)(p->src + (k * p->ssh + r) * p->spitch),
+              p->w);
+}
+/* One side: type, host pointer, device pointer, array, offsets, lod, pitch, slice height.
+ * want: 1 read, 2 write (for device range checks). */
+static CUresult side_resolve(int type, uintptr_t host, CUdeviceptr dev, void *arr, size_t x, size_t y, size_t z,
+                             size_t lod, size_t pitch, size_t sh, const struct plan *p, int want, uintptr_t *base,
+                             size_t *opitch, size_t *osh) {
+  if (lod) return E_INVALID_VALUE;
+  if (type == MT_ARRAY) {
+    if (!obj_is(arr, T_ARRAY)) return E_INVALID_HANDLE;
+    struct fc_array *a = arr;
+    size_t row = a->w * a->elem;
+    if (x > row || p->w > row - x || y + p->h > dim1(a->h) || z + p->d > dim1(a->d)) return E_INVALID_VALUE;
+    *opitch = row;
+    *osh = dim1(a->h);
+    *base = (uintptr_t)a->data + x + (y + z * dim1(a->h)) * row;
+    return E_SUCCESS;
+  }
+  uintptr_t ptr;
+  int device;
+  if (type == MT_HOST) {
+    ptr = host;
+    device = 0;
+  } else if (type == MT_DEVICE) {
+    ptr = dev;
+    device = 1;
+  } else if (type == MT_UNIFIED) {
+    ptr = dev;
+    device = region_find(dev) >= 0 ? is_device_kind(g_reg[region_find(dev)].kind) : in_device_va(dev);
+  } else {
+    return E_INVALID_VALUE;
+  }
+  if (!ptr) return E_INVALID_VALUE;
+  if ((p->h > 1 || p->d > 1) && (pitch < p->w || x > pitch - p->w)) return E_INVALID_VALUE;
+  if (p->d > 1 && y + p->h > sh) return E_INVALID_VALUE;
+  *opitch = pitch;
+  *osh = sh;
+  *base = ptr + x + (y + z * sh) * pitch;
+  size_t span = ((p->d - 1) * sh + (p->h - 1)) * pitch + p->w;
+  if (device && !range_ok(*base, span, want)) return E_INVALID_VALUE;
+  return E_SUCCESS;
+}
+static CUresult copy3d(const CUDA_MEMCPY3D *c, CUstream s, int async) {
+  struct fc_ctx *ctx;
+  if (!c) return E_INVALID_VALUE;
+  NEED_CTX(ctx);
+  if (async) {
+    CUresult e = chk_stream(s);
+    if (e) return e;
+  } else {
+    NO_STRICT_CAPTURE();
+  }
+  struct plan p = {0, 0, 0, 0, 0, 0, c->WidthInBytes, c->Height, c->Depth};
+  if (!p.w || !p.h || !p.d) return E_SUCCESS;
+  CUresult e = side_resolve(c->srcMemoryType, (uintptr_t)c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes,
+                            c->srcY, c->srcZ, c->srcLOD, c->srcPitch, c->srcHeight, &p, 1, &p.src, &p.spitch, &p.ssh);
+  if (!e)
+    e = side_resolve(c->dstMemoryType, (uintptr_t)c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY,
+                     c->dstZ, c->dstLOD, c->dstPitch, c->dstHeight, &p, 2, &p.dst, &p.dpitch, &p.dsh);
+  if (e) return e;
+  struct fc_graph *g = async ? stream_graph(s) : NULL;
+  if (g) { /* captured: rows are copied when the graph runs */
+    struct fc_node *nd = graph_add(g);
+    nd->kind = N_PLAN;
+    nd->pb = calloc(1, FC_PARAM_BUF);
+    if (!nd->pb) abort();
+    memcpy(nd->pb, &p, sizeof p);
+    return E_SUCCESS;
+  }
+  plan_run(&p);
+  return E_SUCCESS;
+}
+static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream s, int async) {
+  if (!c) return E_INVALID_VALUE;
+  CUDA_MEMCPY3D d = {0};
+  d.srcXInBytes = c->srcXInBytes;
+  d.srcY = c->srcY;
+  d.srcMemoryType = c->srcMemoryType;
+  d.srcHost = c->srcHost;
+  d.srcDevice = c->srcDevice;
+  d.srcArray = c->srcArray;
+  d.srcPitch = c->srcPitch;
+  d.dstXInBytes = c->dstXInBytes;
+  d.dstY = c->dstY;
+  d.dstMemoryType = c->dstMemoryType;
+  d.dstHost = c->dstHost;
+  d.dstDevice = c->dstDevice;
+  d.dstArray = c->dstArray;
+  d.dstPitch = c->dstPitch;
+  d.WidthInBytes = c->WidthInBytes;
+  d.Height = c->Height;
+  d.Depth = 1;
+  return copy3d(&d, s, async);
+}
+/* 1D copies to, from and between arrays: a byte offset into the array's packed storage. */
+static CUresult array_span(void *h, size_t off, size_t n, uintptr_t *addr) {
+  if (!obj_is(h, T_ARRAY)) return E_INVALID_HANDLE;
+  struct fc_array *a = h;
+  if (off > a->bytes || n > a->bytes - off) return E_INVALID_VALUE;
+  *addr = (uintptr_t)a->data + off;
+  return E_SUCCESS;
+}
+/* dst_arr/src_arr: array handles (or NULL: dst/src is a pointer, device when *_dev) */
+static CUresult copy_array_1d(void *dst_arr, size_t doff, uintptr_t dst, int dst_dev, void *src_arr, size_t soff,
+                              uintptr_t src, int src_dev, size_t n, CUstream s, int async) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  CUresult e = E_SUCCESS;
+  if (dst_arr) {
+    e = array_span(dst_arr, doff, n, &dst);
+    dst_dev = 0; /* array storage: checked above */
+  }
+  if (!e && src_arr) {
+    e = array_span(src_arr, soff, n, &src);
+    src_dev = 0;
+  }
+  if (e) return e;
+  return copy_checked(dst, dst_dev, src, src_dev, n, s, async);
+}
+
+/* ---- texture and surface objects ---- */
+
+struct fc_texobj {
+  unsigned long long id;
+  int surf;
+  CUDA_RESOURCE_DESC res;
+};
+static struct fc_texobj *g_tex;
+static size_t g_ntex, g_captex;
+static unsigned long long g_next_tex;
+
+static struct fc_texobj *tex_find(unsigned long long id, int surf) {
+  for (size_t i = 0; i < g_ntex; i++)
+    if (g_tex[i].id == id && g_tex[i].surf == surf) return &g_tex[i];
+  return NULL;
+}
+static CUresult res_check(const CUDA_RESOURCE_DESC *r, int surf) {
+  if (!r || r->flags) return E_INVALID_VALUE;
+  switch (r->resType) {
+  case 0:
+    if (!obj_is(r->res.array.hArray, T_ARRAY)) return E_INVALID_HANDLE;
+    if (surf && !(((struct fc_array *)r->res.array.hArray)->flags & ARRAY_SURFACE_LDST)) return E_INVALID_VALUE;
+    return E_SUCCESS;
+  case 1:
+    if (surf) return E_INVALID_VALUE;
+    return obj_is(r->res.mipmap.hMipmappedArray, T_MIPMAP) ? E_SUCCESS : E_INVALID_HANDLE;
+  case 2:
+    if (surf || !format_bytes(r->res.linear.format) || !r->res.linear.sizeInBytes) return E_INVALID_VALUE;
+    return range_ok(r->res.linear.devPtr, r->res.linear.sizeInBytes, 1) ? E_SUCCESS : E_INVALID_VALUE;
+  case 3:
+    if (surf || !format_bytes(r->res.pitch2D.format) || !r->res.pitch2D.height) return E_INVALID_VALUE;
+    if (r->res.pitch2D.pitchInBytes < r->res.pitch2D.width * format_bytes(r->res.pitch2D.format) *
+                                          r->res.pitch2D.numChannels)
+      return E_INVALID_VALUE;
+    return range_ok(r->res.pitch2D.devPtr, r->res.pitch2D.pitchInBytes * r->res.pitch2D.height, 1)
+               ? E_SUCCESS
+               : E_INVALID_VALUE;
+  default:
+    return E_INVALID_VALUE;
+  }
+}
+static CUresult obj_create(unsigned long long *po, const CUDA_RESOURCE_DESC *r, const void *texdesc, int surf) {
+  struct fc_ctx *c;
+  if (!po || (!surf && !texdesc)) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  CUresult e = res_check(r, surf);
+  if (e) return e;
+  if (!g_next_tex) { /* FAKE_CUDA_OBJECT_BASE: a fixed first value (tests) */
+    const char *b = getenv("FAKE_CUDA_OBJECT_BASE");
+    g_next_tex = b ? strtoull(b, NULL, 0) : 0;
+    if (!g_next_tex) g_next_tex = 0x100 + ((unsigned long long)getpid() % 0xfff0) * 0x100;
+  }
+  GROW(g_tex, g_ntex, g_captex);
+  struct fc_texobj *t = &g_tex[g_ntex++];
+  t->id = g_next_tex++;
+  t->surf = surf;
+  t->res = *r;
+  *po = t->id;
+  return E_SUCCESS;
+}
+static CUresult obj_destroy(unsigned long long id, int surf) {
+  struct fc_texobj *t = tex_find(id, surf);
+  if (!t) return E_INVALID_VALUE;
+  *t = g_tex[--g_ntex];
+  return E_SUCCESS;
+}
+/* The elements of an object's resource: element i at *base + (i / *row) * *pitch + (i % *row) * *elem. */
+static int obj_elems(const struct fc_texobj *t, uintptr_t *base, size_t *elem, size_t *row, size_t *pitch,
+                     size_t *count) {
+  const CUDA_RESOURCE_DESC *r = &t->res;
+  const struct fc_array *a = NULL;
+  if (r->resType == 0) a = r->res.array.hArray;
+  if (r->resType == 1) a = ((struct fc_mipmap *)r->res.mipmap.hMipmappedArray)->lv[0];
+  if (a) {
+    if (!obj_is(a, T_ARRAY)) return 0;
+    *base = (uintptr_t)a->data;
+    *elem = a->elem;
+    *row = a->w;
+    *pitch = a->w * a->elem;
+    *count = a->bytes / a->elem;
+    return 1;
+  }
+  if (r->resType == 2) {
+    *base = r->res.linear.devPtr;
+    *elem = format_bytes(r->res.linear.format) * r->res.linear.numChannels;
+    *row = r->res.linear.sizeInBytes / *elem;
+    *pitch = *row * *elem;
+    *count = *row;
+  } else {
+    *base = r->res.pitch2D.devPtr;
+    *elem = format_bytes(r->res.pitch2D.format) * r->res.pitch2D.numChannels;
+    *row = r->res.pitch2D.width;
+    *pitch = r->res.pitch2D.pitchInBytes;
+    *count = r->res.pitch2D.width * r->res.pitch2D.height;
+  }
+  return *elem && *row && range_ok(*base, (*count / *row - 1) * *pitch + *row * *elem, 1);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Kernel execution                                                         */
 /* ------------------------------------------------------------------------ */
 
@@ -1887,6 +2658,30 @@ static unsigned long long count_of(long long n, unsigned long long threads) {
   return (unsigned long long)n < threads ? (unsigned long long)n : threads;
 }
 #define RD(T, off) ({ T v__; memcpy(&v__, pb + (off), sizeof v__); v__; })
+
+/* A byte new at every `noisy` launch: from a counter kept in the file $FAKE_CUDA_NOISE_FILE
+   when set (so tests know every process gets a different one), else from the clock and pid. */
+static uint8_t noise_byte(void) {
+  static unsigned long long base;
+  static unsigned launches;
+  static int seeded;
+  if (!seeded) {
+    seeded = 1;
+    const char *path = getenv("FAKE_CUDA_NOISE_FILE");
+    FILE *f = path ? fopen(path, "r+") : NULL;
+    if (f) {
+      if (fscanf(f, "%llu", &base) != 1) base = 0;
+      rewind(f);
+      fprintf(f, "%llu\n", base + 1);
+      fclose(f);
+    } else {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      base = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 8);
+    }
+  }
+  return (uint8_t)(base * 37 + launches++); /* 37 is odd: processes 1..255 apart differ */
+}
 
 static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long long threads) {
   switch (f->kid) {
@@ -1943,6 +2738,41 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
     for (unsigned long long i = 0; i < n; i++) O[i] += b;
     return E_SUCCESS;
   }
+  case K_TEX_FETCH:
+  case K_SURF_WRITE: {
+    struct fc_texobj *t = tex_find(RD(uint64_t, 0), f->kid == K_SURF_WRITE);
+    uintptr_t base;
+    size_t elem, row, pitch, count;
+    if (!t || !obj_elems(t, &base, &elem, &row, &pitch, &count)) return E_ILLEGAL_ADDRESS;
+    unsigned long long n = count_of(RD(int32_t, f->kid == K_TEX_FETCH ? 16 : 12), threads);
+    if (n > count) n = count;
+    if (f->kid == K_TEX_FETCH) {
+      uint64_t o = RD(uint64_t, 8);
+      if (!range_ok(o, n * elem, 2)) return E_ILLEGAL_ADDRESS;
+      for (unsigned long long i = 0; i < n; i++)
+        memcpy((void *)(uintptr_t)(o + i * elem), (const void *)(base + (i / row) * pitch + (i % row) * elem), elem);
+    } else {
+      if (elem != 4) return E_LAUNCH_FAILED;
+      uint32_t v = RD(uint32_t, 8);
+      for (unsigned long long i = 0; i < n; i++) {
+        uint32_t x = v + (uint32_t)i;
+        memcpy((void *)(base + (i / row) * pitch + (i % row) * elem), &x, 4);
+      }
+    }
+    return E_SUCCESS;
+  }
+  case K_NOISY: {
+    /* noisy(unsigned *out, unsigned long long n): the first half of `out` deterministic, the
+       second half (rounded up) a value new at every launch, like a kernel writing a clock or
+       an atomic ticket: the program's own nondeterminism, for replay to tell apart. */
+    uint64_t p = RD(uint64_t, 0), n64 = RD(uint64_t, 8);
+    unsigned long long n = n64 < threads ? n64 : threads;
+    if (n > (1ull << 40) || !range_ok(p, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    uint32_t *P = (uint32_t *)(uintptr_t)p;
+    uint32_t noise = noise_byte() * 0x01010101u;
+    for (unsigned long long i = 0; i < n; i++) P[i] = i < n / 2 ? (uint32_t)i * 2654435761u : noise;
+    return E_SUCCESS;
+  }
   case K_SPIN:
     g_hung = 1;
     return E_SUCCESS;
@@ -1958,21 +2788,19 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
 #define LP_BUFFER_POINTER ((void *)1)
 #define LP_BUFFER_SIZE ((void *)2)
 
-static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                       unsigned shmem, CUstream s, void **params, void **extra) {
-  struct fc_ctx *c;
-  struct fc_func *f = func_or_kernel(h);
-  if (!f) return E_INVALID_HANDLE;
-  NEED_CTX(c);
-  CUresult e = chk_stream(s);
-  if (e) return e;
+/* The launch configuration a kernel accepts. */
+static CUresult launch_dims(const struct fc_func *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shmem) {
   if (!gx || !gy || !gz || !bx || !by || !bz) return E_INVALID_VALUE;
   if (gx > 2147483647u || gy > 65535 || gz > 65535) return E_INVALID_VALUE;
   if (bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024) return E_INVALID_VALUE;
   if (shmem > (unsigned)f->attr[8]) return E_INVALID_VALUE;
+  return E_SUCCESS;
+}
+/* The arguments of a launch (or kernel node), from `params` or `extra`, laid out in pb. */
+static CUresult launch_args(const struct fc_func *f, void **params, void **extra, unsigned char *pb) {
   if (params && extra) return E_INVALID_VALUE;
-  unsigned char pb[FC_PARAM_BUF];
-  memset(pb, 0, sizeof pb);
+  memset(pb, 0, FC_PARAM_BUF);
   size_t need = 0;
   for (int i = 0; i < f->np; i++)
     if (f->p[i].off + f->p[i].size > need) need = f->p[i].off + f->p[i].size;
@@ -1997,6 +2825,20 @@ static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, uns
   } else if (f->np) {
     return E_INVALID_VALUE;
   }
+  return E_SUCCESS;
+}
+
+static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned shmem, CUstream s, void **params, void **extra) {
+  struct fc_ctx *c;
+  struct fc_func *f = func_or_kernel(h);
+  if (!f) return E_INVALID_HANDLE;
+  NEED_CTX(c);
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  if ((e = launch_dims(f, gx, gy, gz, bx, by, bz, shmem))) return e;
+  unsigned char pb[FC_PARAM_BUF];
+  if ((e = launch_args(f, params, extra, pb))) return e;
   struct fc_graph *g = stream_graph(s);
   if (g) { /* captured: arguments are copied now, the kernel runs when the graph does */
     struct fc_node *nd = graph_add(g);
@@ -2008,7 +2850,16 @@ static CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, uns
     memcpy(nd->pb, pb, FC_PARAM_BUF);
     return E_SUCCESS;
   }
-  return run_kernel(f, pb, (unsigned long long)gx * bx);
+  CUresult r = run_kernel(f, pb, (unsigned long long)gx * bx);
+  if (r == E_SUCCESS) /* in flight until a wait: the allocations its pointer arguments name */
+    for (int i = 0; i < f->np; i++)
+      if (f->p[i].size == 8) {
+        uintptr_t a;
+        memcpy(&a, pb + f->p[i].off, 8);
+        long k = region_find(a);
+        if (k >= 0) busy_add(g_reg[k].base, g_reg[k].size, s);
+      }
+  return r;
 }
 
 static CUresult launch_ex(const CUlaunchConfig *cfg, const void *h, void **params, void **extra) {
@@ -2041,12 +2892,26 @@ static CUresult i_graph_instantiate(CUgraphExec *pe, CUgraph g, cuuint64_t flags
   NEED_CTX(c);
   if (!pe || flags > 0xf) return E_INVALID_VALUE;
   if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  size_t *order = malloc((g->n ? g->n : 1) * sizeof *order);
+  if (!order) return E_OUT_OF_MEMORY;
+  CUresult e = graph_order(g, order);
+  if (e) {
+    free(order);
+    return e;
+  }
   struct fc_gexec *x = calloc(1, sizeof *x);
-  if (!x) return E_OUT_OF_MEMORY;
+  if (!x) abort();
   struct fc_graph tmp = {NULL, 0, 0};
-  graph_append(&tmp, g->nodes, g->n);
+  for (size_t k = 0; k < g->n; k++) {
+    const struct fc_node *src = &g->nodes[order[k]];
+    if (!src->kind) continue; /* destroyed */
+    graph_append(&tmp, src, 1);
+    tmp.nodes[tmp.n - 1].orig = order[k];
+  }
+  free(order);
   x->nodes = tmp.nodes;
   x->n = tmp.n;
+  x->src = g;
   obj_add(x, T_GEXEC);
   *pe = x;
   return E_SUCCESS;
@@ -2057,6 +2922,64 @@ static CUresult i_graph_instantiate_params(CUgraphExec *pe, CUgraph g, CUDA_GRAP
   CUresult e = i_graph_instantiate(pe, g, p->flags);
   p->hErrNode_out = NULL;
   p->result_out = e ? 1 : 0; /* CUDA_GRAPH_INSTANTIATE_ERROR / _SUCCESS */
+  return e;
+}
+
+/* One side of a CUDA_MEMCPY3D: its base address and whether it is device memory (-1: unified,
+ * found from the address as copy_checked does). */
+static int copy3d_side(int type, const void *host, CUdeviceptr dev, uintptr_t *base, int *is_dev) {
+  switch (type) {
+  case 1: *base = (uintptr_t)host; *is_dev = 0; return 0;
+  case 2: *base = (uintptr_t)dev; *is_dev = 1; return 0;
+  case 4: *base = (uintptr_t)dev; *is_dev = -1; return 0;
+  default: return -1; /* CUDA arrays are not implemented */
+  }
+}
+static CUresult copy3d_run(const CUDA_MEMCPY3D *p) {
+  uintptr_t sb, db;
+  int sd, dd;
+  if (copy3d_side(p->srcMemoryType, p->srcHost, p->srcDevice, &sb, &sd)) return E_INVALID_VALUE;
+  if (copy3d_side(p->dstMemoryType, p->dstHost, p->dstDevice, &db, &dd)) return E_INVALID_VALUE;
+  size_t h = p->Height ? p->Height : 1, d = p->Depth ? p->Depth : 1;
+  size_t sp = p->srcPitch ? p->srcPitch : p->WidthInBytes, dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+  size_t sh = p->srcHeight ? p->srcHeight : h, dh = p->dstHeight ? p->dstHeight : h;
+  for (size_t z = 0; z < d; z++)
+    for (size_t y = 0; y < h; y++) {
+      uintptr_t so = sb + p->srcXInBytes + ((p->srcZ + z) * sh + p->srcY + y) * sp;
+      uintptr_t dof = db + p->dstXInBytes + ((p->dstZ + z) * dh + p->dstY + y) * dp;
+      CUresult e = copy_run(dof, dd, so, sd, p->WidthInBytes);
+      if (e) return e;
+    }
+  return E_SUCCESS;
+}
+static CUresult graph_run(const struct fc_graph *g);
+static CUresult node_run(const struct fc_node *nd) {
+  CUresult e = E_SUCCESS;
+  switch (nd->kind) {
+  case N_KERNEL: return run_kernel(nd->f, nd->pb, nd->threads);
+  case N_MEMSET:
+    for (size_t r = 0; r < (nd->height ? nd->height : 1) && !e; r++)
+      e = memset_run(nd->dst + r * nd->pitch, nd->v, nd->n, nd->width);
+    return e;
+  case N_COPY: return copy_run(nd->dst, nd->dst_dev, nd->src, nd->src_dev, nd->n);
+  case N_COPY3D: return copy3d_run(&nd->cp);
+  case N_PLAN: plan_run((const struct plan *)nd->pb); return E_SUCCESS;
+  case N_HOST: nd->hfn(nd->hdata); return E_SUCCESS; /* host nodes must not call CUDA */
+  case N_EVREC:
+    if (obj_is(nd->ev, T_EVENT)) nd->ev->recorded = 1;
+    return E_SUCCESS;
+  case N_CHILD: return graph_run(nd->child);
+  case N_COND: return (nd->cond->flags & 1) && nd->cond->dflt ? graph_run(nd->child) : E_SUCCESS;
+  case 0: case N_EMPTY: case N_EVWAIT: return E_SUCCESS;
+  default: return E_LAUNCH_FAILED;
+  }
+}
+static CUresult graph_run(const struct fc_graph *g) {
+  size_t *order = malloc((g->n ? g->n : 1) * sizeof *order);
+  if (!order) return E_OUT_OF_MEMORY;
+  CUresult e = graph_order(g, order);
+  for (size_t k = 0; k < g->n && !e; k++) e = node_run(&g->nodes[order[k]]);
+  free(order);
   return e;
 }
 static CUresult i_graph_launch(CUgraphExec x, CUstream s) {
@@ -2070,23 +2993,20 @@ static CUresult i_graph_launch(CUgraphExec x, CUstream s) {
     graph_append(g, x->nodes, x->n);
     return E_SUCCESS;
   }
-  for (size_t i = 0; i < x->n; i++) {
-    const struct fc_node *nd = &x->nodes[i];
-    switch (nd->kind) {
-    case N_KERNEL: e = run_kernel(nd->f, nd->pb, nd->threads); break;
-    case N_MEMSET: e = memset_run(nd->dst, nd->v, nd->n, nd->width); break;
-    case N_COPY: e = copy_run(nd->dst, nd->dst_dev, nd->src, nd->src_dev, nd->n); break;
-    default: e = E_LAUNCH_FAILED;
-    }
-    if (e) return e;
-  }
-  return E_SUCCESS;
+  for (size_t i = 0; i < x->n && !e; i++) e = node_run(&x->nodes[i]);
+  return e;
+}
+static CUresult i_graph_upload(CUgraphExec x, CUstream s) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!obj_is(x, T_GEXEC)) return E_INVALID_HANDLE;
+  return chk_stream(s);
 }
 static CUresult i_graph_destroy(CUgraph g) {
   if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (g->owned) return E_INVALID_VALUE;
   obj_del(g);
-  nodes_free(g->nodes, g->n);
-  free(g);
+  graph_free(g);
   return E_SUCCESS;
 }
 static CUresult i_graph_exec_destroy(CUgraphExec x) {
@@ -2095,6 +3015,280 @@ static CUresult i_graph_exec_destroy(CUgraphExec x) {
   nodes_free(x->nodes, x->n);
   free(x);
   return E_SUCCESS;
+}
+
+/* ---- explicit construction: a node is filled from its parameters, then added ---- */
+
+static CUresult kernel_fill(struct fc_node *nd, const void *fh, const CUDA_KERNEL_NODE_PARAMS *p) {
+  struct fc_func *f = func_or_kernel(fh);
+  if (!f) return E_INVALID_HANDLE;
+  CUresult e = launch_dims(f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ,
+                           p->sharedMemBytes);
+  if (e) return e;
+  unsigned char pb[FC_PARAM_BUF];
+  if ((e = launch_args(f, p->kernelParams, p->extra, pb))) return e;
+  nd->kind = N_KERNEL;
+  nd->f = f;
+  nd->threads = (unsigned long long)p->gridDimX * p->blockDimX;
+  nd->pb = malloc(FC_PARAM_BUF);
+  if (!nd->pb) abort();
+  memcpy(nd->pb, pb, FC_PARAM_BUF);
+  return E_SUCCESS;
+}
+/* v2 parameters (func, or kern when func is NULL). */
+static CUresult kernel_fill_v2(struct fc_node *nd, const CUDA_KERNEL_NODE_PARAMS *p) {
+  if (!p) return E_INVALID_VALUE;
+  return kernel_fill(nd, p->func ? (const void *)p->func : (const void *)p->kern, p);
+}
+static CUresult kernel_fill_v1(struct fc_node *nd, const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  if (!p) return E_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS v2;
+  memset(&v2, 0, sizeof v2);
+  memcpy(&v2, p, sizeof *p);
+  return kernel_fill_v2(nd, &v2);
+}
+static CUresult memcpy_fill(struct fc_node *nd, const CUDA_MEMCPY3D *p) {
+  uintptr_t b;
+  int d;
+  if (!p || !p->WidthInBytes) return E_INVALID_VALUE;
+  if (copy3d_side(p->srcMemoryType, p->srcHost, p->srcDevice, &b, &d) || !b) return E_INVALID_VALUE;
+  if (copy3d_side(p->dstMemoryType, p->dstHost, p->dstDevice, &b, &d) || !b) return E_INVALID_VALUE;
+  nd->kind = N_COPY3D;
+  nd->cp = *p;
+  return E_SUCCESS;
+}
+static CUresult memset_fill(struct fc_node *nd, const CUDA_MEMSET_NODE_PARAMS *p) {
+  if (!p || !p->width || !p->height) return E_INVALID_VALUE;
+  if (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) return E_INVALID_VALUE;
+  if (p->dst % p->elementSize || (p->height > 1 && p->pitch < p->width * p->elementSize)) return E_INVALID_VALUE;
+  nd->kind = N_MEMSET;
+  nd->dst = p->dst;
+  nd->v = p->value;
+  nd->n = p->width;
+  nd->width = (int)p->elementSize;
+  nd->pitch = p->pitch;
+  nd->height = p->height;
+  return E_SUCCESS;
+}
+static CUresult host_fill(struct fc_node *nd, const CUDA_HOST_NODE_PARAMS *p) {
+  if (!p || !p->fn) return E_INVALID_VALUE;
+  nd->kind = N_HOST;
+  nd->hfn = p->fn;
+  nd->hdata = p->userData;
+  return E_SUCCESS;
+}
+static CUresult child_fill(struct fc_node *nd, CUgraph child) {
+  if (!obj_is(child, T_GRAPH)) return E_INVALID_HANDLE;
+  nd->kind = N_CHILD;
+  nd->child = graph_dup(child); /* the child graph is cloned, as by the real driver */
+  return E_SUCCESS;
+}
+static CUresult event_fill(struct fc_node *nd, CUevent ev, int kind) {
+  if (!obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
+  nd->kind = kind;
+  nd->ev = ev;
+  return E_SUCCESS;
+}
+/* A conditional node (IF with one body graph only; WHILE and SWITCH are not implemented). */
+static CUresult cond_fill(struct fc_node *nd, const unsigned long long *handle, int type, unsigned size,
+                          CUgraph *out) {
+  struct fc_cond *c = (struct fc_cond *)(uintptr_t)*handle;
+  if (!obj_is(c, T_COND) || !out) return E_INVALID_VALUE;
+  if (type != 0 || size != 1) return E_NOT_SUPPORTED;
+  struct fc_graph *body = calloc(1, sizeof *body);
+  if (!body) abort();
+  body->owned = 1;
+  obj_add(body, T_GRAPH);
+  nd->kind = N_COND;
+  nd->cond = c;
+  nd->child = body;
+  return E_SUCCESS;
+}
+static CUresult i_cond_handle_create(CUgraphConditionalHandle *out, CUgraph g, CUcontext ctx, unsigned dflt,
+                                     unsigned flags) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!out || flags > 1) return E_INVALID_VALUE;
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (!obj_is(ctx, T_CTX)) return E_INVALID_CONTEXT;
+  struct fc_cond *h = calloc(1, sizeof *h); /* lives as long as the process (as its graph would) */
+  if (!h) abort();
+  h->dflt = dflt;
+  h->flags = flags;
+  obj_add(h, T_COND);
+  *out = (CUgraphConditionalHandle)(uintptr_t)h;
+  return E_SUCCESS;
+}
+/* The filled node `nd` (`e`: how filling went) added to g after deps[0..n). */
+static CUresult node_add(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, struct fc_node *nd,
+                         CUresult e) {
+  struct fc_ctx *c;
+  CUresult ce = cur_ctx(&c);
+  if (!e) e = ce;
+  if (!e && !out) e = E_INVALID_VALUE;
+  if (!e && !obj_is(g, T_GRAPH)) e = E_INVALID_HANDLE;
+  if (!e && n && !deps) e = E_INVALID_VALUE;
+  for (size_t i = 0; i < n && !e; i++)
+    if (!obj_is(deps[i], T_GNODE) || deps[i]->g != g) e = E_INVALID_VALUE;
+  if (e) {
+    node_release(nd);
+    return e;
+  }
+  if (n) {
+    nd->deps = malloc(n * sizeof *nd->deps);
+    if (!nd->deps) abort();
+    for (size_t i = 0; i < n; i++) nd->deps[i] = deps[i]->idx;
+    nd->ndeps = n;
+  }
+  struct fc_nodeh *h = malloc(sizeof *h);
+  if (!h) abort();
+  h->g = g;
+  h->idx = g->n;
+  nd->h = h;
+  *graph_add(g) = *nd;
+  obj_add(h, T_GNODE);
+  *out = h;
+  return E_SUCCESS;
+}
+/* The generic CUgraphNodeParams. */
+static CUresult node_add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                                 CUgraphNodeParams *p) {
+  struct fc_node nd;
+  memset(&nd, 0, sizeof nd);
+  CUresult e = E_INVALID_VALUE;
+  if (p) switch (p->type) {
+    case 0: e = kernel_fill_v2(&nd, &p->u.kernel); break;
+    case 1: e = memcpy_fill(&nd, &p->u.memcpy.copyParams); break;
+    case 2: e = memset_fill(&nd, &p->u.memset.p); break;
+    case 3: e = host_fill(&nd, &p->u.host); break;
+    case 4: e = child_fill(&nd, p->u.graph.graph); break;
+    case 5: nd.kind = N_EMPTY; e = E_SUCCESS; break;
+    case 6: e = event_fill(&nd, p->u.event.event, N_EVWAIT); break;
+    case 7: e = event_fill(&nd, p->u.event.event, N_EVREC); break;
+    case 13: e = cond_fill(&nd, &p->u.conditional.handle, p->u.conditional.type, p->u.conditional.size,
+                           p->u.conditional.phGraph_out);
+      break;
+    default: e = E_NOT_SUPPORTED; break; /* memory nodes are not implemented */
+    }
+  struct fc_graph *body = nd.kind == N_COND ? nd.child : NULL;
+  e = node_add(out, g, deps, n, &nd, e);
+  if (!e && body) p->u.conditional.phGraph_out[0] = body;
+  return e;
+}
+#define NODE_ADD(fill) \
+  do { struct fc_node nd; memset(&nd, 0, sizeof nd); CUresult e = (fill); return node_add(out, g, deps, n, &nd, e); } while (0)
+static CUresult i_add_kernel_v1(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                                const CUDA_KERNEL_NODE_PARAMS_v1 *p) { NODE_ADD(kernel_fill_v1(&nd, p)); }
+static CUresult i_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                             const CUDA_KERNEL_NODE_PARAMS *p) { NODE_ADD(kernel_fill_v2(&nd, p)); }
+static CUresult i_add_memcpy(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                             const CUDA_MEMCPY3D *p, CUcontext ctx) {
+  NODE_ADD(obj_is(ctx, T_CTX) ? memcpy_fill(&nd, p) : E_INVALID_CONTEXT);
+}
+static CUresult i_add_memset(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                             const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
+  NODE_ADD(obj_is(ctx, T_CTX) ? memset_fill(&nd, p) : E_INVALID_CONTEXT);
+}
+static CUresult i_add_host(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                           const CUDA_HOST_NODE_PARAMS *p) { NODE_ADD(host_fill(&nd, p)); }
+static CUresult i_add_empty(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n) {
+  NODE_ADD((nd.kind = N_EMPTY, E_SUCCESS));
+}
+static CUresult i_add_event(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUevent ev, int kind) {
+  NODE_ADD(event_fill(&nd, ev, kind));
+}
+static CUresult i_add_child(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUgraph child) {
+  NODE_ADD(child_fill(&nd, child));
+}
+static CUresult i_add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (n && (!from || !to)) return E_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++)
+    if (!obj_is(from[i], T_GNODE) || !obj_is(to[i], T_GNODE) || from[i]->g != g || to[i]->g != g ||
+        from[i] == to[i])
+      return E_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    struct fc_node *t = &g->nodes[to[i]->idx];
+    size_t cap = t->ndeps;
+    GROW(t->deps, t->ndeps, cap);
+    t->deps[t->ndeps++] = from[i]->idx;
+  }
+  return E_SUCCESS;
+}
+/* Replace what `dst` does by `nd`'s parameters (same kind; its dependencies, handle and origin
+ * stay). */
+static CUresult node_set(struct fc_node *dst, struct fc_node *nd, CUresult e) {
+  if (!e && dst->kind != nd->kind) e = E_INVALID_VALUE;
+  if (e) {
+    node_release(nd);
+    return e;
+  }
+  size_t *deps = dst->deps, ndeps = dst->ndeps, orig = dst->orig;
+  struct fc_nodeh *h = dst->h;
+  dst->deps = NULL;
+  node_release(dst);
+  *dst = *nd;
+  dst->deps = deps;
+  dst->ndeps = ndeps;
+  dst->orig = orig;
+  dst->h = h;
+  return E_SUCCESS;
+}
+/* The graph node of handle h. */
+static struct fc_node *graph_node(CUgraphNode h) {
+  return obj_is(h, T_GNODE) && obj_is(h->g, T_GRAPH) ? &h->g->nodes[h->idx] : NULL;
+}
+/* The node of exec x instantiated from graph node h. */
+static struct fc_node *exec_node(CUgraphExec x, CUgraphNode h) {
+  if (!obj_is(x, T_GEXEC) || !obj_is(h, T_GNODE) || h->g != x->src) return NULL;
+  for (size_t i = 0; i < x->n; i++)
+    if (x->nodes[i].orig == h->idx) return &x->nodes[i];
+  return NULL;
+}
+#define NODE_SET(target, fill) \
+  do { struct fc_node *t__ = (target); if (!t__) return E_INVALID_VALUE; \
+       struct fc_node nd; memset(&nd, 0, sizeof nd); CUresult e = (fill); return node_set(t__, &nd, e); } while (0)
+static CUresult i_graph_destroy_node(CUgraphNode h) {
+  struct fc_node *nd = graph_node(h);
+  if (!nd) return E_INVALID_VALUE;
+  node_release(nd);
+  nd->kind = 0; /* runs as nothing; what depended on it still follows its dependencies */
+  nd->h = NULL;
+  obj_del(h);
+  free(h);
+  return E_SUCCESS;
+}
+static CUresult i_graph_clone(CUgraph *out, CUgraph g) {
+  if (!out) return E_INVALID_VALUE;
+  if (!obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  struct fc_graph *c = graph_dup(g);
+  obj_add(c, T_GRAPH);
+  *out = c;
+  return E_SUCCESS;
+}
+/* cuGraphExecUpdate: the exec takes g's parameters when g has the same nodes (kinds, in order). */
+static CUresult i_graph_exec_update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info) {
+  if (!obj_is(x, T_GEXEC) || !obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  CUgraphExec y;
+  CUresult e = i_graph_instantiate(&y, g, 0);
+  if (e) return e;
+  int same = y->n == x->n;
+  for (size_t i = 0; i < x->n && same; i++) same = x->nodes[i].kind == y->nodes[i].kind;
+  if (info) {
+    memset(info, 0, sizeof *info);
+    info->result = same ? 0 : 3;
+  }
+  if (same)
+    for (size_t i = 0; i < x->n; i++) {
+      y->nodes[i].orig = x->nodes[i].orig;
+      struct fc_node t = x->nodes[i];
+      x->nodes[i] = y->nodes[i];
+      y->nodes[i] = t;
+    }
+  i_graph_exec_destroy(y);
+  return same ? E_SUCCESS : E_GRAPH_EXEC_UPDATE_FAILURE;
 }
 
 static CUresult hostfn_check(CUstream s, CUhostFn fn) {
@@ -2173,11 +3367,25 @@ DEF0(cuModuleGetLoadingMode, (int *mode), i_loading_mode(mode))
 
 /* memory */
 DEF(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), i_mem_alloc(p, n, NULL, 0))
+DEF(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned elem),
+    i_mem_alloc_pitch(p, pitch, w, h, elem))
 DEF(cuMemFree_v2, (CUdeviceptr p), i_mem_free(p, NULL, 0))
 DEF(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
 DEF(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
 DEF(cuMemFreeAsync, (CUdeviceptr p, CUstream s), i_mem_free(p, s, 1))
 DEF(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), i_mem_free(p, s, 1))
+DEF(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned flags), i_mem_alloc_managed(p, n, flags))
+DEF(cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t n, struct fc_pool *pool, CUstream s), i_alloc_from_pool(p, n, pool, s))
+DEF(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *p, size_t n, struct fc_pool *pool, CUstream s), i_alloc_from_pool(p, n, pool, s))
+DEF(cuMemPoolCreate, (struct fc_pool **p, const CUmemPoolProps *props), i_pool_create(p, props))
+DEF(cuMemPoolDestroy, (struct fc_pool *p), i_pool_destroy(p))
+DEF(cuMemPoolSetAttribute, (struct fc_pool *p, int attr, void *v), i_pool_attr(p, attr, v, 1))
+DEF(cuMemPoolGetAttribute, (struct fc_pool *p, int attr, void *v), i_pool_attr(p, attr, v, 0))
+DEF(cuMemPoolTrimTo, (struct fc_pool *p, size_t keep), i_pool_trim(p, keep))
+DEF(cuMemPoolSetAccess, (struct fc_pool *p, const CUmemAccessDesc *d, size_t n), i_pool_set_access(p, d, n))
+DEF(cuDeviceGetDefaultMemPool, (struct fc_pool **p, CUdevice d), i_device_pool(p, d, 1))
+DEF(cuDeviceGetMemPool, (struct fc_pool **p, CUdevice d), i_device_pool(p, d, 0))
+DEF(cuDeviceSetMemPool, (CUdevice d, struct fc_pool *p), i_device_set_pool(d, p))
 DEF(cuMemGetInfo_v2, (size_t *fr, size_t *total), i_mem_get_info(fr, total))
 DEF(cuMemGetAddressRange_v2, (CUdeviceptr *b, size_t *s, CUdeviceptr p), i_mem_addr_range(b, s, p))
 DEF(cuMemHostAlloc, (void **pp, size_t n, unsigned flags), i_host_alloc(pp, n, flags))
@@ -2206,6 +3414,53 @@ DEF(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream st), D2H(d
 DEF(cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream st), D2H(d, s, n, st, 1))
 DEF(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), D2D(d, s, n, st, 1))
 DEF(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), D2D(d, s, n, st, 1))
+
+/* arrays, 2D/3D copies, texture and surface objects */
+DEF(cuArrayCreate_v2, (void **pa, const CUDA_ARRAY_DESCRIPTOR *d), i_array_create(pa, d))
+DEF(cuArray3DCreate_v2, (void **pa, const CUDA_ARRAY3D_DESCRIPTOR *d), i_array3d_create(pa, d))
+DEF(cuArrayDestroy, (void *a), i_array_destroy(a))
+DEF(cuMipmappedArrayCreate, (void **pm, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned n), i_mipmap_create(pm, d, n))
+DEF(cuMipmappedArrayGetLevel, (void **pa, void *m, unsigned level), i_mipmap_level(pa, m, level))
+DEF(cuMipmappedArrayDestroy, (void *m), i_mipmap_destroy(m))
+DEF(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream s), copy2d(p, s, 1))
+DEF(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream s), copy2d(p, s, 1))
+DEF(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), gpu_wait() ?: copy3d(p, NULL, 0))
+DEF(cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), gpu_wait() ?: copy3d(p, NULL, 0))
+DEF(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream s), copy3d(p, s, 1))
+DEF(cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream s), copy3d(p, s, 1))
+#define HTOA_P (void *a, size_t off, const void *src, size_t n)
+#define ATOH_P (void *dst, void *a, size_t off, size_t n)
+DEF(cuMemcpyHtoA_v2, HTOA_P, copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, NULL, 0))
+DEF(cuMemcpyHtoA_v2_ptds, HTOA_P, copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, NULL, 0))
+DEF(cuMemcpyAtoH_v2, ATOH_P, gpu_wait() ?: copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyAtoH_v2_ptds, ATOH_P, gpu_wait() ?: copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyHtoAAsync_v2, (void *a, size_t off, const void *src, size_t n, CUstream s),
+    copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, s, 1))
+DEF(cuMemcpyHtoAAsync_v2_ptsz, (void *a, size_t off, const void *src, size_t n, CUstream s),
+    copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, s, 1))
+DEF(cuMemcpyAtoHAsync_v2, (void *dst, void *a, size_t off, size_t n, CUstream s),
+    copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, s, 1))
+DEF(cuMemcpyAtoHAsync_v2_ptsz, (void *dst, void *a, size_t off, size_t n, CUstream s),
+    copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, s, 1))
+DEF(cuMemcpyAtoD_v2, (CUdeviceptr d, void *a, size_t off, size_t n), copy_array_1d(NULL, 0, d, 1, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyAtoD_v2_ptds, (CUdeviceptr d, void *a, size_t off, size_t n),
+    copy_array_1d(NULL, 0, d, 1, a, off, 0, 0, n, NULL, 0))
+DEF(cuMemcpyDtoA_v2, (void *a, size_t off, CUdeviceptr s, size_t n), copy_array_1d(a, off, 0, 0, NULL, 0, s, 1, n, NULL, 0))
+DEF(cuMemcpyDtoA_v2_ptds, (void *a, size_t off, CUdeviceptr s, size_t n),
+    copy_array_1d(a, off, 0, 0, NULL, 0, s, 1, n, NULL, 0))
+DEF(cuMemcpyAtoA_v2, (void *d, size_t doff, void *s, size_t soff, size_t n),
+    copy_array_1d(d, doff, 0, 0, s, soff, 0, 0, n, NULL, 0))
+DEF(cuMemcpyAtoA_v2_ptds, (void *d, size_t doff, void *s, size_t soff, size_t n),
+    copy_array_1d(d, doff, 0, 0, s, soff, 0, 0, n, NULL, 0))
+DEF(cuTexObjectCreate, (unsigned long long *po, const CUDA_RESOURCE_DESC *r, const void *t, const void *v),
+    ((void)v, obj_create(po, r, t, 0)))
+DEF(cuTexObjectDestroy, (unsigned long long o), obj_destroy(o, 0))
+DEF(cuSurfObjectCreate, (unsigned long long *po, const CUDA_RESOURCE_DESC *r), obj_create(po, r, NULL, 1))
+DEF(cuSurfObjectDestroy, (unsigned long long o), obj_destroy(o, 1))
 
 /* memsets */
 DEF(cuMemsetD8_v2, (CUdeviceptr d, unsigned char v, size_t n), memset_checked(d, v, n, 1, NULL, 0))
@@ -2276,6 +3531,51 @@ DEF(cuGraphLaunch, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
 DEF(cuGraphLaunch_ptsz, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
 DEF(cuGraphDestroy, (CUgraph g), i_graph_destroy(g))
 DEF(cuGraphExecDestroy, (CUgraphExec x), i_graph_exec_destroy(x))
+/* explicit graph construction */
+DEF(cuGraphAddKernelNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p), i_add_kernel_v1(o, g, d, n, p))
+DEF(cuGraphAddKernelNode_v2, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_KERNEL_NODE_PARAMS *p), i_add_kernel(o, g, d, n, p))
+DEF(cuGraphAddMemcpyNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_MEMCPY3D *p, CUcontext c), i_add_memcpy(o, g, d, n, p, c))
+DEF(cuGraphAddMemsetNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c), i_add_memset(o, g, d, n, p, c))
+DEF(cuGraphAddHostNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_HOST_NODE_PARAMS *p), i_add_host(o, g, d, n, p))
+DEF(cuGraphAddEmptyNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n), i_add_empty(o, g, d, n))
+DEF(cuGraphAddEventRecordNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUevent e), i_add_event(o, g, d, n, e, N_EVREC))
+DEF(cuGraphAddEventWaitNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUevent e), i_add_event(o, g, d, n, e, N_EVWAIT))
+DEF(cuGraphAddChildGraphNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUgraph child), i_add_child(o, g, d, n, child))
+DEF(cuGraphAddNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUgraphNodeParams *p), node_add_generic(o, g, d, n, p))
+DEF(cuGraphAddNode_v2, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, const void *edges, size_t n,
+                        CUgraphNodeParams *p), ((void)edges, node_add_generic(o, g, d, n, p)))
+DEF(cuGraphAddDependencies, (CUgraph g, const CUgraphNode *f, const CUgraphNode *t, size_t n), i_add_deps(g, f, t, n))
+DEF(cuGraphAddDependencies_v2, (CUgraph g, const CUgraphNode *f, const CUgraphNode *t, const void *edges, size_t n),
+    ((void)edges, i_add_deps(g, f, t, n)))
+static CUresult i_set_kernel_v1(struct fc_node *t, const CUDA_KERNEL_NODE_PARAMS_v1 *p) { NODE_SET(t, kernel_fill_v1(&nd, p)); }
+static CUresult i_set_kernel(struct fc_node *t, const CUDA_KERNEL_NODE_PARAMS *p) { NODE_SET(t, kernel_fill_v2(&nd, p)); }
+static CUresult i_set_memcpy(struct fc_node *t, const CUDA_MEMCPY3D *p) { NODE_SET(t, memcpy_fill(&nd, p)); }
+static CUresult i_set_memset(struct fc_node *t, const CUDA_MEMSET_NODE_PARAMS *p) { NODE_SET(t, memset_fill(&nd, p)); }
+static CUresult i_set_host(struct fc_node *t, const CUDA_HOST_NODE_PARAMS *p) { NODE_SET(t, host_fill(&nd, p)); }
+static CUresult i_set_child(struct fc_node *t, CUgraph c) { NODE_SET(t, child_fill(&nd, c)); }
+DEF(cuGraphKernelNodeSetParams, (CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS_v1 *p), i_set_kernel_v1(graph_node(h), p))
+DEF(cuGraphKernelNodeSetParams_v2, (CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p), i_set_kernel(graph_node(h), p))
+DEF(cuGraphMemcpyNodeSetParams, (CUgraphNode h, const CUDA_MEMCPY3D *p), i_set_memcpy(graph_node(h), p))
+DEF(cuGraphMemsetNodeSetParams, (CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p), i_set_memset(graph_node(h), p))
+DEF(cuGraphHostNodeSetParams, (CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p), i_set_host(graph_node(h), p))
+DEF(cuGraphExecKernelNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
+    i_set_kernel_v1(exec_node(x, h), p))
+DEF(cuGraphExecKernelNodeSetParams_v2, (CUgraphExec x, CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p),
+    i_set_kernel(exec_node(x, h), p))
+DEF(cuGraphExecMemcpyNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_MEMCPY3D *p, CUcontext c),
+    obj_is(c, T_CTX) ? i_set_memcpy(exec_node(x, h), p) : E_INVALID_CONTEXT)
+DEF(cuGraphExecMemsetNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c),
+    obj_is(c, T_CTX) ? i_set_memset(exec_node(x, h), p) : E_INVALID_CONTEXT)
+DEF(cuGraphExecHostNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p),
+    i_set_host(exec_node(x, h), p))
+DEF(cuGraphExecChildGraphNodeSetParams, (CUgraphExec x, CUgraphNode h, CUgraph c), i_set_child(exec_node(x, h), c))
+DEF(cuGraphExecUpdate_v2, (CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info), i_graph_exec_update(x, g, info))
+DEF(cuGraphUpload, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
+DEF(cuGraphUpload_ptsz, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
+DEF(cuGraphClone, (CUgraph *c, CUgraph g), i_graph_clone(c, g))
+DEF(cuGraphDestroyNode, (CUgraphNode h), i_graph_destroy_node(h))
+DEF(cuGraphConditionalHandleCreate, (CUgraphConditionalHandle *h, CUgraph g, CUcontext c, unsigned dflt, unsigned flags),
+    i_cond_handle_create(h, g, c, dflt, flags))
 
 /* modules and libraries */
 DEF(cuModuleLoad, (CUmodule *pm, const char *path), i_module_load(pm, path))
@@ -2404,9 +3704,21 @@ static const struct pa_ent k_procs[] = {
   P("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange)
   P("cuModuleGetLoadingMode", 11070, cuModuleGetLoadingMode)
   P("cuMemAlloc", 3020, cuMemAlloc_v2)
+  P("cuMemAllocPitch", 3020, cuMemAllocPitch_v2)
   P("cuMemFree", 3020, cuMemFree_v2)
   PT("cuMemAllocAsync", 11020, cuMemAllocAsync, cuMemAllocAsync_ptsz)
   PT("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz)
+  P("cuMemAllocManaged", 6000, cuMemAllocManaged)
+  PT("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz)
+  P("cuMemPoolCreate", 11020, cuMemPoolCreate)
+  P("cuMemPoolDestroy", 11020, cuMemPoolDestroy)
+  P("cuMemPoolSetAttribute", 11020, cuMemPoolSetAttribute)
+  P("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute)
+  P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo)
+  P("cuMemPoolSetAccess", 11020, cuMemPoolSetAccess)
+  P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool)
+  P("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool)
+  P("cuDeviceSetMemPool", 11020, cuDeviceSetMemPool)
   P("cuMemGetInfo", 3020, cuMemGetInfo_v2)
   P("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2)
   P("cuMemHostAlloc", 2020, cuMemHostAlloc)
@@ -2425,6 +3737,28 @@ static const struct pa_ent k_procs[] = {
   PT("cuMemcpyHtoDAsync", 3020, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz)
   PT("cuMemcpyDtoHAsync", 3020, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz)
   PT("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz)
+  PT("cuMemcpy2D", 3020, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds)
+  PT("cuMemcpy2DUnaligned", 3020, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds)
+  PT("cuMemcpy2DAsync", 3020, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz)
+  PT("cuMemcpy3D", 3020, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds)
+  PT("cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz)
+  PT("cuMemcpyHtoA", 3020, cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds)
+  PT("cuMemcpyAtoH", 3020, cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds)
+  PT("cuMemcpyHtoAAsync", 3020, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz)
+  PT("cuMemcpyAtoHAsync", 3020, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz)
+  PT("cuMemcpyAtoD", 3020, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds)
+  PT("cuMemcpyDtoA", 3020, cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds)
+  PT("cuMemcpyAtoA", 3020, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds)
+  P("cuArrayCreate", 3020, cuArrayCreate_v2)
+  P("cuArray3DCreate", 3020, cuArray3DCreate_v2)
+  P("cuArrayDestroy", 2000, cuArrayDestroy)
+  P("cuMipmappedArrayCreate", 5000, cuMipmappedArrayCreate)
+  P("cuMipmappedArrayGetLevel", 5000, cuMipmappedArrayGetLevel)
+  P("cuMipmappedArrayDestroy", 5000, cuMipmappedArrayDestroy)
+  P("cuTexObjectCreate", 5000, cuTexObjectCreate)
+  P("cuTexObjectDestroy", 5000, cuTexObjectDestroy)
+  P("cuSurfObjectCreate", 5000, cuSurfObjectCreate)
+  P("cuSurfObjectDestroy", 5000, cuSurfObjectDestroy)
   PT("cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds)
   PT("cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds)
   PT("cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds)
@@ -2496,6 +3830,35 @@ static const struct pa_ent k_procs[] = {
   PT("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz)
   P("cuGraphDestroy", 10000, cuGraphDestroy)
   P("cuGraphExecDestroy", 10000, cuGraphExecDestroy)
+  P("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode)
+  P("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2)
+  P("cuGraphAddMemcpyNode", 10000, cuGraphAddMemcpyNode)
+  P("cuGraphAddMemsetNode", 10000, cuGraphAddMemsetNode)
+  P("cuGraphAddHostNode", 10000, cuGraphAddHostNode)
+  P("cuGraphAddEmptyNode", 10000, cuGraphAddEmptyNode)
+  P("cuGraphAddEventRecordNode", 11010, cuGraphAddEventRecordNode)
+  P("cuGraphAddEventWaitNode", 11010, cuGraphAddEventWaitNode)
+  P("cuGraphAddChildGraphNode", 10000, cuGraphAddChildGraphNode)
+  P("cuGraphAddNode", 12020, cuGraphAddNode)
+  P("cuGraphAddNode", 12030, cuGraphAddNode_v2)
+  P("cuGraphAddDependencies", 10000, cuGraphAddDependencies)
+  P("cuGraphAddDependencies", 12030, cuGraphAddDependencies_v2)
+  P("cuGraphKernelNodeSetParams", 10000, cuGraphKernelNodeSetParams)
+  P("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2)
+  P("cuGraphMemcpyNodeSetParams", 10000, cuGraphMemcpyNodeSetParams)
+  P("cuGraphMemsetNodeSetParams", 10000, cuGraphMemsetNodeSetParams)
+  P("cuGraphHostNodeSetParams", 10000, cuGraphHostNodeSetParams)
+  P("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams)
+  P("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2)
+  P("cuGraphExecMemcpyNodeSetParams", 10020, cuGraphExecMemcpyNodeSetParams)
+  P("cuGraphExecMemsetNodeSetParams", 10020, cuGraphExecMemsetNodeSetParams)
+  P("cuGraphExecHostNodeSetParams", 10020, cuGraphExecHostNodeSetParams)
+  P("cuGraphExecChildGraphNodeSetParams", 11010, cuGraphExecChildGraphNodeSetParams)
+  P("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2)
+  PT("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz)
+  P("cuGraphClone", 10000, cuGraphClone)
+  P("cuGraphDestroyNode", 10000, cuGraphDestroyNode)
+  P("cuGraphConditionalHandleCreate", 12030, cuGraphConditionalHandleCreate)
 };
 
 static CUresult i_get_proc_address(const char *sym, void **pfn, int ver, cuuint64_t flags, int *status) {

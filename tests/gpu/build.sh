@@ -3,13 +3,18 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches failing (default: all). Writes into
+# TARGETs: driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem nondeterministic
+# (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
 #   failing (a faulting and a hanging program), failing_fixed.cubin (its fixed gather_bad)
+#   graph_nodes (a CUDA graph built node by node, driver API through cudart's entry points)
+#   copies2d (2D/3D copies, arrays, texture and surface objects)
+#   hostmem (zero-copy, managed and stream-ordered memory, self-checking)
+#   nondeterministic (half its result is the GPU's timer)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
 #   failed              one line per target that did not build (absent if none)
@@ -21,7 +26,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem nondeterministic)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -164,6 +169,23 @@ if want failing; then
     # The fixed gather_bad, as a cubin for --replace-kernel (issue 18).
     run "failing fixed cubin" "$nvcc" "${common[@]}" -cubin -o "$out/failing_fixed.cubin" "$here/failing_fixed.cu" ||
         { fail failing_fixed; status=1; }
+fi
+if want graph_nodes; then
+    run "graph_nodes" "$nvcc" "${common[@]}" -o "$out/graph_nodes" "$here/graph_nodes.cu" ||
+        { fail graph_nodes; status=1; }
+fi
+if want copies2d; then
+    run "copies2d" "$nvcc" "${common[@]}" -o "$out/copies2d" "$here/copies2d.cu" ||
+        { fail copies2d; status=1; }
+fi
+if want hostmem; then
+    run "hostmem" "$nvcc" "${common[@]}" -o "$out/hostmem" "$here/hostmem.cu" ||
+        { fail hostmem; status=1; }
+fi
+
+if want nondeterministic; then
+    run "nondeterministic" "$nvcc" "${common[@]}" -o "$out/nondeterministic" "$here/nondeterministic.cu" ||
+        { fail nondeterministic; status=1; }
 fi
 
 {

@@ -62,6 +62,16 @@ pub enum Kind {
     GraphLaunch,
     /// Enqueues a host function.
     HostFunc,
+    /// Creates or destroys a CUDA array, a mipmapped array, a texture or a surface object.
+    Array,
+    /// Creates, configures, queries or destroys a stream-ordered memory pool.
+    Pool,
+    /// Host-visible memory (mapped, managed) the host wrote: replay writes the bytes (a
+    /// pseudo-call recorded by capture, no driver export).
+    HostWrite,
+    /// Host-visible memory the host read after a synchronisation: replay compares the bytes,
+    /// like a D2H result (a pseudo-call recorded by capture, no driver export).
+    HostCheck,
 }
 
 impl Kind {
@@ -72,7 +82,8 @@ impl Kind {
             Kind::GraphLaunch => CallClass::GraphLaunch,
             Kind::H2d => CallClass::H2d,
             // A generic copy may hold a D2H result.
-            Kind::D2h | Kind::Copy => CallClass::D2h,
+            Kind::D2h | Kind::Copy | Kind::HostCheck => CallClass::D2h,
+            Kind::HostWrite => CallClass::H2d,
             _ => CallClass::Other,
         }
     }

@@ -226,6 +226,82 @@ shapes! {
     /// The functions of a module or kernels of a library, enumerated: handles and their names
     /// (one per line), in the driver's order.
     Enumerated { owner: Handle, handles: U64s, names: Str }
+    // Explicit CUDA graphs (wt-graphs).
+    /// A created graph.
+    GraphCreate { graph: Handle, flags: U32 }
+    /// A graph node added, or the parameters of one set (in a graph: `exec` 0; in an
+    /// instantiation: `exec` set, `graph` 0). One shape for every node type (`node_type`,
+    /// `CUgraphNodeType`): a kernel node's fields are recorded as `cuLaunchKernel`'s; a memcpy
+    /// node's `CUDA_MEMCPY3D` (unified pointers resolved to host or device) in `copy`; a memset
+    /// node's `CUDA_MEMSET_NODE_PARAMS` in `memset`; `deps`: the nodes it depends on; `edges`:
+    /// their `CUgraphEdgeData` (`_v2` calls); `library_kernel`: `function` is a `CUkernel`.
+    GraphNode {
+        node: Handle, graph: Handle, exec: Handle, deps: U64s, edges: Bytes, node_type: I32, ctx: Handle,
+        function: Handle, kernel: Str, code: Code, library_kernel: U8,
+        grid_x: U32, grid_y: U32, grid_z: U32, block_x: U32, block_y: U32, block_z: U32,
+        shared_mem: U32, args: Bytes, arg_offsets: U64s, arg_sizes: U64s, args_known: U8,
+        copy: Bytes, memset: Bytes, host_fn: Ptr, host_data: Ptr, child: Handle, event: Handle,
+    }
+    /// Dependencies added between nodes of a graph (`from[i]` before `to[i]`).
+    GraphEdges { graph: Handle, from: U64s, to: U64s, edges: Bytes }
+    /// An instantiation updated from a graph.
+    GraphExecUpdate { exec: Handle, graph: Handle }
+    /// A cloned graph.
+    GraphClone { clone: Handle, graph: Handle }
+    /// A call on one graph node.
+    GraphNodeHandle { node: Handle }
+    /// A conditional-node handle created.
+    ConditionalHandle { handle: Handle, graph: Handle, ctx: Handle, default_value: U32, flags: U32 }
+    /// The bytes of a host region a graph launch's memcpy nodes read (recorded before the
+    /// launch that reads them).
+    GraphHostSource { exec: Handle, host_ptr: Ptr, bytes: U64, h2d_blob: Blob }
+    /// The bytes a graph launch's memcpy nodes wrote to a host region (recorded once the
+    /// launch completed).
+    GraphHostResult { exec: Handle, stream: Handle, host_ptr: Ptr, bytes: U64, d2h_blob: Blob }
+    // 2D/3D copies, arrays, texture and surface objects (wt-copies).
+    /// A 2D or 3D copy: the `CUDA_MEMCPY2D`/`CUDA_MEMCPY3D` fields (a 2D copy records z, LOD and
+    /// the heights as 0 and depth 1; a copy to, from or between arrays its offset as `*_x`, one
+    /// row of `bytes` and no pitch), the direction found (arrays count as device memory, a
+    /// unified pointer by its attributes), the host source packed (`width_bytes` per row, rows
+    /// x depth) and, for a host destination, the packed result.
+    CopyPitched {
+        src_type: U32, src_host: Ptr, src_device: Ptr, src_array: Handle,
+        src_x: U64, src_y: U64, src_z: U64, src_lod: U64, src_pitch: U64, src_height: U64,
+        dst_type: U32, dst_host: Ptr, dst_device: Ptr, dst_array: Handle,
+        dst_x: U64, dst_y: U64, dst_z: U64, dst_lod: U64, dst_pitch: U64, dst_height: U64,
+        width_bytes: U64, height: U64, depth: U64, stream: Handle, direction: U8,
+        h2d_blob: Blob, d2h_blob: Blob,
+    }
+    /// A created array or mipmapped array (its descriptor's fields; `levels` 0 for an array).
+    ArrayCreate { array: Handle, width: U64, height: U64, depth: U64, format: U32, channels: U32, flags: U32, levels: U32 }
+    /// A call on one array or mipmapped array.
+    Array { array: Handle }
+    /// The array of one level of a mipmapped array.
+    MipmapLevel { array: Handle, mipmap: Handle, level: U32 }
+    /// A created texture or surface object: its value, the resource type and the C structs of
+    /// the resource, texture and resource view descriptors (surfaces: the resource only).
+    ObjectCreate { object: Handle, res_type: U32, res_desc: Bytes, tex_desc: Bytes, view_desc: Bytes }
+    /// A call on one texture or surface object.
+    Object { object: Handle }
+    // Host-visible memory and stream-ordered pools (hostmem).
+    /// Bytes the host wrote into host-visible memory (mapped host memory, managed memory)
+    /// since the state hrr knew: `bytes` at `ptr` + `offset` (`ptr`: the region's recorded base).
+    HostMemWrite { ptr: Ptr, offset: U64, bytes: U64, h2d_blob: Blob }
+    /// Bytes of host-visible memory that changed by the time the host synchronised: replay
+    /// compares them like a D2H result.
+    HostMemCheck { ptr: Ptr, offset: U64, bytes: U64, d2h_blob: Blob }
+    /// A created memory pool and its properties (`CUmemPoolProps`, 88 bytes).
+    PoolCreate { pool: Handle, props: Bytes }
+    /// A call on one memory pool.
+    Pool { pool: Handle }
+    /// A memory pool attribute set or read (4- or 8-byte value, as a u64).
+    PoolAttribute { pool: Handle, attrib: I32, value: U64 }
+    /// A memory pool trimmed to keep at most `bytes`.
+    PoolTrim { pool: Handle, bytes: U64 }
+    /// Access descriptors set on a memory pool (12 bytes each).
+    PoolSetAccess { pool: Handle, desc: Bytes, count: U64 }
+    /// A device's memory pool, asked or set.
+    DevicePool { pool: Handle, device: I32 }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

@@ -386,6 +386,41 @@ pub struct D2hChecksJson {
     pub skipped: u64,
     /// Of `skipped`: differing only in ranges a scrub redacted.
     pub skipped_redacted: u64,
+    /// Differing from the recording only in bytes that also differ between two replays (the
+    /// program's own nondeterminism; not in `fail`).
+    pub nondeterministic: u64,
+}
+
+/// One of `unreproducible_calls` of the replay summary: a recorded call that changed state
+/// and that replay cannot reproduce.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnreproducibleCallJson {
+    /// The call, as recorded.
+    pub call: String,
+    /// Its first event.
+    pub first_seq: u64,
+    /// How often it was recorded (successfully).
+    pub count: u64,
+    /// Why replay cannot reproduce it.
+    pub why: String,
+}
+
+/// One of `nondeterministic` of the replay summary: a D2H result part of which differed
+/// between two replays of the archive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NondeterministicJson {
+    /// Its event.
+    pub event: u64,
+    /// Its call.
+    pub call: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Bytes that differed between the two replays.
+    pub differing: u64,
+    /// The first of them.
+    pub first_offset: u64,
 }
 
 /// `allocations` of the replay summary.
@@ -462,13 +497,15 @@ pub struct LaunchSiteJson {
     pub localized_by_rerun: bool,
 }
 
-/// Replay's `--json` summary: the keys `crates/hrr-playback/src/replay/report.rs` (`write_json`)
-/// documents, in its order. It predates the `schema`/`ok` convention and carries neither: `ok` is
-/// `result == "PASS"` (exit code 0), and the object is told from an error object by its
-/// `verdict` key.
+/// Replay's `--json` summary (`hrr.replay/1`): the keys `crates/hrr-playback/src/replay/report.rs`
+/// (`write_json`) documents, in its order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayJson {
+    /// `hrr.replay/1`.
+    pub schema: String,
+    /// The verdict's exit code is 0 (`result` is `PASS`).
+    pub ok: bool,
     /// The process capture replayed, its path as given.
     pub archive: String,
     /// Events in the capture.
@@ -507,6 +544,14 @@ pub struct ReplayJson {
     pub mismatches: Vec<String>,
     /// The first calls not reissued, `#<seq> <call>: <why>`.
     pub skipped_calls: Vec<String>,
+    /// Calls not reissued, all of them.
+    pub skipped_calls_total: u64,
+    /// Recorded state-changing calls replay cannot reproduce (named before replay starts).
+    pub unreproducible_calls: Vec<UnreproducibleCallJson>,
+    /// D2H results part of which differed between two replays.
+    pub nondeterministic: Vec<NondeterministicJson>,
+    /// Why failed D2H checks could not (all) be rechecked by a second replay, or null.
+    pub recheck_error: Option<String>,
     /// How recorded allocations landed.
     pub allocations: AllocationsJson,
     /// The failure that stopped the replay, or null.

@@ -11,9 +11,11 @@ use clap::{Args, Parser};
 /// The exit codes, as every `--help` lists them.
 pub const EXIT_CODES: &str = "Exit status: 0 ok; 1 failure; 2 usage (also: a root or pack holding \
 several processes, replayed without --pid). A replay ends with its verdict:\n  \
-    0 PASS (every D2H comparison passed; the line says when nothing was compared or work was skipped)\n  \
+    0 PASS (every D2H comparison passed; the line says when nothing was compared, work was skipped, \
+or bytes differed only as they do between two replays: the program's own nondeterminism)\n  \
     0 REPRODUCED (the recorded run failed, and replay fails the same way at the same event)\n  \
-    1 MISMATCH (a D2H result differs), or NOT REPRODUCED (the recorded failure did not happen)\n  \
+    1 MISMATCH (a D2H result differs; with --strict also nondeterministically), or NOT REPRODUCED \
+(the recorded failure did not happen)\n  \
     3 FAULT (the GPU raised an error: illegal address, misaligned access, ...; the kernel is named)\n  \
     4 HANG (a wait outlasted --sync-watchdog-ms)\n  \
     5 ERROR (replay could not reissue a call)\n\
@@ -134,6 +136,30 @@ pub struct ReplayOptions {
     #[arg(long)]
     pub no_localize: bool,
 
+    /// Count the program's own nondeterminism (D2H bytes that differ between two replays of
+    /// the archive) as a failure: MISMATCH instead of PASS.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// On a failed D2H check, do not replay a second time to tell the program's own
+    /// nondeterminism apart from a divergence.
+    #[arg(long)]
+    pub no_recheck: bool,
+
+    /// Internal (the second replay of a recheck): write the D2H results of --dump-seqs here.
+    #[arg(long, value_name = "DIR", hide = true, requires = "dump_seqs")]
+    pub dump_d2h: Option<PathBuf>,
+
+    /// Internal: the events whose D2H results --dump-d2h writes.
+    #[arg(
+        long,
+        value_name = "SEQ,...",
+        hide = true,
+        value_delimiter = ',',
+        requires = "dump_d2h"
+    )]
+    pub dump_seqs: Vec<u64>,
+
     /// Extracting one launch into a small archive, and replacing kernels.
     #[command(flatten)]
     pub extract: ExtractArgs,
@@ -191,6 +217,9 @@ impl ReplayOptions {
             runtime: self.runtime.clone(),
             verbose: self.verbose,
             no_localize: self.no_localize,
+            strict: self.strict,
+            no_recheck: self.no_recheck,
+            dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
             extract: self.extract.request(),
             replace_kernels: self.extract.replace_kernel.clone(),
         }

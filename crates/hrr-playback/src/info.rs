@@ -711,13 +711,16 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         writeln!(out, "  {name}: {}", why.join("; "))?;
     }
     writeln!(out)?;
-    // Entry points the recorder handed out without a wrapper (looked up through
-    // cuGetProcAddress/dlsym): queries and calls replay does not need. cudart looks up hundreds,
-    // so the text view names the most looked-up few; --json lists them all.
+    // Entry points the recorder handed out without recording them (looked up through
+    // cuGetProcAddress/dlsym, given a counting forwarder: `hrr-capture`'s `hook/forward.rs`):
+    // the count is how often the program called each one, unrecorded (queries, calls no table
+    // row covers). Entry points looked up but never called are not listed; beyond the
+    // forwarder pool, calls go uncounted. The text view names the most called few; --json
+    // lists them all.
     const SHOWN: usize = 12;
     writeln!(
         out,
-        "Handed out unrecorded (looked up, not recorded; from the manifest): {}",
+        "Called without recording (passed through; from the manifest): {}",
         if passthrough.is_empty() {
             "none".to_string()
         } else {
@@ -729,7 +732,7 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
         }
     )?;
     if !passthrough.is_empty() {
-        let mut t = Table::new(["Entry point", "Look-ups"])
+        let mut t = Table::new(["Entry point", "Calls passed through (not recorded)"])
             .indent(2)
             .max_width(60);
         let sorted = sorted_counts(passthrough);

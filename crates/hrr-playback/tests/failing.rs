@@ -275,3 +275,118 @@ fn a_truncated_host_to_device_blob_is_an_error_naming_it() {
         "{e}"
     );
 }
+
+/// The blob file of `id` in the process capture `dir`.
+fn blob_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
+}
+
+#[test]
+fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismatches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    // Every process (capture, replay, its second replay) takes the next noise counter.
+    let noise = tmp.path().join("noise");
+    std::fs::write(&noise, "1\n").unwrap();
+    let noise = noise.to_str().unwrap();
+    let o = Command::new(bin_dir().join("hrr-capture"))
+        .arg("-o")
+        .arg(&arch)
+        .arg("--")
+        .arg(fake().join("driver_app"))
+        .arg("noisy")
+        .env("LD_LIBRARY_PATH", fake())
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
+        .env("FAKE_CUDA_NOISE_FILE", noise)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    // The D2H copy right after the `noisy` launch: 1024 bytes, the second half noise.
+    let launch = events
+        .iter()
+        .position(|e| e["fields"]["kernel"] == "noisy")
+        .expect("the noisy launch");
+    let d2h = events[launch..]
+        .iter()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .unwrap();
+    let seq = d2h["seq"].as_u64().unwrap();
+    let env = [("FAKE_CUDA_NOISE_FILE", noise)];
+
+    let (code, out, err) = replay(&dir, &[], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    let want = format!("[HRR] PASS, 512 of 1024 bytes nondeterministic at event #{seq}");
+    assert!(
+        out.lines().any(|l| l.starts_with(&want)),
+        "{want:?} not in:\n{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "[HRR] Nondeterministic event #{seq} cuMemcpyDtoH_v2: 512 of 1024 bytes differ between two replays, first at offset 512"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(", 0 fail, 0 skipped, 1 nondeterministic"),
+        "{out}"
+    );
+    assert!(!out.contains("[HRR] Mismatch"), "{out}");
+    // Named before replay starts: the host callback replay cannot run.
+    assert!(
+        out.contains("[HRR] Not reproducible: cuLaunchHostFunc (1 call, first at event #"),
+        "{out}"
+    );
+
+    let (code, out, err) = replay(&dir, &["--json"], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["d2h_checks"]["nondeterministic"], 1, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    let nd = &v["nondeterministic"][0];
+    assert_eq!(
+        (
+            &nd["event"],
+            &nd["bytes"],
+            &nd["differing"],
+            &nd["first_offset"]
+        ),
+        (&seq.into(), &1024.into(), &512.into(), &512.into()),
+        "{v}"
+    );
+
+    // --strict holds the program's nondeterminism against it.
+    let (code, out, err) = replay(&dir, &["--strict"], &env);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "[HRR] MISMATCH (--strict): 512 of 1024 bytes nondeterministic at event #{seq}"
+        )),
+        "{out}"
+    );
+    // Without the second replay the noise is a plain mismatch.
+    let (code, out, _) = replay(&dir, &["--no-recheck"], &env);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[HRR] MISMATCH: 1 of "), "{out}");
+
+    // The recorded result zeroed: the deterministic half is stable across replays but differs
+    // from the recording, a MISMATCH, while the noisy half is still told apart.
+    let id = d2h["fields"]["d2h_blob"].as_str().unwrap();
+    std::fs::write(blob_path(&dir, id), vec![0u8; 1024]).unwrap();
+    let (code, out, err) = replay(&dir, &["--json"], &env);
+    assert_eq!(code, 1, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["verdict"], "MISMATCH", "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 1, "{v}");
+    assert_eq!(v["d2h_checks"]["nondeterministic"], 0, "{v}");
+    assert!(
+        v["mismatches"][0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("event #{seq} cuMemcpyDtoH_v2: ")),
+        "{v}"
+    );
+    assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
+}

@@ -115,6 +115,17 @@ fn replay_summaries_decode_with_their_type() {
     let v: ReplayJson = serde_json::from_str(out.trim()).unwrap();
     assert_eq!((code, v.verdict.as_str(), v.exit_code), (0, "PASS", 0));
     assert_eq!(v.result, "PASS");
+    assert_eq!((v.schema.as_str(), v.ok), ("hrr.replay/1", true));
+    // The host callback is named before replay, and skipped during it.
+    assert_eq!(
+        v.unreproducible_calls.len(),
+        1,
+        "{:?}",
+        v.unreproducible_calls
+    );
+    assert_eq!(v.unreproducible_calls[0].call, "cuLaunchHostFunc");
+    assert_eq!(v.skipped_calls_total, 1);
+    assert!(v.nondeterministic.is_empty() && v.recheck_error.is_none());
     assert!(v.d2h_checks.pass > 0 && v.d2h_checks.fail == 0);
     assert_eq!(
         v.d2h_checks.pass,
@@ -138,6 +149,9 @@ fn replay_summaries_decode_with_their_type() {
         (code, v.verdict.as_str(), v.result.as_str()),
         (1, "MISMATCH", "FAIL")
     );
+    assert!(!v.ok);
+    // The second replay agrees with the first: no nondeterminism, the mismatch stands.
+    assert!(v.nondeterministic.is_empty() && v.recheck_error.is_none());
     assert_eq!(v.mismatches.len() as u64, v.d2h_checks.fail);
     // A recorded fault, reproduced, with the launch it is attributed to.
     let bad = tmp.path().join("fault.hrr");

@@ -4,7 +4,7 @@
  * "cuGetProcAddress", then fetch every other entry point through it by base
  * name with cudaVersion 12000 and flags 0.
  *
- * usage: driver_app [crash|abort|fork|nocuda|threads|graph|loop N]
+ * usage: driver_app [crash|abort|noisy|fork|nocuda|threads|graph|loop N]
  */
 #include "workload.h"
 
@@ -108,6 +108,26 @@ static void resolve(void) {
   GET(GraphLaunch, "cuGraphLaunch");
   GET(GraphDestroy, "cuGraphDestroy");
   GET(GraphExecDestroy, "cuGraphExecDestroy");
+  GET(GraphAddKernelNode, "cuGraphAddKernelNode"); /* _v2 at 12000 */
+  GET(GraphAddMemcpyNode, "cuGraphAddMemcpyNode");
+  GET(GraphAddHostNode, "cuGraphAddHostNode");
+  GET(GraphAddEmptyNode, "cuGraphAddEmptyNode");
+  GET(GraphAddEventRecordNode, "cuGraphAddEventRecordNode");
+  GET(GraphAddChildGraphNode, "cuGraphAddChildGraphNode");
+  GET(GraphAddDependencies, "cuGraphAddDependencies");
+  GET(GraphKernelNodeSetParams, "cuGraphKernelNodeSetParams");
+  GET(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");
+  GET(GraphExecUpdate, "cuGraphExecUpdate");
+  GET(GraphUpload, "cuGraphUpload");
+  GET(GraphClone, "cuGraphClone");
+  status = -1;
+  r = g_gpa("cuGraphConditionalHandleCreate", (void **)&g_cu.GraphConditionalHandleCreate, 12030, 0, &status);
+  if (r != 0 || !g_cu.GraphConditionalHandleCreate || status != 0)
+    die_call("cuGetProcAddress(cuGraphConditionalHandleCreate, 12030)", r ? r : -1);
+  /* cuGraphAddNode with edge data (cuGraphAddNode_v2) needs version 12030 */
+  status = -1;
+  r = g_gpa("cuGraphAddNode", (void **)&g_cu.GraphAddNode, 12030, 0, &status);
+  if (r != 0 || !g_cu.GraphAddNode || status != 0) die_call("cuGetProcAddress(cuGraphAddNode, 12030)", r ? r : -1);
   /* CUDA 11's cuGraphInstantiate (cuGraphInstantiate_v2); version 12000 would give WithFlags */
   status = -1;
   r = g_gpa("cuGraphInstantiate", (void **)&g_cu.GraphInstantiateV2, 11000, 0, &status);

@@ -47,6 +47,59 @@ typedef struct {
   int result_out;
 } CUDA_GRAPH_INSTANTIATE_PARAMS;
 
+/* explicit graph construction (the `graph_nodes` mode) */
+typedef struct {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  int srcMemoryType; /* 1 HOST, 2 DEVICE */
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D;
+typedef struct { /* CUDA_KERNEL_NODE_PARAMS_v2 */
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+typedef struct {
+  CUdeviceptr dst;
+  size_t pitch;
+  unsigned value, elementSize;
+  size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS;
+typedef struct {
+  CUhostFn fn;
+  void *userData;
+} CUDA_HOST_NODE_PARAMS;
+typedef struct { /* CUgraphNodeParams (CUDA 12.2+) */
+  int type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    struct { CUDA_MEMSET_NODE_PARAMS p; CUcontext ctx; } memset;
+    struct {
+      unsigned long long handle;
+      int type; /* CU_GRAPH_COND_TYPE_IF */
+      unsigned size;
+      CUgraph *phGraph_out;
+      CUcontext ctx;
+    } conditional;
+  } u;
+  long long reserved2;
+} CUgraphNodeParams;
+
 typedef struct { int type; int id; } CUmemLocation;
 typedef struct {
   int type;
@@ -152,12 +205,28 @@ struct cu_api {
   CUresult (*GraphLaunch)(CUgraphExec, CUstream);
   CUresult (*GraphDestroy)(CUgraph);
   CUresult (*GraphExecDestroy)(CUgraphExec);
+  /* explicit construction (the `graph_nodes` mode) */
+  CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*GraphAddMemcpyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
+  CUresult (*GraphAddHostNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_HOST_NODE_PARAMS *);
+  CUresult (*GraphAddEmptyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
+  CUresult (*GraphAddEventRecordNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+  CUresult (*GraphAddChildGraphNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph);
+  CUresult (*GraphAddNode)(CUgraphNode *, CUgraph, const CUgraphNode *, const void *, size_t, CUgraphNodeParams *);
+  CUresult (*GraphAddDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+  CUresult (*GraphKernelNodeSetParams)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, void *);
+  CUresult (*GraphUpload)(CUgraphExec, CUstream);
+  CUresult (*GraphClone)(CUgraph *, CUgraph);
+  CUresult (*GraphConditionalHandleCreate)(unsigned long long *, CUgraph, CUcontext, unsigned, unsigned);
 };
 
 static const char *g_prog = "app";
 static struct cu_api g_cu;
 
-enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT, MODE_HIDDEN };
+enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT,
+       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY };
 struct opts {
   int mode;
   long loops;
@@ -232,6 +301,7 @@ static const char k_lib_text[] =
     ".entry add_global\n"
     ".entry spin\n"
     ".entry fault\n"
+    ".entry noisy\n"
     ".global g_bias 4\n";
 
 /* What a module built from PTX looks like to cuModuleLoadData. */
@@ -360,6 +430,21 @@ static void workload(struct outbuf *out) {
     outf(out, "launched %s", bad);
     outflush(out);
     CK(cu->CtxSynchronize(), "cuCtxSynchronize");
+  }
+  if (g_opts.mode == MODE_NOISY) {
+    /* A kernel whose output is half the program's own nondeterminism (the fake's `noisy`
+       writes a value new at every launch into the second half), copied back. */
+    CUkernel k_noisy;
+    CUdeviceptr nz;
+    unsigned hn[256];
+    unsigned long long nn = 256;
+    CK(cu->LibraryGetKernel(&k_noisy, lib, "noisy"), "cuLibraryGetKernel");
+    CK(cu->MemAlloc(&nz, sizeof hn), "cuMemAlloc");
+    void *noisy_params[] = {&nz, &nn};
+    CK(cu->LaunchKernel((CUfunction)k_noisy, 1, 1, 1, 256, 1, 1, 0, NULL, noisy_params, NULL), "cuLaunchKernel");
+    CK(cu->MemcpyDtoH(hn, nz, sizeof hn), "cuMemcpyDtoH");
+    outf(out, "noisy first=%u last=%u", hn[1], hn[255]);
+    CK(cu->MemFree(nz), "cuMemFree");
   }
   if (g_opts.mode == MODE_CRASH || g_opts.mode == MODE_ABORT) {
     outflush(out);
@@ -666,13 +751,222 @@ static void graph_workload(struct outbuf *out) {
   free(hz);
 }
 
+static int g_host_node_runs;
+static void count_host_node(void *arg) { *(int *)arg += 1; }
+
+static void kernel_node(CUDA_KERNEL_NODE_PARAMS *p, CUkernel k, unsigned grid, void **params) {
+  memset(p, 0, sizeof *p);
+  p->func = (CUfunction)k;
+  p->gridDimX = grid;
+  p->gridDimY = p->gridDimZ = 1;
+  p->blockDimX = BLOCK;
+  p->blockDimY = p->blockDimZ = 1;
+  p->kernelParams = params;
+}
+static void linear_copy(CUDA_MEMCPY3D *p, const void *src_host, CUdeviceptr src_dev, void *dst_host,
+                        CUdeviceptr dst_dev, size_t bytes) {
+  memset(p, 0, sizeof *p);
+  p->srcMemoryType = src_host ? 1 : 2;
+  p->srcHost = src_host;
+  p->srcDevice = src_dev;
+  p->dstMemoryType = dst_host ? 1 : 2;
+  p->dstHost = dst_host;
+  p->dstDevice = dst_dev;
+  p->WidthInBytes = bytes;
+  p->Height = p->Depth = 1;
+}
+
+/* The `graph_nodes` mode: a graph built node by node — an H2D memcpy node from a host buffer
+ * the program changes between launches, a memset node (through cuGraphAddNode), an axpy kernel
+ * node after both, a child graph (fill_u32 kernel node and an empty node), a host node, an
+ * event record node, D2H memcpy nodes (one ordered by cuGraphAddDependencies) — instantiated,
+ * uploaded and launched 3 times, with an exec kernel-node update after the first launch and a
+ * graph kernel-node update applied by cuGraphExecUpdate after the second. */
+static void graph_nodes_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CUkernel k_axpy, k_fill;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+
+  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
+  unsigned *hz = malloc(n * sizeof(unsigned));
+  if (!hx || !hy || !hz) die_call("malloc", -1);
+  CUdeviceptr x, y, z;
+  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemsetD8(z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CUevent ev;
+  CK(cu->EventCreate(&ev, 0), "cuEventCreate");
+
+  CUgraph g, child;
+  CK(cu->GraphCreate(&g, 0), "cuGraphCreate");
+  CK(cu->GraphCreate(&child, 0), "cuGraphCreate");
+  CUgraphNode n_h2d, n_set, n_axpy, n_child, n_host, n_d2h_y, n_d2h_z, n_rec, c_fill, c_empty;
+  CUDA_MEMCPY3D cp;
+  linear_copy(&cp, hx, 0, NULL, x, n * sizeof(float));
+  CK(cu->GraphAddMemcpyNode(&n_h2d, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = 2; /* CU_GRAPH_NODE_TYPE_MEMSET */
+  np.u.memset.p.dst = y;
+  np.u.memset.p.value = 0x3f800000u; /* 1.0f */
+  np.u.memset.p.elementSize = 4;
+  np.u.memset.p.width = (size_t)n;
+  np.u.memset.p.height = 1;
+  np.u.memset.ctx = ctx;
+  CK(cu->GraphAddNode(&n_set, g, NULL, NULL, 0, &np), "cuGraphAddNode");
+  float a = 1.5f;
+  void *axpy_params[] = {&a, &x, &y, (void *)&n};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  kernel_node(&kp, k_axpy, grid, axpy_params);
+  CUgraphNode axpy_deps[] = {n_h2d, n_set};
+  CK(cu->GraphAddKernelNode(&n_axpy, g, axpy_deps, 2, &kp), "cuGraphAddKernelNode");
+
+  unsigned fv = 0x00C0FFEEu;
+  unsigned long long fcount = 1024;
+  void *fill_params[] = {&z, &fv, &fcount};
+  CUDA_KERNEL_NODE_PARAMS fp;
+  kernel_node(&fp, k_fill, 4, fill_params);
+  CK(cu->GraphAddKernelNode(&c_fill, child, NULL, 0, &fp), "cuGraphAddKernelNode");
+  CK(cu->GraphAddEmptyNode(&c_empty, child, &c_fill, 1), "cuGraphAddEmptyNode");
+  CK(cu->GraphAddChildGraphNode(&n_child, g, NULL, 0, child), "cuGraphAddChildGraphNode");
+
+  CUDA_HOST_NODE_PARAMS hp = {count_host_node, &g_host_node_runs};
+  CK(cu->GraphAddHostNode(&n_host, g, &n_axpy, 1, &hp), "cuGraphAddHostNode");
+  linear_copy(&cp, NULL, y, hy, 0, n * sizeof(float));
+  CK(cu->GraphAddMemcpyNode(&n_d2h_y, g, &n_host, 1, &cp, ctx), "cuGraphAddMemcpyNode");
+  linear_copy(&cp, NULL, z, hz, 0, n * sizeof(unsigned));
+  CK(cu->GraphAddMemcpyNode(&n_d2h_z, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
+  CK(cu->GraphAddDependencies(g, &n_child, &n_d2h_z, 1), "cuGraphAddDependencies");
+  CUgraphNode rec_deps[] = {n_d2h_y, n_d2h_z};
+  CK(cu->GraphAddEventRecordNode(&n_rec, g, rec_deps, 2, ev), "cuGraphAddEventRecordNode");
+
+  /* one plain launch first (the same fill the child graph makes) */
+  CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
+  CUgraph g2;
+  CK(cu->GraphClone(&g2, g), "cuGraphClone");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphUpload(e, s), "cuGraphUpload");
+  for (int launch = 0; launch < 3; launch++) {
+    for (int i = 0; i < n; i++) hx[i] = (float)(i % 89) * 0.5f + (float)launch;
+    CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+    CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+    outf(out, "nodes[%d] axpy sum=%.6f fnv=%016llx fill sum=%llu fnv=%016llx", launch, fsum(hy, n),
+         fnv1a(hy, n * sizeof(float)), usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+    if (launch == 0) { /* the instantiation's axpy node gets a = 2.5 */
+      a = 2.5f;
+      CK(cu->GraphExecKernelNodeSetParams(e, n_axpy, &kp), "cuGraphExecKernelNodeSetParams");
+    } else if (launch == 1) { /* the graph's axpy node gets a = -1, applied by an exec update */
+      a = -1.0f;
+      fcount = 2048;
+      CK(cu->GraphKernelNodeSetParams(n_axpy, &kp), "cuGraphKernelNodeSetParams");
+      CK(cu->GraphExecUpdate(e, g, NULL), "cuGraphExecUpdate");
+    }
+  }
+  outf(out, "nodes host_node_runs=%d", g_host_node_runs);
+
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g2), "cuGraphDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->GraphDestroy(child), "cuGraphDestroy");
+  CK(cu->EventDestroy(ev), "cuEventDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(x), "cuMemFree");
+  CK(cu->MemFree(y), "cuMemFree");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  free(hx);
+  free(hy);
+  free(hz);
+}
+
+/* The `graph_cond` mode: a graph whose only node is a conditional IF node (default value 1,
+ * assigned at each launch) with a fill_u32 kernel node in its body; launched once, then `z` is
+ * copied back. */
+static void graph_cond_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CUkernel k_fill;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  unsigned *hz = malloc(n * sizeof(unsigned));
+  if (!hz) die_call("malloc", -1);
+  CUdeviceptr z;
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemsetD8(z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+
+  CUgraph g, body = NULL;
+  CK(cu->GraphCreate(&g, 0), "cuGraphCreate");
+  unsigned long long h;
+  CK(cu->GraphConditionalHandleCreate(&h, g, ctx, 1, 1), "cuGraphConditionalHandleCreate");
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = 13; /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
+  np.u.conditional.handle = h;
+  np.u.conditional.type = 0; /* IF */
+  np.u.conditional.size = 1;
+  np.u.conditional.phGraph_out = &body;
+  np.u.conditional.ctx = ctx;
+  CUgraphNode n_cond, b_fill;
+  CK(cu->GraphAddNode(&n_cond, g, NULL, NULL, 0, &np), "cuGraphAddNode");
+  unsigned fv = 0x00C0FFEEu;
+  unsigned long long fcount = 1024;
+  void *fill_params[] = {&z, &fv, &fcount};
+  CUDA_KERNEL_NODE_PARAMS fp;
+  kernel_node(&fp, k_fill, 4, fill_params);
+  CK(cu->GraphAddKernelNode(&b_fill, body, NULL, 0, &fp), "cuGraphAddKernelNode");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "cond fill sum=%llu fnv=%016llx", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  free(hz);
+}
+
 static void *thread_main(void *arg) {
   workload(arg);
   return NULL;
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|fork|nocuda|threads|graph|loop N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads|graph|graph_nodes|graph_cond|loop N]\n", g_prog);
   exit(2);
 }
 
@@ -686,9 +980,12 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "nocuda")) g_opts.mode = MODE_NOCUDA;
     else if (!strcmp(argv[1], "threads")) g_opts.mode = MODE_THREADS;
     else if (!strcmp(argv[1], "graph")) g_opts.mode = MODE_GRAPH;
+    else if (!strcmp(argv[1], "graph_nodes")) g_opts.mode = MODE_GRAPH_NODES;
+    else if (!strcmp(argv[1], "graph_cond")) g_opts.mode = MODE_GRAPH_COND;
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
+    else if (!strcmp(argv[1], "noisy")) g_opts.mode = MODE_NOISY;
     else if (!strcmp(argv[1], "loop") && argc > 2) {
       char *end;
       g_opts.loops = strtol(argv[2], &end, 10);
@@ -707,9 +1004,11 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     outflush(&ob);
     return 0;
   }
-  if (g_opts.mode == MODE_GRAPH) {
+  if (g_opts.mode == MODE_GRAPH || g_opts.mode == MODE_GRAPH_NODES || g_opts.mode == MODE_GRAPH_COND) {
     static struct outbuf ob;
-    graph_workload(&ob);
+    if (g_opts.mode == MODE_GRAPH) graph_workload(&ob);
+    else if (g_opts.mode == MODE_GRAPH_NODES) graph_nodes_workload(&ob);
+    else graph_cond_workload(&ob);
     outflush(&ob);
     return 0;
   }

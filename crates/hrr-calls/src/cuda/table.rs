@@ -20,10 +20,10 @@ macro_rules! cuda_calls {
             DeviceGetAttribute [cuDeviceGetAttribute] (v: *mut c_int => value, attrib: c_int = attrib, dev: c_int = device) : DeviceAttribute, Query;
             DeviceGetUuid [cuDeviceGetUuid, cuDeviceGetUuid_v2] (uuid: *mut u8, dev: c_int) : DeviceUuid, Query => device_get_uuid;
             DevicePrimaryCtxRetain [cuDevicePrimaryCtxRetain] (ctx: *mut Handle => ctx, dev: c_int = device) : PrimaryCtx, Context, ordered;
-            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int = device) : Device, Context;
-            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int = device) : Device, Context;
+            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int) : Device, Context => device_context_gone;
+            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int) : Device, Context => device_context_gone;
             CtxCreate [cuCtxCreate_v2] (ctx: *mut Handle => ctx, flags: c_uint = flags, dev: c_int = device) : CtxCreate, Context, ordered;
-            CtxDestroy [cuCtxDestroy_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
+            CtxDestroy [cuCtxDestroy_v2] (ctx: Handle) : Ctx, Context, ordered => ctx_destroy;
             CtxSetCurrent [cuCtxSetCurrent] (ctx: Handle = ctx) : Ctx, Context, ordered;
             CtxPushCurrent [cuCtxPushCurrent_v2] (ctx: Handle = ctx) : Ctx, Context, ordered;
             CtxPopCurrent [cuCtxPopCurrent_v2] (ctx: *mut Handle => ctx) : Ctx, Context;
@@ -32,15 +32,15 @@ macro_rules! cuda_calls {
             MemAlloc [cuMemAlloc_v2] (dptr: *mut u64 => dptr, size: usize = bytesize) : MemAlloc, Alloc, ordered;
             MemAllocPitch [cuMemAllocPitch_v2] (dptr: *mut u64 => dptr, pitch: *mut usize => pitch, width: usize = width, height: usize = height, elem: c_uint = element_bytes) : MemAllocPitch, Alloc, ordered;
             MemAllocManaged [cuMemAllocManaged] (dptr: *mut u64, size: usize, flags: c_uint) : MemAllocFlags, Managed, ordered => mem_alloc_managed;
-            MemFree [cuMemFree_v2] (dptr: u64 = dptr) : DevicePtr, Free, ordered;
+            MemFree [cuMemFree_v2] (dptr: u64) : DevicePtr, Free, ordered => mem_free;
             MemAllocAsync [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, stream: Handle = stream) : MemAllocAsync, Alloc, ordered;
             MemAllocFromPoolAsync [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, pool: Handle = pool, stream: Handle = stream) : MemAllocFromPool, Alloc, ordered;
             MemFreeAsync [cuMemFreeAsync, cuMemFreeAsync_ptsz] (dptr: u64 = dptr, stream: Handle = stream) : MemFreeAsync, Free, ordered;
-            MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize, flags: c_uint = flags) : HostAlloc, HostMem, ordered;
-            MemAllocHost [cuMemAllocHost_v2] (pp: *mut *mut c_void => host_ptr, size: usize = bytesize) : HostAllocPlain, HostMem, ordered;
-            MemFreeHost [cuMemFreeHost] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
+            MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void, size: usize, flags: c_uint) : HostAlloc, HostMem, ordered => mem_host_alloc;
+            MemAllocHost [cuMemAllocHost_v2] (pp: *mut *mut c_void, size: usize) : HostAllocPlain, HostMem, ordered => mem_alloc_host;
+            MemFreeHost [cuMemFreeHost] (p: *mut c_void) : HostPtr, HostMem, ordered => mem_free_host;
             MemHostRegister [cuMemHostRegister_v2] (p: *mut c_void, size: usize, flags: c_uint) : HostRegister, HostMem => host_register;
-            MemHostUnregister [cuMemHostUnregister] (p: *mut c_void = host_ptr) : HostPtr, HostMem, ordered;
+            MemHostUnregister [cuMemHostUnregister] (p: *mut c_void) : HostPtr, HostMem, ordered => mem_host_unregister;
             MemHostGetDevicePointer [cuMemHostGetDevicePointer_v2] (dptr: *mut u64, p: *mut c_void, flags: c_uint) : HostDevicePointer, HostMem => host_get_device_pointer;
             MemAddressReserve [cuMemAddressReserve] (ptr: *mut u64 => ptr, size: usize = size, align: usize = alignment, addr: u64 = addr, flags: u64 = flags) : AddressReserve, Reserve, ordered;
             MemAddressFree [cuMemAddressFree] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
@@ -96,7 +96,7 @@ macro_rules! cuda_calls {
             StreamBeginCapture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (s: Handle, mode: c_int) : BeginCapture, Capture => stream_begin_capture;
             StreamEndCapture [cuStreamEndCapture, cuStreamEndCapture_ptsz] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture;
             GraphInstantiateWithFlags [cuGraphInstantiateWithFlags] (exec: *mut Handle, g: Handle, flags: u64) : GraphInstantiate, Graph, ordered => graph_instantiate;
-            GraphLaunch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: Handle = exec, s: Handle = stream) : GraphLaunch, GraphLaunch;
+            GraphLaunch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: Handle, s: Handle) : GraphLaunch, GraphLaunch => graph_launch;
             GraphDestroy [cuGraphDestroy] (g: Handle = graph) : Graph, Graph, ordered;
             GraphExecDestroy [cuGraphExecDestroy] (g: Handle = graph) : Graph, Graph, ordered;
             LaunchHostFunc [cuLaunchHostFunc, cuLaunchHostFunc_ptsz] (s: Handle, func: *mut c_void, data: *mut c_void) : HostFunc, HostFunc => launch_host_func;
@@ -110,6 +110,74 @@ macro_rules! cuda_calls {
             FuncGetModule [cuFuncGetModule] (m: *mut Handle, f: Handle) : FuncGetModule, Lookup, ordered => func_get_module;
             ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => module_enumerate_functions;
             LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => library_enumerate_kernels;
+            // Explicit CUDA graphs (wt-graphs): construction node by node, parameter updates,
+            // and two record types no export makes (`hrrGraphHost*`: what `cuGraphLaunch`'s
+            // memcpy nodes read from and wrote to host memory, recorded by its custom function).
+            GraphCreate [cuGraphCreate] (g: *mut Handle, flags: c_uint) : GraphCreate, Graph, ordered => graph_create;
+            GraphAddKernelNode [cuGraphAddKernelNode, cuGraphAddKernelNode_v2] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8) : GraphNode, Graph, ordered => graph_add_kernel_node;
+            GraphAddMemcpyNode [cuGraphAddMemcpyNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_add_memcpy_node;
+            GraphAddMemsetNode [cuGraphAddMemsetNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_add_memset_node;
+            GraphAddHostNode [cuGraphAddHostNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8) : GraphNode, Graph, ordered => graph_add_host_node;
+            GraphAddEmptyNode [cuGraphAddEmptyNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize) : GraphNode, Graph, ordered => graph_add_empty_node;
+            GraphAddEventRecordNode [cuGraphAddEventRecordNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_record_node;
+            GraphAddEventWaitNode [cuGraphAddEventWaitNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_wait_node;
+            GraphAddChildGraphNode [cuGraphAddChildGraphNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, child: Handle) : GraphNode, Graph, ordered => graph_add_child_graph_node;
+            GraphAddNode [cuGraphAddNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_node;
+            GraphAddNodeV2 [cuGraphAddNode_v2] (node: *mut Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_node_v2;
+            GraphAddDependencies [cuGraphAddDependencies] (g: Handle, from: *const Handle, to: *const Handle, n: usize) : GraphEdges, Graph, ordered => graph_add_dependencies;
+            GraphAddDependenciesV2 [cuGraphAddDependencies_v2] (g: Handle, from: *const Handle, to: *const Handle, edges: *const u8, n: usize) : GraphEdges, Graph, ordered => graph_add_dependencies_v2;
+            GraphKernelNodeSetParams [cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_kernel_node_set_params;
+            GraphMemcpyNodeSetParams [cuGraphMemcpyNodeSetParams] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_memcpy_node_set_params;
+            GraphMemsetNodeSetParams [cuGraphMemsetNodeSetParams] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_memset_node_set_params;
+            GraphHostNodeSetParams [cuGraphHostNodeSetParams] (node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_host_node_set_params;
+            GraphExecKernelNodeSetParams [cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2] (exec: Handle, node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_exec_kernel_node_set_params;
+            GraphExecMemcpyNodeSetParams [cuGraphExecMemcpyNodeSetParams] (exec: Handle, node: Handle, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_exec_memcpy_node_set_params;
+            GraphExecMemsetNodeSetParams [cuGraphExecMemsetNodeSetParams] (exec: Handle, node: Handle, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_exec_memset_node_set_params;
+            GraphExecHostNodeSetParams [cuGraphExecHostNodeSetParams] (exec: Handle, node: Handle, p: *const u8) : GraphNode, Graph, ordered => graph_exec_host_node_set_params;
+            GraphExecChildGraphNodeSetParams [cuGraphExecChildGraphNodeSetParams] (exec: Handle, node: Handle, child: Handle) : GraphNode, Graph, ordered => graph_exec_child_graph_node_set_params;
+            GraphExecUpdate [cuGraphExecUpdate_v2] (exec: Handle, g: Handle, info: *mut u8) : GraphExecUpdate, Graph, ordered => graph_exec_update;
+            GraphUpload [cuGraphUpload, cuGraphUpload_ptsz] (exec: Handle = exec, s: Handle = stream) : GraphLaunch, Graph;
+            GraphClone [cuGraphClone] (clone: *mut Handle, g: Handle) : GraphClone, Graph, ordered => graph_clone;
+            GraphDestroyNode [cuGraphDestroyNode] (node: Handle = node) : GraphNodeHandle, Graph, ordered;
+            GraphConditionalHandleCreate [cuGraphConditionalHandleCreate] (h: *mut u64 => handle, g: Handle = graph, ctx: Handle = ctx, default_value: c_uint = default_value, flags: c_uint = flags) : ConditionalHandle, Graph, ordered;
+            GraphHostSource [hrrGraphHostSource] (exec: Handle, host: u64, n: u64) : GraphHostSource, H2d => graph_host_record;
+            GraphHostResult [hrrGraphHostResult] (exec: Handle, host: u64, n: u64) : GraphHostResult, D2h => graph_host_record;
+            // 2D/3D copies, arrays, texture and surface objects (wt-copies).
+            Memcpy2D [cuMemcpy2D_v2, cuMemcpy2D_v2_ptds] (p: *const Memcpy2D) : CopyPitched, Copy => memcpy_2d;
+            Memcpy2DUnaligned [cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds] (p: *const Memcpy2D) : CopyPitched, Copy => memcpy_2d;
+            Memcpy2DAsync [cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz] (p: *const Memcpy2D, stream: Handle) : CopyPitched, Copy => memcpy_2d_async;
+            Memcpy3D [cuMemcpy3D_v2, cuMemcpy3D_v2_ptds] (p: *const Memcpy3D) : CopyPitched, Copy => memcpy_3d;
+            Memcpy3DAsync [cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz] (p: *const Memcpy3D, stream: Handle) : CopyPitched, Copy => memcpy_3d_async;
+            MemcpyHtoA [cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds] (dst: Handle, off: usize, src: *const c_void, n: usize) : CopyPitched, H2d => memcpy_htoa;
+            MemcpyHtoAAsync [cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz] (dst: Handle, off: usize, src: *const c_void, n: usize, stream: Handle) : CopyPitched, H2d => memcpy_htoa_async;
+            MemcpyAtoH [cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds] (dst: *mut c_void, src: Handle, off: usize, n: usize) : CopyPitched, D2h => memcpy_atoh;
+            MemcpyAtoHAsync [cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz] (dst: *mut c_void, src: Handle, off: usize, n: usize, stream: Handle) : CopyPitched, D2h => memcpy_atoh_async;
+            MemcpyAtoD [cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds] (dst: u64, src: Handle, off: usize, n: usize) : CopyPitched, D2d => memcpy_atod;
+            MemcpyDtoA [cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds] (dst: Handle, off: usize, src: u64, n: usize) : CopyPitched, D2d => memcpy_dtoa;
+            MemcpyAtoA [cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds] (dst: Handle, doff: usize, src: Handle, soff: usize, n: usize) : CopyPitched, D2d => memcpy_atoa;
+            ArrayCreate [cuArrayCreate_v2] (a: *mut Handle, d: *const ArrayDescriptor) : ArrayCreate, Array, ordered => array_create;
+            Array3DCreate [cuArray3DCreate_v2] (a: *mut Handle, d: *const Array3dDescriptor) : ArrayCreate, Array, ordered => array_3d_create;
+            ArrayDestroy [cuArrayDestroy] (a: Handle = array) : Array, Array, ordered;
+            MipmappedArrayCreate [cuMipmappedArrayCreate] (a: *mut Handle, d: *const Array3dDescriptor, levels: c_uint) : ArrayCreate, Array, ordered => mipmapped_array_create;
+            MipmappedArrayGetLevel [cuMipmappedArrayGetLevel] (a: *mut Handle => array, m: Handle = mipmap, level: c_uint = level) : MipmapLevel, Array, ordered;
+            MipmappedArrayDestroy [cuMipmappedArrayDestroy] (m: Handle = array) : Array, Array, ordered;
+            TexObjectCreate [cuTexObjectCreate] (o: *mut u64, res: *const u8, tex: *const u8, view: *const u8) : ObjectCreate, Array, ordered => tex_object_create;
+            TexObjectDestroy [cuTexObjectDestroy] (o: u64 = object) : Object, Array, ordered;
+            SurfObjectCreate [cuSurfObjectCreate] (o: *mut u64, res: *const u8) : ObjectCreate, Array, ordered => surf_object_create;
+            SurfObjectDestroy [cuSurfObjectDestroy] (o: u64 = object) : Object, Array, ordered;
+            // Host-visible memory (pseudo-calls: no driver export; capture records them itself)
+            // and stream-ordered memory pools (hostmem).
+            HostMemWrite [hrrHostMemWrite] () -> () : HostMemWrite, HostWrite => pseudo_call;
+            HostMemCheck [hrrHostMemCheck] () -> () : HostMemCheck, HostCheck => pseudo_call;
+            MemPoolCreate [cuMemPoolCreate] (pool: *mut Handle, props: *const u8) : PoolCreate, Pool, ordered => mem_pool_create;
+            MemPoolDestroy [cuMemPoolDestroy] (pool: Handle = pool) : Pool, Pool, ordered;
+            MemPoolSetAttribute [cuMemPoolSetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Pool => mem_pool_attribute;
+            MemPoolGetAttribute [cuMemPoolGetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Query => mem_pool_attribute;
+            MemPoolTrimTo [cuMemPoolTrimTo] (pool: Handle = pool, keep: usize = bytes) : PoolTrim, Pool;
+            MemPoolSetAccess [cuMemPoolSetAccess] (pool: Handle, desc: *const u8, count: usize) : PoolSetAccess, Pool => mem_pool_set_access;
+            DeviceGetDefaultMemPool [cuDeviceGetDefaultMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
+            DeviceGetMemPool [cuDeviceGetMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
+            DeviceSetMemPool [cuDeviceSetMemPool] (dev: c_int = device, pool: Handle = pool) : DevicePool, Pool;
         }
     };
 }

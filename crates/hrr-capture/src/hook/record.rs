@@ -28,15 +28,18 @@ pub fn record<S: Shape>(
 /// while it waits never loses a launch recorded before it.
 #[inline]
 pub fn before(kind: Kind) {
+    crate::api::cuda::hostmem::before(kind);
     if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) {
         recorder::flush_soft();
     }
 }
 
 /// After a call of `kind` returned: a blocking call hands buffered events to the kernel, so a
-/// `kill -9` while the program waits loses nothing recorded before.
+/// `kill -9` while the program waits loses nothing recorded before. Both also let the tracker of
+/// host-visible memory record what the host wrote and read ([`crate::api::cuda::hostmem`]).
 #[inline]
 pub fn after(kind: Kind) {
+    crate::api::cuda::hostmem::after(kind);
     if kind == Kind::Sync {
         recorder::flush_soft();
     }

@@ -1,5 +1,7 @@
 //! D2H checks: what the GPU produces now against what the original run copied back. Exact by
-//! default; with `--rtol/--atol` the bytes are compared as f32 values (NaN equals NaN).
+//! default; with `--rtol/--atol` the bytes are compared as f32 values (NaN equals NaN). And,
+//! for a recheck (`super::recheck`), a failed comparison told apart by a second replay's bytes
+//! ([`Checks::settle`]).
 
 /// Tolerances; both zero means exact.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +25,9 @@ pub struct Checks {
     pub skipped: u64,
     /// Of `skipped`: results that differed only inside redacted ranges.
     pub redacted: u64,
+    /// Failed at first, but every differing byte also differs between two replays: the
+    /// program's own nondeterminism (not in `fail`).
+    pub nondeterministic: u64,
     /// The first mismatches, described.
     pub mismatches: Vec<String>,
 }
@@ -41,25 +46,21 @@ impl Checks {
         want: &[u8],
         redacted: &[std::ops::Range<u64>],
         tol: Tolerance,
-    ) {
+    ) -> bool {
         if redacted.is_empty() || got == want || got.len() != want.len() {
             return self.compare(seq, call, got, Some(want), tol);
         }
-        let mut masked = got.to_vec();
-        for r in redacted {
-            let s = (r.start as usize).min(want.len());
-            let e = (r.end as usize).min(want.len());
-            masked[s..e].copy_from_slice(&want[s..e]);
-        }
+        let masked = mask(got, want, redacted);
         if masked == want {
             self.skipped += 1;
             self.redacted += 1;
+            false
         } else {
-            self.compare(seq, call, &masked, Some(want), tol);
+            self.compare(seq, call, &masked, Some(want), tol)
         }
     }
 
-    /// Compare one copy.
+    /// Compare one copy; true when it failed.
     pub fn compare(
         &mut self,
         seq: u64,
@@ -67,14 +68,14 @@ impl Checks {
         got: &[u8],
         want: Option<&[u8]>,
         tol: Tolerance,
-    ) {
+    ) -> bool {
         let Some(want) = want else {
             self.skipped += 1;
-            return;
+            return false;
         };
         if got == want {
             self.exact += 1;
-            return;
+            return false;
         }
         if got.len() == want.len()
             && (tol.rtol > 0.0 || tol.atol > 0.0)
@@ -87,7 +88,7 @@ impl Checks {
             });
             if close {
                 self.within_tol += 1;
-                return;
+                return false;
             }
         }
         self.fail += 1;
@@ -104,7 +105,76 @@ impl Checks {
                 want.len()
             ));
         }
+        true
     }
+
+    /// A comparison that failed (`got` against `want`, `call` at event `seq`), judged again with
+    /// a second replay's bytes `again`: when every byte that differs from the recording also
+    /// differs between the two replays, and the bytes stable across them match it (within
+    /// `tol`), the failure is the program's own nondeterminism: it leaves `fail` (and the
+    /// mismatch list) for `nondeterministic`, and the differing bytes are returned. `None`: a
+    /// divergence, it stays a failure.
+    pub fn settle(
+        &mut self,
+        (seq, call): (u64, &str),
+        got: &[u8],
+        again: &[u8],
+        want: &[u8],
+        tol: Tolerance,
+    ) -> Option<Nondeterministic> {
+        if got.len() != want.len() || again.len() != want.len() {
+            return None;
+        }
+        let unstable: Vec<usize> = (0..got.len()).filter(|&i| got[i] != again[i]).collect();
+        let first = *unstable.first()?;
+        let mut stable = got.to_vec();
+        for &i in &unstable {
+            stable[i] = want[i];
+        }
+        if Checks::default().compare(seq, call, &stable, Some(want), tol) {
+            return None;
+        }
+        self.fail -= 1;
+        self.nondeterministic += 1;
+        let prefix = format!("event #{seq} {call}: ");
+        if let Some(i) = self.mismatches.iter().position(|m| m.starts_with(&prefix)) {
+            self.mismatches.remove(i);
+        }
+        Some(Nondeterministic {
+            seq,
+            call: call.to_string(),
+            bytes: want.len() as u64,
+            differing: unstable.len() as u64,
+            first_offset: first as u64,
+        })
+    }
+}
+
+/// A D2H result part of which differs from one replay to the next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nondeterministic {
+    /// Its event.
+    pub seq: u64,
+    /// Its call.
+    pub call: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Bytes that differed between the two replays.
+    pub differing: u64,
+    /// The first of them.
+    pub first_offset: u64,
+}
+
+/// `got` with the bytes inside `ranges` (sorted, merged) taken from `want`.
+pub fn mask(got: &[u8], want: &[u8], ranges: &[std::ops::Range<u64>]) -> Vec<u8> {
+    let mut masked = got.to_vec();
+    let n = want.len().min(got.len());
+    for r in ranges {
+        let s = (r.start as usize).min(n);
+        let e = (r.end as usize).min(n);
+        masked[s..e].copy_from_slice(&want[s..e]);
+    }
+    masked
 }
 
 #[cfg(test)]
@@ -135,6 +205,37 @@ mod tests {
         c.compare(4, "x", &a, None, exact);
         assert_eq!((c.exact, c.within_tol, c.fail, c.skipped), (1, 1, 1, 1));
         assert!(c.mismatches[0].contains("event #2"), "{:?}", c.mismatches);
+    }
+
+    #[test]
+    fn a_failure_is_settled_by_a_second_replay() {
+        let exact = Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        };
+        let want = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        // Bytes 4.. differ from the recording and between the replays: nondeterminism.
+        let mut c = Checks::default();
+        let got = [1u8, 2, 3, 4, 9, 9, 9, 9];
+        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
+        let n = c
+            .settle((7, "d2h"), &got, &[1, 2, 3, 4, 8, 8, 8, 8], &want, exact)
+            .expect("nondeterministic");
+        assert_eq!((n.bytes, n.differing, n.first_offset), (8, 4, 4));
+        assert_eq!((c.fail, c.nondeterministic), (0, 1));
+        assert!(c.mismatches.is_empty(), "{:?}", c.mismatches);
+        // A byte stable across the replays but not the recording's: a divergence.
+        let mut c = Checks::default();
+        let got = [0u8, 2, 3, 4, 9, 9, 9, 9];
+        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
+        assert!(c
+            .settle((7, "d2h"), &got, &[0, 2, 3, 4, 8, 8, 8, 8], &want, exact)
+            .is_none());
+        // Both replays alike: a divergence too.
+        assert!(c.settle((7, "d2h"), &got, &got, &want, exact).is_none());
+        assert_eq!((c.fail, c.nondeterministic, c.mismatches.len()), (1, 0, 1));
+        // A second result of another size proves nothing.
+        assert!(c.settle((7, "d2h"), &got, &[0; 4], &want, exact).is_none());
     }
 
     #[test]

@@ -23,12 +23,13 @@ use hrr_archive::schema::decode_fields;
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{summary, ObjectId};
 
-use super::backend::{base_name, CodeObject, Event, Family, Outcome, Prescan};
-use super::check::Tolerance;
+use super::backend::{base_name, resolve, CodeObject, Event, Family, Outcome, Prescan, TableOp};
+use super::check::{mask, Tolerance};
 use super::fault;
 use super::fields;
 use super::options::Options;
-use super::report::{self, Summary};
+use super::recheck::{self, Failed, Kept};
+use super::report::{self, Summary, Unreproducible};
 use super::verdict::{self, RecordedFailure, Stop, Verdict};
 
 /// What replay must know before the driver loads.
@@ -39,6 +40,30 @@ pub(super) struct Scan {
     pub(super) ranges: Vec<(u64, u64)>,
     /// The first GPU failure the recorded run hit.
     pub(super) recorded_failure: Option<RecordedFailure>,
+    /// Recorded calls that changed state and that replay cannot reproduce, by call.
+    unreproducible: Vec<Unreproducible>,
+}
+
+/// Why replay cannot reproduce a recorded call that changed state, from its table operation's
+/// kind and shape (`None`: replay reissues it, or it changes nothing replay depends on). A call
+/// the table does not know at all (an archive of a newer recorder) is named too.
+fn unreproducible(family: Family, call: &hrr_archive::schema::CallDef) -> Option<&'static str> {
+    use hrr_calls::Kind;
+    fn why<O: TableOp>(op: Option<O>) -> Option<&'static str> {
+        let Some(op) = op else {
+            return Some("not a call of this build's table: not reissued");
+        };
+        match op.kind() {
+            Kind::HostFunc => Some("host functions run program code the archive does not hold"),
+            _ => None,
+        }
+    }
+    let name = base_name(&call.name).0;
+    let fields = call.fields.iter().map(|f| f.name.as_str());
+    match family {
+        Family::Cuda => why(resolve::<hrr_calls::cuda::Op>(name, fields)),
+        Family::Hip => why(resolve::<hrr_calls::hip::Op>(name, fields)),
+    }
 }
 
 /// One pass over the capture for its code objects and device address ranges.
@@ -51,11 +76,24 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     let mut code: Vec<CodeObject> = Vec::new();
     let mut ranges = Vec::new();
     let mut recorded_failure = None;
+    let mut unrepro: Vec<Unreproducible> = Vec::new();
     for rec in reader.by_ref() {
         let rec = rec?;
         let Some(call) = schema.call(rec.header.kind) else {
             continue;
         };
+        let failed = fields::recorded_status(call, &rec.payload).is_some_and(|c| c != 0);
+        if let Some(why) = unreproducible(family, call).filter(|_| !failed) {
+            match unrepro.iter_mut().find(|u| u.call == call.name) {
+                Some(u) => u.count += 1,
+                None => unrepro.push(Unreproducible {
+                    call: call.name.clone(),
+                    first_seq: rec.header.seq,
+                    count: 1,
+                    why,
+                }),
+            }
+        }
         if recorded_failure.is_none() {
             if let Some(code) =
                 fields::recorded_status(call, &rec.payload).filter(|&c| verdict::is_gpu_fault(c))
@@ -105,6 +143,7 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
         code,
         ranges,
         recorded_failure,
+        unreproducible: unrepro,
     })
 }
 
@@ -166,6 +205,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         load_ms,
         threads_used: 1,
         recorded_failure: scan.recorded_failure.clone(),
+        unreproducible: scan.unreproducible.clone(),
         ..Summary::default()
     };
     let human = !opts.json;
@@ -182,6 +222,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     report.redacted_blobs = redacted.len();
     if human {
         report::write_scrub_note(&report, out)?;
+        report::write_unreproducible_note(&report, out)?;
         out.flush()?;
     }
     let progress = !opts.no_progress && !opts.json && std::io::stderr().is_terminal();
@@ -191,7 +232,8 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     let mut last_progress = Instant::now();
     let mut last_launch: Option<u64> = None;
     let mut stop: Option<(u64, Stop)> = None;
-    'loops: for _ in 0..opts.loop_count {
+    let mut kept = Kept::default();
+    'loops: for pass in 0..opts.loop_count {
         let reader = EventReader::open(&dir.join(EVENTS_FILE))?;
         let mut n = 0u64;
         for rec in reader {
@@ -229,6 +271,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                 Ok(Outcome::GraphLaunched) => report.graphs_launched += 1,
                 Ok(Outcome::Filtered) => report.kernels_filtered += 1,
                 Ok(Outcome::Skipped(why)) => {
+                    report.skipped_total += 1;
                     if report.skipped_calls.len() < 20 {
                         report
                             .skipped_calls
@@ -236,13 +279,28 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                     }
                 }
                 Ok(Outcome::D2h { got, expected }) => {
+                    recheck::dump(opts, pass, ev.seq, &got)?;
                     let want = blobs(expected, None)?;
                     let checks = &mut report.checks;
-                    match (want.as_deref(), expected.and_then(|id| redacted.get(&id))) {
+                    let ranges = expected.and_then(|id| redacted.get(&id));
+                    let failed = match (want.as_deref(), ranges) {
                         (Some(want), Some(ranges)) => {
                             checks.compare_redacted(ev.seq, &call.name, &got, want, ranges, tol)
                         }
                         (want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
+                    };
+                    if let (true, Some(want)) = (failed, want) {
+                        let got = match ranges {
+                            Some(r) => mask(&got, &want, r),
+                            None => got,
+                        };
+                        kept.keep(Failed {
+                            pass,
+                            seq: ev.seq,
+                            call: call.name.clone(),
+                            got,
+                            want,
+                        });
                     }
                 }
                 Ok(Outcome::Done | Outcome::Ignored) => {}
@@ -273,6 +331,30 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     report.execute_ms = exec_start.elapsed().as_secs_f64() * 1e3;
     report.replaced_kernels = super::replace::tally(&replaced, &*backend);
+    if stop.is_none() && report.checks.fail > 0 && !opts.no_recheck && opts.dump_d2h.is_none() {
+        if human {
+            writeln!(
+                out,
+                "[HRR] {} D2H result{} differ{}: replaying again to tell the program's own nondeterminism apart",
+                report.checks.fail,
+                if report.checks.fail == 1 { "" } else { "s" },
+                if report.checks.fail == 1 { "s" } else { "" }
+            )?;
+            out.flush()?;
+        }
+        match recheck::recheck(dir, opts, &kept, &mut report.checks, tol) {
+            Ok(n) => report.nondeterministic = n,
+            Err(e) => report.recheck_note = Some(format!("{e:#}")),
+        }
+        if kept.dropped > 0 && report.recheck_note.is_none() {
+            report.recheck_note = Some(format!(
+                "{} failed D2H result{} not rechecked (over {} MiB kept)",
+                kept.dropped,
+                if kept.dropped == 1 { "" } else { "s" },
+                recheck::KEEP_BYTES >> 20
+            ));
+        }
+    }
     conclude(
         &mut report,
         stop,
@@ -339,11 +421,57 @@ fn conclude(
             Verdict::NotReproduced
         }
         None if report.checks.fail > 0 => Verdict::Mismatch,
+        None if opts.strict && !report.nondeterministic.is_empty() => Verdict::Mismatch,
         None => Verdict::Pass,
     };
     if let Some((seq, _)) = &mut report.stopped_at {
         if *seq == u64::MAX {
             report.stopped_at = report.stopped_at.take().map(|(_, s)| (0, s));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hrr_archive::schema::{CallClass, CallDef};
+
+    fn call(name: &str, fields: &[&str]) -> CallDef {
+        let mut v = serde_json::json!({"id": 1, "name": name, "fields": []});
+        v["fields"] = fields
+            .iter()
+            .map(|f| serde_json::json!({"name": f, "type": "u64"}))
+            .collect();
+        let mut c: CallDef = serde_json::from_value(v).expect("a call definition");
+        c.class = CallClass::Other;
+        c
+    }
+
+    /// The fields of a table operation's shape (with `result`), as a schema names them.
+    fn fields_of<O: TableOp>(op: O) -> Vec<&'static str> {
+        std::iter::once("result")
+            .chain(op.fields().iter().map(|(n, _)| *n))
+            .collect()
+    }
+
+    #[test]
+    fn the_prescan_names_state_changes_replay_cannot_reproduce() {
+        use hrr_calls::cuda::Op;
+        let cuda = |name: &str, op: Op| unreproducible(Family::Cuda, &call(name, &fields_of(op)));
+        assert!(cuda("cuLaunchHostFunc", Op::LaunchHostFunc).is_some());
+        // Replayed (host memory re-created at its recorded address), or changing nothing
+        // replay depends on.
+        assert!(cuda("cuMemHostRegister_v2", Op::MemHostRegister).is_none());
+        assert!(cuda("cuMemHostGetDevicePointer_v2", Op::MemHostGetDevicePointer).is_none());
+        assert!(cuda("cuMemAllocHost_v2", Op::MemAllocHost).is_none());
+        assert!(cuda("cuLaunchKernel", Op::LaunchKernel).is_none());
+        assert!(cuda("cuDeviceGetAttribute", Op::DeviceGetAttribute).is_none());
+        // Unknown to the table (a newer recorder's call).
+        assert!(unreproducible(Family::Cuda, &call("cuNewThing", &["result"])).is_some());
+        // HIP replays its host registrations.
+        use hrr_calls::hip::Op as H;
+        let hip = |name: &str, op: H| unreproducible(Family::Hip, &call(name, &fields_of(op)));
+        assert!(hip("hipHostRegister", H::HostRegister).is_none());
+        assert!(hip("hipLaunchHostFunc", H::LaunchHostFunc).is_some());
     }
 }

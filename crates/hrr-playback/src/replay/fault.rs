@@ -4,7 +4,8 @@
 //! archive when needed (the replay loop keeps only sequence numbers); and `localize`, which
 //! reruns the replay in a fresh process with `--sync-after-launch` to find the launch behind a
 //! fault that surfaced later (a GPU context is unusable after a fault, so it cannot be redone
-//! in this one).
+//! in this one). [`rerun_command`] builds that second `hrr-playback`; `super::recheck` uses it
+//! too.
 
 use std::path::Path;
 
@@ -146,14 +147,23 @@ fn site(l: &Launch, seq: u64, launch: u64, ranges: &[(u64, u64)]) -> Site {
 /// Rerun the replay of `dir` in a fresh `hrr-playback` with `--sync-after-launch`, so the
 /// fault surfaces at the launch that caused it; returns that launch's site, if it was found.
 pub fn localize(dir: &Path, opts: &Options) -> Option<Site> {
-    let exe = std::env::current_exe().ok()?;
+    let mut c = rerun_command(dir, opts).ok()?;
+    c.arg("--sync-after-launch");
+    let out = c.stderr(std::process::Stdio::null()).output().ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let mut s: Site = serde_json::from_value(v.get("fault_site")?.clone()).ok()?;
+    s.localized_by_rerun = true;
+    Some(s)
+}
+
+/// A fresh `hrr-playback` replaying `dir` as this one does (runtime, placement, kernel filter,
+/// watchdog, loops), quietly (`--json --no-progress`) and without reruns of its own
+/// (`--no-localize --no-recheck`): the second replay of a localisation or a recheck.
+pub fn rerun_command(dir: &Path, opts: &Options) -> Result<std::process::Command> {
+    let exe = std::env::current_exe().map_err(|e| anyhow!("cannot find hrr-playback: {e}"))?;
     let mut c = std::process::Command::new(exe);
-    c.arg(dir).args([
-        "--sync-after-launch",
-        "--no-localize",
-        "--json",
-        "--no-progress",
-    ]);
+    c.arg(dir)
+        .args(["--no-localize", "--no-recheck", "--json", "--no-progress"]);
     if let Some(r) = &opts.runtime {
         c.arg("--runtime").arg(r);
     }
@@ -167,11 +177,14 @@ pub fn localize(dir: &Path, opts: &Options) -> Option<Site> {
         c.arg("--sync-watchdog-ms")
             .arg(opts.sync_watchdog_ms.to_string());
     }
-    let out = c.stderr(std::process::Stdio::null()).output().ok()?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    let mut s: Site = serde_json::from_value(v.get("fault_site")?.clone()).ok()?;
-    s.localized_by_rerun = true;
-    Some(s)
+    if opts.loop_count > 1 {
+        c.arg("--loop").arg(opts.loop_count.to_string());
+    }
+    for (name, path) in &opts.replace_kernels {
+        c.arg("--replace-kernel")
+            .arg(format!("{name}={}", path.display()));
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

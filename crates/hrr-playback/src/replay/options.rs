@@ -34,6 +34,14 @@ pub struct Options {
     pub extract: Option<super::extract::Request>,
     /// `--replace-kernel NAME=PATH`: launches of kernel NAME use the one of that name in PATH.
     pub replace_kernels: Vec<(String, PathBuf)>,
+    /// Hold the program's own nondeterminism (bytes differing between two replays) against it:
+    /// `MISMATCH` instead of `PASS`.
+    pub strict: bool,
+    /// On a failed D2H check, do not replay a second time to tell nondeterminism apart.
+    pub no_recheck: bool,
+    /// The second replay of a recheck (`super::recheck`): write the D2H results of these
+    /// events into this folder.
+    pub dump_d2h: Option<(PathBuf, Vec<u64>)>,
 }
 
 impl Default for Options {
@@ -53,6 +61,9 @@ impl Default for Options {
             no_localize: false,
             extract: None,
             replace_kernels: Vec::new(),
+            strict: false,
+            no_recheck: false,
+            dump_d2h: None,
         }
     }
 }

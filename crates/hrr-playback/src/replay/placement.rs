@@ -567,6 +567,11 @@ impl Placement {
         }
     }
 
+    /// The length of the allocation recorded at `addr`, while it is alive.
+    pub fn live_len(&self, addr: u64) -> Option<u64> {
+        self.live.get(&addr).copied()
+    }
+
     /// Does any range need translating?
     pub fn any_moved(&self) -> bool {
         !self.moved.is_empty()

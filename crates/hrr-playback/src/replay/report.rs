@@ -5,10 +5,23 @@
 
 use std::io::{self, Write};
 
-use super::check::Checks;
+use super::check::{Checks, Nondeterministic};
 use super::fault::Site;
 use super::placement::Tally;
 use super::verdict::{RecordedFailure, Verdict};
+
+/// A recorded call that changed state and that replay cannot reproduce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreproducible {
+    /// The call, as recorded.
+    pub call: String,
+    /// Its first event.
+    pub first_seq: u64,
+    /// How often it was recorded (successfully).
+    pub count: u64,
+    /// Why replay cannot reproduce it.
+    pub why: &'static str,
+}
 
 /// Everything the replay summary prints.
 #[derive(Debug, Default)]
@@ -51,6 +64,14 @@ pub struct Summary {
     pub checks: Checks,
     /// The first calls not reissued, with the reason (`#<seq> <call>: <why>`).
     pub skipped_calls: Vec<String>,
+    /// Calls not reissued, all of them (`skipped_calls` keeps the first 20).
+    pub skipped_total: u64,
+    /// Recorded calls that changed state and that replay cannot reproduce (the prescan's).
+    pub unreproducible: Vec<Unreproducible>,
+    /// D2H results part of which differed between two replays (`super::recheck`).
+    pub nondeterministic: Vec<Nondeterministic>,
+    /// Why failed D2H checks could not (all) be rechecked by a second replay.
+    pub recheck_note: Option<String>,
     /// How recorded allocations landed.
     pub placement: Tally,
     /// The failure that stopped the replay (`event #<seq> <call>: <error>`).
@@ -99,10 +120,16 @@ impl Summary {
             .map(|(seq, what)| format!("{what} at event #{seq}"))
             .unwrap_or_default();
         match self.verdict {
-            Verdict::Pass => match self.pass_note() {
-                Some(n) => format!("{word} ({n})"),
-                None => word.to_string(),
-            },
+            Verdict::Pass => {
+                let nd = self
+                    .nondeterminism()
+                    .map(|n| format!(", {n}"))
+                    .unwrap_or_default();
+                match self.pass_note() {
+                    Some(n) => format!("{word}{nd} ({n})"),
+                    None => format!("{word}{nd}"),
+                }
+            }
             Verdict::Reproduced => {
                 let recorded = self.recorded_failure.as_ref().map(|r| r.code);
                 let now = self
@@ -118,13 +145,19 @@ impl Summary {
                 format!("{word}: {at}{how}{site}")
             }
             Verdict::Mismatch => {
-                let n = self.checks.fail;
-                let all = n + self.checks.exact + self.checks.within_tol;
-                format!(
-                    "{word}: {n} of {all} D2H result{} differ{} from the recording",
-                    plural(all),
-                    if n == 1 { "s" } else { "" }
-                )
+                let c = &self.checks;
+                let n = c.fail;
+                let all = n + c.exact + c.within_tol + c.nondeterministic;
+                let nd = self.nondeterminism();
+                match (n, nd) {
+                    (0, Some(nd)) => format!("{word} (--strict): {nd}"),
+                    (_, nd) => format!(
+                        "{word}: {n} of {all} D2H result{} differ{} from the recording{}",
+                        plural(all),
+                        if n == 1 { "s" } else { "" },
+                        nd.map(|nd| format!("; {nd}")).unwrap_or_default()
+                    ),
+                }
             }
             Verdict::NotReproduced => {
                 let r = self.recorded_failure.as_ref();
@@ -142,6 +175,23 @@ impl Summary {
             }
             Verdict::Error => format!("{word}: {}", self.error.as_deref().unwrap_or("")),
         }
+    }
+
+    /// `512 of 1024 bytes nondeterministic at event #135` (and how many more results were).
+    fn nondeterminism(&self) -> Option<String> {
+        let first = self.nondeterministic.first()?;
+        let more = self.nondeterministic.len() - 1;
+        Some(format!(
+            "{} of {} bytes nondeterministic at event #{}{}",
+            first.differing,
+            first.bytes,
+            first.seq,
+            if more > 0 {
+                format!(" and {more} more D2H result{}", plural(more as u64))
+            } else {
+                String::new()
+            }
+        ))
     }
 
     /// Why a `PASS` is not a bare one: nothing was compared, or recorded work was skipped.
@@ -168,12 +218,51 @@ impl Summary {
             ));
         }
         if !self.skipped_calls.is_empty() {
+            let n = self.skipped_total.max(self.skipped_calls.len() as u64);
             notes.push(format!(
-                "{} call{} not replayed, first: {}",
-                self.skipped_calls.len(),
-                plural(self.skipped_calls.len() as u64),
+                "{n} call{} not replayed, first: {}",
+                plural(n),
                 self.skipped_calls[0]
             ));
+        }
+        // Calls replay cannot reproduce that no runtime skip already named.
+        let unnamed: Vec<&Unreproducible> = self
+            .unreproducible
+            .iter()
+            .filter(|u| {
+                !self.skipped_calls.iter().any(|s| {
+                    s.split(": ")
+                        .next()
+                        .is_some_and(|h| h.ends_with(&format!(" {}", u.call)))
+                })
+            })
+            .collect();
+        if let Some(u) = unnamed.first() {
+            let n: u64 = unnamed.iter().map(|u| u.count).sum();
+            notes.push(format!(
+                "{n} state-changing call{} not reproducible, first: #{} {}: {}",
+                plural(n),
+                u.first_seq,
+                u.call,
+                u.why
+            ));
+        }
+        if self.kernels_filtered > 0 {
+            notes.push(format!(
+                "{} launch{} left out by --kernel-filter",
+                self.kernels_filtered,
+                if self.kernels_filtered == 1 { "" } else { "es" }
+            ));
+        }
+        if compared > 0 && c.skipped > 0 {
+            notes.push(format!(
+                "{} D2H result{} not compared",
+                c.skipped,
+                plural(c.skipped)
+            ));
+        }
+        if let Some(r) = &self.recheck_note {
+            notes.push(r.clone());
         }
         (!notes.is_empty()).then(|| notes.join("; "))
     }
@@ -225,6 +314,23 @@ pub fn write_scrub_note(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// Before the events replay: the recorded calls that changed state and that replay cannot
+/// reproduce (the prescan's), one line each.
+pub fn write_unreproducible_note(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    for u in &s.unreproducible {
+        writeln!(
+            w,
+            "[HRR] Not reproducible: {} ({} call{}, first at event #{}): {}",
+            u.call,
+            u.count,
+            plural(u.count),
+            u.first_seq,
+            u.why
+        )?;
+    }
+    Ok(())
+}
+
 /// The lines printed after the replay: skipped calls, mismatches, the error, the summary block
 /// and `[HRR] PASS` / `[HRR] FAIL`.
 pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
@@ -233,6 +339,16 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     }
     for m in &s.checks.mismatches {
         writeln!(w, "[HRR] Mismatch {m}")?;
+    }
+    for n in &s.nondeterministic {
+        writeln!(
+            w,
+            "[HRR] Nondeterministic event #{} {}: {} of {} bytes differ between two replays, first at offset {}; the other bytes match the recording",
+            n.seq, n.call, n.differing, n.bytes, n.first_offset
+        )?;
+    }
+    if let Some(r) = &s.recheck_note {
+        writeln!(w, "[HRR] Recheck: {r}")?;
     }
     if let Some(f) = &s.error {
         writeln!(w, "[HRR] Error at {f}")?;
@@ -289,13 +405,18 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         w,
-        "[HRR] {:<16}: {} pass ({} exact, {} within tol), {} fail, {} skipped",
+        "[HRR] {:<16}: {} pass ({} exact, {} within tol), {} fail, {} skipped{}",
         "D2H checks",
         c.exact + c.within_tol,
         c.exact,
         c.within_tol,
         c.fail,
-        c.skipped
+        c.skipped,
+        if c.nondeterministic > 0 {
+            format!(", {} nondeterministic", c.nondeterministic)
+        } else {
+            String::new()
+        }
     )?;
     let p = &s.placement;
     if p.translated > 0 {
@@ -315,6 +436,8 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 ///
 /// | key | type | meaning |
 /// | --- | --- | --- |
+/// | `schema` | string | `hrr.replay/1` |
+/// | `ok` | bool | the verdict's exit code is 0 (`result` is `PASS`) |
 /// | `archive` | string | the process capture replayed, its path as given |
 /// | `events` | integer | events in the capture |
 /// | `kernels` | integer | kernel launches in the capture |
@@ -331,9 +454,13 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `kernels_launched` | integer | kernels launched (graph launches not counted) |
 /// | `kernels_filtered` | integer | launches left out by `--kernel-filter` |
 /// | `graphs_launched` | integer | CUDA graphs launched |
-/// | `d2h_checks` | object | D2H comparisons: `pass` (= `exact` + `within_tol`), `exact`, `within_tol`, `fail`, `skipped` (no recorded result, or differing only in redacted ranges), `skipped_redacted` (of `skipped`, the latter); all integers |
+/// | `d2h_checks` | object | D2H comparisons: `pass` (= `exact` + `within_tol`), `exact`, `within_tol`, `fail`, `skipped` (no recorded result, or differing only in redacted ranges), `skipped_redacted` (of `skipped`, the latter), `nondeterministic` (differing from the recording only in bytes that also differ between two replays; not in `fail`); all integers |
 /// | `mismatches` | array of strings | the first 10 failed comparisons, `event #<seq> <call>: <n> of <len> bytes differ, first at offset <o>` |
 /// | `skipped_calls` | array of strings | the first 20 calls not reissued, `#<seq> <call>: <why>` |
+/// | `skipped_calls_total` | integer | calls not reissued, all of them |
+/// | `unreproducible_calls` | array of objects | recorded state-changing calls replay cannot reproduce (named before replay starts): `call`, `first_seq`, `count`, `why` |
+/// | `nondeterministic` | array of objects | D2H results part of which differed between two replays: `event`, `call`, `bytes` (its size), `differing` (bytes differing between the replays), `first_offset` |
+/// | `recheck_error` | string or null | why failed D2H checks could not (all) be rechecked by a second replay |
 /// | `allocations` | object | `placed` (integer: at their recorded address), `translated` (integer: elsewhere, pointers translated), `first_refusal` (string or null: why the first placement was refused) |
 /// | `error` | string or null | the failure that stopped the replay, `event #<seq> <call>: <error>` or `final synchronisation: <error>` |
 /// | `result` | string | `PASS` (the verdict's exit code is 0) or `FAIL` |
@@ -349,6 +476,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let c = &s.checks;
     let p = &s.placement;
     let v = serde_json::json!({
+        "schema": "hrr.replay/1", "ok": s.pass(),
         "archive": s.archive,
         "events": s.events, "kernels": s.kernels, "blobs": s.blobs,
         "code_objects": s.code_objects, "threads_captured": s.threads_captured,
@@ -358,8 +486,15 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "kernels_filtered": s.kernels_filtered, "graphs_launched": s.graphs_launched,
         "d2h_checks": {"pass": c.exact + c.within_tol, "exact": c.exact,
                        "within_tol": c.within_tol, "fail": c.fail, "skipped": c.skipped,
-                       "skipped_redacted": c.redacted},
+                       "skipped_redacted": c.redacted, "nondeterministic": c.nondeterministic},
         "mismatches": c.mismatches, "skipped_calls": s.skipped_calls,
+        "skipped_calls_total": s.skipped_total.max(s.skipped_calls.len() as u64),
+        "unreproducible_calls": s.unreproducible.iter().map(|u| serde_json::json!({
+            "call": u.call, "first_seq": u.first_seq, "count": u.count, "why": u.why})).collect::<Vec<_>>(),
+        "nondeterministic": s.nondeterministic.iter().map(|n| serde_json::json!({
+            "event": n.seq, "call": n.call, "bytes": n.bytes, "differing": n.differing,
+            "first_offset": n.first_offset})).collect::<Vec<_>>(),
+        "recheck_error": s.recheck_note,
         "allocations": {"placed": p.placed, "translated": p.translated,
                         "first_refusal": p.first_refusal},
         "error": s.error, "result": s.result(),
@@ -421,6 +556,97 @@ mod tests {
     }
 
     #[test]
+    fn skipped_work_never_leaves_a_bare_pass() {
+        let pass = |f: &dyn Fn(&mut Summary)| {
+            let mut s = sample();
+            s.checks.exact = 3;
+            f(&mut s);
+            s.verdict_line()
+        };
+        assert_eq!(pass(&|_| {}), "PASS");
+        // More skipped calls than the list keeps: the count is of all of them.
+        assert!(pass(&|s| {
+            s.skipped_calls = (0..20).map(|i| format!("#{i} cuX: why")).collect();
+            s.skipped_total = 25;
+        })
+        .starts_with("PASS (25 calls not replayed, first: #0 cuX: why"));
+        // A state-changing call replay cannot reproduce, named by the prescan only.
+        let u = Unreproducible {
+            call: "cuMemHostRegister_v2".into(),
+            first_seq: 9,
+            count: 2,
+            why: "host memory registration is not reissued",
+        };
+        assert_eq!(
+            pass(&|s| s.unreproducible = vec![u.clone()]),
+            "PASS (2 state-changing calls not reproducible, first: #9 cuMemHostRegister_v2: host memory registration is not reissued)"
+        );
+        // Named once when a runtime skip already names it.
+        let line = pass(&|s| {
+            s.unreproducible = vec![Unreproducible {
+                call: "cuLaunchHostFunc".into(),
+                ..u.clone()
+            }];
+            s.skipped_calls =
+                vec!["#9 cuLaunchHostFunc: host callbacks are not in the archive".into()];
+            s.skipped_total = 1;
+        });
+        assert_eq!(
+            line,
+            "PASS (1 call not replayed, first: #9 cuLaunchHostFunc: host callbacks are not in the archive)"
+        );
+        assert_eq!(
+            pass(&|s| s.kernels_filtered = 3),
+            "PASS (3 launches left out by --kernel-filter)"
+        );
+        assert_eq!(
+            pass(&|s| s.checks.skipped = 1),
+            "PASS (1 D2H result not compared)"
+        );
+        assert_eq!(pass(&|s| s.recheck_note = Some("x".into())), "PASS (x)");
+    }
+
+    #[test]
+    fn nondeterminism_is_said_and_strict_makes_it_a_mismatch() {
+        let mut s = sample();
+        s.checks.exact = 3;
+        s.checks.nondeterministic = 1;
+        s.nondeterministic = vec![Nondeterministic {
+            seq: 135,
+            call: "cuMemcpyDtoH_v2".into(),
+            bytes: 1024,
+            differing: 512,
+            first_offset: 512,
+        }];
+        assert_eq!(
+            s.verdict_line(),
+            "PASS, 512 of 1024 bytes nondeterministic at event #135"
+        );
+        s.nondeterministic.push(s.nondeterministic[0].clone());
+        assert_eq!(
+            s.verdict_line(),
+            "PASS, 512 of 1024 bytes nondeterministic at event #135 and 1 more D2H result"
+        );
+        s.nondeterministic.pop();
+        s.verdict = Verdict::Mismatch;
+        assert_eq!(
+            s.verdict_line(),
+            "MISMATCH (--strict): 512 of 1024 bytes nondeterministic at event #135"
+        );
+        s.checks.fail = 1;
+        assert_eq!(
+            s.verdict_line(),
+            "MISMATCH: 1 of 5 D2H results differs from the recording; 512 of 1024 bytes nondeterministic at event #135"
+        );
+        let mut out = Vec::new();
+        write_json(&s, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["ok"], false);
+        assert_eq!(v["nondeterministic"][0]["differing"], 512);
+        assert_eq!(v["d2h_checks"]["nondeterministic"], 1);
+    }
+
+    #[test]
     fn human_and_json_shapes() {
         let mut s = sample();
         s.checks.exact = 2;
@@ -443,7 +669,9 @@ mod tests {
         write_json(&s, &mut out).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-        assert_eq!(keys[..3], ["archive", "events", "kernels"]);
+        assert_eq!(keys[..3], ["schema", "ok", "archive"]);
+        assert_eq!(v["schema"], "hrr.replay/1");
+        assert_eq!(v["ok"], true);
         assert_eq!(keys.last(), Some(&"replaced_kernels"));
         assert_eq!(v["replaced_kernels"], serde_json::json!([]));
         assert_eq!(v["result"], "PASS");

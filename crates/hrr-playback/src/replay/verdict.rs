@@ -3,9 +3,9 @@
 //!
 //! | verdict | exit | meaning |
 //! | --- | --- | --- |
-//! | `PASS` | 0 | every D2H comparison passed (the line says so when there was nothing to compare, or when work was skipped) |
+//! | `PASS` | 0 | every D2H comparison passed (the line says so when there was nothing to compare, when work was skipped or cannot be reproduced, and when results differed only in bytes that differ between two replays: the program's own nondeterminism, `super::recheck`) |
 //! | `REPRODUCED` | 0 | the recorded run failed, and replay fails the same way at the same event |
-//! | `MISMATCH` | 1 | a D2H result differs from the recording |
+//! | `MISMATCH` | 1 | a D2H result differs from the recording in bytes stable across two replays (or, with `--strict`, in any) |
 //! | `NOT REPRODUCED` | 1 | the recorded run failed, replay did not fail that way |
 //! | `FAULT` | 3 | the GPU raised an error the recording did not (illegal address, misaligned access, …) |
 //! | `HANG` | 4 | a wait did not finish within `--sync-watchdog-ms` |

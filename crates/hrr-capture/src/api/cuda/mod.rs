@@ -4,6 +4,7 @@
 pub mod calls;
 pub mod custom;
 pub mod facts;
+pub mod hostmem;
 pub mod image;
 pub mod loader;
 pub mod proc_address;

@@ -1,6 +1,7 @@
 //! What CUDA capture remembers between calls: which code object each module or library came
 //! from, what each function or kernel handle is (name, code object, parameter layout from the
-//! driver), which streams are capturing, and which graphs a recorded stream capture produced.
+//! driver), which streams are capturing, which graphs a recorded stream capture produced, and
+//! for graphs built node by node the host regions their memcpy nodes read and write.
 //!
 //! Lock order: the recorder's lock, then this one (custom functions take it inside the closure
 //! that fills an event), never the other way round.
@@ -27,6 +28,20 @@ pub struct KernelInfo {
     pub is_library_kernel: bool,
 }
 
+/// A host region a graph's memcpy node reads (`to_host` false) or writes (`to_host` true).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostRegion {
+    /// Host address.
+    pub ptr: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Written by the node (a copy to host memory).
+    pub to_host: bool,
+}
+
+/// Node handle → the host regions its copies touch (a child-graph node: all of its child's).
+pub type NodeRegions = HashMap<u64, Vec<HostRegion>>;
+
 /// A kernel's parameters as (offset, size), from the driver.
 pub type ParamLayout = Arc<[(u32, u32)]>;
 
@@ -42,6 +57,12 @@ pub struct State {
     pub capturing: HashSet<u64>,
     /// Graphs a recorded `cuStreamEndCapture` produced (replay rebuilds exactly these).
     pub captured_graphs: HashSet<u64>,
+    /// Graphs built (or cloned) node by node, with their nodes' host regions.
+    pub graph_nodes: HashMap<u64, NodeRegions>,
+    /// Instantiations, with their nodes' host regions (from the graph, then exec updates).
+    pub exec_nodes: HashMap<u64, NodeRegions>,
+    /// Node handle → the graph it was added to.
+    pub node_graph: HashMap<u64, u64>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);

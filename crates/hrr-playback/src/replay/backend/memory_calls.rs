@@ -3,15 +3,16 @@
 //! VMM calls (reserve, free a reservation, create, release, map, unmap, set access), managed
 //! and pinned host memory (translated) and memsets (`DeviceMemory`). Each backend's dispatch
 //! calls these with its entry-point table; API-specific memory calls stay in the backend's
-//! `memory.rs`.
+//! `memory.rs`. Stream-ordered frees are [`Deferred`]: released once the work queued before
+//! them completed, never under a kernel that still uses the memory.
 
 use anyhow::Result;
 use hrr_calls::shapes::{
     AddressReserve, DevicePtr, HostAlloc, HostAllocPlain, MallocPitch, MemAlloc, MemAllocFlags,
-    MemCreate, MemHandle, MemMap, MemSetAccess, Memset, Range,
+    MemCreate, MemFreeAsync, MemHandle, MemMap, MemSetAccess, Memset, Range,
 };
 
-use super::shared::H;
+use super::shared::{Streams, H};
 use super::{Event, Extent, Outcome};
 use crate::replay::placement::{DeviceMemory, Placement, Vmm};
 
@@ -35,6 +36,95 @@ pub fn alloc(mem: &mut Placement, vmm: &impl Vmm, ev: &Event, extent: Extent) ->
 /// A free of an allocation (`DevicePtr`, or the `dptr` of `MemFreeAsync`).
 pub fn free(mem: &mut Placement, vmm: &impl Vmm, ev: &Event) -> Result<Outcome> {
     mem.free(vmm, ev.read::<DevicePtr>()?.dptr)?;
+    Ok(Outcome::Done)
+}
+
+/// `CU_EVENT_DISABLE_TIMING` = `hipEventDisableTiming`.
+const EVENT_DISABLE_TIMING: u32 = 2;
+
+/// Stream-ordered frees not released yet: recorded address, length, and an event recorded on
+/// the freeing stream after the work queued before the free. Replay releases one when its
+/// event completed; an allocation that needs an overlapping recorded range first waits for it;
+/// the end of replay releases the rest. (Releasing at once unmapped memory a queued kernel
+/// still used, and mapped the next allocation at the same address under it.)
+#[derive(Default)]
+pub struct Deferred(Vec<(u64, u64, H)>);
+
+impl Deferred {
+    /// Release the frees whose event completed; those overlapping `need` (a recorded range
+    /// about to be allocated) are waited for first; `all`: wait for every one.
+    pub fn reap(
+        &mut self,
+        mem: &mut Placement,
+        vmm: &impl Vmm,
+        streams: &impl Streams,
+        need: Option<(u64, u64)>,
+        all: bool,
+    ) -> Result<()> {
+        let mut keep = Vec::new();
+        for (addr, len, event) in std::mem::take(&mut self.0) {
+            let overlaps = need.is_some_and(|(s, n)| addr < s + n.max(1) && s < addr + len);
+            let done = if all || overlaps {
+                streams.synchronize_event(event)??;
+                true
+            } else {
+                streams.query_event(event)??
+            };
+            if done {
+                streams.destroy_event(event)??;
+                mem.free(vmm, addr)?;
+            } else {
+                keep.push((addr, len, event));
+            }
+        }
+        self.0 = keep;
+        Ok(())
+    }
+}
+
+/// An allocation that first waits for deferred frees of its range (see [`Deferred`]).
+pub fn alloc_after_frees(
+    mem: &mut Placement,
+    vmm: &impl Vmm,
+    streams: &impl Streams,
+    deferred: &mut Deferred,
+    ev: &Event,
+    extent: Extent,
+) -> Result<Outcome> {
+    let need = match extent {
+        Extent::Pitched => ev
+            .read::<MallocPitch>()
+            .map(|s| (s.dptr, s.pitch * s.height)),
+        _ => ev.read::<MemAlloc>().map(|s| (s.dptr, s.bytesize)),
+    }?;
+    deferred.reap(mem, vmm, streams, Some(need), false)?;
+    alloc(mem, vmm, ev, extent)
+}
+
+/// A stream-ordered free (`MemFreeAsync`): deferred until the work queued on its stream
+/// (`stream` resolves the recorded one) completed. On a capturing stream (the free becomes a
+/// graph node) the allocation is released at once, as before.
+pub fn free_async(
+    mem: &mut Placement,
+    vmm: &impl Vmm,
+    streams: &impl Streams,
+    deferred: &mut Deferred,
+    ev: &Event,
+    stream: impl FnOnce(u64) -> Result<(H, bool)>,
+) -> Result<Outcome> {
+    let s: MemFreeAsync = ev.read()?;
+    let Some(len) = mem.live_len(s.dptr) else {
+        return Ok(Outcome::Done);
+    };
+    let (st, capturing) = stream(s.stream)?;
+    if capturing {
+        mem.free(vmm, s.dptr)?;
+        return Ok(Outcome::Done);
+    }
+    let event = streams.create_event(EVENT_DISABLE_TIMING)??;
+    streams.record_event(event, st)??;
+    deferred.0.push((s.dptr, len, event));
+    deferred.reap(mem, vmm, streams, None, false)?;
     Ok(Outcome::Done)
 }
 

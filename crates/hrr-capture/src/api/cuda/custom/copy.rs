@@ -29,7 +29,7 @@ unsafe fn stream_is_capturing(h: Export, stream: Handle) -> bool {
 /// Wait for `stream` so an async D2H result can be read (the recorder's own call, unrecorded).
 /// A capturing stream is never waited for (the driver would refuse and invalidate the capture):
 /// a copy issued there only becomes a graph node, so there is no result to store yet.
-unsafe fn sync_stream(h: Export, stream: Handle) -> CUresult {
+pub(super) unsafe fn sync_stream(h: Export, stream: Handle) -> CUresult {
     if stream_is_capturing(h, stream) {
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
@@ -65,7 +65,7 @@ pub unsafe fn memcpy_dtoh_async(
 }
 
 /// Is `ptr` device memory (per the driver's pointer attributes)?
-unsafe fn is_device_ptr(ptr: u64) -> bool {
+pub(super) unsafe fn is_device_ptr(ptr: u64) -> bool {
     type GetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult;
     let Some(f) = driver_fn::<GetAttribute>(c"cuPointerGetAttribute") else {
         return false;

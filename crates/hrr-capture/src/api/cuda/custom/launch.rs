@@ -1,4 +1,4 @@
-//! Launches: the packed argument buffer, from `extra` or laid out with the driver's parameter info, with the kernel's name and code object.
+//! Launches: the packed argument buffer, from `extra` or laid out with the driver's parameter info, with the kernel's name and code object. Graph kernel nodes (`graph.rs`) record their parameters through the same [`launch_fields`].
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -12,9 +12,10 @@ use super::rec;
 use crate::api::cuda::calls::Export;
 use crate::api::cuda::state;
 use crate::hook::args::bytes_at;
+use crate::recorder::Recorder;
 
-/// What a launch call says, whichever entry point made it.
-struct LaunchCall {
+/// What a launch call (or a graph kernel node) says, whichever entry point made it.
+pub(super) struct LaunchCall {
     f: Handle,
     grid: [c_uint; 3],
     block: [c_uint; 3],
@@ -26,7 +27,7 @@ struct LaunchCall {
 
 impl LaunchCall {
     /// A launch given its grid and block as arguments (no launch attributes).
-    fn grid(
+    pub(super) fn grid(
         f: Handle,
         grid: [c_uint; 3],
         block: [c_uint; 3],
@@ -91,6 +92,20 @@ unsafe fn record_launch(
 ) {
     bind_unseen_function(l.f);
     rec(h, r, |rc| {
+        launch_fields(rc, "cuLaunchKernel", l, params, extra)
+    });
+}
+
+/// The `Launch` record of launch `l` with arguments `params` or `extra` (`call`: the call named
+/// in a note when the argument layout is unknown).
+pub(super) unsafe fn launch_fields(
+    rc: &mut Recorder,
+    call: &str,
+    l: LaunchCall,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Launch {
+    {
         let f = l.f as u64;
         let (info, layout, in_capture) = state::with(|st| {
             let info = st.kernels.get(&f).cloned().unwrap_or_default();
@@ -113,7 +128,7 @@ unsafe fn record_launch(
         };
         if args.is_none() {
             rc.note_unreplayable(
-                "cuLaunchKernel",
+                call,
                 &format!("argument layout unknown for kernel `{}`", info.name),
             );
         }
@@ -137,7 +152,7 @@ unsafe fn record_launch(
             cooperative: l.cooperative as u8,
             in_capture: in_capture as u8,
         }
-    });
+    }
 }
 
 pub unsafe fn launch_kernel(

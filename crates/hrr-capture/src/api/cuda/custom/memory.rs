@@ -1,15 +1,27 @@
-//! Allocations and host memory that need logic: managed and mapped memory (noted unreplayable), registration (contents stored), VMM property and access structs.
+//! Allocations and host memory that need logic: managed and mapped host memory (tracked by
+//! [`crate::api::cuda::hostmem`] so the host's reads and writes are recorded), registration
+//! (contents stored), the host-visible memory pseudo-calls, and memory pools (properties,
+//! attribute values and access descriptors read from their structs).
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
-use std::ffi::c_uint;
+use std::ffi::{c_int, c_uint, c_void};
 
-use hrr_calls::cuda::ffi::CUresult;
+use hrr_calls::cuda::ffi::{CUresult, Handle};
 use hrr_calls::shapes::*;
 
 use super::rec;
 use crate::api::cuda::calls::Export;
-use crate::hook::args::out;
+use crate::api::cuda::hostmem;
+use crate::hook::args::{bytes_at, out, out_addr};
+use crate::hook::common;
+
+/// `CU_MEMHOSTALLOC_DEVICEMAP` and `CU_MEMHOSTREGISTER_DEVICEMAP`.
+const DEVICEMAP: c_uint = 2;
+/// `sizeof(CUmemPoolProps)`.
+const POOL_PROPS_BYTES: usize = 88;
+/// `sizeof(CUmemAccessDesc)`.
+const ACCESS_DESC_BYTES: usize = 12;
 
 pub unsafe fn mem_alloc_managed(
     h: Export,
@@ -19,16 +31,217 @@ pub unsafe fn mem_alloc_managed(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    rec(h, r, |rc| {
-        rc.note_unreplayable(
-            "cuMemAllocManaged",
-            "managed memory is not placed; host-side accesses are not recorded",
-        );
-        MemAllocFlags {
-            dptr: out(dptr),
-            bytesize: size as u64,
-            flags,
-        }
+    let p = out(dptr);
+    if r == 0 {
+        hostmem::track(p, size);
+    }
+    rec(h, r, |_| MemAllocFlags {
+        dptr: p,
+        bytesize: size as u64,
+        flags,
+    });
+    r
+}
+
+/// A pinned allocation: tracked when mapped, else remembered in case its device pointer is
+/// asked.
+fn pinned(r: CUresult, p: u64, size: usize, flags: c_uint) {
+    if r != 0 {
+        return;
+    }
+    if flags & DEVICEMAP != 0 {
+        hostmem::track(p, size);
+    } else {
+        hostmem::note_pinned(p, size);
+    }
+}
+
+pub unsafe fn mem_host_alloc(
+    h: Export,
+    pp: *mut *mut c_void,
+    size: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    let p = out_addr(pp);
+    pinned(r, p, size, flags);
+    rec(h, r, |_| HostAlloc {
+        host_ptr: p,
+        bytesize: size as u64,
+        flags,
+    });
+    r
+}
+
+pub unsafe fn mem_alloc_host(
+    h: Export,
+    pp: *mut *mut c_void,
+    size: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    let p = out_addr(pp);
+    pinned(r, p, size, 0);
+    rec(h, r, |_| HostAllocPlain {
+        host_ptr: p,
+        bytesize: size as u64,
+    });
+    r
+}
+
+pub unsafe fn host_register(
+    h: Export,
+    p: *mut c_void,
+    size: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = common::host_register(h, p, size, flags, call);
+    pinned(r, p as u64, size, flags);
+    r
+}
+
+pub unsafe fn host_get_device_pointer(
+    h: Export,
+    dptr: *mut u64,
+    p: *mut c_void,
+    flags: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    if r == 0 {
+        hostmem::promote(p as u64);
+    }
+    rec(h, r, |_| HostDevicePointer {
+        dptr: out(dptr),
+        host_ptr: p as u64,
+        flags,
+    });
+    r
+}
+
+/// A free of host-visible memory stops its tracking before the memory goes.
+unsafe fn freeing<S: hrr_calls::Shape>(
+    h: Export,
+    p: u64,
+    call: impl FnOnce() -> CUresult,
+    shape: S,
+) -> CUresult {
+    hostmem::untrack(p);
+    let r = call();
+    rec(h, r, |_| shape);
+    r
+}
+
+pub unsafe fn mem_free_host(
+    h: Export,
+    p: *mut c_void,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    freeing(h, p as u64, call, HostPtr { host_ptr: p as u64 })
+}
+
+pub unsafe fn mem_host_unregister(
+    h: Export,
+    p: *mut c_void,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    freeing(h, p as u64, call, HostPtr { host_ptr: p as u64 })
+}
+
+pub unsafe fn mem_free(h: Export, dptr: u64, call: impl FnOnce() -> CUresult) -> CUresult {
+    freeing(h, dptr, call, DevicePtr { dptr })
+}
+
+/// `cuDevicePrimaryCtxRelease`, `cuDevicePrimaryCtxReset`: host-visible memory may go with
+/// the context, so it is no longer tracked (before the call frees it).
+pub unsafe fn device_context_gone(
+    h: Export,
+    dev: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    hostmem::untrack_all();
+    let r = call();
+    rec(h, r, |_| Device { device: dev });
+    r
+}
+
+/// `cuCtxDestroy`: as [`device_context_gone`].
+pub unsafe fn ctx_destroy(h: Export, ctx: Handle, call: impl FnOnce() -> CUresult) -> CUresult {
+    hostmem::untrack_all();
+    let r = call();
+    rec(h, r, |_| Ctx { ctx: ctx as u64 });
+    r
+}
+
+/// A pseudo-call row (`hrrHostMemWrite`, `hrrHostMemCheck`): no driver exports it, so its
+/// wrapper never gets here; capture records these events itself ([`hostmem`]).
+pub unsafe fn pseudo_call(_h: Export, call: impl FnOnce()) {
+    call()
+}
+
+pub unsafe fn mem_pool_create(
+    h: Export,
+    pool: *mut Handle,
+    props: *const u8,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| PoolCreate {
+        pool: out_addr(pool),
+        props: bytes_at(props, POOL_PROPS_BYTES).to_vec(),
+    });
+    r
+}
+
+/// Pool attributes 1–3 (`CU_MEMPOOL_ATTR_REUSE_*`) are ints; the others `cuuint64_t`.
+unsafe fn pool_value(attr: c_int, value: *const c_void) -> u64 {
+    match (value.is_null(), attr) {
+        (true, _) => 0,
+        (false, 1..=3) => *(value as *const c_int) as u64,
+        _ => *(value as *const u64),
+    }
+}
+
+/// `cuMemPoolSetAttribute` (value read before the call) and `cuMemPoolGetAttribute` (after).
+pub unsafe fn mem_pool_attribute(
+    h: Export,
+    pool: Handle,
+    attr: c_int,
+    value: *mut c_void,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let set = h == Export::cuMemPoolSetAttribute;
+    let before = if set { pool_value(attr, value) } else { 0 };
+    let r = call();
+    let value = if set {
+        before
+    } else if r == 0 {
+        pool_value(attr, value)
+    } else {
+        0
+    };
+    rec(h, r, |_| PoolAttribute {
+        pool: pool as u64,
+        attrib: attr,
+        value,
+    });
+    r
+}
+
+pub unsafe fn mem_pool_set_access(
+    h: Export,
+    pool: Handle,
+    desc: *const u8,
+    count: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| PoolSetAccess {
+        pool: pool as u64,
+        desc: bytes_at(desc, count.min(64) * ACCESS_DESC_BYTES).to_vec(),
+        count: count as u64,
     });
     r
 }

@@ -7,20 +7,23 @@
 //! code images as code objects; launches carry the packed argument buffer, from `extra` or laid
 //! out with the driver's parameter info.
 
+mod array;
 mod code;
 mod copy;
+mod copy2d;
 mod device;
 mod graph;
 mod launch;
 mod memory;
 
 pub use crate::hook::common::{
-    device_get_name, get_global, host_get_device_pointer, host_register, launch_host_func,
-    mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset,
-    memset_async,
+    device_get_name, get_global, launch_host_func, mem_create, mem_set_access, memcpy_dtod,
+    memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset, memset_async,
 };
+pub use array::*;
 pub use code::*;
 pub use copy::*;
+pub use copy2d::*;
 pub use device::*;
 pub use graph::*;
 pub use launch::*;

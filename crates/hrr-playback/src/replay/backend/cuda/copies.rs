@@ -1,13 +1,21 @@
-//! CUDA copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyAny` rows; memsets are
-//! `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
-//! pointers are translated, and device-to-host results are handed to the engine's checks
-//! ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with the graph.
+//! CUDA copies (the `CopyH2d`, `CopyD2h`, `CopyD2d`, `CopyAny` and `CopyPitched` rows; memsets
+//! are `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
+//! pointers are translated, arrays remapped, and device-to-host results are handed to the
+//! engine's checks ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with
+//! the graph; a result whose destination is host-visible memory is also written there
+//! (`hostmem.rs`). A 2D/3D copy's host side is the packed blob (pitch `width_bytes`, `height`
+//! rows a slice), so its D2H result is compared packed, as recorded.
 
 use std::ffi::c_void;
 
-use anyhow::Result;
+use anyhow::Context;
+use anyhow::{bail, Result};
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d};
+use hrr_calls::cuda::ffi::{
+    Memcpy2D, Memcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
+};
+use hrr_calls::cuda::Op;
+use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d, CopyPitched};
 
 use super::driver::{cu, H};
 use super::Cuda;
@@ -77,7 +85,11 @@ impl Cuda {
         let s: CopyD2h = ev.read()?;
         let src = self.mem.translate(s.src);
         let stream = self.stream(ev, s.stream)?;
-        self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)
+        let out = self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)?;
+        if let Outcome::D2h { got, .. } = &out {
+            self.mirror_d2h(s.dst, got);
+        }
+        Ok(out)
     }
 
     /// `cuMemcpyDtoD*`.
@@ -104,10 +116,202 @@ impl Cuda {
             }
             direction::D2H => {
                 let src = self.mem.translate(s.src);
-                return self.d2h(ev, (src, n), stream, s.d2h_blob);
+                let out = self.d2h(ev, (src, n), stream, s.d2h_blob)?;
+                if let Outcome::D2h { got, .. } = &out {
+                    self.mirror_d2h(s.dst, got);
+                }
+                return Ok(out);
             }
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }
         Ok(Outcome::Done)
     }
+
+    /// The 2D/3D and array copies (`CopyPitched`), re-issued through the recorded call's family
+    /// (`cuMemcpy2DAsync_v2`, `cuMemcpy2DUnaligned_v2`, `cuMemcpy3DAsync_v2`, the array copies)
+    /// with the host side packed.
+    pub(super) fn copy_pitched(&mut self, ev: &Event, blobs: &Blobs, op: Op) -> Result<Outcome> {
+        let s: CopyPitched = ev.read()?;
+        let stream = self.stream(ev, s.stream)?;
+        let (w, rows, depth) = (s.width_bytes, s.height.max(1), s.depth.max(1));
+        let len = w
+            .checked_mul(rows)
+            .and_then(|n| n.checked_mul(depth))
+            .and_then(|n| usize::try_from(n).ok())
+            .context("copy extent overflows")?;
+        let mut host = match s.direction {
+            direction::H2D => match blobs(s.h2d_blob, Some(len as u64))? {
+                Some(data) => data,
+                None => return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into())),
+            },
+            direction::D2H => vec![0u8; len],
+            direction::D2D => Vec::new(),
+            _ => return Ok(Outcome::Skipped(H2H.into())),
+        };
+        let h = host.as_mut_ptr() as u64;
+        let src_host = s.direction == direction::H2D;
+        let dst_host = s.direction == direction::D2H;
+        let src = self.side(&s, true, src_host.then_some(h))?;
+        let dst = self.side(&s, false, dst_host.then_some(h))?;
+        let (n, api) = (w as usize, &self.api);
+        match op {
+            Op::Memcpy2D | Op::Memcpy2DAsync | Op::Memcpy2DUnaligned => {
+                let d = Memcpy2D {
+                    src_x: src.x as usize,
+                    src_y: src.y as usize,
+                    src_type: src.ty,
+                    src_host: src.host,
+                    src_device: src.device,
+                    src_array: src.array,
+                    src_pitch: src.pitch as usize,
+                    dst_x: dst.x as usize,
+                    dst_y: dst.y as usize,
+                    dst_type: dst.ty,
+                    dst_host: dst.host,
+                    dst_device: dst.device,
+                    dst_array: dst.array,
+                    dst_pitch: dst.pitch as usize,
+                    width_bytes: n,
+                    height: s.height as usize,
+                };
+                if op == Op::Memcpy2DUnaligned {
+                    cu!(api, cuMemcpy2DUnaligned_v2(&d))?; // no async variant
+                } else {
+                    cu!(api, cuMemcpy2DAsync_v2(&d, stream))?;
+                }
+            }
+            Op::Memcpy3D | Op::Memcpy3DAsync => {
+                let d = Memcpy3D {
+                    src_x: src.x as usize,
+                    src_y: src.y as usize,
+                    src_z: src.z as usize,
+                    src_lod: s.src_lod as usize,
+                    src_type: src.ty,
+                    src_host: src.host,
+                    src_device: src.device,
+                    src_array: src.array,
+                    src_pitch: src.pitch as usize,
+                    src_height: src.height as usize,
+                    dst_x: dst.x as usize,
+                    dst_y: dst.y as usize,
+                    dst_z: dst.z as usize,
+                    dst_lod: s.dst_lod as usize,
+                    dst_type: dst.ty,
+                    dst_host: dst.host,
+                    dst_device: dst.device,
+                    dst_array: dst.array,
+                    dst_pitch: dst.pitch as usize,
+                    dst_height: dst.height as usize,
+                    width_bytes: n,
+                    height: s.height as usize,
+                    depth: s.depth as usize,
+                    ..Default::default()
+                };
+                cu!(api, cuMemcpy3DAsync_v2(&d, stream))?;
+            }
+            Op::MemcpyHtoA | Op::MemcpyHtoAAsync => {
+                let (a, x) = (dst.array as H, dst.x as usize);
+                cu!(
+                    api,
+                    cuMemcpyHtoAAsync_v2(a, x, h as *const c_void, n, stream)
+                )?;
+            }
+            Op::MemcpyAtoH | Op::MemcpyAtoHAsync => {
+                let (a, x) = (src.array as H, src.x as usize);
+                cu!(api, cuMemcpyAtoHAsync_v2(h as *mut c_void, a, x, n, stream))?;
+            }
+            // The array-to-device, device-to-array and array-to-array copies have no async
+            // variants.
+            Op::MemcpyAtoD => {
+                let (a, x) = (src.array as H, src.x as usize);
+                cu!(api, cuMemcpyAtoD_v2(dst.device, a, x, n))?;
+            }
+            Op::MemcpyDtoA => {
+                let (a, x) = (dst.array as H, dst.x as usize);
+                cu!(api, cuMemcpyDtoA_v2(a, x, src.device, n))?;
+            }
+            Op::MemcpyAtoA => {
+                let (d, dx) = (dst.array as H, dst.x as usize);
+                cu!(
+                    api,
+                    cuMemcpyAtoA_v2(d, dx, src.array as H, src.x as usize, n)
+                )?;
+            }
+            _ => bail!("{} is not a pitched copy", ev.name),
+        }
+        if s.direction == direction::H2D {
+            if self.capturing(stream) {
+                self.graph_host.push(host); // the graph reads it at every launch
+            }
+            return Ok(Outcome::Done);
+        }
+        if !dst_host {
+            return Ok(Outcome::Done);
+        }
+        if self.capturing(stream) {
+            self.graph_host.push(host);
+            return Ok(Outcome::Skipped(CAPTURED_D2H.into()));
+        }
+        self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
+        Ok(Outcome::D2h {
+            got: host,
+            expected: s.d2h_blob,
+        })
+    }
+
+    /// One side of a recorded pitched copy as replay issues it: the packed host buffer at
+    /// `host` (pitch `width_bytes`, `height` rows a slice, no offsets), a remapped array or a
+    /// translated device pointer (a unified pointer the capture found to be device memory
+    /// becomes a device pointer).
+    fn side(&self, s: &CopyPitched, src: bool, host: Option<u64>) -> Result<Side> {
+        if let Some(p) = host {
+            return Ok(Side {
+                ty: CU_MEMORYTYPE_HOST,
+                host: p,
+                pitch: s.width_bytes,
+                height: s.height.max(1),
+                ..Side::default()
+            });
+        }
+        let (ty, device, array) = if src {
+            (s.src_type, s.src_device, s.src_array)
+        } else {
+            (s.dst_type, s.dst_device, s.dst_array)
+        };
+        let (x, y, z, pitch, height) = if src {
+            (s.src_x, s.src_y, s.src_z, s.src_pitch, s.src_height)
+        } else {
+            (s.dst_x, s.dst_y, s.dst_z, s.dst_pitch, s.dst_height)
+        };
+        let mut side = Side {
+            ty: CU_MEMORYTYPE_DEVICE,
+            x,
+            y,
+            z,
+            pitch,
+            height,
+            ..Side::default()
+        };
+        if ty == CU_MEMORYTYPE_ARRAY {
+            side.ty = CU_MEMORYTYPE_ARRAY;
+            side.array = self.handles.get(array)? as u64;
+        } else {
+            side.device = self.mem.translate(device);
+        }
+        Ok(side)
+    }
+}
+
+/// One side of a pitched copy as issued.
+#[derive(Default)]
+struct Side {
+    ty: u32,
+    host: u64,
+    device: u64,
+    array: u64,
+    x: u64,
+    y: u64,
+    z: u64,
+    pitch: u64,
+    height: u64,
 }

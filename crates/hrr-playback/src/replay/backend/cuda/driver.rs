@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use hrr_calls::cuda::ffi::{Array3dDescriptor, ArrayDescriptor, Memcpy2D, Memcpy3D};
 
 use crate::replay::backend::shared::loaded_from;
 pub use crate::replay::backend::shared::H;
@@ -109,6 +110,94 @@ driver_api! {
     cuGraphLaunch: fn(H, H);
     cuGraphDestroy: fn(H);
     cuGraphExecDestroy: fn(H);
+    // Explicit graphs (graphs.rs).
+    cuCtxGetCurrent: fn(*mut H);
+    cuMemAllocHost_v2: fn(*mut *mut c_void, usize);
+    cuGraphCreate: fn(*mut H, c_uint);
+    cuGraphAddKernelNode_v2: fn(*mut H, H, *const H, usize, *const KernelNodeParams);
+    cuGraphAddMemcpyNode: fn(*mut H, H, *const H, usize, *const u8, H);
+    cuGraphAddMemsetNode: fn(*mut H, H, *const H, usize, *const u8, H);
+    cuGraphAddHostNode: fn(*mut H, H, *const H, usize, *const HostNodeParams);
+    cuGraphAddEmptyNode: fn(*mut H, H, *const H, usize);
+    cuGraphAddEventRecordNode: fn(*mut H, H, *const H, usize, H);
+    cuGraphAddEventWaitNode: fn(*mut H, H, *const H, usize, H);
+    cuGraphAddChildGraphNode: fn(*mut H, H, *const H, usize, H);
+    cuGraphAddDependencies: fn(H, *const H, *const H, usize);
+    cuGraphKernelNodeSetParams_v2: fn(H, *const KernelNodeParams);
+    cuGraphMemcpyNodeSetParams: fn(H, *const u8);
+    cuGraphMemsetNodeSetParams: fn(H, *const u8);
+    cuGraphHostNodeSetParams: fn(H, *const HostNodeParams);
+    cuGraphExecKernelNodeSetParams_v2: fn(H, H, *const KernelNodeParams);
+    cuGraphExecMemcpyNodeSetParams: fn(H, H, *const u8, H);
+    cuGraphExecMemsetNodeSetParams: fn(H, H, *const u8, H);
+    cuGraphExecHostNodeSetParams: fn(H, H, *const HostNodeParams);
+    cuGraphExecChildGraphNodeSetParams: fn(H, H, H);
+    cuGraphExecUpdate_v2: fn(H, H, *mut u8);
+    cuGraphUpload: fn(H, H);
+    cuGraphClone: fn(*mut H, H);
+    cuGraphDestroyNode: fn(H);
+    // 2D/3D copies, arrays, texture and surface objects (wt-copies).
+    cuMemcpy2DAsync_v2: fn(*const Memcpy2D, H);
+    cuMemcpy2DUnaligned_v2: fn(*const Memcpy2D);
+    cuMemcpy3DAsync_v2: fn(*const Memcpy3D, H);
+    cuMemcpyHtoAAsync_v2: fn(H, usize, *const c_void, usize, H);
+    cuMemcpyAtoHAsync_v2: fn(*mut c_void, H, usize, usize, H);
+    cuMemcpyAtoD_v2: fn(u64, H, usize, usize);
+    cuMemcpyDtoA_v2: fn(H, usize, u64, usize);
+    cuMemcpyAtoA_v2: fn(H, usize, H, usize, usize);
+    cuArrayCreate_v2: fn(*mut H, *const ArrayDescriptor);
+    cuArray3DCreate_v2: fn(*mut H, *const Array3dDescriptor);
+    cuArrayDestroy: fn(H);
+    cuMipmappedArrayCreate: fn(*mut H, *const Array3dDescriptor, c_uint);
+    cuMipmappedArrayGetLevel: fn(*mut H, H, c_uint);
+    cuMipmappedArrayDestroy: fn(H);
+    cuTexObjectCreate: fn(*mut u64, *const u8, *const u8, *const u8);
+    cuTexObjectDestroy: fn(u64);
+    cuSurfObjectCreate: fn(*mut u64, *const u8);
+    cuSurfObjectDestroy: fn(u64);
+    // Host-visible memory and pools (hostmem.rs, pools.rs).
+    cuMemHostRegister_v2: fn(*mut c_void, usize, c_uint);
+    cuMemHostUnregister: fn(*mut c_void);
+    cuMemHostGetDevicePointer_v2: fn(*mut u64, *mut c_void, c_uint);
+    cuMemFreeHost: fn(*mut c_void);
+    cuMemPoolCreate: fn(*mut H, *const u8);
+    cuMemPoolDestroy: fn(H);
+    cuMemPoolSetAttribute: fn(H, c_int, *mut c_void);
+    cuMemPoolTrimTo: fn(H, usize);
+    cuMemPoolSetAccess: fn(H, *const u8, usize);
+    cuDeviceGetDefaultMemPool: fn(*mut H, c_int);
+    cuDeviceGetMemPool: fn(*mut H, c_int);
+    cuDeviceSetMemPool: fn(c_int, H);
+}
+
+/// `CUDA_KERNEL_NODE_PARAMS_v2`.
+#[repr(C)]
+pub struct KernelNodeParams {
+    /// Function.
+    pub func: H,
+    /// Grid.
+    pub grid: [c_uint; 3],
+    /// Block.
+    pub block: [c_uint; 3],
+    /// Dynamic shared memory.
+    pub shared_mem: c_uint,
+    /// Argument pointers.
+    pub params: *mut *mut c_void,
+    /// Packed arguments.
+    pub extra: *mut *mut c_void,
+    /// Library kernel (when `func` is null).
+    pub kern: H,
+    /// Context (null: the current one).
+    pub ctx: H,
+}
+
+/// `CUDA_HOST_NODE_PARAMS`.
+#[repr(C)]
+pub struct HostNodeParams {
+    /// The host function.
+    pub func: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// Its argument.
+    pub data: *mut c_void,
 }
 
 /// `CUlaunchConfig`.

@@ -1,17 +1,107 @@
-//! CUDA graphs built by stream capture, rebuilt the same way: capture begins on the mapped
-//! stream, the recorded operations are reissued on it (so the driver captures them into a new
-//! graph), the graph and its instantiations are mapped by recorded handle, and every
-//! `cuGraphLaunch` runs the rebuilt graph. Graphs built node by node (`cuGraphAdd*Node`, not
-//! recorded) are skipped with a reason.
+//! CUDA graphs. Built by stream capture, they are rebuilt the same way: capture begins on the
+//! mapped stream, the recorded operations are reissued on it (so the driver captures them into a
+//! new graph). Built node by node (`cuGraphCreate`, `cuGraphAdd*Node`), they are rebuilt node by
+//! node with remapped handles (functions, events, child graphs; device pointers through
+//! placement, kernel arguments as launches translate them) and the same dependencies, and their
+//! parameter updates (`cuGraph*NodeSetParams`, `cuGraphExec*NodeSetParams`, `cuGraphExecUpdate`)
+//! are reissued. Graphs and their instantiations are mapped by recorded handle and every
+//! `cuGraphLaunch` runs the rebuilt graph.
+//!
+//! Host memory of memcpy nodes is replay's own page-locked buffer (`cuMemAllocHost`) per recorded
+//! host region (it lives until the process ends): before a launch the recorded bytes of each source region are written into it
+//! (`hrrGraphHostSource`), after it each destination region is compared with the recorded bytes
+//! (`hrrGraphHostResult`, a D2H check). Host nodes run a no-op host function (the program's is
+//! not in the archive; capture notes that in the manifest), so stream order is kept. Not rebuilt (skipped with the reason, and the
+//! graph with them not instantiated): conditional nodes, copies from or to CUDA arrays, node
+//! types hrr does not record; nodes of a cloned graph are not mapped (`cuGraphNodeFindInClone`
+//! is not recorded), so parameter updates of them are skipped.
 
-use std::ffi::c_int;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
 
-use anyhow::Result;
-use hrr_calls::shapes::{BeginCapture, EndCapture, Graph, GraphInstantiate, GraphLaunch};
+use anyhow::{anyhow, Context, Result};
+use hrr_calls::cuda::ffi::{
+    copy_side, node_type, set_copy_side, MEMCPY3D_BYTES, MEMORYTYPE_DEVICE, MEMORYTYPE_HOST,
+    MEMSET_NODE_BYTES,
+};
+use hrr_calls::shapes::{
+    BeginCapture, EndCapture, Graph, GraphClone, GraphCreate, GraphEdges, GraphExecUpdate,
+    GraphHostResult, GraphHostSource, GraphInstantiate, GraphLaunch, GraphNode, GraphNodeHandle,
+    Launch,
+};
 
-use super::driver::{cu, H};
+use super::driver::{cu, HostNodeParams, KernelNodeParams, H};
 use super::Cuda;
-use crate::replay::backend::{Event, Outcome};
+use crate::replay::backend::shared::{launch_gate, translate_pointer_args};
+use crate::replay::backend::{Blobs, Event, Outcome};
+
+/// Why conditional nodes are not replayed.
+pub(super) const CONDITIONAL: &str =
+    "conditional graph nodes (CU_GRAPH_NODE_TYPE_CONDITIONAL) are not rebuilt";
+
+/// What a node call does: adds a node, sets a graph node's parameters, or an instantiation's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NodeCall {
+    /// `cuGraphAdd*Node`, `cuGraphAddNode`.
+    Add,
+    /// `cuGraph*NodeSetParams`.
+    Set,
+    /// `cuGraphExec*NodeSetParams`.
+    ExecSet,
+}
+
+/// Replay's state of graphs built node by node.
+#[derive(Default)]
+pub(super) struct NodeGraphs {
+    /// Rebuilt nodes, by recorded handle.
+    nodes: HashMap<u64, H>,
+    /// Replay's host buffers of memcpy nodes, by recorded host region (address, bytes).
+    host: HashMap<(u64, u64), HostBuf>,
+    /// Recorded graphs holding a node replay could not rebuild, with the reason.
+    broken: HashMap<u64, String>,
+}
+
+/// A page-locked host buffer of the driver (never freed: graphs may read it until replay ends).
+struct HostBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl HostBuf {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` bytes the driver allocated for this buffer, never freed.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as `bytes`; `&mut self` keeps the access exclusive on the host side.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// The no-op host function host nodes run in replay.
+unsafe extern "C" fn no_op_host_fn(_data: *mut c_void) {}
+
+/// A graph kernel node's fields as the launch they describe.
+fn launch_of(n: &GraphNode) -> Launch {
+    Launch {
+        function: n.function,
+        kernel: n.kernel.clone(),
+        code: n.code,
+        grid_x: n.grid_x,
+        grid_y: n.grid_y,
+        grid_z: n.grid_z,
+        block_x: n.block_x,
+        block_y: n.block_y,
+        block_z: n.block_z,
+        shared_mem: n.shared_mem,
+        args: n.args.clone(),
+        arg_offsets: n.arg_offsets.clone(),
+        arg_sizes: n.arg_sizes.clone(),
+        args_known: n.args_known,
+        ..Launch::default()
+    }
+}
 
 /// `CU_STREAM_CAPTURE_MODE_RELAXED`.
 const CU_STREAM_CAPTURE_MODE_RELAXED: c_int = 2;
@@ -50,9 +140,14 @@ impl Cuda {
     pub(super) fn graph_instantiate(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphInstantiate = ev.read()?;
         let graph = s.graph;
+        if let Some(why) = self.node_graphs.broken.get(&graph) {
+            return Ok(Outcome::Skipped(format!(
+                "graph 0x{graph:x} not instantiated: {why}"
+            )));
+        }
         let Some(&g) = self.graphs.get(&graph) else {
             return Ok(Outcome::Skipped(format!(
-                "graph 0x{graph:x} was not built by a recorded stream capture (explicit graph construction is not recorded); not instantiated"
+                "graph 0x{graph:x} was built before capture started (no recorded stream capture or cuGraphCreate made it); not instantiated"
             )));
         };
         // CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD (2) only means "upload now" and needs
@@ -70,7 +165,7 @@ impl Cuda {
         let rec = s.exec;
         let Some(&exec) = self.execs.get(&rec) else {
             return Ok(Outcome::Skipped(format!(
-                "graph exec 0x{rec:x} was not instantiated in replay (its graph was not built by a recorded stream capture)"
+                "graph exec 0x{rec:x} was not instantiated in replay (its graph was not rebuilt)"
             )));
         };
         let stream = self.stream(ev, s.stream)?;
@@ -88,7 +183,7 @@ impl Cuda {
                 cu!(self.api, cuGraphDestroy(g))?;
                 Outcome::Done
             }
-            None => Outcome::Ignored, // not rebuilt (explicitly built)
+            None => Outcome::Ignored, // not rebuilt (built before capture started)
         })
     }
 
@@ -100,6 +195,417 @@ impl Cuda {
                 Outcome::Done
             }
             None => Outcome::Ignored,
+        })
+    }
+
+    /// `cuGraphCreate`.
+    pub(super) fn graph_create(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: GraphCreate = ev.read()?;
+        let mut g: H = std::ptr::null_mut();
+        cu!(self.api, cuGraphCreate(&mut g, s.flags))?;
+        self.graphs.insert(s.graph, g);
+        Ok(Outcome::Done)
+    }
+
+    /// The replay buffer of recorded host region `(ptr, bytes)`, made (zeroed) on first use.
+    fn host_buffer(&mut self, ptr: u64, bytes: u64) -> Result<*mut u8> {
+        if let Some(b) = self.node_graphs.host.get(&(ptr, bytes)) {
+            return Ok(b.ptr);
+        }
+        let len = usize::try_from(bytes).map_err(|_| anyhow!("host region of {bytes} bytes"))?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        cu!(self.api, cuMemAllocHost_v2(&mut p, len.max(1)))
+            .with_context(|| format!("host buffer of {len} bytes for a graph memcpy node"))?;
+        let mut b = HostBuf {
+            ptr: p as *mut u8,
+            len,
+        };
+        b.bytes_mut().fill(0);
+        let p = b.ptr;
+        self.node_graphs.host.insert((ptr, bytes), b);
+        Ok(p)
+    }
+
+    /// A recorded `CUDA_MEMCPY3D` with replay's pointers: device pointers translated, host
+    /// pointers replaced by replay's buffers. `Err(why)`: not replayable.
+    fn memcpy_params(&mut self, copy: &[u8]) -> Result<std::result::Result<Vec<u8>, String>> {
+        if copy.len() != MEMCPY3D_BYTES {
+            return Ok(Err(format!(
+                "CUDA_MEMCPY3D of {} bytes recorded",
+                copy.len()
+            )));
+        }
+        let mut b = copy.to_vec();
+        for dst in [false, true] {
+            let side = copy_side(&b, dst);
+            match side.memory_type {
+                MEMORYTYPE_DEVICE => {
+                    let d = self.mem.translate(side.device);
+                    set_copy_side(&mut b, dst, MEMORYTYPE_DEVICE, 0, d);
+                }
+                MEMORYTYPE_HOST => {
+                    let h = self.host_buffer(side.host, side.span)? as u64;
+                    set_copy_side(&mut b, dst, MEMORYTYPE_HOST, h, 0);
+                }
+                t => {
+                    return Ok(Err(format!(
+                        "memcpy node with memory type {t} (CUDA arrays are not replayed)"
+                    )))
+                }
+            }
+        }
+        Ok(Ok(b))
+    }
+
+    /// A recorded `CUDA_MEMSET_NODE_PARAMS` with its destination translated.
+    fn memset_params(&self, memset: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        if memset.len() != MEMSET_NODE_BYTES {
+            return Err(format!(
+                "CUDA_MEMSET_NODE_PARAMS of {} bytes recorded",
+                memset.len()
+            ));
+        }
+        let mut b = memset.to_vec();
+        let dst = u64::from_le_bytes(b[0..8].try_into().expect("8 bytes"));
+        b[0..8].copy_from_slice(&self.mem.translate(dst).to_le_bytes());
+        Ok(b)
+    }
+
+    /// The current context (memcpy and memset nodes run in it).
+    fn current_ctx(&self) -> Result<H> {
+        let mut c: H = std::ptr::null_mut();
+        cu!(self.api, cuCtxGetCurrent(&mut c))?;
+        Ok(c)
+    }
+
+    /// A node added to a graph, or new parameters of a graph's or an instantiation's node
+    /// (`GraphNode`). A node replay cannot rebuild marks its graph as not instantiable.
+    pub(super) fn graph_node(
+        &mut self,
+        ev: &Event,
+        call: NodeCall,
+        filter: Option<&str>,
+    ) -> Result<Outcome> {
+        let s: GraphNode = ev.read()?;
+        let why = match self.node_call(&s, call, filter)? {
+            Ok(outcome) => return Ok(outcome),
+            Err(why) => why,
+        };
+        if call == NodeCall::Add {
+            self.node_graphs.broken.insert(s.graph, why.clone());
+        }
+        Ok(Outcome::Skipped(format!(
+            "graph node 0x{:x}: {why}",
+            s.node
+        )))
+    }
+
+    /// [`Self::graph_node`]'s work; `Err(why)`: not replayable.
+    fn node_call(
+        &mut self,
+        s: &GraphNode,
+        call: NodeCall,
+        filter: Option<&str>,
+    ) -> Result<std::result::Result<Outcome, String>> {
+        let (graph, exec, node) = match call {
+            NodeCall::Add => match self.graphs.get(&s.graph) {
+                Some(&g) => (g, std::ptr::null_mut(), std::ptr::null_mut()),
+                None => return Ok(Err(format!("graph 0x{:x} was not rebuilt", s.graph))),
+            },
+            NodeCall::Set | NodeCall::ExecSet => {
+                let Some(&node) = self.node_graphs.nodes.get(&s.node) else {
+                    return Ok(Err(
+                        "node was not rebuilt (or belongs to a cloned graph)".into()
+                    ));
+                };
+                let exec = match (call, self.execs.get(&s.exec)) {
+                    (NodeCall::Set, _) => std::ptr::null_mut(),
+                    (_, Some(&x)) => x,
+                    (_, None) => {
+                        return Ok(Err(format!(
+                            "graph exec 0x{:x} was not instantiated",
+                            s.exec
+                        )))
+                    }
+                };
+                (std::ptr::null_mut(), exec, node)
+            }
+        };
+        let deps: Option<Vec<H>> = s
+            .deps
+            .iter()
+            .map(|d| self.node_graphs.nodes.get(d).copied())
+            .collect();
+        let Some(deps) = deps else {
+            return Ok(Err("a node it depends on was not rebuilt".into()));
+        };
+        let (dp, dn) = (deps.as_ptr(), deps.len());
+        let mut new: H = std::ptr::null_mut();
+        let api = &self.api;
+        match (s.node_type, call) {
+            (node_type::KERNEL, _) => {
+                let mut l = launch_of(s);
+                if let Err(not_launched) = launch_gate(&l, filter) {
+                    // Stands in as an empty node so what depends on it keeps its order.
+                    if call == NodeCall::Add {
+                        cu!(api, cuGraphAddEmptyNode(&mut new, graph, dp, dn))?;
+                        self.node_graphs.nodes.insert(s.node, new);
+                    }
+                    return Ok(Ok(not_launched));
+                }
+                let func = self.handles.get(l.function)?;
+                translate_pointer_args(&mut l.args, &l.arg_offsets, &l.arg_sizes, &self.mem);
+                let mut size = l.args.len();
+                let mut extra: [*mut c_void; 5] = [
+                    std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
+                    l.args.as_mut_ptr() as *mut c_void,
+                    std::ptr::without_provenance_mut(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
+                    &mut size as *mut usize as *mut c_void,
+                    std::ptr::null_mut(),
+                ];
+                // A library kernel goes in `kern` (the driver reads it when `func` is null).
+                let (func, kern) = match s.library_kernel {
+                    0 => (func, std::ptr::null_mut()),
+                    _ => (std::ptr::null_mut(), func),
+                };
+                let p = KernelNodeParams {
+                    func,
+                    grid: [l.grid_x, l.grid_y, l.grid_z],
+                    block: [l.block_x, l.block_y, l.block_z],
+                    shared_mem: l.shared_mem,
+                    params: std::ptr::null_mut(),
+                    extra: extra.as_mut_ptr(),
+                    kern,
+                    ctx: std::ptr::null_mut(),
+                };
+                match call {
+                    NodeCall::Add => {
+                        cu!(api, cuGraphAddKernelNode_v2(&mut new, graph, dp, dn, &p))?
+                    }
+                    NodeCall::Set => cu!(api, cuGraphKernelNodeSetParams_v2(node, &p))?,
+                    NodeCall::ExecSet => {
+                        cu!(api, cuGraphExecKernelNodeSetParams_v2(exec, node, &p))?
+                    }
+                }
+            }
+            (node_type::MEMCPY, _) => {
+                let b = match self.memcpy_params(&s.copy)? {
+                    Ok(b) => b,
+                    Err(why) => return Ok(Err(why)),
+                };
+                let ctx = self.current_ctx()?;
+                let api = &self.api;
+                match call {
+                    NodeCall::Add => cu!(
+                        api,
+                        cuGraphAddMemcpyNode(&mut new, graph, dp, dn, b.as_ptr(), ctx)
+                    )?,
+                    NodeCall::Set => cu!(api, cuGraphMemcpyNodeSetParams(node, b.as_ptr()))?,
+                    NodeCall::ExecSet => cu!(
+                        api,
+                        cuGraphExecMemcpyNodeSetParams(exec, node, b.as_ptr(), ctx)
+                    )?,
+                }
+            }
+            (node_type::MEMSET, _) => {
+                let b = match self.memset_params(&s.memset) {
+                    Ok(b) => b,
+                    Err(why) => return Ok(Err(why)),
+                };
+                let ctx = self.current_ctx()?;
+                let api = &self.api;
+                match call {
+                    NodeCall::Add => cu!(
+                        api,
+                        cuGraphAddMemsetNode(&mut new, graph, dp, dn, b.as_ptr(), ctx)
+                    )?,
+                    NodeCall::Set => cu!(api, cuGraphMemsetNodeSetParams(node, b.as_ptr()))?,
+                    NodeCall::ExecSet => cu!(
+                        api,
+                        cuGraphExecMemsetNodeSetParams(exec, node, b.as_ptr(), ctx)
+                    )?,
+                }
+            }
+            (node_type::HOST, _) => {
+                // The program's host function is not in the archive: a no-op keeps the order.
+                let p = HostNodeParams {
+                    func: Some(no_op_host_fn),
+                    data: std::ptr::null_mut(),
+                };
+                match call {
+                    NodeCall::Add => cu!(api, cuGraphAddHostNode(&mut new, graph, dp, dn, &p))?,
+                    NodeCall::Set => cu!(api, cuGraphHostNodeSetParams(node, &p))?,
+                    NodeCall::ExecSet => cu!(api, cuGraphExecHostNodeSetParams(exec, node, &p))?,
+                }
+            }
+            (node_type::GRAPH, NodeCall::Add | NodeCall::ExecSet) => {
+                let Some(&child) = self.graphs.get(&s.child) else {
+                    return Ok(Err(format!("child graph 0x{:x} was not rebuilt", s.child)));
+                };
+                if let Some(why) = self.node_graphs.broken.get(&s.child) {
+                    return Ok(Err(format!("child graph 0x{:x}: {why}", s.child)));
+                }
+                match call {
+                    NodeCall::Add => cu!(
+                        api,
+                        cuGraphAddChildGraphNode(&mut new, graph, dp, dn, child)
+                    )?,
+                    _ => cu!(api, cuGraphExecChildGraphNodeSetParams(exec, node, child))?,
+                }
+            }
+            (node_type::EMPTY, NodeCall::Add) => {
+                cu!(api, cuGraphAddEmptyNode(&mut new, graph, dp, dn))?
+            }
+            (node_type::EVENT_RECORD | node_type::WAIT_EVENT, NodeCall::Add) => {
+                let e = self.handles.get(s.event)?;
+                if s.node_type == node_type::EVENT_RECORD {
+                    cu!(api, cuGraphAddEventRecordNode(&mut new, graph, dp, dn, e))?
+                } else {
+                    cu!(api, cuGraphAddEventWaitNode(&mut new, graph, dp, dn, e))?
+                }
+            }
+            (node_type::CONDITIONAL, _) => return Ok(Err(CONDITIONAL.into())),
+            (t, _) => return Ok(Err(format!("graph node type {t} is not replayed"))),
+        }
+        if call == NodeCall::Add {
+            self.node_graphs.nodes.insert(s.node, new);
+        }
+        Ok(Ok(Outcome::Done))
+    }
+
+    /// `cuGraphAddDependencies*` (edge data, `_v2`, is not reissued: default edges).
+    pub(super) fn graph_add_dependencies(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: GraphEdges = ev.read()?;
+        let Some(&g) = self.graphs.get(&s.graph) else {
+            return Ok(Outcome::Skipped(format!(
+                "graph 0x{:x} was not rebuilt",
+                s.graph
+            )));
+        };
+        let map = |v: &[u64]| -> Option<Vec<H>> {
+            v.iter()
+                .map(|n| self.node_graphs.nodes.get(n).copied())
+                .collect()
+        };
+        let (Some(from), Some(to)) = (map(&s.from), map(&s.to)) else {
+            let why = "a node of a dependency was not rebuilt".to_string();
+            self.node_graphs.broken.insert(s.graph, why.clone());
+            return Ok(Outcome::Skipped(why));
+        };
+        let n = from.len().min(to.len());
+        cu!(
+            self.api,
+            cuGraphAddDependencies(g, from.as_ptr(), to.as_ptr(), n)
+        )?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuGraphExecUpdate`.
+    pub(super) fn graph_exec_update(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: GraphExecUpdate = ev.read()?;
+        let (Some(&x), Some(&g)) = (self.execs.get(&s.exec), self.graphs.get(&s.graph)) else {
+            return Ok(Outcome::Skipped("graph or its exec was not rebuilt".into()));
+        };
+        // CUgraphExecUpdateResultInfo: result, error node, error-from node.
+        let mut info = [0u8; 24];
+        cu!(self.api, cuGraphExecUpdate_v2(x, g, info.as_mut_ptr()))?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuGraphUpload`.
+    pub(super) fn graph_upload(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: GraphLaunch = ev.read()?;
+        let Some(&x) = self.execs.get(&s.exec) else {
+            return Ok(Outcome::Ignored);
+        };
+        let stream = self.stream(ev, s.stream)?;
+        cu!(self.api, cuGraphUpload(x, stream))?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuGraphClone` (its nodes are not mapped: see the module docs).
+    pub(super) fn graph_clone(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: GraphClone = ev.read()?;
+        let Some(&g) = self.graphs.get(&s.graph) else {
+            return Ok(Outcome::Skipped(format!(
+                "graph 0x{:x} was not rebuilt",
+                s.graph
+            )));
+        };
+        if let Some(why) = self.node_graphs.broken.get(&s.graph).cloned() {
+            self.node_graphs.broken.insert(s.clone, why);
+        }
+        let mut c: H = std::ptr::null_mut();
+        cu!(self.api, cuGraphClone(&mut c, g))?;
+        self.graphs.insert(s.clone, c);
+        Ok(Outcome::Done)
+    }
+
+    /// `cuGraphDestroyNode`.
+    pub(super) fn graph_destroy_node(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: GraphNodeHandle = ev.read()?;
+        Ok(match self.node_graphs.nodes.remove(&s.node) {
+            Some(n) => {
+                cu!(self.api, cuGraphDestroyNode(n))?;
+                Outcome::Done
+            }
+            None => Outcome::Ignored,
+        })
+    }
+
+    /// `hrrGraphHostSource`: the bytes a launch's memcpy nodes read from host memory, written
+    /// into replay's buffer before the launch.
+    pub(super) fn graph_host_source(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
+        let s: GraphHostSource = ev.read()?;
+        if !self.execs.contains_key(&s.exec) {
+            return Ok(Outcome::Ignored); // its launch is skipped (and says why)
+        }
+        let Some(buf) = self.node_graphs.host.get_mut(&(s.host_ptr, s.bytes)) else {
+            return Ok(Outcome::Skipped(format!(
+                "no rebuilt memcpy node reads host 0x{:x}",
+                s.host_ptr
+            )));
+        };
+        let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
+            return Ok(Outcome::Skipped(
+                "host bytes a graph reads were not recorded".into(),
+            ));
+        };
+        if data.len() != buf.len {
+            return Err(anyhow!(
+                "host bytes of {} bytes recorded for a region of {}",
+                data.len(),
+                buf.len
+            ));
+        }
+        buf.bytes_mut().copy_from_slice(&data);
+        Ok(Outcome::Done)
+    }
+
+    /// `hrrGraphHostResult`: once the launch stream is done, replay's buffer of a host region
+    /// the graph's memcpy nodes wrote, checked against the recorded bytes.
+    pub(super) fn graph_host_result(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: GraphHostResult = ev.read()?;
+        if !self.execs.contains_key(&s.exec) {
+            return Ok(Outcome::Skipped(format!(
+                "host result of graph exec 0x{:x}, which was not instantiated",
+                s.exec
+            )));
+        }
+        if !self.node_graphs.host.contains_key(&(s.host_ptr, s.bytes)) {
+            return Ok(Outcome::Skipped(format!(
+                "no rebuilt memcpy node writes host 0x{:x}",
+                s.host_ptr
+            )));
+        }
+        let stream = self.stream(ev, s.stream)?;
+        self.wait(stream, &format!("graph launch result (event #{})", ev.seq))?;
+        let got = self.node_graphs.host[&(s.host_ptr, s.bytes)]
+            .bytes()
+            .to_vec();
+        Ok(Outcome::D2h {
+            got,
+            expected: s.d2h_blob,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! CUDA kernel launches: the recorded argument buffer (8-byte pointer arguments translated when
-//! ranges moved) passed as `extra`, through `cuLaunchKernel`, `cuLaunchKernelEx` (launch
-//! attributes) or `cuLaunchCooperativeKernel` (argument pointers); a wait after it with
+//! ranges moved, texture/surface object values substituted where replay's differ) passed as
+//! `extra`, through `cuLaunchKernel`, `cuLaunchKernelEx` (launch attributes) or
+//! `cuLaunchCooperativeKernel` (argument pointers); a wait after it with
 //! `--sync-after-launch` or a watchdog.
 
 use std::ffi::c_void;
@@ -8,6 +9,7 @@ use std::ffi::c_void;
 use anyhow::{anyhow, Result};
 use hrr_calls::shapes::Launch;
 
+use super::arrays::Objects;
 use super::driver::{cu, LaunchConfig};
 use super::Cuda;
 use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer_args};
@@ -31,7 +33,11 @@ impl Cuda {
         let stream = self.stream(ev, l.stream)?;
         let mut args = std::mem::take(&mut l.args);
         let offs = &l.arg_offsets;
+        // Texture/surface object values, found in the recorded bytes (see `arrays.rs`: an
+        // 8-byte scalar equal to a live recorded object value is rewritten too).
+        let objects = self.objects.substitutions(&args, offs, &l.arg_sizes);
         translate_pointer_args(&mut args, offs, &l.arg_sizes, &self.mem);
+        Objects::apply(&mut args, &objects);
         let mut size = args.len();
         let mut extra: [*mut c_void; 5] = [
             std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER

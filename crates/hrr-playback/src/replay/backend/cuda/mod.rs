@@ -9,11 +9,14 @@
 //! | `driver.rs` | the entry-point table loaded with libloading, the `cu!` macro |
 //! | `open.rs` | loading the driver, device 0 and its primary context, preflight checks |
 //! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
-//! | `copies.rs` | memcpy |
+//! | `copies.rs` | memcpy: 1D, 2D/3D (pitched), to, from and between arrays |
+//! | `arrays.rs` | arrays, mipmapped arrays, texture and surface objects (values substituted in launch arguments) |
 //! | `code.rs` | code objects: loading, module/library/kernel/function look-ups, globals, attributes |
 //! | `launch.rs` | kernel launches |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
-//! | `graphs.rs` | graphs rebuilt from recorded stream captures |
+//! | `graphs.rs` | graphs rebuilt from recorded stream captures or node by node |
+//! | `hostmem.rs` | host-visible memory (pinned, registered, managed) and the host's recorded writes and reads of it |
+//! | `pools.rs` | stream-ordered memory pools |
 //! | `extract.rs` | snapshot reads for `--extract`, replacement kernels for `--replace-kernel` |
 //!
 //! Handles (contexts, streams, events, modules, libraries, functions, kernels, VMM handles) are
@@ -21,14 +24,17 @@
 //! the recorded look-ups of that code object, so two kernels of one name in different code
 //! objects stay apart.
 
+mod arrays;
 mod code;
 mod copies;
 mod driver;
 mod extract;
 mod graphs;
+mod hostmem;
 mod launch;
 mod memory;
 mod open;
+mod pools;
 mod streams;
 
 use std::collections::HashMap;
@@ -39,11 +45,13 @@ use hrr_archive::ObjectId;
 
 use hrr_calls::cuda::Op;
 
+use super::memory_calls::Deferred;
 use super::shared::{Handles, Waiter, HOST_FUNC};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
 use driver::{Api, H};
+use graphs::NodeCall;
 use streams::stream_of;
 
 /// Replays CUDA driver events.
@@ -56,19 +64,47 @@ pub struct Cuda {
     module_of_code: HashMap<ObjectId, H>,
     library_of_code: HashMap<ObjectId, H>,
     handles: Handles,
-    /// Graphs rebuilt from recorded stream captures, by recorded handle (kept apart from
+    /// Graphs rebuilt from recorded stream captures or `cuGraphCreate`, by recorded handle (kept apart from
     /// `handles` so an explicitly built graph never matches a stale handle of another kind).
     graphs: HashMap<u64, H>,
     /// Their instantiations, by recorded handle.
     execs: HashMap<u64, H>,
+    /// Nodes and host buffers of graphs built node by node.
+    node_graphs: graphs::NodeGraphs,
     waiter: Waiter,
     /// Host buffers read or written by copies captured into graphs: the graph reads (or
     /// writes) them at every launch, so they live until replay ends.
     graph_host: Vec<Vec<u8>>,
+    /// Texture and surface object values: recorded value to live value.
+    objects: arrays::Objects,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
+    /// Host-visible memory re-created for the program.
+    host: hostmem::HostRegions,
+    /// Stream-ordered frees not released yet.
+    deferred: Deferred,
     /// `--replace-kernel`: recorded (mangled) kernel name → replacement function, launches.
     replaced: HashMap<String, (H, u64)>,
+}
+
+impl Cuda {
+    /// An allocation, after the deferred frees of its range were released.
+    fn alloc(&mut self, ev: &Event, extent: Extent) -> Result<Outcome> {
+        let api = &self.api;
+        memory_calls::alloc_after_frees(&mut self.mem, api, api, &mut self.deferred, ev, extent)
+    }
+
+    /// `cuMemFree`: managed memory goes back to the driver; device allocations to placement.
+    /// Deferred stream-ordered frees that completed are released too.
+    fn free(&mut self, ev: &Event) -> Result<Outcome> {
+        let dptr = ev.read::<hrr_calls::shapes::DevicePtr>()?.dptr;
+        let api = &self.api;
+        self.deferred.reap(&mut self.mem, api, api, None, false)?;
+        if self.is_managed(dptr) {
+            return self.host_release_managed(dptr);
+        }
+        memory_calls::free(&mut self.mem, &self.api, ev)
+    }
 }
 
 impl Backend for Cuda {
@@ -100,13 +136,33 @@ impl Backend for Cuda {
         match op {
             Op::DevicePrimaryCtxRetain | Op::CtxCreate => self.retain_context(ev),
             Op::MemAlloc | Op::MemAllocAsync | Op::MemAllocFromPoolAsync => {
-                memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Bytes)
+                self.alloc(ev, Extent::Bytes)
             }
-            Op::MemAllocPitch => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
-            Op::MemAllocManaged => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
-            Op::MemFree | Op::MemFreeAsync => memory_calls::free(&mut self.mem, &self.api, ev),
-            Op::MemHostAlloc => memory_calls::alloc_host(&mut self.mem, &self.api, ev, true),
-            Op::MemAllocHost => memory_calls::alloc_host(&mut self.mem, &self.api, ev, false),
+            Op::MemAllocPitch => self.alloc(ev, Extent::Pitched),
+            Op::MemAllocManaged => self.alloc_managed(ev),
+            Op::MemFree => self.free(ev),
+            Op::MemFreeAsync => {
+                let (handles, api) = (&self.handles, &self.api);
+                memory_calls::free_async(&mut self.mem, api, api, &mut self.deferred, ev, |s| {
+                    let st = stream_of(handles, per_thread, s)?;
+                    Ok((st, api.is_capturing(st)))
+                })
+            }
+            Op::MemHostAlloc => self.host_alloc(ev, true),
+            Op::MemAllocHost => self.host_alloc(ev, false),
+            Op::MemHostRegister => self.host_register(ev, blobs),
+            Op::MemFreeHost | Op::MemHostUnregister => self.host_release(ev),
+            Op::MemHostGetDevicePointer => self.host_device_pointer(ev),
+            Op::HostMemWrite => self.host_write(ev, blobs),
+            Op::HostMemCheck => self.host_check(ev),
+            Op::MemPoolCreate => self.pool_create(ev),
+            Op::MemPoolDestroy => self.pool_destroy(ev),
+            Op::MemPoolSetAttribute => self.pool_set_attribute(ev),
+            Op::MemPoolTrimTo => self.pool_trim(ev),
+            Op::MemPoolSetAccess => self.pool_set_access(ev),
+            Op::DeviceGetDefaultMemPool => self.device_pool(ev, true),
+            Op::DeviceGetMemPool => self.device_pool(ev, false),
+            Op::DeviceSetMemPool => self.device_set_pool(ev),
             Op::MemAddressReserve => {
                 memory_calls::address_reserve(&mut self.mem, &self.api, ev, |_| 0)
             }
@@ -120,6 +176,25 @@ impl Backend for Cuda {
             Op::MemcpyDtoH | Op::MemcpyDtoHAsync => self.copy_d2h(ev),
             Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
             Op::Memcpy | Op::MemcpyAsync => self.copy_any(ev, blobs),
+            Op::Memcpy2D
+            | Op::Memcpy2DUnaligned
+            | Op::Memcpy2DAsync
+            | Op::Memcpy3D
+            | Op::Memcpy3DAsync
+            | Op::MemcpyHtoA
+            | Op::MemcpyHtoAAsync
+            | Op::MemcpyAtoH
+            | Op::MemcpyAtoHAsync
+            | Op::MemcpyAtoD
+            | Op::MemcpyDtoA
+            | Op::MemcpyAtoA => self.copy_pitched(ev, blobs, op),
+            Op::ArrayCreate | Op::Array3DCreate | Op::MipmappedArrayCreate => {
+                self.array_create(ev, op)
+            }
+            Op::MipmappedArrayGetLevel => self.mipmap_level(ev),
+            Op::ArrayDestroy | Op::MipmappedArrayDestroy => self.array_destroy(ev, op),
+            Op::TexObjectCreate | Op::SurfObjectCreate => self.object_create(ev, op),
+            Op::TexObjectDestroy | Op::SurfObjectDestroy => self.object_destroy(ev, op),
             Op::MemsetD8
             | Op::MemsetD16
             | Op::MemsetD32
@@ -186,6 +261,38 @@ impl Backend for Cuda {
             Op::GraphDestroy => self.graph_destroy(ev),
             Op::GraphExecDestroy => self.graph_exec_destroy(ev),
             Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
+            Op::GraphCreate => self.graph_create(ev),
+            Op::GraphAddKernelNode
+            | Op::GraphAddMemcpyNode
+            | Op::GraphAddMemsetNode
+            | Op::GraphAddHostNode
+            | Op::GraphAddEmptyNode
+            | Op::GraphAddEventRecordNode
+            | Op::GraphAddEventWaitNode
+            | Op::GraphAddChildGraphNode
+            | Op::GraphAddNode
+            | Op::GraphAddNodeV2 => self.graph_node(ev, NodeCall::Add, filter),
+            Op::GraphKernelNodeSetParams
+            | Op::GraphMemcpyNodeSetParams
+            | Op::GraphMemsetNodeSetParams
+            | Op::GraphHostNodeSetParams => self.graph_node(ev, NodeCall::Set, filter),
+            Op::GraphExecKernelNodeSetParams
+            | Op::GraphExecMemcpyNodeSetParams
+            | Op::GraphExecMemsetNodeSetParams
+            | Op::GraphExecHostNodeSetParams
+            | Op::GraphExecChildGraphNodeSetParams => {
+                self.graph_node(ev, NodeCall::ExecSet, filter)
+            }
+            Op::GraphAddDependencies | Op::GraphAddDependenciesV2 => {
+                self.graph_add_dependencies(ev)
+            }
+            Op::GraphExecUpdate => self.graph_exec_update(ev),
+            Op::GraphUpload => self.graph_upload(ev),
+            Op::GraphClone => self.graph_clone(ev),
+            Op::GraphDestroyNode => self.graph_destroy_node(ev),
+            Op::GraphConditionalHandleCreate => Ok(Outcome::Skipped(graphs::CONDITIONAL.into())),
+            Op::GraphHostSource => self.graph_host_source(ev, blobs),
+            Op::GraphHostResult => self.graph_host_result(ev),
             // Queries, context selection, unloads (code stays loaded, shared by code object),
             // host memory registration and graph construction change no device state replay
             // depends on.
@@ -199,7 +306,9 @@ impl Backend for Cuda {
         if self.waiter.after_launch() {
             self.wait(std::ptr::null_mut(), "the final synchronisation")?;
         }
-        self.ctx_synchronize().map(|_| ())
+        self.ctx_synchronize()?;
+        let api = &self.api;
+        self.deferred.reap(&mut self.mem, api, api, None, true)
     }
 
     fn placement(&self) -> Tally {

@@ -8,6 +8,7 @@ use std::ffi::c_int;
 use anyhow::{bail, Result};
 use hrr_calls::shapes;
 
+use super::arrays::Objects;
 use super::driver::{cu, Api, H};
 use super::memory::{device_prop, POLICY};
 use super::Cuda;
@@ -59,10 +60,14 @@ impl Cuda {
             handles: Handles::default(),
             graphs: HashMap::new(),
             execs: HashMap::new(),
+            node_graphs: Default::default(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
+            objects: Objects::default(),
             ops: Ops::default(),
             replaced: HashMap::new(),
+            host: Default::default(),
+            deferred: Default::default(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)

@@ -58,6 +58,16 @@ pub struct Hip {
     waiter: Waiter,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
+    /// Stream-ordered frees not released yet.
+    deferred: memory_calls::Deferred,
+}
+
+impl Hip {
+    /// An allocation, after the deferred frees of its range were released.
+    fn alloc(&mut self, ev: &Event, extent: Extent) -> Result<Outcome> {
+        let api = &self.api;
+        memory_calls::alloc_after_frees(&mut self.mem, api, api, &mut self.deferred, ev, extent)
+    }
 }
 
 impl Backend for Hip {
@@ -91,12 +101,17 @@ impl Backend for Hip {
         };
         let filter = opts.kernel_filter.as_deref();
         match op {
-            Op::Malloc | Op::ExtMallocWithFlags | Op::MallocAsync => {
-                memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Bytes)
-            }
-            Op::MallocPitch => memory_calls::alloc(&mut self.mem, &self.api, ev, Extent::Pitched),
+            Op::Malloc | Op::ExtMallocWithFlags | Op::MallocAsync => self.alloc(ev, Extent::Bytes),
+            Op::MallocPitch => self.alloc(ev, Extent::Pitched),
             Op::MallocManaged => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
-            Op::Free | Op::FreeAsync => memory_calls::free(&mut self.mem, &self.api, ev),
+            Op::Free => memory_calls::free(&mut self.mem, &self.api, ev),
+            Op::FreeAsync => {
+                let (handles, api) = (&self.handles, &self.api);
+                // HIP graphs are not replayed: no stream is capturing.
+                memory_calls::free_async(&mut self.mem, api, api, &mut self.deferred, ev, |s| {
+                    Ok((handles.get(s)?, false))
+                })
+            }
             Op::HostMalloc => memory_calls::alloc_host(&mut self.mem, &self.api, ev, true),
             Op::HostRegister => self.host_register(ev, blobs),
             Op::HostFree | Op::HostUnregister => self.host_free(ev),
@@ -179,7 +194,9 @@ impl Backend for Hip {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.device_synchronize().map(|_| ())
+        self.device_synchronize()?;
+        let api = &self.api;
+        self.deferred.reap(&mut self.mem, api, api, None, true)
     }
 
     fn placement(&self) -> Tally {

@@ -121,6 +121,7 @@ impl Hip {
             handles: Handles::default(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             ops: Ops::default(),
+            deferred: Default::default(),
         })
     }
 

@@ -1,0 +1,117 @@
+//! CUDA arrays, mipmapped arrays, texture and surface objects: descriptors recorded as fields
+//! (arrays) or as the bytes of their C structs (resource, texture and resource view descriptors,
+//! whose handles replay re-maps), and the created handle or 64-bit object value.
+
+#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+use std::ffi::c_uint;
+
+use hrr_calls::cuda::ffi::{
+    Array3dDescriptor, ArrayDescriptor, CUresult, Handle, RESOURCE_DESC_BYTES,
+    RESOURCE_VIEW_DESC_BYTES, TEXTURE_DESC_BYTES,
+};
+use hrr_calls::shapes::{ArrayCreate, ObjectCreate};
+
+use super::rec;
+use crate::api::cuda::calls::Export;
+use crate::hook::args::{bytes_at, out, out_addr};
+
+pub unsafe fn array_create(
+    h: Export,
+    a: *mut Handle,
+    d: *const ArrayDescriptor,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    let d = d.as_ref().copied().unwrap_or_default();
+    rec(h, r, |_| ArrayCreate {
+        array: out_addr(a),
+        width: d.width as u64,
+        height: d.height as u64,
+        format: d.format,
+        channels: d.channels,
+        ..Default::default()
+    });
+    r
+}
+
+/// The fields of a 3D descriptor (`levels`: 0 for a plain array).
+unsafe fn fields_3d(a: *mut Handle, d: *const Array3dDescriptor, levels: u32) -> ArrayCreate {
+    let d = d.as_ref().copied().unwrap_or_default();
+    ArrayCreate {
+        array: out_addr(a),
+        width: d.width as u64,
+        height: d.height as u64,
+        depth: d.depth as u64,
+        format: d.format,
+        channels: d.channels,
+        flags: d.flags,
+        levels,
+    }
+}
+
+pub unsafe fn array_3d_create(
+    h: Export,
+    a: *mut Handle,
+    d: *const Array3dDescriptor,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| fields_3d(a, d, 0));
+    r
+}
+
+pub unsafe fn mipmapped_array_create(
+    h: Export,
+    a: *mut Handle,
+    d: *const Array3dDescriptor,
+    levels: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| fields_3d(a, d, levels));
+    r
+}
+
+/// The resource type (first field of `CUDA_RESOURCE_DESC`) of its bytes.
+fn res_type(res: &[u8]) -> u32 {
+    res.get(..4)
+        .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or_default()))
+}
+
+pub unsafe fn tex_object_create(
+    h: Export,
+    o: *mut u64,
+    res: *const u8,
+    tex: *const u8,
+    view: *const u8,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    let res_desc = bytes_at(res, RESOURCE_DESC_BYTES).to_vec();
+    rec(h, r, |_| ObjectCreate {
+        object: out(o),
+        res_type: res_type(&res_desc),
+        res_desc,
+        tex_desc: bytes_at(tex, TEXTURE_DESC_BYTES).to_vec(),
+        view_desc: bytes_at(view, RESOURCE_VIEW_DESC_BYTES).to_vec(),
+    });
+    r
+}
+
+pub unsafe fn surf_object_create(
+    h: Export,
+    o: *mut u64,
+    res: *const u8,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    let res_desc = bytes_at(res, RESOURCE_DESC_BYTES).to_vec();
+    rec(h, r, |_| ObjectCreate {
+        object: out(o),
+        res_type: res_type(&res_desc),
+        res_desc,
+        ..Default::default()
+    });
+    r
+}

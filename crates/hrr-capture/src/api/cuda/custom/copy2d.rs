@@ -1,0 +1,372 @@
+//! 2D/3D copies and copies to, from and between CUDA arrays (`cuMemcpy2D*`, `cuMemcpy3D*`,
+//! `cuMemcpy{HtoA,AtoH,AtoD,DtoA,AtoA}*`), all recorded as [`CopyPitched`]: the descriptor's
+//! fields, the direction (arrays are device memory; a `CU_MEMORYTYPE_UNIFIED` pointer is
+//! classified with `cuPointerGetAttribute` like `cuMemcpy`), a host source packed as a blob
+//! before the call (`width_bytes` per row, rows x depth) and a host destination packed after it,
+//! as the D2H check (async copies: after synchronising the stream, never on a capturing one;
+//! the same rules as the 1D copies of `copy.rs`).
+
+#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+use std::ffi::c_void;
+
+use hrr_archive::ObjectId;
+use hrr_calls::cuda::ffi::{
+    CUresult, Handle, Memcpy2D, Memcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE,
+    CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_UNIFIED,
+};
+use hrr_calls::shapes::{direction, CopyPitched};
+
+use super::copy::{is_device_ptr, sync_stream};
+use super::{host_blob, rec};
+use crate::api::cuda::calls::Export;
+use crate::recorder;
+
+/// The largest copy whose host side is packed into a blob (larger ones are recorded without:
+/// replay skips their H2D or cannot check their D2H).
+const MAX_PACKED: u64 = 1 << 34;
+
+/// Is one side of a copy device memory (device, array, or a unified pointer the driver calls
+/// device memory)?
+unsafe fn side_is_device(ty: u32, device: u64) -> bool {
+    match ty {
+        CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_ARRAY => true,
+        CU_MEMORYTYPE_UNIFIED => is_device_ptr(device),
+        _ => false,
+    }
+}
+
+/// One host side of a copy: base address, offsets, pitch and height (of a 3D slice).
+struct HostSide {
+    base: u64,
+    x: u64,
+    y: u64,
+    z: u64,
+    pitch: u64,
+    height: u64,
+}
+
+impl HostSide {
+    fn src(c: &CopyPitched) -> HostSide {
+        HostSide {
+            base: if c.src_type == CU_MEMORYTYPE_HOST {
+                c.src_host
+            } else {
+                c.src_device
+            },
+            x: c.src_x,
+            y: c.src_y,
+            z: c.src_z,
+            pitch: c.src_pitch,
+            height: c.src_height,
+        }
+    }
+
+    fn dst(c: &CopyPitched) -> HostSide {
+        HostSide {
+            base: if c.dst_type == CU_MEMORYTYPE_HOST {
+                c.dst_host
+            } else {
+                c.dst_device
+            },
+            x: c.dst_x,
+            y: c.dst_y,
+            z: c.dst_z,
+            pitch: c.dst_pitch,
+            height: c.dst_height,
+        }
+    }
+
+    /// Store the rows the copy covers, packed, as a blob; `None` when the geometry is one the
+    /// driver refuses (rows wider than the pitch, slices taller than their height), so nothing
+    /// outside the program's buffer is read.
+    unsafe fn packed(&self, width: u64, height: u64, depth: u64) -> Option<ObjectId> {
+        let total = width.checked_mul(height)?.checked_mul(depth)?;
+        if self.base == 0 || total == 0 || total > MAX_PACKED {
+            return None;
+        }
+        let many_rows = height > 1 || depth > 1;
+        if many_rows && self.x.checked_add(width)? > self.pitch {
+            return None;
+        }
+        if depth > 1 && self.y.checked_add(height)? > self.height {
+            return None;
+        }
+        let start = |row: u64, slice: u64| -> Option<u64> {
+            let rows = (self.z + slice)
+                .checked_mul(self.height)?
+                .checked_add(self.y + row)?;
+            self.base
+                .checked_add(rows.checked_mul(self.pitch)?)?
+                .checked_add(self.x)
+        };
+        if !many_rows {
+            return host_blob(start(0, 0)? as *const c_void, width as usize);
+        }
+        let mut buf = Vec::with_capacity(total as usize);
+        for slice in 0..depth {
+            for row in 0..height {
+                let p = start(row, slice)? as *const u8;
+                buf.extend_from_slice(std::slice::from_raw_parts(p, width as usize));
+            }
+        }
+        host_blob(buf.as_ptr() as *const c_void, buf.len())
+    }
+}
+
+/// Run a pitched copy and record it: `c` holds the descriptor's fields; `stream` is `None` for
+/// a blocking copy.
+unsafe fn pitched(
+    h: Export,
+    mut c: CopyPitched,
+    stream: Option<Handle>,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let src_dev = side_is_device(c.src_type, c.src_device);
+    let dst_dev = side_is_device(c.dst_type, c.dst_device);
+    c.direction = direction::of(src_dev, dst_dev);
+    c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
+    let (w, rows, depth) = (c.width_bytes, c.height.max(1), c.depth.max(1));
+    if c.direction == direction::H2D {
+        c.h2d_blob = HostSide::src(&c).packed(w, rows, depth);
+    }
+    let r = call();
+    let d2h = c.direction == direction::D2H && r == 0;
+    let synced = match stream {
+        Some(s) => d2h && sync_stream(h, s) == 0,
+        None => d2h,
+    };
+    if synced {
+        c.d2h_blob = HostSide::dst(&c).packed(w, rows, depth);
+    }
+    rec(h, r, |_| c);
+    if d2h && stream.is_none() {
+        recorder::flush_soft(); // the program may act on the result
+    }
+    r
+}
+
+/// The recorded fields of a `CUDA_MEMCPY2D` (z, LOD and heights 0, depth 1).
+unsafe fn fields_2d(p: *const Memcpy2D) -> Option<CopyPitched> {
+    let d = p.as_ref()?;
+    Some(CopyPitched {
+        src_type: d.src_type,
+        src_host: d.src_host,
+        src_device: d.src_device,
+        src_array: d.src_array,
+        src_x: d.src_x as u64,
+        src_y: d.src_y as u64,
+        src_pitch: d.src_pitch as u64,
+        dst_type: d.dst_type,
+        dst_host: d.dst_host,
+        dst_device: d.dst_device,
+        dst_array: d.dst_array,
+        dst_x: d.dst_x as u64,
+        dst_y: d.dst_y as u64,
+        dst_pitch: d.dst_pitch as u64,
+        width_bytes: d.width_bytes as u64,
+        height: d.height as u64,
+        depth: 1,
+        ..Default::default()
+    })
+}
+
+/// The recorded fields of a `CUDA_MEMCPY3D`.
+unsafe fn fields_3d(p: *const Memcpy3D) -> Option<CopyPitched> {
+    let d = p.as_ref()?;
+    Some(CopyPitched {
+        src_type: d.src_type,
+        src_host: d.src_host,
+        src_device: d.src_device,
+        src_array: d.src_array,
+        src_x: d.src_x as u64,
+        src_y: d.src_y as u64,
+        src_z: d.src_z as u64,
+        src_lod: d.src_lod as u64,
+        src_pitch: d.src_pitch as u64,
+        src_height: d.src_height as u64,
+        dst_type: d.dst_type,
+        dst_host: d.dst_host,
+        dst_device: d.dst_device,
+        dst_array: d.dst_array,
+        dst_x: d.dst_x as u64,
+        dst_y: d.dst_y as u64,
+        dst_z: d.dst_z as u64,
+        dst_lod: d.dst_lod as u64,
+        dst_pitch: d.dst_pitch as u64,
+        dst_height: d.dst_height as u64,
+        width_bytes: d.width_bytes as u64,
+        height: d.height as u64,
+        depth: d.depth as u64,
+        ..Default::default()
+    })
+}
+
+/// A null descriptor: the driver's answer, recorded with empty fields.
+fn or_empty(c: Option<CopyPitched>) -> CopyPitched {
+    c.unwrap_or_default()
+}
+
+pub unsafe fn memcpy_2d(
+    h: Export,
+    p: *const Memcpy2D,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    pitched(h, or_empty(fields_2d(p)), None, call)
+}
+
+pub unsafe fn memcpy_2d_async(
+    h: Export,
+    p: *const Memcpy2D,
+    stream: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    pitched(h, or_empty(fields_2d(p)), Some(stream), call)
+}
+
+pub unsafe fn memcpy_3d(
+    h: Export,
+    p: *const Memcpy3D,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    pitched(h, or_empty(fields_3d(p)), None, call)
+}
+
+pub unsafe fn memcpy_3d_async(
+    h: Export,
+    p: *const Memcpy3D,
+    stream: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    pitched(h, or_empty(fields_3d(p)), Some(stream), call)
+}
+
+/// A side of a 1D array copy: memory type, host pointer, device pointer, array, offset.
+type Side1d = (u32, u64, u64, u64, u64);
+
+/// The fields of a copy of `n` bytes between two 1D sides (one row, no pitch).
+fn fields_1d(src: Side1d, dst: Side1d, n: usize) -> CopyPitched {
+    CopyPitched {
+        src_type: src.0,
+        src_host: src.1,
+        src_device: src.2,
+        src_array: src.3,
+        src_x: src.4,
+        dst_type: dst.0,
+        dst_host: dst.1,
+        dst_device: dst.2,
+        dst_array: dst.3,
+        dst_x: dst.4,
+        width_bytes: n as u64,
+        height: 1,
+        depth: 1,
+        ..Default::default()
+    }
+}
+
+fn host_side(p: u64) -> Side1d {
+    (CU_MEMORYTYPE_HOST, p, 0, 0, 0)
+}
+
+fn device_side(p: u64) -> Side1d {
+    (CU_MEMORYTYPE_DEVICE, 0, p, 0, 0)
+}
+
+fn array_side(a: Handle, off: usize) -> Side1d {
+    (CU_MEMORYTYPE_ARRAY, 0, 0, a as u64, off as u64)
+}
+
+pub unsafe fn memcpy_htoa(
+    h: Export,
+    dst: Handle,
+    off: usize,
+    src: *const c_void,
+    n: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let c = fields_1d(host_side(src as u64), array_side(dst, off), n);
+    pitched(h, c, None, call)
+}
+
+pub unsafe fn memcpy_htoa_async(
+    h: Export,
+    dst: Handle,
+    off: usize,
+    src: *const c_void,
+    n: usize,
+    stream: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let c = fields_1d(host_side(src as u64), array_side(dst, off), n);
+    pitched(h, c, Some(stream), call)
+}
+
+pub unsafe fn memcpy_atoh(
+    h: Export,
+    dst: *mut c_void,
+    src: Handle,
+    off: usize,
+    n: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let c = fields_1d(array_side(src, off), host_side(dst as u64), n);
+    pitched(h, c, None, call)
+}
+
+pub unsafe fn memcpy_atoh_async(
+    h: Export,
+    dst: *mut c_void,
+    src: Handle,
+    off: usize,
+    n: usize,
+    stream: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let c = fields_1d(array_side(src, off), host_side(dst as u64), n);
+    pitched(h, c, Some(stream), call)
+}
+
+pub unsafe fn memcpy_atod(
+    h: Export,
+    dst: u64,
+    src: Handle,
+    off: usize,
+    n: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    pitched(
+        h,
+        fields_1d(array_side(src, off), device_side(dst), n),
+        None,
+        call,
+    )
+}
+
+pub unsafe fn memcpy_dtoa(
+    h: Export,
+    dst: Handle,
+    off: usize,
+    src: u64,
+    n: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    pitched(
+        h,
+        fields_1d(device_side(src), array_side(dst, off), n),
+        None,
+        call,
+    )
+}
+
+pub unsafe fn memcpy_atoa(
+    h: Export,
+    dst: Handle,
+    doff: usize,
+    src: Handle,
+    soff: usize,
+    n: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let c = fields_1d(array_side(src, soff), array_side(dst, doff), n);
+    pitched(h, c, None, call)
+}

@@ -1,0 +1,254 @@
+//! Host-visible memory tracker: the regions the device reaches directly and the host reads and
+//! writes without a copy call (managed allocations, mapped pinned memory: `cuMemHostAlloc` with
+//! `DEVICEMAP`, registrations with `DEVICEMAP`, and pinned memory whose device pointer the
+//! program asked for). Each region keeps a blake3 hash per [`CHUNK`]; what changed since the
+//! state hrr last knew is recorded as a pseudo-call (`hrrHostMemWrite`, `hrrHostMemCheck`
+//! rows of the table; FORMAT.md §"host-visible memory"):
+//!
+//! - before device work (launch, copy, memset, graph launch) or a synchronisation, while the
+//!   device is idle (nothing submitted since the last synchronisation): changed chunks are
+//!   **host writes**, replayed before the same call;
+//! - after a synchronisation (context, stream or event synchronisation, a D2H copy): changed
+//!   chunks are what the device wrote, recorded as **host reads** that replay compares like a
+//!   D2H result.
+//!
+//! Unchanged chunks are never stored again. Limits (README, "what capture does not record
+//! yet"): a host write made while device work is in flight is seen at the next
+//! synchronisation and recorded as a check (replay then reports a mismatch); a stream or event
+//! synchronisation is taken as the device being idle; regions are read by the recorder's thread
+//! at these points only, so a region freed by another thread meanwhile is not guarded against.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use hrr_calls::shapes::{HostMemCheck, HostMemWrite};
+use hrr_calls::Kind;
+
+use super::calls::Export;
+use super::API;
+use crate::hook::ApiExport;
+use crate::recorder;
+
+/// Hashing and storing granularity.
+pub const CHUNK: usize = 64 << 10;
+/// Consecutive changed chunks are stored as one blob of at most this many chunks.
+const MAX_RUN: usize = 64;
+
+struct Region {
+    len: usize,
+    /// Hash of each chunk as hrr last knew it (`None`: never seen).
+    known: Vec<Option<blake3::Hash>>,
+}
+
+/// Tracked regions by base address.
+static REGIONS: Mutex<BTreeMap<u64, Region>> = Mutex::new(BTreeMap::new());
+/// Pinned allocations not tracked (yet): base → length, promoted when the program asks for
+/// their device pointer.
+static PINNED: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
+/// Number of tracked regions (fast path: no lock when none).
+static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// No device work submitted since the last synchronisation.
+static IDLE: AtomicBool = AtomicBool::new(true);
+
+fn regions() -> std::sync::MutexGuard<'static, BTreeMap<u64, Region>> {
+    REGIONS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn pinned() -> std::sync::MutexGuard<'static, BTreeMap<u64, usize>> {
+    PINNED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Track `[base, base+len)` (its first contents are recorded at the next scan).
+pub fn track(base: u64, len: usize) {
+    if base == 0 || len == 0 || !recorder::active() {
+        return;
+    }
+    let mut r = regions();
+    r.insert(
+        base,
+        Region {
+            len,
+            known: vec![None; len.div_ceil(CHUNK)],
+        },
+    );
+    COUNT.store(r.len(), Ordering::Release);
+}
+
+/// Remember a pinned allocation the device may reach once its device pointer is asked.
+pub fn note_pinned(base: u64, len: usize) {
+    if base != 0 && len != 0 && recorder::active() {
+        pinned().insert(base, len);
+    }
+}
+
+/// The program asked for the device pointer of `host`: track the pinned allocation holding it.
+pub fn promote(host: u64) {
+    let found = {
+        let p = pinned();
+        p.range(..=host)
+            .next_back()
+            .filter(|(&b, &l)| host < b + l as u64)
+            .map(|(&b, &l)| (b, l))
+    };
+    if let Some((base, len)) = found {
+        if !regions().contains_key(&base) {
+            track(base, len);
+        }
+    }
+}
+
+/// `base` is freed or unregistered: stop tracking it (before the real call frees it).
+pub fn untrack(base: u64) {
+    pinned().remove(&base);
+    let mut r = regions();
+    r.remove(&base);
+    COUNT.store(r.len(), Ordering::Release);
+}
+
+/// A context goes (destroyed, reset, or a primary context released — which frees its memory
+/// when it was the last reference): stop tracking everything, since what it held may be gone.
+/// Regions of another context still alive are then no longer recorded (README).
+pub fn untrack_all() {
+    pinned().clear();
+    regions().clear();
+    COUNT.store(0, Ordering::Release);
+}
+
+/// Device work a call of `kind` submits, or synchronisation it waits for.
+fn submits(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Launch
+            | Kind::GraphLaunch
+            | Kind::H2d
+            | Kind::D2h
+            | Kind::D2d
+            | Kind::Copy
+            | Kind::Memset
+    )
+}
+
+/// Before a call of `kind`: host writes are recorded while the device is idle.
+pub fn before(kind: Kind) {
+    if COUNT.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let idle = if submits(kind) {
+        IDLE.swap(false, Ordering::AcqRel)
+    } else {
+        kind == Kind::Sync && IDLE.load(Ordering::Acquire)
+    };
+    if idle {
+        scan(false);
+    }
+}
+
+/// After a call of `kind`: a synchronisation records what the device wrote as checks.
+pub fn after(kind: Kind) {
+    if !matches!(kind, Kind::Sync | Kind::D2h) {
+        return;
+    }
+    if COUNT.load(Ordering::Acquire) != 0 {
+        scan(true);
+    }
+    IDLE.store(true, Ordering::Release);
+}
+
+/// Record the chunks that changed since hrr last knew them: as checks (`check`) or host writes.
+fn scan(check: bool) {
+    let mut regs = regions();
+    for (&base, r) in regs.iter_mut() {
+        // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
+        let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
+        for (off, len) in changed_runs(&mut r.known, bytes) {
+            emit(base, off, len, check);
+        }
+    }
+}
+
+/// The runs of consecutive chunks of `bytes` whose hash differs from `known` (at most
+/// [`MAX_RUN`] chunks each), as (offset, length); `known` is updated.
+fn changed_runs(known: &mut [Option<blake3::Hash>], bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut run_chunks = 0;
+    for (i, chunk) in bytes.chunks(CHUNK).enumerate() {
+        let h = blake3::hash(chunk);
+        if known[i] == Some(h) {
+            run_chunks = 0;
+            continue;
+        }
+        known[i] = Some(h);
+        match runs.last_mut() {
+            Some((off, len))
+                if run_chunks > 0 && run_chunks < MAX_RUN && *off + *len == i * CHUNK =>
+            {
+                *len += chunk.len();
+                run_chunks += 1;
+            }
+            _ => {
+                runs.push((i * CHUNK, chunk.len()));
+                run_chunks = 1;
+            }
+        }
+    }
+    runs
+}
+
+/// Store `len` bytes at `base + off` and record the event.
+fn emit(base: u64, off: usize, len: usize, check: bool) {
+    // SAFETY: inside a live tracked region.
+    let blob =
+        unsafe { recorder::put_host_blob(&API, (base as usize + off) as *const c_void, len) };
+    let (ptr, offset, bytes) = (base, off as u64, len as u64);
+    if check {
+        crate::hook::record(&API, Export::hrrHostMemCheck.id(), None, |_| HostMemCheck {
+            ptr,
+            offset,
+            bytes,
+            d2h_blob: blob,
+        });
+    } else {
+        crate::hook::record(&API, Export::hrrHostMemWrite.id(), None, |_| HostMemWrite {
+            ptr,
+            offset,
+            bytes,
+            h2d_blob: blob,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changed_chunks_are_stored_again() {
+        let mut bytes = vec![0u8; 5 * CHUNK + 10];
+        let mut known = vec![None; bytes.len().div_ceil(CHUNK)];
+        // Never seen: all of it, as one run.
+        assert_eq!(changed_runs(&mut known, &bytes), vec![(0, bytes.len())]);
+        // Unchanged: nothing.
+        assert!(changed_runs(&mut known, &bytes).is_empty());
+        // Chunks 1 and 2 and the short last one changed: two runs.
+        bytes[CHUNK + 3] = 1;
+        bytes[2 * CHUNK] = 1;
+        bytes[5 * CHUNK + 9] = 1;
+        assert_eq!(
+            changed_runs(&mut known, &bytes),
+            vec![(CHUNK, 2 * CHUNK), (5 * CHUNK, 10)]
+        );
+        assert!(changed_runs(&mut known, &bytes).is_empty());
+    }
+
+    #[test]
+    fn long_runs_are_split() {
+        let bytes = vec![7u8; (MAX_RUN + 1) * CHUNK];
+        let mut known = vec![None; MAX_RUN + 1];
+        assert_eq!(
+            changed_runs(&mut known, &bytes),
+            vec![(0, MAX_RUN * CHUNK), (MAX_RUN * CHUNK, CHUNK)]
+        );
+    }
+}

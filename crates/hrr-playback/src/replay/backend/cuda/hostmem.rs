@@ -1,0 +1,291 @@
+//! CUDA host-visible memory: pinned host memory (`cuMemHostAlloc`, `cuMemAllocHost`),
+//! registrations (`cuMemHostRegister`) and managed memory, and the capture's pseudo-calls on
+//! them (`hrrHostMemWrite`: bytes the host wrote, written again; `hrrHostMemCheck`: bytes the
+//! host read after a synchronisation, compared like a D2H result).
+//!
+//! Pinned and registered memory is re-created at its recorded host address: an anonymous
+//! `mmap` with `MAP_FIXED_NOREPLACE`, registered with `DEVICEMAP | PORTABLE`, kept only when
+//! the driver's device pointer equals the host pointer (unified addressing, as in the capture),
+//! so pointers to it anywhere (kernel arguments, structs in device memory) stay valid. When the
+//! address is taken in this process, the memory is allocated elsewhere and translated (kernel
+//! pointer arguments and copies are translated; pointers stored in memory are not).
+//!
+//! Managed memory cannot be given an address (`cuMemAllocManaged` has no hint, and the
+//! driver's managed ranges cannot be reserved ahead), so it is allocated anywhere and
+//! translated (`backend::memory_calls::alloc_managed`); its pseudo-call bytes go to the
+//! translated address.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+
+use anyhow::{anyhow, bail, Result};
+use hrr_calls::shapes::{
+    HostAlloc, HostAllocPlain, HostDevicePointer, HostMemCheck, HostMemWrite, HostPtr,
+    HostRegister, MemAllocFlags,
+};
+
+use super::driver::cu;
+use super::Cuda;
+use crate::replay::backend::{memory_calls, Blobs, Event, Outcome};
+
+/// `CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP`.
+const REGISTER_FLAGS: u32 = 1 | 2;
+/// `CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP`.
+const HOST_ALLOC_FLAGS: u32 = 1 | 2;
+/// Linux `MAP_FIXED_NOREPLACE`.
+const MAP_FIXED_NOREPLACE: i32 = 0x100000;
+const PAGE: u64 = 4096;
+
+/// How a host-visible region was re-created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// Mapped and registered at its recorded address: `[start, start+len)` page-rounded.
+    AtAddress { start: u64, len: u64 },
+    /// Pinned elsewhere (`cuMemHostAlloc`), translated.
+    Elsewhere,
+    /// Managed memory, translated.
+    Managed,
+}
+
+/// A host-visible region of the capture, as re-created now.
+#[derive(Debug, Clone, Copy)]
+pub struct Region {
+    /// Live address of the recorded base.
+    pub live: u64,
+    /// Length.
+    pub len: u64,
+    /// How it was made.
+    pub how: How,
+}
+
+/// Host-visible regions by recorded base address.
+#[derive(Default)]
+pub struct HostRegions(BTreeMap<u64, Region>);
+
+impl HostRegions {
+    /// The live range for recorded `[addr, addr+n)` if it lies inside one region.
+    pub fn live_range(&self, addr: u64, n: u64) -> Option<u64> {
+        let (&base, r) = self.0.range(..=addr).next_back()?;
+        (addr.checked_add(n)? <= base + r.len).then(|| r.live + (addr - base))
+    }
+}
+
+impl Cuda {
+    /// Map `[addr, addr+len)` (page-rounded) at its address and register it for the device;
+    /// `contents` are written first. `None` when the address is taken or the driver's device
+    /// pointer differs (the caller then places the memory elsewhere).
+    fn map_at(&self, addr: u64, len: u64, contents: Option<&[u8]>) -> Result<Option<How>> {
+        let start = addr / PAGE * PAGE;
+        let end = (addr + len.max(1)).div_ceil(PAGE) * PAGE;
+        let size = (end - start) as usize;
+        // SAFETY: a fresh anonymous mapping that replaces nothing (MAP_FIXED_NOREPLACE).
+        let p = unsafe {
+            libc::mmap(
+                start as *mut c_void,
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Ok(None);
+        }
+        let unmap = || {
+            // SAFETY: the mapping made above.
+            unsafe { libc::munmap(p, size) };
+        };
+        if p as u64 != start {
+            unmap(); // an old kernel that ignores the flag put it elsewhere
+            return Ok(None);
+        }
+        if let Some(c) = contents {
+            let n = c.len().min(len as usize);
+            // SAFETY: inside the mapping.
+            unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), addr as *mut u8, n) };
+        }
+        if cu!(self.api, cuMemHostRegister_v2(p, size, REGISTER_FLAGS)).is_err() {
+            unmap();
+            return Ok(None);
+        }
+        let mut d = 0u64;
+        let same = cu!(self.api, cuMemHostGetDevicePointer_v2(&mut d, p, 0)).is_ok() && d == start;
+        if !same {
+            cu!(self.api, cuMemHostUnregister(p))?;
+            unmap();
+            return Ok(None);
+        }
+        Ok(Some(How::AtAddress {
+            start,
+            len: size as u64,
+        }))
+    }
+
+    /// Pinned host memory recorded at `addr`: at its address, else elsewhere and translated;
+    /// `contents` written into it.
+    fn host_region(&mut self, addr: u64, len: u64, contents: Option<&[u8]>) -> Result<()> {
+        let region = match self.map_at(addr, len, contents)? {
+            Some(how) => Region {
+                live: addr,
+                len,
+                how,
+            },
+            None => {
+                let mut p: *mut c_void = std::ptr::null_mut();
+                cu!(
+                    self.api,
+                    cuMemHostAlloc(&mut p, len.max(1) as usize, HOST_ALLOC_FLAGS)
+                )?;
+                if let Some(c) = contents {
+                    let n = c.len().min(len as usize);
+                    // SAFETY: inside the allocation.
+                    unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), p as *mut u8, n) };
+                }
+                self.mem.note_moved(addr, len, p as u64);
+                Region {
+                    live: p as u64,
+                    len,
+                    how: How::Elsewhere,
+                }
+            }
+        };
+        self.host.0.insert(addr, region);
+        Ok(())
+    }
+
+    /// `cuMemHostAlloc` (`flagged`) and `cuMemAllocHost`.
+    pub(super) fn host_alloc(&mut self, ev: &Event, flagged: bool) -> Result<Outcome> {
+        let (addr, len) = if flagged {
+            let s: HostAlloc = ev.read()?;
+            (s.host_ptr, s.bytesize)
+        } else {
+            let s: HostAllocPlain = ev.read()?;
+            (s.host_ptr, s.bytesize)
+        };
+        self.host_region(addr, len, None)?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuMemHostRegister`: the program's memory, with its contents at registration.
+    pub(super) fn host_register(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
+        let s: HostRegister = ev.read()?;
+        let contents = blobs(s.contents, Some(s.bytesize))?;
+        self.host_region(s.host_ptr, s.bytesize, contents.as_deref())?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuMemFreeHost`, `cuMemHostUnregister`: the region goes.
+    pub(super) fn host_release(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: HostPtr = ev.read()?;
+        self.host_release_managed(s.host_ptr)
+    }
+
+    /// The host-visible region recorded at `base` goes (managed memory: by `cuMemFree`).
+    pub(super) fn host_release_managed(&mut self, base: u64) -> Result<Outcome> {
+        let Some(r) = self.host.0.remove(&base) else {
+            return Ok(Outcome::Done);
+        };
+        self.mem.forget(base);
+        match r.how {
+            How::AtAddress { start, len } => {
+                cu!(self.api, cuMemHostUnregister(start as *mut c_void))?;
+                // SAFETY: the mapping `map_at` made.
+                unsafe { libc::munmap(start as *mut c_void, len as usize) };
+            }
+            How::Elsewhere => cu!(self.api, cuMemFreeHost(r.live as *mut c_void))?,
+            How::Managed => cu!(self.api, cuMemFree_v2(r.live))?,
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// `cuMemHostGetDevicePointer`: with unified addressing the device pointer is the host
+    /// pointer; a recorded one that differs is translated to the live one.
+    pub(super) fn host_device_pointer(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: HostDevicePointer = ev.read()?;
+        if s.dptr == 0 || s.dptr == s.host_ptr {
+            return Ok(Outcome::Done);
+        }
+        let Some((&base, r)) = self.host.0.range(..=s.host_ptr).next_back() else {
+            return Ok(Outcome::Done);
+        };
+        let (live_host, rest) = (r.live + (s.host_ptr - base), base + r.len - s.host_ptr);
+        let mut d = 0u64;
+        cu!(
+            self.api,
+            cuMemHostGetDevicePointer_v2(&mut d, live_host as *mut c_void, 0)
+        )?;
+        self.mem.note_moved(s.dptr, rest, d);
+        Ok(Outcome::Done)
+    }
+
+    /// `cuMemAllocManaged`: anywhere, translated, and known as host-visible.
+    pub(super) fn alloc_managed(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: MemAllocFlags = ev.read()?;
+        memory_calls::alloc_managed(&mut self.mem, &self.api, ev)?;
+        let region = Region {
+            live: self.mem.translate(s.dptr),
+            len: s.bytesize,
+            how: How::Managed,
+        };
+        self.host.0.insert(s.dptr, region);
+        Ok(Outcome::Done)
+    }
+
+    /// Is recorded `dptr` managed memory (freed by `cuMemFree`)?
+    pub(super) fn is_managed(&self, dptr: u64) -> bool {
+        self.host
+            .0
+            .get(&dptr)
+            .is_some_and(|r| r.how == How::Managed)
+    }
+
+    /// The live address of recorded `[ptr+offset, +bytes)`, inside a host-visible region.
+    fn host_bytes(&self, ev: &Event, ptr: u64, offset: u64, bytes: u64) -> Result<u64> {
+        ptr.checked_add(offset)
+            .and_then(|a| self.host.live_range(a, bytes))
+            .ok_or_else(|| {
+                anyhow!(
+                    "event #{}: 0x{ptr:x}+{offset} ({bytes} bytes) is not inside host-visible memory this replay made",
+                    ev.seq
+                )
+            })
+    }
+
+    /// `hrrHostMemWrite`: the bytes the host wrote, written again before the same call.
+    pub(super) fn host_write(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
+        let s: HostMemWrite = ev.read()?;
+        let Some(data) = blobs(s.h2d_blob, Some(s.bytes))? else {
+            bail!(
+                "event #{}: the host write's bytes were not recorded",
+                ev.seq
+            );
+        };
+        let dst = self.host_bytes(ev, s.ptr, s.offset, s.bytes)?;
+        // SAFETY: inside a live host-visible region of `bytes` bytes (checked above).
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len()) };
+        Ok(Outcome::Done)
+    }
+
+    /// `hrrHostMemCheck`: the bytes the host read after a synchronisation, compared.
+    pub(super) fn host_check(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: HostMemCheck = ev.read()?;
+        let src = self.host_bytes(ev, s.ptr, s.offset, s.bytes)?;
+        // SAFETY: inside a live host-visible region of `bytes` bytes (checked above).
+        let got = unsafe { std::slice::from_raw_parts(src as *const u8, s.bytes as usize) };
+        Ok(Outcome::D2h {
+            got: got.to_vec(),
+            expected: s.d2h_blob,
+        })
+    }
+
+    /// A D2H copy's result `got` for recorded destination `dst`: written into host-visible
+    /// memory when the destination is there (the capture's copy wrote it; later host reads
+    /// and kernels see it).
+    pub(super) fn mirror_d2h(&self, dst: u64, got: &[u8]) {
+        if let Some(live) = self.host.live_range(dst, got.len() as u64) {
+            // SAFETY: inside a live host-visible region (checked by `live_range`).
+            unsafe { std::ptr::copy_nonoverlapping(got.as_ptr(), live as *mut u8, got.len()) };
+        }
+    }
+}

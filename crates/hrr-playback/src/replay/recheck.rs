@@ -1,0 +1,144 @@
+//! Run-to-run differences told apart from divergence. A program can produce results that
+//! differ from one run to the next by itself (a clock, an atomic ticket, a race it tolerates):
+//! such bytes differ from the recording at replay, yet prove nothing. So when D2H checks fail,
+//! the archive is replayed a second time in a fresh `hrr-playback` (`super::fault::rerun_command`
+//! with the hidden `--dump-d2h DIR --dump-seqs …`, which writes the D2H results of those events
+//! into DIR), and each failed result is judged again ([`super::check::Checks::settle`]): bytes
+//! that differ between the two replays are the program's own nondeterminism (a `PASS` that
+//! says so; `MISMATCH` with `--strict`), bytes stable across them but differing from the
+//! recording stay a `MISMATCH`.
+//!
+//! Partial: the results kept for the second look are bounded ([`KEEP_BYTES`]); failed checks
+//! beyond the bound stay failures, and the summary says how many were not rechecked.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::check::{Checks, Nondeterministic, Tolerance};
+use super::fault::rerun_command;
+use super::options::Options;
+
+/// Bytes of failed D2H results (what the GPU produced, and the recording) kept for a recheck.
+pub const KEEP_BYTES: usize = 256 << 20;
+
+/// A failed D2H check kept for the second look.
+pub struct Failed {
+    /// Which pass of `--loop` (0-based).
+    pub pass: u32,
+    /// Its event.
+    pub seq: u64,
+    /// Its call.
+    pub call: String,
+    /// What this replay read (redacted ranges taken from the recording).
+    pub got: Vec<u8>,
+    /// The recorded result.
+    pub want: Vec<u8>,
+}
+
+/// The failed checks of a replay, as many as [`KEEP_BYTES`] allows.
+#[derive(Default)]
+pub struct Kept {
+    /// Kept.
+    pub failed: Vec<Failed>,
+    /// Failed but not kept (over the bound).
+    pub dropped: u64,
+    bytes: usize,
+}
+
+impl Kept {
+    /// Keep one failed check, unless over the bound.
+    pub fn keep(&mut self, f: Failed) {
+        let n = f.got.len() + f.want.len();
+        if self.bytes + n > KEEP_BYTES {
+            self.dropped += 1;
+            return;
+        }
+        self.bytes += n;
+        self.failed.push(f);
+    }
+}
+
+/// The name of the file a dumping replay writes the result of event `seq` of pass `pass` to.
+pub fn dump_path(dir: &Path, pass: u32, seq: u64) -> PathBuf {
+    dir.join(format!("{pass}-{seq}.bin"))
+}
+
+/// In the second replay of a recheck: write the D2H result of `seq` if it is one asked for.
+pub fn dump(opts: &Options, pass: u32, seq: u64, got: &[u8]) -> Result<()> {
+    if let Some((dir, seqs)) = &opts.dump_d2h {
+        if seqs.contains(&seq) {
+            let p = dump_path(dir, pass, seq);
+            std::fs::write(&p, got).with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Replay `archive` again and settle the `kept` failures against its results: returns the
+/// nondeterministic ones, in event order. An error: the second replay could not be run or
+/// produced no result for a kept check (those checks stay failures).
+pub fn recheck(
+    archive: &Path,
+    opts: &Options,
+    kept: &Kept,
+    checks: &mut Checks,
+    tol: Tolerance,
+) -> Result<Vec<Nondeterministic>> {
+    let tmp = tempfile::tempdir().context("a folder for the second replay's results")?;
+    let mut seqs: Vec<u64> = kept.failed.iter().map(|f| f.seq).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    let list: Vec<String> = seqs.iter().map(u64::to_string).collect();
+    let mut c = rerun_command(archive, opts)?;
+    c.arg("--dump-d2h")
+        .arg(tmp.path())
+        .arg("--dump-seqs")
+        .arg(list.join(","));
+    let out = c
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .context("running the second replay")?;
+    let mut again: HashMap<(u32, u64), Vec<u8>> = HashMap::new();
+    let mut missing = Vec::new();
+    for f in &kept.failed {
+        match std::fs::read(dump_path(tmp.path(), f.pass, f.seq)) {
+            Ok(b) => {
+                again.insert((f.pass, f.seq), b);
+            }
+            Err(_) => missing.push(f.seq),
+        }
+    }
+    let mut found = Vec::new();
+    for f in &kept.failed {
+        if let Some(b) = again.get(&(f.pass, f.seq)) {
+            if let Some(n) = checks.settle((f.seq, &f.call), &f.got, b, &f.want, tol) {
+                found.push(n);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        let why = why
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let verdict = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v["verdict_line"].as_str().map(str::to_string))
+            .unwrap_or_else(|| format!("exit status {:?}", out.status.code()));
+        bail!(
+            "the second replay produced no result for event{} #{} ({verdict}{}{why})",
+            if missing.len() == 1 { "" } else { "s" },
+            missing
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", #"),
+            if why.is_empty() { "" } else { "; " }
+        );
+    }
+    Ok(found)
+}

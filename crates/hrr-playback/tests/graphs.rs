@@ -1,0 +1,204 @@
+//! CUDA graphs built node by node (`cuGraphCreate`, `cuGraphAdd*Node`, parameter and exec
+//! updates), captured from the fake driver's `graph_nodes` workload and replayed: the graph is
+//! rebuilt node by node, the host bytes its H2D memcpy node reads are written before each launch
+//! and the host buffers its D2H memcpy nodes write are checked after it.
+//!
+//! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
+//! --workspace` first; the README's test command does) and a C compiler.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+mod common;
+use common::*;
+
+fn fake() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| build_fake_cuda("-graphs"))
+}
+
+fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
+    let mut c = bounded(bin_dir().join("hrr-capture"));
+    c.arg("-o")
+        .arg(archive)
+        .arg("--")
+        .arg(fake().join(name))
+        .args(args)
+        .env("LD_LIBRARY_PATH", fake())
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1");
+    c.output().expect("run hrr-capture")
+}
+
+fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut c = playback();
+    c.arg(target)
+        .args(extra)
+        .arg("--no-progress")
+        .env("LD_LIBRARY_PATH", fake());
+    run(c)
+}
+
+/// The recorded blob file of an event's blob field.
+fn blob_path(dir: &Path, ev: &serde_json::Value, field: &str) -> PathBuf {
+    let id = ev["fields"][field].as_str().expect("a blob id");
+    dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
+}
+
+/// Capture `app graph_nodes`; returns the temporary folder (kept alive), the pid folder and
+/// its events.
+fn captured(app: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let mut plain = bounded(fake().join(app));
+    plain.arg("graph_nodes").env("LD_LIBRARY_PATH", fake());
+    let (code, plain, err) = run(plain);
+    assert_eq!(code, 0, "{err}");
+    assert!(plain.contains("nodes host_node_runs=3"), "{plain}");
+    let o = capture(&arch, app, &["graph_nodes"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    (tmp, dir, events)
+}
+
+#[test]
+fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
+    for app in ["driver_app", "direct_app"] {
+        let (_tmp, dir, events) = captured(app);
+        let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
+        // both apps reach CUDA 12's cuGraphAddKernelNode_v2 (v2 parameters)
+        let kernel_node = "cuGraphAddKernelNode_v2";
+        assert_eq!(count("cuGraphCreate"), 2, "{app}");
+        assert_eq!(count(kernel_node), 2, "{app}");
+        assert_eq!(count("cuGraphAddMemcpyNode"), 3, "{app}");
+        assert_eq!(count("cuGraphAddNode_v2"), 1, "{app}");
+        assert_eq!(count("cuGraphAddChildGraphNode"), 1, "{app}");
+        assert_eq!(count("cuGraphAddHostNode"), 1, "{app}");
+        assert_eq!(count("cuGraphAddDependencies"), 1, "{app}");
+        assert_eq!(count("cuGraphExecUpdate_v2"), 1, "{app}");
+        assert_eq!(count("cuGraphLaunch"), 3, "{app}");
+        assert_eq!(count("cuGraphClone"), 1, "{app}");
+        assert_eq!(count("cuGraphUpload"), 1, "{app}");
+        assert_eq!(count("cuGraphExecKernelNodeSetParams_v2"), 1, "{app}");
+        assert_eq!(count("cuGraphKernelNodeSetParams_v2"), 1, "{app}");
+        // one host source per launch (the program changes it between launches: 3 blobs), two
+        // host results per launch
+        assert_eq!(count("hrrGraphHostSource"), 3, "{app}");
+        assert_eq!(count("hrrGraphHostResult"), 6, "{app}");
+        let sources: std::collections::HashSet<_> = events
+            .iter()
+            .filter(|e| e["name"] == "hrrGraphHostSource")
+            .map(|e| e["fields"]["h2d_blob"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(sources.len(), 3, "{app}: {sources:?}");
+        // the axpy node: recorded as a launch is, with its dependencies
+        let axpy = events
+            .iter()
+            .find(|e| e["name"] == kernel_node && e["fields"]["kernel"] == "axpy")
+            .unwrap();
+        assert_eq!(axpy["fields"]["args_known"], 1, "{axpy}");
+        assert_eq!(
+            axpy["fields"]["deps"].as_array().unwrap().len(),
+            2,
+            "{axpy}"
+        );
+
+        for extra in [&[][..], &["--no-placement"], &["--sync-after-launch"]] {
+            let (code, out, err) = replay(&dir, extra);
+            assert_eq!(code, 0, "{app} {extra:?}: {out}{err}");
+            assert!(out.contains("[HRR] Graphs launched : 3"), "{out}");
+            assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
+            assert!(
+                out.contains("D2H checks      : 6 pass (6 exact, 0 within tol), 0 fail, 0 skipped"),
+                "{out}"
+            );
+            assert!(out.contains("[HRR] PASS"), "{out}");
+        }
+        // looped: the graphs are rebuilt again, every launch's results checked again
+        let (_, out, _) = replay(&dir, &["--json", "--loop", "2"]);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["result"], "PASS", "{v}");
+        assert_eq!(v["graphs_launched"], 6, "{v}");
+        assert_eq!(v["d2h_checks"]["exact"], 12, "{v}");
+    }
+}
+
+#[test]
+fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
+    let (_tmp, dir, events) = captured("driver_app");
+    let (code, out, _) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}");
+
+    // The bytes the second launch's H2D memcpy node read, zeroed: that launch's axpy result
+    // (checked after it) differs.
+    let source = events
+        .iter()
+        .filter(|e| e["name"] == "hrrGraphHostSource")
+        .nth(1)
+        .unwrap();
+    let p = blob_path(&dir, source, "h2d_blob");
+    let saved = std::fs::read(&p).unwrap();
+    std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
+    let (code, out, _) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[HRR] MISMATCH"), "{out}");
+    assert!(out.contains("hrrGraphHostResult"), "{out}");
+    assert!(out.contains("0 within tol), 1 fail"), "{out}");
+    std::fs::write(&p, &saved).unwrap();
+
+    // A recorded result of a D2H memcpy node, zeroed.
+    let result = events
+        .iter()
+        .rfind(|e| e["name"] == "hrrGraphHostResult")
+        .unwrap();
+    let p = blob_path(&dir, result, "d2h_blob");
+    let saved = std::fs::read(&p).unwrap();
+    std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
+    let (code, out, _) = replay(&dir, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[HRR] MISMATCH"), "{out}");
+    std::fs::write(&p, &saved).unwrap();
+    let (code, out, _) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// A conditional node: recorded (with its handle), noted unreplayable at capture; replay skips
+/// it naming the node, does not instantiate its graph, and the result the graph produced (a
+/// plain D2H copy after the launch) differs.
+#[test]
+fn conditional_nodes_are_recorded_and_reported_unreplayable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "driver_app", &["graph_cond"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cond fill sum="));
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
+    assert_eq!(count("cuGraphConditionalHandleCreate"), 1);
+    let cond = events
+        .iter()
+        .find(|e| e["name"] == "cuGraphAddNode_v2")
+        .unwrap();
+    assert_eq!(cond["fields"]["node_type"], 13, "{cond}");
+    // handles read back as "0x…", as replay names them
+    let node = format!("graph node {}", cond["fields"]["node"].as_str().unwrap());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let why = manifest["unreplayable_apis"]["cuGraphAddNode_v2"].to_string();
+    assert!(why.contains("conditional"), "{manifest}");
+
+    let (code, out, err) = replay(&dir, &[]);
+    assert!(
+        out.contains(&format!(
+            "cuGraphAddNode_v2: {node}: conditional graph nodes"
+        )),
+        "{out}{err}"
+    );
+    assert!(out.contains("not instantiated"), "{out}");
+    assert!(out.contains("[HRR] Graphs launched : 0"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[HRR] MISMATCH"), "{out}");
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# CPU test of scripts/cuda-samples.sh: its syntax, the --list dry run, the parsing of replay
+# JSON, and a whole run (nvcc fallback) over a fake samples checkout whose "nvcc" installs the
+# fake CUDA driver's driver_app (tests/fake-cuda) as each sample, captured and replayed for real.
+#
+#   bash scripts/test-cuda-samples.sh [BIN_DIR]     (default target/debug, after cargo build --workspace)
+#
+# Exit 0 when every check holds; prints the first failed check otherwise.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=$(cd "${1:-$repo/target/debug}" && pwd)
+script=$repo/scripts/cuda-samples.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+bash -n "$script" || fail "bash -n"
+
+# A list of three samples, two of them present in a fake checkout.
+printf '# a comment\n0_Introduction/vectorAdd\n\n0_Introduction/asyncAPI\n1_Utilities/deviceQuery\n' >"$tmp/list.txt"
+mkdir -p "$tmp/samples/Common" "$tmp/samples/Samples/0_Introduction/vectorAdd" \
+    "$tmp/samples/Samples/0_Introduction/asyncAPI"
+echo 'int main() { return 0; }' >"$tmp/samples/Samples/0_Introduction/vectorAdd/vectorAdd.cu"
+echo 'int main() { return 0; }' >"$tmp/samples/Samples/0_Introduction/asyncAPI/asyncAPI.cu"
+echo 'kernel data' >"$tmp/samples/Samples/0_Introduction/vectorAdd/input.txt"
+
+out=$(HRR_GPU_ARCH=90 bash "$script" --list --samples-list "$tmp/list.txt" "$tmp/samples")
+grep -qx $'0_Introduction/vectorAdd\tpresent' <<<"$out" || fail "--list: $out"
+grep -qx $'1_Utilities/deviceQuery\tmissing' <<<"$out" || fail "--list: $out"
+grep -qx '3 samples, 2 present in '"$tmp/samples" <<<"$out" || fail "--list: $out"
+grep -qx 'architecture: 90' <<<"$out" || fail "--list: $out"
+
+# Parsing: a pass with nondeterminism, a mismatch with an error, an error object, no JSON.
+p() { printf '%s\n' "$1" >"$tmp/r.json" && bash "$script" --parse-replay "$tmp/r.json"; }
+[ "$(p '{"schema":"hrr.replay/1","ok":true,"kernels_launched":7,"d2h_checks":{"pass":6,"exact":6,"within_tol":0,"fail":0,"skipped":0,"skipped_redacted":0,"nondeterministic":1},"error":null,"verdict":"PASS"}')" = \
+    $'PASS\t6/0 +1 nondet\t7\t' ] || fail "parse pass: $(p '{}')"
+[ "$(p '{"kernels_launched":2,"d2h_checks":{"pass":1,"fail":3,"nondeterministic":0},"error":"event #9 cuMemcpy: a \"b\" | c","verdict":"FAULT"}')" = \
+    $'FAULT\t1/3\t2\tevent #9 cuMemcpy: a \\"b\\" / c' ] || fail "parse fault"
+[ "$(p '{"schema":"hrr.error/1","ok":false,"error":"x: no such file","hint":null,"exit_code":1}')" = \
+    $'ERROR\t-/-\t-\tx: no such file' ] || fail "parse error object"
+[ "$(p 'not json')" = $'NO JSON\t-\t-\t-' ] || fail "parse no json"
+
+# A whole run: "nvcc" installs driver_app as the sample; asyncAPI's build fails.
+[ -x "$bin/hrr-capture" ] && [ -e "$bin/libhrr_capture.so" ] || fail "$bin lacks hrr-capture (cargo build --workspace)"
+sh "$repo/tests/fake-cuda/build.sh" "$tmp/fake" >/dev/null
+cat >"$tmp/nvcc" <<EOS
+#!/bin/sh
+out=
+for a in "\$@"; do case \$a in *asyncAPI.cu) echo "asyncAPI.cu(1): error: fake failure" >&2; exit 1;; esac; done
+while [ \$# -gt 0 ]; do [ "\$1" = -o ] && out=\$2; shift; done
+cp "$tmp/fake/driver_app" "\$out"
+EOS
+chmod +x "$tmp/nvcc"
+rc=0
+LD_LIBRARY_PATH=$tmp/fake HRR_GPU_ARCH=90 NVCC=$tmp/nvcc HRR_SAMPLES_TIMEOUT=60 \
+    bash "$script" --no-cmake -j 2 --samples-list "$tmp/list.txt" "$tmp/samples" "$bin" "$tmp/out" \
+    >"$tmp/run.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "run exit $rc (1 expected: a sample did not build): $(cat "$tmp/run.log")"
+md=$tmp/out/compatibility.md
+grep -q '^| Sample | Build | Plain exit | Captured exit | Replay verdict |' "$md" || fail "table header: $(cat "$md")"
+grep -Eq '^\| 0_Introduction/vectorAdd \| nvcc \| 0 \| 0 \| PASS \| [1-9][0-9]*/0 \| [1-9][0-9]* \|' "$md" ||
+    fail "vectorAdd row: $(cat "$md") $(cat "$tmp/run.log")"
+grep -q '^| 0_Introduction/asyncAPI | nvcc | not built | .*fake failure' "$md" || fail "asyncAPI row: $(cat "$md")"
+grep -q '^| 1_Utilities/deviceQuery | nvcc | not built | .*not in ' "$md" || fail "deviceQuery row: $(cat "$md")"
+grep -q '^3 samples: 1 built (nvcc), 1 exit 0 plain, 1 exit 0 captured, 1 replay PASS/REPRODUCED (sm_90)$' "$md" ||
+    fail "totals: $(cat "$md")"
+[ -f "$tmp/out/work/0_Introduction_vectorAdd/bin/input.txt" ] || fail "sources not beside the binary"
+echo "cuda-samples.sh: all checks passed"

@@ -1,0 +1,263 @@
+/*
+ * hostmem_app - memory the host and the device share without copy calls, and stream-ordered
+ * allocation, through the driver's exports (linked with -lcuda, like direct_app):
+ *
+ *   zerocopy  cuMemHostAlloc(DEVICEMAP) and cuMemHostRegister(DEVICEMAP) memory written by
+ *             kernels through its device pointer and read by the host after a synchronisation;
+ *             the host writes it between kernels
+ *   managed   cuMemAllocManaged memory written by the host between kernels and read after a
+ *             synchronisation
+ *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
+ *             still in flight on the freed memory), and a pool of its own
+ *             (cuMemPoolCreate, attributes, access, trim, cuMemAllocFromPoolAsync)
+ *
+ * Prints only values computed from the data.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUpool_st *CUmemoryPool;
+typedef struct { int type, id; } CUmemLocation;
+typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
+typedef struct {
+  int allocType, handleTypes;
+  CUmemLocation location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps;
+
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(CUdevice *, int);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuCtxSynchronize(void);
+CUresult cuLibraryLoadData(CUlibrary *, const void *, void *, void **, unsigned, void *, void **, unsigned);
+CUresult cuLibraryGetKernel(CUkernel *, CUlibrary, const char *);
+CUresult cuKernelGetFunction(CUfunction *, CUkernel);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        CUstream, void **, void **);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemFree_v2(CUdeviceptr);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemHostAlloc(void **, size_t, unsigned);
+CUresult cuMemFreeHost(void *);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
+CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuStreamDestroy_v2(CUstream);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
+CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+CUresult cuMemPoolCreate(CUmemoryPool *, const CUmemPoolProps *);
+CUresult cuMemPoolDestroy(CUmemoryPool);
+CUresult cuMemPoolSetAttribute(CUmemoryPool, int, void *);
+CUresult cuMemPoolGetAttribute(CUmemoryPool, int, void *);
+CUresult cuMemPoolTrimTo(CUmemoryPool, size_t);
+CUresult cuMemPoolSetAccess(CUmemoryPool, const CUmemAccessDesc *, size_t);
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *, CUdevice);
+CUresult cuDeviceGetMemPool(CUmemoryPool *, CUdevice);
+CUresult cuDeviceSetMemPool(CUdevice, CUmemoryPool);
+
+#define CK(call)                                                          \
+  do {                                                                    \
+    CUresult r__ = (call);                                                \
+    if (r__ != 0) {                                                       \
+      fprintf(stderr, "hostmem_app: %s failed: %d\n", #call, r__);        \
+      exit(1);                                                            \
+    }                                                                     \
+  } while (0)
+
+#define N 4096
+#define BLOCK 256
+#define GRID ((N + BLOCK - 1) / BLOCK)
+
+static const char k_lib_text[] = "// hrr fake-cuda fatbin payload\n.entry axpy\n.entry fill_u32\n";
+static CUfunction g_axpy, g_fill;
+
+static void setup(CUdevice *dev) {
+  static unsigned char fatbin[256] __attribute__((aligned(16)));
+  size_t plen = sizeof k_lib_text, fat = (plen + 7) & ~(size_t)7;
+  uint32_t magic = 0xBA55ED50u;
+  uint16_t version = 1, hsize = 16;
+  uint64_t fsize = fat;
+  memcpy(fatbin, &magic, 4);
+  memcpy(fatbin + 4, &version, 2);
+  memcpy(fatbin + 6, &hsize, 2);
+  memcpy(fatbin + 8, &fsize, 8);
+  memcpy(fatbin + 16, k_lib_text, plen);
+  static struct { int magic, version; const void *data; void *unused; } wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUcontext ctx;
+  CUlibrary lib;
+  CUkernel k;
+  CK(cuInit(0));
+  CK(cuDeviceGet(dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, *dev));
+  CK(cuCtxSetCurrent(ctx));
+  CK(cuLibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0));
+  CK(cuLibraryGetKernel(&k, lib, "axpy"));
+  CK(cuKernelGetFunction(&g_axpy, k));
+  CK(cuLibraryGetKernel(&k, lib, "fill_u32"));
+  CK(cuKernelGetFunction(&g_fill, k));
+}
+
+static void axpy(float a, CUdeviceptr x, CUdeviceptr y, CUstream s) {
+  int n = N;
+  void *params[] = {&a, &x, &y, &n};
+  CK(cuLaunchKernel(g_axpy, GRID, 1, 1, BLOCK, 1, 1, 0, s, params, NULL));
+}
+static void fill(CUdeviceptr p, unsigned v, unsigned long long n, CUstream s) {
+  void *params[] = {&p, &v, &n};
+  CK(cuLaunchKernel(g_fill, (unsigned)((n + BLOCK - 1) / BLOCK), 1, 1, BLOCK, 1, 1, 0, s, params, NULL));
+}
+static double fsum(const float *v, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += v[i];
+  return s;
+}
+static unsigned long long usum(const unsigned *v, size_t n) {
+  unsigned long long s = 0;
+  for (size_t i = 0; i < n; i++) s += v[i];
+  return s;
+}
+
+/* x = i % 7 on the device */
+static CUdeviceptr device_x(void) {
+  static float hx[N];
+  CUdeviceptr x;
+  for (int i = 0; i < N; i++) hx[i] = (float)(i % 7);
+  CK(cuMemAlloc_v2(&x, sizeof hx));
+  CK(cuMemcpyHtoD_v2(x, hx, sizeof hx));
+  return x;
+}
+
+static void zerocopy(void) {
+  CUdevice dev;
+  setup(&dev);
+  CUdeviceptr x = device_x();
+  float *hy;
+  CK(cuMemHostAlloc((void **)&hy, N * sizeof(float), 2 /* DEVICEMAP */));
+  for (int i = 0; i < N; i++) hy[i] = (float)(i % 5); /* host writes before the first kernel */
+  CUdeviceptr dy;
+  CK(cuMemHostGetDevicePointer_v2(&dy, hy, 0));
+  axpy(2.0f, x, dy, NULL);
+  CK(cuCtxSynchronize());
+  printf("mapped1 sum=%.3f\n", fsum(hy, N));
+  for (int i = 0; i < N; i += 3) hy[i] = -1.0f; /* host writes between kernels */
+  axpy(0.5f, x, dy, NULL);
+  CK(cuCtxSynchronize());
+  printf("mapped2 sum=%.3f\n", fsum(hy, N));
+
+  unsigned *reg;
+  if (posix_memalign((void **)&reg, 4096, 2 * N * sizeof(unsigned))) exit(1);
+  for (int i = 0; i < 2 * N; i++) reg[i] = (unsigned)i;
+  CK(cuMemHostRegister_v2(reg, 2 * N * sizeof(unsigned), 2 /* DEVICEMAP */));
+  fill((CUdeviceptr)(uintptr_t)(reg + N / 2), 7u, N, NULL); /* the host pointer, by UVA */
+  CK(cuCtxSynchronize());
+  printf("registered1 sum=%llu\n", usum(reg, 2 * N));
+  reg[0] = 1000000u; /* host write, then a kernel that leaves it */
+  fill((CUdeviceptr)(uintptr_t)(reg + N), 3u, 16, NULL);
+  CK(cuCtxSynchronize());
+  printf("registered2 sum=%llu\n", usum(reg, 2 * N));
+  CK(cuMemHostUnregister(reg));
+  free(reg);
+  CK(cuMemFreeHost(hy));
+  CK(cuMemFree_v2(x));
+}
+
+static void managed(void) {
+  CUdevice dev;
+  setup(&dev);
+  CUdeviceptr x = device_x(), m;
+  CK(cuMemAllocManaged(&m, N * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */));
+  float *hm = (float *)(uintptr_t)m;
+  for (int i = 0; i < N; i++) hm[i] = (float)(i % 3);
+  axpy(3.0f, x, m, NULL);
+  CK(cuCtxSynchronize());
+  printf("managed1 sum=%.3f\n", fsum(hm, N));
+  for (int i = 0; i < N; i++) hm[i] *= 0.25f;
+  axpy(1.0f, x, m, NULL);
+  CK(cuCtxSynchronize());
+  printf("managed2 sum=%.3f\n", fsum(hm, N));
+  CK(cuMemFree_v2(m));
+  CK(cuMemFree_v2(x));
+}
+
+#define BIG ((size_t)4 << 20)
+static void async(void) {
+  CUdevice dev;
+  setup(&dev);
+  CUstream s;
+  CK(cuStreamCreate(&s, 1));
+  static unsigned h[N];
+  CUdeviceptr a, b;
+  CK(cuMemAllocAsync(&a, BIG, s));
+  fill(a, 5u, BIG / 4, s);
+  CK(cuMemFreeAsync(a, s)); /* the kernel above may still run */
+  CK(cuMemAllocAsync(&b, BIG, s));
+  printf("reused=%d\n", a == b);
+  fill(b, 9u, N, s);
+  CK(cuMemcpyDtoHAsync_v2(h, b, sizeof h, s));
+  CK(cuStreamSynchronize(s));
+  printf("async sum=%llu\n", usum(h, N));
+  CK(cuMemFreeAsync(b, s));
+
+  CUmemoryPool def, pool, cur;
+  CK(cuDeviceGetDefaultMemPool(&def, dev));
+  unsigned long long threshold = BIG;
+  CK(cuMemPoolSetAttribute(def, 4 /* RELEASE_THRESHOLD */, &threshold));
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = 1; /* PINNED */
+  props.location.type = 1; /* DEVICE */
+  props.location.id = dev;
+  CK(cuMemPoolCreate(&pool, &props));
+  int reuse = 0;
+  CK(cuMemPoolSetAttribute(pool, 2 /* REUSE_ALLOW_OPPORTUNISTIC */, &reuse));
+  CUmemAccessDesc desc = {{1, dev}, 3 /* READWRITE */};
+  CK(cuMemPoolSetAccess(pool, &desc, 1));
+  CK(cuDeviceSetMemPool(dev, pool));
+  CK(cuDeviceGetMemPool(&cur, dev));
+  CUdeviceptr c;
+  CK(cuMemAllocFromPoolAsync(&c, BIG, cur, s));
+  fill(c, 11u, N, s);
+  CK(cuMemcpyDtoHAsync_v2(h, c, sizeof h, s));
+  CK(cuStreamSynchronize(s));
+  printf("pool sum=%llu\n", usum(h, N));
+  CK(cuMemFreeAsync(c, s));
+  CK(cuStreamSynchronize(s));
+  CK(cuMemPoolTrimTo(pool, 0));
+  CK(cuMemPoolGetAttribute(pool, 2, &reuse));
+  printf("pool reuse=%d\n", reuse);
+  CK(cuDeviceSetMemPool(dev, def));
+  CK(cuMemPoolDestroy(pool));
+  CK(cuStreamDestroy_v2(s));
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "zerocopy")) zerocopy();
+  else if (!strcmp(mode, "managed")) managed();
+  else if (!strcmp(mode, "async")) async();
+  else {
+    fprintf(stderr, "usage: hostmem_app zerocopy|managed|async\n");
+    return 2;
+  }
+  return 0;
+}
