@@ -24,9 +24,10 @@
 //! A reach larger than `--extract-max-bytes` is refused with its size. The new manifest's
 //! `extracted_from` says where it came from (`--info` shows it).
 //!
-//! Not covered yet: memory the program mapped itself with the VMM calls, managed and
-//! host-mapped memory are not snapshotted (only allocations `crate::replay::placement`
-//! recreates, and module variables looked up by address, `cuModuleGetGlobal`); HIP variables
+//! Not covered yet: memory the program mapped itself with the VMM calls, CUDA arrays, managed
+//! and host-mapped memory are not snapshotted (only allocations `crate::replay::placement`
+//! recreates, and module variables looked up by address, `cuModuleGetGlobal`; the host's
+//! recorded writes into managed and mapped memory are kept as set-up instead); HIP variables
 //! written by name (`hipMemcpyToSymbol`) are restored by keeping those copies as set-up, so a
 //! kernel's own later writes to such a variable are lost; a launch captured into a graph is
 //! refused alone (a range from the capture's start to the graph's launch extracts). Both
@@ -284,7 +285,9 @@ enum Shaped {
     Other,
 }
 
-/// The set-up a small archive keeps from before its segment.
+/// The set-up a small archive keeps from before its segment. Host writes into host-visible
+/// (mapped, managed) memory are kept too: that memory is not in the snapshot, so its contents
+/// are rebuilt from what the host wrote (device writes to it before the segment are lost).
 fn is_setup((kind, shaped): (Kind, Shaped)) -> bool {
     use Kind::*;
     shaped == Shaped::ToSymbol
@@ -304,6 +307,9 @@ fn is_setup((kind, shaped): (Kind, Shaped)) -> bool {
                 | Register
                 | Stream
                 | Event
+                | Array
+                | Pool
+                | HostWrite
         )
 }
 
