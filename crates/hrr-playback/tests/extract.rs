@@ -315,3 +315,29 @@ fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts
         "{out}"
     );
 }
+
+#[test]
+fn a_launch_on_mapped_or_managed_memory_extracts_with_the_hosts_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for mode in ["zerocopy", "managed"] {
+        let arch = tmp.path().join(format!("{mode}.hrr"));
+        let o = fake().capture(&arch, "hostmem_app", &[mode]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let small = tmp.path().join(format!("{mode}-axpy.hrr"));
+        let x = extract(&arch, "axpy#2", &small, &[]);
+        assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
+        // The host's writes into host-visible memory before the launch are kept (that memory is
+        // not in the snapshot).
+        let kept = events_json(&small)
+            .iter()
+            .filter(|e| e["name"].as_str().unwrap().starts_with("hrrHost"))
+            .count();
+        assert!(kept > 0, "{mode}: no host writes kept");
+        let (code, out, err) = fake().replay(&small, &[]);
+        assert_eq!(code, 0, "{mode}: {out}{err}");
+        assert!(
+            out.contains("[HRR] PASS") && checks_passed(&out) > 0,
+            "{out}"
+        );
+    }
+}

@@ -27,7 +27,8 @@
 //! Not covered yet: memory the program mapped itself with the VMM calls, CUDA arrays, managed
 //! and host-mapped memory are not snapshotted (only allocations `crate::replay::placement`
 //! recreates, and module variables looked up by address, `cuModuleGetGlobal`; the host's
-//! recorded writes into managed and mapped memory are kept as set-up instead); HIP variables
+//! recorded writes into managed and mapped memory are kept as set-up instead, and what the
+//! segment writes there is not checked); HIP variables
 //! written by name (`hipMemcpyToSymbol`) are restored by keeping those copies as set-up, so a
 //! kernel's own later writes to such a variable are lost; a launch captured into a graph is
 //! refused alone (a range from the capture's start to the graph's launch extracts). Both
