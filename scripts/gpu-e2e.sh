@@ -16,6 +16,10 @@
 #   5. replay it with `hrr-playback` (the archive itself for one process, else
 #      the pid-* directory with the most events) and expect exit 0 and
 #      "[HRR] PASS".
+# Then (issue 18) a GEMM launch of the mlp capture is extracted (--extract,
+# reach all and args) and must replay PASS alone (sizes in the summary); the
+# failing fault's launch extracted must replay REPRODUCED, and the fault
+# capture replayed with --replace-kernel gather_bad=failing_fixed.cubin PASS.
 # Then the "replay really ran the GPU work" check: a copy of the axpy archive
 # with every blob (not the code objects) overwritten with zeros must FAIL.
 # Then the failing workloads (tests/gpu/failing.cu: a fault, a hang; a PyTorch
@@ -491,6 +495,28 @@ if [ $plain_only = 0 ] && [ -x "$B/failing" ]; then
     grep -q 'gather_bad(float const\*, int const\*, float\*, int)' "$fd/fault.replay.out" && named=yes || true
     fail_row fault "${v:-none}" "$rrc" "$named" "$(printf 'plain exit %s, captured exit %s, replay %s s' "$prc" "$crc" "$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')")"
     [ "$v" = REPRODUCED ] && [ $named = yes ] || fail_note "failing fault: replay verdict '${v:-none}' (exit $rrc), kernel named: $named"
+    # (issue 18) The faulting launch extracted alone: the small archive reproduces the fault.
+    rm -rf "$WORK/fault-launch.hrr"
+    xrc=0
+    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress --extract gather_bad -o "$WORK/fault-launch.hrr" >"$fd/extract-fault.out" 2>&1 || xrc=$?
+    rrc=0
+    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault-launch.hrr" --no-progress >"$fd/extract-fault.replay.out" 2>&1 || rrc=$?
+    v=$(verdict_of "$fd/extract-fault.replay.out")
+    sz=$(sed -n 's/^\[HRR\] Archive size *: //p' "$fd/extract-fault.out")
+    fail_row "fault launch extracted" "${v:-none}" "$rrc" "-" "extract exit $xrc, ${sz:-no archive}"
+    [ $xrc = 0 ] && [ "$v" = REPRODUCED ] || fail_note "extracted fault launch: extract exit $xrc, replay verdict '${v:-none}' (exit $rrc) (see $fd/extract-fault*.out)"
+    # (issue 18) The recompiled fixed gather_bad in place of the recorded one: PASS.
+    if [ -f "$B/failing_fixed.cubin" ]; then
+        rrc=0
+        timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress --replace-kernel "gather_bad=$B/failing_fixed.cubin" >"$fd/fixed.replay.out" 2>&1 || rrc=$?
+        v=$(verdict_of "$fd/fixed.replay.out")
+        named=no
+        grep -q 'Replaced kernel : gather_bad.*(1 launch)' "$fd/fixed.replay.out" && named=yes || true
+        fail_row "fault, fixed kernel" "${v:-none}" "$rrc" "$named" "--replace-kernel gather_bad=failing_fixed.cubin"
+        [ "$v" = PASS ] && [ $named = yes ] || fail_note "fixed kernel: replay verdict '${v:-none}' (exit $rrc), replacement counted: $named (see $fd/fixed.replay.out)"
+    else
+        fail_note "fixed kernel: $B/failing_fixed.cubin was not built"
+    fi
     # A hang: stopped with SIGTERM after 8 s; the archive keeps the hanging launch; the
     # watchdog turns it into HANG in about 3 s, naming `spin`.
     rm -rf "$WORK/hang.hrr"
@@ -530,6 +556,48 @@ if [ $plain_only = 0 ] && [ -x "$B/failing" ]; then
         ev=$(sed -n 's/.*Archive *: \([0-9]*\) events.*/\1/p' "$fd/killed.replay.out" | head -1)
         fail_row "pytorch kill -9" "${v:-none}" "$rrc" "-" "events ${ev:-?}, D2H checks passed ${checks:-0}"
         [ "$v" = PASS ] && [ "${checks:-0}" -gt 0 ] || fail_note "pytorch kill -9: replay verdict '${v:-none}' (exit $rrc), checks ${checks:-0}"
+    fi
+fi
+
+# ---- extraction (issue 18): a GEMM launch of the mlp capture, alone ----
+extract_result="NOT-RUN (no mlp archive)"
+if [ $plain_only = 0 ] && [ -n "${R_ARCH[mlp]:-}" ] && [ -d "${R_ARCH[mlp]}" ]; then
+    log "== extract a GEMM launch of mlp"
+    xd=$OUT/extract
+    mkdir -p "$xd"
+    mt=$(cat "$OUT/mlp/replay-target.txt" 2>/dev/null || echo "${R_ARCH[mlp]}")
+    case $(basename "$mt") in
+    pid-*) mp=$mt ;;
+    *) mp=$(find "$mt" -mindepth 1 -maxdepth 1 -type d -name 'pid-*' | sort | head -1) ;;
+    esac
+    "$BIN/hrr-playback" "$mp" --info --json >"$xd/mlp.info.json" 2>"$xd/mlp.info.err" || true
+    # The GEMM kernel launched most often, and its middle launch (state from earlier steps).
+    seg=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+ks = [k for k in d.get("kernels", []) if "gemm" in k["demangled"].lower()]
+print("%s#%d" % (ks[0]["name"], (ks[0]["launches"] + 1) // 2) if ks else "")' "$xd/mlp.info.json" 2>/dev/null || true)
+    if [ -z "$seg" ]; then
+        extract_result="FAIL (no GEMM kernel in the mlp capture's --info)"
+        fail_note "extract mlp GEMM: no kernel with gemm in its name (see $xd/mlp.info.json)"
+    else
+        echo "$seg" >"$xd/segment.txt"
+        for reach in all args; do
+            rm -rf "$WORK/mlp-gemm-$reach.hrr"
+            xrc=0
+            timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$mp" --no-progress --extract "$seg" --extract-reach $reach -o "$WORK/mlp-gemm-$reach.hrr" >"$xd/mlp-gemm-$reach.out" 2>&1 || xrc=$?
+            rrc=0
+            timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/mlp-gemm-$reach.hrr" --no-progress >"$xd/mlp-gemm-$reach.replay.out" 2>&1 || rrc=$?
+            v=$(verdict_of "$xd/mlp-gemm-$reach.replay.out")
+            checks=$(sed -n 's/.*D2H checks *: \([0-9]*\) pass.*/\1/p' "$xd/mlp-gemm-$reach.replay.out" | tail -1)
+            snap=$(sed -n 's/^\[HRR\] Snapshot *: \([0-9]*\) bytes.*/\1/p' "$xd/mlp-gemm-$reach.out")
+            sb=$(du -sb "$mp" | cut -f1)
+            db=$(du -sb "$WORK/mlp-gemm-$reach.hrr" 2>/dev/null | cut -f1 || echo 0)
+            line="reach $reach: extract exit $xrc, replay ${v:-none} (exit $rrc), D2H checks passed ${checks:-0}, snapshot ${snap:-?} bytes, archive ${db:-0} bytes (source $sb bytes)"
+            log "   $seg $line"
+            if [ $reach = all ]; then extract_result="mlp $seg: $line"; else extract_result="$extract_result; $line"; fi
+            [ $xrc = 0 ] && [ "$v" = PASS ] && [ "${checks:-0}" -gt 0 ] ||
+                fail_note "extract mlp GEMM ($reach): extract exit $xrc, replay verdict '${v:-none}' (exit $rrc), checks ${checks:-0} (see $xd/mlp-gemm-$reach*.out)"
+        done
     fi
 fi
 
@@ -606,6 +674,7 @@ if [ $plain_only = 0 ]; then
         done
         echo
         echo "zeroed-blob check ($ZERO_WL): $zero_result"
+        echo "extract (issue 18): $extract_result"
         if [ ${#FAIL_ROWS[@]} -gt 0 ]; then
             echo
             printf '%-22s %-14s %-5s %-8s %s\n' failing verdict exit kernel notes

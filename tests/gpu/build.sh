@@ -10,7 +10,7 @@
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
-#   failing (a faulting and a hanging program)
+#   failing (a faulting and a hanging program), failing_fixed.cubin (its fixed gather_bad)
 #   graph_nodes (a CUDA graph built node by node, driver API through cudart's entry points)
 #   copies2d (2D/3D copies, arrays, texture and surface objects)
 #   hostmem (zero-copy, managed and stream-ordered memory, self-checking)
@@ -166,6 +166,9 @@ fi
 if want failing; then
     run "failing" "$nvcc" "${common[@]}" -o "$out/failing" "$here/failing.cu" ||
         { fail failing; status=1; }
+    # The fixed gather_bad, as a cubin for --replace-kernel (issue 18).
+    run "failing fixed cubin" "$nvcc" "${common[@]}" -cubin -o "$out/failing_fixed.cubin" "$here/failing_fixed.cu" ||
+        { fail failing_fixed; status=1; }
 fi
 if want graph_nodes; then
     run "graph_nodes" "$nvcc" "${common[@]}" -o "$out/graph_nodes" "$here/graph_nodes.cu" ||

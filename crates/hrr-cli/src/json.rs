@@ -307,6 +307,11 @@ pub struct InfoProcessJson {
     pub passthrough_calls: std::collections::BTreeMap<String, u64>,
     /// An `active` marker is present.
     pub active_marker: bool,
+    /// Where an archive written by `--extract` came from (the manifest's `extracted_from`:
+    /// `source`, `segment`, `first_event`, `last_event`, `kernels`, `reach`, `snapshot_bytes`,
+    /// `fault`); absent for a capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extracted_from: Option<serde_json::Value>,
 }
 
 /// `hrr-playback ROOT --info --json` on an archive root (`hrr.info/1`, `kind` `root`).
@@ -567,6 +572,21 @@ pub struct ReplayJson {
     pub fault_site: Option<LaunchSiteJson>,
     /// On a hang, the last kernel launched, or null.
     pub last_launch: Option<LaunchSiteJson>,
+    /// `--replace-kernel`: each replaced kernel and the launches that used its replacement.
+    #[serde(default)]
+    pub replaced_kernels: Vec<ReplacedKernelJson>,
+}
+
+/// One `replaced_kernels` entry of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplacedKernelJson {
+    /// The kernel (demangled).
+    pub kernel: String,
+    /// The file its replacement was loaded from, as given.
+    pub path: String,
+    /// Launches that used the replacement.
+    pub launches: u64,
 }
 
 // ---------------------------------------------------------------------------------------------

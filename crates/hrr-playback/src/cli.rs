@@ -159,6 +159,46 @@ pub struct ReplayOptions {
         requires = "dump_d2h"
     )]
     pub dump_seqs: Vec<u64>,
+
+    /// Extracting one launch into a small archive, and replacing kernels.
+    #[command(flatten)]
+    pub extract: ExtractArgs,
+}
+
+/// `--extract` and `--replace-kernel` (`crate::replay::extract`, `crate::replay::replace`).
+#[derive(Debug, Clone, Args)]
+pub struct ExtractArgs {
+    /// Write one launch (or a range of events) as a small archive that replays by itself,
+    /// instead of replaying: N (the launch at event #N, as --events shows it), A..B (events A
+    /// to B), or NAME[#k] (the k-th launch of kernel NAME, from 1; mangled or demangled).
+    #[arg(long, value_name = "LAUNCH", requires = "output")]
+    pub extract: Option<String>,
+
+    /// The archive --extract writes (a new folder).
+    #[arg(short = 'o', long, value_name = "OUT.hrr", requires = "extract", value_parser = absolute)]
+    pub output: Option<PathBuf>,
+
+    /// The device memory --extract snapshots: `all` live allocations, or the allocations the
+    /// launch's pointer `args` point into (and one level of pointers stored in those).
+    #[arg(long, value_name = "REACH", default_value = "all", value_parser = ["all", "args"])]
+    pub extract_reach: String,
+
+    /// Refuse an extraction whose snapshot is larger than this (bytes; K, M, G, T suffixes).
+    #[arg(long, value_name = "N", default_value = "8G",
+          value_parser = crate::replay::extract::parse_bytes)]
+    pub extract_max_bytes: u64,
+
+    /// Launch kernel NAME (mangled or demangled) from the cubin, fatbin or PTX at PATH instead
+    /// of the recorded one, with the recorded arguments (repeatable).
+    #[arg(long, value_name = "NAME=PATH", value_parser = name_path, conflicts_with = "extract")]
+    pub replace_kernel: Vec<(String, PathBuf)>,
+}
+
+fn name_path(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n.to_string(), absolute(p)?)),
+        _ => Err("expected NAME=PATH".into()),
+    }
 }
 
 impl ReplayOptions {
@@ -180,8 +220,33 @@ impl ReplayOptions {
             strict: self.strict,
             no_recheck: self.no_recheck,
             dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
+            extract: self.extract.request(),
+            replace_kernels: self.extract.replace_kernel.clone(),
         }
     }
+}
+
+impl ExtractArgs {
+    /// The extraction asked, if any.
+    fn request(&self) -> Option<crate::replay::extract::Request> {
+        use crate::replay::extract::{Reach, Request};
+        Some(Request {
+            segment: self.extract.clone()?,
+            out: self.output.clone()?,
+            reach: if self.extract_reach == "args" {
+                Reach::Args
+            } else {
+                Reach::All
+            },
+            max_bytes: self.extract_max_bytes,
+        })
+    }
+}
+
+/// A path made absolute as it is parsed (a packed archive is replayed from a temp folder:
+/// paths the user gave relative to where they are must not move with it).
+fn absolute(s: &str) -> Result<PathBuf, String> {
+    std::path::absolute(s).map_err(|e| format!("{e}"))
 }
 
 fn non_negative_f64(s: &str) -> Result<f64, String> {

@@ -27,6 +27,9 @@
 //!   `driver_version`: strings picked out of it, or null
 //! - `unreplayable_calls`: `{call: [reason, ...]}`; `passthrough_calls`: `{call: count}`
 //! - `active_marker`: whether an `active` marker is present
+//! - `extracted_from` (only for an archive written by `--extract`): the manifest's provenance
+//!   object (`source`, `segment`, `first_event`, `last_event`, `kernels`, `reach`,
+//!   `snapshot_bytes`, `fault`)
 //!
 //! Archive root:
 //! - `kind`: `"root"`; `path`; `capture_mode`; `owner_pid`
@@ -529,7 +532,13 @@ fn process_json(v: &ProcessView<'_>) -> InfoProcessJson {
         unreplayable_calls: m.map(|m| m.unreplayable_apis.clone()).unwrap_or_default(),
         passthrough_calls: m.map(|m| m.passthrough_calls.clone()).unwrap_or_default(),
         active_marker: s.active_marker,
+        extracted_from: extracted_from(s).cloned(),
     }
+}
+
+/// The manifest's `extracted_from` (an archive written by `--extract`).
+fn extracted_from(s: &ProcessSummary) -> Option<&serde_json::Value> {
+    s.manifest.as_ref()?.extra.get("extracted_from")
 }
 
 /// Print the detail of one process capture. Returns whether it is complete.
@@ -638,6 +647,38 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     };
     kv(out, arch_label, cc.as_deref().unwrap_or("-"))?;
     kv(out, "Driver version", driver.as_deref().unwrap_or("-"))?;
+    if let Some(x) = extracted_from(s) {
+        let text = |k: &str| {
+            x.get(k)
+                .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+        };
+        let (first, last) = (x.get("first_event"), x.get("last_event"));
+        let events = match (first, last) {
+            (Some(a), Some(b)) if a == b => format!("#{a}"),
+            (Some(a), Some(b)) => format!("#{a}..#{b}"),
+            _ => "?".into(),
+        };
+        let kernels: Vec<&str> = x
+            .get("kernels")
+            .and_then(|k| k.as_array())
+            .map(|k| k.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        kv(
+            out,
+            "Extracted from",
+            &format!(
+                "{} events {events} ({}), reach {}, snapshot {} bytes{}",
+                text("source").unwrap_or_default(),
+                kernels.join(", "),
+                text("reach").unwrap_or_default(),
+                text("snapshot_bytes").unwrap_or_default(),
+                match x.get("fault").and_then(|f| f.as_i64()) {
+                    Some(c) => format!(", faulted ({c}) as expected"),
+                    None => String::new(),
+                }
+            ),
+        )?;
+    }
 
     writeln!(out)?;
     writeln!(out, "Calls by name:")?;

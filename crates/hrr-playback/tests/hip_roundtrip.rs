@@ -744,3 +744,25 @@ fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["kernels_launched"], 0, "{v}");
 }
+
+#[test]
+fn extracted_hip_launches_replay_alone() {
+    // `--extract` on HIP captures: a `<<<>>>` launch reading a `__constant__` variable written
+    // by hipMemcpyToSymbol, and a module launch (crate::replay::extract).
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    for (app, kernel) in [("vector_add", "poly"), ("module_launch", "grid_stride")] {
+        let arch = tmp.path().join(format!("{app}.hrr"));
+        captured(dir, &arch, app);
+        let small = tmp.path().join(format!("{app}-{kernel}.hrr"));
+        let o = small.to_str().unwrap();
+        let (code, out, err) = replay(dir, &arch, &["--extract", kernel, "-o", o]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("[HRR] Extracted launch #"), "{out}");
+        let (code, v) = replay_json(dir, &small, &[]);
+        assert_eq!(code, 0, "{app} {kernel}: {v}");
+        assert_eq!(v["verdict"], "PASS", "{v}");
+        assert_eq!(v["kernels_launched"], 1, "{v}");
+        assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
+    }
+}

@@ -180,6 +180,10 @@ pub fn rerun_command(dir: &Path, opts: &Options) -> Result<std::process::Command
     if opts.loop_count > 1 {
         c.arg("--loop").arg(opts.loop_count.to_string());
     }
+    for (name, path) in &opts.replace_kernels {
+        c.arg("--replace-kernel")
+            .arg(format!("{name}={}", path.display()));
+    }
     Ok(c)
 }
 

@@ -7,6 +7,8 @@
 //! | [`report`] | the summary: one struct, a human and a JSON renderer |
 //! | `check` | D2H comparisons (exact, tolerance, redacted ranges) |
 //! | [`verdict`] | PASS, REPRODUCED, MISMATCH, NOT REPRODUCED, FAULT, HANG, ERROR and their exit codes |
+//! | [`extract`] | `--extract`: one launch or a range of events cut out into a small archive that replays alone |
+//! | `replace` | `--replace-kernel`: launches of a kernel sent to a replacement loaded from a file |
 //! | `recheck` | a second replay on failed D2H checks: the program's own nondeterminism told apart from divergence |
 //! | `fault` | where a fault happened (kernel, arguments, allocations), localisation by a rerun |
 //! | `fields` | the status check and the prescan's reads (handlers read fields into their `hrr_calls` shape) |
@@ -17,11 +19,13 @@
 mod backend;
 mod check;
 pub mod engine;
+pub mod extract;
 mod fault;
 mod fields;
 pub mod options;
 mod placement;
 mod recheck;
+mod replace;
 pub mod report;
 pub mod verdict;
 

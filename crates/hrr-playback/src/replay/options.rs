@@ -30,6 +30,10 @@ pub struct Options {
     pub verbose: bool,
     /// On a fault, do not rerun with `--sync-after-launch` to name the kernel behind it.
     pub no_localize: bool,
+    /// `--extract`: write the segment as a small archive instead of replaying everything.
+    pub extract: Option<super::extract::Request>,
+    /// `--replace-kernel NAME=PATH`: launches of kernel NAME use the one of that name in PATH.
+    pub replace_kernels: Vec<(String, PathBuf)>,
     /// Hold the program's own nondeterminism (bytes differing between two replays) against it:
     /// `MISMATCH` instead of `PASS`.
     pub strict: bool,
@@ -55,6 +59,8 @@ impl Default for Options {
             runtime: None,
             verbose: false,
             no_localize: false,
+            extract: None,
+            replace_kernels: Vec::new(),
             strict: false,
             no_recheck: false,
             dump_d2h: None,

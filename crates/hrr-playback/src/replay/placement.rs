@@ -576,6 +576,12 @@ impl Placement {
     pub fn any_moved(&self) -> bool {
         !self.moved.is_empty()
     }
+
+    /// Recorded allocations alive now, `(recorded start, length)` in address order (what an
+    /// extraction snapshots, `super::extract`).
+    pub fn live(&self) -> Vec<(u64, u64)> {
+        self.live.iter().map(|(&s, &l)| (s, l)).collect()
+    }
 }
 
 #[cfg(test)]

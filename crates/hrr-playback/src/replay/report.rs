@@ -87,6 +87,8 @@ pub struct Summary {
     pub fault_site: Option<Site>,
     /// The last kernel launched before a hang (`--sync-watchdog-ms`), if any.
     pub last_launch: Option<Site>,
+    /// `--replace-kernel`: (kernel, replacement file, launches that used it).
+    pub replaced_kernels: Vec<(String, String, u64)>,
 }
 
 impl Summary {
@@ -204,6 +206,15 @@ impl Summary {
                 "nothing compared: {} D2H result{} skipped",
                 c.skipped,
                 plural(c.skipped)
+            ));
+        }
+        if let (Some(r), false) = (&self.recorded_failure, self.replaced_kernels.is_empty()) {
+            notes.push(format!(
+                "the recorded failure (status {} at event #{} {}) did not happen with the replaced kernel{}",
+                r.code,
+                r.seq,
+                r.call,
+                plural(self.replaced_kernels.len() as u64)
             ));
         }
         if !self.skipped_calls.is_empty() {
@@ -384,6 +395,14 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "Kernels launched", s.kernels_launched
     )?;
     writeln!(w, "[HRR] {:<16}: {}", "Graphs launched", s.graphs_launched)?;
+    for (k, path, n) in &s.replaced_kernels {
+        writeln!(
+            w,
+            "[HRR] {:<16}: {k} by {path} ({n} launch{})",
+            "Replaced kernel",
+            if *n == 1 { "" } else { "es" }
+        )?;
+    }
     writeln!(
         w,
         "[HRR] {:<16}: {} pass ({} exact, {} within tol), {} fail, {} skipped{}",
@@ -452,6 +471,7 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `recorded_failure` | object or null | `seq`, `call`, `code`: the GPU failure the recorded run hit |
 /// | `fault_site` | object or null | the launch a fault is attributed to: `seq`, `launch`, `kernel` (demangled), `kernel_mangled`, `grid`, `block`, `shared_mem`, `args` (`offset`, `size`, `value` hex, `allocation` or null, `suspicious`), `localized_by_rerun` |
 /// | `last_launch` | object or null | on a hang, the last kernel launched (same fields as `fault_site`) |
+/// | `replaced_kernels` | array of objects | `--replace-kernel`: `kernel` (demangled), `path`, `launches` (integer: launches that used the replacement) |
 pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let c = &s.checks;
     let p = &s.placement;
@@ -483,6 +503,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "stopped_at": s.stopped_at.as_ref().map(|(seq, st)| serde_json::json!({"seq": seq, "status": st})),
         "recorded_failure": s.recorded_failure.as_ref().map(|r| serde_json::json!({"seq": r.seq, "call": r.call, "code": r.code})),
         "fault_site": s.fault_site, "last_launch": s.last_launch,
+        "replaced_kernels": s.replaced_kernels.iter().map(|(k, p, n)| serde_json::json!({"kernel": k, "path": p, "launches": n})).collect::<Vec<_>>(),
     });
     writeln!(w, "{v}")
 }
@@ -651,7 +672,8 @@ mod tests {
         assert_eq!(keys[..3], ["schema", "ok", "archive"]);
         assert_eq!(v["schema"], "hrr.replay/1");
         assert_eq!(v["ok"], true);
-        assert_eq!(keys.last(), Some(&"last_launch"));
+        assert_eq!(keys.last(), Some(&"replaced_kernels"));
+        assert_eq!(v["replaced_kernels"], serde_json::json!([]));
         assert_eq!(v["result"], "PASS");
         assert_eq!(v["verdict"], "PASS");
         assert_eq!(v["exit_code"], 0);

@@ -191,6 +191,21 @@ pub trait Backend {
     fn finish(&mut self) -> Result<()>;
     /// How recorded allocations landed.
     fn placement(&self) -> Tally;
+    /// Read `len` bytes at recorded device address `addr` (translated when it moved), waiting
+    /// until they are read (the snapshots of `crate::replay::extract`).
+    fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>>;
+    /// Recorded device allocations alive now: `(recorded start, length)`.
+    fn live_ranges(&self) -> Vec<(u64, u64)>;
+    /// Launch kernel `name` (mangled, as recorded) from code `image` instead of the recorded
+    /// one (`--replace-kernel`, `crate::replay::replace`); answers the replacement's parameter
+    /// layout `(offset, size)` when the driver tells it.
+    fn replace_kernel(&mut self, name: &str, _image: &[u8]) -> Result<Option<Vec<(u64, u64)>>> {
+        anyhow::bail!("--replace-kernel {name}: not available for this API yet (CUDA only)")
+    }
+    /// Replaced kernels (mangled names) and how many launches used the replacement.
+    fn replaced_launches(&self) -> Vec<(String, u64)> {
+        Vec::new()
+    }
 }
 
 /// Which device range a successful allocation call took (read by `fields::extent` and

@@ -89,6 +89,7 @@ driver_api! {
     cuFuncSetAttribute: fn(H, c_int, c_int);
     cuKernelSetAttribute: fn(c_int, c_int, H, c_int);
     cuFuncSetCacheConfig: fn(H, c_int);
+    cuFuncGetParamInfo: fn(H, usize, *mut usize, *mut usize);
     cuLaunchKernel: fn(H, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, H, *mut *mut c_void, *mut *mut c_void);
     cuLaunchKernelEx: fn(*const LaunchConfig, H, *mut *mut c_void, *mut *mut c_void);
     cuLaunchCooperativeKernel: fn(H, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, H, *mut *mut c_void);

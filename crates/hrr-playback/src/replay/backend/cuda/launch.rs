@@ -29,6 +29,7 @@ impl Cuda {
                 l.function
             )
         })?;
+        let func = self.replaced_function(&l.kernel, func);
         let stream = self.stream(ev, l.stream)?;
         let mut args = std::mem::take(&mut l.args);
         let offs = &l.arg_offsets;

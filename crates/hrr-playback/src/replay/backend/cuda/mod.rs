@@ -17,6 +17,7 @@
 //! | `graphs.rs` | graphs rebuilt from recorded stream captures or node by node |
 //! | `hostmem.rs` | host-visible memory (pinned, registered, managed) and the host's recorded writes and reads of it |
 //! | `pools.rs` | stream-ordered memory pools |
+//! | `extract.rs` | snapshot reads for `--extract`, replacement kernels for `--replace-kernel` |
 //!
 //! Handles (contexts, streams, events, modules, libraries, functions, kernels, VMM handles) are
 //! remapped; code objects are loaded once, before the first call, and kernels are bound through
@@ -27,6 +28,7 @@ mod arrays;
 mod code;
 mod copies;
 mod driver;
+mod extract;
 mod graphs;
 mod hostmem;
 mod launch;
@@ -81,6 +83,8 @@ pub struct Cuda {
     host: hostmem::HostRegions,
     /// Stream-ordered frees not released yet.
     deferred: Deferred,
+    /// `--replace-kernel`: recorded (mangled) kernel name → replacement function, launches.
+    replaced: HashMap<String, (H, u64)>,
 }
 
 impl Cuda {
@@ -309,5 +313,27 @@ impl Backend for Cuda {
 
     fn placement(&self) -> Tally {
         self.mem.tally()
+    }
+
+    fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.read_recorded(addr, len)
+    }
+
+    fn live_ranges(&self) -> Vec<(u64, u64)> {
+        self.mem.live()
+    }
+
+    fn replace_kernel(&mut self, name: &str, image: &[u8]) -> Result<Option<Vec<(u64, u64)>>> {
+        self.load_replacement(name, image)
+    }
+
+    fn replaced_launches(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<_> = self
+            .replaced
+            .iter()
+            .map(|(k, &(_, n))| (k.clone(), n))
+            .collect();
+        v.sort();
+        v
     }
 }

@@ -65,6 +65,7 @@ impl Cuda {
             graph_host: Vec::new(),
             objects: Objects::default(),
             ops: Ops::default(),
+            replaced: HashMap::new(),
             host: Default::default(),
             deferred: Default::default(),
         };

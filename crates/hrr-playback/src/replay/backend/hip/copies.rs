@@ -26,6 +26,25 @@ impl Hip {
         Ok(())
     }
 
+    /// `len` bytes at recorded device address `addr`, read once the device is idle (the null
+    /// stream does not wait for non-blocking streams), on the null stream (the snapshots of
+    /// `--extract`).
+    pub(super) fn read_recorded(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.device_synchronize()?;
+        let mut got = vec![0u8; len];
+        let src = self.mem.translate(addr);
+        let what = format!("snapshot read of 0x{addr:x} (+{len} bytes)");
+        self.copy(
+            got.as_mut_ptr() as u64,
+            src,
+            len,
+            kind::D2H,
+            std::ptr::null_mut(),
+            &what,
+        )?;
+        Ok(got)
+    }
+
     /// Copy `data` to `dst` on recorded stream `stream`.
     fn h2d(&mut self, ev: &Event, dst: u64, data: &[u8], stream: u64) -> Result<()> {
         let stream = self.stream(stream)?;

@@ -202,4 +202,12 @@ impl Backend for Hip {
     fn placement(&self) -> Tally {
         self.mem.tally()
     }
+
+    fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
+        self.read_recorded(addr, len)
+    }
+
+    fn live_ranges(&self) -> Vec<(u64, u64)> {
+        self.mem.live()
+    }
 }

@@ -1,0 +1,917 @@
+//! `--extract SEGMENT -o OUT`: one kernel launch (or a range of events) of a capture cut out
+//! into a small archive that replays by itself.
+//!
+//! The capture is replayed up to the segment's first event; then the device memory the
+//! segment can reach is read ([`Reach::All`]: every live recorded allocation and every
+//! `__device__` variable looked up; [`Reach::Args`]: only the allocations the segment's
+//! launches' 8-byte arguments point into, plus one level of pointers found inside those, and
+//! the variables); the segment is replayed, the device synchronised, and the same ranges read
+//! again. OUT is a new archive of the SOURCE schema:
+//!
+//! 1. the set-up events before the segment, verbatim (initialisation, contexts, allocations,
+//!    frees, VMM and host memory, code loads and unloads, look-ups, attributes, streams and
+//!    events; launches, copies, memsets, synchronisations, graphs, stream captures and host
+//!    functions are left out), with every blob and code object they name; for one launch,
+//!    only the code objects it runs are loaded (`plan_setup`);
+//! 2. the first snapshot as synthetic H2D copies (the API's plain H2D call, result 0), in
+//!    blobs of at most [`CHUNK`] bytes, each read, stored and dropped in turn (no full device
+//!    image is ever held in memory);
+//! 3. the segment's events verbatim, with their blobs;
+//! 4. a context synchronisation, then the second snapshot as synthetic D2H copies: the checks.
+//!
+//! When the segment faulted during extraction, the synchronisation carries the fault code as
+//! its recorded result and no D2H check follows: the small archive replays `REPRODUCED`.
+//! A reach larger than `--extract-max-bytes` is refused with its size. The new manifest's
+//! `extracted_from` says where it came from (`--info` shows it).
+//!
+//! Not covered yet: memory the program mapped itself with the VMM calls, CUDA arrays, managed
+//! and host-mapped memory are not snapshotted (only allocations `crate::replay::placement`
+//! recreates, and module variables looked up by address, `cuModuleGetGlobal`; the host's
+//! recorded writes into managed and mapped memory are kept as set-up instead, and what the
+//! segment writes there is not checked); HIP variables
+//! written by name (`hipMemcpyToSymbol`) are restored by keeping those copies as set-up, so a
+//! kernel's own later writes to such a variable are lost; a launch captured into a graph is
+//! refused alone (a range from the capture's start to the graph's launch extracts). Both
+//! backends read snapshots; `--replace-kernel` is CUDA only.
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use hrr_archive::blobs::{find_code_object, open_blob};
+use hrr_archive::reader::EventReader;
+use hrr_archive::schema::{decode_fields, object_fields, CallClass, CallDef, FieldType, Schema};
+use hrr_archive::schema::{PayloadBuilder, Value};
+use hrr_archive::writer::{ProcessWriter, EVENTS_FILE};
+use hrr_archive::{layout, summary, ObjectId};
+use hrr_calls::shapes::{CopyD2h, CopyH2d, CopyToSymbol, Global, Launch, NoFields};
+use hrr_calls::wire::FieldType as WireType;
+use hrr_calls::{Kind, Shape};
+
+use super::backend::{base_name, resolve, Backend, Event, Family, Outcome, TableOp};
+use super::engine::{prescan, read_blob};
+use super::fields;
+use super::options::Options;
+use super::replace::names;
+use super::verdict::{self, Stop};
+use crate::demangle::demangle;
+
+/// The largest snapshot blob.
+pub const CHUNK: u64 = 64 << 20;
+
+/// Which device memory a snapshot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Every live recorded allocation.
+    All,
+    /// The allocations the launches' pointer arguments fall in, and one level of pointers
+    /// stored inside those.
+    Args,
+}
+
+impl Reach {
+    /// As the flag and the manifest spell it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Reach::All => "all",
+            Reach::Args => "args",
+        }
+    }
+}
+
+/// What `--extract` asks.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `N` (the launch at event N), `A..B` (events A to B), or `NAME[#k]` (the k-th launch of
+    /// kernel NAME, from 1; mangled or demangled).
+    pub segment: String,
+    /// The archive to write (must not exist).
+    pub out: PathBuf,
+    /// Which memory is snapshotted.
+    pub reach: Reach,
+    /// The largest snapshot allowed, bytes.
+    pub max_bytes: u64,
+}
+
+/// The events extracted.
+#[derive(Debug, Clone)]
+struct Segment {
+    first: u64,
+    last: u64,
+    /// The launches in it, demangled, for the note and the manifest.
+    kernels: Vec<String>,
+    /// The 8-byte arguments of its launches (candidate pointers for [`Reach::Args`]).
+    pointer_args: Vec<u64>,
+    /// The code objects its launches run (`None`: keep every code object: a range of events,
+    /// or a launch whose code object was not recorded).
+    code: Option<HashSet<ObjectId>>,
+    /// Thread and timestamp of its first event (the synthetic events take them).
+    thread: u64,
+    ts: u64,
+}
+
+/// One piece of a snapshot: recorded address, length, blob.
+struct Piece {
+    addr: u64,
+    len: u64,
+    blob: ObjectId,
+}
+
+/// How the user named the segment.
+enum Spec {
+    Event(u64),
+    Range(u64, u64),
+    Kernel(String, u64),
+}
+
+fn parse_spec(s: &str) -> Result<Spec> {
+    let s = s.trim();
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (a.trim_start_matches('#'), b.trim_start_matches('#'));
+        if let (Ok(a), Ok(b)) = (a.parse::<u64>(), b.parse::<u64>()) {
+            if a > b {
+                bail!("--extract {s}: the range ends before it starts");
+            }
+            return Ok(Spec::Range(a, b));
+        }
+    }
+    if let Ok(n) = s.trim_start_matches('#').parse::<u64>() {
+        return Ok(Spec::Event(n));
+    }
+    if s.is_empty() {
+        bail!("--extract: empty segment (give N, A..B or NAME[#k])");
+    }
+    match s.rsplit_once('#') {
+        Some((name, k)) if !name.is_empty() && k.parse::<u64>().is_ok() => {
+            let k = k.parse::<u64>()?;
+            if k == 0 {
+                bail!("--extract {s}: launches of a kernel count from #1");
+            }
+            Ok(Spec::Kernel(name.to_string(), k))
+        }
+        _ => Ok(Spec::Kernel(s.to_string(), 1)),
+    }
+}
+
+/// Find the segment `spec` names in the capture.
+fn resolve_segment(dir: &Path, schema: &Schema, spec: &Spec) -> Result<Segment> {
+    let mut seg: Option<Segment> = None;
+    let mut last_seq = None;
+    let mut matched = 0u64;
+    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
+        let rec = rec?;
+        let seq = rec.header.seq;
+        last_seq = Some(seq);
+        let call = schema.call(rec.header.kind);
+        let launch = match call {
+            Some(c) if c.class == CallClass::Launch => decode_fields(c, &rec.payload)
+                .ok()
+                .and_then(|f| Launch::read(&f).ok()),
+            _ => None,
+        };
+        let start = match spec {
+            Spec::Event(n) => *n == seq,
+            Spec::Range(a, _) => *a == seq,
+            Spec::Kernel(name, k) => {
+                let hit = launch.as_ref().is_some_and(|l| names(name, &l.kernel));
+                if hit {
+                    matched += 1;
+                }
+                hit && matched == *k
+            }
+        };
+        if start {
+            if !matches!(spec, Spec::Range(..))
+                && launch.as_ref().is_some_and(|l| l.in_capture != 0)
+            {
+                bail!(
+                    "--extract: launch #{seq} was captured into a CUDA graph (it ran when the graph did); \
+                     extract a range A..B from the capture's start to the graph's launch instead"
+                );
+            }
+            if let Spec::Event(_) = spec {
+                if launch.is_none() {
+                    let what = call.map_or("an unknown record".to_string(), |c| c.name.clone());
+                    bail!(
+                        "--extract {seq}: event #{seq} is {what}, not a kernel launch (A..B extracts a range of events)"
+                    );
+                }
+            }
+            seg = Some(Segment {
+                first: seq,
+                last: match spec {
+                    Spec::Range(_, b) => *b,
+                    _ => seq,
+                },
+                kernels: Vec::new(),
+                pointer_args: Vec::new(),
+                code: (!matches!(spec, Spec::Range(..))).then(HashSet::new),
+                thread: rec.header.thread_id,
+                ts: rec.header.timestamp_ns,
+            });
+        }
+        if let (Some(s), Some(l)) = (seg.as_mut(), launch.as_ref()) {
+            if (s.first..=s.last).contains(&seq) {
+                s.kernels.push(demangle(&l.kernel));
+                match l.code {
+                    Some(id) => {
+                        if let Some(c) = s.code.as_mut() {
+                            c.insert(id);
+                        }
+                    }
+                    None => s.code = None,
+                }
+                for (&off, &size) in l.arg_offsets.iter().zip(&l.arg_sizes) {
+                    let o = off as usize;
+                    if let (8, Some(b)) = (size, l.args.get(o..o + 8)) {
+                        s.pointer_args
+                            .push(u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                    }
+                }
+            }
+        }
+        if seg.as_ref().is_some_and(|s| seq >= s.last) {
+            break;
+        }
+    }
+    let Some(seg) = seg else {
+        return Err(match spec {
+            Spec::Kernel(name, k) => anyhow!(
+                "--extract {name}#{k}: the capture has {matched} launch(es) of a kernel named `{name}`"
+            ),
+            Spec::Event(n) | Spec::Range(n, _) => anyhow!(
+                "--extract: the capture has no event #{n} (its last is #{})",
+                last_seq.map_or("none".into(), |s| s.to_string())
+            ),
+        });
+    };
+    if last_seq.is_some_and(|l| l < seg.last) {
+        bail!(
+            "--extract {}..{}: the capture ends at event #{}",
+            seg.first,
+            seg.last,
+            last_seq.unwrap_or(0)
+        );
+    }
+    Ok(seg)
+}
+
+/// What an event's call does, and its record shape (`None`: not a call of the table).
+fn kind_of(family: Family, name: &str, fields: &[(&str, Value)]) -> Option<(Kind, Shaped)> {
+    fn of<O: TableOp>(name: &str, fields: &[(&str, Value)]) -> Option<(Kind, Shaped)> {
+        let op = resolve::<O>(base_name(name).0, fields.iter().map(|(n, _)| *n))?;
+        let shaped = match op.fields() {
+            f if f == Global::FIELDS => Shaped::Global,
+            f if f == CopyToSymbol::FIELDS => Shaped::ToSymbol,
+            _ => Shaped::Other,
+        };
+        Some((op.kind(), shaped))
+    }
+    match family {
+        Family::Cuda => of::<hrr_calls::cuda::Op>(name, fields),
+        Family::Hip => of::<hrr_calls::hip::Op>(name, fields),
+    }
+}
+
+/// The record shapes extraction tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shaped {
+    /// A module variable looked up (`Global`): its range is snapshotted.
+    Global,
+    /// A copy to a variable by name (HIP's `hipMemcpyToSymbol`, `CopyToSymbol`): kept as set-up,
+    /// since the variable's address is not known to the snapshot.
+    ToSymbol,
+    /// Anything else.
+    Other,
+}
+
+/// The set-up a small archive keeps from before its segment. Host writes into host-visible
+/// (mapped, managed) memory are kept too: that memory is not in the snapshot, so its contents
+/// are rebuilt from what the host wrote (device writes to it before the segment are lost).
+fn is_setup((kind, shaped): (Kind, Shaped)) -> bool {
+    use Kind::*;
+    shaped == Shaped::ToSymbol
+        || matches!(
+            kind,
+            Init | Context
+                | Alloc
+                | Reserve
+                | Managed
+                | Free
+                | HostMem
+                | Vmm
+                | Load
+                | Unload
+                | Lookup
+                | Attribute
+                | Register
+                | Stream
+                | Event
+                | Array
+                | Pool
+                | HostWrite
+        )
+}
+
+/// The set-up events before the segment the small archive keeps (by sequence number): every
+/// set-up call, less the code loads (and registrations) of code objects the segment's launches
+/// do not run, and the look-ups, attributes, registrations and unloads of what those loaded
+/// (an event naming a handle a dropped load or look-up produced is dropped with it).
+fn plan_setup(dir: &Path, schema: &Schema, family: Family, seg: &Segment) -> Result<HashSet<u64>> {
+    let mut keep = HashSet::new();
+    let mut dropped: HashSet<u64> = HashSet::new();
+    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
+        let rec = rec?;
+        let seq = rec.header.seq;
+        if seq >= seg.first {
+            break;
+        }
+        let Some(call) = schema.call(rec.header.kind) else {
+            continue;
+        };
+        let fields = decode_fields(call, &rec.payload)
+            .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
+        let Some(ks) = kind_of(family, &call.name, &fields).filter(|&k| is_setup(k)) else {
+            continue;
+        };
+        let handles: Vec<u64> = fields
+            .iter()
+            .filter_map(|(_, v)| match v {
+                Value::Handle(h) if *h != 0 => Some(*h),
+                _ => None,
+            })
+            .collect();
+        let loads = matches!(ks.0, Kind::Load | Kind::Register);
+        if let (true, Some(id), Some(needed)) = (loads, fields::code_object(&fields), &seg.code) {
+            if needed.contains(&id) {
+                for h in &handles {
+                    dropped.remove(h); // a handle value reused by a load that stays
+                }
+                keep.insert(seq);
+            } else {
+                dropped.extend(handles);
+            }
+            continue;
+        }
+        if handles.iter().any(|h| dropped.contains(h)) {
+            if matches!(ks.0, Kind::Lookup | Kind::Register) {
+                dropped.extend(handles); // derived from a dropped load
+            }
+            continue;
+        }
+        keep.insert(seq);
+    }
+    Ok(keep)
+}
+
+/// The plain H2D, D2H and synchronisation calls of a family.
+fn synthetic_names(family: Family) -> [&'static str; 3] {
+    match family {
+        Family::Cuda => ["cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuCtxSynchronize"],
+        Family::Hip => ["hipMemcpyHtoD", "hipMemcpyDtoH", "hipDeviceSynchronize"],
+    }
+}
+
+/// The schema's call `name`, checked to record shape `fields` (after its result).
+fn synthetic_call<'s>(
+    schema: &'s Schema,
+    name: &str,
+    fields: &[(&str, WireType)],
+) -> Result<&'s CallDef> {
+    let call = schema.call_by_name(name).ok_or_else(|| {
+        anyhow!("the capture's schema has no {name}: cannot write the snapshot as its calls")
+    })?;
+    let recorded = call
+        .fields
+        .iter()
+        .filter(|f| f.ty != FieldType::Result)
+        .map(|f| (f.name.as_str(), f.ty));
+    if !recorded.eq(fields.iter().copied()) {
+        bail!("the capture's {name} records other fields than this build writes");
+    }
+    Ok(call)
+}
+
+/// A synthetic event's payload: `result` (when the call has one), then the shape.
+fn payload(call: &CallDef, result: i32, s: &impl Shape) -> Vec<u8> {
+    let mut p = PayloadBuilder::new();
+    if call
+        .fields
+        .first()
+        .is_some_and(|f| f.ty == FieldType::Result)
+    {
+        p.i32(result);
+    }
+    s.write(&mut p);
+    p.into_bytes()
+}
+
+/// Sorted non-empty ranges, overlapping ones merged (adjacent ones stay apart: a copy must
+/// not span two allocations).
+fn merged(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.retain(|&(s, l)| s != 0 && l != 0);
+    v.sort();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (s, l) in v {
+        match out.last_mut() {
+            Some(last) if s < last.0.saturating_add(last.1) => {
+                last.1 = last.1.max(s.saturating_add(l) - last.0)
+            }
+            _ => out.push((s, l)),
+        }
+    }
+    out
+}
+
+/// The range of sorted `ranges` holding address `v`.
+fn containing(ranges: &[(u64, u64)], v: u64) -> Option<(u64, u64)> {
+    let i = ranges.partition_point(|&(s, _)| s <= v);
+    let &(s, l) = ranges.get(i.checked_sub(1)?)?;
+    (v < s.saturating_add(l)).then_some((s, l))
+}
+
+fn total(ranges: &[(u64, u64)]) -> u64 {
+    ranges.iter().map(|r| r.1).sum()
+}
+
+fn too_large(reach: Reach, bytes: u64, max: u64) -> anyhow::Error {
+    anyhow!(
+        "--extract: the segment reaches {bytes} bytes of device memory ({:.1} MiB, reach `{}`), more than --extract-max-bytes {max}",
+        bytes as f64 / (1u64 << 20) as f64,
+        reach.word()
+    )
+}
+
+/// The device ranges a snapshot holds (recorded addresses), checked against the limit.
+fn reach_ranges(
+    backend: &mut dyn Backend,
+    req: &Request,
+    seg: &Segment,
+    globals: &[(u64, u64)],
+) -> Result<Vec<(u64, u64)>> {
+    let live = merged(backend.live_ranges());
+    let chosen = match req.reach {
+        Reach::All => live,
+        Reach::Args => {
+            let level0 = merged(
+                seg.pointer_args
+                    .iter()
+                    .filter_map(|&p| containing(&live, p))
+                    .collect(),
+            );
+            if total(&level0) > req.max_bytes {
+                return Err(too_large(req.reach, total(&level0), req.max_bytes));
+            }
+            // One level of pointers stored in those allocations (8-byte aligned words).
+            let mut found = level0.clone();
+            for &(s, l) in &level0 {
+                let mut off = 0;
+                while off < l {
+                    let n = (l - off).min(CHUNK);
+                    let bytes = backend.read_device(s + off, n as usize)?;
+                    for w in bytes.chunks_exact(8) {
+                        let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                        if let Some(r) = containing(&live, v) {
+                            found.push(r);
+                        }
+                    }
+                    off += n;
+                }
+            }
+            merged(found)
+        }
+    };
+    let all = merged(chosen.into_iter().chain(globals.iter().copied()).collect());
+    if total(&all) > req.max_bytes {
+        return Err(too_large(req.reach, total(&all), req.max_bytes));
+    }
+    Ok(all)
+}
+
+/// Read `ranges` in pieces of at most [`CHUNK`] bytes, each stored as a blob of `w` at once.
+fn snapshot(
+    backend: &mut dyn Backend,
+    w: &mut ProcessWriter,
+    ranges: &[(u64, u64)],
+) -> Result<Vec<Piece>> {
+    let mut pieces = Vec::new();
+    for &(s, l) in ranges {
+        let mut off = 0;
+        while off < l {
+            let n = (l - off).min(CHUNK);
+            let bytes = backend.read_device(s + off, n as usize)?;
+            let blob = w.put_blob(&bytes)?;
+            pieces.push(Piece {
+                addr: s + off,
+                len: n,
+                blob,
+            });
+            off += n;
+        }
+    }
+    Ok(pieces)
+}
+
+/// Copy one source event into `w` verbatim, with the blobs and code objects it names (a
+/// reference is rewritten should the store name the content otherwise).
+fn copy_event(
+    w: &mut ProcessWriter,
+    dir: &Path,
+    call: &CallDef,
+    rec: &hrr_archive::stream::Record,
+) -> Result<()> {
+    let seq = rec.header.seq;
+    let mut payload = rec.payload.clone();
+    let refs = object_fields(call, &payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
+    for r in refs {
+        let Some(id) = r.id else { continue };
+        let new = if r.ty == FieldType::Code {
+            let (path, kind) = find_code_object(dir, &id)
+                .ok_or_else(|| anyhow!("event #{seq}: code object {id} is missing"))?;
+            let bytes = std::fs::read(&path)
+                .with_context(|| format!("event #{seq}: reading {}", path.display()))?;
+            w.put_code_object(&bytes, kind)?
+        } else {
+            let mut f = open_blob(dir, &id, None)
+                .with_context(|| format!("event #{seq}: blob {id} of {}", dir.display()))?;
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes)
+                .with_context(|| format!("event #{seq}: reading blob {id}"))?;
+            w.put_blob(&bytes)?
+        };
+        if new != id {
+            payload[r.offset..r.offset + 16].copy_from_slice(&new.0);
+        }
+    }
+    let (k, t, ts) = (
+        rec.header.kind,
+        rec.header.thread_id,
+        rec.header.timestamp_ns,
+    );
+    w.events().append_at(k, t, ts, &payload)?;
+    Ok(())
+}
+
+/// Bytes of the files under `p`.
+fn tree_bytes(p: &Path) -> u64 {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if !m.is_dir() {
+        return m.len();
+    }
+    std::fs::read_dir(p)
+        .map(|rd| rd.flatten().map(|e| tree_bytes(&e.path())).sum())
+        .unwrap_or(0)
+}
+
+/// What the extraction did, for the closing lines and the manifest.
+struct Done {
+    seg: Segment,
+    snapshot_bytes: u64,
+    pieces: usize,
+    checks: usize,
+    events: u64,
+    fault: Option<(i32, String)>,
+    out_dir: PathBuf,
+    /// D2H results before the segment that differed from the recording (the snapshot is of
+    /// this replay's state, not the recorded one's).
+    prefix_mismatches: u64,
+}
+
+/// Extract `req` from the process capture in `dir`; the closing lines to `out`. Returns the
+/// exit code (0: the archive was written).
+pub fn run(opts: &Options, req: &Request, dir: &Path, out: &mut dyn Write) -> Result<i32> {
+    if std::fs::symlink_metadata(&req.out).is_ok() {
+        bail!(
+            "--extract: {} exists; the small archive is written to a new folder",
+            req.out.display()
+        );
+    }
+    let result = extract(opts, req, dir);
+    let done = match result {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&req.out); // ours: it did not exist
+            return Err(e);
+        }
+    };
+    let (src, dst) = (tree_bytes(dir), tree_bytes(&req.out));
+    let seg = &done.seg;
+    let what = if seg.first == seg.last {
+        format!("launch #{} {}", seg.first, seg.kernels.join(", "))
+    } else {
+        format!("events #{}..#{}", seg.first, seg.last)
+    };
+    if opts.json {
+        let v = serde_json::json!({
+            "schema": "hrr.extract/1", "ok": true,
+            "source": hrr_cli::unalias(&dir.display().to_string()),
+            "archive": done.out_dir.display().to_string(),
+            "first": seg.first, "last": seg.last, "kernels": seg.kernels,
+            "reach": req.reach.word(), "snapshot_bytes": done.snapshot_bytes,
+            "snapshot_blobs": done.pieces, "d2h_checks": done.checks, "events": done.events,
+            "fault": done.fault.as_ref().map(|(c, n)| serde_json::json!({"code": c, "name": n})),
+            "archive_bytes": dst, "source_bytes": src,
+            "prefix_mismatches": done.prefix_mismatches,
+        });
+        writeln!(out, "{v}")?;
+    } else {
+        writeln!(
+            out,
+            "[HRR] Extracted {what} into {}",
+            done.out_dir.display()
+        )?;
+        writeln!(
+            out,
+            "[HRR] {:<16}: {} bytes in {} blob{} (reach {})",
+            "Snapshot",
+            done.snapshot_bytes,
+            done.pieces,
+            if done.pieces == 1 { "" } else { "s" },
+            req.reach.word()
+        )?;
+        writeln!(out, "[HRR] {:<16}: {}", "Events", done.events)?;
+        if done.prefix_mismatches > 0 {
+            writeln!(
+                out,
+                "[HRR] {:<16}: {} D2H result{} before the segment differed from the recording: \
+                 the snapshot is this replay's state",
+                "Warning",
+                done.prefix_mismatches,
+                if done.prefix_mismatches == 1 { "" } else { "s" }
+            )?;
+        }
+        match &done.fault {
+            Some((code, name)) => writeln!(
+                out,
+                "[HRR] {:<16}: the segment faulted ({name}, {code}): recorded as the expected outcome",
+                "Outcome"
+            )?,
+            None => writeln!(out, "[HRR] {:<16}: {}", "D2H checks", done.checks)?,
+        }
+        writeln!(
+            out,
+            "[HRR] {:<16}: {dst} bytes (source {src} bytes)",
+            "Archive size"
+        )?;
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
+    let sum = summary::summarize(dir)?;
+    let schema = sum
+        .schema
+        .clone()
+        .ok_or_else(|| anyhow!("{}: events.bin has no schema record", dir.display()))?;
+    let family = Family::of(schema.api.as_str()).ok_or_else(|| {
+        anyhow!(
+            "{}: extraction from `{}` archives is not available (CUDA driver and HIP only)",
+            dir.display(),
+            schema.api
+        )
+    })?;
+    let seg = resolve_segment(dir, &schema, &parse_spec(&req.segment)?)?;
+    let setup = plan_setup(dir, &schema, family, &seg)?;
+    let [h2d_name, d2h_name, sync_name] = synthetic_names(family);
+    let h2d = synthetic_call(&schema, h2d_name, CopyH2d::FIELDS)?;
+    let d2h = synthetic_call(&schema, d2h_name, CopyD2h::FIELDS)?;
+    let sync = synthetic_call(&schema, sync_name, NoFields::FIELDS)?;
+
+    let scan = prescan(dir, family)?;
+    let mut backend = family.open(opts, &scan.ranges)?;
+    backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
+    backend.preload(&scan.code)?;
+
+    let pid = layout::pid_of_dir_name(dir).unwrap_or(1);
+    let ppid = sum.manifest.as_ref().map_or(0, |m| m.parent_pid);
+    let mut w = ProcessWriter::create(&req.out, pid, ppid, &schema)
+        .with_context(|| format!("creating {}", req.out.display()))?;
+    let blobs = |id: Option<ObjectId>, expected: Option<u64>| read_blob(dir, id, expected);
+
+    // Replay up to the segment, snapshot, replay the segment.
+    let mut globals = Vec::new();
+    let mut ranges = Vec::new();
+    let mut before: Option<Vec<Piece>> = None;
+    let mut fault: Option<(i32, String)> = None;
+    let mut prefix_mismatches = 0u64;
+    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
+        let rec = rec?;
+        let seq = rec.header.seq;
+        if seq > seg.last {
+            break;
+        }
+        let Some(call) = schema.call(rec.header.kind) else {
+            continue;
+        };
+        let fields = decode_fields(call, &rec.payload)
+            .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
+        let failed = fields::failed_in_capture(&fields);
+        if seq < seg.first && !failed && setup.contains(&seq) {
+            if let Some((Kind::Lookup, Shaped::Global)) = kind_of(family, &call.name, &fields) {
+                let g = Global::read(&fields)?;
+                globals.push((g.dptr, g.bytes));
+            }
+        }
+        if seq >= seg.first && before.is_none() {
+            ranges = reach_ranges(&mut *backend, req, &seg, &globals)?;
+            before = Some(
+                snapshot(&mut *backend, &mut w, &ranges).context("snapshot before the segment")?,
+            );
+        }
+        let recorded_fault = scan.recorded_failure.as_ref().is_some_and(|f| f.seq == seq);
+        if failed && !recorded_fault {
+            continue; // failed during capture: not reissued
+        }
+        let (name, per_thread) = base_name(&call.name);
+        let ev = Event {
+            seq,
+            id: rec.header.kind,
+            name,
+            per_thread,
+            fields,
+        };
+        let outcome = backend.replay(&ev, &blobs, opts);
+        if let (Ok(Outcome::D2h { got, expected }), true) = (&outcome, seq < seg.first) {
+            let want = read_blob(dir, *expected, None)?;
+            if want.as_ref().is_some_and(|w| w != got) {
+                prefix_mismatches += 1;
+            }
+        }
+        if let Err(e) = outcome {
+            match verdict::classify(&e) {
+                Stop::Fault { code, name } if seq >= seg.first => {
+                    fault = Some((code, name));
+                    break;
+                }
+                _ if seq >= seg.first => {
+                    return Err(e.context(format!("event #{seq} {} (in the segment)", call.name)))
+                }
+                _ => {
+                    return Err(e.context(format!(
+                        "replaying up to the segment: event #{seq} {}",
+                        call.name
+                    )))
+                }
+            }
+        }
+    }
+    let before = before.ok_or_else(|| anyhow!("the segment was never reached"))?;
+    if fault.is_none() {
+        if let Err(e) = backend.finish() {
+            match verdict::classify(&e) {
+                Stop::Fault { code, name } => fault = Some((code, name)),
+                _ => return Err(e.context("synchronising after the segment")),
+            }
+        }
+    }
+    // The same ranges again (those the segment freed left out): the checks.
+    let after = if fault.is_none() {
+        let live = merged(backend.live_ranges());
+        ranges.retain(|&(s, l)| {
+            globals.iter().any(|&(g, gl)| g <= s && s + l <= g + gl)
+                || containing(&live, s).is_some_and(|(ls, ll)| s + l <= ls + ll)
+        });
+        snapshot(&mut *backend, &mut w, &ranges).context("snapshot after the segment")?
+    } else {
+        Vec::new()
+    };
+
+    // Write the small archive: set-up, snapshot as H2D, the segment, sync, D2H checks.
+    let (t, ts) = (seg.thread, seg.ts);
+    let mut wrote_h2d = false;
+    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
+        let rec = rec?;
+        let seq = rec.header.seq;
+        if seq > seg.last {
+            break;
+        }
+        let Some(call) = schema.call(rec.header.kind) else {
+            continue;
+        };
+        if seq < seg.first {
+            if setup.contains(&seq) {
+                copy_event(&mut w, dir, call, &rec)?;
+            }
+            continue;
+        }
+        if !wrote_h2d {
+            for p in &before {
+                let s = CopyH2d {
+                    dst: p.addr,
+                    src: 0,
+                    bytes: p.len,
+                    stream: 0,
+                    h2d_blob: Some(p.blob),
+                };
+                w.events().append_at(h2d.id, t, ts, &payload(h2d, 0, &s))?;
+            }
+            wrote_h2d = true;
+        }
+        copy_event(&mut w, dir, call, &rec)?;
+    }
+    let code = fault.as_ref().map_or(0, |f| f.0);
+    w.events()
+        .append_at(sync.id, t, ts, &payload(sync, code, &NoFields {}))?;
+    for p in &after {
+        let s = CopyD2h {
+            dst: 0,
+            src: p.addr,
+            bytes: p.len,
+            stream: 0,
+            d2h_blob: Some(p.blob),
+        };
+        w.events().append_at(d2h.id, t, ts, &payload(d2h, 0, &s))?;
+    }
+
+    let snapshot_bytes = before.iter().map(|p| p.len).sum();
+    let m = w.manifest_mut();
+    if let Some(src) = &sum.manifest {
+        m.metadata = src.metadata.clone();
+    }
+    m.extra.insert(
+        "extracted_from".into(),
+        serde_json::json!({
+            // absolute, and named as the user did for a packed archive (unpacked to a temp folder)
+            "source": hrr_cli::unalias(&std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()).display().to_string()),
+            "first_event": seg.first,
+            "last_event": seg.last,
+            "segment": req.segment,
+            "kernels": seg.kernels,
+            "reach": req.reach.word(),
+            "snapshot_bytes": snapshot_bytes,
+            "fault": fault.as_ref().map(|f| f.0),
+        }),
+    );
+    let out_dir = w.dir().to_path_buf();
+    let written = w.finish()?;
+    Ok(Done {
+        seg,
+        snapshot_bytes,
+        pieces: before.len(),
+        checks: after.len(),
+        events: written.event_count,
+        fault,
+        out_dir,
+        prefix_mismatches,
+    })
+}
+
+/// `--extract-max-bytes`: bytes, or with a `K`, `M`, `G` or `T` suffix (powers of 1024).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("unknown size suffix `{c}` (K, M, G or T)")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = num.trim().parse().map_err(|e| format!("{e}"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| "too large".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_parse() {
+        assert!(matches!(parse_spec("12").unwrap(), Spec::Event(12)));
+        assert!(matches!(parse_spec("#12").unwrap(), Spec::Event(12)));
+        assert!(matches!(parse_spec("3..9").unwrap(), Spec::Range(3, 9)));
+        assert!(parse_spec("9..3").is_err());
+        assert!(matches!(parse_spec("axpy").unwrap(), Spec::Kernel(n, 1) if n == "axpy"));
+        assert!(matches!(parse_spec("axpy#2").unwrap(), Spec::Kernel(n, 2) if n == "axpy"));
+        assert!(parse_spec("axpy#0").is_err());
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("8G"), Ok(8 << 30));
+        assert_eq!(parse_bytes("2m"), Ok(2 << 20));
+        assert!(parse_bytes("1X").is_err());
+    }
+
+    #[test]
+    fn ranges_merge_and_are_found() {
+        let r = merged(vec![
+            (0x2000, 0x100),
+            (0x1000, 0x1000),
+            (0, 5),
+            (0x2050, 0x10),
+        ]);
+        assert_eq!(r, vec![(0x1000, 0x1000), (0x2000, 0x100)]);
+        assert_eq!(containing(&r, 0x1fff), Some((0x1000, 0x1000)));
+        assert_eq!(containing(&r, 0x2000), Some((0x2000, 0x100)));
+        assert_eq!(containing(&r, 0x2100), None);
+        assert_eq!(containing(&r, 0xfff), None);
+    }
+}

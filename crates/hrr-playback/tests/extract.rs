@@ -1,0 +1,343 @@
+//! `--extract` and `--replace-kernel` on the CPU, against the fake `libcuda.so.1`: a launch cut
+//! out of the multi-kernel `driver_app` capture replays alone (PASS, smaller, provenance in
+//! `--info`), fails when its snapshot is corrupted, reaches fewer bytes with `--extract-reach
+//! args`, keeps a recorded fault as its expected outcome (REPRODUCED); a replacement kernel
+//! computing something else fails the checks, an equivalent one passes and is counted, and one
+//! taking other arguments is refused before the first launch.
+//!
+//! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
+//! --workspace` first) and a C compiler.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::*;
+
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("-extract")
+}
+
+/// A capture of `driver_app args` in `tmp`.
+fn captured(tmp: &Path, args: &[&str]) -> PathBuf {
+    let arch = tmp.join(format!("{}.hrr", args.first().unwrap_or(&"run")));
+    let o = fake().capture(&arch, "driver_app", args);
+    assert!(
+        args.contains(&"fault") || o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    arch
+}
+
+/// `--extract what -o out extra --json`: the extraction's JSON object.
+fn extract(arch: &Path, what: &str, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["--extract", what, "-o", out.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = fake().replay(arch, &args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+/// Bytes of the files under `p`.
+fn tree_bytes(p: &Path) -> u64 {
+    if p.is_dir() {
+        std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| tree_bytes(&e.unwrap().path()))
+            .sum()
+    } else {
+        std::fs::metadata(p).unwrap().len()
+    }
+}
+
+/// The `N pass` of the `D2H checks` line.
+fn checks_passed(out: &str) -> u64 {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("[HRR] D2H checks"))
+        .unwrap_or_else(|| panic!("no D2H checks line in {out}"));
+    line.split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &[]);
+    let small = tmp.path().join("gather.hrr");
+    let x = extract(&arch, "gather", &small, &[]);
+    assert_eq!(x["kernels"], serde_json::json!(["gather"]));
+    assert!(x["snapshot_bytes"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
+    assert!(tree_bytes(&small) < tree_bytes(&arch));
+
+    let (code, out, err) = fake().replay(&small, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
+    assert!(out.contains("[HRR] PASS"), "{out}");
+    assert!(
+        checks_passed(&out) >= x["d2h_checks"].as_u64().unwrap(),
+        "{out}"
+    );
+
+    // Provenance in --info (text and JSON).
+    let (code, info, err) = fake().replay(&small, &["--info"]);
+    assert_eq!(code, 0, "{err}");
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("Extracted from:"))
+        .unwrap();
+    assert!(
+        line.contains("run.hrr") && line.contains("(gather)") && line.contains("reach all"),
+        "{line}"
+    );
+    let pid = &pid_dirs(&small)[0];
+    let (_, json, _) = fake().replay(pid, &["--info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["extracted_from"]["segment"], "gather");
+    assert_eq!(v["extracted_from"]["reach"], "all");
+    // Only the code object the launch runs (the library; not the PTX module).
+    assert_eq!(v["code_objects"], 1, "{v}");
+    // The source capture has no provenance.
+    let (_, json, _) = fake().replay(&pid_dirs(&arch)[0], &["--info", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert!(v.get("extracted_from").is_none());
+    assert_eq!(v["code_objects"], 2, "{v}");
+
+    // An existing output is never overwritten.
+    let (code, _, err) = fake().replay(
+        &arch,
+        &["--extract", "gather", "-o", small.to_str().unwrap()],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("exists"), "{err}");
+}
+
+#[test]
+fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &[]);
+    let small = tmp.path().join("axpy.hrr");
+    // The second launch of axpy: y = a*x + y over the state the first one left.
+    let x = extract(&arch, "axpy#2", &small, &[]);
+    assert_eq!(x["kernels"], serde_json::json!(["axpy"]));
+    assert_eq!(x["prefix_mismatches"], 0, "{x}");
+    let (code, out, err) = fake().replay(&small, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    // Zero every snapshot blob written as an H2D copy (sizes kept).
+    let pid = &pid_dirs(&small)[0];
+    let mut zeroed = 0;
+    for e in events_json(&small) {
+        if e["name"] == "cuMemcpyHtoD_v2" {
+            let id = e["fields"]["h2d_blob"].as_str().unwrap();
+            let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+            let n = std::fs::metadata(&p).unwrap().len() as usize;
+            std::fs::write(&p, vec![0u8; n]).unwrap();
+            zeroed += 1;
+        }
+    }
+    assert!(zeroed > 0);
+    let (code, out, err) = fake().replay(&small, &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("MISMATCH"), "{out}");
+    // A source whose replay before the segment already differs: the extraction says so.
+    let first_d2h = events_json(&arch)
+        .into_iter()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .unwrap();
+    let id = first_d2h["fields"]["d2h_blob"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let src_pid = &pid_dirs(&arch)[0];
+    let p = src_pid
+        .join("blobs")
+        .join(&id[..2])
+        .join(format!("{id}.blob"));
+    let n = std::fs::metadata(&p).unwrap().len() as usize;
+    std::fs::write(&p, vec![0u8; n]).unwrap();
+    let x = extract(&arch, "axpy#2", &tmp.path().join("again.hrr"), &[]);
+    assert_eq!(x["prefix_mismatches"], 1, "{x}");
+}
+
+#[test]
+fn reach_args_snapshots_fewer_bytes_and_still_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &[]);
+    let all = extract(&arch, "gather", &tmp.path().join("all.hrr"), &[]);
+    let args_out = tmp.path().join("args.hrr");
+    let args = extract(&arch, "gather", &args_out, &["--extract-reach", "args"]);
+    let (a, b) = (
+        all["snapshot_bytes"].as_u64().unwrap(),
+        args["snapshot_bytes"].as_u64().unwrap(),
+    );
+    assert!(0 < b && b < a, "args {b} bytes, all {a} bytes");
+    let (code, out, err) = fake().replay(&args_out, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("[HRR] PASS") && checks_passed(&out) > 0,
+        "{out}"
+    );
+}
+
+#[test]
+fn a_reach_over_the_limit_and_a_non_launch_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &[]);
+    let out = tmp.path().join("big.hrr");
+    let o = out.to_str().unwrap();
+    let (code, _, err) = fake().replay(
+        &arch,
+        &["--extract", "gather", "-o", o, "--extract-max-bytes", "1K"],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("more than --extract-max-bytes 1024"), "{err}");
+    assert!(!out.exists(), "a refused extraction leaves nothing");
+    let (code, _, err) = fake().replay(&arch, &["--extract", "1", "-o", o]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not a kernel launch"), "{err}");
+    let (code, _, err) = fake().replay(&arch, &["--extract", "axpy#9", "-o", o]);
+    assert_ne!(code, 0);
+    assert!(err.contains("2 launch(es)"), "{err}");
+}
+
+#[test]
+fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &["fault"]);
+    let small = tmp.path().join("fault-small.hrr");
+    let x = extract(&arch, "fault", &small, &[]);
+    assert_eq!(x["fault"]["code"], 700, "{x}");
+    assert_eq!(x["d2h_checks"], 0, "{x}");
+    let (code, out, err) = fake().replay(&small, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("REPRODUCED"), "{out}");
+    // A fixed kernel (one that does not fault) in place of the faulting one: PASS, said why, in
+    // the whole capture and in the small archive.
+    let fixed = tmp.path().join("fixed.ptx");
+    std::fs::write(&fixed, ".entry fault =noop\n").unwrap();
+    let fix = format!("fault={}", fixed.display());
+    for target in [&arch, &small] {
+        let (code, out, err) = fake().replay(target, &["--replace-kernel", &fix]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(
+            out.contains("[HRR] PASS") && out.contains("did not happen with the replaced kernel"),
+            "{out}"
+        );
+    }
+    // Its recorded fault removed, it no longer reproduces: the fault is what the archive expects.
+    let (code, out, _) = fake().replay(&small, &["--kernel-filter", "nothing-matches"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("NOT REPRODUCED"), "{out}");
+}
+
+#[test]
+fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &[]);
+    let file = |name: &str, text: &str| {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        format!("axpy={}", p.display())
+    };
+    let other = file("axmy.ptx", ".entry axpy =axmy\n");
+    let same = file("axpy.ptx", ".entry axpy\n");
+    let bad = file("bad.ptx", ".entry axpy =fill_u32\n");
+
+    let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &other]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("MISMATCH"), "{out}");
+    assert!(
+        out.contains("Replaced kernel : axpy by") && out.contains("(2 launches)"),
+        "{out}"
+    );
+
+    let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &same]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("[HRR] PASS") && checks_passed(&out) > 0,
+        "{out}"
+    );
+    let (code, json, err) = fake().replay(&arch, &["--replace-kernel", &same, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["replaced_kernels"][0]["kernel"], "axpy");
+    assert_eq!(v["replaced_kernels"][0]["launches"], 2);
+
+    let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &bad]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("argument sizes differ") && err.contains("4@0 8@8 8@16 4@24"),
+        "{err}"
+    );
+    assert!(
+        !out.contains("Kernels launched"),
+        "refused before the first launch: {out}"
+    );
+
+    // In an extracted launch too.
+    let small = tmp.path().join("axpy.hrr");
+    extract(&arch, "axpy", &small, &[]);
+    let (code, out, _) = fake().replay(&small, &["--replace-kernel", &other]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("(1 launch)"), "{out}");
+}
+
+#[test]
+fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = captured(tmp.path(), &["graph"]);
+    let out = tmp.path().join("graph-small.hrr");
+    let o = out.to_str().unwrap();
+    let (code, _, err) = fake().replay(&arch, &["--extract", "axpy", "-o", o]);
+    assert_ne!(code, 0);
+    assert!(err.contains("captured into a CUDA graph"), "{err}");
+    // From the stream capture's start to the graph's launches.
+    let events = events_json(&arch);
+    let seq = |name: &str| {
+        events.iter().find(|e| e["name"] == name).unwrap()["seq"]
+            .as_u64()
+            .unwrap()
+    };
+    let (a, b) = (seq("cuStreamBeginCapture_v2"), seq("cuGraphLaunch") + 2);
+    let x = extract(&arch, &format!("{a}..{b}"), &out, &[]);
+    assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
+    let (code, out, err) = fake().replay(&out, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("[HRR] Graphs launched : 3") && out.contains("[HRR] PASS"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_launch_on_mapped_or_managed_memory_extracts_with_the_hosts_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for mode in ["zerocopy", "managed"] {
+        let arch = tmp.path().join(format!("{mode}.hrr"));
+        let o = fake().capture(&arch, "hostmem_app", &[mode]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let small = tmp.path().join(format!("{mode}-axpy.hrr"));
+        let x = extract(&arch, "axpy#2", &small, &[]);
+        assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
+        // The host's writes into host-visible memory before the launch are kept (that memory is
+        // not in the snapshot).
+        let kept = events_json(&small)
+            .iter()
+            .filter(|e| e["name"].as_str().unwrap().starts_with("hrrHost"))
+            .count();
+        assert!(kept > 0, "{mode}: no host writes kept");
+        let (code, out, err) = fake().replay(&small, &[]);
+        assert_eq!(code, 0, "{mode}: {out}{err}");
+        assert!(
+            out.contains("[HRR] PASS") && checks_passed(&out) > 0,
+            "{out}"
+        );
+    }
+}
