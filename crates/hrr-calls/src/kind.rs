@@ -62,6 +62,8 @@ pub enum Kind {
     GraphLaunch,
     /// Enqueues a host function.
     HostFunc,
+    /// Not a call: the result of an asynchronous D2H copy, recorded when the copy completed.
+    D2hResult,
 }
 
 impl Kind {
@@ -72,7 +74,7 @@ impl Kind {
             Kind::GraphLaunch => CallClass::GraphLaunch,
             Kind::H2d => CallClass::H2d,
             // A generic copy may hold a D2H result.
-            Kind::D2h | Kind::Copy => CallClass::D2h,
+            Kind::D2h | Kind::Copy | Kind::D2hResult => CallClass::D2h,
             _ => CallClass::Other,
         }
     }

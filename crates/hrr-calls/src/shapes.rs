@@ -226,6 +226,12 @@ shapes! {
     /// The functions of a module or kernels of a library, enumerated: handles and their names
     /// (one per line), in the driver's order.
     Enumerated { owner: Handle, handles: U64s, names: Str }
+
+    // Asynchronous D2H results (async copies).
+    /// What an asynchronous device-to-host copy produced, read when the copy completed (by a
+    /// host function capture enqueues behind it): `copy` is the sequence number of the copy's
+    /// event (whose own `d2h_blob` is then none), `d2h_blob` the bytes at `dst`.
+    CopyResult { copy: U64, dst: Ptr, bytes: U64, stream: Handle, d2h_blob: Blob }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

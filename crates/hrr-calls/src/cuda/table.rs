@@ -110,6 +110,11 @@ macro_rules! cuda_calls {
             FuncGetModule [cuFuncGetModule] (m: *mut Handle, f: Handle) : FuncGetModule, Lookup, ordered => func_get_module;
             ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => module_enumerate_functions;
             LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => library_enumerate_kernels;
+            // Asynchronous D2H results (async copies). A pseudo-row: `hrrMemcpyResult` is no
+            // driver entry point (its wrapper never finds a real function and is never handed
+            // out); capture records it from the host function it enqueues behind an async D2H
+            // copy (`cuMemcpyDtoHAsync`, `cuMemcpyAsync` to host), when the copy has completed.
+            MemcpyResult [hrrMemcpyResult] (copy: u64, dst: u64, n: usize, stream: Handle) : CopyResult, D2hResult => memcpy_result;
         }
     };
 }

@@ -22,6 +22,16 @@ pub fn rec<E: ApiExport, S: Shape>(h: E, r: c_int, fill: impl FnOnce(&mut Record
     super::record(E::api(), h.id(), Some(r), fill);
 }
 
+/// [`rec`], returning the event's sequence number when it was written.
+#[inline]
+pub fn rec_seq<E: ApiExport, S: Shape>(
+    h: E,
+    r: c_int,
+    fill: impl FnOnce(&mut Recorder) -> S,
+) -> Option<u64> {
+    super::record(E::api(), h.id(), Some(r), fill)
+}
+
 /// Store `len` host bytes at `ptr` as a blob of `h`'s archive.
 #[inline]
 pub unsafe fn host_blob<E: ApiExport>(_h: E, ptr: *const c_void, len: usize) -> Option<ObjectId> {

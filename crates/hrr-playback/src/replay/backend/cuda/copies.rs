@@ -2,12 +2,17 @@
 //! `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, and device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with the graph.
+//!
+//! An async D2H copy recorded without its bytes (capture records them in a later
+//! `hrrMemcpyResult` event naming the copy's sequence number) is issued into its own buffer
+//! without waiting; the `hrrMemcpyResult` event waits for its stream and compares. Older
+//! archives, whose async copies hold their result (`d2h_blob`), are compared at the copy.
 
 use std::ffi::c_void;
 
 use anyhow::Result;
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d};
+use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d, CopyResult};
 
 use super::driver::{cu, H};
 use super::Cuda;
@@ -31,13 +36,15 @@ impl Cuda {
         Ok(())
     }
 
-    /// Read `n` bytes at `src`; `expected`: the recorded result.
+    /// Read `n` bytes at `src`; `expected`: the recorded result. An async copy (`later`) with
+    /// no recorded result is left running: its result event compares it.
     fn d2h(
         &mut self,
         ev: &Event,
         (src, n): (u64, usize),
         stream: H,
         expected: Option<ObjectId>,
+        later: bool,
     ) -> Result<Outcome> {
         let mut got = vec![0u8; n];
         cu!(
@@ -48,8 +55,33 @@ impl Cuda {
             self.graph_host.push(got);
             return Ok(Outcome::Skipped(CAPTURED_D2H.into()));
         }
+        if later && expected.is_none() {
+            // The heap buffer stays where the driver writes, wherever the Vec moves.
+            self.pending_d2h.insert(ev.seq, (got, stream));
+            return Ok(Outcome::Done);
+        }
         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
         Ok(Outcome::D2h { got, expected })
+    }
+
+    /// `hrrMemcpyResult`: the result of the async copy of event `copy`, compared once its
+    /// stream is done.
+    pub(super) fn copy_result(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: CopyResult = ev.read()?;
+        let Some((got, stream)) = self.pending_d2h.remove(&s.copy) else {
+            return Ok(Outcome::Skipped(format!(
+                "result of event #{}, which issued no copy here",
+                s.copy
+            )));
+        };
+        self.wait(
+            stream,
+            &format!("D2H copy (event #{}, result #{})", s.copy, ev.seq),
+        )?;
+        Ok(Outcome::D2h {
+            got,
+            expected: s.d2h_blob,
+        })
     }
 
     /// Copy `n` bytes from recorded `src` to recorded `dst`, both translated.
@@ -72,12 +104,12 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuMemcpyDtoH*`.
-    pub(super) fn copy_d2h(&mut self, ev: &Event) -> Result<Outcome> {
+    /// `cuMemcpyDtoH*` (`later`: the async call, whose result may come in a result event).
+    pub(super) fn copy_d2h(&mut self, ev: &Event, later: bool) -> Result<Outcome> {
         let s: CopyD2h = ev.read()?;
         let src = self.mem.translate(s.src);
         let stream = self.stream(ev, s.stream)?;
-        self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)
+        self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob, later)
     }
 
     /// `cuMemcpyDtoD*`.
@@ -88,8 +120,8 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuMemcpy*` (unified addressing): by the recorded direction.
-    pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
+    /// `cuMemcpy*` (unified addressing): by the recorded direction (`later`: the async call).
+    pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs, later: bool) -> Result<Outcome> {
         let s: CopyAny = ev.read()?;
         let stream = self.stream(ev, s.stream)?;
         let n = s.bytes as usize;
@@ -104,7 +136,7 @@ impl Cuda {
             }
             direction::D2H => {
                 let src = self.mem.translate(s.src);
-                return self.d2h(ev, (src, n), stream, s.d2h_blob);
+                return self.d2h(ev, (src, n), stream, s.d2h_blob, later);
             }
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }

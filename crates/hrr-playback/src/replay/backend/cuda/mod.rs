@@ -63,6 +63,9 @@ pub struct Cuda {
     /// Host buffers read or written by copies captured into graphs: the graph reads (or
     /// writes) them at every launch, so they live until replay ends.
     graph_host: Vec<Vec<u8>>,
+    /// Async D2H copies whose result comes in a later `hrrMemcpyResult` event: by the copy's
+    /// sequence number, the buffer it is copying into and its stream.
+    pending_d2h: HashMap<u64, (Vec<u8>, H)>,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
 }
@@ -113,9 +116,12 @@ impl Backend for Cuda {
             Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
             Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
             Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
-            Op::MemcpyDtoH | Op::MemcpyDtoHAsync => self.copy_d2h(ev),
+            Op::MemcpyDtoH => self.copy_d2h(ev, false),
+            Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
             Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
-            Op::Memcpy | Op::MemcpyAsync => self.copy_any(ev, blobs),
+            Op::Memcpy => self.copy_any(ev, blobs, false),
+            Op::MemcpyAsync => self.copy_any(ev, blobs, true),
+            Op::MemcpyResult => self.copy_result(ev),
             Op::MemsetD8
             | Op::MemsetD16
             | Op::MemsetD32

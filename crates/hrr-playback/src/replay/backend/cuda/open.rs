@@ -61,6 +61,7 @@ impl Cuda {
             execs: HashMap::new(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
+            pending_d2h: HashMap::new(),
             ops: Ops::default(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
