@@ -6,8 +6,9 @@
  *   copy_app overlap ITER MIB          per iteration: async H2D and D2H of MIB, an event, then a
  *                                      host loop counting cuEventQuery NOT_READY answers until
  *                                      the event completes; checks the bytes came back
- *   copy_app killsync                  async H2D/D2H of fresh buffers, cuStreamSynchronize, then
- *                                      SIGKILL itself (what a sync must have made durable)
+ *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
+ *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
+ *                                      have made durable)
  *
  * Prints one result line; exit 0 on success.
  */
@@ -117,17 +118,18 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(mode, "killsync")) {
-    size_t n = 8 << 20;
+    size_t n = (size_t)48 << 20, m = 1 << 20;
     CUdeviceptr d;
+    unsigned char *back;
     CK(cuMemAlloc_v2(&d, 3 * n));
+    CK(cuMemAllocHost_v2((void **)&back, m));
     for (unsigned i = 0; i < 3; i++) {
-      unsigned char *h, *back;
+      unsigned char *h;
       CK(cuMemAllocHost_v2((void **)&h, n));
-      CK(cuMemAllocHost_v2((void **)&back, n));
       fill(h, n, 77 + i);
       CK(cuMemcpyHtoDAsync_v2(d + i * n, h, n, s));
-      CK(cuMemcpyDtoHAsync_v2(back, d + i * n, n, s));
     }
+    CK(cuMemcpyDtoHAsync_v2(back, d + n, m, s));
     CK(cuStreamSynchronize(s));
     printf("killsync synced\n");
     fflush(stdout);
