@@ -3,12 +3,13 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches failing (default: all). Writes into
+# TARGETs: driver_api axpy gemm tiny_launches async_copies failing (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
+#   async_copies (pinned async copy bandwidth, an overlap loop)
 #   failing (a faulting and a hanging program)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
@@ -21,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches async_copies failing)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -158,6 +159,12 @@ if want tiny_launches; then
     run "tiny_launches" "$nvcc" "${common[@]}" -o "$out/tiny_launches" "$here/tiny_launches.cu" ||
         { fail tiny_launches; status=1; }
 fi
+
+if want async_copies; then
+    run "async_copies" "$nvcc" "${common[@]}" -o "$out/async_copies" "$here/async_copies.cu" ||
+        { fail async_copies; status=1; }
+fi
+
 if want failing; then
     run "failing" "$nvcc" "${common[@]}" -o "$out/failing" "$here/failing.cu" ||
         { fail failing; status=1; }
