@@ -267,6 +267,29 @@ pub fn refresh_metadata(api: &'static ApiDef) {
     }
 }
 
+/// Host functions recording an async D2H result right now (entered, not yet returned).
+static RESULTS_RECORDING: AtomicU32 = AtomicU32::new(0);
+
+/// Run `f`, which records an async D2H result from a host function, counted as in flight.
+pub fn recording_result(f: impl FnOnce()) {
+    RESULTS_RECORDING.fetch_add(1, Ordering::AcqRel);
+    let _ = catch(f);
+    RESULTS_RECORDING.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// After a synchronisation returned: wait (at most a second) for host functions still
+/// recording a result. A driver returns from a synchronisation only after the host functions
+/// before it have returned, and they record before returning, so this finds none in flight
+/// for what was synchronised; it guards the order of events.bin (result before the sync's
+/// event) should a host function still be finishing. Host functions not yet started are not
+/// waited for: they may belong to other streams, behind work that takes any time.
+pub fn wait_results_recorded() {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while RESULTS_RECORDING.load(Ordering::Acquire) != 0 && std::time::Instant::now() < until {
+        std::thread::yield_now();
+    }
+}
+
 /// Flush buffered events to the kernel (not fsync), after the queued host blobs are written:
 /// called after synchronisations and blocking D2H copies, so that a `kill -9` then loses
 /// nothing recorded.

@@ -43,3 +43,13 @@ pub fn after(kind: Kind) {
         recorder::flush_soft();
     }
 }
+
+/// A call of `kind` returned and is about to be recorded: after a synchronisation, async D2H
+/// results still being recorded by host functions are recorded first (their events precede
+/// the synchronisation's).
+#[inline]
+pub fn returned(kind: Kind) {
+    if kind == Kind::Sync {
+        recorder::wait_results_recorded();
+    }
+}

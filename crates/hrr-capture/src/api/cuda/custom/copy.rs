@@ -77,7 +77,7 @@ unsafe fn record_result(p: &PendingResult) {
 unsafe extern "C" fn d2h_completed(data: *mut c_void) {
     // SAFETY: `data` is the box `result_at_completion` leaked, handed to this function once.
     let p = Box::from_raw(data as *mut PendingResult);
-    let _ = crate::hook::guard::catch(|| record_result(&p));
+    crate::recorder::recording_result(|| record_result(&p));
 }
 
 /// After the async D2H copy recorded as event `copy` was issued: have its result recorded
