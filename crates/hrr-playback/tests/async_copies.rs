@@ -54,8 +54,12 @@ fn results_follow_copies_and_precede_syncs(events: &[serde_json::Value]) -> usiz
             .iter()
             .find(|e| {
                 seq(e) > seq(c)
-                    && ["cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"]
-                        .contains(&e["name"].as_str().unwrap())
+                    && [
+                        "cuStreamSynchronize",
+                        "cuCtxSynchronize",
+                        "cuEventSynchronize",
+                    ]
+                    .contains(&e["name"].as_str().unwrap())
             })
             .expect("a synchronisation after the copy");
         assert!(seq(r) < seq(sync), "{r} after {sync}");

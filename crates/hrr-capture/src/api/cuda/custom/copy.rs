@@ -20,9 +20,9 @@ use hrr_calls::shapes::direction;
 use hrr_calls::shapes::*;
 
 use super::{host_blob, rec};
-use crate::hook::common::rec_seq;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
+use crate::hook::common::rec_seq;
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
 const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CUresult = 900;
