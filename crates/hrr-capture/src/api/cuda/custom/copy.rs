@@ -19,10 +19,10 @@ use hrr_calls::cuda::ffi::{CUresult, Handle, CUDA_ERROR_NOT_FOUND};
 use hrr_calls::shapes::direction;
 use hrr_calls::shapes::*;
 
-use super::{host_blob, rec};
+use super::host_blob;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
-use crate::hook::common::rec_seq;
+use crate::hook::common::{rec_seq, LaunchHostFn};
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
 const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CUresult = 900;
@@ -52,56 +52,17 @@ unsafe fn sync_stream(h: Export, stream: Handle) -> CUresult {
     }
 }
 
-/// What the host function behind an asynchronous D2H copy needs: boxed when it is enqueued,
-/// freed by it.
-struct PendingResult {
-    copy: u64,
-    dst: *mut c_void,
-    n: usize,
-    stream: Handle,
-}
-
-/// Store the bytes an async D2H copy left at `p.dst` and record its `hrrMemcpyResult` event.
-unsafe fn record_result(p: &PendingResult) {
-    let d2h_blob = host_blob(p.dst, p.n);
-    rec(Export::hrrMemcpyResult, 0, |_| CopyResult {
-        copy: p.copy,
-        dst: p.dst as u64,
-        bytes: p.n as u64,
-        stream: p.stream as u64,
-        d2h_blob,
-    });
-}
-
-/// The host function behind an async D2H copy (runs on a driver thread, calls no CUDA).
-unsafe extern "C" fn d2h_completed(data: *mut c_void) {
-    // SAFETY: `data` is the box `result_at_completion` leaked, handed to this function once.
-    let p = Box::from_raw(data as *mut PendingResult);
-    crate::recorder::recording_result(|| record_result(&p));
-}
-
 /// After the async D2H copy recorded as event `copy` was issued: have its result recorded
 /// when it completes (see the module docs).
 unsafe fn result_at_completion(h: Export, copy: u64, dst: *mut c_void, n: usize, stream: Handle) {
-    type HostFn =
-        unsafe extern "C" fn(Handle, unsafe extern "C" fn(*mut c_void), *mut c_void) -> CUresult;
-    let p = Box::into_raw(Box::new(PendingResult {
+    crate::hook::common::result_at_completion(
+        Export::hrrMemcpyResult,
         copy,
-        dst,
-        n,
-        stream,
-    }));
-    let launched = match real_fn::<HostFn>(Export::cuLaunchHostFunc) {
-        Some(f) => f(effective_stream(h, stream), d2h_completed, p as *mut c_void) == 0,
-        None => false,
-    };
-    if !launched {
-        // SAFETY: not handed to the driver: still ours.
-        let p = Box::from_raw(p);
-        if sync_stream(h, stream) == 0 {
-            record_result(&p);
-        }
-    }
+        (dst, n),
+        effective_stream(h, stream),
+        real_fn::<LaunchHostFn>(Export::cuLaunchHostFunc),
+        || sync_stream(h, stream) == 0,
+    );
 }
 
 pub unsafe fn memcpy_dtoh_async(
@@ -127,7 +88,7 @@ pub unsafe fn memcpy_dtoh_async(
 }
 
 /// The `hrrMemcpyResult` pseudo-row's wrapper (it has no real entry point, so this never runs:
-/// the events are recorded by [`d2h_completed`]).
+/// the events are recorded by the host function of `hook::common::result_at_completion`).
 pub unsafe fn memcpy_result(
     _h: Export,
     _copy: u64,
