@@ -129,7 +129,7 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
         "{why}; capture stopped, the application continues. The archive is marked incomplete."
     ));
     if let Some(mut rec) = state.take() {
-        if let Some(q) = &rec.blobs {
+        if let Some(q) = rec.blobs.as_ref().filter(|_| rec.pid == current_pid()) {
             let _ = q.drain();
         }
         let _ = rec.writer.events().mark_incomplete(why);
@@ -230,9 +230,14 @@ pub fn record(
     }
 }
 
-/// The blob queue of this process's recorder, if it has one.
+/// The blob queue of this process's recorder, if it has one (never a fork parent's: its writer
+/// thread does not exist in the child).
 fn blob_queue() -> Option<crate::blobq::BlobQueue> {
-    lock().as_ref().and_then(|r| r.blobs.clone())
+    let pid = current_pid();
+    lock()
+        .as_ref()
+        .filter(|r| r.pid == pid)
+        .and_then(|r| r.blobs.clone())
 }
 
 /// Wait for the queued host blobs to be written; a write error stops the capture.
