@@ -5,6 +5,14 @@
 # With BASELINE=DIR (a folder holding another build's hrr-capture and libhrr_capture.so), each
 # round also captures with that build, and the median ratio of the two captures is printed:
 # the way to compare a change against the code before it, in the same run.
+# Then two copy cases of tests/fake-cuda/apps/copy_app, alternated the same way:
+#   bulk H2D     1 GiB of blocking H2D copies in 64 MiB chunks of distinct contents
+#                (HRR_BENCH_H2D_MIB, HRR_BENCH_CHUNK_MIB): median captured/plain wall time;
+#   async D2H    the fake driver asynchronous (FAKE_CUDA_ASYNC_GBPS=20: copies take time,
+#                host functions run on a worker thread), 10 rounds of async H2D+D2H of 16 MiB
+#                and an event, the host counting cuEventQuery "not ready" answers meanwhile:
+#                median captured/plain of those host-loop iterations (1.0: capture keeps the
+#                copies asynchronous; 0: it waits for them at the call).
 #   bash scripts/bench-capture-cpu.sh [ROUNDS=20000] [REPS=5]
 #   BASELINE=/tmp/old-bin bash scripts/bench-capture-cpu.sh 20000 7
 # Needs `cargo build --release --workspace` and a C compiler.
@@ -54,3 +62,51 @@ printf 'median captured/plain: %.3f\n' "$(median "${ratios[@]}")"
 if [ -n "$base" ]; then
     printf 'median captured (this build) / captured (baseline): %.3f\n' "$(median "${vs_base[@]}")"
 fi
+
+# ---- copies: bulk H2D and async D2H overlap (copy_app) ----
+h2d_mib=${HRR_BENCH_H2D_MIB:-1024}
+chunk_mib=${HRR_BENCH_CHUNK_MIB:-64}
+# field NAME FILE: the number after "NAME=" in FILE
+field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" "$2" | head -1; }
+for case in h2d overlap; do
+    case $case in
+    h2d) args=(h2d "$h2d_mib" "$chunk_mib"); envs=() ;;
+    overlap) args=(overlap 10 16); envs=(FAKE_CUDA_ASYNC_GBPS=20) ;;
+    esac
+    r_plain=()
+    r_base=()
+    for i in $(seq 1 "$reps"); do
+        t0=$(now)
+        env "${envs[@]}" "$work/fake/copy_app" "${args[@]}" >"$work/plain.out"
+        t1=$(now)
+        rm -rf "$work/c.hrr"
+        env "${envs[@]}" "$bin/hrr-capture" -o "$work/c.hrr" -- "$work/fake/copy_app" "${args[@]}" >"$work/cap.out" 2>/dev/null
+        t2=$(now)
+        if [ "$case" = h2d ]; then
+            a=$(echo "$t1 - $t0" | bc -l)
+            b=$(echo "$t2 - $t1" | bc -l)
+            unit=s
+        else
+            a=$(field host_loop "$work/plain.out")
+            b=$(field host_loop "$work/cap.out")
+            unit=" host-loop iterations"
+        fi
+        r=$(echo "$b / $a" | bc -l)
+        printf '%s round %d: plain %.3f%s  captured %.3f%s  ratio %.3f' "$case" "$i" "$a" "$unit" "$b" "$unit" "$r"
+        r_plain+=("$r")
+        if [ -n "$base" ]; then
+            rm -rf "$work/b.hrr"
+            t3=$(now)
+            env "${envs[@]}" "$base/hrr-capture" -o "$work/b.hrr" -- "$work/fake/copy_app" "${args[@]}" >"$work/base.out" 2>/dev/null
+            t4=$(now)
+            if [ "$case" = h2d ]; then c=$(echo "$t4 - $t3" | bc -l); else c=$(field host_loop "$work/base.out"); fi
+            rb=$(echo "$c / $a" | bc -l)
+            printf '  baseline captured %.3f%s  baseline ratio %.3f' "$c" "$unit" "$rb"
+            r_base+=("$rb")
+        fi
+        echo
+    done
+    printf '%s: median captured/plain: %.3f' "$case" "$(median "${r_plain[@]}")"
+    [ -n "$base" ] && printf '  (baseline build: %.3f)' "$(median "${r_base[@]}")"
+    echo
+done

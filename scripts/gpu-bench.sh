@@ -11,7 +11,10 @@
 #     the process's wall time and for the time the program measures itself
 #     (its launch loop / training steps, printed on stderr);
 #   - replay against the original for gemm and mlp: replay wall time (and the
-#     "[HRR] Wall time" line when replay prints one) against the plain run.
+#     "[HRR] Wall time" line when replay prints one) against the plain run;
+#   - asynchronous copies (tests/gpu/async_copies): pinned H2D/D2H bandwidth and the
+#     overlap loop's host iterations, plain and captured alternated REPS times, medians and
+#     the median captured/plain ratio of each figure (goals: overlap >= 0.5, bandwidth >= 0.5).
 # Results go to OUT_DIR/bench.txt (and bench.tsv, raw numbers); logs beside.
 # Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
 #
@@ -52,8 +55,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "building tiny_launches and gemm"
-bash "$root/tests/gpu/build.sh" "$WORK/build" tiny_launches gemm || true
+log "building tiny_launches, gemm and async_copies"
+bash "$root/tests/gpu/build.sh" "$WORK/build" tiny_launches gemm async_copies || true
 cp "$WORK/build/build.log" "$OUT/build.log" 2>/dev/null || true
 B=$WORK/build
 
@@ -189,6 +192,56 @@ else
     fail_note "gemm did not build"
 fi
 
+# figures NAME FIGURE... -- CMD...: alternate plain and captured REPS times; each FIGURE is read
+# from a "FIGURE <number>" line of the program's stderr; RES[NAME.FIGURE.{plain,captured,ratio}].
+figures() {
+    local name=$1
+    shift
+    local -a figs=()
+    while [ "$1" != -- ]; do figs+=("$1"); shift; done
+    shift
+    local d=$OUT/$name f r mode x line
+    mkdir -p "$d"
+    local -A vals=() cur=()
+    for r in $(seq 1 "$REPS"); do
+        for mode in plain captured; do
+            if [ $mode = plain ]; then
+                run_timed "$d/plain.$r" "$@"
+            else
+                rm -rf "$WORK/$name.hrr"
+                run_timed "$d/captured.$r" "$BIN/hrr-capture" -o "$WORK/$name.hrr" -- "$@"
+            fi
+            [ $LAST_RC = 0 ] || fail_note "$name: $mode run $r exit status $LAST_RC"
+            for f in "${figs[@]}"; do
+                x=$(sed -nE "s/^$f ([0-9.]+)$/\1/p" "$d/$mode.$r.err" | head -1)
+                cur[$f.$mode]=${x:--}
+                vals[$f.$mode]+="${x:--} "
+            done
+        done
+        cmp -s "$d/plain.$r.out" "$d/captured.$r.out" || fail_note "$name: captured run $r printed different output"
+        line=""
+        for f in "${figs[@]}"; do
+            vals[$f.ratio]+="$(ratio "${cur[$f.captured]}" "${cur[$f.plain]}") "
+            printf '%s\t%s\t%s\t-\t%s\t%s\t-\n' "$name" "$r" "$f" "${cur[$f.plain]}" "${cur[$f.captured]}" >>"$OUT/bench.tsv"
+            line+="$f ${cur[$f.plain]}/${cur[$f.captured]}  "
+        done
+        log "  $name rep $r (plain/captured): $line"
+    done
+    for f in "${figs[@]}"; do
+        RES[$name.$f.plain]=$(median ${vals[$f.plain]})
+        RES[$name.$f.captured]=$(median ${vals[$f.captured]})
+        RES[$name.$f.ratio]=$(median ${vals[$f.ratio]})
+    done
+}
+
+ASYNC_FIGS=(h2d_same_gbps h2d_distinct_gbps d2h_gbps overlap_iters overlap_ms)
+if [ -x "$B/async_copies" ]; then
+    log "== async_copies x$REPS"
+    figures async_copies "${ASYNC_FIGS[@]}" -- "$B/async_copies" 5
+else
+    fail_note "async_copies did not build"
+fi
+
 v() { echo "${RES[$1]:--}"; }
 {
     echo "HRR capture/replay benchmark, $(date -u '+%Y-%m-%dT%H:%M:%SZ'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
@@ -205,6 +258,12 @@ v() { echo "${RES[$1]:--}"; }
     printf '%-15s %10s %10s %8s %12s\n' case original_s replay_s ratio replay_self_s
     for n in gemm mlp; do
         printf '%-15s %10s %10s %8s %12s\n' "$n" "$(v $n.plain)" "$(v $n.replay)" "$(ratio "$(v $n.replay)" "$(v $n.plain)")" "$(v $n.replay_self)"
+    done
+    echo
+    echo "asynchronous copies (tests/gpu/async_copies; figures the program measured; ratio = captured/plain)"
+    printf '%-20s %12s %12s %8s\n' figure plain captured ratio
+    for f in "${ASYNC_FIGS[@]}"; do
+        printf '%-20s %12s %12s %8s\n' "$f" "$(v async_copies.$f.plain)" "$(v async_copies.$f.captured)" "$(v async_copies.$f.ratio)"
     done
     echo
     if [ $failures = 0 ]; then echo "result: all runs succeeded"; else echo "result: $failures failure(s):"; cat "$OUT/failures.txt"; fi

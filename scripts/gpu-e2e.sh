@@ -39,7 +39,7 @@
 #   HRR_E2E_STEP_TIMEOUT  seconds per step (default 300)
 #   HRR_E2E_WORKLOADS     space-separated subset of: driver_api driver_api_ptx
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
-#                         triton_add tiny_launches cupy_fft cupy_rand
+#                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
 #                         copies2d hostmem
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
@@ -198,6 +198,8 @@ add_wl mlp_expandable torch "gemm elementwise multi_tensor_apply nll_loss" \
     "$PY" "$root/tests/gpu/mlp.py"
 add_wl triton_add triton "add_kernel" "" "$PY" "$root/tests/gpu/triton_add.py"
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
+# Async copies: D2H results recorded when the copies complete (hrrMemcpyResult), 64 MiB blobs.
+add_wl async_copies async_copies "fill_kernel increment_kernel" "" "$B/async_copies" 3
 # The math libraries' own kernels (cuFFT reaches its functions through a private export table).
 add_wl cupy_fft cupy "fft" "" "$PY" "$root/tests/gpu/libs.py" cupy_fft
 add_wl cupy_rand cupy "rand|generate|normal" "" "$PY" "$root/tests/gpu/libs.py" cupy_rand
@@ -633,7 +635,7 @@ if [ $diag = 1 ]; then
     cuobjdump=$(command -v cuobjdump || true)
     [ -z "$cuobjdump" ] && [ -n "$NVCC_USED" ] && [ -x "$(dirname "$NVCC_USED")/cuobjdump" ] && cuobjdump=$(dirname "$NVCC_USED")/cuobjdump
     if [ -n "$cuobjdump" ]; then
-        for f in driver_api_kernels.cubin axpy axpy_shared gemm tiny_launches copies2d; do
+        for f in driver_api_kernels.cubin axpy axpy_shared gemm tiny_launches copies2d async_copies; do
             [ -e "$B/$f" ] || continue
             echo "## cuobjdump -sass $f" >>"$kn"
             timeout 60 "$cuobjdump" -sass "$B/$f" 2>&1 | grep -E 'Function :|arch = ' | sort -u >>"$kn" || true

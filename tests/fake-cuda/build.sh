@@ -1,8 +1,8 @@
 #!/bin/sh
 # Build the fake CUDA driver and its test programs.
 #   tests/fake-cuda/build.sh OUTDIR
-# produces OUTDIR/libcuda.so.1 (+ libcuda.so symlink), OUTDIR/driver_app and
-# OUTDIR/direct_app.  Run the apps with LD_LIBRARY_PATH=OUTDIR.  Silent on
+# produces OUTDIR/libcuda.so.1 (+ libcuda.so symlink), OUTDIR/driver_app,
+# OUTDIR/direct_app and OUTDIR/copy_app.  Run the apps with LD_LIBRARY_PATH=OUTDIR.  Silent on
 # success; honours $CC (default cc) and extra $CFLAGS.
 set -eu
 if [ $# -ne 1 ]; then
@@ -21,3 +21,4 @@ $cc $flags -o "$out/driver_app" "$here/apps/driver_app.c" -ldl -lpthread
 $cc $flags -o "$out/direct_app" "$here/apps/direct_app.c" -L"$out" -lcuda -ldl -lpthread
 $cc $flags -o "$out/copies_app" "$here/apps/copies_app.c" -L"$out" -lcuda
 $cc $flags -o "$out/hostmem_app" "$here/apps/hostmem_app.c" -L"$out" -lcuda -ldl -lpthread
+$cc $flags -o "$out/copy_app" "$here/apps/copy_app.c" -L"$out" -lcuda

@@ -787,12 +787,121 @@ static CUresult i_ctx_get_device(CUdevice *d, CUcontext c) {
    returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky, as on a GPU). */
 static int g_hung;
 static CUresult g_sticky;
+
+/* Asynchronous mode (FAKE_CUDA_ASYNC_GBPS=G, for benchmarks and ordering tests): a copy on a
+   stream still moves its bytes at once, but keeps the "GPU" busy for n/G ns more (one timeline
+   for every stream). Waits sleep until it is idle, queries answer CUDA_ERROR_NOT_READY until
+   then, and host functions (cuLaunchHostFunc) run on a worker thread, in order, once the work
+   enqueued before them is done; a wait or query is done only when they have returned. (Later
+   work on the stream does not wait for a host function here: a simplification.) Unset or 0:
+   everything completes at the call, as before. */
+static double g_async_gbps = -1; /* < 0: not read yet */
+static uint64_t g_busy_until;    /* CLOCK_MONOTONIC ns */
+struct fc_hostfn {
+  CUhostFn fn;
+  void *ud;
+  uint64_t due;
+  struct fc_hostfn *next;
+};
+static pthread_mutex_t g_hf_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_hf_cv = PTHREAD_COND_INITIALIZER;
+static struct fc_hostfn *g_hf_head, *g_hf_tail;
+static int g_hf_running, g_hf_started;
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+static void sleep_until(uint64_t t) {
+  for (uint64_t n = now_ns(); n < t; n = now_ns()) {
+    struct timespec d = {(time_t)((t - n) / 1000000000ull), (long)((t - n) % 1000000000ull)};
+    nanosleep(&d, NULL);
+  }
+}
+static int async_on(void) {
+  if (g_async_gbps < 0) {
+    const char *v = getenv("FAKE_CUDA_ASYNC_GBPS");
+    g_async_gbps = v && *v ? strtod(v, NULL) : 0;
+    if (!(g_async_gbps > 0)) g_async_gbps = 0;
+  }
+  return g_async_gbps > 0;
+}
+/* A copy of n bytes on a stream was issued: the GPU is busy that much longer. */
+static void async_copy(size_t n) {
+  if (!async_on()) return;
+  uint64_t now = now_ns();
+  if (g_busy_until < now) g_busy_until = now;
+  g_busy_until += (uint64_t)((double)n / g_async_gbps);
+}
+static int async_busy(void) {
+  if (!async_on()) return 0;
+  pthread_mutex_lock(&g_hf_mu);
+  int busy = g_hf_head || g_hf_running;
+  pthread_mutex_unlock(&g_hf_mu);
+  return busy || now_ns() < g_busy_until;
+}
+static void async_wait(void) {
+  if (!async_on()) return;
+  sleep_until(g_busy_until);
+  pthread_mutex_lock(&g_hf_mu);
+  while (g_hf_head || g_hf_running) pthread_cond_wait(&g_hf_cv, &g_hf_mu);
+  pthread_mutex_unlock(&g_hf_mu);
+}
+static void *hostfn_worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&g_hf_mu);
+    while (!g_hf_head) pthread_cond_wait(&g_hf_cv, &g_hf_mu);
+    struct fc_hostfn *h = g_hf_head;
+    g_hf_head = h->next;
+    if (!g_hf_head) g_hf_tail = NULL;
+    g_hf_running = 1;
+    pthread_mutex_unlock(&g_hf_mu);
+    sleep_until(h->due);
+    h->fn(h->ud);
+    free(h);
+    pthread_mutex_lock(&g_hf_mu);
+    g_hf_running = 0;
+    pthread_cond_broadcast(&g_hf_cv);
+    pthread_mutex_unlock(&g_hf_mu);
+  }
+  return NULL;
+}
+/* Queue a host function behind the work enqueued so far; 0 when not in asynchronous mode. */
+static int async_hostfn(CUhostFn fn, void *ud) {
+  if (!async_on()) return 0;
+  struct fc_hostfn *h = calloc(1, sizeof *h);
+  if (!h) return 0;
+  h->fn = fn;
+  h->ud = ud;
+  h->due = g_busy_until;
+  pthread_mutex_lock(&g_hf_mu);
+  if (!g_hf_started) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, hostfn_worker, NULL) != 0) {
+      pthread_mutex_unlock(&g_hf_mu);
+      free(h);
+      return 0;
+    }
+    pthread_detach(t);
+    g_hf_started = 1;
+  }
+  if (g_hf_tail) g_hf_tail->next = h;
+  else g_hf_head = h;
+  g_hf_tail = h;
+  pthread_cond_broadcast(&g_hf_cv);
+  pthread_mutex_unlock(&g_hf_mu);
+  return 1;
+}
+
 static CUresult gpu_wait(void) {
   while (g_hung) pause();
+  async_wait();
   return g_sticky;
 }
 /* What a query (cuStreamQuery, cuEventQuery) sees: never done after `spin`. */
-static CUresult gpu_query(void) { return g_hung ? E_NOT_READY : g_sticky; }
+static CUresult gpu_query(void) { return g_hung || async_busy() ? E_NOT_READY : g_sticky; }
 /* ---- work in flight ----
  * Kernels run at launch, but like the real driver's they count as in flight on their stream
  * until a synchronisation, or a completed event recorded after them, says they are done.
@@ -1148,7 +1257,7 @@ static void event_done(CUevent ev) {
 }
 static CUresult i_event_query(CUevent ev) {
   if (!obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
-  if (g_hung) return E_NOT_READY;
+  if (g_hung || async_busy()) return E_NOT_READY;
   event_done(ev);
   return E_SUCCESS;
 }
@@ -1542,7 +1651,9 @@ static CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_
     nd->n = n;
     return E_SUCCESS;
   }
-  return copy_run(dst, dst_dev, src, src_dev, n);
+  CUresult r = copy_run(dst, dst_dev, src, src_dev, n);
+  if (r == E_SUCCESS && check_stream) async_copy(n);
+  return r;
 }
 #define H2D(d, s, n, st, chk) copy_checked((uintptr_t)(d), 1, (uintptr_t)(s), 0, (n), (st), (chk))
 #define D2H(d, s, n, st, chk) copy_checked((uintptr_t)(d), 0, (uintptr_t)(s), 1, (n), (st), (chk))
@@ -3631,8 +3742,9 @@ static CUresult hostfn(const char *name, CUstream s, CUhostFn fn, void *ud) {
   CUresult r;
   fc_lock();
   r = g_inited ? hostfn_check(s, fn) : E_NOT_INITIALIZED;
+  int queued = r == E_SUCCESS && async_hostfn(fn, ud);
   fc_unlock();
-  if (r == E_SUCCESS) fn(ud);
+  if (r == E_SUCCESS && !queued) fn(ud);
   if (g_trace) fc_trace(name, r);
   return r;
 }

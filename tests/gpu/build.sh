@@ -3,13 +3,14 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem nondeterministic
-# (default: all). Writes into
+# TARGETs: driver_api axpy gemm tiny_launches async_copies failing graph_nodes copies2d hostmem
+# nondeterministic (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
+#   async_copies (pinned async copy bandwidth, an overlap loop)
 #   failing (a faulting and a hanging program), failing_fixed.cubin (its fixed gather_bad)
 #   graph_nodes (a CUDA graph built node by node, driver API through cudart's entry points)
 #   copies2d (2D/3D copies, arrays, texture and surface objects)
@@ -26,7 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches failing graph_nodes copies2d hostmem nondeterministic)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches async_copies failing graph_nodes copies2d hostmem nondeterministic)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -163,6 +164,12 @@ if want tiny_launches; then
     run "tiny_launches" "$nvcc" "${common[@]}" -o "$out/tiny_launches" "$here/tiny_launches.cu" ||
         { fail tiny_launches; status=1; }
 fi
+
+if want async_copies; then
+    run "async_copies" "$nvcc" "${common[@]}" -o "$out/async_copies" "$here/async_copies.cu" ||
+        { fail async_copies; status=1; }
+fi
+
 if want failing; then
     run "failing" "$nvcc" "${common[@]}" -o "$out/failing" "$here/failing.cu" ||
         { fail failing; status=1; }

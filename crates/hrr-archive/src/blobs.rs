@@ -30,9 +30,9 @@ pub fn hex(bytes: &[u8]) -> String {
 pub struct ObjectId(pub [u8; 16]);
 
 impl ObjectId {
-    /// The id of `bytes`.
+    /// The id of `bytes` (large buffers are hashed on several threads: [`parallel_hash`]).
     pub fn of(bytes: &[u8]) -> Self {
-        let hash = blake3::hash(bytes);
+        let hash = parallel_hash(bytes);
         let mut id = [0u8; 16];
         id.copy_from_slice(&hash.as_bytes()[..16]);
         ObjectId(id)
@@ -72,6 +72,56 @@ impl fmt::Debug for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ObjectId({})", self.to_hex())
     }
+}
+
+/// Inputs at least this long are hashed on several threads.
+const PARALLEL_HASH_MIN: usize = 4 << 20;
+/// The smallest subtree a thread hashes alone.
+const PARALLEL_HASH_LEAF: usize = 2 << 20;
+
+/// BLAKE3 of `bytes`, the same as `blake3::hash`, computed on up to 16 threads for inputs of
+/// [`PARALLEL_HASH_MIN`] bytes or more: the input is split into BLAKE3's own subtrees
+/// (`hazmat::left_subtree_len`), hashed in parallel and merged, so the result is the standard
+/// hash. (One core hashes a 64 MiB buffer in about 30-45 ms on the 2-core test VM, AVX2; the
+/// split pays where cores are free, e.g. a GPU host's 16; `hash_speed` measures it.)
+pub fn parallel_hash(bytes: &[u8]) -> blake3::Hash {
+    use blake3::hazmat::{merge_subtrees_root, Mode};
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
+    if bytes.len() < PARALLEL_HASH_MIN || threads < 2 {
+        return blake3::hash(bytes);
+    }
+    let depth = threads.ilog2();
+    let left = blake3::hazmat::left_subtree_len(bytes.len() as u64) as usize;
+    let (l, r) = std::thread::scope(|s| {
+        let right = s.spawn(|| subtree_cv(&bytes[left..], left as u64, depth - 1));
+        let l = subtree_cv(&bytes[..left], 0, depth - 1);
+        (l, right.join())
+    });
+    match r {
+        Ok(r) => merge_subtrees_root(&l, &r, Mode::Hash),
+        Err(_) => blake3::hash(bytes), // a hashing thread could not run: hash here
+    }
+}
+
+/// The chaining value of the subtree `bytes` starting at `offset`, split `depth` more times.
+fn subtree_cv(bytes: &[u8], offset: u64, depth: u32) -> blake3::hazmat::ChainingValue {
+    use blake3::hazmat::{merge_subtrees_non_root, HasherExt, Mode};
+    if depth == 0 || bytes.len() <= PARALLEL_HASH_LEAF {
+        return blake3::Hasher::new()
+            .set_input_offset(offset)
+            .update(bytes)
+            .finalize_non_root();
+    }
+    let left = blake3::hazmat::left_subtree_len(bytes.len() as u64) as usize;
+    let (l, r) = std::thread::scope(|s| {
+        let right = s.spawn(|| subtree_cv(&bytes[left..], offset + left as u64, depth - 1));
+        let l = subtree_cv(&bytes[..left], offset, depth - 1);
+        let r = right
+            .join()
+            .unwrap_or_else(|_| subtree_cv(&bytes[left..], offset + left as u64, 0));
+        (l, r)
+    });
+    merge_subtrees_non_root(&l, &r, Mode::Hash)
 }
 
 /// What a code object holds; its file extension.
@@ -193,11 +243,14 @@ pub fn open_code_object(
     Ok(None)
 }
 
-/// Writes blobs and code objects of one process capture, each content stored once.
+/// Writes blobs and code objects of one process capture, each content stored once. Shareable
+/// between threads (a writer thread may store blobs while the recorder appends events).
 #[derive(Debug)]
 pub struct ObjectStore {
     pid_dir: PathBuf,
     written: Mutex<HashSet<ObjectId>>,
+    /// Objects this store wrote (not found already on disk).
+    new_objects: std::sync::atomic::AtomicU64,
 }
 
 impl ObjectStore {
@@ -206,15 +259,35 @@ impl ObjectStore {
         ObjectStore {
             pid_dir: pid_dir.to_path_buf(),
             written: Mutex::new(HashSet::new()),
+            new_objects: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     /// Store a host buffer; returns its id and whether it was new.
     pub fn put_blob(&self, bytes: &[u8]) -> Result<(ObjectId, bool)> {
         let id = ObjectId::of(bytes);
-        let path = blob_path(&self.pid_dir, &id);
-        let new = self.put(id, &path, bytes)?;
+        let new = self.put_blob_as(id, bytes)?;
         Ok((id, new))
+    }
+
+    /// Store a host buffer whose id the caller computed (`id` MUST be `ObjectId::of(bytes)`:
+    /// blobs are content-addressed); returns whether it was new.
+    pub fn put_blob_as(&self, id: ObjectId, bytes: &[u8]) -> Result<bool> {
+        let path = blob_path(&self.pid_dir, &id);
+        self.put(id, &path, bytes)
+    }
+
+    /// Whether this store has written (or found on disk) object `id`.
+    pub fn contains(&self, id: &ObjectId) -> bool {
+        self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(id)
+    }
+
+    /// How many objects this store wrote (those found already on disk not counted).
+    pub fn new_objects(&self) -> u64 {
+        self.new_objects.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Store a code object; returns its id and whether it was new.
@@ -262,6 +335,8 @@ impl ObjectStore {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id);
+        self.new_objects
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
 }
@@ -368,6 +443,61 @@ pub fn is_counted_object(rel: &str) -> bool {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn parallel_hash_is_blake3() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let data: Vec<u8> = (0..(13 << 20) + 777)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for len in [
+            0,
+            1,
+            1024,
+            1025,
+            PARALLEL_HASH_MIN - 1,
+            PARALLEL_HASH_MIN,
+            8 << 20,
+            data.len(),
+        ] {
+            assert_eq!(
+                parallel_hash(&data[..len]),
+                blake3::hash(&data[..len]),
+                "{len}"
+            );
+        }
+    }
+
+    /// Hash and copy speeds of a 64 MiB buffer (`cargo test -p hrr-archive --release --
+    /// --ignored --nocapture hash_speed`).
+    #[test]
+    #[ignore]
+    fn hash_speed() {
+        use std::hint::black_box;
+        let data: Vec<u8> = (0..64u32 << 20)
+            .map(|i| (i * 7 + (i >> 13)) as u8)
+            .collect();
+        let mut copy = vec![1u8; data.len()]; // faulted in: the copy below is a reused buffer's
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let one = blake3::hash(black_box(&data));
+            let single = t.elapsed();
+            let t = std::time::Instant::now();
+            let par = parallel_hash(black_box(&data));
+            let parallel = t.elapsed();
+            let t = std::time::Instant::now();
+            copy.copy_from_slice(black_box(&data));
+            black_box(&copy);
+            let copied = t.elapsed();
+            assert_eq!(one, par);
+            eprintln!("64 MiB: blake3 {single:?}, parallel {parallel:?}, copy {copied:?}");
+        }
+    }
 
     #[test]
     fn blobs_dedup_and_are_private() {

@@ -179,9 +179,8 @@ pub struct ProcessWriter {
     root: PathBuf,
     dir: PathBuf,
     events: EventWriter,
-    objects: ObjectStore,
+    objects: std::sync::Arc<ObjectStore>,
     manifest: ProcessManifest,
-    new_objects: u64,
 }
 
 impl ProcessWriter {
@@ -224,11 +223,10 @@ impl ProcessWriter {
         let events = EventWriter::create(&events_path, schema, policy)?;
         Ok(ProcessWriter {
             root: root.to_path_buf(),
-            objects: ObjectStore::new(&dir),
+            objects: std::sync::Arc::new(ObjectStore::new(&dir)),
             dir,
             events,
             manifest,
-            new_objects: 0,
         })
     }
 
@@ -249,23 +247,25 @@ impl ProcessWriter {
 
     /// Store a host buffer.
     pub fn put_blob(&mut self, bytes: &[u8]) -> Result<ObjectId> {
-        let (id, new) = self.objects.put_blob(bytes)?;
-        self.new_objects += new as u64;
-        Ok(id)
+        Ok(self.objects.put_blob(bytes)?.0)
+    }
+
+    /// The object store, for a thread that stores blobs beside the writer (its objects are
+    /// counted in the manifest's `blob_count` like the writer's own).
+    pub fn object_store(&self) -> std::sync::Arc<ObjectStore> {
+        self.objects.clone()
     }
 
     /// Store a code object.
     pub fn put_code_object(&mut self, bytes: &[u8], kind: CodeKind) -> Result<ObjectId> {
-        let (id, new) = self.objects.put_code_object(bytes, kind)?;
-        self.new_objects += new as u64;
-        Ok(id)
+        Ok(self.objects.put_code_object(bytes, kind)?.0)
     }
 
     /// Write the manifest as it stands (complete: false), e.g. after metadata was learnt.
     pub fn checkpoint_manifest(&mut self) -> Result<()> {
         self.events.flush(false)?;
         self.manifest.event_count = self.events.records();
-        self.manifest.blob_count = self.new_objects;
+        self.manifest.blob_count = self.objects.new_objects();
         manifest::write_process_manifest(&self.dir, &self.manifest)
     }
 
@@ -277,12 +277,12 @@ impl ProcessWriter {
             dir,
             events,
             mut manifest,
-            new_objects,
+            objects,
             ..
         } = self;
         let marks = events.incomplete_marks().to_vec();
         manifest.event_count = events.finish()?;
-        manifest.blob_count = new_objects;
+        manifest.blob_count = objects.new_objects();
         manifest.complete = marks.is_empty();
         manifest.incomplete_reason = (!marks.is_empty())
             .then(|| format!("writer marked it incomplete: {}", marks.join("; ")));

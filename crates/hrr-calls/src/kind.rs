@@ -72,6 +72,8 @@ pub enum Kind {
     /// Host-visible memory the host read after a synchronisation: replay compares the bytes,
     /// like a D2H result (a pseudo-call recorded by capture, no driver export).
     HostCheck,
+    /// Not a call: the result of an asynchronous D2H copy, recorded when the copy completed.
+    D2hResult,
 }
 
 impl Kind {
@@ -82,7 +84,7 @@ impl Kind {
             Kind::GraphLaunch => CallClass::GraphLaunch,
             Kind::H2d => CallClass::H2d,
             // A generic copy may hold a D2H result.
-            Kind::D2h | Kind::Copy | Kind::HostCheck => CallClass::D2h,
+            Kind::D2h | Kind::Copy | Kind::HostCheck | Kind::D2hResult => CallClass::D2h,
             Kind::HostWrite => CallClass::H2d,
             _ => CallClass::Other,
         }

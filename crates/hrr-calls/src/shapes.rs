@@ -302,6 +302,12 @@ shapes! {
     PoolSetAccess { pool: Handle, desc: Bytes, count: U64 }
     /// A device's memory pool, asked or set.
     DevicePool { pool: Handle, device: I32 }
+
+    // Asynchronous D2H results (async copies).
+    /// What an asynchronous device-to-host copy produced, read when the copy completed (by a
+    /// host function capture enqueues behind it): `copy` is the sequence number of the copy's
+    /// event (whose own `d2h_blob` is then none), `d2h_blob` the bytes at `dst`.
+    CopyResult { copy: U64, dst: Ptr, bytes: U64, stream: Handle, d2h_blob: Blob }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

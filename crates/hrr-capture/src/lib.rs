@@ -15,6 +15,7 @@
 //! a recording failure stops capture (archive marked incomplete) while the program runs on.
 
 pub mod api;
+pub mod blobq;
 pub mod hook;
 pub mod recorder;
 pub mod signals;

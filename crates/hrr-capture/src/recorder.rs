@@ -7,6 +7,11 @@
 //! [`ApiDef`] whose call opened it (CUDA driver or HIP); call ids are per schema. A process that
 //! uses both APIs gets the first one recorded; calls of the other are not recorded, and the
 //! manifest says so. What an API remembers about its handles lives in its own `state` module.
+//!
+//! Host blobs are hashed on the calling thread and written by the `hrr-blobs` thread
+//! ([`crate::blobq`]), never under the recorder's lock; every flush point (synchronisations,
+//! blocking D2H copies, finish, stop, fatal and terminating signals) first waits for (or writes)
+//! the queued blobs, so an event handed to the kernel never names a blob that is not.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -55,6 +60,9 @@ pub struct Recorder {
     pid: u32,
     api: &'static ApiDef,
     writer: ProcessWriter,
+    /// Host blobs written off the calling thread (`None`: the thread could not start; blobs
+    /// are then written under the lock, as before).
+    blobs: Option<crate::blobq::BlobQueue>,
     /// Payload buffer reused from event to event.
     scratch: Vec<u8>,
     min_free: u64,
@@ -121,6 +129,9 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
         "{why}; capture stopped, the application continues. The archive is marked incomplete."
     ));
     if let Some(mut rec) = state.take() {
+        if let Some(q) = rec.blobs.as_ref().filter(|_| rec.pid == current_pid()) {
+            let _ = q.drain();
+        }
         let _ = rec.writer.events().mark_incomplete(why);
         rec.note_forwarded_calls();
         let _ = rec.writer.finish();
@@ -165,10 +176,12 @@ fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
                 .and_then(|v| v.parse::<u64>().ok())
                 .unwrap_or(512)
                 .saturating_mul(1 << 20);
+            let blobs = crate::blobq::BlobQueue::start(writer.object_store());
             *state = Some(Recorder {
                 pid,
                 api,
                 writer,
+                blobs,
                 scratch: Vec::with_capacity(256),
                 min_free,
             });
@@ -189,28 +202,51 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Recorder>> {
 }
 
 /// Record one event of record type `id` of `api`; `fill` writes every field (the result too,
-/// for calls that return one). A panic in `fill` loses the event, never the program.
+/// for calls that return one). A panic in `fill` loses the event, never the program. Returns
+/// the event's sequence number when it was written.
 pub fn record(
     api: &'static ApiDef,
     id: u16,
     fill: impl FnOnce(&mut Recorder, &mut PayloadBuilder),
-) {
+) -> Option<u64> {
     if !active() {
-        return;
+        return None;
     }
     let mut state = lock();
     if !open(&mut state, api) {
-        return;
+        return None;
     }
     let rec = state.as_mut().expect("opened");
     let mut p = PayloadBuilder::with_buffer(std::mem::take(&mut rec.scratch));
-    if catch(|| fill(rec, &mut p)).is_none() {
-        return;
-    }
+    catch(|| fill(rec, &mut p))?;
     let result = rec.writer.events().append(id, thread_id(), p.as_bytes());
     rec.scratch = p.into_bytes();
-    if let Err(e) = result {
-        stop(&mut state, &format!("cannot write events.bin: {e}"));
+    match result {
+        Ok(seq) => Some(seq),
+        Err(e) => {
+            stop(&mut state, &format!("cannot write events.bin: {e}"));
+            None
+        }
+    }
+}
+
+/// The blob queue of this process's recorder, if it has one (never a fork parent's: its writer
+/// thread does not exist in the child).
+fn blob_queue() -> Option<crate::blobq::BlobQueue> {
+    let pid = current_pid();
+    lock()
+        .as_ref()
+        .filter(|r| r.pid == pid)
+        .and_then(|r| r.blobs.clone())
+}
+
+/// Wait for the queued host blobs to be written; a write error stops the capture.
+fn drain_blobs() {
+    if let Some(Err(e)) = blob_queue().map(|q| q.drain()) {
+        let mut state = lock();
+        if state.is_some() {
+            stop(&mut state, &format!("cannot write a blob: {e}"));
+        }
     }
 }
 
@@ -236,9 +272,43 @@ pub fn refresh_metadata(api: &'static ApiDef) {
     }
 }
 
-/// Flush buffered events to the kernel (not fsync): called at synchronisation points so that a
-/// `kill -9` loses little.
+/// Host functions recording an async D2H result right now (entered, not yet returned).
+static RESULTS_RECORDING: AtomicU32 = AtomicU32::new(0);
+
+/// Run `f`, which records an async D2H result from a host function, counted as in flight.
+pub fn recording_result(f: impl FnOnce()) {
+    RESULTS_RECORDING.fetch_add(1, Ordering::AcqRel);
+    let _ = catch(f);
+    RESULTS_RECORDING.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// After a synchronisation returned: wait (at most a second) for host functions still
+/// recording a result. A driver returns from a synchronisation only after the host functions
+/// before it have returned, and they record before returning, so this finds none in flight
+/// for what was synchronised; it guards the order of events.bin (result before the sync's
+/// event) should a host function still be finishing. Host functions not yet started are not
+/// waited for: they may belong to other streams, behind work that takes any time.
+pub fn wait_results_recorded() {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while RESULTS_RECORDING.load(Ordering::Acquire) != 0 && std::time::Instant::now() < until {
+        std::thread::yield_now();
+    }
+}
+
+/// Flush buffered events to the kernel (not fsync), after the queued host blobs are written:
+/// called after synchronisations and blocking D2H copies, so that a `kill -9` then loses
+/// nothing recorded.
 pub fn flush_soft() {
+    if !active() {
+        return;
+    }
+    drain_blobs();
+    flush_events();
+}
+
+/// Hand buffered events to the kernel without waiting for queued blobs (before a call that
+/// may block: a hang then loses no event; blobs still queued are written meanwhile).
+pub fn flush_events() {
     if !active() {
         return;
     }
@@ -248,7 +318,9 @@ pub fn flush_soft() {
 }
 
 /// Store a host buffer before the call that reads it (or after the call that wrote it); `None`
-/// if recording is off or failed.
+/// if recording is off or failed. The bytes are hashed here (the id is their content hash) and,
+/// unless a blob of that id is stored or queued, copied into staging and written by the blob
+/// thread; the recorder's lock is not held while hashing, copying or writing.
 ///
 /// # Safety
 /// `ptr` is null or readable for `len` bytes.
@@ -261,19 +333,45 @@ pub unsafe fn put_host_blob(
         return None;
     }
     let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
-    let mut state = lock();
-    if !open(&mut state, api) {
-        return None;
-    }
-    let rec = state.as_mut()?;
-    if let Some(why) = rec.disk_too_full(len as u64) {
-        stop(&mut state, &why);
-        return None;
-    }
-    match catch(|| rec.writer.put_blob(bytes))? {
-        Ok(id) => Some(id),
+    let id = ObjectId::of(bytes);
+    let queue = {
+        let mut state = lock();
+        if !open(&mut state, api) {
+            return None;
+        }
+        let rec = state.as_mut()?;
+        match rec.blobs.clone() {
+            Some(q) if q.knows(&id) => return Some(id),
+            Some(q) => {
+                if let Some(why) = rec.disk_too_full(len as u64) {
+                    stop(&mut state, &why);
+                    return None;
+                }
+                q
+            }
+            None => {
+                // No blob thread: written here, under the lock.
+                if let Some(why) = rec.disk_too_full(len as u64) {
+                    stop(&mut state, &why);
+                    return None;
+                }
+                return match catch(|| rec.writer.put_blob(bytes))? {
+                    Ok(id) => Some(id),
+                    Err(e) => {
+                        stop(&mut state, &format!("cannot write a blob: {e}"));
+                        None
+                    }
+                };
+            }
+        }
+    };
+    match queue.put(id, bytes) {
+        Ok(()) => Some(id),
         Err(e) => {
-            stop(&mut state, &format!("cannot write a blob: {e}"));
+            let mut state = lock();
+            if state.is_some() {
+                stop(&mut state, &format!("cannot write a blob: {e}"));
+            }
             None
         }
     }
@@ -343,9 +441,16 @@ extern "C" fn at_exit() {
 
 /// Clean shutdown: trailer, manifests, root index.
 pub fn finish() {
+    drain_blobs();
     let mut state = lock();
     if let Some(mut rec) = state.take() {
         if rec.pid == current_pid() {
+            if let Some(Err(e)) = rec.blobs.as_ref().map(|q| q.drain()) {
+                let _ = rec
+                    .writer
+                    .events()
+                    .mark_incomplete(&format!("cannot write a blob: {e}"));
+            }
             rec.note_forwarded_calls();
             if let Err(e) = rec.writer.finish() {
                 notice(&format!("could not finish the archive: {e}"));
@@ -401,6 +506,9 @@ pub fn emergency_mark(why: &'static str) {
     if let Ok(mut state) = STATE.try_lock() {
         if let Some(rec) = state.as_mut() {
             if rec.pid == current_pid() {
+                if let Some(q) = &rec.blobs {
+                    q.drain_here();
+                }
                 let _ = rec.writer.events().mark_incomplete(why);
                 let _ = rec.writer.events().flush(false);
                 rec.note_forwarded_calls();
@@ -416,6 +524,9 @@ pub fn emergency_flush() {
     if let Ok(mut state) = STATE.try_lock() {
         if let Some(rec) = state.as_mut() {
             if rec.pid == current_pid() {
+                if let Some(q) = &rec.blobs {
+                    q.drain_here();
+                }
                 rec.note_forwarded_calls();
                 let _ = rec.writer.checkpoint_manifest();
             }

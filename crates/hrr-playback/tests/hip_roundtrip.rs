@@ -485,6 +485,30 @@ fn streams_events_vmm_round_trip() {
     // hipMallocAsync calls hipMalloc, its hipMemcpyDtoHAsync calls hipMemcpyAsync
     assert_eq!(names.iter().filter(|n| *n == "hipMalloc").count(), 2);
     check_layouts(&arch, &events);
+    // Async D2H copies carry no bytes; each one's hrrHipMemcpyResult follows it, before the next
+    // synchronisation (recorded by the host function capture enqueued behind the copy).
+    let seq = |e: &serde_json::Value| e["seq"].as_u64().unwrap();
+    let copies: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            e["name"] == "hipMemcpyDtoHAsync"
+                || (e["name"] == "hipMemcpyAsync" && e["fields"]["direction"] == 2)
+        })
+        .collect();
+    assert_eq!(copies.len(), 2, "{events:?}");
+    for c in copies {
+        assert!(c["fields"]["d2h_blob"].is_null(), "{c}");
+        let r = events
+            .iter()
+            .find(|e| e["name"] == "hrrHipMemcpyResult" && e["fields"]["copy"] == c["seq"])
+            .unwrap_or_else(|| panic!("no result for {c}"));
+        assert!(r["fields"]["d2h_blob"].is_string(), "{r}");
+        let sync = events
+            .iter()
+            .find(|e| seq(e) > seq(c) && e["name"].as_str().unwrap().ends_with("Synchronize"))
+            .unwrap();
+        assert!(seq(c) < seq(r) && seq(r) < seq(sync), "{c} {r} {sync}");
+    }
 
     let (code, v) = replay_json(dir, &arch, &[]);
     assert_eq!(code, 0, "{v}");

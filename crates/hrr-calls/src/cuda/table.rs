@@ -178,6 +178,11 @@ macro_rules! cuda_calls {
             DeviceGetDefaultMemPool [cuDeviceGetDefaultMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
             DeviceGetMemPool [cuDeviceGetMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
             DeviceSetMemPool [cuDeviceSetMemPool] (dev: c_int = device, pool: Handle = pool) : DevicePool, Pool;
+            // Asynchronous D2H results (async copies). A pseudo-row: `hrrMemcpyResult` is no
+            // driver entry point (its wrapper never finds a real function and is never handed
+            // out); capture records it from the host function it enqueues behind an async D2H
+            // copy (`cuMemcpyDtoHAsync`, `cuMemcpyAsync` to host), when the copy has completed.
+            MemcpyResult [hrrMemcpyResult] (copy: u64, dst: u64, n: usize, stream: Handle) : CopyResult, D2hResult => memcpy_result;
         }
     };
 }

@@ -92,6 +92,10 @@ macro_rules! hip_calls {
             StreamEndCapture [hipStreamEndCapture] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture;
             GraphLaunch [hipGraphLaunch] (exec: Handle, s: Handle) : GraphLaunch, GraphLaunch => graph_launch;
             LaunchHostFunc [hipLaunchHostFunc] (s: Handle, func: Ptr, data: Ptr) : HostFunc, HostFunc => launch_host_func;
+            // Asynchronous D2H results (async copies). A pseudo-row, as CUDA's `hrrMemcpyResult`:
+            // no runtime entry point; recorded by the host function capture enqueues behind an
+            // async D2H copy (`hipMemcpyAsync` to host, `hipMemcpyDtoHAsync`).
+            MemcpyResult [hrrHipMemcpyResult] (copy: u64, dst: Ptr, n: usize, stream: Handle) : CopyResult, D2hResult => memcpy_result;
         }
     };
 }

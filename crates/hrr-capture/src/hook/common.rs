@@ -22,6 +22,83 @@ pub fn rec<E: ApiExport, S: Shape>(h: E, r: c_int, fill: impl FnOnce(&mut Record
     super::record(E::api(), h.id(), Some(r), fill);
 }
 
+/// [`rec`], returning the event's sequence number when it was written.
+#[inline]
+pub fn rec_seq<E: ApiExport, S: Shape>(
+    h: E,
+    r: c_int,
+    fill: impl FnOnce(&mut Recorder) -> S,
+) -> Option<u64> {
+    super::record(E::api(), h.id(), Some(r), fill)
+}
+
+/// Async D2H results, shared by the APIs: what the host function behind an async D2H copy
+/// needs (boxed when it is enqueued, freed by it).
+struct PendingResult<E> {
+    /// The API's `hrrMemcpyResult` pseudo-export.
+    result: E,
+    copy: u64,
+    dst: *mut c_void,
+    n: usize,
+    stream: *mut c_void,
+}
+
+/// Store the bytes an async D2H copy left at `p.dst`; record its result event.
+unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
+    let d2h_blob = host_blob(p.result, p.dst, p.n);
+    rec(p.result, 0, |_| CopyResult {
+        copy: p.copy,
+        dst: p.dst as u64,
+        bytes: p.n as u64,
+        stream: p.stream as u64,
+        d2h_blob,
+    });
+}
+
+/// The host function behind an async D2H copy (runs on a driver thread, calls no GPU API).
+unsafe extern "C" fn d2h_completed<E: ApiExport>(data: *mut c_void) {
+    // SAFETY: `data` is the box `result_at_completion` leaked, handed to this function once.
+    let p = Box::from_raw(data as *mut PendingResult<E>);
+    recorder::recording_result(|| record_result(&p));
+}
+
+/// The API's real host-function enqueuer (`cuLaunchHostFunc`, `hipLaunchHostFunc`).
+pub type LaunchHostFn =
+    unsafe extern "C" fn(*mut c_void, unsafe extern "C" fn(*mut c_void), *mut c_void) -> c_int;
+
+/// After the async D2H copy recorded as event `copy` was issued on `stream` (the handle the
+/// API's host-function call understands): have the bytes at `dst` recorded in a `result`
+/// event (the API's `hrrMemcpyResult` pseudo-export) when the copy has completed, by a host
+/// function enqueued behind it with `launch`. Where that cannot be enqueued, `sync` waits for
+/// the stream (true: done) and the result is recorded at once.
+pub unsafe fn result_at_completion<E: ApiExport>(
+    result: E,
+    copy: u64,
+    (dst, n): (*mut c_void, usize),
+    stream: *mut c_void,
+    launch: Option<LaunchHostFn>,
+    sync: impl FnOnce() -> bool,
+) {
+    let p = Box::into_raw(Box::new(PendingResult {
+        result,
+        copy,
+        dst,
+        n,
+        stream,
+    }));
+    let launched = match launch {
+        Some(f) => f(stream, d2h_completed::<E>, p as *mut c_void) == 0,
+        None => false,
+    };
+    if !launched {
+        // SAFETY: not handed to the driver: still ours.
+        let p = Box::from_raw(p);
+        if sync() {
+            record_result(&p);
+        }
+    }
+}
+
 /// Store `len` host bytes at `ptr` as a blob of `h`'s archive.
 #[inline]
 pub unsafe fn host_blob<E: ApiExport>(_h: E, ptr: *const c_void, len: usize) -> Option<ObjectId> {

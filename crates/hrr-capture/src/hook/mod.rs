@@ -14,7 +14,8 @@
 //!    `=> field`), or by the row's custom function, which receives the typed arguments and a
 //!    closure making the real call;
 //! 4. before a call that can block (synchronisation, D2H copies) and after a synchronisation,
-//!    hands buffered events to the kernel (a hang or a kill loses nothing recorded before).
+//!    hands buffered events to the kernel (a hang or a kill loses nothing recorded before);
+//!    a synchronisation is recorded after the async D2H results still being recorded.
 
 pub mod args;
 pub mod common;
@@ -23,7 +24,7 @@ pub mod forward;
 pub mod guard;
 pub mod record;
 
-pub use record::{after, before, record};
+pub use record::{after, before, record, returned};
 
 /// What a wrapper returns when the real entry point is missing.
 pub trait Missing {
@@ -206,6 +207,7 @@ macro_rules! define_exports {
             $crate::hook::before(::hrr_calls::Kind::$kind);
             $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
                 let r = real($($arg),*);
+                $crate::hook::returned(::hrr_calls::Kind::$kind);
                 $crate::hook::record($api, $crate::hook::ApiExport::id(Export::$export), Some(r), |_| ::hrr_calls::shapes::$shape {
                     $( $($fin: $crate::hook::args::field($arg),)? $($fout: $crate::hook::args::out_field($arg),)? )*
                 });

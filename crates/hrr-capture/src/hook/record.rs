@@ -7,40 +7,53 @@ use crate::api::ApiDef;
 use crate::recorder::{self, Recorder};
 
 /// Record one event of record type `id`: `result` (if the call returns one) and the shape
-/// `fill` builds (it may also note things in the manifest through the recorder).
+/// `fill` builds (it may also note things in the manifest through the recorder). Returns the
+/// event's sequence number when it was written.
 #[inline]
 pub fn record<S: Shape>(
     api: &'static ApiDef,
     id: u16,
     result: Option<i32>,
     fill: impl FnOnce(&mut Recorder) -> S,
-) {
+) -> Option<u64> {
     recorder::record(api, id, |rc, p| {
         if let Some(r) = result {
             p.i32(r);
         }
         fill(rc).write(p);
-    });
+    })
 }
 
 /// Before a call of `kind` is made: a call that can block (synchronisation, a blocking or
 /// synchronised D2H copy) first hands buffered events to the kernel, so a hang or a `kill -9`
-/// while it waits never loses a launch recorded before it.
+/// while it waits never loses a launch recorded before it (queued blobs are not waited for
+/// here: that would serialise every copy with the blob thread; they are at the flush after).
 #[inline]
 pub fn before(kind: Kind) {
     crate::api::cuda::hostmem::before(kind);
     if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) {
-        recorder::flush_soft();
+        recorder::flush_events();
     }
 }
 
-/// After a call of `kind` returned: a blocking call hands buffered events to the kernel, so a
-/// `kill -9` while the program waits loses nothing recorded before. Both also let the tracker of
-/// host-visible memory record what the host wrote and read ([`crate::api::cuda::hostmem`]).
+/// After a call of `kind` returned: a blocking call hands buffered events to the kernel after
+/// the queued blobs are written, so a `kill -9` after it loses nothing recorded before. Both also
+/// let the tracker of host-visible memory record what the host wrote and read
+/// ([`crate::api::cuda::hostmem`]).
 #[inline]
 pub fn after(kind: Kind) {
     crate::api::cuda::hostmem::after(kind);
     if kind == Kind::Sync {
         recorder::flush_soft();
+    }
+}
+
+/// A call of `kind` returned and is about to be recorded: after a synchronisation, async D2H
+/// results still being recorded by host functions are recorded first (their events precede
+/// the synchronisation's).
+#[inline]
+pub fn returned(kind: Kind) {
+    if kind == Kind::Sync {
+        recorder::wait_results_recorded();
     }
 }

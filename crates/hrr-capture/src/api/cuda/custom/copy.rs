@@ -1,4 +1,15 @@
-//! Copies and memsets: H2D sources stored before the call, D2H results after it (async: after synchronising the stream, never on a capturing one); generic copies classified by pointer attributes.
+//! Copies and memsets: H2D sources stored before the call, D2H results after it; generic
+//! copies classified by pointer attributes.
+//!
+//! Asynchronous D2H copies (`cuMemcpyDtoHAsync`, `cuMemcpyAsync` to host) never wait: the copy
+//! is recorded at once without its bytes, and a host function enqueued behind it on the same
+//! stream (`cuLaunchHostFunc`, the real entry point) reads the destination when the copy has
+//! completed and records an `hrrMemcpyResult` event naming the copy's sequence number. The host
+//! function records before it returns, and no synchronisation of that stream (stream, event or
+//! context synchronize, a successful query) can return before it has, so the result is in
+//! events.bin before the event of the program's synchronisation. On a capturing stream the copy
+//! only becomes a graph node: nothing is enqueued and there is no result to record. Where the
+//! host function cannot be enqueued, the stream is synchronised and the result recorded at once.
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -8,9 +19,10 @@ use hrr_calls::cuda::ffi::{CUresult, Handle, CUDA_ERROR_NOT_FOUND};
 use hrr_calls::shapes::direction;
 use hrr_calls::shapes::*;
 
-use super::{host_blob, rec};
+use super::host_blob;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
+use crate::hook::common::{rec_seq, LaunchHostFn};
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
 const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CUresult = 900;
@@ -40,6 +52,19 @@ pub(super) unsafe fn sync_stream(h: Export, stream: Handle) -> CUresult {
     }
 }
 
+/// After the async D2H copy recorded as event `copy` was issued: have its result recorded
+/// when it completes (see the module docs).
+unsafe fn result_at_completion(h: Export, copy: u64, dst: *mut c_void, n: usize, stream: Handle) {
+    crate::hook::common::result_at_completion(
+        Export::hrrMemcpyResult,
+        copy,
+        (dst, n),
+        effective_stream(h, stream),
+        real_fn::<LaunchHostFn>(Export::cuLaunchHostFunc),
+        || sync_stream(h, stream) == 0,
+    );
+}
+
 pub unsafe fn memcpy_dtoh_async(
     h: Export,
     dst: *mut c_void,
@@ -49,19 +74,30 @@ pub unsafe fn memcpy_dtoh_async(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    let d2h_blob = if r == 0 && sync_stream(h, stream) == 0 {
-        host_blob(dst, n)
-    } else {
-        None
-    };
-    rec(h, r, |_| CopyD2h {
+    let seq = rec_seq(h, r, |_| CopyD2h {
         dst: dst as u64,
         src,
         bytes: n as u64,
         stream: stream as u64,
-        d2h_blob,
+        d2h_blob: None,
     });
+    if let Some(copy) = seq.filter(|_| r == 0 && !stream_is_capturing(h, stream)) {
+        result_at_completion(h, copy, dst, n, stream);
+    }
     r
+}
+
+/// The `hrrMemcpyResult` pseudo-row's wrapper (it has no real entry point, so this never runs:
+/// the events are recorded by the host function of `hook::common::result_at_completion`).
+pub unsafe fn memcpy_result(
+    _h: Export,
+    _copy: u64,
+    _dst: u64,
+    _n: usize,
+    _stream: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    call()
 }
 
 /// Is `ptr` device memory (per the driver's pointer attributes)?
@@ -111,12 +147,12 @@ unsafe fn generic_copy(
         None
     };
     let r = call();
+    // A blocking copy's result is there now; an async one's is recorded when it completes.
     let d2h_blob = match stream {
-        _ if r != 0 || dir != direction::D2H => None,
-        Some(s) if sync_stream(h, s) != 0 => None,
-        _ => host_blob(dst as *const c_void, n),
+        None if r == 0 && dir == direction::D2H => host_blob(dst as *const c_void, n),
+        _ => None,
     };
-    rec(h, r, |_| CopyAny {
+    let seq = rec_seq(h, r, |_| CopyAny {
         dst,
         src,
         bytes: n as u64,
@@ -125,5 +161,11 @@ unsafe fn generic_copy(
         h2d_blob,
         d2h_blob,
     });
+    match (stream, seq) {
+        (Some(s), Some(copy)) if r == 0 && dir == direction::D2H && !stream_is_capturing(h, s) => {
+            result_at_completion(h, copy, dst as *mut c_void, n, s)
+        }
+        _ => {}
+    }
     r
 }

@@ -1,5 +1,10 @@
-//! Copies and memsets: H2D sources stored before the call, D2H results after it (async: after
-//! synchronising the stream); `hipMemcpyDefault` classified by the device ranges capture saw.
+//! Copies and memsets: H2D sources stored before the call, D2H results after it;
+//! `hipMemcpyDefault` classified by the device ranges capture saw. Async D2H copies
+//! (`hipMemcpyAsync` to host, `hipMemcpyDtoHAsync`) are recorded at once without their bytes,
+//! which an `hrrHipMemcpyResult` event records when the copy has completed, from a host function
+//! enqueued behind it (`hipLaunchHostFunc`; `hook::common::result_at_completion`, as CUDA's);
+//! on a capturing stream nothing is enqueued. `hipMemcpyWithStream` and the symbol copies wait
+//! for the stream at the call, as before.
 
 use std::ffi::c_int;
 
@@ -11,6 +16,7 @@ use hrr_calls::shapes::*;
 use super::{host_blob, rec};
 use crate::api::hip::calls::{real_fn, Export};
 use crate::api::hip::state;
+use crate::hook::common::{rec_seq, result_at_completion, LaunchHostFn};
 use crate::recorder;
 
 /// Wait for `stream` so an async D2H result can be read (the recorder's own call, unrecorded).
@@ -67,12 +73,14 @@ unsafe fn generic_copy(
         None
     };
     let r = call();
-    let d2h_blob = if dir == direction::D2H {
+    // `hipMemcpyAsync`'s result is recorded when the copy completes (`later`).
+    let later = h == Export::hipMemcpyAsync && stream.is_some_and(|s| !capturing(s));
+    let d2h_blob = if dir == direction::D2H && !later {
         result_blob(r, dst, n, stream)
     } else {
         None
     };
-    rec(h, r, |_| CopyKind {
+    let seq = rec_seq(h, r, |_| CopyKind {
         dst: dst as u64,
         src: src as u64,
         bytes: n as u64,
@@ -82,10 +90,45 @@ unsafe fn generic_copy(
         h2d_blob,
         d2h_blob,
     });
+    match (stream, seq) {
+        (Some(s), Some(copy)) if later && r == 0 && dir == direction::D2H => {
+            result_later(copy, dst, n, s)
+        }
+        _ => {}
+    }
     if stream.is_none() {
         recorder::flush_soft();
     }
     r
+}
+
+/// Is `stream` capturing into a graph (as capture saw `hipStreamBeginCapture`/`EndCapture`)?
+fn capturing(stream: Handle) -> bool {
+    state::is_capturing(stream as u64)
+}
+
+/// Have the result of the async D2H copy recorded as event `copy` recorded when it completes.
+unsafe fn result_later(copy: u64, dst: Ptr, n: usize, stream: Handle) {
+    result_at_completion(
+        Export::hrrHipMemcpyResult,
+        copy,
+        (dst, n),
+        stream,
+        real_fn::<LaunchHostFn>(Export::hipLaunchHostFunc),
+        || sync_stream(stream) == 0,
+    );
+}
+
+/// The `hrrHipMemcpyResult` pseudo-row's wrapper (no runtime entry point: never runs).
+pub unsafe fn memcpy_result(
+    _h: Export,
+    _copy: u64,
+    _dst: Ptr,
+    _n: usize,
+    _stream: Handle,
+    call: impl FnOnce() -> HipError,
+) -> HipError {
+    call()
 }
 
 pub unsafe fn memcpy(
@@ -120,14 +163,22 @@ pub unsafe fn memcpy_dtoh_async(
     call: impl FnOnce() -> HipError,
 ) -> HipError {
     let r = call();
-    let d2h_blob = result_blob(r, dst, n, Some(stream));
-    rec(h, r, |_| CopyD2h {
+    let later = !capturing(stream);
+    let d2h_blob = if later {
+        None
+    } else {
+        result_blob(r, dst, n, Some(stream))
+    };
+    let seq = rec_seq(h, r, |_| CopyD2h {
         dst: dst as u64,
         src: src as u64,
         bytes: n as u64,
         stream: stream as u64,
         d2h_blob,
     });
+    if let Some(copy) = seq.filter(|_| later && r == 0) {
+        result_later(copy, dst, n, stream);
+    }
     r
 }
 

@@ -5,6 +5,11 @@
 //! the graph; a result whose destination is host-visible memory is also written there
 //! (`hostmem.rs`). A 2D/3D copy's host side is the packed blob (pitch `width_bytes`, `height`
 //! rows a slice), so its D2H result is compared packed, as recorded.
+//!
+//! An async D2H copy recorded without its bytes (capture records them in a later
+//! `hrrMemcpyResult` event naming the copy's sequence number) is issued into its own buffer
+//! without waiting; the `hrrMemcpyResult` event waits for its stream and compares. Older
+//! archives, whose async copies hold their result (`d2h_blob`), are compared at the copy.
 
 use std::ffi::c_void;
 
@@ -15,7 +20,7 @@ use hrr_calls::cuda::ffi::{
     Memcpy2D, Memcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
 };
 use hrr_calls::cuda::Op;
-use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d, CopyPitched};
+use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d, CopyPitched, CopyResult};
 
 use super::driver::{cu, H};
 use super::Cuda;
@@ -39,13 +44,15 @@ impl Cuda {
         Ok(())
     }
 
-    /// Read `n` bytes at `src`; `expected`: the recorded result.
+    /// Read `n` bytes at `src`; `expected`: the recorded result. An async copy (`later`) with
+    /// no recorded result is left running: its result event compares it.
     fn d2h(
         &mut self,
         ev: &Event,
         (src, n): (u64, usize),
         stream: H,
         expected: Option<ObjectId>,
+        later: bool,
     ) -> Result<Outcome> {
         let mut got = vec![0u8; n];
         cu!(
@@ -56,8 +63,34 @@ impl Cuda {
             self.graph_host.push(got);
             return Ok(Outcome::Skipped(CAPTURED_D2H.into()));
         }
+        if later && expected.is_none() {
+            // The heap buffer stays where the driver writes, wherever the Vec moves.
+            self.pending_d2h.insert(ev.seq, (got, stream));
+            return Ok(Outcome::Done);
+        }
         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
         Ok(Outcome::D2h { got, expected })
+    }
+
+    /// `hrrMemcpyResult`: the result of the async copy of event `copy`, compared once its
+    /// stream is done.
+    pub(super) fn copy_result(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: CopyResult = ev.read()?;
+        let Some((got, stream)) = self.pending_d2h.remove(&s.copy) else {
+            return Ok(Outcome::Skipped(format!(
+                "result of event #{}, which issued no copy here",
+                s.copy
+            )));
+        };
+        self.wait(
+            stream,
+            &format!("D2H copy (event #{}, result #{})", s.copy, ev.seq),
+        )?;
+        self.mirror_d2h(s.dst, &got);
+        Ok(Outcome::D2h {
+            got,
+            expected: s.d2h_blob,
+        })
     }
 
     /// Copy `n` bytes from recorded `src` to recorded `dst`, both translated.
@@ -80,12 +113,12 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuMemcpyDtoH*`.
-    pub(super) fn copy_d2h(&mut self, ev: &Event) -> Result<Outcome> {
+    /// `cuMemcpyDtoH*` (`later`: the async call, whose result may come in a result event).
+    pub(super) fn copy_d2h(&mut self, ev: &Event, later: bool) -> Result<Outcome> {
         let s: CopyD2h = ev.read()?;
         let src = self.mem.translate(s.src);
         let stream = self.stream(ev, s.stream)?;
-        let out = self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob)?;
+        let out = self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob, later)?;
         if let Outcome::D2h { got, .. } = &out {
             self.mirror_d2h(s.dst, got);
         }
@@ -100,8 +133,8 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuMemcpy*` (unified addressing): by the recorded direction.
-    pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
+    /// `cuMemcpy*` (unified addressing): by the recorded direction (`later`: the async call).
+    pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs, later: bool) -> Result<Outcome> {
         let s: CopyAny = ev.read()?;
         let stream = self.stream(ev, s.stream)?;
         let n = s.bytes as usize;
@@ -116,7 +149,7 @@ impl Cuda {
             }
             direction::D2H => {
                 let src = self.mem.translate(s.src);
-                let out = self.d2h(ev, (src, n), stream, s.d2h_blob)?;
+                let out = self.d2h(ev, (src, n), stream, s.d2h_blob, later)?;
                 if let Outcome::D2h { got, .. } = &out {
                     self.mirror_d2h(s.dst, got);
                 }

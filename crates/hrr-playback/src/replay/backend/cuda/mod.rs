@@ -77,6 +77,9 @@ pub struct Cuda {
     graph_host: Vec<Vec<u8>>,
     /// Texture and surface object values: recorded value to live value.
     objects: arrays::Objects,
+    /// Async D2H copies whose result comes in a later `hrrMemcpyResult` event: by the copy's
+    /// sequence number, the buffer it is copying into and its stream.
+    pending_d2h: HashMap<u64, (Vec<u8>, H)>,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
     /// Host-visible memory re-created for the program.
@@ -173,9 +176,12 @@ impl Backend for Cuda {
             Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
             Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
             Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
-            Op::MemcpyDtoH | Op::MemcpyDtoHAsync => self.copy_d2h(ev),
+            Op::MemcpyDtoH => self.copy_d2h(ev, false),
+            Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
             Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
-            Op::Memcpy | Op::MemcpyAsync => self.copy_any(ev, blobs),
+            Op::Memcpy => self.copy_any(ev, blobs, false),
+            Op::MemcpyAsync => self.copy_any(ev, blobs, true),
+            Op::MemcpyResult => self.copy_result(ev),
             Op::Memcpy2D
             | Op::Memcpy2DUnaligned
             | Op::Memcpy2DAsync

@@ -64,6 +64,7 @@ impl Cuda {
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
             graph_host: Vec::new(),
             objects: Objects::default(),
+            pending_d2h: HashMap::new(),
             ops: Ops::default(),
             replaced: HashMap::new(),
             host: Default::default(),

@@ -3,12 +3,14 @@
 //! sources come from their recorded blobs, device
 //! pointers are translated, device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]); copies to and from symbols go to the variable of the recorded code
-//! object. A copy with a host side waits (the host buffer is this replay's).
+//! object. A copy with a host side waits (the host buffer is this replay's). An async D2H copy
+//! recorded without its bytes keeps what it read for its `hrrHipMemcpyResult` event, which
+//! compares them (FORMAT.md §3).
 
 use anyhow::{bail, Result};
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    direction, CopyD2d, CopyD2h, CopyFromSymbol, CopyH2d, CopyKind, CopyToSymbol,
+    direction, CopyD2d, CopyD2h, CopyFromSymbol, CopyH2d, CopyKind, CopyResult, CopyToSymbol,
 };
 
 use super::runtime::{hip, kind, H};
@@ -53,19 +55,40 @@ impl Hip {
         self.copy(dst, src, n, kind::H2D, stream, &what)
     }
 
-    /// Read `n` bytes at `src` on recorded stream `stream`; `expected`: the recorded result.
+    /// Read `n` bytes at `src` on recorded stream `stream`; `expected`: the recorded result. An
+    /// async copy (`later`) with no recorded result keeps its bytes for its result event.
     fn d2h(
         &mut self,
         ev: &Event,
         (src, n): (u64, usize),
         stream: u64,
         expected: Option<ObjectId>,
+        later: bool,
     ) -> Result<Outcome> {
         let stream = self.stream(stream)?;
         let mut got = vec![0u8; n];
         let what = format!("D2H copy (event #{})", ev.seq);
         self.copy(got.as_mut_ptr() as u64, src, n, kind::D2H, stream, &what)?;
+        if later && expected.is_none() {
+            self.pending_d2h.insert(ev.seq, got);
+            return Ok(Outcome::Done);
+        }
         Ok(Outcome::D2h { got, expected })
+    }
+
+    /// `hrrHipMemcpyResult`: the result of the async copy of event `copy`, compared now.
+    pub(super) fn copy_result(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: CopyResult = ev.read()?;
+        let Some(got) = self.pending_d2h.remove(&s.copy) else {
+            return Ok(Outcome::Skipped(format!(
+                "result of event #{}, which issued no copy here",
+                s.copy
+            )));
+        };
+        Ok(Outcome::D2h {
+            got,
+            expected: s.d2h_blob,
+        })
     }
 
     /// `hipMemcpyHtoD*`.
@@ -79,11 +102,11 @@ impl Hip {
         Ok(Outcome::Done)
     }
 
-    /// `hipMemcpyDtoH*`.
-    pub(super) fn copy_d2h(&mut self, ev: &Event) -> Result<Outcome> {
+    /// `hipMemcpyDtoH*` (`later`: the async call, whose result may come in a result event).
+    pub(super) fn copy_d2h(&mut self, ev: &Event, later: bool) -> Result<Outcome> {
         let s: CopyD2h = ev.read()?;
         let src = self.mem.translate(s.src);
-        self.d2h(ev, (src, s.bytes as usize), s.stream, s.d2h_blob)
+        self.d2h(ev, (src, s.bytes as usize), s.stream, s.d2h_blob, later)
     }
 
     /// `hipMemcpyDtoD*`.
@@ -96,8 +119,9 @@ impl Hip {
         Ok(Outcome::Done)
     }
 
-    /// `hipMemcpy*` (`CopyKind`, unified addressing): by the recorded direction.
-    pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
+    /// `hipMemcpy*` (`CopyKind`, unified addressing): by the recorded direction (`later`:
+    /// `hipMemcpyAsync`).
+    pub(super) fn copy_any(&mut self, ev: &Event, blobs: &Blobs, later: bool) -> Result<Outcome> {
         let s: CopyKind = ev.read()?;
         let n = s.bytes as usize;
         let dst = self.mem.translate(s.dst);
@@ -113,7 +137,7 @@ impl Hip {
                 };
                 self.h2d(ev, dst, &data, s.stream)?;
             }
-            direction::D2H => return self.d2h(ev, (src, n), s.stream, s.d2h_blob),
+            direction::D2H => return self.d2h(ev, (src, n), s.stream, s.d2h_blob, later),
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }
         Ok(Outcome::Done)
@@ -151,7 +175,7 @@ impl Hip {
             self.copy(dst, addr + off, n, kind::D2D, stream, "")?;
             Ok(Outcome::Done)
         } else {
-            self.d2h(ev, (addr + off, n), s.stream, s.d2h_blob)
+            self.d2h(ev, (addr + off, n), s.stream, s.d2h_blob, false)
         }
     }
 }

@@ -56,6 +56,9 @@ pub struct Hip {
     functions: HashMap<(ObjectId, String), H>,
     handles: Handles,
     waiter: Waiter,
+    /// Async D2H copies whose result comes in a later `hrrHipMemcpyResult` event: the bytes
+    /// copied now, by the copy's sequence number.
+    pending_d2h: HashMap<u64, Vec<u8>>,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
     /// Stream-ordered frees not released yet.
@@ -132,9 +135,12 @@ impl Backend for Hip {
             Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
             Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
             Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
-            Op::MemcpyDtoH | Op::MemcpyDtoHAsync => self.copy_d2h(ev),
+            Op::MemcpyDtoH => self.copy_d2h(ev, false),
+            Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
             Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
-            Op::Memcpy | Op::MemcpyAsync | Op::MemcpyWithStream => self.copy_any(ev, blobs),
+            Op::Memcpy | Op::MemcpyWithStream => self.copy_any(ev, blobs, false),
+            Op::MemcpyAsync => self.copy_any(ev, blobs, true),
+            Op::MemcpyResult => self.copy_result(ev),
             Op::Memset
             | Op::MemsetAsync
             | Op::MemsetD8

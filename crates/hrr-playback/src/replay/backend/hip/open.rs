@@ -120,6 +120,7 @@ impl Hip {
             functions: HashMap::new(),
             handles: Handles::default(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
+            pending_d2h: HashMap::new(),
             ops: Ops::default(),
             deferred: Default::default(),
         })

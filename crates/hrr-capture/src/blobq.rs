@@ -1,0 +1,215 @@
+//! Host blobs stored off the calling thread. The caller hashes a buffer (its id is its content
+//! hash, `ObjectId::of`, on several threads for large buffers) and, unless a blob of that id was
+//! already stored or queued, copies it into a staging buffer and queues it; the `hrr-blobs`
+//! thread writes queued blobs into the archive's object store. Staging is bounded
+//! ([`STAGING_LIMIT`] bytes in flight; beyond it the caller waits, so memory stays bounded);
+//! staging buffers are reused, so a steady stream of copies does not page-fault fresh memory.
+//!
+//! [`BlobQueue::drain`] waits until every queued blob is written: the recorder calls it
+//! wherever events are handed to the kernel for durability (synchronisations, blocking D2H
+//! copies, finish), so a `kill -9` after a synchronisation never finds an event naming a blob
+//! that is not on disk. [`BlobQueue::drain_here`] writes what is queued on the calling thread,
+//! for signal handlers (the writer thread may be stopped with the process).
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use hrr_archive::blobs::ObjectStore;
+use hrr_archive::ObjectId;
+
+/// Staged bytes in flight (queued or being written) beyond which a caller waits.
+pub const STAGING_LIMIT: usize = 256 << 20;
+/// Capacity of idle staging buffers kept for reuse.
+const POOL_LIMIT: usize = 256 << 20;
+
+/// One staged blob.
+struct Job {
+    id: ObjectId,
+    bytes: Vec<u8>,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: VecDeque<Arc<Job>>,
+    /// Bytes of the jobs queued or being written.
+    in_flight: usize,
+    /// Callers copying into a staging buffer (their jobs are about to be queued).
+    copying: usize,
+    /// Ids stored or queued (a buffer seen again is neither copied nor queued).
+    known: HashSet<ObjectId>,
+    /// The first write error; every later `put` and `drain` returns it.
+    error: Option<String>,
+    /// Idle staging buffers.
+    pool: Vec<Vec<u8>>,
+    pool_bytes: usize,
+}
+
+struct Shared {
+    store: Arc<ObjectStore>,
+    state: Mutex<State>,
+    /// Work queued, space freed or the queue emptied.
+    changed: Condvar,
+    /// The writer thread is writing the front job (it stays queued until written).
+    busy: AtomicBool,
+}
+
+/// The queue of one process capture (cheap to clone: a handle).
+#[derive(Clone)]
+pub struct BlobQueue(Arc<Shared>);
+
+impl BlobQueue {
+    /// A queue writing into `store`, with its writer thread started; `None` if the thread
+    /// cannot be started (the caller then writes blobs itself).
+    pub fn start(store: Arc<ObjectStore>) -> Option<BlobQueue> {
+        let shared = Arc::new(Shared {
+            store,
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            busy: AtomicBool::new(false),
+        });
+        let worker = shared.clone();
+        std::thread::Builder::new()
+            .name("hrr-blobs".into())
+            .spawn(move || write_loop(&worker))
+            .ok()?;
+        Some(BlobQueue(shared))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a blob of `id` is stored or queued.
+    pub fn knows(&self, id: &ObjectId) -> bool {
+        self.lock().known.contains(id) || self.0.store.contains(id)
+    }
+
+    /// Queue `bytes` (whose id is `id`) unless known; waits while the staging limit is reached.
+    pub fn put(&self, id: ObjectId, bytes: &[u8]) -> Result<(), String> {
+        let mut st = self.lock();
+        loop {
+            if let Some(e) = &st.error {
+                return Err(e.clone());
+            }
+            if st.known.contains(&id) {
+                return Ok(());
+            }
+            if st.in_flight == 0 || st.in_flight + bytes.len() <= STAGING_LIMIT {
+                break;
+            }
+            st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.known.insert(id);
+        st.in_flight += bytes.len();
+        st.copying += 1;
+        let mut buf = match st.pool.iter().position(|b| b.capacity() >= bytes.len()) {
+            Some(i) => {
+                let b = st.pool.swap_remove(i);
+                st.pool_bytes -= b.capacity();
+                b
+            }
+            None => Vec::new(),
+        };
+        drop(st);
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        let mut st = self.lock();
+        st.copying -= 1;
+        st.jobs.push_back(Arc::new(Job { id, bytes: buf }));
+        self.0.changed.notify_all();
+        Ok(())
+    }
+
+    /// Wait until every queued blob is written; the first write error, if any.
+    pub fn drain(&self) -> Result<(), String> {
+        let mut st = self.lock();
+        while (!st.jobs.is_empty() || st.copying > 0) && st.error.is_none() {
+            st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.error.clone().map_or(Ok(()), Err)
+    }
+
+    /// From a signal handler: write every queued blob on this thread (skipped if the queue is
+    /// locked), leaving the one the writer thread is writing to it and waiting up to two
+    /// seconds for that one.
+    pub fn drain_here(&self) {
+        let Ok(st) = self.0.state.try_lock() else {
+            return;
+        };
+        let skip = usize::from(self.0.busy.load(Ordering::Acquire));
+        let jobs: Vec<Arc<Job>> = st.jobs.iter().skip(skip).cloned().collect();
+        drop(st);
+        for job in jobs {
+            let _ = self.0.store.put_blob_as(job.id, &job.bytes);
+        }
+        let until = Instant::now() + Duration::from_secs(2);
+        while self.0.busy.load(Ordering::Acquire) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if let Ok(mut st) = self.0.state.try_lock() {
+            st.jobs.clear();
+            st.in_flight = 0;
+        }
+    }
+}
+
+/// The writer thread: write the front job, then dequeue it and recycle its buffer.
+fn write_loop(q: &Shared) {
+    loop {
+        let job = {
+            let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(j) = st.jobs.front() {
+                    break j.clone();
+                }
+                st = q.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        q.busy.store(true, Ordering::Release);
+        let result = q.store.put_blob_as(job.id, &job.bytes);
+        q.busy.store(false, Ordering::Release);
+        let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = result {
+            st.error.get_or_insert_with(|| e.to_string());
+        }
+        if st.jobs.front().is_some_and(|j| Arc::ptr_eq(j, &job)) {
+            st.jobs.pop_front();
+            st.in_flight = st.in_flight.saturating_sub(job.bytes.len());
+        }
+        if let Ok(job) = Arc::try_unwrap(job) {
+            let cap = job.bytes.capacity();
+            if st.pool_bytes + cap <= POOL_LIMIT {
+                st.pool_bytes += cap;
+                st.pool.push(job.bytes);
+            }
+        }
+        q.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queued_blobs_are_written_once_and_drained() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(ObjectStore::new(dir.path()));
+        let q = BlobQueue::start(store.clone()).unwrap();
+        let a = vec![1u8; 1 << 20];
+        let b = vec![2u8; 3 << 20];
+        for bytes in [&a, &b, &a] {
+            q.put(ObjectId::of(bytes), bytes).unwrap();
+        }
+        q.drain().unwrap();
+        assert_eq!(store.new_objects(), 2);
+        for bytes in [&a, &b] {
+            let id = ObjectId::of(bytes);
+            assert!(q.knows(&id));
+            let path = hrr_archive::blobs::blob_path(dir.path(), &id);
+            assert_eq!(&std::fs::read(path).unwrap(), bytes);
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Asynchronous D2H copies and host blobs written off the calling thread, on the CPU against
+//! the fake driver (`tests/fake-cuda`, its `copy_app` and `driver_app`): an async copy's bytes
+//! come in an `hrrMemcpyResult` event recorded when the copy completed, before the program's
+//! synchronisation; replay compares them there; a `kill -9` right after a synchronisation
+//! loses no blob an event names.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod common;
+use common::*;
+
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("-async")
+}
+
+/// `hrr-capture -o archive -- app args`, with the fake driver asynchronous at `gbps` (0: off).
+fn capture(archive: &Path, app: &str, args: &[&str], gbps: u32) -> Output {
+    let mut c: Command = bounded(bin_dir().join("hrr-capture"));
+    c.arg("-o")
+        .arg(archive)
+        .arg("--")
+        .arg(fake().dir.join(app))
+        .args(args)
+        .env("LD_LIBRARY_PATH", &fake().dir)
+        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
+        .env("FAKE_CUDA_ASYNC_GBPS", gbps.to_string());
+    c.output().expect("run hrr-capture")
+}
+
+fn seq(e: &serde_json::Value) -> u64 {
+    e["seq"].as_u64().unwrap()
+}
+
+/// Every async D2H copy has no bytes of its own and exactly one result event naming it, after
+/// it and before the first synchronisation that follows it. Returns the number of copies.
+fn results_follow_copies_and_precede_syncs(events: &[serde_json::Value]) -> usize {
+    let copies: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "cuMemcpyDtoHAsync_v2")
+        .collect();
+    for c in &copies {
+        assert!(c["fields"]["d2h_blob"].is_null(), "{c}");
+        let results: Vec<_> = events
+            .iter()
+            .filter(|e| e["name"] == "hrrMemcpyResult" && e["fields"]["copy"] == c["seq"])
+            .collect();
+        assert_eq!(results.len(), 1, "result of {c}");
+        let r = results[0];
+        assert!(r["fields"]["d2h_blob"].is_string(), "{r}");
+        assert_eq!(r["fields"]["dst"], c["fields"]["dst"]);
+        assert!(seq(r) > seq(c), "{r} before {c}");
+        let sync = events
+            .iter()
+            .find(|e| {
+                seq(e) > seq(c)
+                    && [
+                        "cuStreamSynchronize",
+                        "cuCtxSynchronize",
+                        "cuEventSynchronize",
+                    ]
+                    .contains(&e["name"].as_str().unwrap())
+            })
+            .expect("a synchronisation after the copy");
+        assert!(seq(r) < seq(sync), "{r} after {sync}");
+    }
+    copies.len()
+}
+
+#[test]
+fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (app, args, gbps) in [
+        ("copy_app", &["overlap", "3", "4"][..], 5),
+        ("driver_app", &[][..], 0),
+    ] {
+        let arch = tmp.path().join(format!("{app}.hrr"));
+        let o = capture(&arch, app, args, gbps);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let events = events_json(&arch);
+        let copies = results_follow_copies_and_precede_syncs(&events);
+        assert!(copies >= 1, "{app}: no async D2H copy recorded");
+        let (code, out, err) = fake().replay(&arch, &[]);
+        assert_eq!(code, 0, "{app}: {out}{err}");
+        let line = out
+            .lines()
+            .find(|l| l.contains("D2H checks"))
+            .unwrap_or_default();
+        let pass: u64 = line
+            .split(':')
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(pass >= copies as u64, "{app}: {out}");
+        assert!(line.contains(" 0 fail, 0 skipped"), "{app}: {out}");
+    }
+    // With the fake asynchronous, the host loop overlaps the copies under capture too.
+    let arch = tmp.path().join("overlap.hrr");
+    let o = capture(&arch, "copy_app", &["overlap", "2", "8"], 2);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let spins: u64 = out
+        .split("host_loop=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(spins > 0, "the capture waited for the copies: {out}");
+}
+
+#[test]
+fn a_zeroed_async_result_blob_is_a_mismatch_naming_the_result_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    // driver_app's async copy brings back what a kernel wrote (copy_app's would be the same
+    // bytes as its H2D source, one blob for both, and zeroing that changes the replay too).
+    assert!(capture(&arch, "driver_app", &[], 0).status.success());
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let r = events
+        .iter()
+        .find(|e| e["name"] == "hrrMemcpyResult")
+        .unwrap();
+    let id = r["fields"]["d2h_blob"].as_str().unwrap();
+    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+    let len = std::fs::metadata(&p).unwrap().len() as usize;
+    std::fs::write(&p, vec![0u8; len]).unwrap();
+    let (code, out, _) = fake().replay(&dir, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!("event #{} hrrMemcpyResult", r["seq"])),
+        "{out}"
+    );
+    assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
+}
+
+#[test]
+fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    for gbps in [0, 5] {
+        let _ = std::fs::remove_dir_all(&arch);
+        let o = capture(&arch, "copy_app", &["killsync"], gbps);
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stdout).contains("killsync synced"));
+        let dir = pid_dirs(&arch).remove(0);
+        let events = events_json(&dir);
+        let mut named = 0;
+        for e in &events {
+            for key in ["h2d_blob", "d2h_blob"] {
+                if let Some(id) = e["fields"][key].as_str() {
+                    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+                    let bytes = std::fs::read(&p)
+                        .unwrap_or_else(|err| panic!("{key} of {e}: {}: {err}", p.display()));
+                    assert_eq!(bytes.len() as u64, e["fields"]["bytes"].as_u64().unwrap());
+                    assert_eq!(&blake3::hash(&bytes).to_hex()[..32], id);
+                    named += 1;
+                }
+            }
+        }
+        assert_eq!(named, 4, "3 H2D sources and a D2H result");
+        assert_eq!(results_follow_copies_and_precede_syncs(&events), 1);
+        let (code, out, err) = run({
+            let mut c = playback();
+            c.arg(&arch).arg("--repair");
+            c
+        });
+        assert_eq!(code, 0, "{out}{err}");
+        let (code, out, err) = fake().replay(&dir, &[]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+    }
+}

@@ -1,0 +1,141 @@
+/*
+ * copy_app - large and asynchronous copies, for capture's overhead benchmark
+ * (scripts/bench-capture-cpu.sh) and the async-copy tests. Linked with -lcuda.
+ *
+ *   copy_app h2d TOTAL_MIB CHUNK_MIB   blocking H2D copies of distinct contents, CHUNK_MIB each
+ *   copy_app overlap ITER MIB          per iteration: async H2D and D2H of MIB, an event, then a
+ *                                      host loop counting cuEventQuery NOT_READY answers until
+ *                                      the event completes; checks the bytes came back
+ *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
+ *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
+ *                                      have made durable)
+ *
+ * Prints one result line; exit 0 on success.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef void *CUcontext;
+typedef void *CUstream;
+typedef void *CUevent;
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(int *, int);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemAllocHost_v2(void **, size_t);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuEventCreate(CUevent *, unsigned);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuEventQuery(CUevent);
+CUresult cuCtxSynchronize(void);
+
+#define CK(x)                                                      \
+  do {                                                             \
+    CUresult r_ = (x);                                             \
+    if (r_) {                                                      \
+      fprintf(stderr, "copy_app: %s failed: %d\n", #x, r_);        \
+      exit(1);                                                     \
+    }                                                              \
+  } while (0)
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i += 8) {
+    unsigned long long v = (i * 0x9e3779b97f4a7c15ull) ^ seed;
+    memcpy(p + i, &v, n - i < 8 ? n - i : 8);
+  }
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "";
+  int dev;
+  CUcontext ctx;
+  CUstream s;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuCtxCreate_v2(&ctx, 0, dev));
+  CK(cuStreamCreate(&s, 0));
+  if (!strcmp(mode, "h2d") && argc == 4) {
+    size_t total = (size_t)atol(argv[2]) << 20, chunk = (size_t)atol(argv[3]) << 20;
+    if (!chunk || total < chunk) return 2;
+    unsigned char *h = malloc(chunk);
+    CUdeviceptr d;
+    CK(cuMemAlloc_v2(&d, chunk));
+    fill(h, chunk, 1);
+    double t0 = now_s();
+    for (size_t done = 0, i = 0; done < total; done += chunk, i++) {
+      for (size_t p = 0; p < chunk; p += 4096) memcpy(h + p, &i, sizeof i); /* distinct chunks */
+      CK(cuMemcpyHtoD_v2(d, h, chunk));
+    }
+    CK(cuCtxSynchronize());
+    double t = now_s() - t0;
+    printf("h2d bytes=%zu chunk=%zu seconds=%.3f GB/s=%.2f\n", total, chunk, t, total / t / 1e9);
+    return 0;
+  }
+  if (!strcmp(mode, "overlap") && argc == 4) {
+    long iters = atol(argv[2]);
+    size_t n = (size_t)atol(argv[3]) << 20;
+    unsigned char *h, *back;
+    CUdeviceptr d;
+    CUevent e;
+    CK(cuMemAllocHost_v2((void **)&h, n));
+    CK(cuMemAllocHost_v2((void **)&back, n));
+    CK(cuMemAlloc_v2(&d, n));
+    CK(cuEventCreate(&e, 0));
+    unsigned long long spins = 0;
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+      fill(h, n, (unsigned)i);
+      CK(cuMemcpyHtoDAsync_v2(d, h, n, s));
+      CK(cuMemcpyDtoHAsync_v2(back, d, n, s));
+      CK(cuEventRecord(e, s));
+      CUresult q;
+      while ((q = cuEventQuery(e)) == 600) spins++; /* CUDA_ERROR_NOT_READY */
+      CK(q);
+      if (memcmp(h, back, n)) {
+        fprintf(stderr, "copy_app: iteration %ld: the bytes did not come back\n", i);
+        return 1;
+      }
+    }
+    CK(cuStreamSynchronize(s));
+    printf("overlap iterations=%ld bytes=%zu host_loop=%llu seconds=%.3f\n", iters, n, spins,
+           now_s() - t0);
+    return 0;
+  }
+  if (!strcmp(mode, "killsync")) {
+    size_t n = (size_t)48 << 20, m = 1 << 20;
+    CUdeviceptr d;
+    unsigned char *back;
+    CK(cuMemAlloc_v2(&d, 3 * n));
+    CK(cuMemAllocHost_v2((void **)&back, m));
+    for (unsigned i = 0; i < 3; i++) {
+      unsigned char *h;
+      CK(cuMemAllocHost_v2((void **)&h, n));
+      fill(h, n, 77 + i);
+      CK(cuMemcpyHtoDAsync_v2(d + i * n, h, n, s));
+    }
+    CK(cuMemcpyDtoHAsync_v2(back, d + n, m, s));
+    CK(cuStreamSynchronize(s));
+    printf("killsync synced\n");
+    fflush(stdout);
+    kill(getpid(), SIGKILL);
+    return 1;
+  }
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB | killsync\n");
+  return 2;
+}
