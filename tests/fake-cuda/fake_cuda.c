@@ -1537,7 +1537,8 @@ static CUresult ptr_attr(void *data, int attr, CUdeviceptr p) {
   struct region *r = i >= 0 ? &g_reg[i] : NULL;
   int dev = r ? is_device_kind(r->kind) : in_device_va(p);
   switch (attr) {
-  case 2: /* MEMORY_TYPE */
+  case 2: /* MEMORY_TYPE: like the real driver, an error for pageable memory it does not know */
+    if (!r && !dev) return E_INVALID_VALUE;
     *(unsigned *)data = dev ? 2u : 1u;
     return E_SUCCESS;
   case 1: /* CONTEXT */

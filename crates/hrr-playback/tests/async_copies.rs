@@ -171,3 +171,21 @@ fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
         assert!(out.contains("D2H checks      : 1 pass"), "{out}");
     }
 }
+
+#[test]
+fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
+    // The program reuses the pageable buffer right after each copy; a result read later (by a
+    // host function, with the fake asynchronous) would hold the reused bytes.
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("pageable.hrr");
+    let o = capture(&arch, "copy_app", &["pageable"], 1);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let results = events_json(&arch)
+        .into_iter()
+        .filter(|e| e["name"] == "hrrMemcpyResult")
+        .count();
+    assert_eq!(results, 4);
+    let (code, out, err) = fake().replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("4 pass (4 exact"), "{out}");
+}

@@ -117,6 +117,26 @@ int main(int argc, char **argv) {
            now_s() - t0);
     return 0;
   }
+  if (!strcmp(mode, "pageable")) {
+    /* Async D2H copies into pageable memory complete before the call returns (CUDA's rules),
+     * so the program may reuse the buffer at once, as it would a stack variable. */
+    size_t n = (size_t)1 << 16;
+    unsigned char *h = malloc(n), *back = malloc(n);
+    CUdeviceptr d;
+    if (!h || !back) return 1;
+    CK(cuMemAlloc_v2(&d, n));
+    fill(h, n, 5);
+    CK(cuMemcpyHtoD_v2(d, h, n));
+    unsigned long long sum = 0;
+    for (int i = 0; i < 4; i++) {
+      CK(cuMemcpyDtoHAsync_v2(back, d, n, s));
+      for (size_t k = 0; k < n; k++) sum += back[k];
+      memset(back, 0xEE, n);
+    }
+    CK(cuStreamSynchronize(s));
+    printf("pageable sum=%llu\n", sum);
+    return 0;
+  }
   if (!strcmp(mode, "killsync")) {
     size_t n = (size_t)48 << 20, m = 1 << 20;
     CUdeviceptr d;
@@ -136,6 +156,6 @@ int main(int argc, char **argv) {
     kill(getpid(), SIGKILL);
     return 1;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB | killsync\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB | pageable | killsync\n");
   return 2;
 }

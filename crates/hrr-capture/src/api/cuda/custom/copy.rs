@@ -53,16 +53,31 @@ pub(super) unsafe fn sync_stream(h: Export, stream: Handle) -> CUresult {
 }
 
 /// After the async D2H copy recorded as event `copy` was issued: have its result recorded
-/// when it completes (see the module docs).
+/// when it completes (see the module docs). A copy into pageable memory has completed when the
+/// call returns (CUDA's API synchronisation rules), and the program may reuse that memory at
+/// once (a stack variable, say): its result is recorded now, not by a host function later.
 unsafe fn result_at_completion(h: Export, copy: u64, dst: *mut c_void, n: usize, stream: Handle) {
+    let pageable = is_pageable(dst as u64);
     crate::hook::common::result_at_completion(
         Export::hrrMemcpyResult,
         copy,
         (dst, n),
         effective_stream(h, stream),
-        real_fn::<LaunchHostFn>(Export::cuLaunchHostFunc),
-        || sync_stream(h, stream) == 0,
+        real_fn::<LaunchHostFn>(Export::cuLaunchHostFunc).filter(|_| !pageable),
+        || pageable || sync_stream(h, stream) == 0,
     );
+}
+
+/// Is `ptr` host memory the driver does not know (neither pinned, registered, managed nor
+/// device memory)?
+unsafe fn is_pageable(ptr: u64) -> bool {
+    type GetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult;
+    let Some(f) = driver_fn::<GetAttribute>(c"cuPointerGetAttribute") else {
+        return false;
+    };
+    let mut ty: c_uint = 0;
+    // CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2: an error for memory the driver does not know.
+    f(&mut ty as *mut c_uint as *mut c_void, 2, ptr) != 0
 }
 
 pub unsafe fn memcpy_dtoh_async(
