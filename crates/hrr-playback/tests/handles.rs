@@ -25,6 +25,16 @@ fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
         .collect();
     assert_eq!(bound.len(), 1, "{bound:?}");
     assert_eq!(bound[0]["fields"]["name"], "axpy");
+    // Bound at its first use, an attribute set before the launch.
+    let first_use = events
+        .iter()
+        .position(|e| e["name"] == "cuFuncSetAttribute")
+        .unwrap();
+    let bound_at = events
+        .iter()
+        .position(|e| e["name"] == "cuFuncGetModule")
+        .unwrap();
+    assert_eq!(bound_at, first_use - 1, "{events:?}");
     let enumerated: Vec<_> = events
         .iter()
         .filter(|e| e["name"].as_str().unwrap().contains("Enumerate"))

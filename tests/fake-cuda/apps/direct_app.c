@@ -54,6 +54,7 @@ static void resolve(void) {
   SYM(LibraryUnload, "cuLibraryUnload");
   SYM(KernelGetFunction, "cuKernelGetFunction");
   SYM(GetExportTable, "cuGetExportTable");
+  SYM(FuncSetAttribute, "cuFuncSetAttribute");
   SYM(ModuleEnumerateFunctions, "cuModuleEnumerateFunctions");
   SYM(LibraryEnumerateKernels, "cuLibraryEnumerateKernels");
   SYM(ModuleLoadData, "cuModuleLoadData");

@@ -62,6 +62,7 @@ static void resolve(void) {
   GET(LibraryUnload, "cuLibraryUnload");
   GET(KernelGetFunction, "cuKernelGetFunction");
   GET(GetExportTable, "cuGetExportTable");
+  GET(FuncSetAttribute, "cuFuncSetAttribute");
   GET(ModuleEnumerateFunctions, "cuModuleEnumerateFunctions");
   GET(LibraryEnumerateKernels, "cuLibraryEnumerateKernels");
   GET(ModuleLoadData, "cuModuleLoadData");

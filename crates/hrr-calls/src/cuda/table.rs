@@ -77,9 +77,9 @@ macro_rules! cuda_calls {
             LibraryGetModule [cuLibraryGetModule] (m: *mut Handle, lib: Handle) : LibraryGetModule, Lookup, ordered => library_get_module;
             LibraryGetGlobal [cuLibraryGetGlobal] (dptr: *mut u64, bytes: *mut usize, lib: Handle, name: *const c_char) : Global, Lookup, ordered => get_global;
             KernelGetFunction [cuKernelGetFunction] (f: *mut Handle, k: Handle) : KernelGetFunction, Lookup, ordered => kernel_get_function;
-            FuncSetAttribute [cuFuncSetAttribute] (f: Handle = function, attrib: c_int = attrib, value: c_int = value) : FuncSetAttribute, Attribute;
+            FuncSetAttribute [cuFuncSetAttribute] (f: Handle, attrib: c_int, value: c_int) : FuncSetAttribute, Attribute => func_set_attribute;
             KernelSetAttribute [cuKernelSetAttribute] (attrib: c_int = attrib, value: c_int = value, k: Handle = kernel, dev: c_int = device) : KernelSetAttribute, Attribute;
-            FuncSetCacheConfig [cuFuncSetCacheConfig] (f: Handle = function, config: c_int = config) : FuncSetCacheConfig, Attribute;
+            FuncSetCacheConfig [cuFuncSetCacheConfig] (f: Handle, config: c_int) : FuncSetCacheConfig, Attribute => func_set_cache_config;
             LaunchKernel [cuLaunchKernel, cuLaunchKernel_ptsz] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, stream: Handle, params: *mut *mut c_void, extra: *mut *mut c_void) : Launch, Launch => launch_kernel;
             LaunchKernelEx [cuLaunchKernelEx, cuLaunchKernelEx_ptsz] (config: *const LaunchConfig, f: Handle, params: *mut *mut c_void, extra: *mut *mut c_void) : Launch, Launch => launch_kernel_ex;
             LaunchCooperativeKernel [cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, stream: Handle, params: *mut *mut c_void) : Launch, Launch => launch_cooperative;

@@ -380,3 +380,38 @@ pub unsafe fn library_enumerate_kernels(
     enumerated(h, r, ks, n, lib, true);
     r
 }
+
+/// `cuFuncSetAttribute`: a function capture never saw looked up is bound first (cuFFT sets
+/// attributes of the functions it got through its private path before launching them).
+pub unsafe fn func_set_attribute(
+    h: Export,
+    f: Handle,
+    attrib: c_int,
+    value: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    bind_unseen_function(f);
+    rec(h, r, |_| FuncSetAttribute {
+        function: f as u64,
+        attrib,
+        value,
+    });
+    r
+}
+
+/// `cuFuncSetCacheConfig`, binding the function first like [`func_set_attribute`].
+pub unsafe fn func_set_cache_config(
+    h: Export,
+    f: Handle,
+    config: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    bind_unseen_function(f);
+    rec(h, r, |_| FuncSetCacheConfig {
+        function: f as u64,
+        config,
+    });
+    r
+}
