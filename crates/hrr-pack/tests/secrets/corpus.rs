@@ -8,8 +8,7 @@ use base64::engine::general_purpose::STANDARD as B64STD;
 use base64::Engine;
 use hrr_archive::testkit::{self, CopyCapture, Rng};
 
-use crate::common::utf16;
-use crate::plants::{Plant, ALNUM};
+use crate::common::{utf16, Plant, ALNUM};
 
 /// The form a planted text is stored in by its context.
 pub enum Form {

@@ -7,63 +7,16 @@ use base64::Engine;
 use hrr_archive::testkit::Rng;
 use hrr_pack::scan::rules::{base62, crc32};
 
-use crate::common::openssh_binary;
-
-pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const UPNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-const LOWNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-const HEX: &[u8] = b"0123456789abcdef";
-const DIGITS: &[u8] = b"0123456789";
-const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-const URLSAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
-const BASE32: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-const BECH32: &[u8] = b"QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L";
-
-/// One planted secret: the rule that must find it, its text as the program held it, and the
-/// sensitive part of it (what must not survive scrub; prefixes like `ghp_` may).
-#[derive(Clone)]
-pub struct Plant {
-    pub rule: &'static str,
-    pub text: Vec<u8>,
-    pub secret: Vec<u8>,
-    /// Binary (DER, OpenSSH): only the binary contexts apply.
-    pub binary: bool,
-}
-
-impl Plant {
-    /// Where the secret starts in the text.
-    pub fn secret_offset(&self) -> usize {
-        self.text
-            .windows(self.secret.len())
-            .position(|x| x == self.secret.as_slice())
-            .unwrap()
-    }
-}
-
-fn plant(rule: &'static str, before: &str, secret: &str, after: &str) -> Plant {
-    Plant {
-        rule,
-        text: format!("{before}{secret}{after}").into_bytes(),
-        secret: secret.as_bytes().to_vec(),
-        binary: false,
-    }
-}
-
-/// A piece of a planted secret.
-#[derive(Clone, Copy)]
-enum Part {
-    /// `n` random characters of an alphabet.
-    R(usize, &'static [u8]),
-    /// Fixed text.
-    L(&'static str),
-}
+use crate::common::{
+    der, openssh_key, plant, plants, rsa_body, Part, Plant, PlantRow, ALNUM, ALPHA, B64, BASE32,
+    BECH32, DIGITS, HEX, LOWNUM, UPNUM, URLSAFE,
+};
 use Part::{L, R};
 
 /// Text secrets: (rule, text before, the secret's parts, text after). A table, one row a secret
 /// (rustfmt would break most rows over five lines).
 #[rustfmt::skip]
-const PLANTS: &[(&str, &str, &[Part], &str)] = &[
+const PLANTS: &[PlantRow] = &[
     ("age-secret-key", "AGE-SECRET-KEY-1", &[R(58, BECH32)], ""),
     ("aws-access-key-id", "AKIA", &[R(16, BASE32)], ""),
     ("aws-secret-access-key", "aws_secret_access_key = ", &[R(40, B64)], ""),
@@ -212,19 +165,7 @@ pub fn github_style(r: &mut Rng) -> String {
 /// A secret of every text rule: the rows of [`PLANTS`], then those whose fixed text is random
 /// or encoded, or whose body carries a checksum.
 pub fn text_plants(r: &mut Rng) -> Vec<Plant> {
-    let mut v: Vec<Plant> = PLANTS
-        .iter()
-        .map(|(rule, before, parts, after)| {
-            let secret: String = parts
-                .iter()
-                .map(|p| match *p {
-                    R(n, alphabet) => r.text(n, alphabet),
-                    L(s) => s.to_string(),
-                })
-                .collect();
-            plant(rule, before, &secret, after)
-        })
-        .collect();
+    let mut v = plants(PLANTS, r);
     let pem: Vec<String> = (0..10).map(|_| r.text(64, B64)).collect();
     v.push(plant(
         "pem-private-key",
@@ -283,36 +224,6 @@ pub fn text_plants(r: &mut Rng) -> Vec<Plant> {
     v
 }
 
-fn der_len(n: usize) -> Vec<u8> {
-    if n < 0x80 {
-        vec![n as u8]
-    } else if n < 0x100 {
-        vec![0x81, n as u8]
-    } else {
-        vec![0x82, (n >> 8) as u8, n as u8]
-    }
-}
-
-fn der(tag: u8, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![tag];
-    v.extend(der_len(body.len()));
-    v.extend_from_slice(body);
-    v
-}
-fn rsa_body(r: &mut Rng) -> Vec<u8> {
-    let mut body = der(0x02, &[0]);
-    let mut n = vec![0];
-    n.extend(r.bytes(256));
-    body.extend(der(0x02, &n));
-    body.extend(der(0x02, &[1, 0, 1]));
-    for len in [256, 128, 128, 128, 128, 128] {
-        let mut x = r.bytes(len);
-        x[0] &= 0x7F;
-        body.extend(der(0x02, &x));
-    }
-    body
-}
-
 fn ec_body(r: &mut Rng, params: bool) -> Vec<u8> {
     let mut body = der(0x02, &[1]);
     body.extend(der(0x04, &r.bytes(32)));
@@ -365,13 +276,8 @@ pub fn binary_plants(r: &mut Rng) -> Vec<Plant> {
     ed.extend_from_slice(&key);
     add("der-ed25519-private-key", ed, key);
     // OpenSSH body
-    let public = r.bytes(51);
-    let private = r.bytes(150);
-    add(
-        "openssh-private-key",
-        openssh_binary(&public, &private),
-        private,
-    );
+    let (ssh, private) = openssh_key(r);
+    add("openssh-private-key", ssh, private);
     // PKCS#12: version 3, a ContentInfo (pkcs7-data) holding opaque bytes, a MAC
     let mut ci = der(
         0x06,
