@@ -1,0 +1,320 @@
+//! `hrr-playback --info`, `--events` and replay.
+
+use serde::{Deserialize, Serialize};
+
+use super::ProcessRowJson;
+
+/// One call name of `--info`'s `calls`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallCountJson {
+    /// The call, by its schema name.
+    pub name: String,
+    /// How often it was recorded.
+    pub count: u64,
+}
+
+/// One kernel of `--info`'s `kernels`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCountJson {
+    /// As recorded (mangled).
+    pub name: String,
+    /// As a person reads it (the text view's).
+    pub demangled: String,
+    /// Launches of it.
+    pub launches: u64,
+}
+
+/// `hrr-playback DIR --info --json` on one process capture (`hrr.info/1`, `kind` `process`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InfoProcessJson {
+    /// `hrr.info/1`.
+    pub schema: String,
+    /// Always true (a capture that cannot be read is an error object instead).
+    pub ok: bool,
+    /// `process`.
+    pub kind: String,
+    /// The folder as given (or as reached from the root given).
+    pub path: String,
+    /// Process id (manifest, else the folder name; null when neither says).
+    pub pid: Option<u32>,
+    /// Parent process id (null without a manifest).
+    pub parent_pid: Option<u32>,
+    /// API family of the schema record (`cuda-driver`, `hip`), null without one.
+    pub api: Option<String>,
+    /// Its version, null without a schema record.
+    pub api_version: Option<u64>,
+    /// The capture ended cleanly and everything agrees.
+    pub complete: bool,
+    /// Why not (empty when complete).
+    pub incomplete_reasons: Vec<String>,
+    /// Events (see the module docs): writer marks included, trailer excluded.
+    pub events: u64,
+    /// Thread ids in first-seen order.
+    pub threads: Vec<u64>,
+    /// `threads.len()`.
+    pub thread_count: u64,
+    /// First event's timestamp (null without events).
+    pub first_timestamp_ns: Option<u64>,
+    /// Last event's timestamp.
+    pub last_timestamp_ns: Option<u64>,
+    /// Their difference.
+    pub duration_ns: Option<u64>,
+    /// Blob files.
+    pub blobs: u64,
+    /// Their size.
+    pub blob_bytes: u64,
+    /// Code objects.
+    pub code_objects: u64,
+    /// Their size.
+    pub code_object_bytes: u64,
+    /// Size of events.bin.
+    pub events_bin_bytes: u64,
+    /// Kernel launches.
+    pub kernel_launches: u64,
+    /// CUDA graph launches.
+    pub graph_launches: u64,
+    /// Device-to-host copies with a recorded result (what replay checks).
+    pub d2h_copies: u64,
+    /// Calls whose recorded result was not success.
+    pub failed_calls: u64,
+    /// Payloads that did not match their schema entry.
+    pub undecodable_payloads: u64,
+    /// Calls by count descending, then name.
+    pub calls: Vec<CallCountJson>,
+    /// Kernels by launches descending, then name.
+    pub kernels: Vec<KernelCountJson>,
+    /// Why manifest.json could not be used, or null.
+    pub manifest_error: Option<String>,
+    /// The manifest's `metadata` object as recorded (free-form), or null.
+    pub metadata: Option<serde_json::Value>,
+    /// Device name picked out of `metadata`, or null.
+    pub device_name: Option<String>,
+    /// Compute capability / GPU architecture picked out of `metadata`, or null.
+    pub compute_capability: Option<String>,
+    /// Driver or runtime version (`13.0 (13000)`), or null.
+    pub driver_version: Option<String>,
+    /// Calls replay cannot reproduce: `{call: [reason, ...]}`.
+    pub unreplayable_calls: std::collections::BTreeMap<String, Vec<String>>,
+    /// Driver symbols handed out unrecorded: `{call: count}`.
+    pub passthrough_calls: std::collections::BTreeMap<String, u64>,
+    /// An `active` marker is present.
+    pub active_marker: bool,
+}
+
+/// `hrr-playback ROOT --info --json` on an archive root (`hrr.info/1`, `kind` `root`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InfoRootJson {
+    /// `hrr.info/1`.
+    pub schema: String,
+    /// Always true (captures that cannot be read have their `error` set, and the tool exits 1).
+    pub ok: bool,
+    /// `root`.
+    pub kind: String,
+    /// The root as given.
+    pub path: String,
+    /// Capture mode (root manifest, else `in-tree`).
+    pub capture_mode: String,
+    /// Owner pid (root manifest, else the rule applied in memory).
+    pub owner_pid: u32,
+    /// `ok`, `stale`, `missing` or `invalid` (then the index was rebuilt in memory).
+    pub root_manifest: String,
+    /// One row per process, by pid.
+    pub processes: Vec<ProcessRowJson>,
+    /// Further findings.
+    pub notes: Vec<String>,
+    /// A root holding one (readable) process: that process's object; else null.
+    pub process: Option<Box<InfoProcessJson>>,
+}
+
+/// One line of `hrr-playback --events --json` (JSON Lines, no `schema`/`ok`: one object per
+/// event, keys in this order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventJson {
+    /// The process, only when several processes of a root are listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Sequence number.
+    pub seq: u64,
+    /// Timestamp.
+    pub timestamp_ns: u64,
+    /// Recording thread.
+    pub thread_id: u64,
+    /// Record type (call id of the schema).
+    #[serde(rename = "type")]
+    pub kind: u16,
+    /// The call's name (`type-0x<id>` when the schema does not name it).
+    pub name: String,
+    /// Every field by name: integers as numbers; addresses, handles, bytes and object ids as hex
+    /// strings; absent objects as null (empty when unknown or undecodable).
+    pub fields: serde_json::Map<String, serde_json::Value>,
+    /// Payload size of a record type the schema does not name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_bytes: Option<u64>,
+    /// Why a payload did not match its schema entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `d2h_checks` of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct D2hChecksJson {
+    /// `exact` + `within_tol`.
+    pub pass: u64,
+    /// Identical bytes.
+    pub exact: u64,
+    /// Equal within `--rtol/--atol`.
+    pub within_tol: u64,
+    /// Different.
+    pub fail: u64,
+    /// Not compared: no recorded result, or differing only in redacted ranges.
+    pub skipped: u64,
+    /// Of `skipped`: differing only in ranges a scrub redacted.
+    pub skipped_redacted: u64,
+}
+
+/// `allocations` of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllocationsJson {
+    /// At their recorded address.
+    pub placed: u64,
+    /// Elsewhere, pointers translated.
+    pub translated: u64,
+    /// Why the first placement was refused, or null.
+    pub first_refusal: Option<String>,
+}
+
+/// `stopped_at` of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoppedAtJson {
+    /// The event.
+    pub seq: u64,
+    /// The status it failed with.
+    pub status: String,
+}
+
+/// `recorded_failure` of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedFailureJson {
+    /// The event.
+    pub seq: u64,
+    /// Its call.
+    pub call: String,
+    /// The recorded status.
+    pub code: i32,
+}
+
+/// One argument of a [`LaunchSiteJson`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchArgJson {
+    /// Offset in the argument buffer.
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Value (little endian, up to 8 bytes), hex.
+    pub value: String,
+    /// The recorded allocation an 8-byte argument points into (`[start, +size)`), or null.
+    pub allocation: Option<String>,
+    /// Looks like a device address but lies in no recorded allocation.
+    pub suspicious: bool,
+}
+
+/// `fault_site` / `last_launch` of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchSiteJson {
+    /// Its event.
+    pub seq: u64,
+    /// Which launch of the replay (1-based).
+    pub launch: u64,
+    /// Kernel name, demangled.
+    pub kernel: String,
+    /// Kernel name as recorded.
+    pub kernel_mangled: String,
+    /// Grid dimensions.
+    pub grid: [u32; 3],
+    /// Block dimensions.
+    pub block: [u32; 3],
+    /// Dynamic shared memory bytes.
+    pub shared_mem: u32,
+    /// The arguments.
+    pub args: Vec<LaunchArgJson>,
+    /// Found by rerunning with `--sync-after-launch`.
+    pub localized_by_rerun: bool,
+}
+
+/// Replay's `--json` summary: the keys `crates/hrr-playback/src/replay/report.rs` (`write_json`)
+/// documents, in its order. It predates the `schema`/`ok` convention and carries neither: `ok` is
+/// `result == "PASS"` (exit code 0), and the object is told from an error object by its
+/// `verdict` key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayJson {
+    /// The process capture replayed, its path as given.
+    pub archive: String,
+    /// Events in the capture.
+    pub events: u64,
+    /// Kernel launches in the capture.
+    pub kernels: u64,
+    /// Blobs in the capture.
+    pub blobs: u64,
+    /// Code objects in the capture.
+    pub code_objects: u64,
+    /// Threads the capture recorded.
+    pub threads_captured: u64,
+    /// The device replaying.
+    pub device: String,
+    /// The driver or runtime library loaded.
+    pub runtime: String,
+    /// `single-threaded`.
+    pub mode: String,
+    /// `load_ms` + `execute_ms`.
+    pub wall_time_ms: f64,
+    /// Loading the runtime and the code objects.
+    pub load_ms: f64,
+    /// Replaying the events (every `--loop`).
+    pub execute_ms: f64,
+    /// Threads replaying.
+    pub threads_used: u32,
+    /// Kernels launched (graph launches not counted).
+    pub kernels_launched: u64,
+    /// Launches left out by `--kernel-filter`.
+    pub kernels_filtered: u64,
+    /// CUDA graphs launched.
+    pub graphs_launched: u64,
+    /// D2H comparisons.
+    pub d2h_checks: D2hChecksJson,
+    /// The first failed comparisons, described.
+    pub mismatches: Vec<String>,
+    /// The first calls not reissued, `#<seq> <call>: <why>`.
+    pub skipped_calls: Vec<String>,
+    /// How recorded allocations landed.
+    pub allocations: AllocationsJson,
+    /// The failure that stopped the replay, or null.
+    pub error: Option<String>,
+    /// `PASS` (exit code 0) or `FAIL`.
+    pub result: String,
+    /// `PASS`, `REPRODUCED`, `MISMATCH`, `NOT REPRODUCED`, `FAULT`, `HANG` or `ERROR`.
+    pub verdict: String,
+    /// The human verdict line.
+    pub verdict_line: String,
+    /// The exit status (0, 1, 3, 4, 5).
+    pub exit_code: u8,
+    /// The event that stopped the replay, or null.
+    pub stopped_at: Option<StoppedAtJson>,
+    /// The GPU failure the recorded run hit, or null.
+    pub recorded_failure: Option<RecordedFailureJson>,
+    /// The launch a fault is attributed to, or null.
+    pub fault_site: Option<LaunchSiteJson>,
+    /// On a hang, the last kernel launched, or null.
+    pub last_launch: Option<LaunchSiteJson>,
+}
