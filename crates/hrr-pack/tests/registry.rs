@@ -657,9 +657,9 @@ fn tls_and_htpasswd_auth() {
     ));
     assert_eq!(list["totals"]["events"], 140);
 
-    // Wrong password: a clear error, exit 4, the password never printed.
-    let bad = run(
-        &[
+    // A pull as `user`, the password on standard input: its exit code and what it printed.
+    let pull_as = |user: &str, password: &str| {
+        let args = [
             "pull",
             &r,
             "-o",
@@ -667,14 +667,18 @@ fn tls_and_htpasswd_auth() {
             "--ca-file",
             ca,
             "--username",
-            "hrr",
+            user,
             "--password-stdin",
-        ],
-        Some("wrong-Pa55word\n"),
-        &[],
-    );
-    let err = String::from_utf8_lossy(&bad.stderr).to_string();
-    assert_eq!(bad.status.code(), Some(4), "{err}");
+        ];
+        let o = run(&args, Some(password), &[]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // Wrong password: a clear error, exit 4, the password never printed.
+    let (code, err) = pull_as("hrr", "wrong-Pa55word\n");
+    assert_eq!(code, Some(4), "{err}");
     // Named: the user, where the credentials came from, the repository; not the URL of the
     // probe request (a blob the archive does not hold).
     assert!(
@@ -688,23 +692,8 @@ fn tls_and_htpasswd_auth() {
         "{err}"
     );
     // A wrong user: refused too, naming that user.
-    let bad_user = run(
-        &[
-            "pull",
-            &r,
-            "-o",
-            out.to_str().unwrap(),
-            "--ca-file",
-            ca,
-            "--username",
-            "nobody",
-            "--password-stdin",
-        ],
-        Some("s3cret-Pa55\n"),
-        &[],
-    );
-    let err = String::from_utf8_lossy(&bad_user.stderr).to_string();
-    assert_eq!(bad_user.status.code(), Some(4), "{err}");
+    let (code, err) = pull_as("nobody", "s3cret-Pa55\n");
+    assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("credentials of user `nobody`"), "{err}");
     // No credentials at all: said so, with how to give them.
     let anon = run(
