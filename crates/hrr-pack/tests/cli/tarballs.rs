@@ -94,145 +94,53 @@ fn every_malicious_tarball_class_is_an_error() {
     let mut hardlink = raw_header(b"evil/hard", T::Link, 0, 0o644);
     hardlink.set_link_name("/etc/hostname").unwrap();
     hardlink.set_cksum();
+    // One member of `content` (its size in the header); a plain 0600 file; an empty 0600 entry.
+    let one = |name: &[u8], ty, mode, content: &[u8]| {
+        vec![(
+            raw_header(name, ty, content.len() as u64, mode),
+            content.to_vec(),
+        )]
+    };
+    let file = |name: &[u8], content: &[u8]| one(name, T::Regular, 0o600, content);
+    let node = |name: &[u8], ty| one(name, ty, 0o600, b"");
+    let through_link = file(b"evil/lnk/passwd", b"x");
+    // A table, one case a row.
+    #[rustfmt::skip]
     let cases: Vec<Case> = vec![
-        (
-            "symlink",
-            vec![(symlink.clone(), vec![])],
-            &[],
-            "symbolic links are refused",
-        ),
+        ("symlink", vec![(symlink.clone(), vec![])], &[], "symbolic links are refused"),
         (
             "symlink then a file through it",
-            vec![
-                (symlink, vec![]),
-                (
-                    raw_header(b"evil/lnk/passwd", T::Regular, 1, 0o600),
-                    b"x".to_vec(),
-                ),
-            ],
+            [vec![(symlink, vec![])], through_link].concat(),
             &[("lnk/passwd", b"x")],
             "symbolic links are refused",
         ),
-        (
-            "hardlink",
-            vec![(hardlink, vec![])],
-            &[],
-            "hard links are refused",
-        ),
-        (
-            "char device",
-            vec![(raw_header(b"evil/tty", T::Char, 0, 0o600), vec![])],
-            &[],
-            "device files are refused",
-        ),
-        (
-            "block device",
-            vec![(raw_header(b"evil/sda", T::Block, 0, 0o600), vec![])],
-            &[],
-            "device files are refused",
-        ),
-        (
-            "fifo",
-            vec![(raw_header(b"evil/fifo", T::Fifo, 0, 0o600), vec![])],
-            &[],
-            "FIFOs are refused",
-        ),
+        ("hardlink", vec![(hardlink, vec![])], &[], "hard links are refused"),
+        ("char device", node(b"evil/tty", T::Char), &[], "device files are refused"),
+        ("block device", node(b"evil/sda", T::Block), &[], "device files are refused"),
+        ("fifo", node(b"evil/fifo", T::Fifo), &[], "FIFOs are refused"),
         (
             "setuid",
-            vec![(
-                raw_header(b"evil/suid", T::Regular, 1, 0o4755),
-                b"x".to_vec(),
-            )],
+            one(b"evil/suid", T::Regular, 0o4755, b"x"),
             &[("suid", b"x")],
             "setuid/setgid/sticky",
         ),
-        (
-            "setgid dir",
-            vec![(raw_header(b"evil/d", T::Directory, 0, 0o2755), vec![])],
-            &[],
-            "setuid/setgid/sticky",
-        ),
-        (
-            "absolute path",
-            vec![(
-                raw_header(b"/tmp/evil-abs", T::Regular, 1, 0o600),
-                b"x".to_vec(),
-            )],
-            &[],
-            "absolute paths are refused",
-        ),
-        (
-            "parent dir",
-            vec![(
-                raw_header(b"evil/../escape", T::Regular, 1, 0o600),
-                b"x".to_vec(),
-            )],
-            &[],
-            "`..` in a path is refused",
-        ),
-        (
-            "outside root",
-            vec![(raw_header(b"other/x", T::Regular, 1, 0o600), b"x".to_vec())],
-            &[],
-            "outside the pack's root folder",
-        ),
-        (
-            "duplicate",
-            vec![(
-                raw_header(b"evil/ok.txt", T::Regular, 2, 0o600),
-                b"ok".to_vec(),
-            )],
-            &[],
-            "appears twice",
-        ),
-        (
-            "not in index",
-            vec![(
-                raw_header(b"evil/extra", T::Regular, 1, 0o600),
-                b"x".to_vec(),
-            )],
-            &[],
-            "not listed in the pack index",
-        ),
+        ("setgid dir", one(b"evil/d", T::Directory, 0o2755, b""), &[], "setuid/setgid/sticky"),
+        ("absolute path", file(b"/tmp/evil-abs", b"x"), &[], "absolute paths are refused"),
+        ("parent dir", file(b"evil/../escape", b"x"), &[], "`..` in a path is refused"),
+        ("outside root", file(b"other/x", b"x"), &[], "outside the pack's root folder"),
+        ("duplicate", file(b"evil/ok.txt", b"ok"), &[], "appears twice"),
+        ("not in index", file(b"evil/extra", b"x"), &[], "not listed in the pack index"),
         (
             "size differs from index",
-            vec![(
-                raw_header(b"evil/big", T::Regular, 3, 0o600),
-                b"xyz".to_vec(),
-            )],
+            file(b"evil/big", b"xyz"),
             &[("big", b"x")],
             "differs from the index",
         ),
-        (
-            "content differs from index",
-            vec![(raw_header(b"evil/f", T::Regular, 1, 0o600), b"y".to_vec())],
-            &[("f", b"x")],
-            "is corrupt",
-        ),
-        (
-            "sparse",
-            vec![(raw_header(b"evil/sparse", T::GNUSparse, 0, 0o600), vec![])],
-            &[],
-            "sparse",
-        ),
-        (
-            "pax header",
-            vec![pax],
-            &[],
-            "PAX extended headers are refused",
-        ),
-        (
-            "long name bomb",
-            vec![long_name],
-            &[],
-            "long name of 1048576 bytes",
-        ),
-        (
-            "missing member",
-            vec![],
-            &[("never", b"x")],
-            "missing from the pack",
-        ),
+        ("content differs from index", file(b"evil/f", b"y"), &[("f", b"x")], "is corrupt"),
+        ("sparse", node(b"evil/sparse", T::GNUSparse), &[], "sparse"),
+        ("pax header", vec![pax], &[], "PAX extended headers are refused"),
+        ("long name bomb", vec![long_name], &[], "long name of 1048576 bytes"),
+        ("missing member", vec![], &[("never", b"x")], "missing from the pack"),
     ];
     for (what, members, extra, expect) in cases {
         let p = t.path().join(format!("{}.tar.zst", what.replace(' ', "-")));
