@@ -156,6 +156,23 @@ fn clean_archive(root: &Path) {
     write_process(root, 101, &[r.bytes(3000), vec![1u8; 10]], &r.bytes(100));
 }
 
+/// A temp folder with [`clean_archive`] at `run.hrr` in it: the folder, the archive.
+fn clean_in_temp() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("run.hrr");
+    clean_archive(&src);
+    (t, src)
+}
+
+/// A temp folder with [`secret_archive`] at `sec.hrr` in it: the folder, the archive, its
+/// secrets.
+fn secrets_in_temp() -> (tempfile::TempDir, PathBuf, Vec<Vec<u8>>) {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("sec.hrr");
+    let secrets = secret_archive(&src);
+    (t, src, secrets)
+}
+
 /// Every regular file below `dir`: relative path → (mode, content).
 fn tree(dir: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
     let mut out = BTreeMap::new();

@@ -74,10 +74,8 @@ fn json_outputs_decode_with_their_types_and_counts_agree_with_info() {
 #[test]
 fn pack_unpack_verify_scan_scrub_json_decode_with_their_types_and_counts_agree() {
     use hrr_cli::json::{ListJson, PackJson, ScanJson, ScrubJson, UnpackJson, VerifyJson};
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("s.hrr");
-    secret_archive(&root);
-    let packed = t.path().join("s.hrr.tar.zst");
+    let (t, root, _) = secrets_in_temp();
+    let packed = t.path().join("sec.hrr.tar.zst");
     let o = run(&[&"pack", &root, &"-o", &packed, &"--json"]);
     assert!(o.status.success(), "{}", text(&o));
     let p: PackJson = serde_json::from_slice(&o.stdout).unwrap();

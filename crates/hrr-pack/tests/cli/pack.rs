@@ -4,9 +4,7 @@ use super::*;
 
 #[test]
 fn pack_unpack_round_trip_is_identical_and_private() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("run.hrr");
-    clean_archive(&src);
+    let (t, src) = clean_in_temp();
     let packed = t.path().join("run.hrr.tar.zst");
     let o = run(&[&"pack", &src, &"-o", &packed]);
     assert!(o.status.success(), "{}", text(&o));
@@ -64,9 +62,7 @@ fn pack_unpack_round_trip_is_identical_and_private() {
 
 #[test]
 fn pack_is_byte_identical_across_threads_and_mtimes() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("run.hrr");
-    clean_archive(&src);
+    let (t, src) = clean_in_temp();
     let a = t.path().join("a.tar.zst");
     let o = run(&[&"pack", &src, &"-o", &a, &"-T", &"1"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -113,9 +109,7 @@ fn pack_is_byte_identical_across_threads_and_mtimes() {
 
 #[test]
 fn pack_refuses_running_captures_unless_forced() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("run.hrr");
-    clean_archive(&src);
+    let (t, src) = clean_in_temp();
     std::fs::write(src.join("pid-101/active"), b"101\n").unwrap();
     let out = t.path().join("x.tar.zst");
     let o = run(&[&"pack", &src, &"-o", &out]);
@@ -145,9 +139,7 @@ fn pack_refuses_running_captures_unless_forced() {
 
 #[test]
 fn list_reads_the_index_of_a_pack_and_an_archive_alike() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("run.hrr");
-    clean_archive(&src);
+    let (t, src) = clean_in_temp();
     let packed = t.path().join("run.hrr.tar.zst");
     assert!(run(&[&"pack", &src, &"-o", &packed]).status.success());
     let from_pack: serde_json::Value =

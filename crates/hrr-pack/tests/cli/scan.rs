@@ -94,9 +94,7 @@ fn scan_has_no_false_positives_on_64_mib_of_random_bytes() {
 
 #[test]
 fn scan_archive_pack_and_file_report_without_revealing() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("sec.hrr");
-    let secrets = secret_archive(&src);
+    let (t, src, secrets) = secrets_in_temp();
     let o = run(&[&"scan", &src, &"--json"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     grep_output(&o, &secrets);

@@ -7,9 +7,7 @@ use super::*;
 
 #[test]
 fn the_staging_copy_of_a_killed_scrub_to_o_is_removed_by_the_next_scrub_of_the_source() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("sec.hrr");
-    let secrets = secret_archive(&src);
+    let (t, src, secrets) = secrets_in_temp();
     // What `scrub -o out.hrr` leaves when killed while building: its staging folder (a full,
     // unscrubbed copy) beside OUT and its note beside the source; OUT itself never appeared.
     let out_dir = t.path().join("elsewhere");
@@ -46,9 +44,7 @@ fn the_staging_copy_of_a_killed_scrub_to_o_is_removed_by_the_next_scrub_of_the_s
 
 #[test]
 fn scrub_leaves_no_secret_anywhere_and_keeps_the_archive_valid() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("sec.hrr");
-    let secrets = secret_archive(&src);
+    let (t, src, secrets) = secrets_in_temp();
     assert!(
         !grep_tree(&src, &secrets).is_empty(),
         "the secrets were planted"
