@@ -332,11 +332,7 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     // The crash: no trailer, no final manifest, the marker left behind, the last record torn.
     std::mem::forget(child);
     let child_events = child_dir.join(EVENTS_FILE);
-    let len = std::fs::metadata(&child_events)?.len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&child_events)?
-        .set_len(len - 20)?;
+    hrr_archive::testkit::cut_tail(&child_events, 20)?;
     std::fs::write(child_dir.join(ACTIVE_MARKER), format!("{DEAD_PID}\n"))?;
 
     let parent_dir = parent.dir().to_path_buf();

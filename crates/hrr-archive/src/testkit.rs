@@ -133,6 +133,15 @@ pub fn write_small_capture(root: &Path, pid: u32) -> crate::Result<PathBuf> {
     Ok(root.join(crate::layout::pid_dir_name(pid)))
 }
 
+/// Cut the last `n` bytes off the file at `path` (what a write torn by a crash leaves).
+pub fn cut_tail(path: &Path, n: u64) -> std::io::Result<()> {
+    let len = std::fs::metadata(path)?.len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .set_len(len.saturating_sub(n))
+}
+
 /// Move the folder `dir/name` to `outside/name` (or make an empty one there when `dir` has none)
 /// and leave a symbolic link to it in its place: a capture whose folder escapes the archive.
 pub fn link_folder_out(dir: &Path, name: &str, outside: &Path) -> std::io::Result<()> {

@@ -306,6 +306,20 @@ impl PackError {
 /// `Result` with [`PackError`].
 pub type PackResult<T> = std::result::Result<T, PackError>;
 
+/// A [`PackError::Corrupt`] of the pack at `path`, found reading `entry` (with `after`: after it).
+pub(crate) fn corrupt<'a>(
+    path: &'a Path,
+    entry: &'a str,
+    after: bool,
+) -> impl Fn(io::Error) -> PackError + 'a {
+    move |source| PackError::Corrupt {
+        path: path.to_path_buf(),
+        entry: entry.to_string(),
+        after,
+        source,
+    }
+}
+
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PackError + '_ {
     move |source| PackError::Io {
         path: path.to_path_buf(),
