@@ -336,10 +336,7 @@ pub fn list_dir(path: &Path) -> PackResult<(PackKind, Vec<ProcessListing>)> {
             processes
                 .into_iter()
                 .map(|(_, d)| {
-                    let rel = d
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
+                    let rel = crate::fsutil::name_of(&d);
                     (rel, d)
                 })
                 .collect::<Vec<_>>(),

@@ -52,10 +52,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                     }
                 }
             }
-            let root = std::fs::canonicalize(path)?
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let root = hrr_archive::fsutil::name_of(&std::fs::canonicalize(path)?);
             ("archive", kind, root, processes, files, None)
         } else {
             let index = pack::read_index(path)?;

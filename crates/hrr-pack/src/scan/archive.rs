@@ -90,11 +90,7 @@ pub fn archive_files(
             path.to_path_buf(),
             processes
                 .into_iter()
-                .map(|(_, d)| {
-                    d.file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                })
+                .map(|(_, d)| fsutil::name_of(&d))
                 .collect(),
         ),
         Target::Process { dir } => (dir, vec![String::new()]),
@@ -271,10 +267,7 @@ fn process_dirs(path: &Path) -> Result<Vec<(String, PathBuf)>> {
         Target::Root { processes, .. } => processes
             .into_iter()
             .map(|(_, d)| {
-                let name = d
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+                let name = fsutil::name_of(&d);
                 (format!("{name}/"), d)
             })
             .collect(),
@@ -394,10 +387,7 @@ pub fn scan_path(
     let findings = filter_allowed(findings, allow, &mut report.allowed);
     if !findings.is_empty() {
         report.files.push(FileReport {
-            path: path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            path: fsutil::name_of(path),
             object: None,
             size,
             findings,
