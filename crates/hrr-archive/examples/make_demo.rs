@@ -11,7 +11,7 @@ use std::path::Path;
 
 use hrr_archive::framing::{FILE_HEADER_LEN, TRAILER_LEN};
 use hrr_archive::schema::{CallClass, FieldType, PayloadBuilder, Schema};
-use hrr_archive::writer::{ProcessWriter, ACTIVE_MARKER, EVENTS_FILE};
+use hrr_archive::writer::{EventWriter, ProcessWriter, ACTIVE_MARKER, EVENTS_FILE};
 use hrr_archive::{CodeKind, ObjectId};
 
 /// Timestamp of the first event: 2023-11-14 22:13:20 UTC.
@@ -187,16 +187,8 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     );
     {
         let ev = parent.events();
-        let mut p = PayloadBuilder::new();
         let main = 1180;
-        p.i32(0).u32(0);
-        ev.append_at(CU_INIT, main, clock.at(0), p.as_bytes())?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0).i32(0).i32(0);
-        ev.append_at(CU_DEVICE_GET, main, clock.at(120), p.as_bytes())?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0).u64(0x5555_0000_1000).u32(0).i32(0);
-        ev.append_at(CU_CTX_CREATE, main, clock.at(95_000), p.as_bytes())?;
+        start_up(ev, &mut clock, main, 0x5555_0000_1000, [0, 120, 95_000])?;
         let mut p = PayloadBuilder::new();
         p.i32(0).u64(0x5555_0000_2000).object(Some(code));
         ev.append_at(CU_MODULE_LOAD_DATA, main, clock.at(96_250), p.as_bytes())?;
@@ -274,15 +266,13 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let dx = 0x7f00_0040_0000u64;
     let ev = child.events();
     let main = 1204;
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u32(0);
-    ev.append_at(CU_INIT, main, clock.at(200_000), p.as_bytes())?;
-    let mut p = PayloadBuilder::new();
-    p.i32(0).i32(0).i32(0);
-    ev.append_at(CU_DEVICE_GET, main, clock.at(200_100), p.as_bytes())?;
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x6666_0000_1000).u32(0).i32(0);
-    ev.append_at(CU_CTX_CREATE, main, clock.at(290_000), p.as_bytes())?;
+    start_up(
+        ev,
+        &mut clock,
+        main,
+        0x6666_0000_1000,
+        [200_000, 200_100, 290_000],
+    )?;
     let mut p = PayloadBuilder::new();
     p.i32(2).u64(0).u64(1 << 40); // CUDA_ERROR_OUT_OF_MEMORY
     ev.append_at(CU_MEM_ALLOC, main, clock.at(290_100), p.as_bytes())?;
@@ -343,6 +333,27 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let plen = std::fs::metadata(&parent_events)?.len() as usize;
     stamp(&parent_events, plen - TRAILER_LEN, parent_end)?;
     stamp(&child_events, FILE_HEADER_LEN, T0 + 200_000_000)?;
+    Ok(())
+}
+
+/// How a CUDA program starts, on `thread`: cuInit, cuDeviceGet (device 0), cuCtxCreate of
+/// context `ctx`, at the microseconds `at`.
+fn start_up(
+    ev: &mut EventWriter,
+    clock: &mut Clock,
+    thread: u64,
+    ctx: u64,
+    at: [u64; 3],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u32(0);
+    ev.append_at(CU_INIT, thread, clock.at(at[0]), p.as_bytes())?;
+    let mut p = PayloadBuilder::new();
+    p.i32(0).i32(0).i32(0);
+    ev.append_at(CU_DEVICE_GET, thread, clock.at(at[1]), p.as_bytes())?;
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(ctx).u32(0).i32(0);
+    ev.append_at(CU_CTX_CREATE, thread, clock.at(at[2]), p.as_bytes())?;
     Ok(())
 }
 
