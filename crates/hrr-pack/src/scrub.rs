@@ -37,7 +37,7 @@ use hrr_archive::{fsutil, lock, ObjectId};
 use serde_json::Value;
 
 use crate::fingerprint::FingerprintKey;
-use crate::scan::archive::{scan_archive, FileReport, ScanReport};
+use crate::scan::archive::{scan_archive, FileReport, ScanReport, ScanWith};
 use crate::scan::{Finding, Scanner};
 
 /// Options of [`scrub`].
@@ -124,7 +124,13 @@ pub fn scrub(
             );
         }
     }
-    let scan = scan_archive(scanner, key, &src, &opts.allow, opts.threads, progress)?;
+    let with = ScanWith {
+        scanner,
+        key,
+        allow: &opts.allow,
+        threads: opts.threads,
+    };
+    let scan = scan_archive(&with, &src, progress)?;
     let marked = pid_dirs.iter().all(|d| {
         manifest::read_process_manifest(&src.join(d))
             .is_ok_and(|m| is_marked(m.extra.get("scrubbed")))

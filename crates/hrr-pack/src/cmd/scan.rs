@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use hrr_cli::json::{ScanFindingJson, ScanJson};
-use hrr_pack::scan::archive::{scan_path, Source};
+use hrr_pack::scan::archive::{scan_path, ScanWith, Source};
 use hrr_pack::scan::Scanner;
 
 use crate::ui::{bytes, rate, Ui};
@@ -36,7 +36,13 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let scanner = Scanner::new();
     let bar = ui.progress();
     let t0 = Instant::now();
-    let (source, report) = scan_path(&scanner, &key, &input.path, &allow, a.secrets.threads, &bar)?;
+    let with = ScanWith {
+        scanner: &scanner,
+        key: &key,
+        allow: &allow,
+        threads: a.secrets.threads,
+    };
+    let (source, report) = scan_path(&with, &input.path, &bar)?;
     let secs = t0.elapsed().as_secs_f64();
     let found = report.found();
     let code = if found > 0 { FOUND } else { 0 };

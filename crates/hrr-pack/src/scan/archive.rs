@@ -180,15 +180,28 @@ pub fn scan_file(
     Ok((size, stream.finish()))
 }
 
-/// Scan the archive folder at `path` with `threads` workers (0: one per core).
-pub fn scan_archive(
-    scanner: &Scanner,
-    key: &FingerprintKey,
-    path: &Path,
-    allow: &HashSet<String>,
-    threads: usize,
-    progress: &dyn Progress,
-) -> Result<ScanReport> {
+/// What a scan goes by, whatever it scans: the rules, the fingerprint key, the `--allow` entries
+/// (fingerprints and rule ids) and the worker threads of an archive scan (0: one per core).
+#[derive(Clone, Copy)]
+pub struct ScanWith<'a> {
+    /// The rules.
+    pub scanner: &'a Scanner,
+    /// The fingerprint key.
+    pub key: &'a FingerprintKey,
+    /// Findings to leave alone.
+    pub allow: &'a HashSet<String>,
+    /// Workers of an archive scan (0: one per core).
+    pub threads: usize,
+}
+
+/// Scan the archive folder at `path` with `with.threads` workers.
+pub fn scan_archive(with: &ScanWith, path: &Path, progress: &dyn Progress) -> Result<ScanReport> {
+    let ScanWith {
+        scanner,
+        key,
+        allow,
+        threads,
+    } = *with;
     let files = archive_files(path)?;
     let total: u64 = files
         .iter()
@@ -335,17 +348,11 @@ impl PackVisitor for PackScan<'_> {
 }
 
 /// Scan a pack without unpacking it.
-pub fn scan_pack(
-    scanner: &Scanner,
-    key: &FingerprintKey,
-    path: &Path,
-    allow: &HashSet<String>,
-    progress: &dyn Progress,
-) -> Result<ScanReport> {
+pub fn scan_pack(with: &ScanWith, path: &Path, progress: &dyn Progress) -> Result<ScanReport> {
     let mut v = PackScan {
-        scanner,
-        key,
-        allow,
+        scanner: with.scanner,
+        key: with.key,
+        allow: with.allow,
         cur: None,
         report: ScanReport::default(),
         processes: Vec::new(),
@@ -356,35 +363,26 @@ pub fn scan_pack(
 
 /// Scan an archive folder, a pack or a plain file, whichever `path` is.
 pub fn scan_path(
-    scanner: &Scanner,
-    key: &FingerprintKey,
+    with: &ScanWith,
     path: &Path,
-    allow: &HashSet<String>,
-    threads: usize,
     progress: &dyn Progress,
 ) -> Result<(Source, ScanReport)> {
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
     if meta.is_dir() {
-        return Ok((
-            Source::Archive,
-            scan_archive(scanner, key, path, allow, threads, progress)?,
-        ));
+        return Ok((Source::Archive, scan_archive(with, path, progress)?));
     }
     if pack::is_pack_file(path) {
-        return Ok((
-            Source::Pack,
-            scan_pack(scanner, key, path, allow, progress)?,
-        ));
+        return Ok((Source::Pack, scan_pack(with, path, progress)?));
     }
     progress.start("scanning", meta.len());
-    let (size, findings) = scan_file(scanner, key, path, progress)?;
+    let (size, findings) = scan_file(with.scanner, with.key, path, progress)?;
     progress.finish();
     let mut report = ScanReport {
         files_scanned: 1,
         bytes_scanned: size,
         ..Default::default()
     };
-    let findings = filter_allowed(findings, allow, &mut report.allowed);
+    let findings = filter_allowed(findings, with.allow, &mut report.allowed);
     if !findings.is_empty() {
         report.files.push(FileReport {
             path: fsutil::name_of(path),

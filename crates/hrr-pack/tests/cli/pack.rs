@@ -52,12 +52,8 @@ fn pack_unpack_round_trip_is_identical_and_private() {
         assert!(text(&o).contains("OK"), "{}", text(&o));
     }
     // never overwrites
-    let o = run(&[&"unpack", &packed, &"-C", &dest]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("already exists"), "{}", text(&o));
-    let o = run(&[&"pack", &src, &"-o", &packed]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("already exists"), "{}", text(&o));
+    fails_saying(&[&"unpack", &packed, &"-C", &dest], 1, "already exists");
+    fails_saying(&[&"pack", &src, &"-o", &packed], 1, "already exists");
 }
 
 #[test]
@@ -112,9 +108,7 @@ fn pack_refuses_running_captures_unless_forced() {
     let (t, src) = clean_in_temp();
     std::fs::write(src.join("pid-101/active"), b"101\n").unwrap();
     let out = t.path().join("x.tar.zst");
-    let o = run(&[&"pack", &src, &"-o", &out]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("`active` marker"), "{}", text(&o));
+    fails_saying(&[&"pack", &src, &"-o", &out], 1, "`active` marker");
     assert!(!out.exists());
     let o = run(&[&"pack", &src, &"-o", &out, &"--force"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -122,9 +116,7 @@ fn pack_refuses_running_captures_unless_forced() {
     std::fs::remove_file(src.join("pid-101/active")).unwrap();
     // writer state: a temp file of an interrupted write
     std::fs::write(src.join("pid-100/blobs/.x.blob.9.0.tmp"), b"half").unwrap();
-    let o = run(&[&"pack", &src, &"-o", &out]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("writer state"), "{}", text(&o));
+    fails_saying(&[&"pack", &src, &"-o", &out], 1, "writer state");
     let o = run(&[&"pack", &src, &"-o", &out, &"--force", &"--json"]);
     assert!(o.status.success(), "{}", text(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -189,17 +181,13 @@ fn corrupt_byte_is_named_by_verify_and_unpack() {
     tar[at + 10] ^= 0x40;
     let bad = t.path().join("bad.tar.zst");
     std::fs::write(&bad, zstd_compress(&tar)).unwrap();
-    let o = run(&[&"verify", &bad]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains(&blob_rel), "{}", text(&o));
+    fails_saying(&[&"verify", &bad], 1, &blob_rel);
     let o = run(&[&"verify", &bad, &"--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["bad_files"][0], blob_rel.as_str());
     let dest = t.path().join("dest");
     std::fs::create_dir(&dest).unwrap();
-    let o = run(&[&"unpack", &bad, &"-C", &dest]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains(&blob_rel), "{}", text(&o));
+    fails_saying(&[&"unpack", &bad, &"-C", &dest], 1, &blob_rel);
     assert_eq!(
         std::fs::read_dir(&dest).unwrap().count(),
         0,
@@ -214,24 +202,16 @@ fn corrupt_byte_is_named_by_verify_and_unpack() {
         .unwrap();
     z[at + 3] ^= 0x01;
     std::fs::write(&bad, &z).unwrap();
-    let o = run(&[&"verify", &bad]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains(&blob_rel), "{}", text(&o));
-    let o = run(&[&"unpack", &bad, &"-C", &dest]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains(&blob_rel), "{}", text(&o));
+    fails_saying(&[&"verify", &bad], 1, &blob_rel);
+    fails_saying(&[&"unpack", &bad, &"-C", &dest], 1, &blob_rel);
     assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 0);
 
     // 3. a byte changed in an archive folder: verify names the blob
     let mut b = std::fs::read(src.join(&blob_rel)).unwrap();
     b[77] ^= 1;
     std::fs::write(src.join(&blob_rel), &b).unwrap();
-    let o = run(&[&"verify", &src]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains(&blob_rel), "{}", text(&o));
+    fails_saying(&[&"verify", &src], 1, &blob_rel);
     // and a missing blob is named through the event that refers to it
     std::fs::remove_file(src.join(&blob_rel)).unwrap();
-    let o = run(&[&"verify", &src]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("which is missing"), "{}", text(&o));
+    fails_saying(&[&"verify", &src], 1, "which is missing");
 }

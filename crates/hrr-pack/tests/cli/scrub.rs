@@ -203,9 +203,7 @@ fn refuses_to_scrub_a_running_capture() {
     let src = t.path().join("a.hrr");
     write_process(&src, 9, &[b"x".to_vec()], b"code");
     std::fs::write(src.join("pid-9/active"), b"9\n").unwrap();
-    let o = run(&[&"scrub", &src]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("active"), "{}", text(&o));
+    fails_saying(&[&"scrub", &src], 1, "active");
 }
 
 #[test]

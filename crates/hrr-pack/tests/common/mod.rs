@@ -33,6 +33,14 @@ pub fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     c.output().unwrap()
 }
 
+/// Run [`bin`] with `args`, which must exit with `code` and say `what` (on stdout or stderr).
+pub fn fails_saying(args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, what: &str) {
+    let o = run(args);
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(code), "{said}");
+    assert!(said.contains(what), "expected `{what}` in: {said}");
+}
+
 /// Stdout then stderr, as text.
 pub fn text(o: &Output) -> String {
     format!(
