@@ -118,6 +118,15 @@ fn playback() -> &'static str {
         .expect("coreutils' true")
 }
 
+/// A temp folder with a good OCI layout base (glibc new enough) at `base` in it: the folder,
+/// the base.
+fn good_base() -> (tempfile::TempDir, PathBuf) {
+    let t = tmp();
+    let base = t.path().join("base");
+    oci_layout(&base, Some(GOOD_LIBC));
+    (t, base)
+}
+
 /// `hrr-pack image` of `base` into `out` (tag `hrr-test/pb`), with `--json`.
 fn build(base: &Path, out: &Path) -> Output {
     build_with(base, out, "--json")
@@ -180,9 +189,7 @@ const GOOD_LIBC: &[u8] = b"\x7fELF....GLIBC_2.2.5\0GLIBC_2.34\0GLIBC_2.99\0GLIBC
 
 #[test]
 fn oci_layout_base_gives_a_deterministic_dual_image() {
-    let t = tmp();
-    let base = t.path().join("base");
-    oci_layout(&base, Some(GOOD_LIBC));
+    let (t, base) = good_base();
     let (a, b) = (t.path().join("a.tar"), t.path().join("b.tar"));
     let report = built(&base, &a);
     built(&base, &b);
@@ -372,9 +379,7 @@ fn not_a_base_and_not_a_binary_are_errors() {
 
 #[test]
 fn an_existing_output_is_kept_and_an_image_as_base_gets_its_layer_replaced() {
-    let t = tmp();
-    let base = t.path().join("base");
-    oci_layout(&base, Some(GOOD_LIBC));
+    let (t, base) = good_base();
     let a = t.path().join("a.tar");
     built(&base, &a);
     let first = std::fs::read(&a).unwrap();
@@ -414,9 +419,7 @@ fn an_existing_output_is_kept_and_an_image_as_base_gets_its_layer_replaced() {
 
 #[test]
 fn creation_time_is_source_date_epoch_or_the_newest_input() {
-    let t = tmp();
-    let base = t.path().join("base");
-    oci_layout(&base, Some(GOOD_LIBC));
+    let (t, base) = good_base();
     // A binary newer than the base's own creation time: the image is as old as the binary.
     let bin = t.path().join("hrr-playback");
     std::fs::copy(playback(), &bin).unwrap();
