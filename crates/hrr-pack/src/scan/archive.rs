@@ -163,21 +163,33 @@ pub fn scan_file(
     file: &Path,
     progress: &dyn Progress,
 ) -> Result<(u64, Vec<Finding>)> {
-    let mut f = fsutil::open_read(file)?;
     let mut stream = scanner.stream(key);
+    read_chunks(fsutil::open_read(file)?, file, |chunk| {
+        stream.feed(chunk);
+        progress.advance(chunk.len() as u64);
+        Ok(())
+    })?;
+    let size = stream.position();
+    Ok((size, stream.finish()))
+}
+
+/// Read `f` (the file at `path`, named in errors) to its end in 1 MiB reads, handing `each`
+/// every chunk read (to change in place if it likes).
+pub fn read_chunks(
+    mut f: impl Read,
+    path: &Path,
+    mut each: impl FnMut(&mut [u8]) -> Result<()>,
+) -> Result<()> {
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = f
             .read(&mut buf)
-            .with_context(|| format!("reading {}", file.display()))?;
+            .with_context(|| format!("reading {}", path.display()))?;
         if n == 0 {
-            break;
+            return Ok(());
         }
-        stream.feed(&buf[..n]);
-        progress.advance(n as u64);
+        each(&mut buf[..n])?;
     }
-    let size = stream.position();
-    Ok((size, stream.finish()))
 }
 
 /// What a scan goes by, whatever it scans: the rules, the fingerprint key, the `--allow` entries
