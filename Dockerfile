@@ -4,8 +4,8 @@
 #   docker run --rm --device=/dev/kfd --device=/dev/dri \
 #       -v "$PWD/my_capture.hrr:/capture:ro" hrr-playback:rocm hrr-playback /capture --info
 #
-# containers/rocm/Dockerfile is this file (kept identical; tests/containers/run.sh checks it). Offline, without
-# a registry: `hrr-pack image --base <base.tar> -o hrr-image.tar` (README, "Containers").
+# The ROCm image of containers/README.md (the CUDA one is containers/cuda/Dockerfile). Offline,
+# without a registry: `hrr-pack image --base <base.tar> -o hrr-image.tar` (README, "Containers").
 # Build stage: the toolchain image is only used to compile; hrr-playback loads the HIP runtime
 # at run time, so it needs no ROCm to build. Built against Debian 12's glibc (2.36); the base
 # has 2.39.

@@ -14,67 +14,63 @@ use hrr_archive::schema::{CallClass, FieldType, PayloadBuilder, Schema};
 use hrr_archive::writer::ProcessWriter;
 
 fn schema() -> Schema {
-    use hrr_archive::testkit::call;
+    use hrr_archive::testkit::{call, cuda_schema};
     use FieldType::*;
-    Schema::new(
-        "cuda-driver",
-        13000,
-        vec![
-            call(
-                1,
-                "cuLaunchKernel",
-                CallClass::Launch,
-                &[
-                    ("result", Result),
-                    ("f", Handle),
-                    ("kernel", Str),
-                    ("grid", U64s),
-                    ("params", Bytes),
-                ],
-            ),
-            call(
-                2,
-                "cuMemAlloc_v2",
-                CallClass::Other,
-                &[
-                    ("result", Result),
-                    ("dptr", Ptr),
-                    ("bytesize", U64),
-                    ("note", Bytes),
-                ],
-            ),
-            call(
-                3,
-                "cuMemcpyHtoDAsync_v2",
-                CallClass::H2d,
-                &[
-                    ("result", Result),
-                    ("dst", Ptr),
-                    ("size", U64),
-                    ("h2d_blob", Blob),
-                    ("inline", Bytes),
-                ],
-            ),
-            call(
-                4,
-                "cuMemcpyDtoHAsync_v2",
-                CallClass::D2h,
-                &[
-                    ("result", Result),
-                    ("src", Ptr),
-                    ("size", U64),
-                    ("d2h_blob", Blob),
-                    ("inline", Bytes),
-                ],
-            ),
-            call(
-                5,
-                "cuStreamSynchronize",
-                CallClass::Other,
-                &[("result", Result), ("stream", Handle), ("pad", Bytes)],
-            ),
-        ],
-    )
+    cuda_schema(vec![
+        call(
+            1,
+            "cuLaunchKernel",
+            CallClass::Launch,
+            &[
+                ("result", Result),
+                ("f", Handle),
+                ("kernel", Str),
+                ("grid", U64s),
+                ("params", Bytes),
+            ],
+        ),
+        call(
+            2,
+            "cuMemAlloc_v2",
+            CallClass::Other,
+            &[
+                ("result", Result),
+                ("dptr", Ptr),
+                ("bytesize", U64),
+                ("note", Bytes),
+            ],
+        ),
+        call(
+            3,
+            "cuMemcpyHtoDAsync_v2",
+            CallClass::H2d,
+            &[
+                ("result", Result),
+                ("dst", Ptr),
+                ("size", U64),
+                ("h2d_blob", Blob),
+                ("inline", Bytes),
+            ],
+        ),
+        call(
+            4,
+            "cuMemcpyDtoHAsync_v2",
+            CallClass::D2h,
+            &[
+                ("result", Result),
+                ("src", Ptr),
+                ("size", U64),
+                ("d2h_blob", Blob),
+                ("inline", Bytes),
+            ],
+        ),
+        call(
+            5,
+            "cuStreamSynchronize",
+            CallClass::Other,
+            &[("result", Result), ("stream", Handle), ("pad", Bytes)],
+        ),
+    ])
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

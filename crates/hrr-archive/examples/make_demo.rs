@@ -11,8 +11,8 @@ use std::path::Path;
 
 use hrr_archive::framing::{FILE_HEADER_LEN, TRAILER_LEN};
 use hrr_archive::schema::{CallClass, FieldType, PayloadBuilder, Schema};
-use hrr_archive::writer::{ProcessWriter, ACTIVE_MARKER, EVENTS_FILE};
-use hrr_archive::CodeKind;
+use hrr_archive::writer::{EventWriter, ProcessWriter, ACTIVE_MARKER, EVENTS_FILE};
+use hrr_archive::{CodeKind, ObjectId};
 
 /// Timestamp of the first event: 2023-11-14 22:13:20 UTC.
 const T0: u64 = 1_700_000_000_000_000_000;
@@ -33,116 +33,112 @@ const CU_CTX_SYNCHRONIZE: u16 = 11;
 
 /// A small made-up schema in the manner of the CUDA driver API.
 pub fn demo_schema() -> Schema {
-    use hrr_archive::testkit::call;
+    use hrr_archive::testkit::{call, cuda_schema};
     use FieldType::*;
     let other = CallClass::Other;
-    Schema::new(
-        "cuda-driver",
-        13000,
-        vec![
-            call(
-                CU_INIT,
-                "cuInit",
-                other,
-                &[("result", Result), ("Flags", U32)],
-            ),
-            call(
-                CU_DEVICE_GET,
-                "cuDeviceGet",
-                other,
-                &[("result", Result), ("device", I32), ("ordinal", I32)],
-            ),
-            call(
-                CU_CTX_CREATE,
-                "cuCtxCreate_v2",
-                other,
-                &[
-                    ("result", Result),
-                    ("pctx", Handle),
-                    ("flags", U32),
-                    ("dev", I32),
-                ],
-            ),
-            call(
-                CU_MODULE_LOAD_DATA,
-                "cuModuleLoadData",
-                other,
-                &[("result", Result), ("module", Handle), ("image", Code)],
-            ),
-            call(
-                CU_MODULE_GET_FUNCTION,
-                "cuModuleGetFunction",
-                other,
-                &[
-                    ("result", Result),
-                    ("hfunc", Handle),
-                    ("hmod", Handle),
-                    ("name", Str),
-                ],
-            ),
-            call(
-                CU_MEM_ALLOC,
-                "cuMemAlloc_v2",
-                other,
-                &[("result", Result), ("dptr", Ptr), ("bytesize", U64)],
-            ),
-            call(
-                CU_MEMCPY_HTOD,
-                "cuMemcpyHtoD_v2",
-                CallClass::H2d,
-                &[
-                    ("result", Result),
-                    ("dstDevice", Ptr),
-                    ("ByteCount", U64),
-                    ("h2d_blob", Blob),
-                ],
-            ),
-            call(
-                CU_LAUNCH_KERNEL,
-                "cuLaunchKernel",
-                CallClass::Launch,
-                &[
-                    ("result", Result),
-                    ("f", Handle),
-                    ("kernel", Str),
-                    ("module_image", Code),
-                    ("gridDimX", U32),
-                    ("gridDimY", U32),
-                    ("gridDimZ", U32),
-                    ("blockDimX", U32),
-                    ("blockDimY", U32),
-                    ("blockDimZ", U32),
-                    ("sharedMemBytes", U32),
-                    ("hStream", Handle),
-                    ("params", Bytes),
-                ],
-            ),
-            call(
-                CU_MEMCPY_DTOH,
-                "cuMemcpyDtoH_v2",
-                CallClass::D2h,
-                &[
-                    ("result", Result),
-                    ("dstHost", Ptr),
-                    ("srcDevice", Ptr),
-                    ("ByteCount", U64),
-                    ("d2h_blob", Blob),
-                ],
-            ),
-            call(
-                CU_MEM_FREE,
-                "cuMemFree_v2",
-                other,
-                &[("result", Result), ("dptr", Ptr)],
-            ),
-            call(
-                CU_CTX_SYNCHRONIZE,
-                "cuCtxSynchronize",
-                other,
-                &[("result", Result)],
-            ),
-        ],
-    )
+    cuda_schema(vec![
+        call(
+            CU_INIT,
+            "cuInit",
+            other,
+            &[("result", Result), ("Flags", U32)],
+        ),
+        call(
+            CU_DEVICE_GET,
+            "cuDeviceGet",
+            other,
+            &[("result", Result), ("device", I32), ("ordinal", I32)],
+        ),
+        call(
+            CU_CTX_CREATE,
+            "cuCtxCreate_v2",
+            other,
+            &[
+                ("result", Result),
+                ("pctx", Handle),
+                ("flags", U32),
+                ("dev", I32),
+            ],
+        ),
+        call(
+            CU_MODULE_LOAD_DATA,
+            "cuModuleLoadData",
+            other,
+            &[("result", Result), ("module", Handle), ("image", Code)],
+        ),
+        call(
+            CU_MODULE_GET_FUNCTION,
+            "cuModuleGetFunction",
+            other,
+            &[
+                ("result", Result),
+                ("hfunc", Handle),
+                ("hmod", Handle),
+                ("name", Str),
+            ],
+        ),
+        call(
+            CU_MEM_ALLOC,
+            "cuMemAlloc_v2",
+            other,
+            &[("result", Result), ("dptr", Ptr), ("bytesize", U64)],
+        ),
+        call(
+            CU_MEMCPY_HTOD,
+            "cuMemcpyHtoD_v2",
+            CallClass::H2d,
+            &[
+                ("result", Result),
+                ("dstDevice", Ptr),
+                ("ByteCount", U64),
+                ("h2d_blob", Blob),
+            ],
+        ),
+        call(
+            CU_LAUNCH_KERNEL,
+            "cuLaunchKernel",
+            CallClass::Launch,
+            &[
+                ("result", Result),
+                ("f", Handle),
+                ("kernel", Str),
+                ("module_image", Code),
+                ("gridDimX", U32),
+                ("gridDimY", U32),
+                ("gridDimZ", U32),
+                ("blockDimX", U32),
+                ("blockDimY", U32),
+                ("blockDimZ", U32),
+                ("sharedMemBytes", U32),
+                ("hStream", Handle),
+                ("params", Bytes),
+            ],
+        ),
+        call(
+            CU_MEMCPY_DTOH,
+            "cuMemcpyDtoH_v2",
+            CallClass::D2h,
+            &[
+                ("result", Result),
+                ("dstHost", Ptr),
+                ("srcDevice", Ptr),
+                ("ByteCount", U64),
+                ("d2h_blob", Blob),
+            ],
+        ),
+        call(
+            CU_MEM_FREE,
+            "cuMemFree_v2",
+            other,
+            &[("result", Result), ("dptr", Ptr)],
+        ),
+        call(
+            CU_CTX_SYNCHRONIZE,
+            "cuCtxSynchronize",
+            other,
+            &[("result", Result)],
+        ),
+    ])
 }
 
 fn floats(n: usize, f: impl Fn(usize) -> f32) -> Vec<u8> {
@@ -191,16 +187,8 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     );
     {
         let ev = parent.events();
-        let mut p = PayloadBuilder::new();
         let main = 1180;
-        p.i32(0).u32(0);
-        ev.append_at(CU_INIT, main, clock.at(0), p.as_bytes())?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0).i32(0).i32(0);
-        ev.append_at(CU_DEVICE_GET, main, clock.at(120), p.as_bytes())?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0).u64(0x5555_0000_1000).u32(0).i32(0);
-        ev.append_at(CU_CTX_CREATE, main, clock.at(95_000), p.as_bytes())?;
+        start_up(ev, &mut clock, main, 0x5555_0000_1000, [0, 120, 95_000])?;
         let mut p = PayloadBuilder::new();
         p.i32(0).u64(0x5555_0000_2000).object(Some(code));
         ev.append_at(CU_MODULE_LOAD_DATA, main, clock.at(96_250), p.as_bytes())?;
@@ -236,30 +224,12 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
             params.extend_from_slice(&ptr.to_le_bytes());
         }
         params.extend_from_slice(&(n as u32).to_le_bytes());
-        let mut p = PayloadBuilder::new();
-        p.i32(0)
-            .u64(0x5555_0000_3000)
-            .str("vector_add")
-            .object(Some(code))
-            .u32(4)
-            .u32(1)
-            .u32(1)
-            .u32(256)
-            .u32(1)
-            .u32(1)
-            .u32(0)
-            .u64(0)
-            .bytes(&params);
+        let p = launch(0x5555_0000_3000, "vector_add", code, 4, &params);
         ev.append_at(CU_LAUNCH_KERNEL, worker, clock.at(96_700), p.as_bytes())?;
         let mut p = PayloadBuilder::new();
         p.i32(0);
         ev.append_at(CU_CTX_SYNCHRONIZE, worker, clock.at(96_750), p.as_bytes())?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0)
-            .u64(0x5600_0000_0000)
-            .u64(dc)
-            .u64(4 * n as u64)
-            .object(Some(c));
+        let p = dtoh(dc, 4 * n as u64, c);
         ev.append_at(CU_MEMCPY_DTOH, main, clock.at(96_800), p.as_bytes())?;
         for (i, d) in [da, db, dc].into_iter().enumerate() {
             let mut p = PayloadBuilder::new();
@@ -296,15 +266,13 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let dx = 0x7f00_0040_0000u64;
     let ev = child.events();
     let main = 1204;
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u32(0);
-    ev.append_at(CU_INIT, main, clock.at(200_000), p.as_bytes())?;
-    let mut p = PayloadBuilder::new();
-    p.i32(0).i32(0).i32(0);
-    ev.append_at(CU_DEVICE_GET, main, clock.at(200_100), p.as_bytes())?;
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x6666_0000_1000).u32(0).i32(0);
-    ev.append_at(CU_CTX_CREATE, main, clock.at(290_000), p.as_bytes())?;
+    start_up(
+        ev,
+        &mut clock,
+        main,
+        0x6666_0000_1000,
+        [200_000, 200_100, 290_000],
+    )?;
     let mut p = PayloadBuilder::new();
     p.i32(2).u64(0).u64(1 << 40); // CUDA_ERROR_OUT_OF_MEMORY
     ev.append_at(CU_MEM_ALLOC, main, clock.at(290_100), p.as_bytes())?;
@@ -345,38 +313,16 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let mut params = dx.to_le_bytes().to_vec();
     params.extend_from_slice(&2.0f32.to_le_bytes());
-    let mut p = PayloadBuilder::new();
-    p.i32(0)
-        .u64(0x6666_0000_3000)
-        .str("scale")
-        .object(Some(child_code))
-        .u32(1)
-        .u32(1)
-        .u32(1)
-        .u32(256)
-        .u32(1)
-        .u32(1)
-        .u32(0)
-        .u64(0)
-        .bytes(&params);
+    let p = launch(0x6666_0000_3000, "scale", child_code, 1, &params);
     ev.append_at(CU_LAUNCH_KERNEL, main, clock.at(290_500), p.as_bytes())?;
-    let mut p = PayloadBuilder::new();
-    p.i32(0)
-        .u64(0x5600_0000_0000)
-        .u64(dx)
-        .u64(1024)
-        .object(Some(x));
+    let p = dtoh(dx, 1024, x);
     ev.append_at(CU_MEMCPY_DTOH, main, clock.at(290_600), p.as_bytes())?;
     ev.flush(true)?;
     let child_dir = child.dir().to_path_buf();
     // The crash: no trailer, no final manifest, the marker left behind, the last record torn.
     std::mem::forget(child);
     let child_events = child_dir.join(EVENTS_FILE);
-    let len = std::fs::metadata(&child_events)?.len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&child_events)?
-        .set_len(len - 20)?;
+    hrr_archive::testkit::cut_tail(&child_events, 20)?;
     std::fs::write(child_dir.join(ACTIVE_MARKER), format!("{DEAD_PID}\n"))?;
 
     let parent_dir = parent.dir().to_path_buf();
@@ -388,6 +334,50 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     stamp(&parent_events, plen - TRAILER_LEN, parent_end)?;
     stamp(&child_events, FILE_HEADER_LEN, T0 + 200_000_000)?;
     Ok(())
+}
+
+/// How a CUDA program starts, on `thread`: cuInit, cuDeviceGet (device 0), cuCtxCreate of
+/// context `ctx`, at the microseconds `at`.
+fn start_up(
+    ev: &mut EventWriter,
+    clock: &mut Clock,
+    thread: u64,
+    ctx: u64,
+    at: [u64; 3],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u32(0);
+    ev.append_at(CU_INIT, thread, clock.at(at[0]), p.as_bytes())?;
+    let mut p = PayloadBuilder::new();
+    p.i32(0).i32(0).i32(0);
+    ev.append_at(CU_DEVICE_GET, thread, clock.at(at[1]), p.as_bytes())?;
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(ctx).u32(0).i32(0);
+    ev.append_at(CU_CTX_CREATE, thread, clock.at(at[2]), p.as_bytes())?;
+    Ok(())
+}
+
+/// A `cuLaunchKernel` payload: kernel `name` (function `func`, of `code`), `grid` blocks of 256
+/// threads, no shared memory, the default stream, `params`.
+fn launch(func: u64, name: &str, code: ObjectId, grid: u32, params: &[u8]) -> PayloadBuilder {
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(func).str(name).object(Some(code));
+    for dim in [grid, 1, 1, 256, 1, 1] {
+        p.u32(dim);
+    }
+    p.u32(0).u64(0).bytes(params);
+    p
+}
+
+/// A `cuMemcpyDtoH_v2` payload: `size` bytes from `src` into the demo's host buffer, `blob`.
+fn dtoh(src: u64, size: u64, blob: ObjectId) -> PayloadBuilder {
+    let mut p = PayloadBuilder::new();
+    p.i32(0)
+        .u64(0x5600_0000_0000)
+        .u64(src)
+        .u64(size)
+        .object(Some(blob));
+    p
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -251,13 +251,17 @@ pub fn open_write(path: &Path, truncate: bool) -> Result<File> {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The last component of `path` as text (lossy), empty when it has none (`/`, `..`).
+pub fn name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// A unique temporary name beside `path` (same folder, so rename is atomic).
 pub fn temp_path_for(path: &Path) -> PathBuf {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = name_of(path);
     path.with_file_name(crate::layout::names::temp_name(
         &name,
         std::process::id(),

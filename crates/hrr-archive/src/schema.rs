@@ -336,33 +336,27 @@ impl PayloadBuilder {
     }
     /// Append a `u16` field.
     pub fn u16(&mut self, v: u16) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
+        self.put(&v.to_le_bytes())
     }
     /// Append a `u32` field.
     pub fn u32(&mut self, v: u32) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
+        self.put(&v.to_le_bytes())
     }
     /// Append a `u64`, `ptr` or `handle` field.
     pub fn u64(&mut self, v: u64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
+        self.put(&v.to_le_bytes())
     }
     /// Append an `i32` or `result` field.
     pub fn i32(&mut self, v: i32) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
+        self.put(&v.to_le_bytes())
     }
     /// Append an `i64` field.
     pub fn i64(&mut self, v: i64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
+        self.put(&v.to_le_bytes())
     }
     /// Append an `f64` field.
     pub fn f64(&mut self, v: f64) -> &mut Self {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-        self
+        self.put(&v.to_le_bytes())
     }
     /// Append a `str` field.
     pub fn str(&mut self, s: &str) -> &mut Self {
@@ -370,21 +364,23 @@ impl PayloadBuilder {
     }
     /// Append a `bytes` field.
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
-        self.buf.extend_from_slice(&(b.len() as u32).to_le_bytes());
-        self.buf.extend_from_slice(b);
-        self
+        self.put(&(b.len() as u32).to_le_bytes()).put(b)
     }
     /// Append a `blob` or `code` field.
     pub fn object(&mut self, id: Option<ObjectId>) -> &mut Self {
-        self.buf.extend_from_slice(&id.map_or([0u8; 16], |id| id.0));
-        self
+        self.put(&id.map_or([0u8; 16], |id| id.0))
     }
     /// Append a `u64s` field.
     pub fn u64s(&mut self, v: &[u64]) -> &mut Self {
-        self.buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        self.put(&(v.len() as u32).to_le_bytes());
         for x in v {
-            self.buf.extend_from_slice(&x.to_le_bytes());
+            self.put(&x.to_le_bytes());
         }
+        self
+    }
+    /// Append raw bytes (a field already encoded).
+    fn put(&mut self, b: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(b);
         self
     }
     /// The encoded payload.

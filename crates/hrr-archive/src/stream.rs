@@ -228,8 +228,7 @@ impl Framer {
                 }
                 State::FileHeader => {
                     if let Some(len) = self.len.filter(|&l| l < FILE_HEADER_LEN as u64) {
-                        self.unreadable = Some(Unreadable::TooShort { len });
-                        self.state = State::Stopped;
+                        self.set_unreadable(Unreadable::TooShort { len });
                         continue;
                     }
                     let n = self.take_head(rest, FILE_HEADER_LEN);
@@ -240,13 +239,11 @@ impl Framer {
                     let h = FileHeader::decode(self.head[..].try_into().expect("8 bytes"));
                     self.head.clear();
                     if h.magic != MAGIC {
-                        self.unreadable = Some(Unreadable::BadMagic { found: h.magic });
-                        self.state = State::Stopped;
+                        self.set_unreadable(Unreadable::BadMagic { found: h.magic });
                         continue;
                     }
                     if h.version != FORMAT_VERSION {
-                        self.unreadable = Some(Unreadable::Version { file: h.version });
-                        self.state = State::Stopped;
+                        self.set_unreadable(Unreadable::Version { file: h.version });
                         continue;
                     }
                     self.file_header = Some(h);
@@ -362,8 +359,7 @@ impl Framer {
     pub fn finish(&mut self) {
         match self.state {
             State::FileHeader => {
-                self.unreadable = Some(Unreadable::TooShort { len: self.offset });
-                self.state = State::Stopped;
+                self.set_unreadable(Unreadable::TooShort { len: self.offset });
             }
             State::Boundary => self.end(),
             State::Header => {
@@ -419,6 +415,12 @@ impl Framer {
         n
     }
 
+    /// The file cannot be read at all, for `why`: nothing more is read.
+    fn set_unreadable(&mut self, why: Unreadable) {
+        self.unreadable = Some(why);
+        self.state = State::Stopped;
+    }
+
     fn end(&mut self) {
         if self.expect_schema {
             self.unreadable = Some(Unreadable::NoSchema);
@@ -440,10 +442,9 @@ impl Framer {
         if self.expect_schema {
             self.expect_schema = false;
             if rec.header.kind != TYPE_SCHEMA {
-                self.unreadable = Some(Unreadable::NotSchema {
+                self.set_unreadable(Unreadable::NotSchema {
                     kind: rec.header.kind,
                 });
-                self.state = State::Stopped;
                 return None;
             }
             self.recovery.good_len = self.offset;

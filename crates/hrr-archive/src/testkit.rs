@@ -25,6 +25,11 @@ pub fn call(id: u16, name: &str, class: CallClass, fields: &[(&str, FieldType)])
     }
 }
 
+/// A `cuda-driver` schema (API version 13000) of `calls`.
+pub fn cuda_schema(calls: Vec<CallDef>) -> Schema {
+    Schema::new("cuda-driver", 13000, calls)
+}
+
 /// The `test-api` schema of version `api_version`: call 1 `apiAlloc(result, ptr, size)` and
 /// call 2 `apiLaunch` (a launch) with `launch_fields`.
 pub fn test_api_schema(api_version: u64, launch_fields: &[(&str, FieldType)]) -> Schema {
@@ -56,30 +61,26 @@ pub fn copy_schema(d2h_extra: &[(&str, FieldType)]) -> Schema {
         ("d2h_blob", Blob),
     ];
     d2h.extend_from_slice(d2h_extra);
-    Schema::new(
-        "cuda-driver",
-        13000,
-        vec![
-            call(
-                1,
-                "cuModuleLoadData",
-                CallClass::Other,
-                &[("result", Result), ("module", Handle), ("code", Code)],
-            ),
-            call(
-                2,
-                "cuMemcpyHtoD_v2",
-                CallClass::H2d,
-                &[
-                    ("result", Result),
-                    ("dst", Ptr),
-                    ("size", U64),
-                    ("h2d_blob", Blob),
-                ],
-            ),
-            call(3, "cuMemcpyDtoH_v2", CallClass::D2h, &d2h),
-        ],
-    )
+    cuda_schema(vec![
+        call(
+            1,
+            "cuModuleLoadData",
+            CallClass::Other,
+            &[("result", Result), ("module", Handle), ("code", Code)],
+        ),
+        call(
+            2,
+            "cuMemcpyHtoD_v2",
+            CallClass::H2d,
+            &[
+                ("result", Result),
+                ("dst", Ptr),
+                ("size", U64),
+                ("h2d_blob", Blob),
+            ],
+        ),
+        call(3, "cuMemcpyDtoH_v2", CallClass::D2h, &d2h),
+    ])
 }
 
 /// The device address a [`CopyCapture`] gives blob `i`.
@@ -130,6 +131,15 @@ pub fn write_small_capture(root: &Path, pid: u32) -> crate::Result<PathBuf> {
     let blobs = (0..3u8).map(|i| vec![i; 64]);
     write_copy_capture(root, &copy_schema(&[]), &CopyCapture::small(pid), blobs)?;
     Ok(root.join(crate::layout::pid_dir_name(pid)))
+}
+
+/// Cut the last `n` bytes off the file at `path` (what a write torn by a crash leaves).
+pub fn cut_tail(path: &Path, n: u64) -> std::io::Result<()> {
+    let len = std::fs::metadata(path)?.len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .set_len(len.saturating_sub(n))
 }
 
 /// Move the folder `dir/name` to `outside/name` (or make an empty one there when `dir` has none)

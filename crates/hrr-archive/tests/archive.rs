@@ -6,7 +6,7 @@ use hrr_archive::framing::*;
 use hrr_archive::reader::{Dropped, EventReader};
 use hrr_archive::repair::{repair_process, repair_root, RepairOutcome};
 use hrr_archive::schema::*;
-use hrr_archive::testkit::test_api_schema;
+use hrr_archive::testkit::{self, test_api_schema};
 use hrr_archive::writer::{FlushPolicy, ProcessWriter, EVENTS_FILE};
 use hrr_archive::{manifest, summary, Error};
 use proptest::prelude::*;
@@ -172,14 +172,7 @@ fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
     let root = tempfile::tempdir().unwrap();
     let dir = write_capture(root.path(), 8, 9, false);
     let path = dir.join(EVENTS_FILE);
-    let len = std::fs::metadata(&path).unwrap().len();
-    // tear the last record
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_len(len - 3)
-        .unwrap();
+    testkit::cut_tail(&path, 3).unwrap(); // tear the last record
     std::fs::remove_file(dir.join("active")).unwrap();
     match repair_process(&dir).unwrap() {
         RepairOutcome::Repaired {

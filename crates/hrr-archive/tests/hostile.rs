@@ -13,7 +13,7 @@ use hrr_archive::pack::{self, PackOptions};
 use hrr_archive::progress::NoProgress;
 use hrr_archive::repair::{self, repair_process, RepairOutcome};
 use hrr_archive::schema::ApiFamily;
-use hrr_archive::testkit::{copy_schema, write_copy_capture, CopyCapture};
+use hrr_archive::testkit::{self, copy_schema, write_copy_capture, CopyCapture};
 use hrr_archive::{fsutil, summary, verify, Error};
 
 const PID: u32 = 2674;
@@ -23,6 +23,15 @@ fn capture(root: &Path) -> (PathBuf, Vec<ObjectId>) {
     let blobs = (0..3u8).map(|i| vec![i + 1; 100 + i as usize]);
     let ids = write_copy_capture(root, &copy_schema(&[]), &CopyCapture::small(PID), blobs).unwrap();
     (root.join(layout::pid_dir_name(PID)), ids)
+}
+
+/// [`capture`] at `run.hrr` in a new temp folder: the folder, the archive, its pid folder and
+/// the blob ids.
+fn temp_capture() -> (tempfile::TempDir, PathBuf, PathBuf, Vec<ObjectId>) {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("run.hrr");
+    let (dir, ids) = capture(&root);
+    (t, root, dir, ids)
 }
 
 /// Replace `dir/name` by a link to a copy of it outside the archive.
@@ -59,9 +68,8 @@ fn a_symlinked_folder_or_file_inside_a_capture_is_refused_naming_it() {
         "events.bin",
         "manifest.json",
     ] {
-        let t = tempfile::tempdir().unwrap();
+        let (t, _, dir, _) = temp_capture();
         let outside = tempfile::tempdir().unwrap();
-        let (dir, _) = capture(&t.path().join("run.hrr"));
         let link = plant_link(&dir, name, outside.path());
         let e = summary::summarize(&dir).unwrap_err();
         assert!(is_symlink_error(&e, &link), "{name}: --info: {e}");
@@ -91,10 +99,8 @@ fn a_symlinked_folder_or_file_inside_a_capture_is_refused_naming_it() {
 
 #[test]
 fn a_symlinked_pid_folder_is_refused_naming_it() {
-    let t = tempfile::tempdir().unwrap();
+    let (_t, root, _, _) = temp_capture();
     let outside = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    capture(&root);
     let link = plant_link(&root, "pid-99", outside.path());
     let e = layout::resolve(&root).unwrap_err();
     assert!(is_symlink_error(&e, &link), "{e}");
@@ -105,9 +111,8 @@ fn a_symlinked_pid_folder_is_refused_naming_it() {
 
 #[test]
 fn the_checked_openers_refuse_links_non_files_and_wrong_sizes() {
-    let t = tempfile::tempdir().unwrap();
+    let (_t, _, dir, ids) = temp_capture();
     let outside = tempfile::tempdir().unwrap();
-    let (dir, ids) = capture(&t.path().join("run.hrr"));
     let len = |i: usize| 100 + i as u64;
     // fine: right size, or no size to check
     assert_eq!(
@@ -178,9 +183,7 @@ fn the_checked_openers_refuse_links_non_files_and_wrong_sizes() {
 #[test]
 fn a_non_canonical_pid_folder_is_refused_not_counted_twice() {
     for bad in ["pid-02674", "pid-+2674", "pid- 2674", "pid-99999999999"] {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().join("run.hrr");
-        let (dir, _) = capture(&root);
+        let (_t, root, dir, _) = temp_capture();
         let twin = root.join(bad);
         std::fs::create_dir(&twin).unwrap();
         for f in ["events.bin", "manifest.json"] {
@@ -203,8 +206,7 @@ fn a_non_canonical_pid_folder_is_refused_not_counted_twice() {
 
 #[test]
 fn a_junk_active_marker_is_an_error_not_stale() {
-    let t = tempfile::tempdir().unwrap();
-    let (dir, _) = capture(&t.path().join("run.hrr"));
+    let (_t, _, dir, _) = temp_capture();
     let marker = dir.join(layout::ACTIVE_MARKER);
     assert_eq!(layout::writer_state(&dir).unwrap(), WriterState::None);
     let dead = dead_pid();
@@ -264,14 +266,7 @@ fn crashed_with_rich_manifest(root: &Path, damage: impl Fn(&mut Vec<u8>)) -> Pat
     damage(&mut bytes);
     std::fs::write(dir.join("manifest.json"), bytes).unwrap();
     // and a torn tail
-    let ev = dir.join("events.bin");
-    let len = std::fs::metadata(&ev).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&ev)
-        .unwrap()
-        .set_len(len - 50)
-        .unwrap();
+    testkit::cut_tail(&dir.join("events.bin"), 50).unwrap();
     dir
 }
 
@@ -344,8 +339,7 @@ fn repair_of_a_damaged_manifest_keeps_every_key_it_can_parse() {
 
 #[test]
 fn a_sparse_hole_at_the_tail_stays_a_hole_in_the_dropped_at_file() {
-    let t = tempfile::tempdir().unwrap();
-    let (dir, _) = capture(&t.path().join("run.hrr"));
+    let (_t, _, dir, _) = temp_capture();
     let ev = dir.join("events.bin");
     let good = std::fs::metadata(&ev).unwrap().len() - 44; // cut the trailer...
     let f = std::fs::OpenOptions::new().write(true).open(&ev).unwrap();
@@ -384,9 +378,7 @@ fn a_sparse_hole_at_the_tail_stays_a_hole_in_the_dropped_at_file() {
 
 #[test]
 fn a_forged_pack_summary_fails_verify() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    capture(&root);
+    let (t, root, _, _) = temp_capture();
     let honest = t.path().join("honest.hrr.tar.zst");
     pack::pack_to_file(&root, Some(&honest), &PackOptions::default(), &NoProgress).unwrap();
     let (_, r) = verify::verify_pack(&honest, &NoProgress).unwrap();
@@ -428,8 +420,7 @@ fn a_forged_pack_summary_fails_verify() {
 
 #[test]
 fn stale_temp_files_of_killed_runs_are_removed_and_live_ones_kept() {
-    let t = tempfile::tempdir().unwrap();
-    let (dir, ids) = capture(&t.path().join("run.hrr"));
+    let (_t, _, dir, ids) = temp_capture();
     let dead = dead_pid();
     let hex = ids[0].to_hex();
     let stale = [
@@ -464,9 +455,7 @@ fn stale_temp_files_of_killed_runs_are_removed_and_live_ones_kept() {
 
 #[test]
 fn stale_unpack_and_pack_temp_files_are_removed_by_the_next_run() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    capture(&root);
+    let (t, root, _, _) = temp_capture();
     let dead = dead_pid();
     // a killed pack's temp file beside the output
     let out = t.path().join("run.hrr.tar.zst");
@@ -505,13 +494,10 @@ fn stale_unpack_and_pack_temp_files_are_removed_by_the_next_run() {
 fn a_failed_tail_copy_leaves_no_temp_file() {
     // The dropped tail cannot be saved (its name is taken by a folder, so the rename fails
     // after the copy): the temp file goes, events.bin is untouched.
-    let t = tempfile::tempdir().unwrap();
-    let (dir, _) = capture(&t.path().join("run.hrr"));
+    let (_t, _, dir, _) = temp_capture();
     let ev = dir.join("events.bin");
+    testkit::cut_tail(&ev, 10).unwrap();
     let len = std::fs::metadata(&ev).unwrap().len();
-    let f = std::fs::OpenOptions::new().write(true).open(&ev).unwrap();
-    f.set_len(len - 10).unwrap();
-    drop(f);
     let good = hrr_archive::reader::EventReader::scan_headers(&ev)
         .unwrap()
         .good_len;
@@ -525,5 +511,5 @@ fn a_failed_tail_copy_leaves_no_temp_file() {
         .filter(|n| n.ends_with(".tmp"))
         .collect();
     assert!(temps.is_empty(), "{temps:?}");
-    assert_eq!(std::fs::metadata(&ev).unwrap().len(), len - 10);
+    assert_eq!(std::fs::metadata(&ev).unwrap().len(), len);
 }

@@ -12,7 +12,7 @@ use hrr_archive::progress::NoProgress;
 use hrr_archive::reader::EventReader;
 use hrr_archive::redact::{self, RedactedObject, Redaction, RedactionsFile};
 use hrr_archive::schema::{object_fields, CallClass, FieldType, PayloadBuilder, Schema};
-use hrr_archive::testkit::call;
+use hrr_archive::testkit::{call, cuda_schema};
 use hrr_archive::verify::{self, FramingCounter};
 use hrr_archive::writer::ProcessWriter;
 use hrr_archive::ObjectId;
@@ -20,29 +20,25 @@ use proptest::prelude::*;
 
 fn schema() -> Schema {
     use FieldType::*;
-    Schema::new(
-        "cuda-driver",
-        13000,
-        vec![
-            call(
-                1,
-                "cuModuleLoadData",
-                CallClass::Other,
-                &[("result", Result), ("code", Code)],
-            ),
-            call(
-                2,
-                "cuMemcpyDtoH_v2",
-                CallClass::D2h,
-                &[
-                    ("result", Result),
-                    ("note", Str),
-                    ("d2h_blob", Blob),
-                    ("args", Bytes),
-                ],
-            ),
-        ],
-    )
+    cuda_schema(vec![
+        call(
+            1,
+            "cuModuleLoadData",
+            CallClass::Other,
+            &[("result", Result), ("code", Code)],
+        ),
+        call(
+            2,
+            "cuMemcpyDtoH_v2",
+            CallClass::D2h,
+            &[
+                ("result", Result),
+                ("note", Str),
+                ("d2h_blob", Blob),
+                ("args", Bytes),
+            ],
+        ),
+    ])
 }
 
 /// A capture: one code object, `n` blobs each named by an event; optionally an incomplete mark.

@@ -311,6 +311,35 @@ pub fn stdin(suffix: &str) -> anyhow::Result<(tempfile::TempPath, PathBuf)> {
     Ok((path, p))
 }
 
+/// A path argument where `-` stands for standard input: `path` is the file to read (standard
+/// input saved by [`stdin`], kept as long as this lives), `shown` the path as the user gave it
+/// (`-` for standard input), for messages and reports.
+pub struct InputPath {
+    /// The file to read.
+    pub path: PathBuf,
+    /// The path as given.
+    pub shown: String,
+    _stdin: Option<tempfile::TempPath>,
+}
+
+impl InputPath {
+    /// `given` itself, or standard input saved to a temp file ending in `suffix` when `given`
+    /// is `-`.
+    pub fn new(given: &Path, suffix: &str) -> anyhow::Result<Self> {
+        let (guard, path) = if is_dash(given) {
+            let (guard, path) = stdin(suffix)?;
+            (Some(guard), path)
+        } else {
+            (None, given.to_path_buf())
+        };
+        Ok(InputPath {
+            shown: unalias(&path.display().to_string()),
+            path,
+            _stdin: guard,
+        })
+    }
+}
+
 /// Refuse to write binary data to a terminal (`-o -` on a tty).
 pub fn refuse_binary_to_terminal(what: &str) -> anyhow::Result<()> {
     use anyhow::Context;

@@ -11,7 +11,7 @@ mod ui;
 
 use std::path::PathBuf;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const EXIT_CODES: &str = "Exit status: 0 ok; 1 failure (an error, or verify found damage); 2 usage; \
 3 scan found secrets; 4 registry credentials missing or refused (push, pull, list REF).\n\
@@ -50,48 +50,45 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Pack an archive into one .hrr.tar.zst (byte-identical output for the same archive).
-    #[command(after_help = EXIT_CODES)]
     Pack(cmd::pack::Args),
     /// Unpack a .hrr.tar.zst, verifying every file; never overwrites.
-    #[command(after_help = EXIT_CODES)]
     Unpack(cmd::unpack::Args),
     /// List the processes, events, blobs and sizes of a pack (from its index) or an archive.
-    #[command(after_help = EXIT_CODES)]
     List(cmd::list::Args),
     /// Check every file of a pack or archive against its hash; exit 1 naming the bad files.
-    #[command(after_help = EXIT_CODES)]
     Verify(cmd::verify::Args),
     /// List the secrets in an archive, pack or file (never the secrets themselves); exit 3 if any.
-    #[command(after_help = EXIT_CODES)]
     Scan(cmd::scan::Args),
     /// Redact the secrets of an archive in place (or into -o), keeping it valid and replayable.
-    #[command(after_help = EXIT_CODES)]
     Scrub(cmd::scrub::Args),
     /// Push an archive or pack to an OCI registry as an artifact (only new layers are uploaded).
-    #[command(after_help = EXIT_CODES)]
     Push(cmd::push::Args),
     /// Pull an archive from an OCI registry, verifying every file before it lands.
-    #[command(after_help = EXIT_CODES)]
     Pull(cmd::pull::Args),
     /// Build a container image bundling hrr-playback: one layer appended to a base image file.
-    #[command(after_help = EXIT_CODES)]
     Image(cmd::image::Args),
     /// Print a shell completion script (source it, or install it where your shell looks).
-    #[command(after_help = EXIT_CODES)]
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: hrr_cli::Shell,
     },
     /// Write man pages (hrr-pack.1, hrr-pack-<command>.1) into DIR.
-    #[command(after_help = EXIT_CODES)]
     Man {
         /// Folder to write into (created if missing).
         dir: PathBuf,
     },
 }
 
+/// The command line: [`Cli`], with [`EXIT_CODES`] after the help of every subcommand too.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|c| c.after_help(EXIT_CODES))
+}
+
 fn main() {
-    let cli = match Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => std::process::exit(hrr_cli::clap_exit("hrr-pack", &e).into()),
     };
@@ -100,7 +97,7 @@ fn main() {
     let result = match cli.cmd {
         _ if cli.version => version(&ui),
         None => {
-            let _ = Cli::command().print_help();
+            let _ = command().print_help();
             Ok(hrr_cli::EXIT_USAGE.into())
         }
         Some(Cmd::Pack(a)) => cmd::pack::run(a, &ui),
@@ -114,7 +111,7 @@ fn main() {
         Some(Cmd::Image(a)) => cmd::image::run(a, &ui),
         Some(Cmd::Completions { shell }) => {
             let mut out = Vec::new();
-            hrr_cli::completions(Cli::command(), shell, &mut out);
+            hrr_cli::completions(command(), shell, &mut out);
             ui.out(&String::from_utf8_lossy(&out));
             Ok(0)
         }
@@ -145,7 +142,7 @@ fn version(ui: &ui::Ui) -> anyhow::Result<i32> {
 }
 
 fn man(dir: &std::path::Path, ui: &ui::Ui) -> anyhow::Result<i32> {
-    let files = hrr_cli::man_pages(Cli::command(), dir)?;
+    let files = hrr_cli::man_pages(command(), dir)?;
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     if ui.json {
         ui.json(&serde_json::json!({"schema": "hrr.man/1", "ok": true, "files": names}));
@@ -161,6 +158,6 @@ mod tests {
 
     #[test]
     fn cli_definition_is_consistent() {
-        Cli::command().debug_assert();
+        command().debug_assert();
     }
 }

@@ -21,7 +21,7 @@
 //! A second scrub of a scrubbed archive finds nothing and changes nothing.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -37,7 +37,7 @@ use hrr_archive::{fsutil, lock, ObjectId};
 use serde_json::Value;
 
 use crate::fingerprint::FingerprintKey;
-use crate::scan::archive::{scan_archive, FileReport, ScanReport};
+use crate::scan::archive::{read_chunks, scan_archive, FileReport, ScanReport, ScanWith};
 use crate::scan::{Finding, Scanner};
 
 /// Options of [`scrub`].
@@ -124,7 +124,13 @@ pub fn scrub(
             );
         }
     }
-    let scan = scan_archive(scanner, key, &src, &opts.allow, opts.threads, progress)?;
+    let with = ScanWith {
+        scanner,
+        key,
+        allow: &opts.allow,
+        threads: opts.threads,
+    };
+    let scan = scan_archive(&with, &src, progress)?;
     let marked = pid_dirs.iter().all(|d| {
         manifest::read_process_manifest(&src.join(d))
             .is_ok_and(|m| is_marked(m.extra.get("scrubbed")))
@@ -487,22 +493,14 @@ fn replicate(src: &Path, dst: &Path, link: bool) -> Result<()> {
 fn write_redacted(src: &Path, dst_dir: &Path, findings: &[Finding]) -> Result<(PathBuf, ObjectId)> {
     fsutil::create_private_dir(dst_dir)?;
     let tmp = fsutil::temp_path_for(&dst_dir.join("scrubbed"));
-    let mut from = fsutil::open_read(src)?;
+    let from = fsutil::open_read(src)?;
     let mut out = fsutil::create_new(&tmp)?;
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
     let mut pos = 0u64;
     let mut sorted: Vec<&Finding> = findings.iter().collect();
     sorted.sort_by_key(|f| f.redact_offset);
-    loop {
-        let n = from
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", src.display()))?;
-        if n == 0 {
-            break;
-        }
-        let chunk = &mut buf[..n];
-        let end = pos + n as u64;
+    read_chunks(from, src, |chunk| {
+        let end = pos + chunk.len() as u64;
         let touching: Vec<&&Finding> = sorted
             .iter()
             .filter(|f| {
@@ -529,7 +527,8 @@ fn write_redacted(src: &Path, dst_dir: &Path, findings: &[Finding]) -> Result<(P
         out.write_all(chunk)
             .with_context(|| format!("writing {}", tmp.display()))?;
         pos = end;
-    }
+        Ok(())
+    })?;
     out.sync_all()
         .with_context(|| format!("syncing {}", tmp.display()))?;
     let hash = hasher.finalize();

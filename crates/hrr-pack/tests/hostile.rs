@@ -2,7 +2,7 @@
 //! planted links, non-canonical pid folders, a forged pack index summary, temp folders of a
 //! killed unpack.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hrr_archive::pack::{self, PackOptions};
 use hrr_archive::progress::NoProgress;
@@ -13,17 +13,20 @@ use common::{run, text};
 
 const PID: u32 = 2674;
 
-fn capture(root: &Path) -> PathBuf {
-    write_small_capture(root, PID).unwrap()
+/// [`write_small_capture`] at `run.hrr` in a new temp folder: the folder, the archive, its pid
+/// folder.
+fn temp_capture() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("run.hrr");
+    let dir = write_small_capture(&root, PID).unwrap();
+    (t, root, dir)
 }
 
 #[test]
 fn verify_and_pack_refuse_a_symlinked_folder_naming_it() {
     for name in ["blobs", "code_objects", "regions"] {
-        let t = tempfile::tempdir().unwrap();
+        let (t, root, dir) = temp_capture();
         let outside = tempfile::tempdir().unwrap();
-        let root = t.path().join("run.hrr");
-        let dir = capture(&root);
         link_folder_out(&dir, name, outside.path()).unwrap();
         let o = run(&[&"verify", &root]);
         assert_ne!(o.status.code(), Some(0), "{name}: {}", text(&o));
@@ -42,9 +45,7 @@ fn verify_and_pack_refuse_a_symlinked_folder_naming_it() {
 
 #[test]
 fn pack_refuses_a_non_canonical_pid_folder() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    let dir = capture(&root);
+    let (t, root, dir) = temp_capture();
     let twin = root.join("pid-02674");
     std::fs::create_dir(&twin).unwrap();
     std::fs::copy(dir.join("events.bin"), twin.join("events.bin")).unwrap();
@@ -70,9 +71,7 @@ fn pack_refuses_a_non_canonical_pid_folder() {
 
 #[test]
 fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    capture(&root);
+    let (t, root, _) = temp_capture();
     let mut plan = pack::plan(&root, &PackOptions::default(), &NoProgress).unwrap();
     plan.index.processes[0].event_count = 1_000_000_000_000_000;
     let forged = t.path().join("forged.hrr.tar.zst");
@@ -109,9 +108,7 @@ fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
 
 #[test]
 fn unpack_removes_the_temp_folder_of_a_killed_unpack_with_a_notice() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    capture(&root);
+    let (t, root, _) = temp_capture();
     let packed = t.path().join("run.hrr.tar.zst");
     assert!(run(&[&"pack", &root, &"-o", &packed]).status.success());
     let dest = t.path().join("dest");

@@ -118,7 +118,22 @@ fn playback() -> &'static str {
         .expect("coreutils' true")
 }
 
+/// A temp folder with a good OCI layout base (glibc new enough) at `base` in it: the folder,
+/// the base.
+fn good_base() -> (tempfile::TempDir, PathBuf) {
+    let t = tmp();
+    let base = t.path().join("base");
+    oci_layout(&base, Some(GOOD_LIBC));
+    (t, base)
+}
+
+/// `hrr-pack image` of `base` into `out` (tag `hrr-test/pb`), with `--json`.
 fn build(base: &Path, out: &Path) -> Output {
+    build_with(base, out, "--json")
+}
+
+/// `hrr-pack image` of `base` into `out` (tag `hrr-test/pb`) with `flag`.
+fn build_with(base: &Path, out: &Path, flag: &str) -> Output {
     hrr_pack(&[
         "image",
         "--base",
@@ -129,8 +144,20 @@ fn build(base: &Path, out: &Path) -> Output {
         out.to_str().unwrap(),
         "--tag",
         "hrr-test/pb",
-        "--json",
+        flag,
     ])
+}
+
+/// [`build`], which must succeed: its JSON report.
+fn built(base: &Path, out: &Path) -> Value {
+    let o = build(base, out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The two files hold the same bytes.
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    std::fs::read(a).unwrap() == std::fs::read(b).unwrap()
 }
 
 fn members(tar_path: &Path) -> Vec<(String, Vec<u8>)> {
@@ -162,25 +189,13 @@ const GOOD_LIBC: &[u8] = b"\x7fELF....GLIBC_2.2.5\0GLIBC_2.34\0GLIBC_2.99\0GLIBC
 
 #[test]
 fn oci_layout_base_gives_a_deterministic_dual_image() {
-    let t = tmp();
-    let base = t.path().join("base");
-    oci_layout(&base, Some(GOOD_LIBC));
+    let (t, base) = good_base();
     let (a, b) = (t.path().join("a.tar"), t.path().join("b.tar"));
-    let oa = build(&base, &a);
-    assert!(
-        oa.status.success(),
-        "{}",
-        String::from_utf8_lossy(&oa.stderr)
-    );
-    let ob = build(&base, &b);
-    assert!(ob.status.success());
-    assert!(
-        std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
-        "identical builds"
-    );
-    let report: Value = serde_json::from_slice(&oa.stdout).unwrap();
+    let report = built(&base, &a);
+    built(&base, &b);
+    assert!(same_bytes(&a, &b), "identical builds");
     // Its own type decodes it (deny_unknown_fields: a key added or dropped fails here).
-    let typed: hrr_cli::json::ImageJson = serde_json::from_slice(&oa.stdout).unwrap();
+    let typed: hrr_cli::json::ImageJson = serde_json::from_value(report.clone()).unwrap();
     assert_eq!((typed.schema.as_str(), typed.layers), ("hrr.image/1", 2));
     assert_eq!(report["tag"], "hrr-test/pb:latest");
     assert_eq!(report["glibc_base"], "2.99");
@@ -286,11 +301,8 @@ fn oci_layout_base_gives_a_deterministic_dual_image() {
     tb.finish().unwrap();
     drop(tb);
     let c = t.path().join("c.tar");
-    assert!(build(&archive, &c).status.success());
-    assert!(
-        std::fs::read(&a).unwrap() == std::fs::read(&c).unwrap(),
-        "same as from the folder"
-    );
+    built(&archive, &c);
+    assert!(same_bytes(&a, &c), "same as from the folder");
 }
 
 #[test]
@@ -299,13 +311,11 @@ fn docker_save_base_is_converted_to_oci_types() {
     let base = t.path().join("save");
     docker_save_dir(&base, Some(GOOD_LIBC));
     let out = t.path().join("o.tar");
-    let o = build(&base, &out);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = built(&base, &out);
     let m = members(&out);
     let docker: Value = serde_json::from_slice(get(&m, "manifest.json")).unwrap();
     let l0 = docker[0]["Layers"][0].as_str().unwrap();
     assert!(get(&m, l0) == std::fs::read(base.join("abcd/layer.tar")).unwrap());
-    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
     let md = report["manifest_digest"].as_str().unwrap();
     let manifest: Value =
         serde_json::from_slice(get(&m, &format!("blobs/sha256/{}", &md[7..]))).unwrap();
@@ -369,11 +379,9 @@ fn not_a_base_and_not_a_binary_are_errors() {
 
 #[test]
 fn an_existing_output_is_kept_and_an_image_as_base_gets_its_layer_replaced() {
-    let t = tmp();
-    let base = t.path().join("base");
-    oci_layout(&base, Some(GOOD_LIBC));
+    let (t, base) = good_base();
     let a = t.path().join("a.tar");
-    assert!(build(&base, &a).status.success());
+    built(&base, &a);
     let first = std::fs::read(&a).unwrap();
     // Not overwritten without --force (pull and unpack never overwrite either).
     std::fs::write(&a, b"precious").unwrap();
@@ -385,25 +393,12 @@ fn an_existing_output_is_kept_and_an_image_as_base_gets_its_layer_replaced() {
         "{err}"
     );
     assert_eq!(std::fs::read(&a).unwrap(), b"precious");
-    let o = hrr_pack(&[
-        "image",
-        "--base",
-        base.to_str().unwrap(),
-        "--playback",
-        playback(),
-        "-o",
-        a.to_str().unwrap(),
-        "--tag",
-        "hrr-test/pb",
-        "--force",
-    ]);
+    let o = build_with(&base, &a, "--force");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(std::fs::read(&a).unwrap() == first, "--force replaces it");
     // Built on its own output, the image replaces its hrr-playback layer: the same image.
     let b = t.path().join("b.tar");
-    let o = build(&a, &b);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let report = built(&a, &b);
     assert_eq!(report["replaced_layer"], true);
     assert_eq!(report["layers"], 2);
     assert!(
@@ -414,20 +409,17 @@ fn an_existing_output_is_kept_and_an_image_as_base_gets_its_layer_replaced() {
     let save = t.path().join("save");
     docker_save_dir(&save, Some(GOOD_LIBC));
     let (c, d) = (t.path().join("c.tar"), t.path().join("d.tar"));
-    assert!(build(&save, &c).status.success());
-    let o = build(&c, &d);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    built(&save, &c);
+    built(&c, &d);
     assert!(
-        std::fs::read(&c).unwrap() == std::fs::read(&d).unwrap(),
+        same_bytes(&c, &d),
         "no second layer stacked on a docker-save base either"
     );
 }
 
 #[test]
 fn creation_time_is_source_date_epoch_or_the_newest_input() {
-    let t = tmp();
-    let base = t.path().join("base");
-    oci_layout(&base, Some(GOOD_LIBC));
+    let (t, base) = good_base();
     // A binary newer than the base's own creation time: the image is as old as the binary.
     let bin = t.path().join("hrr-playback");
     std::fs::copy(playback(), &bin).unwrap();
@@ -458,7 +450,7 @@ fn creation_time_is_source_date_epoch_or_the_newest_input() {
     let o = build_unset(&a, &b);
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["created"], "2027-01-15T08:00:00Z");
-    assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap());
+    assert!(same_bytes(&a, &b));
     // SOURCE_DATE_EPOCH wins.
     let c = t.path().join("c.tar");
     let o = build(&base, &c);

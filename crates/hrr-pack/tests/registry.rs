@@ -210,6 +210,20 @@ fn ok(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
 }
 
+/// `hrr-pack pull REFERENCE -o OUT`.
+fn pull(reference: &str, out: &Path) -> Output {
+    run(&["pull", reference, "-o", out.to_str().unwrap()], None, &[])
+}
+
+/// `hrr-pack --json push SRC REFERENCE`, which must succeed: its JSON.
+fn push_json(src: &Path, reference: &str) -> serde_json::Value {
+    ok(&run(
+        &["--json", "push", src.to_str().unwrap(), reference],
+        None,
+        &[],
+    ))
+}
+
 /// Every file below `dir`: relative path → content; folders as `None`.
 fn tree(dir: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
     let mut m = BTreeMap::new();
@@ -305,11 +319,7 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
         "{said}"
     );
     let r = reg.reference("team/run:v1");
-    let push = ok(&run(
-        &["--json", "push", src.to_str().unwrap(), &r],
-        None,
-        &[],
-    ));
+    let push = push_json(&src, &r);
     assert_eq!(push["scheme"], "http");
     let typed: hrr_cli::json::PushJson = serde_json::from_value(push.clone()).unwrap();
     assert_eq!(typed.schema, "hrr.push/1");
@@ -330,7 +340,7 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     );
     assert_eq!(tree(&src), tree(&out.join("run.hrr")));
     // Pulling again refuses to overwrite.
-    let again = run(&["pull", &r, "-o", out.to_str().unwrap()], None, &[]);
+    let again = pull(&r, &out);
     assert_eq!(again.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
 
@@ -338,11 +348,7 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     let by_digest = format!("{}/team/run@{digest}", reg.host());
     let out2 = tmpdir("plain-out2");
     let packf = out2.join("run.hrr.tar.zst");
-    let pulled = run(
-        &["pull", &by_digest, "-o", packf.to_str().unwrap()],
-        None,
-        &[],
-    );
+    let pulled = pull(&by_digest, &packf);
     let said = String::from_utf8_lossy(&pulled.stdout).into_owned();
     assert!(pulled.status.success(), "{said}");
     // The digest is named once.
@@ -372,9 +378,9 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     let ax = reg.reference("team/axpy:v1");
     ok(&run(&["push", EXAMPLE, &ax], None, &[]));
     let axd = tmpdir("plain-axpy");
-    ok(&run(&["pull", &ax, "-o", axd.to_str().unwrap()], None, &[]));
+    ok(&pull(&ax, &axd));
     let axp = axd.join("axpy.hrr.tar.zst");
-    ok(&run(&["pull", &ax, "-o", axp.to_str().unwrap()], None, &[]));
+    ok(&pull(&ax, &axp));
     let vd = ok(&run(
         &[
             "--json",
@@ -406,11 +412,7 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     let r2 = reg.reference("team/run:from-pack");
     ok(&run(&["push", packf.to_str().unwrap(), &r2], None, &[]));
     let out3 = tmpdir("plain-out3");
-    ok(&run(
-        &["pull", &r2, "-o", out3.to_str().unwrap()],
-        None,
-        &[],
-    ));
+    ok(&pull(&r2, &out3));
     assert_eq!(tree(&src), tree(&out3.join("run.hrr")));
 
     // An archive root with a crashed child (`active` marker, an empty file): refused unless
@@ -421,24 +423,11 @@ fn plain_http_push_pull_list_by_tag_and_digest() {
     assert_eq!(refused.status.code(), Some(1));
     ok(&run(&["push", "--force", demo, &r3], None, &[]));
     let out4 = tmpdir("plain-out4");
-    ok(&run(
-        &["pull", &r3, "-o", out4.to_str().unwrap()],
-        None,
-        &[],
-    ));
+    ok(&pull(&r3, &out4));
     assert_eq!(tree(Path::new(demo)), tree(&out4.join("demo.hrr")));
 
     // A tag that is not there: a clear error, exit 1.
-    let missing = run(
-        &[
-            "pull",
-            &reg.reference("team/run:nope"),
-            "-o",
-            out3.to_str().unwrap(),
-        ],
-        None,
-        &[],
-    );
+    let missing = pull(&reg.reference("team/run:nope"), &out3);
     assert_eq!(missing.status.code(), Some(1));
 }
 
@@ -457,26 +446,8 @@ fn second_overlapping_push_uploads_only_what_is_new() {
     v["note"] = "second capture".into();
     std::fs::write(&m, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 
-    let first = ok(&run(
-        &[
-            "--json",
-            "push",
-            a.to_str().unwrap(),
-            &reg.reference("t/run:a"),
-        ],
-        None,
-        &[],
-    ));
-    let second = ok(&run(
-        &[
-            "--json",
-            "push",
-            b.to_str().unwrap(),
-            &reg.reference("t/run:b"),
-        ],
-        None,
-        &[],
-    ));
+    let first = push_json(&a, &reg.reference("t/run:a"));
+    let second = push_json(&b, &reg.reference("t/run:b"));
     let up1 = first["bytes_uploaded"].as_u64().unwrap();
     let up2 = second["bytes_uploaded"].as_u64().unwrap();
     let frac = up2 as f64 / up1 as f64;
@@ -486,16 +457,7 @@ fn second_overlapping_push_uploads_only_what_is_new() {
     );
     assert!(frac < 0.10, "second push re-uploaded {:.1}%", frac * 100.0);
     // Pushing the same archive again uploads nothing but what the registry lacks: nothing.
-    let third = ok(&run(
-        &[
-            "--json",
-            "push",
-            b.to_str().unwrap(),
-            &reg.reference("t/run:b2"),
-        ],
-        None,
-        &[],
-    ));
+    let third = push_json(&b, &reg.reference("t/run:b2"));
     assert_eq!(third["blobs_uploaded"], 0);
     let again = run(
         &["push", b.to_str().unwrap(), &reg.reference("t/run:b3")],
@@ -508,16 +470,7 @@ fn second_overlapping_push_uploads_only_what_is_new() {
         "{said}"
     );
     let out = tmpdir("dedup-out");
-    ok(&run(
-        &[
-            "pull",
-            &reg.reference("t/run:b"),
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        None,
-        &[],
-    ));
+    ok(&pull(&reg.reference("t/run:b"), &out));
     assert_eq!(tree(&b), tree(&out.join("run.hrr")));
 }
 
@@ -528,11 +481,7 @@ fn tampered_blob_is_refused_and_nothing_is_written() {
     };
     let src = capture("tamper-src", 3, &[2 << 20]);
     let r = reg.reference("t/run:v1");
-    let push = ok(&run(
-        &["--json", "push", src.to_str().unwrap(), &r],
-        None,
-        &[],
-    ));
+    let push = push_json(&src, &r);
     assert!(push["blobs"].as_u64().unwrap() >= 3);
     // Flip one byte of the largest blob in the registry's own storage (a layer).
     let mut biggest: Option<(u64, PathBuf)> = None;
@@ -552,7 +501,7 @@ fn tampered_blob_is_refused_and_nothing_is_written() {
     std::fs::write(&path, data).unwrap();
 
     let out = tmpdir("tamper-out");
-    let res = run(&["pull", &r, "-o", out.to_str().unwrap()], None, &[]);
+    let res = pull(&r, &out);
     let err = String::from_utf8_lossy(&res.stderr);
     assert_eq!(res.status.code(), Some(1), "{err}");
     assert!(
@@ -565,7 +514,7 @@ fn tampered_blob_is_refused_and_nothing_is_written() {
         "pull left files behind"
     );
     let packf = out.join("x.hrr.tar.zst");
-    let res = run(&["pull", &r, "-o", packf.to_str().unwrap()], None, &[]);
+    let res = pull(&r, &packf);
     assert_eq!(res.status.code(), Some(1));
     assert_eq!(
         std::fs::read_dir(&out).unwrap().count(),
@@ -601,7 +550,7 @@ fn interrupted_push_resumes() {
     );
     assert!(full["bytes_uploaded"].as_u64() < full["bytes_total"].as_u64());
     let out = tmpdir("resume-out");
-    ok(&run(&["pull", &r, "-o", out.to_str().unwrap()], None, &[]));
+    ok(&pull(&r, &out));
     assert_eq!(tree(&src), tree(&out.join("run.hrr")));
 }
 
@@ -657,9 +606,9 @@ fn tls_and_htpasswd_auth() {
     ));
     assert_eq!(list["totals"]["events"], 140);
 
-    // Wrong password: a clear error, exit 4, the password never printed.
-    let bad = run(
-        &[
+    // A pull as `user`, the password on standard input: its exit code and what it printed.
+    let pull_as = |user: &str, password: &str| {
+        let args = [
             "pull",
             &r,
             "-o",
@@ -667,14 +616,18 @@ fn tls_and_htpasswd_auth() {
             "--ca-file",
             ca,
             "--username",
-            "hrr",
+            user,
             "--password-stdin",
-        ],
-        Some("wrong-Pa55word\n"),
-        &[],
-    );
-    let err = String::from_utf8_lossy(&bad.stderr).to_string();
-    assert_eq!(bad.status.code(), Some(4), "{err}");
+        ];
+        let o = run(&args, Some(password), &[]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // Wrong password: a clear error, exit 4, the password never printed.
+    let (code, err) = pull_as("hrr", "wrong-Pa55word\n");
+    assert_eq!(code, Some(4), "{err}");
     // Named: the user, where the credentials came from, the repository; not the URL of the
     // probe request (a blob the archive does not hold).
     assert!(
@@ -688,23 +641,8 @@ fn tls_and_htpasswd_auth() {
         "{err}"
     );
     // A wrong user: refused too, naming that user.
-    let bad_user = run(
-        &[
-            "pull",
-            &r,
-            "-o",
-            out.to_str().unwrap(),
-            "--ca-file",
-            ca,
-            "--username",
-            "nobody",
-            "--password-stdin",
-        ],
-        Some("s3cret-Pa55\n"),
-        &[],
-    );
-    let err = String::from_utf8_lossy(&bad_user.stderr).to_string();
-    assert_eq!(bad_user.status.code(), Some(4), "{err}");
+    let (code, err) = pull_as("nobody", "s3cret-Pa55\n");
+    assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("credentials of user `nobody`"), "{err}");
     // No credentials at all: said so, with how to give them.
     let anon = run(

@@ -306,6 +306,20 @@ impl PackError {
 /// `Result` with [`PackError`].
 pub type PackResult<T> = std::result::Result<T, PackError>;
 
+/// A [`PackError::Corrupt`] of the pack at `path`, found reading `entry` (with `after`: after it).
+pub(crate) fn corrupt<'a>(
+    path: &'a Path,
+    entry: &'a str,
+    after: bool,
+) -> impl Fn(io::Error) -> PackError + 'a {
+    move |source| PackError::Corrupt {
+        path: path.to_path_buf(),
+        entry: entry.to_string(),
+        after,
+        source,
+    }
+}
+
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PackError + '_ {
     move |source| PackError::Io {
         path: path.to_path_buf(),
@@ -322,10 +336,7 @@ pub fn list_dir(path: &Path) -> PackResult<(PackKind, Vec<ProcessListing>)> {
             processes
                 .into_iter()
                 .map(|(_, d)| {
-                    let rel = d
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
+                    let rel = crate::fsutil::name_of(&d);
                     (rel, d)
                 })
                 .collect::<Vec<_>>(),

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use super::index::{
-    check_rel, io_err, read_retry, validate_index, PackError, PackFile, PackIndex, PackResult,
-    UnsafeEntry, BUF, INDEX_NAME, MAX_INDEX_BYTES, MAX_NAME_BYTES, WINDOW_LOG_MAX,
+    check_rel, corrupt, io_err, read_retry, validate_index, PackError, PackFile, PackIndex,
+    PackResult, UnsafeEntry, BUF, INDEX_NAME, MAX_INDEX_BYTES, MAX_NAME_BYTES, WINDOW_LOG_MAX,
 };
 use crate::fsutil;
 use crate::progress::Progress;
@@ -136,12 +136,7 @@ fn next_member<'a, R: Read>(
     entries: &mut tar::Entries<'a, R>,
     after: &str,
 ) -> PackResult<Option<(tar::Entry<'a, R>, Vec<u8>)>> {
-    let corrupt = |source: io::Error| PackError::Corrupt {
-        path: path.to_path_buf(),
-        entry: after.to_string(),
-        after: true,
-        source,
-    };
+    let corrupt = &corrupt(path, after, true);
     let mut long: Option<Vec<u8>> = None;
     loop {
         let Some(entry) = entries.next() else {
@@ -292,12 +287,7 @@ fn read_index_member<R: Read>(
     (&mut entry)
         .take(MAX_INDEX_BYTES)
         .read_to_end(&mut bytes)
-        .map_err(|source| PackError::Corrupt {
-            path: path.to_path_buf(),
-            entry: INDEX_NAME.to_string(),
-            after: false,
-            source,
-        })?;
+        .map_err(corrupt(path, INDEX_NAME, false))?;
     let index: PackIndex = serde_json::from_slice(&bytes).map_err(|e| PackError::BadIndex {
         path: path.to_path_buf(),
         reason: e.to_string(),
@@ -389,12 +379,7 @@ pub fn read_pack(
             let mut hasher = blake3::Hasher::new();
             let mut got = 0u64;
             loop {
-                let n = read_retry(&mut entry, &mut buf).map_err(|source| PackError::Corrupt {
-                    path: path.to_path_buf(),
-                    entry: rel.clone(),
-                    after: false,
-                    source,
-                })?;
+                let n = read_retry(&mut entry, &mut buf).map_err(corrupt(path, &rel, false))?;
                 if n == 0 {
                     break;
                 }
@@ -404,15 +389,10 @@ pub fn read_pack(
                 progress.advance(n as u64);
             }
             if got != f.size {
-                return Err(PackError::Corrupt {
-                    path: path.to_path_buf(),
-                    entry: rel.clone(),
-                    after: false,
-                    source: io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!("the pack ends after {got} of its {} bytes", f.size),
-                    ),
-                });
+                return Err(corrupt(path, &rel, false)(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("the pack ends after {got} of its {} bytes", f.size),
+                )));
             }
             let found = hasher.finalize().to_hex();
             visitor.file_end(path, &rel, f, found.as_str())?;
@@ -446,12 +426,7 @@ pub fn read_pack(
     let mut buf = vec![0u8; 64 << 10];
     let mut trailing = 0u64;
     loop {
-        let n = read_retry(&mut rest, &mut buf).map_err(|source| PackError::Corrupt {
-            path: path.to_path_buf(),
-            entry: last.clone(),
-            after: true,
-            source,
-        })?;
+        let n = read_retry(&mut rest, &mut buf).map_err(corrupt(path, &last, true))?;
         if n == 0 {
             break;
         }

@@ -60,9 +60,7 @@ pub fn verify_dir(path: &Path, progress: &dyn Progress) -> Result<VerifyReport> 
     let mut manifests = Vec::new();
     for (pid, dir) in &dirs {
         let prefix = if root.is_some() {
-            dir.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
+            fsutil::name_of(dir)
         } else {
             String::new()
         };

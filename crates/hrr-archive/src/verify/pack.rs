@@ -256,40 +256,30 @@ fn check_summary(report: &mut VerifyReport, index: &PackIndex, actual: &[Process
             continue;
         };
         let mut wrong = Vec::new();
-        let mut cmp = |field: &str, said: String, is: String| {
-            if said != is {
-                wrong.push(format!("{field} {said} (the pack holds {is})"));
-            }
-        };
-        cmp("pid", c.pid.to_string(), a.pid.to_string());
-        cmp("complete", c.complete.to_string(), a.complete.to_string());
-        cmp("active", c.active.to_string(), a.active.to_string());
-        cmp("scrubbed", c.scrubbed.to_string(), a.scrubbed.to_string());
-        cmp(
-            "event_count",
-            c.event_count.to_string(),
-            a.event_count.to_string(),
-        );
-        cmp(
-            "events_bytes",
-            c.events_bytes.to_string(),
-            a.events_bytes.to_string(),
-        );
-        cmp("blobs", c.blobs.to_string(), a.blobs.to_string());
-        cmp(
-            "blob_bytes",
-            c.blob_bytes.to_string(),
-            a.blob_bytes.to_string(),
-        );
-        cmp(
-            "code_objects",
-            c.code_objects.to_string(),
-            a.code_objects.to_string(),
-        );
-        cmp(
-            "code_object_bytes",
-            c.code_object_bytes.to_string(),
-            a.code_object_bytes.to_string(),
+        // Every counted field of the summary against what the pack holds.
+        macro_rules! compare {
+            ($($field:ident),*) => {$(
+                if c.$field != a.$field {
+                    wrong.push(format!(
+                        "{} {} (the pack holds {})",
+                        stringify!($field),
+                        c.$field,
+                        a.$field
+                    ));
+                }
+            )*};
+        }
+        compare!(
+            pid,
+            complete,
+            active,
+            scrubbed,
+            event_count,
+            events_bytes,
+            blobs,
+            blob_bytes,
+            code_objects,
+            code_object_bytes
         );
         if !wrong.is_empty() {
             report.bad(

@@ -24,51 +24,38 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
-    let _stdin;
-    let a = if hrr_cli::is_dash(&a.path) {
-        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
-        _stdin = guard;
-        Args { path: p, ..a }
-    } else {
-        a
-    };
-    let text = a.path.to_string_lossy();
+    let input = hrr_cli::InputPath::new(&a.path, ".hrr.tar.zst")?;
+    let path = &input.path;
+    let text = path.to_string_lossy();
     let (source, kind, root, processes, files, packed) =
         if crate::registry::looks_like_reference(&text) {
             match crate::registry::transfer::list_remote(&text, &a.connect, a.files) {
                 Ok(r) => r,
                 Err(e) => return crate::registry::report_coded(&e, ui.json).ok_or(e),
             }
-        } else if std::fs::metadata(&a.path)
-            .with_context(|| format!("{}", a.path.display()))?
+        } else if std::fs::metadata(path)
+            .with_context(|| format!("{}", path.display()))?
             .is_dir()
         {
-            let (kind, processes) = pack::list_dir(&a.path)?;
+            let (kind, processes) = pack::list_dir(path)?;
             let mut files = Vec::new();
             if a.files {
-                for e in walkdir::WalkDir::new(&a.path)
+                for e in walkdir::WalkDir::new(path)
                     .follow_links(false)
                     .sort_by_file_name()
                     .min_depth(1)
                 {
                     let e = e?;
                     if e.file_type().is_file() {
-                        let rel = e
-                            .path()
-                            .strip_prefix(&a.path)?
-                            .to_string_lossy()
-                            .into_owned();
+                        let rel = e.path().strip_prefix(path)?.to_string_lossy().into_owned();
                         files.push((rel, e.metadata()?.len(), None));
                     }
                 }
             }
-            let root = std::fs::canonicalize(&a.path)?
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let root = hrr_archive::fsutil::name_of(&std::fs::canonicalize(path)?);
             ("archive", kind, root, processes, files, None)
         } else {
-            let index = pack::read_index(&a.path)?;
+            let index = pack::read_index(path)?;
             let files = index
                 .files
                 .iter()
@@ -80,7 +67,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                 index.root,
                 index.processes,
                 files,
-                Some(std::fs::metadata(&a.path)?.len()),
+                Some(std::fs::metadata(path)?.len()),
             )
         };
     let total = |f: fn(&ProcessListing) -> u64| processes.iter().map(f).sum::<u64>();
@@ -95,7 +82,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         let v = ListJson {
             schema: "hrr.list/1".into(),
             ok: true,
-            path: a.path.display().to_string(),
+            path: path.display().to_string(),
             source: source.into(),
             kind: match kind {
                 PackKind::Root => "root",
@@ -159,7 +146,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         Some(n) => writeln!(
             s,
             "{}: {} of {what} `{root}` ({} packed)",
-            a.path.display(),
+            path.display(),
             if source == "registry" {
                 "registry artifact"
             } else {
@@ -167,7 +154,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
             },
             bytes(n)
         )?,
-        None => writeln!(s, "{}: {what} `{root}`", a.path.display())?,
+        None => writeln!(s, "{}: {what} `{root}`", path.display())?,
     }
     writeln!(
         s,
@@ -217,7 +204,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
             s,
             "note: these numbers are the {} index's own summary, not checked against its contents; `hrr-pack verify {}` checks them",
             if source == "registry" { "artifact's" } else { "pack's" },
-            a.path.display()
+            path.display()
         )?;
     }
     if a.files {

@@ -14,6 +14,38 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use hrr_pack::fingerprint::FingerprintKey;
+
+/// The options `scan` and `scrub` share: what to leave alone, the fingerprint key, threads.
+#[derive(clap::Args)]
+pub struct SecretArgs {
+    /// Known false positives to leave alone (repeatable, or comma-separated): a fingerprint
+    /// (`fp:` + 32 hex, as scan prints it) for one secret, or a rule id (`generic-secret`, ...)
+    /// for every finding of that rule.
+    #[arg(long, value_name = "FP|RULE")]
+    allow: Vec<String>,
+    /// File of `--allow` entries (fingerprints or rule ids), one per line; `#` starts a comment.
+    #[arg(long, value_name = "FILE")]
+    allow_file: Vec<PathBuf>,
+    /// Fingerprint key file (default: $HRR_FINGERPRINT_KEY_FILE, else ~/.config/hrr/fingerprint.key).
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// Scan threads (0: one per core).
+    #[arg(short = 'T', long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+impl SecretArgs {
+    /// `--allow` and `--allow-file` read into one set (see [`allow_list`]).
+    pub fn allow_list(&self) -> Result<HashSet<String>> {
+        allow_list(&self.allow, &self.allow_file)
+    }
+
+    /// The fingerprint key (`--key-file`, else the default places).
+    pub fn key(&self) -> Result<FingerprintKey> {
+        FingerprintKey::resolve(self.key_file.as_deref())
+    }
+}
 
 /// `--allow` entries, from the flag and from `--allow-file` (one per line, `#` comments, the
 /// first word of a line counts): a fingerprint (`fp:` + 32 hex) leaves that one secret as it is

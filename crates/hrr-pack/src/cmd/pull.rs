@@ -28,10 +28,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
-    match pull(&a, ui) {
-        Ok(c) => Ok(c),
-        Err(e) => registry::report_coded(&e, ui.json).ok_or(e),
-    }
+    registry::coded(pull(&a, ui), ui.json)
 }
 
 fn pull(a: &Args, ui: &Ui) -> Result<i32> {

@@ -24,10 +24,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
-    match push(&a, ui) {
-        Ok(c) => Ok(c),
-        Err(e) => registry::report_coded(&e, ui.json).ok_or(e),
-    }
+    registry::coded(push(&a, ui), ui.json)
 }
 
 /// What was uploaded, in words that are true for a first push (everything), a repeated one

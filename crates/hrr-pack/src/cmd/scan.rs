@@ -13,8 +13,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use hrr_cli::json::{ScanFindingJson, ScanJson};
-use hrr_pack::fingerprint::FingerprintKey;
-use hrr_pack::scan::archive::{scan_path, Source};
+use hrr_pack::scan::archive::{scan_path, ScanWith, Source};
 use hrr_pack::scan::Scanner;
 
 use crate::ui::{bytes, rate, Ui};
@@ -26,39 +25,24 @@ pub const FOUND: i32 = 3;
 pub struct Args {
     /// An archive folder, a .hrr.tar.zst, or any file (`-`: standard input).
     path: PathBuf,
-    /// Known false positives to leave alone (repeatable, or comma-separated): a fingerprint
-    /// (`fp:` + 32 hex, as scan prints it) for one secret, or a rule id (`generic-secret`, ...)
-    /// for every finding of that rule.
-    #[arg(long, value_name = "FP|RULE")]
-    allow: Vec<String>,
-    /// File of `--allow` entries (fingerprints or rule ids), one per line; `#` starts a comment.
-    #[arg(long, value_name = "FILE")]
-    allow_file: Vec<PathBuf>,
-    /// Fingerprint key file (default: $HRR_FINGERPRINT_KEY_FILE, else ~/.config/hrr/fingerprint.key).
-    #[arg(long, value_name = "FILE")]
-    key_file: Option<PathBuf>,
-    /// Scan threads (0: one per core).
-    #[arg(short = 'T', long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    secrets: super::SecretArgs,
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
-    let _stdin;
-    let a = if hrr_cli::is_dash(&a.path) {
-        let (guard, p) = hrr_cli::stdin("")?;
-        _stdin = guard;
-        Args { path: p, ..a }
-    } else {
-        a
-    };
-    // The path as given (`-` for standard input, not its temp file).
-    let shown = hrr_cli::unalias(&a.path.display().to_string());
-    let allow = super::allow_list(&a.allow, &a.allow_file)?;
-    let key = FingerprintKey::resolve(a.key_file.as_deref())?;
+    let input = hrr_cli::InputPath::new(&a.path, "")?;
+    let allow = a.secrets.allow_list()?;
+    let key = a.secrets.key()?;
     let scanner = Scanner::new();
     let bar = ui.progress();
     let t0 = Instant::now();
-    let (source, report) = scan_path(&scanner, &key, &a.path, &allow, a.threads, &bar)?;
+    let with = ScanWith {
+        scanner: &scanner,
+        key: &key,
+        allow: &allow,
+        threads: a.secrets.threads,
+    };
+    let (source, report) = scan_path(&with, &input.path, &bar)?;
     let secs = t0.elapsed().as_secs_f64();
     let found = report.found();
     let code = if found > 0 { FOUND } else { 0 };
@@ -87,7 +71,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         ui.json(&ScanJson {
             schema: "hrr.scan/1".into(),
             ok: true,
-            path: shown,
+            path: input.shown,
             source: source.into(),
             found: found as u64,
             files_with_findings: report.files.len() as u64,

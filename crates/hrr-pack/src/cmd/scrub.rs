@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use anyhow::Result;
 use hrr_cli::json::{ScrubEventsJson, ScrubJson, ScrubObjectJson};
-use hrr_pack::fingerprint::FingerprintKey;
 use hrr_pack::scan::Scanner;
 use hrr_pack::scrub::{scrub, ScrubOptions};
 
@@ -19,29 +18,17 @@ pub struct Args {
     /// Write the scrubbed archive to this new folder instead of replacing the original.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Known false positives to leave alone (repeatable, or comma-separated): a fingerprint
-    /// (`fp:` + 32 hex, as scan prints it) for one secret, or a rule id (`generic-secret`, ...)
-    /// for every finding of that rule.
-    #[arg(long, value_name = "FP|RULE")]
-    allow: Vec<String>,
-    /// File of `--allow` entries (fingerprints or rule ids), one per line; `#` starts a comment.
-    #[arg(long, value_name = "FILE")]
-    allow_file: Vec<PathBuf>,
-    /// Fingerprint key file (default: $HRR_FINGERPRINT_KEY_FILE, else ~/.config/hrr/fingerprint.key).
-    #[arg(long, value_name = "FILE")]
-    key_file: Option<PathBuf>,
-    /// Scan threads (0: one per core).
-    #[arg(short = 'T', long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    secrets: super::SecretArgs,
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     let opts = ScrubOptions {
         out: a.output.clone(),
-        allow: super::allow_list(&a.allow, &a.allow_file)?,
-        threads: a.threads,
+        allow: a.secrets.allow_list()?,
+        threads: a.secrets.threads,
     };
-    let key = FingerprintKey::resolve(a.key_file.as_deref())?;
+    let key = a.secrets.key()?;
     let scanner = Scanner::new();
     let bar = ui.progress();
     let t0 = Instant::now();
@@ -87,13 +74,16 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         eprintln!("hrr-pack: {line}");
     }
     let mut s = String::new();
+    let scanned = format!(
+        "{} files, {}",
+        r.scan.files_scanned,
+        bytes(r.scan.bytes_scanned)
+    );
     if !r.changed {
         writeln!(
             s,
-            "nothing to scrub: {} is already scrubbed and no secret was found ({} files, {})",
+            "nothing to scrub: {} is already scrubbed and no secret was found ({scanned})",
             r.archive.display(),
-            r.scan.files_scanned,
-            bytes(r.scan.bytes_scanned)
         )?;
     } else {
         for o in &r.objects {
@@ -115,10 +105,8 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         if found == 0 {
             writeln!(
                 s,
-                "scrubbed {}: no secret found ({} files, {}); archive marked scrubbed ({secs:.2} s)",
+                "scrubbed {}: no secret found ({scanned}); archive marked scrubbed ({secs:.2} s)",
                 r.archive.display(),
-                r.scan.files_scanned,
-                bytes(r.scan.bytes_scanned)
             )?;
         } else {
             writeln!(

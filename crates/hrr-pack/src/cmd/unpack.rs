@@ -21,16 +21,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
-    let _stdin;
-    let a = if hrr_cli::is_dash(&a.file) {
-        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
-        _stdin = guard;
-        Args { file: p, ..a }
-    } else {
-        a
-    };
-    // The path as given (`-` for standard input, not its temp file).
-    let shown = hrr_cli::unalias(&a.file.display().to_string());
+    let input = hrr_cli::InputPath::new(&a.file, ".hrr.tar.zst")?;
+    let shown = &input.shown;
     let removed = pack::remove_stale_unpack_dirs(&a.dir)?;
     if !removed.is_empty() {
         let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
@@ -42,9 +34,9 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
     }
     let bar = ui.progress();
     let t0 = Instant::now();
-    let out = pack::unpack(&a.file, &a.dir, a.sync, &bar)?;
+    let out = pack::unpack(&input.path, &a.dir, a.sync, &bar)?;
     let secs = t0.elapsed().as_secs_f64();
-    let index = pack::read_index(&a.file)?;
+    let index = pack::read_index(&input.path)?;
     if ui.json {
         ui.json(&hrr_cli::json::UnpackJson {
             schema: "hrr.unpack/1".into(),

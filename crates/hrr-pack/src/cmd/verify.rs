@@ -17,23 +17,16 @@ pub struct Args {
 }
 
 pub fn run(a: Args, ui: &Ui) -> Result<i32> {
-    let _stdin;
-    let a = if hrr_cli::is_dash(&a.path) {
-        let (guard, p) = hrr_cli::stdin(".hrr.tar.zst")?;
-        _stdin = guard;
-        Args { path: p }
-    } else {
-        a
-    };
-    // The path as given (`-` for standard input, not its temp file).
-    let shown = hrr_cli::unalias(&a.path.display().to_string());
-    let meta = std::fs::metadata(&a.path).with_context(|| format!("{}", a.path.display()))?;
+    let input = hrr_cli::InputPath::new(&a.path, ".hrr.tar.zst")?;
+    let shown = &input.shown;
+    let meta =
+        std::fs::metadata(&input.path).with_context(|| format!("{}", input.path.display()))?;
     let bar = ui.progress();
     let t0 = Instant::now();
     let (source, report): (&str, VerifyReport) = if meta.is_dir() {
-        ("archive", verify::verify_dir(&a.path, &bar)?)
+        ("archive", verify::verify_dir(&input.path, &bar)?)
     } else {
-        match verify::verify_pack(&a.path, &bar) {
+        match verify::verify_pack(&input.path, &bar) {
             Ok((_, r)) => ("pack", r),
             // Damage that stops the stream (or an unsafe member) is a failed verification
             // naming the member, not a usage error.
@@ -41,7 +34,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                 let mut r = VerifyReport::default();
                 let entry = e
                     .entry()
-                    .map_or_else(|| a.path.display().to_string(), str::to_string);
+                    .map_or_else(|| input.path.display().to_string(), str::to_string);
                 r.bad.push(verify::Finding {
                     path: entry,
                     problem: e.to_string(),
@@ -64,7 +57,7 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         ui.json(&VerifyJson {
             schema: "hrr.verify/1".into(),
             ok: report.ok(),
-            path: shown,
+            path: shown.clone(),
             source: source.into(),
             files_checked: report.files_checked,
             bytes_checked: report.bytes_checked,

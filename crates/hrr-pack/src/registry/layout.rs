@@ -128,89 +128,69 @@ pub fn plan_layers(index: &PackIndex) -> (Vec<LayerPlan>, Vec<Place>, Vec<u64>) 
             meta.push(i);
         }
     }
-    let mut layers: Vec<LayerPlan> = Vec::new();
-    let mut places = vec![
-        Place {
-            layer: 0,
-            offset: 0
-        };
-        index.files.len()
-    ];
-    let mut sizes = Vec::new();
+    let mut plan = Planner {
+        index,
+        layers: Vec::new(),
+        places: vec![
+            Place {
+                layer: 0,
+                offset: 0
+            };
+            index.files.len()
+        ],
+        sizes: Vec::new(),
+    };
     let mut group: Vec<Vec<usize>> = Vec::new();
     let mut group_bytes = 0u64;
-    let flush = |group: &mut Vec<Vec<usize>>,
-                 group_bytes: &mut u64,
-                 layers: &mut Vec<LayerPlan>,
-                 places: &mut Vec<Place>,
-                 sizes: &mut Vec<u64>,
-                 role: &'static str| {
-        if group.is_empty() {
-            return;
-        }
-        let n = layers.len();
-        let mut off = 0u64;
-        let mut files = Vec::new();
-        for same in group.drain(..) {
-            for &i in &same {
-                places[i] = Place {
-                    layer: n,
-                    offset: off,
-                };
-            }
-            files.push(same[0]);
-            off += index.files[same[0]].size;
-        }
-        sizes.push(off);
-        layers.push(LayerPlan { role, files });
-        *group_bytes = 0;
-    };
     for ((hash, size), same) in objects {
         if size >= OWN_LAYER_MIN {
-            let mut one = vec![same];
-            let mut b = 0;
-            flush(
-                &mut one,
-                &mut b,
-                &mut layers,
-                &mut places,
-                &mut sizes,
-                "objects",
-            );
+            plan.layer(vec![same], "objects");
             continue;
         }
         group.push(same);
         group_bytes += size;
         if hash.ends_with(['0', '4', '8', 'c']) || group_bytes >= GROUP_MAX {
-            flush(
-                &mut group,
-                &mut group_bytes,
-                &mut layers,
-                &mut places,
-                &mut sizes,
-                "objects",
-            );
+            plan.layer(std::mem::take(&mut group), "objects");
+            group_bytes = 0;
         }
     }
-    flush(
-        &mut group,
-        &mut group_bytes,
-        &mut layers,
-        &mut places,
-        &mut sizes,
-        "objects",
-    );
-    let mut meta_group: Vec<Vec<usize>> = meta.into_iter().map(|i| vec![i]).collect();
-    let mut b = 0;
-    flush(
-        &mut meta_group,
-        &mut b,
-        &mut layers,
-        &mut places,
-        &mut sizes,
-        "meta",
-    );
-    (layers, places, sizes)
+    plan.layer(group, "objects");
+    plan.layer(meta.into_iter().map(|i| vec![i]).collect(), "meta");
+    (plan.layers, plan.places, plan.sizes)
+}
+
+/// What [`plan_layers`] has planned so far: the layers, where each file is placed, each layer's
+/// size.
+struct Planner<'a> {
+    index: &'a PackIndex,
+    layers: Vec<LayerPlan>,
+    places: Vec<Place>,
+    sizes: Vec<u64>,
+}
+
+impl Planner<'_> {
+    /// One more layer of `group`, in order (nothing when it is empty); each entry is the files
+    /// of one object, stored once.
+    fn layer(&mut self, group: Vec<Vec<usize>>, role: &'static str) {
+        if group.is_empty() {
+            return;
+        }
+        let n = self.layers.len();
+        let mut off = 0u64;
+        let mut files = Vec::new();
+        for same in group {
+            for &i in &same {
+                self.places[i] = Place {
+                    layer: n,
+                    offset: off,
+                };
+            }
+            files.push(same[0]);
+            off += self.index.files[same[0]].size;
+        }
+        self.sizes.push(off);
+        self.layers.push(LayerPlan { role, files });
+    }
 }
 
 /// Counts and hashes what passes through.

@@ -368,6 +368,12 @@ pub fn report_coded(err: &anyhow::Error, json: bool) -> Option<i32> {
     Some(report(err, json))
 }
 
+/// A command's outcome, a registry error that carries its own code reported and turned into that
+/// exit code (see [`report_coded`]); any other error is passed on.
+pub fn coded(outcome: anyhow::Result<i32>, json: bool) -> anyhow::Result<i32> {
+    outcome.or_else(|e| report_coded(&e, json).ok_or(e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

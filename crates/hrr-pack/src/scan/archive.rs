@@ -90,11 +90,7 @@ pub fn archive_files(
             path.to_path_buf(),
             processes
                 .into_iter()
-                .map(|(_, d)| {
-                    d.file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                })
+                .map(|(_, d)| fsutil::name_of(&d))
                 .collect(),
         ),
         Target::Process { dir } => (dir, vec![String::new()]),
@@ -167,32 +163,57 @@ pub fn scan_file(
     file: &Path,
     progress: &dyn Progress,
 ) -> Result<(u64, Vec<Finding>)> {
-    let mut f = fsutil::open_read(file)?;
     let mut stream = scanner.stream(key);
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", file.display()))?;
-        if n == 0 {
-            break;
-        }
-        stream.feed(&buf[..n]);
-        progress.advance(n as u64);
-    }
+    read_chunks(fsutil::open_read(file)?, file, |chunk| {
+        stream.feed(chunk);
+        progress.advance(chunk.len() as u64);
+        Ok(())
+    })?;
     let size = stream.position();
     Ok((size, stream.finish()))
 }
 
-/// Scan the archive folder at `path` with `threads` workers (0: one per core).
-pub fn scan_archive(
-    scanner: &Scanner,
-    key: &FingerprintKey,
+/// Read `f` (the file at `path`, named in errors) to its end in 1 MiB reads, handing `each`
+/// every chunk read (to change in place if it likes).
+pub fn read_chunks(
+    mut f: impl Read,
     path: &Path,
-    allow: &HashSet<String>,
-    threads: usize,
-    progress: &dyn Progress,
-) -> Result<ScanReport> {
+    mut each: impl FnMut(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        each(&mut buf[..n])?;
+    }
+}
+
+/// What a scan goes by, whatever it scans: the rules, the fingerprint key, the `--allow` entries
+/// (fingerprints and rule ids) and the worker threads of an archive scan (0: one per core).
+#[derive(Clone, Copy)]
+pub struct ScanWith<'a> {
+    /// The rules.
+    pub scanner: &'a Scanner,
+    /// The fingerprint key.
+    pub key: &'a FingerprintKey,
+    /// Findings to leave alone.
+    pub allow: &'a HashSet<String>,
+    /// Workers of an archive scan (0: one per core).
+    pub threads: usize,
+}
+
+/// Scan the archive folder at `path` with `with.threads` workers.
+pub fn scan_archive(with: &ScanWith, path: &Path, progress: &dyn Progress) -> Result<ScanReport> {
+    let ScanWith {
+        scanner,
+        key,
+        allow,
+        threads,
+    } = *with;
     let files = archive_files(path)?;
     let total: u64 = files
         .iter()
@@ -271,10 +292,7 @@ fn process_dirs(path: &Path) -> Result<Vec<(String, PathBuf)>> {
         Target::Root { processes, .. } => processes
             .into_iter()
             .map(|(_, d)| {
-                let name = d
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+                let name = fsutil::name_of(&d);
                 (format!("{name}/"), d)
             })
             .collect(),
@@ -342,17 +360,11 @@ impl PackVisitor for PackScan<'_> {
 }
 
 /// Scan a pack without unpacking it.
-pub fn scan_pack(
-    scanner: &Scanner,
-    key: &FingerprintKey,
-    path: &Path,
-    allow: &HashSet<String>,
-    progress: &dyn Progress,
-) -> Result<ScanReport> {
+pub fn scan_pack(with: &ScanWith, path: &Path, progress: &dyn Progress) -> Result<ScanReport> {
     let mut v = PackScan {
-        scanner,
-        key,
-        allow,
+        scanner: with.scanner,
+        key: with.key,
+        allow: with.allow,
         cur: None,
         report: ScanReport::default(),
         processes: Vec::new(),
@@ -363,41 +375,29 @@ pub fn scan_pack(
 
 /// Scan an archive folder, a pack or a plain file, whichever `path` is.
 pub fn scan_path(
-    scanner: &Scanner,
-    key: &FingerprintKey,
+    with: &ScanWith,
     path: &Path,
-    allow: &HashSet<String>,
-    threads: usize,
     progress: &dyn Progress,
 ) -> Result<(Source, ScanReport)> {
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
     if meta.is_dir() {
-        return Ok((
-            Source::Archive,
-            scan_archive(scanner, key, path, allow, threads, progress)?,
-        ));
+        return Ok((Source::Archive, scan_archive(with, path, progress)?));
     }
     if pack::is_pack_file(path) {
-        return Ok((
-            Source::Pack,
-            scan_pack(scanner, key, path, allow, progress)?,
-        ));
+        return Ok((Source::Pack, scan_pack(with, path, progress)?));
     }
     progress.start("scanning", meta.len());
-    let (size, findings) = scan_file(scanner, key, path, progress)?;
+    let (size, findings) = scan_file(with.scanner, with.key, path, progress)?;
     progress.finish();
     let mut report = ScanReport {
         files_scanned: 1,
         bytes_scanned: size,
         ..Default::default()
     };
-    let findings = filter_allowed(findings, allow, &mut report.allowed);
+    let findings = filter_allowed(findings, with.allow, &mut report.allowed);
     if !findings.is_empty() {
         report.files.push(FileReport {
-            path: path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            path: fsutil::name_of(path),
             object: None,
             size,
             findings,
