@@ -145,7 +145,7 @@ fn man(dir: &std::path::Path, ui: &ui::Ui) -> anyhow::Result<i32> {
     let files = hrr_cli::man_pages(command(), dir)?;
     let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     if ui.json {
-        ui.json(&serde_json::json!({"schema": "hrr.man/1", "ok": true, "files": names}));
+        ui.json(&hrr_cli::json::ManJson::new(names));
     } else if !hrr_cli::quiet() {
         ui.out(&format!("wrote {}\n", names.join(" ")));
     }

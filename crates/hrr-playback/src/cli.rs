@@ -74,8 +74,8 @@ pub struct Cli {
     #[arg(long, value_name = "SHELL", exclusive = true)]
     pub completions: Option<hrr_cli::Shell>,
 
-    /// Write the man page hrr-playback.1 into DIR and exit.
-    #[arg(long, value_name = "DIR", exclusive = true)]
+    /// Write the man page hrr-playback.1 into DIR and exit (`--json`: say which files).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["archive", "completions", "version"])]
     pub generate_man: Option<PathBuf>,
 
     /// Replay options (also `--json` for `--info` and `--events`).

@@ -200,8 +200,8 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<u8> {
         let files = hrr_cli::man_pages(Cli::command(), dir)?;
         let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
         if cli.replay.json {
-            let v = serde_json::json!({"schema": "hrr.man/1", "ok": true, "files": names});
-            writeln!(out, "{v}")?;
+            let v = hrr_cli::json::ManJson::new(names);
+            writeln!(out, "{}", serde_json::to_string(&v)?)?;
         } else if !cli.quiet {
             writeln!(out, "wrote {}", names.join(" "))?;
         }

@@ -1025,6 +1025,19 @@ fn help_lists_exit_codes_and_completions_and_man_pages_are_generated() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let page = std::fs::read_to_string(t.path().join("hrr-playback.1")).unwrap();
     assert!(page.contains(".TH") && page.contains("repair"));
+    let t = tempfile::tempdir().unwrap();
+    let o = run_in(&[
+        "--generate-man".as_ref(),
+        t.path().as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: hrr_cli::json::ManJson = serde_json::from_str(o.stdout.trim()).unwrap();
+    assert_eq!(v.schema, "hrr.man/1");
+    assert!(
+        v.files.iter().any(|f| f.ends_with("hrr-playback.1")),
+        "{v:?}"
+    );
 }
 
 #[test]

@@ -16,3 +16,29 @@ mod playback;
 
 pub use pack::*;
 pub use playback::*;
+
+use serde::{Deserialize, Serialize};
+
+/// The man pages a tool wrote (`hrr-playback --generate-man DIR --json`, `hrr-pack man DIR
+/// --json`): the `hrr.man/1` object of docs/json.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManJson {
+    /// `hrr.man/1`.
+    pub schema: String,
+    /// Always true.
+    pub ok: bool,
+    /// The files written, as paths below the folder given.
+    pub files: Vec<String>,
+}
+
+impl ManJson {
+    /// The object for `files`.
+    pub fn new(files: Vec<String>) -> Self {
+        ManJson {
+            schema: "hrr.man/1".into(),
+            ok: true,
+            files,
+        }
+    }
+}
