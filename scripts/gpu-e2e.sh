@@ -355,12 +355,12 @@ if [ $plain_only = 1 ]; then
 fi
 
 # ===================== capture + replay mode =====================
-declare -A R_SAME R_INFO R_REPLAY R_PLAIN R_CAP R_REP R_BYTES R_ARCH R_CUPTI
+declare -A R_SAME R_INFO R_REPLAY R_CHECKS R_PLAIN R_CAP R_REP R_BYTES R_ARCH R_CUPTI
 if [ $plain_only = 0 ]; then
     for name in "${selected[@]}"; do
         d=$OUT/$name
         mkdir -p "$d"
-        R_SAME[$name]=- R_INFO[$name]=- R_REPLAY[$name]=- R_PLAIN[$name]=- R_CAP[$name]=- R_REP[$name]=- R_BYTES[$name]=-
+        R_SAME[$name]=- R_INFO[$name]=- R_REPLAY[$name]=- R_PLAIN[$name]=- R_CAP[$name]=- R_REP[$name]=- R_BYTES[$name]=- R_CHECKS[$name]=-
         if ! why=$(available "$name"); then
             fail_note "$name: not run: $why"
             R_REPLAY[$name]="NOT-RUN"
@@ -425,7 +425,13 @@ if [ $plain_only = 0 ]; then
         echo "$target" >"$d/replay-target.txt"
         run_timed "$d/replay" "" "$BIN/hrr-playback" "$target"
         R_REP[$name]=$LAST_SECS
-        if [ $LAST_RC = 0 ] && grep -q '\[HRR\] PASS' "$d/replay.out" "$d/replay.err"; then
+        # Every workload copies results back: a PASS that compared nothing has not passed.
+        R_CHECKS[$name]=$(sed -n 's/^\[HRR\] D2H checks *: \([0-9][0-9]*\) pass.*/\1/p' "$d/replay.out" | tail -1)
+        R_CHECKS[$name]=${R_CHECKS[$name]:-0}
+        if [ $LAST_RC = 0 ] && grep -q '\[HRR\] PASS' "$d/replay.out" "$d/replay.err" && [ "${R_CHECKS[$name]}" -eq 0 ]; then
+            R_REPLAY[$name]=PASS-NO-CHECKS
+            fail_note "$name: replay passed with 0 D2H checks: it compared nothing (see $d/replay.out)"
+        elif [ $LAST_RC = 0 ] && grep -q '\[HRR\] PASS' "$d/replay.out" "$d/replay.err"; then
             R_REPLAY[$name]=PASS
         else
             R_REPLAY[$name]="FAIL($LAST_RC)"
@@ -666,13 +672,13 @@ fi
 # ---- summary ----
 if [ $plain_only = 0 ]; then
     {
-        printf '%-16s %-9s %-8s %-10s %9s %10s %8s %9s %14s\n' \
-            workload same_out info_ok replay plain_s captured_s overhead replay_s archive_bytes
+        printf '%-16s %-9s %-8s %-14s %7s %9s %10s %8s %9s %14s\n' \
+            workload same_out info_ok replay checks plain_s captured_s overhead replay_s archive_bytes
         for name in "${selected[@]}"; do
             ov=-
             [ "${R_PLAIN[$name]}" != - ] && [ "${R_CAP[$name]}" != - ] && ov=$(ratio "${R_CAP[$name]}" "${R_PLAIN[$name]}")
-            printf '%-16s %-9s %-8s %-10s %9s %10s %8s %9s %14s\n' "$name" "${R_SAME[$name]}" "${R_INFO[$name]}" \
-                "${R_REPLAY[$name]}" "${R_PLAIN[$name]}" "${R_CAP[$name]}" "$ov" "${R_REP[$name]}" "${R_BYTES[$name]}"
+            printf '%-16s %-9s %-8s %-14s %7s %9s %10s %8s %9s %14s\n' "$name" "${R_SAME[$name]}" "${R_INFO[$name]}" \
+                "${R_REPLAY[$name]}" "${R_CHECKS[$name]}" "${R_PLAIN[$name]}" "${R_CAP[$name]}" "$ov" "${R_REP[$name]}" "${R_BYTES[$name]}"
         done
         echo
         echo "zeroed-blob check ($ZERO_WL): $zero_result"
