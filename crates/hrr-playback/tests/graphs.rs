@@ -8,35 +8,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::OnceLock;
 
 mod common;
 use common::*;
 
 fn fake() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_fake_cuda("-graphs"))
+    &FakeCuda::get("-graphs").dir
 }
 
 fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
-    let mut c = bounded(bin_dir().join("hrr-capture"));
-    c.arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(fake().join(name))
-        .args(args)
-        .env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1");
-    c.output().expect("run hrr-capture")
+    FakeCuda::get("-graphs").capture(archive, name, args)
 }
 
 fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
-    let mut c = playback();
-    c.arg(target)
-        .args(extra)
-        .arg("--no-progress")
-        .env("LD_LIBRARY_PATH", fake());
-    run(c)
+    FakeCuda::get("-graphs").replay(target, extra)
 }
 
 /// The recorded blob file of an event's blob field.

@@ -4,17 +4,15 @@
 //! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
 //! --workspace` first; the README's test command does) and a C compiler.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 mod common;
 use common::*;
 
 /// The fake driver and its apps, built once per test run.
 fn fake() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_fake_cuda(""))
+    &FakeCuda::get("").dir
 }
 
 fn app(name: &str, args: &[&str]) -> Command {
@@ -27,24 +25,11 @@ fn app(name: &str, args: &[&str]) -> Command {
 }
 
 fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
-    let mut c = bounded(bin_dir().join("hrr-capture"));
-    c.arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(fake().join(name))
-        .args(args);
-    c.env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1");
-    c.output().expect("run hrr-capture")
+    FakeCuda::get("").capture(archive, name, args)
 }
 
 fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
-    let mut c = playback();
-    c.arg(target)
-        .args(extra)
-        .arg("--no-progress")
-        .env("LD_LIBRARY_PATH", fake());
-    run(c)
+    FakeCuda::get("").replay(target, extra)
 }
 
 #[test]

@@ -209,6 +209,21 @@ pub unsafe fn graph_create(
 
 /// A kernel node's `CUDA_KERNEL_NODE_PARAMS` at `p` (`v2`: with `kern` and `ctx` after
 /// `extra`), recorded as `cuLaunchKernel` records a launch.
+/// The function of kernel node parameters `p`, bound first when capture never saw it looked up
+/// (as `launch.rs` does for launches: a library's private path to the driver).
+unsafe fn bind_node_function(p: *const u8, v2: bool) {
+    if p.is_null() {
+        return;
+    }
+    let f = match word_at(p, 0) {
+        0 if v2 => word_at(p, 56),
+        f => f,
+    };
+    if f != 0 {
+        super::code::bind_unseen_function(f as Handle);
+    }
+}
+
 unsafe fn fill_kernel(rc: &mut Recorder, n: &mut GraphNode, p: *const u8, v2: bool, call: &str) {
     n.node_type = node_type::KERNEL;
     if p.is_null() {
@@ -436,6 +451,7 @@ pub unsafe fn graph_add_kernel_node(
 ) -> CUresult {
     let r = call();
     let v2 = h == Export::cuGraphAddKernelNode_v2;
+    bind_node_function(p, v2);
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |rc, nd| {
         fill_kernel(rc, nd, p, v2, "cuGraphAddKernelNode");
         Vec::new()
@@ -641,6 +657,7 @@ pub unsafe fn graph_kernel_node_set_params(
 ) -> CUresult {
     let r = call();
     let v2 = h == Export::cuGraphKernelNodeSetParams_v2;
+    bind_node_function(p, v2);
     set_node(h, r, (std::ptr::null_mut(), node), |rc, nd| {
         fill_kernel(rc, nd, p, v2, "cuGraphKernelNodeSetParams");
         Vec::new()
@@ -699,6 +716,7 @@ pub unsafe fn graph_exec_kernel_node_set_params(
 ) -> CUresult {
     let r = call();
     let v2 = h == Export::cuGraphExecKernelNodeSetParams_v2;
+    bind_node_function(p, v2);
     set_node(h, r, (exec, node), |rc, nd| {
         fill_kernel(rc, nd, p, v2, "cuGraphExecKernelNodeSetParams");
         Vec::new()
