@@ -141,6 +141,12 @@ pub struct ReplayOptions {
     #[arg(long)]
     pub strict: bool,
 
+    /// Time every kernel and graph launch on the GPU (an event pair around each, on its
+    /// stream) and end the summary with the kernels by total GPU time (launches, total, mean,
+    /// min, max); `--json`: `timing`. CUDA only.
+    #[arg(long)]
+    pub timing: bool,
+
     /// On a failed D2H check, do not replay a second time to tell the program's own
     /// nondeterminism apart from a divergence.
     #[arg(long)]
@@ -218,6 +224,7 @@ impl ReplayOptions {
             verbose: self.verbose,
             no_localize: self.no_localize,
             strict: self.strict,
+            timing: self.timing,
             no_recheck: self.no_recheck,
             dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
             extract: self.extract.request(),

@@ -486,3 +486,50 @@ fn a_context_limit_is_recorded_and_set_again_by_replay() {
         "replay sets the limit: {err}"
     );
 }
+
+#[test]
+fn timing_lists_every_kernel_and_graph_by_gpu_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let timed = |mode: &[&str], tag: &str| {
+        let arch = tmp.path().join(format!("{tag}.hrr"));
+        assert!(capture(&arch, "driver_app", mode).status.success());
+        let dir = pid_dirs(&arch).remove(0);
+        let (code, out, err) = replay(&dir, &["--timing", "--json"]);
+        assert_eq!(code, 0, "{out}{err}");
+        let v: hrr_cli::json::ReplayJson = serde_json::from_str(out.trim()).unwrap();
+        let sum = |graph: bool| -> u64 {
+            v.timing
+                .iter()
+                .filter(|t| t.kernel.starts_with("graph 0x") == graph)
+                .map(|t| t.launches)
+                .sum()
+        };
+        assert!(
+            v.timing.iter().all(|t| t.min_ms <= t.max_ms),
+            "{:?}",
+            v.timing
+        );
+        (sum(false), sum(true), v, dir)
+    };
+    // Every plain launch timed, under its kernel's name.
+    let (kernels, _, v, dir) = timed(&[], "plain");
+    assert!(kernels > 0);
+    assert_eq!(kernels, v.kernels_launched, "{:?}", v.timing);
+    assert!(
+        v.timing.iter().any(|t| t.kernel == "axpy"),
+        "{:?}",
+        v.timing
+    );
+    // The human summary carries the table; without --timing there is none.
+    let (_, out, _) = replay(&dir, &["--timing"]);
+    assert!(
+        out.contains("[HRR] GPU time") && out.contains("Launches"),
+        "{out}"
+    );
+    let (_, out, _) = replay(&dir, &[]);
+    assert!(!out.contains("GPU time"), "{out}");
+    // Every graph launch timed, by graph.
+    let (_, graphs, v, _) = timed(&["graph"], "graph");
+    assert!(graphs > 0);
+    assert_eq!(graphs, v.graphs_launched, "{:?}", v.timing);
+}

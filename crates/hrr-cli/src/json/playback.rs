@@ -470,6 +470,27 @@ pub struct ReplayJson {
     /// `--replace-kernel`: each replaced kernel and the launches that used its replacement.
     #[serde(default)]
     pub replaced_kernels: Vec<ReplacedKernelJson>,
+    /// `--timing`: kernels (and graph launches) by total GPU time.
+    #[serde(default)]
+    pub timing: Vec<KernelTimingJson>,
+}
+
+/// One `timing` entry of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelTimingJson {
+    /// The kernel (demangled), or `graph 0x…` for the launches of one graph.
+    pub kernel: String,
+    /// Launches timed.
+    pub launches: u64,
+    /// Their GPU time in all, in milliseconds.
+    pub total_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Smallest.
+    pub min_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
 }
 
 /// One `replaced_kernels` entry of the replay summary.

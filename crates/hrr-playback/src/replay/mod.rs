@@ -27,6 +27,7 @@ mod placement;
 mod recheck;
 mod replace;
 pub mod report;
+pub mod timing;
 pub mod verdict;
 
 pub use engine::run;

@@ -37,6 +37,9 @@ pub struct Options {
     /// Hold the program's own nondeterminism (bytes differing between two replays) against it:
     /// `MISMATCH` instead of `PASS`.
     pub strict: bool,
+    /// `--timing`: time every kernel and graph launch on the GPU (events around each) and add
+    /// a table of kernels by total GPU time to the summary.
+    pub timing: bool,
     /// On a failed D2H check, do not replay a second time to tell nondeterminism apart.
     pub no_recheck: bool,
     /// The second replay of a recheck (`super::recheck`): write the D2H results of these
@@ -62,6 +65,7 @@ impl Default for Options {
             extract: None,
             replace_kernels: Vec::new(),
             strict: false,
+            timing: false,
             no_recheck: false,
             dump_d2h: None,
         }

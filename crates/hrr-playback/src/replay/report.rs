@@ -89,6 +89,8 @@ pub struct Summary {
     pub last_launch: Option<Site>,
     /// `--replace-kernel`: (kernel, replacement file, launches that used it).
     pub replaced_kernels: Vec<(String, String, u64)>,
+    /// `--timing`: GPU time by kernel (and graph), largest total first.
+    pub timing: Vec<crate::replay::timing::KernelTiming>,
 }
 
 impl Summary {
@@ -333,6 +335,40 @@ pub fn write_unreproducible_note(s: &Summary, w: &mut dyn Write) -> io::Result<(
 
 /// The lines printed after the replay: skipped calls, mismatches, the error, the summary block
 /// and `[HRR] PASS` / `[HRR] FAIL`.
+/// `--timing`'s table: the kernels (and graphs) by total GPU time, the first 20.
+fn write_timing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    if s.timing.is_empty() {
+        return Ok(());
+    }
+    let total: f64 = s.timing.iter().map(|t| t.total_ms).sum();
+    writeln!(w, "[HRR] {:<16}: {total:.3} ms in all", "GPU time")?;
+    writeln!(
+        w,
+        "[HRR]   {:<60} {:>9} {:>11} {:>10} {:>10} {:>10}",
+        "Kernel", "Launches", "Total ms", "Mean ms", "Min ms", "Max ms"
+    )?;
+    const ROWS: usize = 20;
+    for t in s.timing.iter().take(ROWS) {
+        let mut name = crate::demangle::demangle(&t.name);
+        if name.chars().count() > 60 {
+            name = name.chars().take(59).collect::<String>() + "…";
+        }
+        writeln!(
+            w,
+            "[HRR]   {name:<60} {:>9} {:>11.3} {:>10.4} {:>10.4} {:>10.4}",
+            t.launches,
+            t.total_ms,
+            t.mean_ms(),
+            t.min_ms,
+            t.max_ms
+        )?;
+    }
+    if s.timing.len() > ROWS {
+        writeln!(w, "[HRR]   ({} more in --json)", s.timing.len() - ROWS)?;
+    }
+    Ok(())
+}
+
 pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     for c in &s.skipped_calls {
         writeln!(w, "[HRR] Skipped {c}")?;
@@ -395,6 +431,7 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "Kernels launched", s.kernels_launched
     )?;
     writeln!(w, "[HRR] {:<16}: {}", "Graphs launched", s.graphs_launched)?;
+    write_timing(s, w)?;
     for (k, path, n) in &s.replaced_kernels {
         writeln!(
             w,
@@ -471,7 +508,19 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `recorded_failure` | object or null | `seq`, `call`, `code`: the GPU failure the recorded run hit |
 /// | `fault_site` | object or null | the launch a fault is attributed to: `seq`, `launch`, `kernel` (demangled), `kernel_mangled`, `grid`, `block`, `shared_mem`, `args` (`offset`, `size`, `value` hex, `allocation` or null, `suspicious`), `localized_by_rerun` |
 /// | `last_launch` | object or null | on a hang, the last kernel launched (same fields as `fault_site`) |
+/// | `timing` | array of objects | `--timing`: kernels (and `graph 0x…` launches) by total GPU time: `kernel` (demangled), `launches`, `total_ms`, `mean_ms`, `min_ms`, `max_ms`; empty without `--timing` |
 /// | `replaced_kernels` | array of objects | `--replace-kernel`: `kernel` (demangled), `path`, `launches` (integer: launches that used the replacement) |
+/// The `timing` key: one object a kernel (or graph).
+fn timing_json(timing: &[crate::replay::timing::KernelTiming]) -> serde_json::Value {
+    timing
+        .iter()
+        .map(|t| {
+            serde_json::json!({"kernel": crate::demangle::demangle(&t.name), "launches": t.launches,
+                "total_ms": t.total_ms, "mean_ms": t.mean_ms(), "min_ms": t.min_ms, "max_ms": t.max_ms})
+        })
+        .collect()
+}
+
 pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let c = &s.checks;
     let p = &s.placement;
@@ -504,6 +553,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "recorded_failure": s.recorded_failure.as_ref().map(|r| serde_json::json!({"seq": r.seq, "call": r.call, "code": r.code})),
         "fault_site": s.fault_site, "last_launch": s.last_launch,
         "replaced_kernels": s.replaced_kernels.iter().map(|(k, p, n)| serde_json::json!({"kernel": k, "path": p, "launches": n})).collect::<Vec<_>>(),
+        "timing": timing_json(&s.timing),
     });
     writeln!(w, "{v}")
 }
@@ -672,7 +722,8 @@ mod tests {
         assert_eq!(keys[..3], ["schema", "ok", "archive"]);
         assert_eq!(v["schema"], "hrr.replay/1");
         assert_eq!(v["ok"], true);
-        assert_eq!(keys.last(), Some(&"replaced_kernels"));
+        assert_eq!(keys.last(), Some(&"timing"));
+        assert_eq!(v["timing"], serde_json::json!([]));
         assert_eq!(v["replaced_kernels"], serde_json::json!([]));
         assert_eq!(v["result"], "PASS");
         assert_eq!(v["verdict"], "PASS");

@@ -206,6 +206,11 @@ pub trait Backend {
     fn replaced_launches(&self) -> Vec<(String, u64)> {
         Vec::new()
     }
+    /// `--timing`: GPU time of the launches, by kernel, largest total first (empty where the
+    /// backend does not time launches: HIP for now).
+    fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {
+        Vec::new()
+    }
 }
 
 /// Which device range a successful allocation call took (read by `fields::extent` and

@@ -101,6 +101,7 @@ driver_api! {
     cuEventCreate: fn(*mut H, c_uint);
     cuEventRecord: fn(H, H);
     cuEventSynchronize: fn(H);
+    cuEventElapsedTime: fn(*mut f32, H, H);
     cuEventQuery: fn(H);
     cuEventDestroy_v2: fn(H);
     cuStreamBeginCapture_v2: fn(H, c_int);

@@ -169,7 +169,12 @@ impl Cuda {
             )));
         };
         let stream = self.stream(ev, s.stream)?;
+        let timed = self
+            .timer
+            .start(&self.api, stream, self.capturing(stream))?;
         cu!(self.api, cuGraphLaunch(exec, stream))?;
+        self.timer
+            .stop(&self.api, stream, timed, &format!("graph 0x{rec:x}"))?;
         if !self.capturing(stream) && self.waiter.after_launch() {
             self.wait(stream, &format!("graph launch (event #{})", ev.seq))?;
         }

@@ -46,6 +46,9 @@ impl Cuda {
             &mut size as *mut usize as *mut c_void,
             std::ptr::null_mut(),
         ];
+        let timed = self
+            .timer
+            .start(&self.api, stream, self.api.is_capturing(stream))?;
         let attrs = &l.attrs;
         let api = &self.api;
         let result = if l.cooperative != 0 {
@@ -88,6 +91,9 @@ impl Cuda {
                 extra.as_mut_ptr()
             )
         };
+        if result.is_ok() {
+            self.timer.stop(&self.api, stream, timed, &l.kernel)?;
+        }
         let stream = (stream, || self.api.is_capturing(stream));
         self.waiter
             .launched(&self.api, result, stream, &l.kernel, ev.seq)

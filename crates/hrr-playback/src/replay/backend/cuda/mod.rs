@@ -36,6 +36,7 @@ mod memory;
 mod open;
 mod pools;
 mod streams;
+mod timer;
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -82,6 +83,8 @@ pub struct Cuda {
     pending_d2h: HashMap<u64, (Vec<u8>, H)>,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
+    /// `--timing`: GPU time of each launch.
+    timer: timer::Timer,
     /// Host-visible memory re-created for the program.
     host: hostmem::HostRegions,
     /// Stream-ordered frees not released yet.
@@ -313,8 +316,13 @@ impl Backend for Cuda {
             self.wait(std::ptr::null_mut(), "the final synchronisation")?;
         }
         self.ctx_synchronize()?;
+        self.timer.resolve(&self.api)?;
         let api = &self.api;
         self.deferred.reap(&mut self.mem, api, api, None, true)
+    }
+
+    fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {
+        self.timer.sums().by_total()
     }
 
     fn placement(&self) -> Tally {

@@ -66,6 +66,7 @@ impl Cuda {
             objects: Objects::default(),
             pending_d2h: HashMap::new(),
             ops: Ops::default(),
+            timer: super::timer::Timer::new(opts.timing),
             replaced: HashMap::new(),
             host: Default::default(),
             deferred: Default::default(),
