@@ -162,6 +162,24 @@ fn define_kernel(handle: u64, owner: u64, name: &str, is_library_kernel: bool) {
     });
 }
 
+/// A look-up by name that made handle `*out` in `owner` (`library`: a `CUkernel` of a
+/// library): recorded as `shape(handle, owner, name)` and, when it succeeded, remembered.
+unsafe fn looked_up<S: hrr_calls::Shape>(
+    h: Export,
+    r: CUresult,
+    (out, owner, name): (*mut Handle, Handle, *const c_char),
+    library: bool,
+    shape: impl FnOnce(u64, u64, String) -> S,
+) {
+    rec(h, r, |_| {
+        let (handle, name) = (out_addr(out), cstr(name));
+        if r == 0 {
+            define_kernel(handle, owner as u64, &name, library);
+        }
+        shape(handle, owner as u64, name)
+    });
+}
+
 pub unsafe fn module_get_function(
     h: Export,
     f: *mut Handle,
@@ -170,16 +188,12 @@ pub unsafe fn module_get_function(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    rec(h, r, |_| {
-        let s = ModuleGetFunction {
-            function: out_addr(f),
-            module: m as u64,
-            name: cstr(name),
-        };
-        if r == 0 {
-            define_kernel(s.function, s.module, &s.name, false);
+    looked_up(h, r, (f, m, name), false, |function, module, name| {
+        ModuleGetFunction {
+            function,
+            module,
+            name,
         }
-        s
     });
     r
 }
@@ -192,16 +206,12 @@ pub unsafe fn library_get_kernel(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    rec(h, r, |_| {
-        let s = LibraryGetKernel {
-            kernel: out_addr(k),
-            library: lib as u64,
-            name: cstr(name),
-        };
-        if r == 0 {
-            define_kernel(s.kernel, s.library, &s.name, true);
+    looked_up(h, r, (k, lib, name), true, |kernel, library, name| {
+        LibraryGetKernel {
+            kernel,
+            library,
+            name,
         }
-        s
     });
     r
 }
