@@ -1202,6 +1202,23 @@ static CUresult i_stream_is_capturing(CUstream s, int *status) {
   *status = stream_graph(s) ? 1 : 0; /* CU_STREAM_CAPTURE_STATUS_ACTIVE / _NONE */
   return E_SUCCESS;
 }
+/* cuStreamGetCaptureInfo (every version: the optional outputs after the id are answered
+ * empty): the capture id is the address of the graph being captured into. */
+static CUresult i_capture_info(CUstream s, int *status, unsigned long long *id, CUgraph *g, const void **deps,
+                               size_t *ndeps) {
+  struct fc_ctx *c;
+  if (!status) return E_INVALID_VALUE;
+  NEED_CTX(c);
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  struct fc_graph *gr = stream_graph(s);
+  *status = gr ? 1 : 0;
+  if (id) *id = gr ? (uintptr_t)gr : 0;
+  if (g) *g = gr;
+  if (deps) *deps = NULL;
+  if (ndeps) *ndeps = 0;
+  return E_SUCCESS;
+}
 static CUresult i_begin_capture(CUstream s, int mode) {
   struct fc_ctx *c;
   NEED_CTX(c);
@@ -1352,6 +1369,7 @@ static CUresult i_mem_free(CUdeviceptr p, CUstream s, int async) {
   }
   long i = region_find_base(p, R_DEV);
   if (i < 0) return E_INVALID_VALUE;
+  if (async && stream_graph(s)) return E_SUCCESS; /* a free node: the graph keeps its memory */
   if (async) { /* back to the pool, reused by a later stream-ordered allocation */
     GROW(g_pooled, g_npooled, g_cappooled);
     g_pooled[g_npooled++] = (struct pooled){p, g_reg[i].size, g_reg[i].charged};
@@ -3615,6 +3633,11 @@ DEF(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned flags), i_stream_wait_ev
 DEF(cuStreamWaitEvent_ptsz, (CUstream s, CUevent e, unsigned flags), i_stream_wait_event(s, e, flags))
 DEF(cuStreamIsCapturing, (CUstream s, int *st), i_stream_is_capturing(s, st))
 DEF(cuStreamIsCapturing_ptsz, (CUstream s, int *st), i_stream_is_capturing(s, st))
+DEF(cuStreamGetCaptureInfo_v2, (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, size_t *nd),
+    i_capture_info(s, st, id, g, d, nd))
+DEF(cuStreamGetCaptureInfo_v3,
+    (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, const void **ed, size_t *nd),
+    i_capture_info(s, st, id, g, d, (ed ? (*ed = NULL, nd) : nd)))
 DEF(cuEventCreate, (CUevent *pe, unsigned flags), i_event_create(pe, flags))
 DEF(cuEventRecord, (CUevent e, CUstream s), i_event_record(e, s, 0))
 DEF(cuEventRecord_ptsz, (CUevent e, CUstream s), i_event_record(e, s, 0))
@@ -3743,7 +3766,14 @@ static CUresult hostfn(const char *name, CUstream s, CUhostFn fn, void *ud) {
   CUresult r;
   fc_lock();
   r = g_inited ? hostfn_check(s, fn) : E_NOT_INITIALIZED;
-  int queued = r == E_SUCCESS && async_hostfn(fn, ud);
+  struct fc_graph *g = r == E_SUCCESS ? stream_graph(s) : NULL;
+  if (g) { /* inside a stream capture: a host node, run at each launch */
+    struct fc_node *nd = graph_add(g);
+    nd->kind = N_HOST;
+    nd->hfn = fn;
+    nd->hdata = ud;
+  }
+  int queued = r == E_SUCCESS && (g || async_hostfn(fn, ud));
   fc_unlock();
   if (r == E_SUCCESS && !queued) fn(ud);
   if (g_trace) fc_trace(name, r);

@@ -60,7 +60,7 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
         assert_eq!(count("cuGraphAddMemcpyNode"), 3, "{app}");
         assert_eq!(count("cuGraphAddNode_v2"), 1, "{app}");
         assert_eq!(count("cuGraphAddChildGraphNode"), 1, "{app}");
-        assert_eq!(count("cuGraphAddHostNode"), 1, "{app}");
+        assert_eq!(count("cuGraphAddHostNode"), 2, "{app}");
         assert_eq!(count("cuGraphAddDependencies"), 1, "{app}");
         assert_eq!(count("cuGraphExecUpdate_v2"), 1, "{app}");
         assert_eq!(count("cuGraphLaunch"), 3, "{app}");
@@ -147,6 +147,58 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
     std::fs::write(&p, &saved).unwrap();
     let (code, out, _) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// A stream capture that allocates graph memory (`cuMemAllocAsync`/`cuMemFreeAsync` inside it)
+/// and copies host memory both ways, a host function resetting the result after the D2H copy:
+/// capture records the host bytes each launch reads and the bytes the device
+/// wrote (not what the host function left), replay writes and checks them, and the graph memory
+/// outlives the capture's free.
+#[test]
+fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
+    for app in ["driver_app", "direct_app"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let arch = tmp.path().join("run.hrr");
+        let mut plain = bounded(fake().join(app));
+        plain.arg("graph_capture").env("LD_LIBRARY_PATH", fake());
+        let (code, plain, err) = run(plain);
+        assert_eq!(code, 0, "{err}");
+        assert!(plain.contains("graph_capture launch=2"), "{plain}");
+        let o = capture(&arch, app, &["graph_capture"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+        let dir = pid_dirs(&arch).remove(0);
+        let events = events_json(&dir);
+        let of = |n: &str| events.iter().filter(|e| e["name"] == n).collect::<Vec<_>>();
+        assert_eq!(of("hrrGraphHostSource").len(), 3, "{app}");
+        assert_eq!(of("hrrGraphHostResult").len(), 3, "{app}");
+        // the host input changed between launches, so each launch recorded other bytes
+        let sources: std::collections::HashSet<_> = of("hrrGraphHostSource")
+            .iter()
+            .map(|e| e["fields"]["h2d_blob"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(sources.len(), 3, "{app}");
+
+        let (code, out, _) = replay(&dir, &[]);
+        assert_eq!(code, 0, "{app}: {out}");
+        assert!(
+            out.contains("3 pass (3 exact, 0 within tol), 0 fail"),
+            "{app}: {out}"
+        );
+        assert!(out.contains("Graphs launched : 3"), "{app}: {out}");
+
+        // The second launch's input zeroed: its result and the next (they accumulate) differ.
+        let p = blob_path(&dir, of("hrrGraphHostSource")[1], "h2d_blob");
+        let saved = std::fs::read(&p).unwrap();
+        std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
+        let (code, out, _) = replay(&dir, &[]);
+        assert_eq!(code, 1, "{app}: {out}");
+        assert!(
+            out.contains("1 pass (1 exact, 0 within tol), 2 fail"),
+            "{app}: {out}"
+        );
+        std::fs::write(&p, &saved).unwrap();
+    }
 }
 
 /// A conditional node: recorded (with its handle), noted unreplayable at capture; replay skips

@@ -113,6 +113,8 @@ static void resolve(void) {
   SYM(GraphInstantiateV2, "cuGraphInstantiate_v2");
   SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
   SYM(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");
+  SYM(MemAllocAsync, "cuMemAllocAsync");
+  SYM(MemFreeAsync, "cuMemFreeAsync");
   SYM(GraphLaunch, "cuGraphLaunch");
   SYM(GraphDestroy, "cuGraphDestroy");
   SYM(GraphExecDestroy, "cuGraphExecDestroy");

@@ -106,6 +106,8 @@ static void resolve(void) {
   GET(GraphCreate, "cuGraphCreate");
   GET(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
   GET(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");
+  GET(MemAllocAsync, "cuMemAllocAsync");
+  GET(MemFreeAsync, "cuMemFreeAsync");
   GET(GraphLaunch, "cuGraphLaunch");
   GET(GraphDestroy, "cuGraphDestroy");
   GET(GraphExecDestroy, "cuGraphExecDestroy");

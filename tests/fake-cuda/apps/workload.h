@@ -206,6 +206,8 @@ struct cu_api {
   CUresult (*GraphLaunch)(CUgraphExec, CUstream);
   CUresult (*GraphDestroy)(CUgraph);
   CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
   /* explicit construction (the `graph_nodes` mode) */
   CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
   CUresult (*GraphAddMemcpyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
@@ -227,7 +229,7 @@ static const char *g_prog = "app";
 static struct cu_api g_cu;
 
 enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT,
-       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY };
+       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY, MODE_GRAPH_CAPTURE };
 struct opts {
   int mode;
   long loops;
@@ -662,6 +664,65 @@ static void hidden_workload(struct outbuf *out) {
 /* The `graph` mode: a few launches, a memset and an H2D copy captured from a stream into a
  * graph (GLOBAL capture mode, as cudaStreamBeginCapture's default), instantiated two ways and
  * launched 3 times; then an explicitly built (empty) graph instantiated and launched once. */
+/* Program code changing a D2H result inside the graph, after the copy (as simpleCudaGraphs
+ * resets its sum): the bytes the device wrote are what replay can check. */
+static void reset_first(void *arg) { *(unsigned *)arg = 0xdeadbeefu; }
+
+/* A stream capture with graph memory (cuMemAllocAsync and cuMemFreeAsync inside it) and host
+ * copies both ways: each launch of the graph reads `in` and writes `res`, and the host changes
+ * `in` between launches (the `graph_capture` mode). */
+static void graph_capture_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = 4096;
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CUkernel k_axpy;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  float *in = malloc(n * sizeof(float)), *res = calloc(n, sizeof(float));
+  if (!in || !res) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) in[i] = (float)(i % 7);
+  CUdeviceptr y; /* 2 MiB (one page of the fake's granularity), so the graph memory has pages of its own */
+  CK(cu->MemAlloc(&y, 2u << 20), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(y, res, n * sizeof(float)), "cuMemcpyHtoD");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CUgraph g;
+  CUdeviceptr t;
+  float a = 0.5f;
+  CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture");
+  CK(cu->MemAllocAsync(&t, n * sizeof(float), s), "cuMemAllocAsync");
+  CK(cu->MemcpyHtoDAsync(t, in, n * sizeof(float), s), "cuMemcpyHtoDAsync");
+  void *params[] = {&a, &t, &y, (void *)&n};
+  CK(cu->LaunchKernel((CUfunction)k_axpy, (n + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0, s, params, NULL),
+     "cuLaunchKernel");
+  CK(cu->MemcpyDtoHAsync(res, y, n * sizeof(float), s), "cuMemcpyDtoHAsync");
+  CK(cu->LaunchHostFunc(s, reset_first, res), "cuLaunchHostFunc");
+  CK(cu->MemFreeAsync(t, s), "cuMemFreeAsync");
+  CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < n; i++) in[i] = (float)((i + 3 * r) % 13);
+    CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+    CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+    outf(out, "graph_capture launch=%d sum=%.6f fnv=%016llx", r, fsum(res, n), fnv1a(res, n * sizeof(float)));
+  }
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->MemFree(y), "cuMemFree");
+  free(in);
+  free(res);
+}
+
 static void graph_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
@@ -857,7 +918,10 @@ static void graph_nodes_workload(struct outbuf *out) {
   linear_copy(&cp, NULL, z, hz, 0, n * sizeof(unsigned));
   CK(cu->GraphAddMemcpyNode(&n_d2h_z, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
   CK(cu->GraphAddDependencies(g, &n_child, &n_d2h_z, 1), "cuGraphAddDependencies");
-  CUgraphNode rec_deps[] = {n_d2h_y, n_d2h_z};
+  CUgraphNode n_reset;
+  CUDA_HOST_NODE_PARAMS rp = {reset_first, hz};
+  CK(cu->GraphAddHostNode(&n_reset, g, &n_d2h_z, 1, &rp), "cuGraphAddHostNode");
+  CUgraphNode rec_deps[] = {n_d2h_y, n_reset};
   CK(cu->GraphAddEventRecordNode(&n_rec, g, rec_deps, 2, ev), "cuGraphAddEventRecordNode");
 
   /* one plain launch first (the same fill the child graph makes) */
@@ -984,6 +1048,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "threads")) g_opts.mode = MODE_THREADS;
     else if (!strcmp(argv[1], "graph")) g_opts.mode = MODE_GRAPH;
     else if (!strcmp(argv[1], "graph_nodes")) g_opts.mode = MODE_GRAPH_NODES;
+    else if (!strcmp(argv[1], "graph_capture")) g_opts.mode = MODE_GRAPH_CAPTURE;
     else if (!strcmp(argv[1], "graph_cond")) g_opts.mode = MODE_GRAPH_COND;
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
@@ -1007,9 +1072,11 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     outflush(&ob);
     return 0;
   }
-  if (g_opts.mode == MODE_GRAPH || g_opts.mode == MODE_GRAPH_NODES || g_opts.mode == MODE_GRAPH_COND) {
+  if (g_opts.mode == MODE_GRAPH || g_opts.mode == MODE_GRAPH_NODES || g_opts.mode == MODE_GRAPH_COND ||
+      g_opts.mode == MODE_GRAPH_CAPTURE) {
     static struct outbuf ob;
     if (g_opts.mode == MODE_GRAPH) graph_workload(&ob);
+    else if (g_opts.mode == MODE_GRAPH_CAPTURE) graph_capture_workload(&ob);
     else if (g_opts.mode == MODE_GRAPH_NODES) graph_nodes_workload(&ob);
     else graph_cond_workload(&ob);
     outflush(&ob);

@@ -63,6 +63,9 @@ pub struct State {
     pub exec_nodes: HashMap<u64, NodeRegions>,
     /// Node handle → the graph it was added to.
     pub node_graph: HashMap<u64, u64>,
+    /// Stream captures under way (by the driver's capture id) → the host regions of the copies
+    /// issued into them; `cuStreamEndCapture` hands them to the graph it returns.
+    pub capture_regions: HashMap<u64, Vec<HostRegion>>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);

@@ -102,8 +102,8 @@ pub fn alloc_after_frees(
 }
 
 /// A stream-ordered free (`MemFreeAsync`): deferred until the work queued on its stream
-/// (`stream` resolves the recorded one) completed. On a capturing stream (the free becomes a
-/// graph node) the allocation is released at once, as before.
+/// (`stream` resolves the recorded one) completed. On a capturing stream the free becomes a
+/// graph node, run at each launch: the memory stays (graphs launched later use it).
 pub fn free_async(
     mem: &mut Placement,
     vmm: &impl Vmm,
@@ -118,7 +118,6 @@ pub fn free_async(
     };
     let (st, capturing) = stream(s.stream)?;
     if capturing {
-        mem.free(vmm, s.dptr)?;
         return Ok(Outcome::Done);
     }
     let event = streams.create_event(EVENT_DISABLE_TIMING)??;

@@ -8,8 +8,10 @@
 //! function records before it returns, and no synchronisation of that stream (stream, event or
 //! context synchronize, a successful query) can return before it has, so the result is in
 //! events.bin before the event of the program's synchronisation. On a capturing stream the copy
-//! only becomes a graph node: nothing is enqueued and there is no result to record. Where the
-//! host function cannot be enqueued, the stream is synchronised and the result recorded at once.
+//! only becomes a graph node: nothing is enqueued; its host side is remembered for the capture
+//! (`State::capture_regions`), so each launch of the graph records the bytes it reads and
+//! writes (`graph.rs`). Where the host function cannot be enqueued, the stream is synchronised
+//! and the result recorded at once.
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -22,6 +24,7 @@ use hrr_calls::shapes::*;
 use super::host_blob;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
+use crate::api::cuda::state::{self, HostRegion};
 use crate::hook::common::{rec_seq, LaunchHostFn};
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
@@ -36,6 +39,75 @@ unsafe fn stream_is_capturing(h: Export, stream: Handle) -> bool {
     };
     let mut status: c_int = 0;
     f(effective_stream(h, stream), &mut status) == 0 && status != 0
+}
+
+/// The id of the stream capture `stream` takes part in (`cuStreamGetCaptureInfo`), if any.
+pub(super) unsafe fn capture_id(h: Export, stream: Handle) -> Option<u64> {
+    // (stream, status, id, graph, dependencies, [edge data,] count): every version's optional
+    // outputs are null here, so one signature serves them all.
+    type Info = unsafe extern "C" fn(
+        Handle,
+        *mut c_int,
+        *mut u64,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+        *mut c_void,
+    ) -> CUresult;
+    let null = std::ptr::null_mut();
+    let f = [
+        c"cuStreamGetCaptureInfo_v3",
+        c"cuStreamGetCaptureInfo_v2",
+        c"cuStreamGetCaptureInfo",
+    ]
+    .into_iter()
+    .find_map(|name| driver_fn::<Info>(name))?;
+    let (mut status, mut id) = (0, 0u64);
+    let r = f(
+        effective_stream(h, stream),
+        &mut status,
+        &mut id,
+        null,
+        null,
+        null,
+        null,
+    );
+    (r == 0 && status == 1).then_some(id) // CU_STREAM_CAPTURE_STATUS_ACTIVE
+}
+
+/// A copy with host side `(ptr, len)` (`to_host`: written) issued on `stream`: when the stream
+/// is capturing, remember the region for the graph the capture makes and say so.
+pub(super) unsafe fn note_captured_copy(
+    h: Export,
+    stream: Handle,
+    (ptr, len): (u64, u64),
+    to_host: bool,
+) -> bool {
+    if stream.is_null() || !stream_is_capturing(h, stream) {
+        return false;
+    }
+    if let Some(id) = capture_id(h, stream) {
+        let region = HostRegion { ptr, len, to_host };
+        state::with(|st| st.capture_regions.entry(id).or_default().push(region));
+    }
+    true
+}
+
+/// `cuMemcpyHtoDAsync`: as every H2D copy (`hook::common`), and inside a stream capture the
+/// source region is remembered for the graph's launches.
+pub unsafe fn memcpy_htod_async(
+    h: Export,
+    dst: u64,
+    src: *const c_void,
+    n: usize,
+    stream: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = crate::hook::common::memcpy_htod_async(h, dst, src, n, stream, call);
+    if r == 0 {
+        note_captured_copy(h, stream, (src as u64, n as u64), false);
+    }
+    r
 }
 
 /// Wait for `stream` so an async D2H result can be read (the recorder's own call, unrecorded).
@@ -96,8 +168,10 @@ pub unsafe fn memcpy_dtoh_async(
         stream: stream as u64,
         d2h_blob: None,
     });
-    if let Some(copy) = seq.filter(|_| r == 0 && !stream_is_capturing(h, stream)) {
-        result_at_completion(h, copy, dst, n, stream);
+    if let Some(copy) = seq.filter(|_| r == 0) {
+        if !note_captured_copy(h, stream, (dst as u64, n as u64), true) {
+            result_at_completion(h, copy, dst, n, stream);
+        }
     }
     r
 }
@@ -177,8 +251,15 @@ unsafe fn generic_copy(
         d2h_blob,
     });
     match (stream, seq) {
-        (Some(s), Some(copy)) if r == 0 && dir == direction::D2H && !stream_is_capturing(h, s) => {
+        (Some(s), Some(copy))
+            if r == 0
+                && dir == direction::D2H
+                && !note_captured_copy(h, s, (dst, n as u64), true) =>
+        {
             result_at_completion(h, copy, dst as *mut c_void, n, s)
+        }
+        (Some(s), Some(_)) if r == 0 && dir == direction::H2D => {
+            note_captured_copy(h, s, (src, n as u64), false);
         }
         _ => {}
     }

@@ -8,6 +8,8 @@
 //! bytes of every host source region are recorded before the launch (`hrrGraphHostSource`: the
 //! graph reads them at every launch), and once the launch stream is synchronised the bytes of
 //! every host destination region (`hrrGraphHostResult`, checked by replay like a D2H copy).
+//! A graph made by stream capture gets the host regions of the copies issued into the capture
+//! (`copy.rs`), so its launches record the same two events.
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -20,13 +22,15 @@ use hrr_calls::cuda::ffi::{
 };
 use hrr_calls::shapes::*;
 
-use super::copy::{is_device_ptr, sync_stream};
+use super::copy::{capture_id, is_device_ptr, sync_stream};
+use super::host_node;
 use super::launch::{launch_fields, LaunchCall};
 use super::{host_blob, rec};
-use crate::api::cuda::calls::Export;
-use crate::api::cuda::state::{self, HostRegion, State};
+use crate::api::cuda::calls::{effective_stream, real_fn, Export};
+use crate::api::cuda::state::{self, HostRegion, NodeRegions, State};
 use crate::api::cuda::API;
 use crate::hook::args::{bytes_at, out_addr};
+use crate::hook::common::LaunchHostFn;
 use crate::hook::ApiExport;
 use crate::recorder::{self, Recorder};
 
@@ -103,13 +107,18 @@ pub unsafe fn stream_end_capture(
     g: *mut Handle,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
+    let id = capture_id(h, s);
     let r = call();
     rec(h, r, |_| {
         let graph = out_addr(g);
         state::with(|st| {
             st.capturing.remove(&(s as u64));
+            let regions = id.and_then(|id| st.capture_regions.remove(&id));
             if r == 0 {
                 st.captured_graphs.insert(graph);
+                // the captured copies' host regions, as one node's (capture sees no node handles)
+                let nodes = NodeRegions::from([(0, regions.unwrap_or_default())]);
+                st.graph_nodes.insert(graph, nodes);
             }
         });
         EndCapture {
@@ -503,12 +512,72 @@ pub unsafe fn graph_add_host_node(
     p: *const u8,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |rc, nd| {
+    let deps = handles(deps, n);
+    // the D2H regions of the nodes it follows: kept before the program's code runs
+    let follows: Vec<(u64, u64)> = state::with(|st| {
+        let nodes = st.graph_nodes.get(&(g as u64));
+        let regions = deps.iter().filter_map(|d| nodes.and_then(|m| m.get(d)));
+        regions
+            .flatten()
+            .filter(|r| r.to_host)
+            .map(|r| (r.ptr, r.len))
+            .collect()
+    });
+    type AddHostNode =
+        unsafe extern "C" fn(*mut Handle, Handle, *const Handle, usize, *const u8) -> CUresult;
+    let real = real_fn::<AddHostNode>(h);
+    let r = match (p.is_null() || follows.is_empty(), real) {
+        (false, Some(real)) => {
+            let (func, data) = host_node::wrap(word_at(p, 0), word_at(p, 8), follows);
+            let params = [func, data];
+            real(
+                node,
+                g,
+                deps.as_ptr() as *const Handle,
+                n,
+                params.as_ptr() as *const u8,
+            )
+        }
+        _ => call(),
+    };
+    add_node(h, r, (node, g), (deps, Vec::new()), |rc, nd| {
         fill_host(rc, nd, p, "cuGraphAddHostNode");
         Vec::new()
     });
     r
+}
+
+/// `cuLaunchHostFunc`: recorded as every host function (`hook::common`); inside a stream
+/// capture, one following D2H copies of the capture is wrapped (`host_node.rs`).
+pub unsafe fn launch_host_func(
+    h: Export,
+    s: Handle,
+    func: *mut c_void,
+    data: *mut c_void,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let follows: Vec<(u64, u64)> = match capture_id(h, s) {
+        Some(id) => state::with(|st| {
+            let regions = st.capture_regions.get(&id).into_iter().flatten();
+            regions
+                .filter(|r| r.to_host)
+                .map(|r| (r.ptr, r.len))
+                .collect()
+        }),
+        None => Vec::new(),
+    };
+    let real = real_fn::<LaunchHostFn>(h);
+    match (follows.is_empty(), real) {
+        (false, Some(real)) => {
+            let (f, d) = host_node::wrap(func as u64, data as u64, follows);
+            // SAFETY: `f` is `func` or the wrapper, both host functions.
+            let f = std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void)>(f as usize);
+            crate::hook::common::launch_host_func(h, s, func, data, || {
+                real(effective_stream(h, s), f, d as *mut c_void)
+            })
+        }
+        _ => crate::hook::common::launch_host_func(h, s, func, data, call),
+    }
 }
 
 pub unsafe fn graph_add_empty_node(
@@ -858,6 +927,7 @@ pub unsafe fn graph_launch(
     });
     regions.sort_by_key(|r| (r.ptr, r.len, r.to_host));
     regions.dedup();
+    host_node::forget(regions.iter().filter(|r| r.to_host).map(|r| (r.ptr, r.len)));
     for reg in regions.iter().filter(|r| !r.to_host) {
         let h2d_blob = host_blob(reg.ptr as *const c_void, reg.len as usize);
         crate::hook::record(&API, Export::hrrGraphHostSource.id(), Some(0), |_| {
@@ -877,7 +947,10 @@ pub unsafe fn graph_launch(
     let results: Vec<_> = regions.iter().filter(|r| r.to_host).collect();
     if r == 0 && !results.is_empty() && sync_stream(h, s) == 0 {
         for reg in results {
-            let d2h_blob = host_blob(reg.ptr as *const c_void, reg.len as usize);
+            // the bytes before program code of the graph ran, if it changed them
+            let kept = host_node::take((reg.ptr, reg.len));
+            let at = kept.as_ref().map_or(reg.ptr as *const u8, |k| k.as_ptr());
+            let d2h_blob = host_blob(at as *const c_void, reg.len as usize);
             crate::hook::record(&API, Export::hrrGraphHostResult.id(), Some(0), |_| {
                 GraphHostResult {
                     exec: x,

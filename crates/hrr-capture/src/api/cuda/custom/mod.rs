@@ -13,12 +13,13 @@ mod copy;
 mod copy2d;
 mod device;
 mod graph;
+mod host_node;
 mod launch;
 mod memory;
 
 pub use crate::hook::common::{
-    device_get_name, get_global, launch_host_func, mem_create, mem_set_access, memcpy_dtod,
-    memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset, memset_async,
+    device_get_name, get_global, mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod,
+    memset, memset_async,
 };
 pub use array::*;
 pub use code::*;

@@ -2,7 +2,8 @@
 //! are `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, arrays remapped, and device-to-host results are handed to the
 //! engine's checks ([`Outcome::D2h`]), except inside a stream capture, where the copy runs with
-//! the graph; a result whose destination is host-visible memory is also written there
+//! the graph, from or into replay's buffer of its host region, which the graph's launches fill
+//! and check (`graphs.rs`; pitched copies there use a buffer of their own, unchecked); a result whose destination is host-visible memory is also written there
 //! (`hostmem.rs`). A 2D/3D copy's host side is the packed blob (pitch `width_bytes`, `height`
 //! rows a slice), so its D2H result is compared packed, as recorded.
 //!
@@ -32,37 +33,53 @@ const CAPTURED_D2H: &str =
     "D2H copy inside stream capture: it runs with the graph, its result was not recorded";
 
 impl Cuda {
-    fn h2d(&mut self, dst: u64, data: Vec<u8>, stream: H) -> Result<()> {
+    /// Copy `data` (recorded from host memory at `host`) to `dst`. Inside a stream capture the
+    /// graph reads the host side at every launch: the copy reads replay's buffer for `host`
+    /// (`graphs.rs`), holding `data` now and each launch's recorded bytes later.
+    fn h2d(&mut self, dst: u64, data: Vec<u8>, stream: H, host: u64) -> Result<()> {
+        if self.capturing(stream) {
+            let buf = self.host_buffer(host, data.len() as u64)?;
+            // SAFETY: the buffer holds `data.len()` bytes and lives until replay ends.
+            unsafe { std::slice::from_raw_parts_mut(buf, data.len()) }.copy_from_slice(&data);
+            cu!(
+                self.api,
+                cuMemcpyHtoDAsync_v2(dst, buf as *const c_void, data.len(), stream)
+            )?;
+            return Ok(());
+        }
         // From pageable memory the driver stages the source before returning: no wait.
         cu!(
             self.api,
             cuMemcpyHtoDAsync_v2(dst, data.as_ptr() as *const c_void, data.len(), stream)
         )?;
-        if self.capturing(stream) {
-            self.graph_host.push(data); // the graph reads it at every launch
-        }
         Ok(())
     }
 
-    /// Read `n` bytes at `src`; `expected`: the recorded result. An async copy (`later`) with
-    /// no recorded result is left running: its result event compares it.
+    /// Read `n` bytes at `src` (recorded into host memory at `host`); `expected`: the recorded
+    /// result. An async copy (`later`) with no recorded result is left running: its result
+    /// event compares it. Inside a stream capture the copy writes replay's buffer for `host`,
+    /// which each launch's `hrrGraphHostResult` checks (`graphs.rs`).
     fn d2h(
         &mut self,
         ev: &Event,
-        (src, n): (u64, usize),
+        (src, n, host): (u64, usize, u64),
         stream: H,
         expected: Option<ObjectId>,
         later: bool,
     ) -> Result<Outcome> {
+        if self.capturing(stream) {
+            let buf = self.host_buffer(host, n as u64)?;
+            cu!(
+                self.api,
+                cuMemcpyDtoHAsync_v2(buf as *mut c_void, src, n, stream)
+            )?;
+            return Ok(Outcome::Done);
+        }
         let mut got = vec![0u8; n];
         cu!(
             self.api,
             cuMemcpyDtoHAsync_v2(got.as_mut_ptr() as *mut c_void, src, n, stream)
         )?;
-        if self.capturing(stream) {
-            self.graph_host.push(got);
-            return Ok(Outcome::Skipped(CAPTURED_D2H.into()));
-        }
         if later && expected.is_none() {
             // The heap buffer stays where the driver writes, wherever the Vec moves.
             self.pending_d2h.insert(ev.seq, (got, stream));
@@ -109,7 +126,7 @@ impl Cuda {
         };
         let dst = self.mem.translate(s.dst);
         let stream = self.stream(ev, s.stream)?;
-        self.h2d(dst, data, stream)?;
+        self.h2d(dst, data, stream, s.src)?;
         Ok(Outcome::Done)
     }
 
@@ -118,7 +135,13 @@ impl Cuda {
         let s: CopyD2h = ev.read()?;
         let src = self.mem.translate(s.src);
         let stream = self.stream(ev, s.stream)?;
-        let out = self.d2h(ev, (src, s.bytes as usize), stream, s.d2h_blob, later)?;
+        let out = self.d2h(
+            ev,
+            (src, s.bytes as usize, s.dst),
+            stream,
+            s.d2h_blob,
+            later,
+        )?;
         if let Outcome::D2h { got, .. } = &out {
             self.mirror_d2h(s.dst, got);
         }
@@ -145,11 +168,11 @@ impl Cuda {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
                 let dst = self.mem.translate(s.dst);
-                self.h2d(dst, data, stream)?;
+                self.h2d(dst, data, stream, s.src)?;
             }
             direction::D2H => {
                 let src = self.mem.translate(s.src);
-                let out = self.d2h(ev, (src, n), stream, s.d2h_blob, later)?;
+                let out = self.d2h(ev, (src, n, s.dst), stream, s.d2h_blob, later)?;
                 if let Outcome::D2h { got, .. } = &out {
                     self.mirror_d2h(s.dst, got);
                 }

@@ -7,7 +7,7 @@
 //! are reissued. Graphs and their instantiations are mapped by recorded handle and every
 //! `cuGraphLaunch` runs the rebuilt graph.
 //!
-//! Host memory of memcpy nodes is replay's own page-locked buffer (`cuMemAllocHost`) per recorded
+//! Host memory of memcpy nodes (and of copies issued inside a stream capture) is replay's own page-locked buffer (`cuMemAllocHost`) per recorded
 //! host region (it lives until the process ends): before a launch the recorded bytes of each source region are written into it
 //! (`hrrGraphHostSource`), after it each destination region is compared with the recorded bytes
 //! (`hrrGraphHostResult`, a D2H check). Host nodes run a no-op host function (the program's is
@@ -213,7 +213,7 @@ impl Cuda {
     }
 
     /// The replay buffer of recorded host region `(ptr, bytes)`, made (zeroed) on first use.
-    fn host_buffer(&mut self, ptr: u64, bytes: u64) -> Result<*mut u8> {
+    pub(super) fn host_buffer(&mut self, ptr: u64, bytes: u64) -> Result<*mut u8> {
         if let Some(b) = self.node_graphs.host.get(&(ptr, bytes)) {
             return Ok(b.ptr);
         }

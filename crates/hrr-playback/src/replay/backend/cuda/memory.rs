@@ -29,14 +29,17 @@ pub fn device_prop(dev: i32) -> [u8; 32] {
 pub const RESERVE_CHUNK: u64 = 32 << 20;
 
 /// How the CUDA driver is placed into: covering chunked reservations kept for the whole run,
-/// one physical allocation per granularity page, a failure to back a page an error.
+/// one physical allocation per granularity page, a failure to back a page an error, and a wait
+/// for the device before a page is unmapped: `cuMemFree` waits for queued work, `cuMemUnmap`
+/// does not (cdpBezierTessellation frees an array a kernel still reads, right after
+/// launching it, and replay faulted there).
 pub const POLICY: Policy = Policy {
     reserve: Reserve::Covering {
         chunk: RESERVE_CHUNK,
     },
     per_page: true,
     refuse_unbackable: false,
-    sync_before_unmap: false,
+    sync_before_unmap: true,
 };
 
 impl_vmm!(Api, cu, reserve: cuMemAddressReserve, free_reservation: cuMemAddressFree,

@@ -89,6 +89,8 @@ pub struct Cuda {
     host: hostmem::HostRegions,
     /// Stream-ordered frees not released yet.
     deferred: Deferred,
+    /// Graph memory: recorded addresses of allocations made inside stream captures.
+    graph_mem: std::collections::HashSet<u64>,
     /// `--replace-kernel`: recorded (mangled) kernel name → replacement function, launches.
     replaced: HashMap<String, (H, u64)>,
 }
@@ -100,10 +102,34 @@ impl Cuda {
         memory_calls::alloc_after_frees(&mut self.mem, api, api, &mut self.deferred, ev, extent)
     }
 
-    /// `cuMemFree`: managed memory goes back to the driver; device allocations to placement.
-    /// Deferred stream-ordered frees that completed are released too.
+    /// A stream-ordered allocation (`(dptr, stream)` as recorded). One made inside a stream
+    /// capture is graph memory: the driver gave the graph an address its launches use, and
+    /// replay places memory there for every launch, kept until replay ends (frees of it,
+    /// inside the capture or after, are ignored).
+    fn alloc_ordered(
+        &mut self,
+        ev: &Event,
+        (dptr, stream): (u64, u64),
+        per_thread: bool,
+    ) -> Result<Outcome> {
+        let st = stream_of(&self.handles, per_thread, stream)?;
+        if self.api.is_capturing(st) {
+            if self.graph_mem.contains(&dptr) {
+                return Ok(Outcome::Done); // the same graph memory again (a later capture)
+            }
+            self.graph_mem.insert(dptr);
+        }
+        self.alloc(ev, Extent::Bytes)
+    }
+
+    /// `cuMemFree`: managed memory goes back to the driver; device allocations to placement
+    /// (graph memory stays, see [`Cuda::alloc_ordered`]). Deferred stream-ordered frees that
+    /// completed are released too.
     fn free(&mut self, ev: &Event) -> Result<Outcome> {
         let dptr = ev.read::<hrr_calls::shapes::DevicePtr>()?.dptr;
+        if self.graph_mem.contains(&dptr) {
+            return Ok(Outcome::Done);
+        }
         let api = &self.api;
         self.deferred.reap(&mut self.mem, api, api, None, false)?;
         if self.is_managed(dptr) {
@@ -141,12 +167,25 @@ impl Backend for Cuda {
         let per_thread = ev.per_thread;
         match op {
             Op::DevicePrimaryCtxRetain | Op::CtxCreate => self.retain_context(ev),
-            Op::MemAlloc | Op::MemAllocAsync | Op::MemAllocFromPoolAsync => {
-                self.alloc(ev, Extent::Bytes)
+            Op::MemAlloc => self.alloc(ev, Extent::Bytes),
+            Op::MemAllocAsync => {
+                let s: hrr_calls::shapes::MemAllocAsync = ev.read()?;
+                self.alloc_ordered(ev, (s.dptr, s.stream), per_thread)
+            }
+            Op::MemAllocFromPoolAsync => {
+                let s: hrr_calls::shapes::MemAllocFromPool = ev.read()?;
+                self.alloc_ordered(ev, (s.dptr, s.stream), per_thread)
             }
             Op::MemAllocPitch => self.alloc(ev, Extent::Pitched),
             Op::MemAllocManaged => self.alloc_managed(ev),
             Op::MemFree => self.free(ev),
+            Op::MemFreeAsync
+                if self
+                    .graph_mem
+                    .contains(&ev.read::<hrr_calls::shapes::MemFreeAsync>()?.dptr) =>
+            {
+                Ok(Outcome::Done) // graph memory stays
+            }
             Op::MemFreeAsync => {
                 let (handles, api) = (&self.handles, &self.api);
                 memory_calls::free_async(&mut self.mem, api, api, &mut self.deferred, ev, |s| {

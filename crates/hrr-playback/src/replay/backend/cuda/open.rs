@@ -70,6 +70,7 @@ impl Cuda {
             replaced: HashMap::new(),
             host: Default::default(),
             deferred: Default::default(),
+            graph_mem: Default::default(),
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)
