@@ -1863,7 +1863,7 @@ static CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccess
 /* Code: images, modules, libraries, functions, kernels                     */
 /* ------------------------------------------------------------------------ */
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY, K_AXPY_PARAMS };
 
 struct fc_param { unsigned off, size; };
 
@@ -1885,6 +1885,9 @@ static const struct builtin {
   {"surf_write", K_SURF_WRITE, 3, {{0, 8}, {8, 4}, {12, 4}}},
   {"noisy", K_NOISY, 2, {{0, 8}, {8, 8}}}, /* half of its output differs from run to run */
   {"axmy", K_AXMY, 4, {{0, 4}, {8, 8}, {16, 8}, {24, 4}}}, /* y = a*x - y: axpy's layout, another result */
+  /* axpy_params(struct {float a; int n; float *x, *y;}): axpy with its pointers inside one
+   * by-value struct, as cuBLAS passes its parameters */
+  {"axpy_params", K_AXPY_PARAMS, 1, {{0, 24}}},
 };
 
 #define FATTR_N 16
@@ -2825,6 +2828,16 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
     for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
     return E_SUCCESS;
   }
+  case K_AXPY_PARAMS: {
+    float a = RD(float, 0);
+    unsigned long long n = count_of(RD(int32_t, 4), threads);
+    uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
+    if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    const float *X = (const float *)(uintptr_t)x;
+    float *Y = (float *)(uintptr_t)y;
+    for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
+    return E_SUCCESS;
+  }
   case K_AXMY: {
     float a = RD(float, 0);
     uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
@@ -3324,6 +3337,26 @@ static CUresult i_add_host(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
 static CUresult i_add_empty(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n) {
   NODE_ADD((nd.kind = N_EMPTY, E_SUCCESS));
 }
+/* Memory alloc/free nodes: the allocation is made when the node is added (its address is the
+ * graph's from then on) and kept; both nodes run as empty ones. `p` is a
+ * CUDA_MEM_ALLOC_NODE_PARAMS: bytesize at byte 104, dptr (out) at 112. */
+static CUresult mem_alloc_fill(struct fc_node *nd, unsigned char *p) {
+  if (!p) return E_INVALID_VALUE;
+  size_t bytes;
+  memcpy(&bytes, p + 104, 8);
+  CUdeviceptr d;
+  CUresult e = i_mem_alloc(&d, bytes, NULL, 0);
+  if (e) return e;
+  memcpy(p + 112, &d, 8);
+  nd->kind = N_EMPTY;
+  return E_SUCCESS;
+}
+static CUresult i_add_mem_alloc(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, unsigned char *p) {
+  NODE_ADD(mem_alloc_fill(&nd, p));
+}
+static CUresult i_add_mem_free(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr d) {
+  NODE_ADD((nd.kind = N_EMPTY, d ? E_SUCCESS : E_INVALID_VALUE));
+}
 static CUresult i_add_event(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n, CUevent ev, int kind) {
   NODE_ADD(event_fill(&nd, ev, kind));
 }
@@ -3673,6 +3706,10 @@ DEF(cuGraphAddMemcpyNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size
 DEF(cuGraphAddMemsetNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c), i_add_memset(o, g, d, n, p, c))
 DEF(cuGraphAddHostNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, const CUDA_HOST_NODE_PARAMS *p), i_add_host(o, g, d, n, p))
 DEF(cuGraphAddEmptyNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n), i_add_empty(o, g, d, n))
+DEF(cuGraphAddMemAllocNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, unsigned char *p),
+    i_add_mem_alloc(o, g, d, n, p))
+DEF(cuGraphAddMemFreeNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUdeviceptr p),
+    i_add_mem_free(o, g, d, n, p))
 DEF(cuGraphAddEventRecordNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUevent e), i_add_event(o, g, d, n, e, N_EVREC))
 DEF(cuGraphAddEventWaitNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUevent e), i_add_event(o, g, d, n, e, N_EVWAIT))
 DEF(cuGraphAddChildGraphNode, (CUgraphNode *o, CUgraph g, const CUgraphNode *d, size_t n, CUgraph child), i_add_child(o, g, d, n, child))
@@ -3979,6 +4016,8 @@ static const struct pa_ent k_procs[] = {
   P("cuGraphAddMemsetNode", 10000, cuGraphAddMemsetNode)
   P("cuGraphAddHostNode", 10000, cuGraphAddHostNode)
   P("cuGraphAddEmptyNode", 10000, cuGraphAddEmptyNode)
+  P("cuGraphAddMemAllocNode", 11040, cuGraphAddMemAllocNode)
+  P("cuGraphAddMemFreeNode", 11040, cuGraphAddMemFreeNode)
   P("cuGraphAddEventRecordNode", 11010, cuGraphAddEventRecordNode)
   P("cuGraphAddEventWaitNode", 11010, cuGraphAddEventWaitNode)
   P("cuGraphAddChildGraphNode", 10000, cuGraphAddChildGraphNode)

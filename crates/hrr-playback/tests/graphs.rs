@@ -153,7 +153,8 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
 /// and copies host memory both ways, a host function resetting the result after the D2H copy:
 /// capture records the host bytes each launch reads and the bytes the device
 /// wrote (not what the host function left), replay writes and checks them, and the graph memory
-/// outlives the capture's free.
+/// outlives the capture's free; the same graph built node by node with memory alloc and free
+/// nodes replays with its memory placed at the recorded address.
 #[test]
 fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
     for app in ["driver_app", "direct_app"] {
@@ -170,22 +171,25 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
         let dir = pid_dirs(&arch).remove(0);
         let events = events_json(&dir);
         let of = |n: &str| events.iter().filter(|e| e["name"] == n).collect::<Vec<_>>();
-        assert_eq!(of("hrrGraphHostSource").len(), 3, "{app}");
-        assert_eq!(of("hrrGraphHostResult").len(), 3, "{app}");
+        // 3 launches of the captured graph, 1 of the same built node by node with memory nodes
+        assert_eq!(of("hrrGraphHostSource").len(), 4, "{app}");
+        assert_eq!(of("hrrGraphHostResult").len(), 4, "{app}");
+        assert_eq!(of("cuGraphAddMemAllocNode").len(), 1, "{app}");
+        assert_eq!(of("cuGraphAddMemFreeNode").len(), 1, "{app}");
         // the host input changed between launches, so each launch recorded other bytes
         let sources: std::collections::HashSet<_> = of("hrrGraphHostSource")
             .iter()
             .map(|e| e["fields"]["h2d_blob"].as_str().unwrap().to_string())
             .collect();
-        assert_eq!(sources.len(), 3, "{app}");
+        assert_eq!(sources.len(), 4, "{app}");
 
         let (code, out, _) = replay(&dir, &[]);
         assert_eq!(code, 0, "{app}: {out}");
         assert!(
-            out.contains("3 pass (3 exact, 0 within tol), 0 fail"),
+            out.contains("4 pass (4 exact, 0 within tol), 0 fail"),
             "{app}: {out}"
         );
-        assert!(out.contains("Graphs launched : 3"), "{app}: {out}");
+        assert!(out.contains("Graphs launched : 4"), "{app}: {out}");
 
         // The second launch's input zeroed: its result and the next (they accumulate) differ.
         let p = blob_path(&dir, of("hrrGraphHostSource")[1], "h2d_blob");
@@ -194,7 +198,7 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
         let (code, out, _) = replay(&dir, &[]);
         assert_eq!(code, 1, "{app}: {out}");
         assert!(
-            out.contains("1 pass (1 exact, 0 within tol), 2 fail"),
+            out.contains("1 pass (1 exact, 0 within tol), 3 fail"),
             "{app}: {out}"
         );
         std::fs::write(&p, &saved).unwrap();

@@ -115,6 +115,8 @@ static void resolve(void) {
   SYM(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");
   SYM(MemAllocAsync, "cuMemAllocAsync");
   SYM(MemFreeAsync, "cuMemFreeAsync");
+  SYM(GraphAddMemAllocNode, "cuGraphAddMemAllocNode");
+  SYM(GraphAddMemFreeNode, "cuGraphAddMemFreeNode");
   SYM(GraphLaunch, "cuGraphLaunch");
   SYM(GraphDestroy, "cuGraphDestroy");
   SYM(GraphExecDestroy, "cuGraphExecDestroy");

@@ -108,6 +108,8 @@ static void resolve(void) {
   GET(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");
   GET(MemAllocAsync, "cuMemAllocAsync");
   GET(MemFreeAsync, "cuMemFreeAsync");
+  GET(GraphAddMemAllocNode, "cuGraphAddMemAllocNode");
+  GET(GraphAddMemFreeNode, "cuGraphAddMemFreeNode");
   GET(GraphLaunch, "cuGraphLaunch");
   GET(GraphDestroy, "cuGraphDestroy");
   GET(GraphExecDestroy, "cuGraphExecDestroy");

@@ -88,8 +88,8 @@ CUresult cuDeviceSetMemPool(CUdevice, CUmemoryPool);
 #define BLOCK 256
 #define GRID ((N + BLOCK - 1) / BLOCK)
 
-static const char k_lib_text[] = "// hrr fake-cuda fatbin payload\n.entry axpy\n.entry fill_u32\n";
-static CUfunction g_axpy, g_fill;
+static const char k_lib_text[] = "// hrr fake-cuda fatbin payload\n.entry axpy\n.entry fill_u32\n.entry axpy_params\n";
+static CUfunction g_axpy, g_fill, g_axpy_params;
 
 static void setup(CUdevice *dev) {
   static unsigned char fatbin[256] __attribute__((aligned(16)));
@@ -115,6 +115,8 @@ static void setup(CUdevice *dev) {
   CK(cuKernelGetFunction(&g_axpy, k));
   CK(cuLibraryGetKernel(&k, lib, "fill_u32"));
   CK(cuKernelGetFunction(&g_fill, k));
+  CK(cuLibraryGetKernel(&k, lib, "axpy_params"));
+  CK(cuKernelGetFunction(&g_axpy_params, k));
 }
 
 static void axpy(float a, CUdeviceptr x, CUdeviceptr y, CUstream s) {
@@ -195,6 +197,12 @@ static void managed(void) {
   axpy(1.0f, x, m, NULL);
   CK(cuCtxSynchronize());
   printf("managed2 sum=%.3f\n", fsum(hm, N));
+  /* the managed pointer inside a by-value struct parameter (as cuBLAS passes its arguments) */
+  struct { float a; int n; CUdeviceptr x, y; } p = {2.0f, N, x, m};
+  void *params[] = {&p};
+  CK(cuLaunchKernel(g_axpy_params, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, params, NULL));
+  CK(cuCtxSynchronize());
+  printf("managed3 sum=%.3f\n", fsum(hm, N));
   CK(cuMemFree_v2(m));
   CK(cuMemFree_v2(x));
 }

@@ -208,6 +208,8 @@ struct cu_api {
   CUresult (*GraphExecDestroy)(CUgraphExec);
   CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
   CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*GraphAddMemAllocNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, void *);
+  CUresult (*GraphAddMemFreeNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUdeviceptr);
   /* explicit construction (the `graph_nodes` mode) */
   CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
   CUresult (*GraphAddMemcpyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
@@ -664,65 +666,6 @@ static void hidden_workload(struct outbuf *out) {
 /* The `graph` mode: a few launches, a memset and an H2D copy captured from a stream into a
  * graph (GLOBAL capture mode, as cudaStreamBeginCapture's default), instantiated two ways and
  * launched 3 times; then an explicitly built (empty) graph instantiated and launched once. */
-/* Program code changing a D2H result inside the graph, after the copy (as simpleCudaGraphs
- * resets its sum): the bytes the device wrote are what replay can check. */
-static void reset_first(void *arg) { *(unsigned *)arg = 0xdeadbeefu; }
-
-/* A stream capture with graph memory (cuMemAllocAsync and cuMemFreeAsync inside it) and host
- * copies both ways: each launch of the graph reads `in` and writes `res`, and the host changes
- * `in` between launches (the `graph_capture` mode). */
-static void graph_capture_workload(struct outbuf *out) {
-  const struct cu_api *cu = &g_cu;
-  const int n = 4096;
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cu->Init(0), "cuInit");
-  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
-  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
-  unsigned char fatbin[512] __attribute__((aligned(16)));
-  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
-  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
-  CUlibrary lib;
-  CUkernel k_axpy;
-  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
-  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
-  float *in = malloc(n * sizeof(float)), *res = calloc(n, sizeof(float));
-  if (!in || !res) die_call("malloc", -1);
-  for (int i = 0; i < n; i++) in[i] = (float)(i % 7);
-  CUdeviceptr y; /* 2 MiB (one page of the fake's granularity), so the graph memory has pages of its own */
-  CK(cu->MemAlloc(&y, 2u << 20), "cuMemAlloc");
-  CK(cu->MemcpyHtoD(y, res, n * sizeof(float)), "cuMemcpyHtoD");
-  CUstream s;
-  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
-  CUgraph g;
-  CUdeviceptr t;
-  float a = 0.5f;
-  CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture");
-  CK(cu->MemAllocAsync(&t, n * sizeof(float), s), "cuMemAllocAsync");
-  CK(cu->MemcpyHtoDAsync(t, in, n * sizeof(float), s), "cuMemcpyHtoDAsync");
-  void *params[] = {&a, &t, &y, (void *)&n};
-  CK(cu->LaunchKernel((CUfunction)k_axpy, (n + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0, s, params, NULL),
-     "cuLaunchKernel");
-  CK(cu->MemcpyDtoHAsync(res, y, n * sizeof(float), s), "cuMemcpyDtoHAsync");
-  CK(cu->LaunchHostFunc(s, reset_first, res), "cuLaunchHostFunc");
-  CK(cu->MemFreeAsync(t, s), "cuMemFreeAsync");
-  CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
-  CUgraphExec e;
-  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
-  for (int r = 0; r < 3; r++) {
-    for (int i = 0; i < n; i++) in[i] = (float)((i + 3 * r) % 13);
-    CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
-    CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
-    outf(out, "graph_capture launch=%d sum=%.6f fnv=%016llx", r, fsum(res, n), fnv1a(res, n * sizeof(float)));
-  }
-  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(g), "cuGraphDestroy");
-  CK(cu->MemFree(y), "cuMemFree");
-  free(in);
-  free(res);
-}
-
 static void graph_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
@@ -838,6 +781,98 @@ static void linear_copy(CUDA_MEMCPY3D *p, const void *src_host, CUdeviceptr src_
   p->dstDevice = dst_dev;
   p->WidthInBytes = bytes;
   p->Height = p->Depth = 1;
+}
+
+/* Program code changing a D2H result inside the graph, after the copy (as simpleCudaGraphs
+ * resets its sum): the bytes the device wrote are what replay can check. */
+static void reset_first(void *arg) { *(unsigned *)arg = 0xdeadbeefu; }
+
+/* A stream capture with graph memory (cuMemAllocAsync and cuMemFreeAsync inside it) and host
+ * copies both ways: each launch of the graph reads `in` and writes `res`, and the host changes
+ * `in` between launches (the `graph_capture` mode). */
+static void graph_capture_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = 4096;
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CUkernel k_axpy;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  float *in = malloc(n * sizeof(float)), *res = calloc(n, sizeof(float));
+  if (!in || !res) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) in[i] = (float)(i % 7);
+  CUdeviceptr y; /* 2 MiB (one page of the fake's granularity), so the graph memory has pages of its own */
+  CK(cu->MemAlloc(&y, 2u << 20), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(y, res, n * sizeof(float)), "cuMemcpyHtoD");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CUgraph g;
+  CUdeviceptr t;
+  float a = 0.5f;
+  CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture");
+  CK(cu->MemAllocAsync(&t, n * sizeof(float), s), "cuMemAllocAsync");
+  CK(cu->MemcpyHtoDAsync(t, in, n * sizeof(float), s), "cuMemcpyHtoDAsync");
+  void *params[] = {&a, &t, &y, (void *)&n};
+  CK(cu->LaunchKernel((CUfunction)k_axpy, (n + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0, s, params, NULL),
+     "cuLaunchKernel");
+  CK(cu->MemcpyDtoHAsync(res, y, n * sizeof(float), s), "cuMemcpyDtoHAsync");
+  CK(cu->LaunchHostFunc(s, reset_first, res), "cuLaunchHostFunc");
+  CK(cu->MemFreeAsync(t, s), "cuMemFreeAsync");
+  CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < n; i++) in[i] = (float)((i + 3 * r) % 13);
+    CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+    CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+    outf(out, "graph_capture launch=%d sum=%.6f fnv=%016llx", r, fsum(res, n), fnv1a(res, n * sizeof(float)));
+  }
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+
+  /* the same built node by node, with memory alloc and free nodes */
+  CUgraph g2;
+  CUgraphNode n_alloc, n_h2d, n_axpy, n_d2h, n_free;
+  CK(cu->GraphCreate(&g2, 0), "cuGraphCreate");
+  unsigned char ap[120]; /* CUDA_MEM_ALLOC_NODE_PARAMS: pool properties, access, bytesize, dptr */
+  memset(ap, 0, sizeof ap);
+  ap[0] = 1;  /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  ap[8] = 1;  /* CU_MEM_LOCATION_TYPE_DEVICE, id 0 */
+  size_t bytes = n * sizeof(float);
+  memcpy(ap + 104, &bytes, 8);
+  CK(cu->GraphAddMemAllocNode(&n_alloc, g2, NULL, 0, ap), "cuGraphAddMemAllocNode");
+  CUdeviceptr t2;
+  memcpy(&t2, ap + 112, 8);
+  CUcontext cur;
+  CK(cu->CtxGetCurrent(&cur), "cuCtxGetCurrent");
+  CUDA_MEMCPY3D cp;
+  linear_copy(&cp, in, 0, NULL, t2, bytes);
+  CK(cu->GraphAddMemcpyNode(&n_h2d, g2, &n_alloc, 1, &cp, cur), "cuGraphAddMemcpyNode");
+  void *p2[] = {&a, &t2, &y, (void *)&n};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  kernel_node(&kp, k_axpy, (n + BLOCK - 1) / BLOCK, p2);
+  CK(cu->GraphAddKernelNode(&n_axpy, g2, &n_h2d, 1, &kp), "cuGraphAddKernelNode");
+  linear_copy(&cp, NULL, y, res, 0, bytes);
+  CK(cu->GraphAddMemcpyNode(&n_d2h, g2, &n_axpy, 1, &cp, cur), "cuGraphAddMemcpyNode");
+  CK(cu->GraphAddMemFreeNode(&n_free, g2, &n_d2h, 1, t2), "cuGraphAddMemFreeNode");
+  CK(cu->GraphInstantiateWithFlags(&e, g2, 0), "cuGraphInstantiateWithFlags");
+  for (int i = 0; i < n; i++) in[i] = (float)(i % 5);
+  CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  outf(out, "graph_capture nodes sum=%.6f fnv=%016llx", fsum(res, n), fnv1a(res, n * sizeof(float)));
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g2), "cuGraphDestroy");
+  CK(cu->MemFree(y), "cuMemFree");
+  free(in);
+  free(res);
 }
 
 /* The `graph_nodes` mode: a graph built node by node — an H2D memcpy node from a host buffer

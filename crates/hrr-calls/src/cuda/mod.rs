@@ -90,9 +90,18 @@ pub mod ffi {
         pub const WAIT_EVENT: i32 = 6;
         /// `CU_GRAPH_NODE_TYPE_EVENT_RECORD`.
         pub const EVENT_RECORD: i32 = 7;
+        /// `CU_GRAPH_NODE_TYPE_MEM_ALLOC`: its `GraphNode` carries `dptr` and `bytesize` as two
+        /// little-endian `u64`s in `args`.
+        pub const MEM_ALLOC: i32 = 10;
+        /// `CU_GRAPH_NODE_TYPE_MEM_FREE`: its `GraphNode` carries `dptr` in `args`.
+        pub const MEM_FREE: i32 = 11;
         /// `CU_GRAPH_NODE_TYPE_CONDITIONAL`.
         pub const CONDITIONAL: i32 = 13;
     }
+
+    /// Byte offset of `bytesize` in `CUDA_MEM_ALLOC_NODE_PARAMS` (after the 88-byte
+    /// `CUmemPoolProps`, the access descriptor pointer and their count); `dptr` follows it.
+    pub const MEM_ALLOC_BYTESIZE_AT: usize = 104;
 
     /// One side of a `CUDA_MEMCPY3D`, read from its bytes.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

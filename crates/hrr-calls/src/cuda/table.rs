@@ -183,6 +183,10 @@ macro_rules! cuda_calls {
             // out); capture records it from the host function it enqueues behind an async D2H
             // copy (`cuMemcpyDtoHAsync`, `cuMemcpyAsync` to host), when the copy has completed.
             MemcpyResult [hrrMemcpyResult] (copy: u64, dst: u64, n: usize, stream: Handle) : CopyResult, D2hResult => memcpy_result;
+            // Graph memory nodes (graphMemoryNodes): the allocation's address and size in
+            // `GraphNode.args` (node_type::MEM_ALLOC / MEM_FREE).
+            GraphAddMemAllocNode [cuGraphAddMemAllocNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_mem_alloc_node;
+            GraphAddMemFreeNode [cuGraphAddMemFreeNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, dptr: u64) : GraphNode, Graph, ordered => graph_add_mem_free_node;
         }
     };
 }

@@ -233,17 +233,29 @@ pub fn launch_gate(l: &Launch, filter: Option<&str>) -> std::result::Result<(), 
     Ok(())
 }
 
-/// Translate the 8-byte arguments of a launch that point into ranges that moved (pointers
-/// stored in device memory cannot be).
+/// Translate the pointer arguments of a launch that point into ranges that moved: 8-byte
+/// arguments, and every 8-byte-aligned word of a larger (struct) argument whose value lies in
+/// a moved range (libraries such as cuBLAS pass their pointers inside one parameter struct;
+/// such a value is a pointer into a live allocation, not a plausible integer). Pointers stored
+/// in device memory cannot be translated.
 pub fn translate_pointer_args(args: &mut [u8], offsets: &[u64], sizes: &[u64], mem: &Placement) {
     if !mem.any_moved() {
         return;
     }
     for (o, s) in offsets.iter().zip(sizes) {
-        let o = *o as usize;
-        if *s == 8 && o + 8 <= args.len() {
-            let v = u64::from_le_bytes(args[o..o + 8].try_into().expect("8 bytes"));
-            args[o..o + 8].copy_from_slice(&mem.translate(v).to_le_bytes());
+        let (o, s) = (*o as usize, *s as usize);
+        let Some(arg) = args.get_mut(o..o.saturating_add(s)) else {
+            continue;
+        };
+        if s < 8 {
+            continue;
+        }
+        for word in arg.chunks_exact_mut(8) {
+            let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            let t = mem.translate(v);
+            if t != v {
+                word.copy_from_slice(&t.to_le_bytes());
+            }
         }
     }
 }

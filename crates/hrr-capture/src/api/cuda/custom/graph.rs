@@ -18,7 +18,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use hrr_calls::cuda::ffi::{
     copy_side, node_type, set_copy_side, CUresult, Handle, InstantiateParams, CUDA_ERROR_NOT_FOUND,
     EDGE_DATA_BYTES, MEMCPY3D_BYTES, MEMORYTYPE_DEVICE, MEMORYTYPE_HOST, MEMORYTYPE_UNIFIED,
-    MEMSET_NODE_BYTES,
+    MEMSET_NODE_BYTES, MEM_ALLOC_BYTESIZE_AT,
 };
 use hrr_calls::shapes::*;
 
@@ -327,6 +327,22 @@ unsafe fn fill_host(rc: &mut Recorder, n: &mut GraphNode, p: *const u8, call: &s
     }
 }
 
+/// A memory alloc node's `CUDA_MEM_ALLOC_NODE_PARAMS` at `p` (its `dptr` set by the driver).
+unsafe fn fill_mem_alloc(n: &mut GraphNode, p: *const u8) {
+    n.node_type = node_type::MEM_ALLOC;
+    if !p.is_null() {
+        let at = MEM_ALLOC_BYTESIZE_AT;
+        let (bytesize, dptr) = (word_at(p, at), word_at(p, at + 8));
+        n.args = [dptr.to_le_bytes(), bytesize.to_le_bytes()].concat();
+    }
+}
+
+/// A memory free node of `dptr`.
+fn fill_mem_free(n: &mut GraphNode, dptr: u64) {
+    n.node_type = node_type::MEM_FREE;
+    n.args = dptr.to_le_bytes().to_vec();
+}
+
 /// A child-graph node of `child`: the child's host regions.
 fn fill_child(n: &mut GraphNode, child: Handle) -> Vec<HostRegion> {
     n.node_type = node_type::GRAPH;
@@ -368,6 +384,14 @@ unsafe fn fill_generic(
             Vec::new()
         }
         node_type::EMPTY => Vec::new(),
+        node_type::MEM_ALLOC => {
+            fill_mem_alloc(n, u);
+            Vec::new()
+        }
+        node_type::MEM_FREE => {
+            fill_mem_free(n, word_at(u, 0));
+            Vec::new()
+        }
         node_type::CONDITIONAL => {
             rc.note_unreplayable(call, CONDITIONAL);
             Vec::new()
@@ -578,6 +602,40 @@ pub unsafe fn launch_host_func(
         }
         _ => crate::hook::common::launch_host_func(h, s, func, data, call),
     }
+}
+
+pub unsafe fn graph_add_mem_alloc_node(
+    h: Export,
+    node: *mut Handle,
+    g: Handle,
+    deps: *const Handle,
+    n: usize,
+    p: *mut u8,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
+        fill_mem_alloc(nd, p);
+        Vec::new()
+    });
+    r
+}
+
+pub unsafe fn graph_add_mem_free_node(
+    h: Export,
+    node: *mut Handle,
+    g: Handle,
+    deps: *const Handle,
+    n: usize,
+    dptr: u64,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
+        fill_mem_free(nd, dptr);
+        Vec::new()
+    });
+    r
 }
 
 pub unsafe fn graph_add_empty_node(

@@ -1,7 +1,8 @@
 //! CUDA graphs. Built by stream capture, they are rebuilt the same way: capture begins on the
 //! mapped stream, the recorded operations are reissued on it (so the driver captures them into a
 //! new graph). Built node by node (`cuGraphCreate`, `cuGraphAdd*Node`), they are rebuilt node by
-//! node with remapped handles (functions, events, child graphs; device pointers through
+//! node with remapped handles (functions, events, child graphs; memory alloc and free nodes as
+//! empty nodes, their memory placed at its recorded address and kept; device pointers through
 //! placement, kernel arguments as launches translate them) and the same dependencies, and their
 //! parameter updates (`cuGraph*NodeSetParams`, `cuGraphExec*NodeSetParams`, `cuGraphExecUpdate`)
 //! are reissued. Graphs and their instantiations are mapped by recorded handle and every
@@ -459,6 +460,25 @@ impl Cuda {
                 }
             }
             (node_type::EMPTY, NodeCall::Add) => {
+                cu!(api, cuGraphAddEmptyNode(&mut new, graph, dp, dn))?
+            }
+            // Graph memory: placed at its recorded address now and kept (as stream-ordered
+            // allocations inside a capture are); the nodes stand in as empty ones.
+            (node_type::MEM_ALLOC, NodeCall::Add) => {
+                let word = |i: usize| {
+                    s.args
+                        .get(i * 8..i * 8 + 8)
+                        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+                };
+                let (Some(dptr), Some(bytesize)) = (word(0), word(1)) else {
+                    return Ok(Err("memory alloc node recorded without its address".into()));
+                };
+                if self.graph_mem.insert(dptr) {
+                    self.mem.alloc(&self.api, dptr, bytesize)?;
+                }
+                cu!(self.api, cuGraphAddEmptyNode(&mut new, graph, dp, dn))?
+            }
+            (node_type::MEM_FREE, NodeCall::Add) => {
                 cu!(api, cuGraphAddEmptyNode(&mut new, graph, dp, dn))?
             }
             (node_type::EVENT_RECORD | node_type::WAIT_EVENT, NodeCall::Add) => {

@@ -319,7 +319,9 @@ impl Backend for Cuda {
             | Op::GraphAddEventWaitNode
             | Op::GraphAddChildGraphNode
             | Op::GraphAddNode
-            | Op::GraphAddNodeV2 => self.graph_node(ev, NodeCall::Add, filter),
+            | Op::GraphAddNodeV2
+            | Op::GraphAddMemAllocNode
+            | Op::GraphAddMemFreeNode => self.graph_node(ev, NodeCall::Add, filter),
             Op::GraphKernelNodeSetParams
             | Op::GraphMemcpyNodeSetParams
             | Op::GraphMemsetNodeSetParams
