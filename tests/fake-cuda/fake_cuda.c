@@ -1863,7 +1863,7 @@ static CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccess
 /* Code: images, modules, libraries, functions, kernels                     */
 /* ------------------------------------------------------------------------ */
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY, K_AXPY_PARAMS };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY, K_AXPY_PARAMS, K_NOOP };
 
 struct fc_param { unsigned off, size; };
 
@@ -1888,6 +1888,7 @@ static const struct builtin {
   /* axpy_params(struct {float a; int n; float *x, *y;}): axpy with its pointers inside one
    * by-value struct, as cuBLAS passes its parameters */
   {"axpy_params", K_AXPY_PARAMS, 1, {{0, 24}}},
+  {"hrr_noise", K_NOOP, 1, {{0, 8}}}, /* hrr-playback's own noise kernel (--perturb): spins, here nothing */
 };
 
 #define FATTR_N 16
@@ -2828,6 +2829,8 @@ static CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned 
     for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
     return E_SUCCESS;
   }
+  case K_NOOP:
+    return E_SUCCESS;
   case K_AXPY_PARAMS: {
     float a = RD(float, 0);
     unsigned long long n = count_of(RD(int32_t, 4), threads);

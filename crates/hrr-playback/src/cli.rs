@@ -166,6 +166,11 @@ pub struct ReplayOptions {
     )]
     pub dump_seqs: Vec<u64>,
 
+    /// Internal (the second replay of a recheck): a short noise kernel before each launch, so
+    /// scheduling differs from the first replay.
+    #[arg(long, hide = true)]
+    pub perturb: bool,
+
     /// Extracting one launch into a small archive, and replacing kernels.
     #[command(flatten)]
     pub extract: ExtractArgs,
@@ -227,6 +232,7 @@ impl ReplayOptions {
             timing: self.timing,
             no_recheck: self.no_recheck,
             dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
+            perturb: self.perturb,
             extract: self.extract.request(),
             replace_kernels: self.extract.replace_kernel.clone(),
         }

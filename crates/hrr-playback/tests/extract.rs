@@ -305,7 +305,16 @@ fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts
             .as_u64()
             .unwrap()
     };
-    let (a, b) = (seq("cuStreamBeginCapture_v2"), seq("cuGraphLaunch") + 2);
+    // the three launches of the captured graph (each after the host bytes it reads)
+    let third = events
+        .iter()
+        .filter(|e| e["name"] == "cuGraphLaunch")
+        .nth(2)
+        .unwrap();
+    let (a, b) = (
+        seq("cuStreamBeginCapture_v2"),
+        third["seq"].as_u64().unwrap(),
+    );
     let x = extract(&arch, &format!("{a}..{b}"), &out, &[]);
     assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
     let (code, out, err) = fake().replay(&out, &[]);

@@ -343,6 +343,18 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
     assert_eq!(code, 0, "{out}{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["perturbation"], serde_json::Value::Null, "{v}");
+
+    // The recheck's second replay, as the recheck runs it: a noise kernel before each launch.
+    let (_, out, err) = replay(&dir, &["--json", "--perturb", "--no-recheck"], &env);
+    let p: serde_json::Value = serde_json::from_str(out.trim()).expect(&err);
+    let launches = v["kernels_launched"].as_u64().unwrap();
+    assert!(launches > 0, "{v}");
+    assert_eq!(
+        p["perturbation"],
+        format!("{launches} noise kernel launches"),
+        "{p}"
+    );
     assert_eq!(v["d2h_checks"]["nondeterministic"], 1, "{v}");
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
     let nd = &v["nondeterministic"][0];

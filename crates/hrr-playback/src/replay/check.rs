@@ -109,11 +109,13 @@ impl Checks {
     }
 
     /// A comparison that failed (`got` against `want`, `call` at event `seq`), judged again with
-    /// a second replay's bytes `again`: when every byte that differs from the recording also
-    /// differs between the two replays, and the bytes stable across them match it (within
-    /// `tol`), the failure is the program's own nondeterminism: it leaves `fail` (and the
-    /// mismatch list) for `nondeterministic`, and the differing bytes are returned. `None`: a
-    /// divergence, it stays a failure.
+    /// a second replay's bytes `again`, in aligned 4-byte words (the size of the values most
+    /// results hold: a value whose low byte differs between replays is nondeterministic as a
+    /// whole, though its high bytes may happen to agree): when every word that differs from the
+    /// recording also differs between the two replays, and the words stable across them match
+    /// it (within `tol`), the failure is the program's own nondeterminism: it leaves `fail` (and
+    /// the mismatch list) for `nondeterministic`, and the differing bytes are returned. `None`:
+    /// a divergence, it stays a failure.
     pub fn settle(
         &mut self,
         (seq, call): (u64, &str),
@@ -129,7 +131,9 @@ impl Checks {
         let first = *unstable.first()?;
         let mut stable = got.to_vec();
         for &i in &unstable {
-            stable[i] = want[i];
+            let w = i / WORD * WORD;
+            let end = (w + WORD).min(got.len());
+            stable[w..end].copy_from_slice(&want[w..end]);
         }
         if Checks::default().compare(seq, call, &stable, Some(want), tol) {
             return None;
@@ -149,6 +153,9 @@ impl Checks {
         })
     }
 }
+
+/// The unit in which [`Checks::settle`] judges bytes that differ between replays.
+const WORD: usize = 4;
 
 /// A D2H result part of which differs from one replay to the next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,6 +238,18 @@ mod tests {
         assert!(c
             .settle((7, "d2h"), &got, &[0, 2, 3, 4, 8, 8, 8, 8], &want, exact)
             .is_none());
+        // A value's high bytes equal in both replays, its low byte not: the value (an aligned
+        // 4-byte word) is nondeterministic as a whole.
+        let mut c = Checks::default();
+        let got = [1u8, 2, 3, 4, 9, 9, 7, 7];
+        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
+        let n = c
+            .settle((7, "d2h"), &got, &[1, 2, 3, 4, 8, 9, 7, 7], &want, exact)
+            .expect("nondeterministic");
+        assert_eq!((n.differing, n.first_offset), (1, 4));
+        let mut c = Checks::default();
+        let got = [0u8, 2, 3, 4, 9, 9, 9, 9];
+        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
         // Both replays alike: a divergence too.
         assert!(c.settle((7, "d2h"), &got, &got, &want, exact).is_none());
         assert_eq!((c.fail, c.nondeterministic, c.mismatches.len()), (1, 0, 1));

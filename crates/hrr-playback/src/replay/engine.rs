@@ -332,6 +332,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     report.execute_ms = exec_start.elapsed().as_secs_f64() * 1e3;
     report.replaced_kernels = super::replace::tally(&replaced, &*backend);
     report.timing = backend.timings();
+    report.perturbation = backend.perturbation();
     if stop.is_none() && report.checks.fail > 0 && !opts.no_recheck && opts.dump_d2h.is_none() {
         if human {
             writeln!(

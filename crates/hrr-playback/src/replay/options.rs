@@ -45,6 +45,9 @@ pub struct Options {
     /// The second replay of a recheck (`super::recheck`): write the D2H results of these
     /// events into this folder.
     pub dump_d2h: Option<(PathBuf, Vec<u64>)>,
+    /// The second replay of a recheck: launch a short kernel of replay's own before each
+    /// launch, so scheduling differs from the first replay (CUDA; `backend/cuda/noise.rs`).
+    pub perturb: bool,
 }
 
 impl Default for Options {
@@ -68,6 +71,7 @@ impl Default for Options {
             timing: false,
             no_recheck: false,
             dump_d2h: None,
+            perturb: false,
         }
     }
 }

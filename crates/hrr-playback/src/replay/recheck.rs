@@ -3,7 +3,9 @@
 //! such bytes differ from the recording at replay, yet prove nothing. So when D2H checks fail,
 //! the archive is replayed a second time in a fresh `hrr-playback` (`super::fault::rerun_command`
 //! with the hidden `--dump-d2h DIR --dump-seqs …`, which writes the D2H results of those events
-//! into DIR), and each failed result is judged again ([`super::check::Checks::settle`]): bytes
+//! into DIR, and `--perturb`, which makes its scheduling differ from the first replay's: a
+//! program whose results depend on scheduling may repeat them exactly in two undisturbed
+//! replays, yet differ from its recorded run), and each failed result is judged again ([`super::check::Checks::settle`]): bytes
 //! that differ between the two replays are the program's own nondeterminism (a `PASS` that
 //! says so; `MISMATCH` with `--strict`), bytes stable across them but differing from the
 //! recording stay a `MISMATCH`.
@@ -92,7 +94,8 @@ pub fn recheck(
     seqs.dedup();
     let list: Vec<String> = seqs.iter().map(u64::to_string).collect();
     let mut c = rerun_command(archive, opts)?;
-    c.arg("--dump-d2h")
+    c.arg("--perturb")
+        .arg("--dump-d2h")
         .arg(tmp.path())
         .arg("--dump-seqs")
         .arg(list.join(","));

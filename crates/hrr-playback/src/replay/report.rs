@@ -91,6 +91,8 @@ pub struct Summary {
     pub replaced_kernels: Vec<(String, String, u64)>,
     /// `--timing`: GPU time by kernel (and graph), largest total first.
     pub timing: Vec<crate::replay::timing::KernelTiming>,
+    /// `--perturb` (a recheck's second replay): what perturbed it.
+    pub perturbation: Option<String>,
 }
 
 impl Summary {
@@ -425,6 +427,9 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         s.execute_ms
     )?;
     writeln!(w, "[HRR] {:<16}: {}", "Threads used", s.threads_used)?;
+    if let Some(p) = &s.perturbation {
+        writeln!(w, "[HRR] {:<16}: {p}", "Perturbation")?;
+    }
     writeln!(
         w,
         "[HRR] {:<16}: {}",
@@ -510,6 +515,7 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `last_launch` | object or null | on a hang, the last kernel launched (same fields as `fault_site`) |
 /// | `timing` | array of objects | `--timing`: kernels (and `graph 0x…` launches) by total GPU time: `kernel` (demangled), `launches`, `total_ms`, `mean_ms`, `min_ms`, `max_ms`; empty without `--timing` |
 /// | `replaced_kernels` | array of objects | `--replace-kernel`: `kernel` (demangled), `path`, `launches` (integer: launches that used the replacement) |
+/// | `perturbation` | string or null | only in a recheck's second replay (hidden `--perturb`): the noise kernels launched, or why none could be |
 /// The `timing` key: one object a kernel (or graph).
 fn timing_json(timing: &[crate::replay::timing::KernelTiming]) -> serde_json::Value {
     timing
@@ -554,6 +560,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "fault_site": s.fault_site, "last_launch": s.last_launch,
         "replaced_kernels": s.replaced_kernels.iter().map(|(k, p, n)| serde_json::json!({"kernel": k, "path": p, "launches": n})).collect::<Vec<_>>(),
         "timing": timing_json(&s.timing),
+        "perturbation": s.perturbation,
     });
     writeln!(w, "{v}")
 }

@@ -206,6 +206,11 @@ pub trait Backend {
     fn replaced_launches(&self) -> Vec<(String, u64)> {
         Vec::new()
     }
+    /// `--perturb`: what perturbed this replay (noise kernels launched, or why none could be);
+    /// `None` without `--perturb` or where the backend has none (HIP for now).
+    fn perturbation(&self) -> Option<String> {
+        None
+    }
     /// `--timing`: GPU time of the launches, by kernel, largest total first (empty where the
     /// backend does not time launches: HIP for now).
     fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {

@@ -170,9 +170,11 @@ impl Cuda {
             )));
         };
         let stream = self.stream(ev, s.stream)?;
-        let timed = self
-            .timer
-            .start(&self.api, stream, self.capturing(stream))?;
+        let capturing = self.capturing(stream);
+        if let Some(Ok(n)) = self.noise.as_mut().filter(|_| !capturing) {
+            n.before_launch(&self.api)?;
+        }
+        let timed = self.timer.start(&self.api, stream, capturing)?;
         cu!(self.api, cuGraphLaunch(exec, stream))?;
         self.timer
             .stop(&self.api, stream, timed, &format!("graph 0x{rec:x}"))?;

@@ -2,7 +2,7 @@
 //! ranges moved, texture/surface object values substituted where replay's differ) passed as
 //! `extra`, through `cuLaunchKernel`, `cuLaunchKernelEx` (launch attributes) or
 //! `cuLaunchCooperativeKernel` (argument pointers); a wait after it with
-//! `--sync-after-launch` or a watchdog.
+//! `--sync-after-launch` or a watchdog; with `--perturb`, after a noise kernel (`noise.rs`).
 
 use std::ffi::c_void;
 
@@ -46,9 +46,15 @@ impl Cuda {
             &mut size as *mut usize as *mut c_void,
             std::ptr::null_mut(),
         ];
-        let timed = self
-            .timer
-            .start(&self.api, stream, self.api.is_capturing(stream))?;
+        let capturing = self.api.is_capturing(stream);
+        if let Some(Ok(n)) = self
+            .noise
+            .as_mut()
+            .filter(|_| l.cooperative == 0 && !capturing)
+        {
+            n.before_launch(&self.api)?;
+        }
+        let timed = self.timer.start(&self.api, stream, capturing)?;
         let attrs = &l.attrs;
         let api = &self.api;
         let result = if l.cooperative != 0 {

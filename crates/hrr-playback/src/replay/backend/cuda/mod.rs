@@ -33,6 +33,7 @@ mod graphs;
 mod hostmem;
 mod launch;
 mod memory;
+mod noise;
 mod open;
 mod pools;
 mod streams;
@@ -89,6 +90,9 @@ pub struct Cuda {
     host: hostmem::HostRegions,
     /// Stream-ordered frees not released yet.
     deferred: Deferred,
+    /// `--perturb`: the noise kernel launched before each launch, or why it could not be
+    /// loaded.
+    noise: Option<std::result::Result<noise::Noise, String>>,
     /// Graph memory: recorded addresses of allocations made inside stream captures.
     graph_mem: std::collections::HashSet<u64>,
     /// `--replace-kernel`: recorded (mangled) kernel name → replacement function, launches.
@@ -364,6 +368,13 @@ impl Backend for Cuda {
 
     fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {
         self.timer.sums().by_total()
+    }
+
+    fn perturbation(&self) -> Option<String> {
+        Some(match self.noise.as_ref()? {
+            Ok(n) => format!("{} noise kernel launches", n.launched),
+            Err(why) => format!("none: the noise kernel could not be loaded: {why}"),
+        })
     }
 
     fn placement(&self) -> Tally {

@@ -49,6 +49,9 @@ impl Cuda {
             gran = 2 << 20;
         }
         let placement = (!opts.no_placement).then_some(prop);
+        let noise = opts
+            .perturb
+            .then(|| super::noise::Noise::new(&api, dev).map_err(|e| format!("{e:#}")));
         let mut cuda = Cuda {
             mem: Placement::new(POLICY, dev, placement, gran as u64),
             api,
@@ -71,6 +74,7 @@ impl Cuda {
             host: Default::default(),
             deferred: Default::default(),
             graph_mem: Default::default(),
+            noise,
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)

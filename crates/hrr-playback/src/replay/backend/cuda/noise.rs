@@ -1,0 +1,126 @@
+//! `--perturb` (set for the second replay of a recheck, `replay::recheck`): before each kernel
+//! and graph launch, replay launches a short kernel of its own that spins on part of the GPU, on
+//! a non-blocking stream of its own, with a pseudo-random number of blocks, block size and spin
+//! time (at most about 20 µs). The program's blocks are then scheduled onto the SMs in another
+//! order and at other times than in the first replay, so results that depend on scheduling (the
+//! order of atomic updates, clock values) differ between the two replays and are told apart as
+//! the program's own nondeterminism, while results that do not depend on it are unaffected.
+//! Cooperative launches (which need their blocks co-resident) and launches inside a stream
+//! capture get no noise. Where the kernel cannot be loaded (a driver without a PTX compiler),
+//! the second replay runs unperturbed.
+
+use std::ffi::{c_int, c_void};
+
+use anyhow::Result;
+
+use super::driver::{cu, Api, H};
+
+/// The spinning kernel: `hrr_noise(u64 cycles)` waits until `cycles` SM clock cycles passed.
+const PTX: &[u8] = b"
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry hrr_noise(
+\t.param .u64 hrr_noise_param_0
+)
+{
+\t.reg .pred %p<2>;
+\t.reg .b64 %rd<5>;
+\tld.param.u64 %rd1, [hrr_noise_param_0];
+\tmov.u64 %rd2, %clock64;
+$L_spin:
+\tmov.u64 %rd3, %clock64;
+\tsub.s64 %rd4, %rd3, %rd2;
+\tsetp.lt.u64 %p1, %rd4, %rd1;
+\t@%p1 bra $L_spin;
+\tret;
+}
+\0";
+
+/// The most cycles one noise kernel spins (about 20 µs at 2 GHz).
+const MAX_CYCLES: u64 = 40_000;
+
+/// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
+const MULTIPROCESSOR_COUNT: c_int = 16;
+/// `CU_STREAM_NON_BLOCKING`.
+const STREAM_NON_BLOCKING: u32 = 1;
+
+/// The loaded noise kernel, its stream and the pseudo-random state.
+pub struct Noise {
+    func: H,
+    stream: H,
+    sms: u32,
+    state: u64,
+    /// Noise kernels launched.
+    pub launched: u64,
+}
+
+impl Noise {
+    /// Load the kernel on device `dev` (`Err`: why the driver could not).
+    pub fn new(api: &Api, dev: c_int) -> Result<Noise> {
+        Self::load(api, dev)
+    }
+
+    fn load(api: &Api, dev: c_int) -> Result<Noise> {
+        let mut module: H = std::ptr::null_mut();
+        cu!(
+            api,
+            cuModuleLoadData(&mut module, PTX.as_ptr() as *const c_void)
+        )?;
+        let mut func: H = std::ptr::null_mut();
+        cu!(
+            api,
+            cuModuleGetFunction(&mut func, module, c"hrr_noise".as_ptr())
+        )?;
+        let mut stream: H = std::ptr::null_mut();
+        cu!(api, cuStreamCreate(&mut stream, STREAM_NON_BLOCKING))?;
+        let mut sms: c_int = 0;
+        cu!(
+            api,
+            cuDeviceGetAttribute(&mut sms, MULTIPROCESSOR_COUNT, dev)
+        )?;
+        Ok(Noise {
+            func,
+            stream,
+            sms: sms.max(1) as u32,
+            state: 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()),
+            launched: 0,
+        })
+    }
+
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Launch one noise kernel (before a launch of the program's).
+    pub fn before_launch(&mut self, api: &Api) -> Result<()> {
+        let r = self.next();
+        let blocks = 1 + (r % u64::from(2 * self.sms)) as u32;
+        let threads = 32u32 << ((r >> 16) % 4);
+        let mut cycles = (r >> 24) % MAX_CYCLES;
+        let mut params = [&mut cycles as *mut u64 as *mut c_void];
+        cu!(
+            api,
+            cuLaunchKernel(
+                self.func,
+                blocks,
+                1,
+                1,
+                threads,
+                1,
+                1,
+                0,
+                self.stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut()
+            )
+        )?;
+        self.launched += 1;
+        Ok(())
+    }
+}
