@@ -4,7 +4,7 @@
 //! fingerprint on every run, which is what `--allow` needs.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -90,15 +90,24 @@ impl FingerprintKey {
                         .create(dir)
                         .with_context(|| format!("creating {}", dir.display()))?;
                 }
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(path)
-                    .with_context(|| format!("creating {}", path.display()))?;
-                writeln!(f, "{}", hrr_archive::schema::hex(&key.key))
+                // Written whole under a temporary name, then linked into place only if no
+                // key is there yet: two first runs at once agree on one key.
+                let dir = path.parent().unwrap_or(Path::new("."));
+                let mut tmp = tempfile::Builder::new()
+                    .prefix(".fingerprint-")
+                    .tempfile_in(dir)
+                    .with_context(|| format!("creating a key file in {}", dir.display()))?;
+                writeln!(tmp, "{}", hrr_archive::schema::hex(&key.key))
                     .with_context(|| format!("writing {}", path.display()))?;
+                match tmp.persist_noclobber(path) {
+                    Ok(_) => {}
+                    Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                        return Self::load_or_create(path); // another run made it first
+                    }
+                    Err(e) => {
+                        return Err(e.error).with_context(|| format!("creating {}", path.display()))
+                    }
+                }
                 Ok(key)
             }
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),

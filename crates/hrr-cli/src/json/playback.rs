@@ -473,6 +473,9 @@ pub struct ReplayJson {
     /// `--timing`: kernels (and graph launches) by total GPU time.
     #[serde(default)]
     pub timing: Vec<KernelTimingJson>,
+    /// Only in a recheck's second replay (hidden `--perturb`): what perturbed it.
+    #[serde(default)]
+    pub perturbation: Option<String>,
 }
 
 /// One `timing` entry of the replay summary.

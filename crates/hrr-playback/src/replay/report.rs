@@ -201,7 +201,8 @@ impl Summary {
     /// Why a `PASS` is not a bare one: nothing was compared, or recorded work was skipped.
     fn pass_note(&self) -> Option<String> {
         let c = &self.checks;
-        let compared = c.exact + c.within_tol;
+        // a result judged nondeterministic was compared (the rest of its bytes matched)
+        let compared = c.exact + c.within_tol + c.nondeterministic;
         let mut notes = Vec::new();
         if compared == 0 && c.skipped == 0 {
             notes.push("nothing to compare: the recording copied no result back".to_string());
@@ -729,7 +730,8 @@ mod tests {
         assert_eq!(keys[..3], ["schema", "ok", "archive"]);
         assert_eq!(v["schema"], "hrr.replay/1");
         assert_eq!(v["ok"], true);
-        assert_eq!(keys.last(), Some(&"timing"));
+        assert_eq!(keys.last(), Some(&"perturbation"));
+        assert_eq!(v["perturbation"], serde_json::Value::Null);
         assert_eq!(v["timing"], serde_json::json!([]));
         assert_eq!(v["replaced_kernels"], serde_json::json!([]));
         assert_eq!(v["result"], "PASS");

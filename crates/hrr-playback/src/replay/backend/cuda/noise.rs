@@ -1,5 +1,6 @@
 //! `--perturb` (set for the second replay of a recheck, `replay::recheck`): before each kernel
-//! and graph launch, replay launches a short kernel of its own that spins on part of the GPU, on
+//! and graph launch, replay pauses the host a little (up to 1 ms, 200 ms in all) and launches a
+//! short kernel of its own that spins on part of the GPU, on
 //! a non-blocking stream of its own, with a pseudo-random number of blocks, block size and spin
 //! time (at most about 20 µs). The program's blocks are then scheduled onto the SMs in another
 //! order and at other times than in the first replay, so results that depend on scheduling (the
@@ -10,6 +11,7 @@
 //! the second replay runs unperturbed.
 
 use std::ffi::{c_int, c_void};
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -41,6 +43,12 @@ $L_spin:
 /// The most cycles one noise kernel spins (about 20 µs at 2 GHz).
 const MAX_CYCLES: u64 = 40_000;
 
+/// The longest host pause before one launch, and the most pausing in all (so a replay of many
+/// launches is not slowed much): values the device reads from its clocks depend on when
+/// kernels start, which the device alone does not change between two replays.
+const MAX_PAUSE: Duration = Duration::from_micros(1000);
+const PAUSE_BUDGET: Duration = Duration::from_millis(200);
+
 /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
 const MULTIPROCESSOR_COUNT: c_int = 16;
 /// `CU_STREAM_NON_BLOCKING`.
@@ -52,6 +60,7 @@ pub struct Noise {
     stream: H,
     sms: u32,
     state: u64,
+    paused: Duration,
     /// Noise kernels launched.
     pub launched: u64,
 }
@@ -85,6 +94,7 @@ impl Noise {
             stream,
             sms: sms.max(1) as u32,
             state: 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()),
+            paused: Duration::ZERO,
             launched: 0,
         })
     }
@@ -97,9 +107,15 @@ impl Noise {
         self.state.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    /// Launch one noise kernel (before a launch of the program's).
+    /// Pause the host a little (within [`PAUSE_BUDGET`]) and launch one noise kernel, before a
+    /// launch of the program's.
     pub fn before_launch(&mut self, api: &Api) -> Result<()> {
         let r = self.next();
+        if self.paused < PAUSE_BUDGET {
+            let pause = MAX_PAUSE.mul_f64((r >> 40) as f64 / (1u64 << 24) as f64);
+            std::thread::sleep(pause);
+            self.paused += pause;
+        }
         let blocks = 1 + (r % u64::from(2 * self.sms)) as u32;
         let threads = 32u32 << ((r >> 16) % 4);
         let mut cycles = (r >> 24) % MAX_CYCLES;
