@@ -15,10 +15,15 @@
 #   - asynchronous copies (tests/gpu/async_copies): pinned H2D/D2H bandwidth and the
 #     overlap loop's host iterations, plain and captured alternated REPS times, medians and
 #     the median captured/plain ratio of each figure (goals: overlap >= 0.5, bandwidth >= 0.5).
+#   - replay's execute time (the summary's `execute_ms`: events issued, results compared)
+#     against the program's own launch loop for tiny_launches (goal: <= 0.8); with
+#     HRR_BENCH_BASELINE=DIR (another build's hrr-playback), replays with it alternate and the
+#     median current/baseline ratio is printed.
 # Results go to OUT_DIR/bench.txt (and bench.tsv, raw numbers); logs beside.
 # Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
 #
-# Environment: HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
+# Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp gemm async_copies"),
+# HRR_BENCH_BASELINE, HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
 # HRR_BENCH_STEP_TIMEOUT (300 s per step), HRR_BENCH_KEEP=1 keeps the work
 # directory, PYTHON (python3), NVCC / HRR_GPU_ARCH (see tests/gpu/build.sh).
 set -euo pipefail
@@ -168,14 +173,46 @@ replay_vs() {
     RES[$name.replay_self]=$(median "${s[@]}")
 }
 
+# replay_exec NAME ARCH: replay REPS times (alternating with HRR_BENCH_BASELINE's build when
+# set); RES[NAME.exec] (median execute_ms in s), RES[NAME.exec_base], RES[NAME.exec_vs_base].
+replay_exec() {
+    local name=$1 arch=$2 r e b
+    local d=$OUT/$name target
+    target=$(find "$arch" -mindepth 1 -maxdepth 1 -type d -name 'pid-*' | head -1)
+    local -a ex=() bx=() rx=()
+    exec_s() { "$1/hrr-playback" "$target" --json --no-progress 2>/dev/null |
+        "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["execute_ms"] / 1000 if j["verdict"] == "PASS" else "-")'; }
+    for r in $(seq 1 "$REPS"); do
+        e=$(exec_s "$BIN")
+        ex+=("$e")
+        if [ -n "$BASE" ]; then
+            b=$(exec_s "$BASE")
+            bx+=("$b")
+            rx+=("$(ratio "$e" "$b")")
+        fi
+        [ "$e" = - ] && fail_note "$name: replay $r did not PASS"
+        log "  $name replay $r: execute ${e}s${BASE:+ (baseline ${b}s)}"
+    done
+    RES[$name.exec]=$(median "${ex[@]}")
+    [ -n "$BASE" ] && RES[$name.exec_base]=$(median "${bx[@]}") && RES[$name.exec_vs_base]=$(median "${rx[@]}")
+    return 0
+}
+
+CASES=${HRR_BENCH_CASES:-tiny_launches mlp gemm async_copies}
+BASE=${HRR_BENCH_BASELINE:-}
+case_on() { [[ " $CASES " == *" $1 "* ]]; }
+
 # ---- capture overhead ----
-if [ -x "$B/tiny_launches" ]; then
+if ! case_on tiny_launches; then :
+elif [ -x "$B/tiny_launches" ]; then
     log "== tiny_launches x$REPS ($TINY_COUNT launches)"
     overhead tiny_launches "launches in" TRITON_CACHE_DIR="$WORK/tc" -- "$B/tiny_launches" "$TINY_COUNT"
+    replay_exec tiny_launches "${RES[tiny_launches.archive]}"
 else
     fail_note "tiny_launches did not build"
 fi
-if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+if ! case_on mlp; then :
+elif "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
     log "== mlp x$REPS"
     overhead mlp "steps in" CUBLAS_WORKSPACE_CONFIG=:4096:8 -- "$PY" "$root/tests/gpu/mlp.py"
     replay_vs mlp "${RES[mlp.archive]}"
@@ -184,7 +221,8 @@ else
 fi
 
 # ---- replay vs original: gemm (plain and one capture come from overhead) ----
-if [ -x "$B/gemm" ]; then
+if ! case_on gemm; then :
+elif [ -x "$B/gemm" ]; then
     log "== gemm x$REPS"
     overhead gemm "no-self-time" TRITON_CACHE_DIR="$WORK/tc" -- "$B/gemm"
     replay_vs gemm "${RES[gemm.archive]}"
@@ -235,7 +273,8 @@ figures() {
 }
 
 ASYNC_FIGS=(h2d_same_gbps h2d_distinct_gbps d2h_gbps overlap_iters overlap_ms)
-if [ -x "$B/async_copies" ]; then
+if ! case_on async_copies; then :
+elif [ -x "$B/async_copies" ]; then
     log "== async_copies x$REPS"
     figures async_copies "${ASYNC_FIGS[@]}" -- "$B/async_copies" 5
 else
@@ -259,6 +298,11 @@ v() { echo "${RES[$1]:--}"; }
     for n in gemm mlp; do
         printf '%-15s %10s %10s %8s %12s\n' "$n" "$(v $n.plain)" "$(v $n.replay)" "$(ratio "$(v $n.replay)" "$(v $n.plain)")" "$(v $n.replay_self)"
     done
+    echo
+    echo "replay execute (the summary's execute_ms) vs the program's own launch loop (goal <= 0.8)"
+    printf '%-15s %10s %10s %8s %12s %16s\n' case loop_s execute_s ratio baseline_s current/baseline
+    printf '%-15s %10s %10s %8s %12s %16s\n' tiny_launches "$(v tiny_launches.plain_self)" "$(v tiny_launches.exec)" \
+        "$(ratio "$(v tiny_launches.exec)" "$(v tiny_launches.plain_self)")" "$(v tiny_launches.exec_base)" "$(v tiny_launches.exec_vs_base)"
     echo
     echo "asynchronous copies (tests/gpu/async_copies; figures the program measured; ratio = captured/plain)"
     printf '%-20s %12s %12s %8s\n' figure plain captured ratio

@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use hrr_archive::blobs::find_code_object;
 use hrr_archive::reader::EventReader;
-use hrr_archive::schema::decode_fields;
+use hrr_archive::schema::{decode_fields, CallDef};
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{summary, ObjectId};
 
@@ -31,6 +31,72 @@ use super::options::Options;
 use super::recheck::{self, Failed, Kept};
 use super::report::{self, Summary, Unreproducible};
 use super::verdict::{self, RecordedFailure, Stop, Verdict};
+
+/// Batches of decoded events the reading thread may be ahead of the replaying one.
+const DECODE_AHEAD: usize = 4;
+/// Events a batch.
+const DECODE_BATCH: usize = 1024;
+
+/// A decoded event and its call.
+type Decoded<'s> = (&'s CallDef, Event<'s>);
+
+/// Read and decode the events of `path` (calls of `schema`), in batches into `tx`, until the end,
+/// an error (sent after the events before it) or the receiver hanging up.
+fn decode_ahead<'s>(
+    path: &Path,
+    schema: &'s hrr_archive::schema::Schema,
+    tx: std::sync::mpsc::SyncSender<Result<Vec<Decoded<'s>>>>,
+) {
+    let send_err = |batch: Vec<Decoded<'s>>, e: anyhow::Error| {
+        if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
+            return;
+        }
+        let _ = tx.send(Err(e));
+    };
+    let reader = match EventReader::open(path) {
+        Ok(r) => r,
+        Err(e) => return send_err(Vec::new(), e.into()),
+    };
+    let mut batch = Vec::with_capacity(DECODE_BATCH);
+    for rec in reader {
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => return send_err(batch, e.into()),
+        };
+        let Some(call) = schema.call(rec.header.kind) else {
+            continue;
+        };
+        let fields = match decode_fields(call, &rec.payload) {
+            Ok(f) => f,
+            Err(e) => {
+                let e = anyhow!("event #{} ({}): {e}", rec.header.seq, call.name);
+                return send_err(batch, e);
+            }
+        };
+        let (name, per_thread) = base_name(&call.name);
+        let ev = Event {
+            seq: rec.header.seq,
+            id: rec.header.kind,
+            name,
+            per_thread,
+            fields,
+        };
+        batch.push((call, ev));
+        if batch.len() == DECODE_BATCH
+            && tx
+                .send(Ok(std::mem::replace(
+                    &mut batch,
+                    Vec::with_capacity(DECODE_BATCH),
+                )))
+                .is_err()
+        {
+            return;
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(Ok(batch));
+    }
+}
 
 /// What replay must know before the driver loads.
 pub(super) struct Scan {
@@ -233,94 +299,92 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     let mut last_launch: Option<u64> = None;
     let mut stop: Option<(u64, Stop)> = None;
     let mut kept = Kept::default();
-    'loops: for pass in 0..opts.loop_count {
-        let reader = EventReader::open(&dir.join(EVENTS_FILE))?;
-        let mut n = 0u64;
-        for rec in reader {
-            let rec = rec?;
-            n += 1;
-            let Some(call) = schema.call(rec.header.kind) else {
-                continue;
-            };
-            let fields = decode_fields(call, &rec.payload)
-                .map_err(|e| anyhow!("event #{} ({}): {e}", rec.header.seq, call.name))?;
-            if fields::failed_in_capture(&fields)
-                && scan
-                    .recorded_failure
-                    .as_ref()
-                    .is_none_or(|f| f.seq != rec.header.seq)
-            {
-                continue; // failed during capture: not reissued (but the recorded GPU failure is)
-            }
-            let (name, per_thread) = base_name(&call.name);
-            let ev = Event {
-                seq: rec.header.seq,
-                id: rec.header.kind,
-                name,
-                per_thread,
-                fields,
-            };
-            if opts.verbose {
-                eprintln!("[HRR] #{} {}", ev.seq, call.name);
-            }
-            match backend.replay(&ev, &blobs, opts) {
-                Ok(Outcome::Launched) => {
-                    report.kernels_launched += 1;
-                    last_launch = Some(ev.seq);
-                }
-                Ok(Outcome::GraphLaunched) => report.graphs_launched += 1,
-                Ok(Outcome::Filtered) => report.kernels_filtered += 1,
-                Ok(Outcome::Skipped(why)) => {
-                    report.skipped_total += 1;
-                    if report.skipped_calls.len() < 20 {
-                        report
-                            .skipped_calls
-                            .push(format!("#{} {}: {why}", ev.seq, call.name));
+    for pass in 0..opts.loop_count {
+        // Events are read and decoded ahead, on a thread of their own, while this one issues
+        // them (bounded: a few batches ahead).
+        let stopped = std::thread::scope(|scope| -> Result<bool> {
+            let (tx, rx) = std::sync::mpsc::sync_channel(DECODE_AHEAD);
+            let schema = &schema;
+            let events = &events;
+            scope.spawn(move || decode_ahead(events, schema, tx));
+            let mut n = 0u64;
+            for batch in rx {
+                for (call, ev) in batch? {
+                    n += 1;
+                    if fields::failed_in_capture(&ev.fields)
+                        && scan
+                            .recorded_failure
+                            .as_ref()
+                            .is_none_or(|f| f.seq != ev.seq)
+                    {
+                        continue; // failed during capture: not reissued (but the recorded GPU failure is)
                     }
-                }
-                Ok(Outcome::D2h { got, expected }) => {
-                    recheck::dump(opts, pass, ev.seq, &got)?;
-                    let want = blobs(expected, None)?;
-                    let checks = &mut report.checks;
-                    let ranges = expected.and_then(|id| redacted.get(&id));
-                    let failed = match (want.as_deref(), ranges) {
-                        (Some(want), Some(ranges)) => {
-                            checks.compare_redacted(ev.seq, &call.name, &got, want, ranges, tol)
+                    if opts.verbose {
+                        eprintln!("[HRR] #{} {}", ev.seq, call.name);
+                    }
+                    match backend.replay(&ev, &blobs, opts) {
+                        Ok(Outcome::Launched) => {
+                            report.kernels_launched += 1;
+                            last_launch = Some(ev.seq);
                         }
-                        (want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
-                    };
-                    if let (true, Some(want)) = (failed, want) {
-                        let got = match ranges {
-                            Some(r) => mask(&got, &want, r),
-                            None => got,
-                        };
-                        kept.keep(Failed {
-                            pass,
-                            seq: ev.seq,
-                            call: call.name.clone(),
-                            got,
-                            want,
-                        });
+                        Ok(Outcome::GraphLaunched) => report.graphs_launched += 1,
+                        Ok(Outcome::Filtered) => report.kernels_filtered += 1,
+                        Ok(Outcome::Skipped(why)) => {
+                            report.skipped_total += 1;
+                            if report.skipped_calls.len() < 20 {
+                                report
+                                    .skipped_calls
+                                    .push(format!("#{} {}: {why}", ev.seq, call.name));
+                            }
+                        }
+                        Ok(Outcome::D2h { got, expected }) => {
+                            recheck::dump(opts, pass, ev.seq, &got)?;
+                            let want = blobs(expected, None)?;
+                            let checks = &mut report.checks;
+                            let ranges = expected.and_then(|id| redacted.get(&id));
+                            let failed = match (want.as_deref(), ranges) {
+                                (Some(want), Some(ranges)) => checks
+                                    .compare_redacted(ev.seq, &call.name, &got, want, ranges, tol),
+                                (want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
+                            };
+                            if let (true, Some(want)) = (failed, want) {
+                                let got = match ranges {
+                                    Some(r) => mask(&got, &want, r),
+                                    None => got,
+                                };
+                                kept.keep(Failed {
+                                    pass,
+                                    seq: ev.seq,
+                                    call: call.name.clone(),
+                                    got,
+                                    want,
+                                });
+                            }
+                        }
+                        Ok(Outcome::Done | Outcome::Ignored) => {}
+                        Err(e) => {
+                            report.error = Some(format!("event #{} {}: {e:#}", ev.seq, call.name));
+                            stop = Some((ev.seq, verdict::classify(&e)));
+                            if call.class == hrr_archive::schema::CallClass::Launch {
+                                let n = report.kernels_launched + 1;
+                                report.fault_site =
+                                    fault::site_of(events, schema, ev.seq, n, &scan.ranges)
+                                        .ok()
+                                        .flatten();
+                            }
+                            return Ok(true);
+                        }
+                    }
+                    if progress && last_progress.elapsed().as_secs() >= 2 {
+                        eprintln!("[HRR] progress: {n}/{} events", sum.events);
+                        last_progress = Instant::now();
                     }
                 }
-                Ok(Outcome::Done | Outcome::Ignored) => {}
-                Err(e) => {
-                    report.error = Some(format!("event #{} {}: {e:#}", ev.seq, call.name));
-                    stop = Some((ev.seq, verdict::classify(&e)));
-                    if call.class == hrr_archive::schema::CallClass::Launch {
-                        let n = report.kernels_launched + 1;
-                        report.fault_site =
-                            fault::site_of(&events, &schema, ev.seq, n, &scan.ranges)
-                                .ok()
-                                .flatten();
-                    }
-                    break 'loops;
-                }
             }
-            if progress && last_progress.elapsed().as_secs() >= 2 {
-                eprintln!("[HRR] progress: {n}/{} events", sum.events);
-                last_progress = Instant::now();
-            }
+            Ok(false)
+        })?;
+        if stopped {
+            break;
         }
     }
     if report.error.is_none() {

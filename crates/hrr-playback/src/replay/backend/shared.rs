@@ -172,14 +172,15 @@ impl Waiter {
         kernel: &str,
         seq: u64,
     ) -> Result<Outcome> {
-        let kernel = crate::demangle::demangle(kernel);
+        // (demangled only when a message needs it: a long C++ name costs more than a launch)
+        let name = || crate::demangle::demangle(kernel);
         result
-            .map_err(|e| anyhow::Error::new(e).context(format!("launching kernel `{kernel}`")))?;
+            .map_err(|e| anyhow::Error::new(e).context(format!("launching kernel `{}`", name())))?;
         if captured() {
             return Ok(Outcome::Done); // captured into a graph: runs when the graph is launched
         }
         if self.after_launch() {
-            self.wait(api, stream, &format!("kernel `{kernel}` (event #{seq})"))?;
+            self.wait(api, stream, &format!("kernel `{}` (event #{seq})", name()))?;
         }
         Ok(Outcome::Launched)
     }

@@ -121,6 +121,7 @@ impl Cuda {
             self.api,
             cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED)
         )?;
+        self.captures += 1;
         Ok(Outcome::Done)
     }
 
@@ -128,10 +129,12 @@ impl Cuda {
     pub(super) fn end_capture(&mut self, ev: &Event) -> Result<Outcome> {
         let s: EndCapture = ev.read()?;
         let mut g: H = std::ptr::null_mut();
-        cu!(
+        let r = cu!(
             self.api,
             cuStreamEndCapture(self.stream(ev, s.stream)?, &mut g)
-        )?;
+        );
+        self.captures = self.captures.saturating_sub(1); // ended, even where it failed
+        r?;
         self.graphs.insert(s.graph, g);
         Ok(Outcome::Done)
     }

@@ -46,7 +46,7 @@ impl Cuda {
             &mut size as *mut usize as *mut c_void,
             std::ptr::null_mut(),
         ];
-        let capturing = self.api.is_capturing(stream);
+        let capturing = self.capturing(stream);
         if let Some(Ok(n)) = self
             .noise
             .as_mut()
@@ -100,7 +100,7 @@ impl Cuda {
         if result.is_ok() {
             self.timer.stop(&self.api, stream, timed, &l.kernel)?;
         }
-        let stream = (stream, || self.api.is_capturing(stream));
+        let stream = (stream, || capturing);
         self.waiter
             .launched(&self.api, result, stream, &l.kernel, ev.seq)
     }

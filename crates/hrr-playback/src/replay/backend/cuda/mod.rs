@@ -93,6 +93,8 @@ pub struct Cuda {
     /// `--perturb`: the noise kernel launched before each launch, or why it could not be
     /// loaded.
     noise: Option<std::result::Result<noise::Noise, String>>,
+    /// Stream captures begun and not ended yet (while none is, no stream is capturing).
+    captures: u32,
     /// Graph memory: recorded addresses of allocations made inside stream captures.
     graph_mem: std::collections::HashSet<u64>,
     /// `--replace-kernel`: recorded (mangled) kernel name → replacement function, launches.
@@ -117,7 +119,7 @@ impl Cuda {
         per_thread: bool,
     ) -> Result<Outcome> {
         let st = stream_of(&self.handles, per_thread, stream)?;
-        if self.api.is_capturing(st) {
+        if self.capturing(st) {
             if self.graph_mem.contains(&dptr) {
                 return Ok(Outcome::Done); // the same graph memory again (a later capture)
             }
@@ -191,10 +193,10 @@ impl Backend for Cuda {
                 Ok(Outcome::Done) // graph memory stays
             }
             Op::MemFreeAsync => {
-                let (handles, api) = (&self.handles, &self.api);
+                let (handles, api, captures) = (&self.handles, &self.api, self.captures);
                 memory_calls::free_async(&mut self.mem, api, api, &mut self.deferred, ev, |s| {
                     let st = stream_of(handles, per_thread, s)?;
-                    Ok((st, api.is_capturing(st)))
+                    Ok((st, captures > 0 && api.is_capturing(st)))
                 })
             }
             Op::MemHostAlloc => self.host_alloc(ev, true),

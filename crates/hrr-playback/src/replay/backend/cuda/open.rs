@@ -74,6 +74,7 @@ impl Cuda {
             host: Default::default(),
             deferred: Default::default(),
             graph_mem: Default::default(),
+            captures: 0,
             noise,
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;

@@ -50,8 +50,10 @@ impl Cuda {
 
     /// Is `stream` capturing into a graph now? (Work issued there is recorded, not run: it must
     /// not be waited for, and host buffers it names must outlive the graph.)
+    /// Is `stream` capturing? Asked of the driver only while a capture replay began is under
+    /// way (streams that joined it through an event capture too): no query per launch otherwise.
     pub(super) fn capturing(&self, stream: H) -> bool {
-        self.api.is_capturing(stream)
+        self.captures > 0 && self.api.is_capturing(stream)
     }
 
     /// Wait for `stream`; `what` names the work in errors.

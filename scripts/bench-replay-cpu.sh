@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Replay's own cost per event on the CPU, against the fake driver (tests/fake-cuda), whose calls
+# cost next to nothing: driver_app's workload repeated N rounds (6 launches, copies and a memset
+# per round) is captured once, then replayed REPS times; prints the median `execute_ms` of the
+# replay summary (the timed part: events decoded, reissued, results compared) and µs per event.
+# With BASELINE=DIR (a folder holding another build's hrr-playback), each repetition also
+# replays with that build, alternating, and the median ratio current/baseline is printed: the
+# way to compare a change against the code before it, in the same run.
+#   bash scripts/bench-replay-cpu.sh [ROUNDS=20000] [REPS=5]
+#   BASELINE=/tmp/old-bin bash scripts/bench-replay-cpu.sh 20000 7
+# Needs `cargo build --release --workspace` and a C compiler.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-20000}
+reps=${2:-5}
+bin=${BIN:-target/release}
+base=${BASELINE:-}
+[ -x "$bin/hrr-capture" ] && [ -x "$bin/hrr-playback" ] || {
+    echo "bench-replay-cpu: build first: cargo build --release --workspace" >&2
+    exit 1
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+sh tests/fake-cuda/build.sh "$work/fake"
+export LD_LIBRARY_PATH=$work/fake
+"$bin/hrr-capture" -o "$work/run.hrr" -- "$work/fake/driver_app" loop "$rounds" >/dev/null
+pid=$(ls -d "$work"/run.hrr/pid-*)
+events=$("$bin/hrr-playback" "$pid" --info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+execute_ms() { # BIN_DIR
+    "$1/hrr-playback" "$pid" --runtime "$work/fake/libcuda.so.1" --json --no-progress |
+        python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["verdict"]=="PASS", j["verdict_line"]; print(j["execute_ms"])'
+}
+cur=() old=() ratios=()
+for _ in $(seq "$reps"); do
+    c=$(execute_ms "$bin")
+    cur+=("$c")
+    if [ -n "$base" ]; then
+        o=$(execute_ms "$base")
+        old+=("$o")
+        ratios+=("$(python3 -c "print($c / $o)")")
+        printf 'execute_ms current %9.1f  baseline %9.1f\n' "$c" "$o"
+    else
+        printf 'execute_ms current %9.1f\n' "$c"
+    fi
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+m=$(median "${cur[@]}")
+echo "events $events, median execute $m ms, $(python3 -c "print(round($m * 1000 / $events, 3))") us/event"
+if [ -n "$base" ]; then
+    echo "baseline median execute $(median "${old[@]}") ms; median ratio current/baseline $(median "${ratios[@]}")"
+fi
