@@ -19,6 +19,12 @@ mod repair_cmd;
 mod replay;
 mod version;
 
+/// mimalloc: replay allocates each event's decoded fields on the reading thread and frees them
+/// on the replaying one, which the system allocator serialises (tests/gpu/tiny_launches replay:
+/// see the README's figures).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -58,6 +58,8 @@ fn decode_ahead<'s>(
         Err(e) => return send_err(Vec::new(), e.into()),
     };
     let mut batch = Vec::with_capacity(DECODE_BATCH);
+    // a call's base name, once per record type (not at every event)
+    let mut names: Vec<Option<(&'s str, bool)>> = Vec::new();
     for rec in reader {
         let rec = match rec {
             Ok(r) => r,
@@ -73,7 +75,11 @@ fn decode_ahead<'s>(
                 return send_err(batch, e);
             }
         };
-        let (name, per_thread) = base_name(&call.name);
+        let k = usize::from(rec.header.kind);
+        if names.len() <= k {
+            names.resize(k + 1, None);
+        }
+        let (name, per_thread) = *names[k].get_or_insert_with(|| base_name(&call.name));
         let ev = Event {
             seq: rec.header.seq,
             id: rec.header.kind,
@@ -143,13 +149,24 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     let mut ranges = Vec::new();
     let mut recorded_failure = None;
     let mut unrepro: Vec<Unreproducible> = Vec::new();
+    // What the prescan asks of a record type, answered once per type (not at every event).
+    type PerKind = (Option<&'static str>, Option<Prescan>);
+    let mut per_kind: Vec<Option<PerKind>> = Vec::new();
     for rec in reader.by_ref() {
         let rec = rec?;
         let Some(call) = schema.call(rec.header.kind) else {
             continue;
         };
+        let k = usize::from(rec.header.kind);
+        if per_kind.len() <= k {
+            per_kind.resize(k + 1, None);
+        }
+        let (unreproducible, classified) = *per_kind[k].get_or_insert_with(|| {
+            let classified = family.classify(base_name(&call.name).0);
+            (unreproducible(family, call), classified)
+        });
         let failed = fields::recorded_status(call, &rec.payload).is_some_and(|c| c != 0);
-        if let Some(why) = unreproducible(family, call).filter(|_| !failed) {
+        if let Some(why) = unreproducible.filter(|_| !failed) {
             match unrepro.iter_mut().find(|u| u.call == call.name) {
                 Some(u) => u.count += 1,
                 None => unrepro.push(Unreproducible {
@@ -171,7 +188,7 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
                 });
             }
         }
-        let Some(kind) = family.classify(base_name(&call.name).0) else {
+        let Some(kind) = classified else {
             continue;
         };
         let fields = decode_fields(call, &rec.payload)

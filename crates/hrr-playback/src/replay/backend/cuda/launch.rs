@@ -1,7 +1,7 @@
 //! CUDA kernel launches: the recorded argument buffer (8-byte pointer arguments translated when
-//! ranges moved, texture/surface object values substituted where replay's differ) passed as
-//! `extra`, through `cuLaunchKernel`, `cuLaunchKernelEx` (launch attributes) or
-//! `cuLaunchCooperativeKernel` (argument pointers); a wait after it with
+//! ranges moved, texture/surface object values substituted where replay's differ), through
+//! `cuLaunchKernel` and `cuLaunchCooperativeKernel` as argument pointers into it, or
+//! `cuLaunchKernelEx` (launch attributes) as `extra`; a wait after it with
 //! `--sync-after-launch` or a watchdog; with `--perturb`, after a noise kernel (`noise.rs`).
 
 use std::ffi::c_void;
@@ -85,7 +85,12 @@ impl Cuda {
                 cuLaunchKernelEx(&cfg, func, std::ptr::null_mut(), extra.as_mut_ptr())
             )
         } else {
-            let params = std::ptr::null_mut();
+            // Argument pointers into the buffer, as the program's runtime passes them (the
+            // driver's faster path; `extra` is for calls that were recorded with it).
+            let mut ptrs: Vec<*mut c_void> = offs
+                .iter()
+                .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void)
+                .collect();
             launch_call!(
                 cu,
                 api,
@@ -93,8 +98,8 @@ impl Cuda {
                 func,
                 &l,
                 stream,
-                params,
-                extra.as_mut_ptr()
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut()
             )
         };
         if result.is_ok() {
