@@ -20,16 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-20000}
 reps=${2:-5}
-bin=${BIN:-target/release}
 base=${BASELINE:-}
-[ -x "$bin/hrr-capture" ] && [ -f "$bin/libhrr_capture.so" ] || {
-    echo "bench-capture-cpu: build first: cargo build --release --workspace" >&2
-    exit 1
-}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-sh tests/fake-cuda/build.sh "$work/fake"
-export LD_LIBRARY_PATH=$work/fake
+. scripts/lib/fake-bench.sh
+fake_bench_setup bench-capture-cpu hrr-capture libhrr_capture.so
 now() { date +%s.%N; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 captured() { # BIN_DIR ARCHIVE

@@ -13,16 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-20000}
 reps=${2:-5}
-bin=${BIN:-target/release}
 base=${BASELINE:-}
-[ -x "$bin/hrr-capture" ] && [ -x "$bin/hrr-playback" ] || {
-    echo "bench-replay-cpu: build first: cargo build --release --workspace" >&2
-    exit 1
-}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-sh tests/fake-cuda/build.sh "$work/fake"
-export LD_LIBRARY_PATH=$work/fake
+. scripts/lib/fake-bench.sh
+fake_bench_setup bench-replay-cpu hrr-capture libhrr_capture.so hrr-playback
 "$bin/hrr-capture" -o "$work/run.hrr" -- "$work/fake/driver_app" loop "$rounds" >/dev/null
 pid=$(ls -d "$work"/run.hrr/pid-*)
 events=$("$bin/hrr-playback" "$pid" --info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')

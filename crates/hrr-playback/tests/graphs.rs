@@ -30,22 +30,31 @@ fn blob_path(dir: &Path, ev: &serde_json::Value, field: &str) -> PathBuf {
     dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
 }
 
-/// Capture `app graph_nodes`; returns the temporary folder (kept alive), the pid folder and
-/// its events.
-fn captured(app: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+/// Capture `app MODE`, whose plain run must print `expect` and the same as the captured one;
+/// returns the temporary folder (kept alive), the pid folder and its events.
+fn captured_mode(
+    app: &str,
+    mode: &str,
+    expect: &str,
+) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let mut plain = bounded(fake().join(app));
-    plain.arg("graph_nodes").env("LD_LIBRARY_PATH", fake());
+    plain.arg(mode).env("LD_LIBRARY_PATH", fake());
     let (code, plain, err) = run(plain);
     assert_eq!(code, 0, "{err}");
-    assert!(plain.contains("nodes host_node_runs=3"), "{plain}");
-    let o = capture(&arch, app, &["graph_nodes"]);
+    assert!(plain.contains(expect), "{plain}");
+    let o = capture(&arch, app, &[mode]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
     (tmp, dir, events)
+}
+
+/// Capture `app graph_nodes`.
+fn captured(app: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+    captured_mode(app, "graph_nodes", "nodes host_node_runs=3")
 }
 
 #[test]
@@ -158,18 +167,7 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
 #[test]
 fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
     for app in ["driver_app", "direct_app"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let arch = tmp.path().join("run.hrr");
-        let mut plain = bounded(fake().join(app));
-        plain.arg("graph_capture").env("LD_LIBRARY_PATH", fake());
-        let (code, plain, err) = run(plain);
-        assert_eq!(code, 0, "{err}");
-        assert!(plain.contains("graph_capture launch=2"), "{plain}");
-        let o = capture(&arch, app, &["graph_capture"]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
-        let dir = pid_dirs(&arch).remove(0);
-        let events = events_json(&dir);
+        let (_tmp, dir, events) = captured_mode(app, "graph_capture", "graph_capture launch=2");
         let of = |n: &str| events.iter().filter(|e| e["name"] == n).collect::<Vec<_>>();
         // 3 launches of the captured graph, 1 of the same built node by node with memory nodes
         assert_eq!(of("hrrGraphHostSource").len(), 4, "{app}");

@@ -783,6 +783,24 @@ static void linear_copy(CUDA_MEMCPY3D *p, const void *src_host, CUdeviceptr src_
   p->Height = p->Depth = 1;
 }
 
+/* cuInit, device 0's primary context made current, the fake fatbin loaded as a library (kept
+ * loaded for the process). */
+static CUlibrary setup_library(void) {
+  const struct cu_api *cu = &g_cu;
+  CUdevice dev;
+  CUcontext ctx;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  static unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  static struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
+  CUlibrary lib;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  return lib;
+}
+
 /* Program code changing a D2H result inside the graph, after the copy (as simpleCudaGraphs
  * resets its sum): the bytes the device wrote are what replay can check. */
 static void reset_first(void *arg) { *(unsigned *)arg = 0xdeadbeefu; }
@@ -793,18 +811,8 @@ static void reset_first(void *arg) { *(unsigned *)arg = 0xdeadbeefu; }
 static void graph_capture_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = 4096;
-  CUdevice dev;
-  CUcontext ctx;
-  CK(cu->Init(0), "cuInit");
-  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
-  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
-  unsigned char fatbin[512] __attribute__((aligned(16)));
-  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
-  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
-  CUlibrary lib;
+  CUlibrary lib = setup_library();
   CUkernel k_axpy;
-  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
   CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
   float *in = malloc(n * sizeof(float)), *res = calloc(n, sizeof(float));
   if (!in || !res) die_call("malloc", -1);
@@ -1006,18 +1014,10 @@ static void graph_nodes_workload(struct outbuf *out) {
 static void graph_cond_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  CUdevice dev;
   CUcontext ctx;
-  CK(cu->Init(0), "cuInit");
-  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
-  CK(cu->DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  CK(cu->CtxSetCurrent(ctx), "cuCtxSetCurrent");
-  unsigned char fatbin[512] __attribute__((aligned(16)));
-  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
-  struct fatbin_wrapper wrapper = {0x466243B1, 1, fatbin, NULL};
-  CUlibrary lib;
+  CUlibrary lib = setup_library();
+  CK(cu->CtxGetCurrent(&ctx), "cuCtxGetCurrent");
   CUkernel k_fill;
-  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
   CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
   unsigned *hz = malloc(n * sizeof(unsigned));
   if (!hz) die_call("malloc", -1);
@@ -1058,7 +1058,7 @@ static void graph_cond_workload(struct outbuf *out) {
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
   CK(cu->MemFree(z), "cuMemFree");
   CK(cu->LibraryUnload(lib), "cuLibraryUnload");
-  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  CK(cu->DevicePrimaryCtxRelease(0), "cuDevicePrimaryCtxRelease");
   free(hz);
 }
 

@@ -613,12 +613,7 @@ pub unsafe fn graph_add_mem_alloc_node(
     p: *mut u8,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
-        fill_mem_alloc(nd, p);
-        Vec::new()
-    });
-    r
+    add_plain_node(h, (node, g), (deps, n), call, |nd| fill_mem_alloc(nd, p))
 }
 
 pub unsafe fn graph_add_mem_free_node(
@@ -630,9 +625,20 @@ pub unsafe fn graph_add_mem_free_node(
     dptr: u64,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
+    add_plain_node(h, (node, g), (deps, n), call, |nd| fill_mem_free(nd, dptr))
+}
+
+/// A node without edge data or host regions, after `call`: `fill` sets its type's fields.
+unsafe fn add_plain_node(
+    h: Export,
+    (node, g): (*mut Handle, Handle),
+    (deps, n): (*const Handle, usize),
+    call: impl FnOnce() -> CUresult,
+    fill: impl FnOnce(&mut GraphNode),
+) -> CUresult {
     let r = call();
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
-        fill_mem_free(nd, dptr);
+        fill(nd);
         Vec::new()
     });
     r
@@ -646,12 +652,9 @@ pub unsafe fn graph_add_empty_node(
     n: usize,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
-        nd.node_type = node_type::EMPTY;
-        Vec::new()
-    });
-    r
+    add_plain_node(h, (node, g), (deps, n), call, |nd| {
+        nd.node_type = node_type::EMPTY
+    })
 }
 
 /// An event record or wait node.

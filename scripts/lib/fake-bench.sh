@@ -1,0 +1,19 @@
+# Shared set-up of the CPU benchmarks against the fake driver (bench-capture-cpu.sh,
+# bench-replay-cpu.sh); sourced, not run. After `fake_bench_setup NAME FILE...`: $bin (the build
+# measured, BIN or target/release, holding every FILE), $work (a temporary folder removed on
+# exit) with the fake driver and its apps in $work/fake, and LD_LIBRARY_PATH pointing there.
+fake_bench_setup() {
+    local name=$1 f
+    shift
+    bin=${BIN:-target/release}
+    for f in "$@"; do
+        [ -e "$bin/$f" ] || {
+            echo "$name: build first: cargo build --release --workspace ($bin/$f is missing)" >&2
+            exit 1
+        }
+    done
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    sh tests/fake-cuda/build.sh "$work/fake"
+    export LD_LIBRARY_PATH=$work/fake
+}
