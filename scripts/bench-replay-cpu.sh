@@ -5,7 +5,9 @@
 # replay summary (the timed part: events decoded, reissued, results compared) and µs per event.
 # With BASELINE=DIR (a folder holding another build's hrr-playback), each repetition also
 # replays with that build, alternating, and the median ratio current/baseline is printed: the
-# way to compare a change against the code before it, in the same run.
+# way to compare a change against the code before it, in the same run. Then the same for a bulk
+# case: copy_app's 1 GiB of blocking H2D copies in 32 MiB chunks (HRR_BENCH_H2D_MIB,
+# HRR_BENCH_CHUNK_MIB), whose replay is reading the blobs and copying them.
 #   bash scripts/bench-replay-cpu.sh [ROUNDS=20000] [REPS=5]
 #   BASELINE=/tmp/old-bin bash scripts/bench-replay-cpu.sh 20000 7
 # Needs `cargo build --release --workspace` and a C compiler.
@@ -16,29 +18,38 @@ reps=${2:-5}
 base=${BASELINE:-}
 . scripts/lib/fake-bench.sh
 fake_bench_setup bench-replay-cpu hrr-capture libhrr_capture.so hrr-playback
-"$bin/hrr-capture" -o "$work/run.hrr" -- "$work/fake/driver_app" loop "$rounds" >/dev/null
-pid=$(ls -d "$work"/run.hrr/pid-*)
-events=$("$bin/hrr-playback" "$pid" --info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+measure() { # LABEL ARCHIVE_PID_DIR
+    local label=$1
+    pid=$2
+    local -a cur=() old=() ratios=()
+    local c o
+    for _ in $(seq "$reps"); do
+        c=$(execute_ms "$bin")
+        cur+=("$c")
+        if [ -n "$base" ]; then
+            o=$(execute_ms "$base")
+            old+=("$o")
+            ratios+=("$(python3 -c "print($c / $o)")")
+            printf '%s: execute_ms current %9.1f  baseline %9.1f\n' "$label" "$c" "$o"
+        else
+            printf '%s: execute_ms current %9.1f\n' "$label" "$c"
+        fi
+    done
+    local events m
+    events=$("$bin/hrr-playback" "$pid" --info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+    m=$(median "${cur[@]}")
+    echo "$label: events $events, median execute $m ms, $(python3 -c "print(round($m * 1000 / $events, 3))") us/event"
+    if [ -n "$base" ]; then
+        echo "$label: baseline median execute $(median "${old[@]}") ms; median ratio current/baseline $(median "${ratios[@]}")"
+    fi
+}
 execute_ms() { # BIN_DIR
     "$1/hrr-playback" "$pid" --runtime "$work/fake/libcuda.so.1" --json --no-progress |
         python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["verdict"]=="PASS", j["verdict_line"]; print(j["execute_ms"])'
 }
-cur=() old=() ratios=()
-for _ in $(seq "$reps"); do
-    c=$(execute_ms "$bin")
-    cur+=("$c")
-    if [ -n "$base" ]; then
-        o=$(execute_ms "$base")
-        old+=("$o")
-        ratios+=("$(python3 -c "print($c / $o)")")
-        printf 'execute_ms current %9.1f  baseline %9.1f\n' "$c" "$o"
-    else
-        printf 'execute_ms current %9.1f\n' "$c"
-    fi
-done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-m=$(median "${cur[@]}")
-echo "events $events, median execute $m ms, $(python3 -c "print(round($m * 1000 / $events, 3))") us/event"
-if [ -n "$base" ]; then
-    echo "baseline median execute $(median "${old[@]}") ms; median ratio current/baseline $(median "${ratios[@]}")"
-fi
+
+"$bin/hrr-capture" -o "$work/run.hrr" -- "$work/fake/driver_app" loop "$rounds" >/dev/null 2>&1
+measure "launches ($rounds rounds)" "$(ls -d "$work"/run.hrr/pid-*)"
+"$bin/hrr-capture" -o "$work/bulk.hrr" -- "$work/fake/copy_app" h2d "${HRR_BENCH_H2D_MIB:-1024}" "${HRR_BENCH_CHUNK_MIB:-32}" >/dev/null 2>&1
+measure "bulk H2D" "$(ls -d "$work"/bulk.hrr/pid-*)"

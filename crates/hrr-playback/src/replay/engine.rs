@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use hrr_archive::blobs::find_code_object;
 use hrr_archive::reader::EventReader;
-use hrr_archive::schema::{decode_fields, CallDef};
+use hrr_archive::schema::{decode_fields, CallDef, Value};
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{summary, ObjectId};
 
@@ -36,14 +36,40 @@ use super::verdict::{self, RecordedFailure, Stop, Verdict};
 const DECODE_AHEAD: usize = 4;
 /// Events a batch.
 const DECODE_BATCH: usize = 1024;
+/// Blob bytes a batch may hold read ahead (a batch holding more is handed over at once), and
+/// the largest blob read ahead: at most about (DECODE_AHEAD + 2) × this in memory.
+const READ_AHEAD_BYTES: u64 = 64 << 20;
 
-/// A decoded event and its call.
-type Decoded<'s> = (&'s CallDef, Event<'s>);
+/// A decoded event, its call, and the blobs it names, read ahead.
+type Decoded<'s> = (&'s CallDef, Event<'s>, Vec<(ObjectId, Vec<u8>)>);
+
+/// The blobs an event names (its H2D source and D2H result), read (up to [`READ_AHEAD_BYTES`]
+/// each): what is not read here (too large, unreadable) is read when replay asks for it, and
+/// errors are reported then.
+fn read_ahead(dir: &Path, ev: &Event) -> Vec<(ObjectId, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (name, v) in &ev.fields {
+        let (true, Value::Blob(Some(id))) = (name.ends_with("_blob"), v) else {
+            continue;
+        };
+        let Ok(f) = hrr_archive::blobs::open_blob(dir, id, None) else {
+            continue;
+        };
+        if f.metadata().map_or(true, |m| m.len() > READ_AHEAD_BYTES) {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        if std::io::Read::read_to_end(&mut { f }, &mut bytes).is_ok() {
+            out.push((*id, bytes));
+        }
+    }
+    out
+}
 
 /// Read and decode the events of `path` (calls of `schema`), in batches into `tx`, until the end,
 /// an error (sent after the events before it) or the receiver hanging up.
 fn decode_ahead<'s>(
-    path: &Path,
+    (dir, path): (&Path, &Path),
     schema: &'s hrr_archive::schema::Schema,
     tx: std::sync::mpsc::SyncSender<Result<Vec<Decoded<'s>>>>,
 ) {
@@ -58,6 +84,7 @@ fn decode_ahead<'s>(
         Err(e) => return send_err(Vec::new(), e.into()),
     };
     let mut batch = Vec::with_capacity(DECODE_BATCH);
+    let mut batch_bytes = 0u64;
     // a call's base name, once per record type (not at every event)
     let mut names: Vec<Option<(&'s str, bool)>> = Vec::new();
     for rec in reader {
@@ -87,8 +114,10 @@ fn decode_ahead<'s>(
             per_thread,
             fields,
         };
-        batch.push((call, ev));
-        if batch.len() == DECODE_BATCH
+        let blobs = read_ahead(dir, &ev);
+        batch_bytes += blobs.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
+        batch.push((call, ev, blobs));
+        if (batch.len() == DECODE_BATCH || batch_bytes >= READ_AHEAD_BYTES)
             && tx
                 .send(Ok(std::mem::replace(
                     &mut batch,
@@ -309,7 +338,25 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         out.flush()?;
     }
     let progress = !opts.no_progress && !opts.json && std::io::stderr().is_terminal();
-    let blobs = |id: Option<ObjectId>, expected: Option<u64>| read_blob(dir, id, expected);
+    // The blobs of the event being replayed that the reading thread read ahead.
+    let ahead: std::cell::RefCell<Vec<(ObjectId, Vec<u8>)>> = Default::default();
+    let blobs = |id: Option<ObjectId>, expected: Option<u64>| -> Result<Option<Vec<u8>>> {
+        let Some(i) = id else { return Ok(None) };
+        let mut ahead = ahead.borrow_mut();
+        let Some(at) = ahead.iter().position(|(a, _)| *a == i) else {
+            drop(ahead);
+            return read_blob(dir, id, expected);
+        };
+        let (_, bytes) = ahead.swap_remove(at);
+        if let Some(want) = expected.filter(|&w| w != bytes.len() as u64) {
+            bail!(
+                "blob {i} of {}: {} bytes, the event says {want}",
+                dir.display(),
+                bytes.len()
+            );
+        }
+        Ok(Some(bytes))
+    };
     let events = dir.join(EVENTS_FILE);
     let exec_start = Instant::now();
     let mut last_progress = Instant::now();
@@ -323,11 +370,12 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             let (tx, rx) = std::sync::mpsc::sync_channel(DECODE_AHEAD);
             let schema = &schema;
             let events = &events;
-            scope.spawn(move || decode_ahead(events, schema, tx));
+            scope.spawn(move || decode_ahead((dir, events), schema, tx));
             let mut n = 0u64;
             for batch in rx {
-                for (call, ev) in batch? {
+                for (call, ev, read) in batch? {
                     n += 1;
+                    *ahead.borrow_mut() = read;
                     if fields::failed_in_capture(&ev.fields)
                         && scan
                             .recorded_failure
