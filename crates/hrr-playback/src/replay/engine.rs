@@ -348,12 +348,13 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             return read_blob(dir, id, expected);
         };
         let (_, bytes) = ahead.swap_remove(at);
-        if let Some(want) = expected.filter(|&w| w != bytes.len() as u64) {
-            bail!(
-                "blob {i} of {}: {} bytes, the event says {want}",
-                dir.display(),
-                bytes.len()
-            );
+        if let Some(expected) = expected.filter(|&w| w != bytes.len() as u64) {
+            let e = hrr_archive::Error::SizeMismatch {
+                path: hrr_archive::blobs::blob_path(dir, &i),
+                expected,
+                found: bytes.len() as u64,
+            };
+            return Err(e).with_context(|| format!("blob {i} of {}", dir.display()));
         }
         Ok(Some(bytes))
     };
