@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Replay's own cost per event on the CPU, against the fake driver (tests/fake-cuda), whose calls
 # cost next to nothing: driver_app's workload repeated N rounds (6 launches, copies and a memset
-# per round) is captured once, then replayed REPS times; prints the median `execute_ms` of the
+# per round; the fake runs its kernels on the CPU) and 5 N launches of a kernel doing nothing
+# (`launches`: replay's own cost per launch) are captured once each, then replayed REPS times; prints the median `execute_ms` of the
 # replay summary (the timed part: events decoded, reissued, results compared) and µs per event.
 # With BASELINE=DIR (a folder holding another build's hrr-playback), each repetition also
 # replays with that build, alternating, and the median ratio current/baseline is printed: the
@@ -50,6 +51,8 @@ execute_ms() { # BIN_DIR
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 "$bin/hrr-capture" -o "$work/run.hrr" -- "$work/fake/driver_app" loop "$rounds" >/dev/null 2>&1
-measure "launches ($rounds rounds)" "$(ls -d "$work"/run.hrr/pid-*)"
+measure "workload ($rounds rounds)" "$(ls -d "$work"/run.hrr/pid-*)"
+"$bin/hrr-capture" -o "$work/tiny.hrr" -- "$work/fake/driver_app" launches "$((rounds * 5))" >/dev/null 2>&1
+measure "tiny launches ($((rounds * 5)))" "$(ls -d "$work"/tiny.hrr/pid-*)"
 "$bin/hrr-capture" -o "$work/bulk.hrr" -- "$work/fake/copy_app" h2d "${HRR_BENCH_H2D_MIB:-1024}" "${HRR_BENCH_CHUNK_MIB:-32}" >/dev/null 2>&1
 measure "bulk H2D" "$(ls -d "$work"/bulk.hrr/pid-*)"

@@ -1889,6 +1889,7 @@ static const struct builtin {
    * by-value struct, as cuBLAS passes its parameters */
   {"axpy_params", K_AXPY_PARAMS, 1, {{0, 24}}},
   {"hrr_noise", K_NOOP, 1, {{0, 8}}}, /* hrr-playback's own noise kernel (--perturb): spins, here nothing */
+  {"idle", K_NOOP, 1, {{0, 8}}},      /* does nothing (the `launches` mode: replay's cost per launch) */
 };
 
 #define FATTR_N 16

@@ -34,7 +34,8 @@ macro_rules! shapes {
                     $( Wire::put(&self.$field, _p); )*
                 }
                 fn read(_fields: &Fields) -> Result<Self, FieldError> {
-                    Ok($name { $($field: Wire::get(_fields, stringify!($field))?,)* })
+                    let mut _at = 0usize;
+                    Ok($name { $($field: $crate::wire::get_near(_fields, stringify!($field), &mut _at)?,)* })
                 }
             }
         )*

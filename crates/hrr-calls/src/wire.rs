@@ -52,6 +52,28 @@ pub trait Wire: Sized {
     fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError>;
 }
 
+/// [`Wire::get`] of field `name`, looked for at `*at` first (a shape reads its fields in payload
+/// order, so a read is one pass over them, not a search per field), `*at` then moved past it;
+/// anywhere in `fields` when not there.
+pub fn get_near<W: Wire>(
+    fields: &Fields,
+    name: &'static str,
+    at: &mut usize,
+) -> Result<W, FieldError> {
+    // the next field, or the one after (a status field the shape does not name)
+    let near = fields
+        .get(*at..)
+        .and_then(|rest| rest.iter().take(2).position(|(n, _)| *n == name));
+    match near {
+        Some(i) => {
+            let i = *at + i;
+            *at = i + 1;
+            W::get(&fields[i..=i], name)
+        }
+        None => W::get(fields, name),
+    }
+}
+
 fn int(fields: &Fields, name: &'static str) -> Result<u64, FieldError> {
     field(fields, name)
         .and_then(Value::as_u64)
@@ -139,5 +161,32 @@ impl Wire for Option<ObjectId> {
             Some(Value::Code(id)) | Some(Value::Blob(id)) => *id,
             _ => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod near_tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_found_in_order_out_of_order_and_missing() {
+        let fields: Vec<(&str, Value)> = vec![
+            ("result", Value::I64(0)),
+            ("a", Value::U64(1)),
+            ("b", Value::U64(2)),
+        ];
+        let mut at = 0;
+        assert_eq!(get_near::<u64>(&fields, "a", &mut at).unwrap(), 1);
+        assert_eq!(at, 2);
+        assert_eq!(get_near::<u64>(&fields, "b", &mut at).unwrap(), 2);
+        assert_eq!(at, 3);
+        // out of order: found by the whole search, the cursor left as it was
+        assert_eq!(get_near::<u64>(&fields, "a", &mut at).unwrap(), 1);
+        assert_eq!(at, 3);
+        assert_eq!(
+            get_near::<u64>(&fields, "c", &mut at).unwrap_err().field,
+            "c"
+        );
+        assert_eq!(get_near::<String>(&fields, "s", &mut at).unwrap(), "");
     }
 }

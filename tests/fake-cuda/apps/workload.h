@@ -231,7 +231,7 @@ static const char *g_prog = "app";
 static struct cu_api g_cu;
 
 enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT,
-       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY, MODE_GRAPH_CAPTURE };
+       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY, MODE_GRAPH_CAPTURE, MODE_LAUNCHES };
 struct opts {
   int mode;
   long loops;
@@ -307,6 +307,7 @@ static const char k_lib_text[] =
     ".entry spin\n"
     ".entry fault\n"
     ".entry noisy\n"
+    ".entry idle\n"
     ".global g_bias 4\n";
 
 /* What a module built from PTX looks like to cuModuleLoadData. */
@@ -1068,7 +1069,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads|graph|graph_nodes|graph_cond|loop N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads|graph|graph_nodes|graph_cond|graph_capture|loop N|launches N]\n", g_prog);
   exit(2);
 }
 
@@ -1089,7 +1090,12 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
     else if (!strcmp(argv[1], "noisy")) g_opts.mode = MODE_NOISY;
-    else if (!strcmp(argv[1], "loop") && argc > 2) {
+    else if (!strcmp(argv[1], "launches") && argc > 2) {
+      char *end;
+      g_opts.mode = MODE_LAUNCHES;
+      g_opts.loops = strtol(argv[2], &end, 10);
+      if (*end || g_opts.loops < 1) usage();
+    } else if (!strcmp(argv[1], "loop") && argc > 2) {
       char *end;
       g_opts.loops = strtol(argv[2], &end, 10);
       if (*end || g_opts.loops < 1) usage();
@@ -1101,6 +1107,18 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
   }
   resolve();
 
+  if (g_opts.mode == MODE_LAUNCHES) { /* N launches of a kernel that does nothing */
+    CUlibrary lib = setup_library();
+    CUkernel k;
+    CK(g_cu.LibraryGetKernel(&k, lib, "idle"), "cuLibraryGetKernel");
+    unsigned long long v = 0;
+    void *params[] = {&v};
+    for (long i = 0; i < g_opts.loops; i++)
+      CK(g_cu.LaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+    CK(g_cu.CtxSynchronize(), "cuCtxSynchronize");
+    printf("launches %ld done\n", g_opts.loops);
+    return 0;
+  }
   if (g_opts.mode == MODE_HIDDEN) {
     static struct outbuf ob;
     hidden_workload(&ob);

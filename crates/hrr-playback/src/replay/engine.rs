@@ -22,6 +22,7 @@ use hrr_archive::reader::EventReader;
 use hrr_archive::schema::{decode_fields, CallDef, Value};
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{summary, ObjectId};
+use hrr_calls::shapes::Launch;
 
 use super::backend::{base_name, resolve, CodeObject, Event, Family, Outcome, Prescan, TableOp};
 use super::check::{mask, Tolerance};
@@ -85,8 +86,9 @@ fn decode_ahead<'s>(
     };
     let mut batch = Vec::with_capacity(DECODE_BATCH);
     let mut batch_bytes = 0u64;
-    // a call's base name, once per record type (not at every event)
-    let mut names: Vec<Option<(&'s str, bool)>> = Vec::new();
+    // a call's base name, and whether it has the launch shape, once per record type (not at
+    // every event)
+    let mut names: Vec<Option<(&'s str, bool, bool)>> = Vec::new();
     for rec in reader {
         let rec = match rec {
             Ok(r) => r,
@@ -106,13 +108,20 @@ fn decode_ahead<'s>(
         if names.len() <= k {
             names.resize(k + 1, None);
         }
-        let (name, per_thread) = *names[k].get_or_insert_with(|| base_name(&call.name));
+        let (name, per_thread, is_launch) = *names[k].get_or_insert_with(|| {
+            let (name, per_thread) = base_name(&call.name);
+            (name, per_thread, has_launch_shape(call))
+        });
+        let launch = is_launch
+            .then(|| <Launch as hrr_calls::shapes::Shape>::read(&fields).ok())
+            .flatten();
         let ev = Event {
             seq: rec.header.seq,
             id: rec.header.kind,
             name,
             per_thread,
             fields,
+            launch: launch.into(),
         };
         let blobs = read_ahead(dir, &ev);
         batch_bytes += blobs.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
@@ -131,6 +140,16 @@ fn decode_ahead<'s>(
     if !batch.is_empty() {
         let _ = tx.send(Ok(batch));
     }
+}
+
+/// Are `call`'s fields (its status aside) those of the launch shape (every API's kernel
+/// launches)?
+fn has_launch_shape(call: &CallDef) -> bool {
+    let recorded = call.fields.iter().map(|f| f.name.as_str());
+    let recorded = recorded.filter(|n| *n != fields::RESULT);
+    recorded.eq(<Launch as hrr_calls::shapes::Shape>::FIELDS
+        .iter()
+        .map(|(n, _)| *n))
 }
 
 /// What replay must know before the driver loads.

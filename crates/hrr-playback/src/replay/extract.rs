@@ -733,6 +733,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
             name,
             per_thread,
             fields,
+            launch: Default::default(),
         };
         let outcome = backend.replay(&ev, &blobs, opts);
         if let (Ok(Outcome::D2h { got, expected }), true) = (&outcome, seq < seg.first) {

@@ -48,9 +48,20 @@ pub struct Event<'a> {
     pub per_thread: bool,
     /// Decoded fields (read them into the call's shape with [`Event::read`]).
     pub fields: Vec<(&'a str, Value)>,
+    /// A launch's shape, read from `fields` by the thread that decodes events ahead (the engine),
+    /// so the replaying thread takes it ([`Event::launch`]) instead of reading it again.
+    pub launch: std::cell::RefCell<Option<hrr_calls::shapes::Launch>>,
 }
 
 impl Event<'_> {
+    /// The event read as a launch: the shape read ahead, else read now.
+    pub fn launch(&self) -> Result<hrr_calls::shapes::Launch> {
+        match self.launch.take() {
+            Some(l) => Ok(l),
+            None => self.read(),
+        }
+    }
+
     /// The event's fields read into record shape `S` (the `hrr_calls::wire` rules: a missing
     /// integer is an error naming the field, to which the engine adds the event and call;
     /// missing bytes, text, arrays and object ids read as empty).
@@ -462,6 +473,7 @@ mod tests {
             name,
             per_thread: false,
             fields: Vec::new(),
+            launch: Default::default(),
         };
         assert_eq!(ops.of(&ev(7, "cuMemAlloc")), Some(Op::MemAlloc));
         assert_eq!(ops.of(&ev(3, "hipMalloc")), None);
@@ -479,6 +491,7 @@ mod tests {
             name: "cuMemAlloc",
             per_thread: false,
             fields: vec![("dptr", Value::Ptr(0x10))],
+            launch: Default::default(),
         };
         let e = ev.read::<MemAlloc>().unwrap_err();
         assert_eq!(format!("{e:#}"), "field `bytesize` missing");

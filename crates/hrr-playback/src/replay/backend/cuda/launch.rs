@@ -18,7 +18,7 @@ use crate::replay::backend::{Event, Outcome};
 impl Cuda {
     /// A kernel launch (`Launch`); `ex`: recorded as `cuLaunchKernelEx`.
     pub(super) fn launch(&mut self, ev: &Event, filter: Option<&str>, ex: bool) -> Result<Outcome> {
-        let mut l: Launch = ev.read()?;
+        let mut l: Launch = ev.launch()?;
         if let Err(not_launched) = launch_gate(&l, filter) {
             return Ok(not_launched);
         }

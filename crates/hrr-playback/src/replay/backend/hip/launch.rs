@@ -22,7 +22,7 @@ impl Hip {
         filter: Option<&str>,
         module_launch: bool,
     ) -> Result<Outcome> {
-        let mut l: Launch = ev.read()?;
+        let mut l: Launch = ev.launch()?;
         if l.in_capture != 0 {
             return Ok(Outcome::Skipped(
                 "launch inside stream capture (graphs are not replayed)".into(),
