@@ -14,60 +14,22 @@ use hrr_archive::reader::EventReader;
 use hrr_archive::schema::{decode_fields, CallClass, Schema};
 use hrr_calls::shapes::Launch;
 use hrr_calls::Shape;
-use serde::{Deserialize, Serialize};
 
 use super::options::Options;
 use crate::demangle::demangle;
 
-/// One argument of a launch.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Arg {
-    /// Offset in the argument buffer.
-    pub offset: u64,
-    /// Size in bytes.
-    pub size: u64,
-    /// Its value (little endian, up to 8 bytes), as hex.
-    pub value: String,
-    /// For an 8-byte argument: the recorded allocation it points into (`[start, +size)`), or
-    /// `null` when it points into none.
-    pub allocation: Option<String>,
-    /// An 8-byte argument that looks like a device address but lies in no recorded allocation.
-    pub suspicious: bool,
-}
+/// One argument of a launch, and the launch a fault is attributed to: the summary's JSON types
+/// (`fault_site`, `last_launch`; docs/json.md), used as they are.
+pub use hrr_cli::json::{LaunchArgJson as Arg, LaunchSiteJson as Site};
 
-/// The launch a fault is attributed to.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Site {
-    /// Its event.
-    pub seq: u64,
-    /// Which launch of the replay it is (1-based).
-    pub launch: u64,
-    /// Kernel name, demangled.
-    pub kernel: String,
-    /// Kernel name as recorded.
-    pub kernel_mangled: String,
-    /// Grid dimensions.
-    pub grid: [u32; 3],
-    /// Block dimensions.
-    pub block: [u32; 3],
-    /// Dynamic shared memory bytes.
-    pub shared_mem: u32,
-    /// The arguments.
-    pub args: Vec<Arg>,
-    /// Found by rerunning the replay with `--sync-after-launch`.
-    pub localized_by_rerun: bool,
-}
-
-impl Site {
-    /// `kernel (launch N, event #S) grid (x,y,z) block (x,y,z)`.
-    pub fn describe(&self) -> String {
-        let [gx, gy, gz] = self.grid;
-        let [bx, by, bz] = self.block;
-        format!(
-            "{} (launch {}, event #{}) grid ({gx},{gy},{gz}) block ({bx},{by},{bz})",
-            self.kernel, self.launch, self.seq
-        )
-    }
+/// `kernel (launch N, event #S) grid (x,y,z) block (x,y,z)`.
+pub fn describe(site: &Site) -> String {
+    let [gx, gy, gz] = site.grid;
+    let [bx, by, bz] = site.block;
+    format!(
+        "{} (launch {}, event #{}) grid ({gx},{gy},{gz}) block ({bx},{by},{bz})",
+        site.kernel, site.launch, site.seq
+    )
 }
 
 /// Smallest value taken for a device address when no allocation holds it (below: a count, an
@@ -223,6 +185,6 @@ mod tests {
         assert!(s.args[1].allocation.is_none() && s.args[1].suspicious);
         assert_eq!(s.args[2].value, "0x2a");
         assert!(!s.args[2].suspicious);
-        assert!(s.describe().starts_with("gather_bad(float const*, int const*, float*, int) (launch 4, event #31) grid (2,1,1) block (256,1,1)"));
+        assert!(describe(&s).starts_with("gather_bad(float const*, int const*, float*, int) (launch 4, event #31) grid (2,1,1) block (256,1,1)"));
     }
 }

@@ -116,7 +116,7 @@ impl Summary {
         let site = self
             .fault_site
             .as_ref()
-            .map(|s| format!("; kernel {}", s.describe()))
+            .map(|s| format!("; kernel {}", super::fault::describe(s)))
             .unwrap_or_default();
         let at = self
             .stopped_at
@@ -173,7 +173,7 @@ impl Summary {
                 let last = self
                     .last_launch
                     .as_ref()
-                    .map(|s| format!("; last kernel launched: {}", s.describe()))
+                    .map(|s| format!("; last kernel launched: {}", super::fault::describe(s)))
                     .unwrap_or_default();
                 format!("{word}: {}{last}", self.error.as_deref().unwrap_or(""))
             }
@@ -403,7 +403,11 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         } else {
             "Last kernel"
         };
-        writeln!(w, "[HRR] {label:<16}: {}{how}", site.describe())?;
+        writeln!(
+            w,
+            "[HRR] {label:<16}: {}{how}",
+            super::fault::describe(site)
+        )?;
         for (i, a) in site.args.iter().enumerate() {
             let place = match (&a.allocation, a.suspicious) {
                 (Some(r), _) => format!(" points into allocation {r}"),
