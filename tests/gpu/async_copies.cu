@@ -18,15 +18,8 @@
 #include <cstring>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                        \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            std::fprintf(stderr, "async_copies: %s:%d: %s: %s\n", __FILE__, __LINE__,   \
-                         #call, cudaGetErrorString(e_));                                \
-            std::exit(2);                                                               \
-        }                                                                               \
-    } while (0)
+#define CHECK_PROG "async_copies"
+#include "check.h"
 
 static const size_t kChunk = size_t(64) << 20;        // bytes per copy
 static const size_t kWords = kChunk / sizeof(uint32_t);  // 32-bit words per copy

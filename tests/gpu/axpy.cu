@@ -12,15 +12,8 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                       \
-    do {                                                                               \
-        cudaError_t e_ = (call);                                                       \
-        if (e_ != cudaSuccess) {                                                       \
-            std::fprintf(stderr, "axpy: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,   \
-                         cudaGetErrorString(e_));                                      \
-            std::exit(2);                                                              \
-        }                                                                              \
-    } while (0)
+#define CHECK_PROG "axpy"
+#include "check.h"
 
 __global__ void axpy_kernel(int n, float a, const float *x, float *y, float b) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -121,6 +121,12 @@ want() {
 common=(-O2 -arch="$arch")
 status=0
 
+# single TARGET: a program of one source file, TARGET.cu, when asked for.
+single() {
+    want "$1" || return 0
+    run "$1" "$nvcc" "${common[@]}" -o "$out/$1" "$here/$1.cu" || { fail "$1"; status=1; }
+}
+
 if want driver_api; then
     ok=1
     run "driver_api cubin" "$nvcc" "${common[@]}" -cubin -o "$out/driver_api_kernels.cubin" "$here/driver_api_kernels.cu" || ok=0
@@ -160,15 +166,9 @@ if want gemm; then
     fi
 fi
 
-if want tiny_launches; then
-    run "tiny_launches" "$nvcc" "${common[@]}" -o "$out/tiny_launches" "$here/tiny_launches.cu" ||
-        { fail tiny_launches; status=1; }
-fi
+single tiny_launches
 
-if want async_copies; then
-    run "async_copies" "$nvcc" "${common[@]}" -o "$out/async_copies" "$here/async_copies.cu" ||
-        { fail async_copies; status=1; }
-fi
+single async_copies
 
 if want failing; then
     run "failing" "$nvcc" "${common[@]}" -o "$out/failing" "$here/failing.cu" ||
@@ -177,23 +177,11 @@ if want failing; then
     run "failing fixed cubin" "$nvcc" "${common[@]}" -cubin -o "$out/failing_fixed.cubin" "$here/failing_fixed.cu" ||
         { fail failing_fixed; status=1; }
 fi
-if want graph_nodes; then
-    run "graph_nodes" "$nvcc" "${common[@]}" -o "$out/graph_nodes" "$here/graph_nodes.cu" ||
-        { fail graph_nodes; status=1; }
-fi
-if want copies2d; then
-    run "copies2d" "$nvcc" "${common[@]}" -o "$out/copies2d" "$here/copies2d.cu" ||
-        { fail copies2d; status=1; }
-fi
-if want hostmem; then
-    run "hostmem" "$nvcc" "${common[@]}" -o "$out/hostmem" "$here/hostmem.cu" ||
-        { fail hostmem; status=1; }
-fi
+single graph_nodes
+single copies2d
+single hostmem
 
-if want nondeterministic; then
-    run "nondeterministic" "$nvcc" "${common[@]}" -o "$out/nondeterministic" "$here/nondeterministic.cu" ||
-        { fail nondeterministic; status=1; }
-fi
+single nondeterministic
 
 {
     printf 'NVCC=%q\n' "$nvcc"

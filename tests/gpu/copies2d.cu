@@ -15,15 +15,8 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                        \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            std::fprintf(stderr, "copies2d: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-                         cudaGetErrorString(e_));                                       \
-            std::exit(2);                                                               \
-        }                                                                               \
-    } while (0)
+#define CHECK_PROG "copies2d"
+#include "check.h"
 
 constexpr int W = 37, H = 23, D = 5;
 

@@ -25,17 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(call)                                                                    \
-    do {                                                                            \
-        CUresult r_ = (call);                                                       \
-        if (r_ != CUDA_SUCCESS) {                                                   \
-            const char *name_ = NULL;                                               \
-            cuGetErrorName(r_, &name_);                                             \
-            fprintf(stderr, "driver_api: %s:%d: %s failed: %s (%d)\n", __FILE__,    \
-                    __LINE__, #call, name_ ? name_ : "?", (int)r_);                 \
-            exit(2);                                                                \
-        }                                                                           \
-    } while (0)
+#define CHECK_PROG "driver_api"
+#include "check.h"
 
 /* Same layout as HrrNode in driver_api_kernels.cu (16 bytes). */
 struct HrrNode {
@@ -96,34 +87,34 @@ int main(int argc, char **argv) {
 
     CUdevice dev;
     CUcontext ctx;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    CU(cuInit(0));
+    CU(cuDeviceGet(&dev, 0));
+    CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cuCtxSetCurrent(ctx));
 
     /* ---- module from a cubin image (no size is passed: the driver and the
      * capture both have to size the ELF themselves) ---- */
     void *cubin = read_file(argv[1], NULL);
     CUmodule mod;
     CUfunction f_fill, f_saxpy, f_chase;
-    CK(cuModuleLoadData(&mod, cubin));
-    CK(cuModuleGetFunction(&f_fill, mod, "hrr_fill"));
-    CK(cuModuleGetFunction(&f_saxpy, mod, "hrr_saxpy"));
-    CK(cuModuleGetFunction(&f_chase, mod, "hrr_chase"));
+    CU(cuModuleLoadData(&mod, cubin));
+    CU(cuModuleGetFunction(&f_fill, mod, "hrr_fill"));
+    CU(cuModuleGetFunction(&f_saxpy, mod, "hrr_saxpy"));
+    CU(cuModuleGetFunction(&f_chase, mod, "hrr_chase"));
 
     /* ---- 1. fill by kernel, upload by HtoD, saxpy through `extra` ---- */
     const int N = 1 << 16;
     float *h = (float *)malloc(sizeof(float) * N);
     CUdeviceptr d_x, d_y;
-    CK(cuMemAlloc(&d_x, sizeof(float) * N));
-    CK(cuMemAlloc(&d_y, sizeof(float) * N));
+    CU(cuMemAlloc(&d_x, sizeof(float) * N));
+    CU(cuMemAlloc(&d_y, sizeof(float) * N));
     for (int i = 0; i < N; i++) h[i] = (float)(i % 251) * 0.01f - 1.0f;
-    CK(cuMemcpyHtoD(d_y, h, sizeof(float) * N));
+    CU(cuMemcpyHtoD(d_y, h, sizeof(float) * N));
     {
         int n = N;
         float seed = 1.5f;
         void *params[] = {&d_x, &n, &seed};
-        CK(cuLaunchKernel(f_fill, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        CU(cuLaunchKernel(f_fill, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
     }
     {
         struct SaxpyArgs {
@@ -144,9 +135,9 @@ int main(int argc, char **argv) {
         size_t argsz = offsetof(struct SaxpyArgs, n) + sizeof(int);
         void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &argsz,
                          CU_LAUNCH_PARAM_END};
-        CK(cuLaunchKernel(f_saxpy, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+        CU(cuLaunchKernel(f_saxpy, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
     }
-    CK(cuMemcpyDtoH(h, d_y, sizeof(float) * N));
+    CU(cuMemcpyDtoH(h, d_y, sizeof(float) * N));
     report("saxpy", h, N);
 
     /* ---- 2. VMM: reserve two granules, back each with its own physical
@@ -157,29 +148,29 @@ int main(int argc, char **argv) {
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = (int)dev;
     size_t gran = 0;
-    CK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     size_t vsize = 2 * gran;
     CUdeviceptr vbase;
     CUmemGenericAllocationHandle vh0, vh1;
-    CK(cuMemAddressReserve(&vbase, vsize, 0, 0, 0));
-    CK(cuMemCreate(&vh0, gran, &prop, 0));
-    CK(cuMemCreate(&vh1, gran, &prop, 0));
-    CK(cuMemMap(vbase, gran, 0, vh0, 0));
-    CK(cuMemMap(vbase + gran, gran, 0, vh1, 0));
+    CU(cuMemAddressReserve(&vbase, vsize, 0, 0, 0));
+    CU(cuMemCreate(&vh0, gran, &prop, 0));
+    CU(cuMemCreate(&vh1, gran, &prop, 0));
+    CU(cuMemMap(vbase, gran, 0, vh0, 0));
+    CU(cuMemMap(vbase + gran, gran, 0, vh1, 0));
     CUmemAccessDesc acc;
     memset(&acc, 0, sizeof acc);
     acc.location = prop.location;
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    CK(cuMemSetAccess(vbase, vsize, &acc, 1));
+    CU(cuMemSetAccess(vbase, vsize, &acc, 1));
     const int VN = (int)(vsize / sizeof(float));
     float *hv = (float *)malloc(vsize);
     {
         int n = VN;
         float seed = 0.75f;
         void *params[] = {&vbase, &n, &seed};
-        CK(cuLaunchKernel(f_fill, blocks_for(VN, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        CU(cuLaunchKernel(f_fill, blocks_for(VN, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
     }
-    CK(cuMemcpyDtoH(hv, vbase, vsize));
+    CU(cuMemcpyDtoH(hv, vbase, vsize));
     report("vmm", hv, (size_t)VN);
 
     /* ---- 3. pointer chasing through addresses stored in device memory ---- */
@@ -187,30 +178,30 @@ int main(int argc, char **argv) {
     CUdeviceptr bufs[NBUF + 1];
     float *hb = (float *)malloc(sizeof(float) * BUF_LEN);
     for (int b = 0; b < NBUF; b++) {
-        CK(cuMemAlloc(&bufs[b], sizeof(float) * BUF_LEN));
+        CU(cuMemAlloc(&bufs[b], sizeof(float) * BUF_LEN));
         if (b % 2 == 0) { /* even: uploaded from the host */
             for (int i = 0; i < BUF_LEN; i++) hb[i] = (float)((i * (b + 3)) % 509) * 0.002f;
-            CK(cuMemcpyHtoD(bufs[b], hb, sizeof(float) * BUF_LEN));
+            CU(cuMemcpyHtoD(bufs[b], hb, sizeof(float) * BUF_LEN));
         } else { /* odd: written by a kernel */
             int n = BUF_LEN;
             float seed = 0.5f + (float)b;
             void *params[] = {&bufs[b], &n, &seed};
-            CK(cuLaunchKernel(f_fill, blocks_for(BUF_LEN, 128), 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+            CU(cuLaunchKernel(f_fill, blocks_for(BUF_LEN, 128), 1, 1, 128, 1, 1, 0, NULL, params, NULL));
         }
     }
     bufs[NBUF] = vbase; /* the VMM range is the last buffer of the table */
     CUdeviceptr d_table;
-    CK(cuMemAlloc(&d_table, sizeof(unsigned long long) * (NBUF + 1)));
+    CU(cuMemAlloc(&d_table, sizeof(unsigned long long) * (NBUF + 1)));
     {
         unsigned long long table[NBUF + 1];
         for (int b = 0; b <= NBUF; b++) table[b] = (unsigned long long)bufs[b];
-        CK(cuMemcpyHtoD(d_table, table, sizeof table));
+        CU(cuMemcpyHtoD(d_table, table, sizeof table));
     }
     /* Nodes live in three pools: two cuMemAlloc blocks and the second granule
      * of the VMM range. Node j is in pool j%3, slot j/3. */
     CUdeviceptr pool[3];
-    CK(cuMemAlloc(&pool[0], sizeof(struct HrrNode) * NNODES));
-    CK(cuMemAlloc(&pool[1], sizeof(struct HrrNode) * NNODES));
+    CU(cuMemAlloc(&pool[0], sizeof(struct HrrNode) * NNODES));
+    CU(cuMemAlloc(&pool[1], sizeof(struct HrrNode) * NNODES));
     pool[2] = vbase + gran + 65536;
     {
         struct HrrNode nodes[3][NNODES];
@@ -225,38 +216,38 @@ int main(int argc, char **argv) {
         }
         for (int p = 0; p < 3; p++) {
             int count = (NNODES - p + 2) / 3;
-            CK(cuMemcpyHtoD(pool[p], nodes[p], sizeof(struct HrrNode) * (size_t)count));
+            CU(cuMemcpyHtoD(pool[p], nodes[p], sizeof(struct HrrNode) * (size_t)count));
         }
     }
     CUdeviceptr d_out;
-    CK(cuMemAlloc(&d_out, sizeof(float) * NTHREADS));
+    CU(cuMemAlloc(&d_out, sizeof(float) * NTHREADS));
     {
         CUdeviceptr head = pool[0];
         int table_len = NBUF + 1, buf_len = BUF_LEN, nthreads = NTHREADS;
         void *params[] = {&head, &d_table, &table_len, &buf_len, &d_out, &nthreads};
-        CK(cuLaunchKernel(f_chase, blocks_for(NTHREADS, 128), 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+        CU(cuLaunchKernel(f_chase, blocks_for(NTHREADS, 128), 1, 1, 128, 1, 1, 0, NULL, params, NULL));
     }
     {
         float ho[NTHREADS];
-        CK(cuMemcpyDtoH(ho, d_out, sizeof ho));
+        CU(cuMemcpyDtoH(ho, d_out, sizeof ho));
         report("chase", ho, NTHREADS);
     }
 
     /* ---- 4. a stream, async copies through page-locked memory ---- */
     CUstream s;
-    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     float *hp = NULL;
-    CK(cuMemAllocHost((void **)&hp, sizeof(float) * N));
+    CU(cuMemAllocHost((void **)&hp, sizeof(float) * N));
     for (int i = 0; i < N; i++) hp[i] = (float)(i % 17) * 0.5f;
-    CK(cuMemcpyHtoDAsync(d_x, hp, sizeof(float) * N, s));
+    CU(cuMemcpyHtoDAsync(d_x, hp, sizeof(float) * N, s));
     {
         float a = -0.5f;
         int n = N;
         void *params[] = {&a, &d_x, &d_y, &n};
-        CK(cuLaunchKernel(f_saxpy, blocks_for(N, 512), 1, 1, 512, 1, 1, 0, s, params, NULL));
+        CU(cuLaunchKernel(f_saxpy, blocks_for(N, 512), 1, 1, 512, 1, 1, 0, s, params, NULL));
     }
-    CK(cuMemcpyDtoHAsync(hp, d_y, sizeof(float) * N, s));
-    CK(cuStreamSynchronize(s));
+    CU(cuMemcpyDtoHAsync(hp, d_y, sizeof(float) * N, s));
+    CU(cuStreamSynchronize(s));
     report("stream", hp, N);
 
     /* ---- 5. optional: PTX text through cuModuleLoadData (driver JIT) ---- */
@@ -264,36 +255,36 @@ int main(int argc, char **argv) {
     if (argc > 2) {
         void *ptx = read_file(argv[2], NULL);
         CUfunction f_scale;
-        CK(cuModuleLoadData(&pmod, ptx));
-        CK(cuModuleGetFunction(&f_scale, pmod, "hrr_scale"));
+        CU(cuModuleLoadData(&pmod, ptx));
+        CU(cuModuleGetFunction(&f_scale, pmod, "hrr_scale"));
         int n = N;
         float sc = 0.5f;
         void *params[] = {&d_y, &n, &sc};
-        CK(cuLaunchKernel(f_scale, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
-        CK(cuMemcpyDtoH(h, d_y, sizeof(float) * N));
+        CU(cuLaunchKernel(f_scale, blocks_for(N, 256), 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        CU(cuMemcpyDtoH(h, d_y, sizeof(float) * N));
         report("ptx", h, N);
         free(ptx);
     }
 
     /* ---- teardown ---- */
-    CK(cuCtxSynchronize());
-    CK(cuStreamDestroy(s));
-    CK(cuMemFreeHost(hp));
-    CK(cuMemFree(d_out));
-    CK(cuMemFree(pool[0]));
-    CK(cuMemFree(pool[1]));
-    CK(cuMemFree(d_table));
-    for (int b = 0; b < NBUF; b++) CK(cuMemFree(bufs[b]));
-    CK(cuMemUnmap(vbase, gran));
-    CK(cuMemUnmap(vbase + gran, gran));
-    CK(cuMemRelease(vh0));
-    CK(cuMemRelease(vh1));
-    CK(cuMemAddressFree(vbase, vsize));
-    CK(cuMemFree(d_x));
-    CK(cuMemFree(d_y));
-    if (pmod) CK(cuModuleUnload(pmod));
-    CK(cuModuleUnload(mod));
-    CK(cuDevicePrimaryCtxRelease(dev));
+    CU(cuCtxSynchronize());
+    CU(cuStreamDestroy(s));
+    CU(cuMemFreeHost(hp));
+    CU(cuMemFree(d_out));
+    CU(cuMemFree(pool[0]));
+    CU(cuMemFree(pool[1]));
+    CU(cuMemFree(d_table));
+    for (int b = 0; b < NBUF; b++) CU(cuMemFree(bufs[b]));
+    CU(cuMemUnmap(vbase, gran));
+    CU(cuMemUnmap(vbase + gran, gran));
+    CU(cuMemRelease(vh0));
+    CU(cuMemRelease(vh1));
+    CU(cuMemAddressFree(vbase, vsize));
+    CU(cuMemFree(d_x));
+    CU(cuMemFree(d_y));
+    if (pmod) CU(cuModuleUnload(pmod));
+    CU(cuModuleUnload(mod));
+    CU(cuDevicePrimaryCtxRelease(dev));
     printf("driver_api done\n");
     free(h);
     free(hv);

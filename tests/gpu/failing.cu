@@ -14,14 +14,9 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                      \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            std::fprintf(stderr, "failing: %s: %s\n", #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                             \
-        }                                                                             \
-    } while (0)
+#define CHECK_PROG "failing"
+#define CHECK_EXIT 1
+#include "check.h"
 
 __global__ void scale(float *y, int n, float a) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -9,24 +9,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                     \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess) {                                                     \
-            std::fprintf(stderr, "gemm: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-                         cudaGetErrorString(e_));                                    \
-            std::exit(2);                                                            \
-        }                                                                            \
-    } while (0)
-#define CB(call)                                                                               \
-    do {                                                                                       \
-        cublasStatus_t s_ = (call);                                                            \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                     \
-            std::fprintf(stderr, "gemm: %s:%d: %s: cublas status %d\n", __FILE__, __LINE__, \
-                         #call, (int)s_);                                                      \
-            std::exit(2);                                                                      \
-        }                                                                                      \
-    } while (0)
+#define CHECK_PROG "gemm"
+#include "check.h"
 
 static uint64_t fnv1a(const void *p, size_t n) {
     const unsigned char *b = static_cast<const unsigned char *>(p);

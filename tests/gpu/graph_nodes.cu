@@ -15,24 +15,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                        \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            std::fprintf(stderr, "graph_nodes: %s:%d: %s: %s\n", __FILE__, __LINE__,    \
-                         #call, cudaGetErrorString(e_));                                \
-            std::exit(2);                                                               \
-        }                                                                               \
-    } while (0)
-#define CU(call)                                                                        \
-    do {                                                                                \
-        CUresult r_ = (call);                                                           \
-        if (r_ != CUDA_SUCCESS) {                                                       \
-            std::fprintf(stderr, "graph_nodes: %s:%d: %s: CUDA error %d\n", __FILE__,   \
-                         __LINE__, #call, (int)r_);                                     \
-            std::exit(2);                                                               \
-        }                                                                               \
-    } while (0)
+#define CHECK_PROG "graph_nodes"
+#include "check.h"
 
 __global__ void gn_axpy(float a, const float *x, float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

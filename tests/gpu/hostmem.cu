@@ -19,14 +19,9 @@
 #include <cstring>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                      \
-    do {                                                                              \
-        cudaError_t e_ = (call);                                                      \
-        if (e_ != cudaSuccess) {                                                      \
-            std::fprintf(stderr, "hostmem: %s: %s\n", #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                             \
-        }                                                                             \
-    } while (0)
+#define CHECK_PROG "hostmem"
+#define CHECK_EXIT 1
+#include "check.h"
 
 static int g_bad = 0;
 static void expect(const char *what, long long got, long long want) {

@@ -12,14 +12,9 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                               \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) {                                                               \
-            std::fprintf(stderr, "nondeterministic: %s: %s\n", #call, cudaGetErrorString(e_)); \
-            std::exit(1);                                                                      \
-        }                                                                                      \
-    } while (0)
+#define CHECK_PROG "nondeterministic"
+#define CHECK_EXIT 1
+#include "check.h"
 
 __global__ void stamp(unsigned *out, int n) {
     __shared__ unsigned noise;

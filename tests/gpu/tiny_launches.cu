@@ -9,15 +9,8 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                        \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            std::fprintf(stderr, "tiny_launches: %s:%d: %s: %s\n", __FILE__, __LINE__,  \
-                         #call, cudaGetErrorString(e_));                                \
-            std::exit(2);                                                               \
-        }                                                                               \
-    } while (0)
+#define CHECK_PROG "tiny_launches"
+#include "check.h"
 
 __global__ void tiny_kernel(unsigned int *counter, unsigned int k) {
     counter[threadIdx.x] += k * (threadIdx.x + 1u);
