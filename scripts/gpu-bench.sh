@@ -15,6 +15,9 @@
 #   - asynchronous copies (tests/gpu/async_copies): pinned H2D/D2H bandwidth and the
 #     overlap loop's host iterations, plain and captured alternated REPS times, medians and
 #     the median captured/plain ratio of each figure (goals: overlap >= 0.5, bandwidth >= 0.5).
+#   - bulk copies (tests/gpu/bulk_copies): the copy times the program measures, plain and
+#     captured alternated, and replay's execute time against the plain copy time (goals:
+#     capture <= 1.5, replay <= 1.0);
 #   - replay's execute time (the summary's `execute_ms`: events issued, results compared)
 #     against the program's own launch loop for tiny_launches (goal: <= 0.8); with
 #     HRR_BENCH_BASELINE=DIR (another build's hrr-playback), replays with it alternate and the
@@ -22,7 +25,7 @@
 # Results go to OUT_DIR/bench.txt (and bench.tsv, raw numbers); logs beside.
 # Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
 #
-# Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp gemm async_copies"),
+# Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp gemm async_copies bulk_copies"),
 # HRR_BENCH_BASELINE, HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
 # HRR_BENCH_STEP_TIMEOUT (300 s per step), HRR_BENCH_KEEP=1 keeps the work
 # directory, PYTHON (python3), NVCC / HRR_GPU_ARCH (see tests/gpu/build.sh).
@@ -61,7 +64,7 @@ cleanup() {
 trap cleanup EXIT
 
 log "building tiny_launches, gemm and async_copies"
-bash "$root/tests/gpu/build.sh" "$WORK/build" tiny_launches gemm async_copies || true
+bash "$root/tests/gpu/build.sh" "$WORK/build" tiny_launches gemm async_copies bulk_copies || true
 cp "$WORK/build/build.log" "$OUT/build.log" 2>/dev/null || true
 B=$WORK/build
 
@@ -198,7 +201,7 @@ replay_exec() {
     return 0
 }
 
-CASES=${HRR_BENCH_CASES:-tiny_launches mlp gemm async_copies}
+CASES=${HRR_BENCH_CASES:-tiny_launches mlp gemm async_copies bulk_copies}
 BASE=${HRR_BENCH_BASELINE:-}
 case_on() { [[ " $CASES " == *" $1 "* ]]; }
 
@@ -281,6 +284,16 @@ else
     fail_note "async_copies did not build"
 fi
 
+BULK_FIGS=(copy_s h2d_s d2h_s)
+if ! case_on bulk_copies; then :
+elif [ -x "$B/bulk_copies" ]; then
+    log "== bulk_copies x$REPS"
+    figures bulk_copies "${BULK_FIGS[@]}" -- "$B/bulk_copies"
+    replay_exec bulk_copies "$WORK/bulk_copies.hrr"
+else
+    fail_note "bulk_copies did not build"
+fi
+
 v() { echo "${RES[$1]:--}"; }
 {
     echo "HRR capture/replay benchmark, $(date -u '+%Y-%m-%dT%H:%M:%SZ'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
@@ -309,6 +322,14 @@ v() { echo "${RES[$1]:--}"; }
     for f in "${ASYNC_FIGS[@]}"; do
         printf '%-20s %12s %12s %8s\n' "$f" "$(v async_copies.$f.plain)" "$(v async_copies.$f.captured)" "$(v async_copies.$f.ratio)"
     done
+    echo
+    echo "bulk copies (tests/gpu/bulk_copies: 4 GiB H2D in 64 MiB pageable chunks, 1 GiB back; goals: capture <= 1.5, replay <= 1.0)"
+    printf '%-20s %12s %12s %8s\n' figure plain captured ratio
+    for f in "${BULK_FIGS[@]}"; do
+        printf '%-20s %12s %12s %8s\n' "$f" "$(v bulk_copies.$f.plain)" "$(v bulk_copies.$f.captured)" "$(v bulk_copies.$f.ratio)"
+    done
+    printf '%-20s %12s %12s %8s %12s %16s\n' "replay execute_s" "$(v bulk_copies.copy_s.plain)" "$(v bulk_copies.exec)" \
+        "$(ratio "$(v bulk_copies.exec)" "$(v bulk_copies.copy_s.plain)")" "$(v bulk_copies.exec_base)" "$(v bulk_copies.exec_vs_base)"
     echo
     if [ $failures = 0 ]; then echo "result: all runs succeeded"; else echo "result: $failures failure(s):"; cat "$OUT/failures.txt"; fi
 } >"$OUT/bench.txt"

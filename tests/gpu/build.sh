@@ -3,13 +3,14 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches async_copies failing graph_nodes copies2d hostmem
+# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes copies2d hostmem
 # nondeterministic (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
+#   bulk_copies (4 GiB of pageable H2D copies in 64 MiB chunks, 1 GiB back)
 #   async_copies (pinned async copy bandwidth, an overlap loop)
 #   failing (a faulting and a hanging program), failing_fixed.cubin (its fixed gather_bad)
 #   graph_nodes (a CUDA graph built node by node, driver API through cudart's entry points)
@@ -27,7 +28,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches async_copies failing graph_nodes copies2d hostmem nondeterministic)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes copies2d hostmem nondeterministic)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -167,6 +168,7 @@ if want gemm; then
 fi
 
 single tiny_launches
+single bulk_copies
 
 single async_copies
 
