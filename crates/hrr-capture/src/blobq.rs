@@ -1,7 +1,8 @@
 //! Host blobs stored off the calling thread. The caller hashes a buffer (its id is its content
 //! hash, `ObjectId::of`, on several threads for large buffers) and, unless a blob of that id was
-//! already stored or queued, copies it into a staging buffer and queues it; the `hrr-blobs`
-//! thread writes queued blobs into the archive's object store. Staging is bounded
+//! already stored or queued, copies it into a staging buffer (on several threads for large
+//! buffers) and queues it; the `hrr-blobs` threads ([`WRITERS`] at most) write queued blobs
+//! into the archive's object store, several at once (one file each). Staging is bounded
 //! ([`STAGING_LIMIT`] bytes in flight; beyond it the caller waits, so memory stays bounded);
 //! staging buffers are reused, so a steady stream of copies does not page-fault fresh memory.
 //!
@@ -9,10 +10,9 @@
 //! wherever events are handed to the kernel for durability (synchronisations, blocking D2H
 //! copies, finish), so a `kill -9` after a synchronisation never finds an event naming a blob
 //! that is not on disk. [`BlobQueue::drain_here`] writes what is queued on the calling thread,
-//! for signal handlers (the writer thread may be stopped with the process).
+//! for signal handlers (the writer threads may be stopped with the process).
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,13 @@ use hrr_archive::ObjectId;
 pub const STAGING_LIMIT: usize = 256 << 20;
 /// Capacity of idle staging buffers kept for reuse.
 const POOL_LIMIT: usize = 256 << 20;
+/// Writer threads at most (a quarter of the cores, at least one): large buffers are written
+/// to the page cache faster by several threads, one file each.
+pub const WRITERS: usize = 4;
+/// Buffers this large or larger are copied into staging on several threads.
+const PARALLEL_COPY_MIN: usize = 8 << 20;
+/// Threads a parallel staging copy uses at most.
+const COPY_THREADS: usize = 4;
 
 /// One staged blob.
 struct Job {
@@ -32,7 +39,10 @@ struct Job {
 
 #[derive(Default)]
 struct State {
+    /// Jobs queued and not yet taken by a writer.
     jobs: VecDeque<Arc<Job>>,
+    /// Jobs being written.
+    writing: usize,
     /// Bytes of the jobs queued or being written.
     in_flight: usize,
     /// Callers copying into a staging buffer (their jobs are about to be queued).
@@ -51,8 +61,6 @@ struct Shared {
     state: Mutex<State>,
     /// Work queued, space freed or the queue emptied.
     changed: Condvar,
-    /// The writer thread is writing the front job (it stays queued until written).
-    busy: AtomicBool,
 }
 
 /// The queue of one process capture (cheap to clone: a handle).
@@ -60,21 +68,25 @@ struct Shared {
 pub struct BlobQueue(Arc<Shared>);
 
 impl BlobQueue {
-    /// A queue writing into `store`, with its writer thread started; `None` if the thread
-    /// cannot be started (the caller then writes blobs itself).
+    /// A queue writing into `store`, with its writer threads started; `None` if none can be
+    /// started (the caller then writes blobs itself).
     pub fn start(store: Arc<ObjectStore>) -> Option<BlobQueue> {
         let shared = Arc::new(Shared {
             store,
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
-            busy: AtomicBool::new(false),
         });
-        let worker = shared.clone();
-        std::thread::Builder::new()
-            .name("hrr-blobs".into())
-            .spawn(move || write_loop(&worker))
-            .ok()?;
-        Some(BlobQueue(shared))
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let started = (0..(cores / 4).clamp(1, WRITERS))
+            .filter(|_| {
+                let worker = shared.clone();
+                std::thread::Builder::new()
+                    .name("hrr-blobs".into())
+                    .spawn(move || write_loop(&worker))
+                    .is_ok()
+            })
+            .count();
+        (started > 0).then_some(BlobQueue(shared))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -113,8 +125,7 @@ impl BlobQueue {
             None => Vec::new(),
         };
         drop(st);
-        buf.clear();
-        buf.extend_from_slice(bytes);
+        stage(&mut buf, bytes);
         let mut st = self.lock();
         st.copying -= 1;
         st.jobs.push_back(Arc::new(Job { id, bytes: buf }));
@@ -125,59 +136,87 @@ impl BlobQueue {
     /// Wait until every queued blob is written; the first write error, if any.
     pub fn drain(&self) -> Result<(), String> {
         let mut st = self.lock();
-        while (!st.jobs.is_empty() || st.copying > 0) && st.error.is_none() {
+        while (!st.jobs.is_empty() || st.writing > 0 || st.copying > 0) && st.error.is_none() {
             st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st.error.clone().map_or(Ok(()), Err)
     }
 
     /// From a signal handler: write every queued blob on this thread (skipped if the queue is
-    /// locked), leaving the one the writer thread is writing to it and waiting up to two
-    /// seconds for that one.
+    /// locked), leaving those the writer threads are writing to them and waiting up to two
+    /// seconds for those.
     pub fn drain_here(&self) {
-        let Ok(st) = self.0.state.try_lock() else {
+        let Ok(mut st) = self.0.state.try_lock() else {
             return;
         };
-        let skip = usize::from(self.0.busy.load(Ordering::Acquire));
-        let jobs: Vec<Arc<Job>> = st.jobs.iter().skip(skip).cloned().collect();
+        let jobs: Vec<Arc<Job>> = st.jobs.drain(..).collect();
         drop(st);
         for job in jobs {
             let _ = self.0.store.put_blob_as(job.id, &job.bytes);
         }
         let until = Instant::now() + Duration::from_secs(2);
-        while self.0.busy.load(Ordering::Acquire) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if let Ok(mut st) = self.0.state.try_lock() {
-            st.jobs.clear();
-            st.in_flight = 0;
+        while Instant::now() < until {
+            match self.0.state.try_lock() {
+                Ok(st) if st.writing == 0 => break,
+                _ => std::thread::sleep(Duration::from_millis(1)),
+            }
         }
     }
 }
 
-/// The writer thread: write the front job, then dequeue it and recycle its buffer.
+/// Copy `bytes` into the staging buffer `buf` (its earlier contents dropped), on several
+/// threads when large: a big upload is staged at memory bandwidth, not one core's copy speed.
+fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.clear();
+    if bytes.len() < PARALLEL_COPY_MIN {
+        buf.extend_from_slice(bytes);
+        return;
+    }
+    buf.reserve(bytes.len());
+    let piece = bytes.len().div_ceil(COPY_THREADS);
+    let (to, from) = (buf.as_mut_ptr() as usize, bytes.as_ptr() as usize);
+    std::thread::scope(|s| {
+        for start in (0..bytes.len()).step_by(piece) {
+            let n = piece.min(bytes.len() - start);
+            // SAFETY: `buf` has room for `bytes.len()` bytes (reserved above); the pieces are
+            // disjoint and `bytes` does not overlap `buf`.
+            let copy = move || unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (from + start) as *const u8,
+                    (to + start) as *mut u8,
+                    n,
+                )
+            };
+            if std::thread::Builder::new().spawn_scoped(s, copy).is_err() {
+                copy();
+            }
+        }
+    });
+    // SAFETY: every byte of the first `bytes.len()` was written above (each piece by a thread
+    // that was joined when the scope ended, or here).
+    unsafe { buf.set_len(bytes.len()) };
+}
+
+/// A writer thread: take the front job, write it, recycle its buffer.
 fn write_loop(q: &Shared) {
     loop {
         let job = {
             let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
-                if let Some(j) = st.jobs.front() {
-                    break j.clone();
+                if let Some(j) = st.jobs.pop_front() {
+                    st.writing += 1;
+                    break j;
                 }
                 st = q.changed.wait(st).unwrap_or_else(|e| e.into_inner());
             }
         };
-        q.busy.store(true, Ordering::Release);
         let result = q.store.put_blob_as(job.id, &job.bytes);
-        q.busy.store(false, Ordering::Release);
         let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = result {
             st.error.get_or_insert_with(|| e.to_string());
         }
-        if st.jobs.front().is_some_and(|j| Arc::ptr_eq(j, &job)) {
-            st.jobs.pop_front();
-            st.in_flight = st.in_flight.saturating_sub(job.bytes.len());
-        }
+        st.writing -= 1;
+        st.in_flight = st.in_flight.saturating_sub(job.bytes.len());
         if let Ok(job) = Arc::try_unwrap(job) {
             let cap = job.bytes.capacity();
             if st.pool_bytes + cap <= POOL_LIMIT {
@@ -210,6 +249,28 @@ mod tests {
             assert!(q.knows(&id));
             let path = hrr_archive::blobs::blob_path(dir.path(), &id);
             assert_eq!(&std::fs::read(path).unwrap(), bytes);
+        }
+    }
+
+    #[test]
+    fn large_blobs_are_staged_in_pieces_and_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(ObjectStore::new(dir.path()));
+        let q = BlobQueue::start(store.clone()).unwrap();
+        // Sizes around the parallel copy's threshold and not a multiple of its piece count.
+        let blobs: Vec<Vec<u8>> = [PARALLEL_COPY_MIN - 1, PARALLEL_COPY_MIN, (9 << 20) + 3]
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| (0..n).map(|i| (i * 7 + k * 13 + i / 4093) as u8).collect())
+            .collect();
+        for b in &blobs {
+            q.put(ObjectId::of(b), b).unwrap();
+        }
+        q.drain().unwrap();
+        assert_eq!(store.new_objects(), blobs.len() as u64);
+        for b in &blobs {
+            let path = hrr_archive::blobs::blob_path(dir.path(), &ObjectId::of(b));
+            assert!(std::fs::read(path).unwrap() == *b, "{} bytes", b.len());
         }
     }
 }

@@ -105,6 +105,40 @@ pub unsafe fn host_blob<E: ApiExport>(_h: E, ptr: *const c_void, len: usize) -> 
     recorder::put_host_blob(E::api(), ptr, len)
 }
 
+/// Host sources this large or larger are stored (hashed, staged) while the driver copies them.
+pub const ALONGSIDE_MIN: usize = 4 << 20;
+
+/// Store the `len` host bytes at `ptr` as a blob of `h`'s archive while `call` runs, on a thread
+/// of its own when they are [`ALONGSIDE_MIN`] bytes or more: a copy's source may not change
+/// until the copy has read it (a blocking copy, a pageable one the driver stages before it
+/// returns, or an async one from pinned memory the program must leave alone until it
+/// completes), and both return before the caller's call does, so the upload and its recording
+/// overlap instead of adding up.
+pub unsafe fn host_blob_alongside<E: ApiExport, R>(
+    h: E,
+    ptr: *const c_void,
+    len: usize,
+    call: impl FnOnce() -> R,
+) -> (Option<ObjectId>, R) {
+    if len < ALONGSIDE_MIN || ptr.is_null() || !crate::recorder::active() {
+        let id = host_blob(h, ptr, len);
+        return (id, call());
+    }
+    let at = ptr as usize;
+    std::thread::scope(|s| {
+        // SAFETY: the caller's bytes stay valid and unchanged until `call` returns, and the
+        // scope joins the thread before that.
+        let store = move || unsafe { host_blob(h, at as *const c_void, len) };
+        match std::thread::Builder::new().spawn_scoped(s, store) {
+            Ok(t) => {
+                let r = call();
+                (t.join().ok().flatten(), r)
+            }
+            Err(_) => (host_blob(h, ptr, len), call()),
+        }
+    })
+}
+
 /// A host or device address argument (`u64`, `void *`, `const void *`).
 pub trait Addr: Copy + IntoField<u64> {}
 impl<T: Copy + IntoField<u64>> Addr for T {}
@@ -232,8 +266,7 @@ pub unsafe fn memcpy_htod_async<E: ApiExport, D: Addr, S: Addr>(
     stream: *mut c_void,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    let h2d_blob = host_blob(h, host(src), n);
-    let r = call();
+    let (h2d_blob, r) = host_blob_alongside(h, host(src), n, call);
     rec(h, r, |_| CopyH2d {
         dst: dst.into_field(),
         src: src.into_field(),

@@ -51,7 +51,7 @@ impl Missing for () {
 
 /// What every generated `Export` enum offers shared code (the hook core, custom functions
 /// common to several APIs).
-pub trait ApiExport: Copy + Eq {
+pub trait ApiExport: Copy + Eq + Send + Sync + 'static {
     /// Record type of the export.
     fn id(self) -> u16;
     /// Exported name.

@@ -25,6 +25,7 @@ use hrr_archive::{summary, ObjectId};
 use hrr_calls::shapes::Launch;
 
 use super::backend::{base_name, resolve, CodeObject, Event, Family, Outcome, Prescan, TableOp};
+use super::blob_bytes::{self, BlobBytes};
 use super::check::{mask, Tolerance};
 use super::fault;
 use super::fields;
@@ -37,30 +38,29 @@ use super::verdict::{self, RecordedFailure, Stop, Verdict};
 const DECODE_AHEAD: usize = 4;
 /// Events a batch.
 const DECODE_BATCH: usize = 1024;
-/// Blob bytes a batch may hold read ahead (a batch holding more is handed over at once), and
-/// the largest blob read ahead: at most about (DECODE_AHEAD + 2) × this in memory.
+/// Blob bytes a batch may hold read ahead (a batch holding more is handed over at once): at
+/// most about (DECODE_AHEAD + 2) × this in memory, besides the largest blob mapped.
 const READ_AHEAD_BYTES: u64 = 64 << 20;
+/// The largest blob read (mapped, its pages read in) ahead.
+const MAP_AHEAD_MAX: u64 = 1 << 30;
 
 /// A decoded event, its call, and the blobs it names, read ahead.
-type Decoded<'s> = (&'s CallDef, Event<'s>, Vec<(ObjectId, Vec<u8>)>);
+type Decoded<'s> = (&'s CallDef, Event<'s>, Vec<(ObjectId, BlobBytes)>);
 
-/// The blobs an event names (its H2D source and D2H result), read (up to [`READ_AHEAD_BYTES`]
-/// each): what is not read here (too large, unreadable) is read when replay asks for it, and
-/// errors are reported then.
-fn read_ahead(dir: &Path, ev: &Event) -> Vec<(ObjectId, Vec<u8>)> {
+/// The blobs an event names (its H2D source and D2H result), read or mapped (up to
+/// [`MAP_AHEAD_MAX`] each): what is not read here (too large, unreadable) is read when replay
+/// asks for it, and errors are reported then.
+fn read_ahead(dir: &Path, ev: &Event) -> Vec<(ObjectId, BlobBytes)> {
     let mut out = Vec::new();
     for (name, v) in &ev.fields {
         let (true, Value::Blob(Some(id))) = (name.ends_with("_blob"), v) else {
             continue;
         };
-        let Ok(f) = hrr_archive::blobs::open_blob(dir, id, None) else {
-            continue;
-        };
-        if f.metadata().map_or(true, |m| m.len() > READ_AHEAD_BYTES) {
+        let path = hrr_archive::blobs::blob_path(dir, id);
+        if std::fs::symlink_metadata(&path).map_or(true, |m| m.len() > MAP_AHEAD_MAX) {
             continue;
         }
-        let mut bytes = Vec::new();
-        if std::io::Read::read_to_end(&mut { f }, &mut bytes).is_ok() {
+        if let Ok(bytes) = blob_bytes::load(dir, id, None) {
             out.push((*id, bytes));
         }
     }
@@ -278,20 +278,15 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     })
 }
 
-/// Read a recorded blob whole (`None`: nothing was recorded), refusing a link, a non-file, or a
-/// size other than `expected` (the byte count of the event that names it).
+/// Read (or map) a recorded blob whole (`None`: nothing was recorded), refusing a link, a
+/// non-file, or a size other than `expected` (the byte count of the event that names it).
 pub(super) fn read_blob(
     dir: &Path,
     id: Option<ObjectId>,
     expected: Option<u64>,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<BlobBytes>> {
     let Some(id) = id else { return Ok(None) };
-    let mut f = hrr_archive::blobs::open_blob(dir, &id, expected)
-        .with_context(|| format!("blob {id} of {}", dir.display()))?;
-    let mut v = Vec::new();
-    std::io::Read::read_to_end(&mut f, &mut v)
-        .with_context(|| format!("reading blob {id} of {}", dir.display()))?;
-    Ok(Some(v))
+    blob_bytes::load(dir, &id, expected).map(Some)
 }
 
 /// Replay the process capture in `dir`, the summary written to `out`; returns the exit code
@@ -358,8 +353,8 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     let progress = !opts.no_progress && !opts.json && std::io::stderr().is_terminal();
     // The blobs of the event being replayed that the reading thread read ahead.
-    let ahead: std::cell::RefCell<Vec<(ObjectId, Vec<u8>)>> = Default::default();
-    let blobs = |id: Option<ObjectId>, expected: Option<u64>| -> Result<Option<Vec<u8>>> {
+    let ahead: std::cell::RefCell<Vec<(ObjectId, BlobBytes)>> = Default::default();
+    let blobs = |id: Option<ObjectId>, expected: Option<u64>| -> Result<Option<BlobBytes>> {
         let Some(i) = id else { return Ok(None) };
         let mut ahead = ahead.borrow_mut();
         let Some(at) = ahead.iter().position(|(a, _)| *a == i) else {
@@ -432,18 +427,21 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                                     .compare_redacted(ev.seq, &call.name, &got, want, ranges, tol),
                                 (want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
                             };
-                            if let (true, Some(want)) = (failed, want) {
-                                let got = match ranges {
-                                    Some(r) => mask(&got, &want, r),
-                                    None => got,
-                                };
-                                kept.keep(Failed {
-                                    pass,
-                                    seq: ev.seq,
-                                    call: call.name.clone(),
-                                    got,
-                                    want,
-                                });
+                            match (failed, want) {
+                                (true, Some(want)) => {
+                                    let got = match ranges {
+                                        Some(r) => mask(&got, &want, r),
+                                        None => got,
+                                    };
+                                    kept.keep(Failed {
+                                        pass,
+                                        seq: ev.seq,
+                                        call: call.name.clone(),
+                                        got,
+                                        want: want.into_vec(),
+                                    });
+                                }
+                                _ => backend.recycle(got),
                             }
                         }
                         Ok(Outcome::Done | Outcome::Ignored) => {}

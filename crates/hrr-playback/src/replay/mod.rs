@@ -17,6 +17,7 @@
 //! | `backend/cuda`, `backend/hip` | where each call is replayed: the dispatch in their `mod.rs` |
 
 mod backend;
+mod blob_bytes;
 mod check;
 pub mod engine;
 pub mod extract;

@@ -173,7 +173,8 @@ pub enum Outcome {
 /// Reads a recorded blob (`None` id: nothing recorded).
 /// The second argument is the size the event says the blob has (a copy's byte count), checked
 /// before the bytes are used: a truncated or oversized blob is an error naming it.
-pub type Blobs<'a> = dyn Fn(Option<ObjectId>, Option<u64>) -> Result<Option<Vec<u8>>> + 'a;
+pub type Blobs<'a> =
+    dyn Fn(Option<ObjectId>, Option<u64>) -> Result<Option<super::blob_bytes::BlobBytes>> + 'a;
 
 /// A code object the capture loaded, to load before the first call.
 #[derive(Debug, Clone)]
@@ -227,6 +228,9 @@ pub trait Backend {
     fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {
         Vec::new()
     }
+    /// A D2H result the engine has compared, handed back so the next large result reuses its
+    /// memory (no fresh pages to fault in).
+    fn recycle(&mut self, _buf: Vec<u8>) {}
 }
 
 /// Which device range a successful allocation call took (read by `fields::extent` and

@@ -25,7 +25,7 @@ use super::host_blob;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
 use crate::api::cuda::state::{self, HostRegion};
-use crate::hook::common::{rec_seq, LaunchHostFn};
+use crate::hook::common::{host_blob_alongside, rec_seq, LaunchHostFn};
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
 const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CUresult = 900;
@@ -230,12 +230,11 @@ unsafe fn generic_copy(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let dir = direction::of(is_device_ptr(src), is_device_ptr(dst));
-    let h2d_blob = if dir == direction::H2D {
-        host_blob(src as *const c_void, n)
+    let (h2d_blob, r) = if dir == direction::H2D {
+        host_blob_alongside(h, src as *const c_void, n, call)
     } else {
-        None
+        (None, call())
     };
-    let r = call();
     // A blocking copy's result is there now; an async one's is recorded when it completes.
     let d2h_blob = match stream {
         None if r == 0 && dir == direction::D2H => host_blob(dst as *const c_void, n),

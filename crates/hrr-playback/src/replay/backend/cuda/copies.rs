@@ -28,6 +28,9 @@ use super::Cuda;
 use crate::replay::backend::shared::{H2D_NOT_RECORDED, H2H};
 use crate::replay::backend::{Blobs, Event, Outcome};
 
+/// D2H buffers this large or larger are kept for reuse.
+const SPARE_D2H_MIN: usize = 1 << 20;
+
 /// Why a D2H copy issued inside a stream capture is not checked.
 const CAPTURED_D2H: &str =
     "D2H copy inside stream capture: it runs with the graph, its result was not recorded";
@@ -36,11 +39,11 @@ impl Cuda {
     /// Copy `data` (recorded from host memory at `host`) to `dst`. Inside a stream capture the
     /// graph reads the host side at every launch: the copy reads replay's buffer for `host`
     /// (`graphs.rs`), holding `data` now and each launch's recorded bytes later.
-    fn h2d(&mut self, dst: u64, data: Vec<u8>, stream: H, host: u64) -> Result<()> {
+    fn h2d(&mut self, dst: u64, data: &[u8], stream: H, host: u64) -> Result<()> {
         if self.capturing(stream) {
             let buf = self.host_buffer(host, data.len() as u64)?;
             // SAFETY: the buffer holds `data.len()` bytes and lives until replay ends.
-            unsafe { std::slice::from_raw_parts_mut(buf, data.len()) }.copy_from_slice(&data);
+            unsafe { std::slice::from_raw_parts_mut(buf, data.len()) }.copy_from_slice(data);
             cu!(
                 self.api,
                 cuMemcpyHtoDAsync_v2(dst, buf as *const c_void, data.len(), stream)
@@ -75,7 +78,7 @@ impl Cuda {
             )?;
             return Ok(Outcome::Done);
         }
-        let mut got = vec![0u8; n];
+        let mut got = self.d2h_buffer(n);
         cu!(
             self.api,
             cuMemcpyDtoHAsync_v2(got.as_mut_ptr() as *mut c_void, src, n, stream)
@@ -87,6 +90,26 @@ impl Cuda {
         }
         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
         Ok(Outcome::D2h { got, expected })
+    }
+
+    /// A zeroed buffer of `n` bytes for a D2H result: the spare one handed back by the engine
+    /// when it is large enough (its pages are in memory already), else a fresh one.
+    fn d2h_buffer(&mut self, n: usize) -> Vec<u8> {
+        let mut v = if self.spare_d2h.capacity() >= n {
+            std::mem::take(&mut self.spare_d2h)
+        } else {
+            Vec::new()
+        };
+        v.clear();
+        v.resize(n, 0);
+        v
+    }
+
+    /// Keep `buf` for the next large D2H result (the largest one handed back).
+    pub(super) fn keep_d2h_buffer(&mut self, buf: Vec<u8>) {
+        if buf.capacity() >= SPARE_D2H_MIN && buf.capacity() > self.spare_d2h.capacity() {
+            self.spare_d2h = buf;
+        }
     }
 
     /// `hrrMemcpyResult`: the result of the async copy of event `copy`, compared once its
@@ -126,7 +149,7 @@ impl Cuda {
         };
         let dst = self.mem.translate(s.dst);
         let stream = self.stream(ev, s.stream)?;
-        self.h2d(dst, data, stream, s.src)?;
+        self.h2d(dst, &data, stream, s.src)?;
         Ok(Outcome::Done)
     }
 
@@ -168,7 +191,7 @@ impl Cuda {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
                 let dst = self.mem.translate(s.dst);
-                self.h2d(dst, data, stream, s.src)?;
+                self.h2d(dst, &data, stream, s.src)?;
             }
             direction::D2H => {
                 let src = self.mem.translate(s.src);
@@ -197,7 +220,7 @@ impl Cuda {
             .context("copy extent overflows")?;
         let mut host = match s.direction {
             direction::H2D => match blobs(s.h2d_blob, Some(len as u64))? {
-                Some(data) => data,
+                Some(data) => data.into_vec(),
                 None => return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into())),
             },
             direction::D2H => vec![0u8; len],

@@ -82,6 +82,8 @@ pub struct Cuda {
     /// Async D2H copies whose result comes in a later `hrrMemcpyResult` event: by the copy's
     /// sequence number, the buffer it is copying into and its stream.
     pending_d2h: HashMap<u64, (Vec<u8>, H)>,
+    /// A large D2H buffer the engine handed back, for the next large result.
+    spare_d2h: Vec<u8>,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
     /// `--timing`: GPU time of each launch.
@@ -163,6 +165,10 @@ impl Backend for Cuda {
             self.load_code(c.id, &c.path, c.as_library)?;
         }
         Ok(())
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        self.keep_d2h_buffer(buf);
     }
 
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome> {

@@ -68,6 +68,7 @@ impl Cuda {
             graph_host: Vec::new(),
             objects: Objects::default(),
             pending_d2h: HashMap::new(),
+            spare_d2h: Vec::new(),
             ops: Ops::default(),
             timer: super::timer::Timer::new(opts.timing),
             replaced: HashMap::new(),
