@@ -68,11 +68,14 @@ fn read_ahead(dir: &Path, ev: &Event) -> Vec<(ObjectId, BlobBytes)> {
 }
 
 /// Read and decode the events of `path` (calls of `schema`), in batches into `tx`, until the end,
-/// an error (sent after the events before it) or the receiver hanging up.
+/// an error (sent after the events before it) or the receiver hanging up. Batches replayed come
+/// back through `done` and are freed here: their many small allocations are not the replaying
+/// thread's to free between two calls.
 fn decode_ahead<'s>(
     (dir, path): (&Path, &Path),
     schema: &'s hrr_archive::schema::Schema,
     tx: std::sync::mpsc::SyncSender<Result<Vec<Decoded<'s>>>>,
+    done: std::sync::mpsc::Receiver<Vec<Decoded<'s>>>,
 ) {
     let send_err = |batch: Vec<Decoded<'s>>, e: anyhow::Error| {
         if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
@@ -126,15 +129,15 @@ fn decode_ahead<'s>(
         let blobs = read_ahead(dir, &ev);
         batch_bytes += blobs.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
         batch.push((call, ev, blobs));
-        if (batch.len() == DECODE_BATCH || batch_bytes >= READ_AHEAD_BYTES)
-            && tx
-                .send(Ok(std::mem::replace(
-                    &mut batch,
-                    Vec::with_capacity(DECODE_BATCH),
-                )))
-                .is_err()
-        {
-            return;
+        if batch.len() == DECODE_BATCH || batch_bytes >= READ_AHEAD_BYTES {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(DECODE_BATCH));
+            if tx.send(Ok(full)).is_err() {
+                return;
+            }
+            batch_bytes = 0;
+            while let Ok(replayed) = done.try_recv() {
+                drop(replayed);
+            }
         }
     }
     if !batch.is_empty() {
@@ -383,14 +386,23 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         // them (bounded: a few batches ahead).
         let stopped = std::thread::scope(|scope| -> Result<bool> {
             let (tx, rx) = std::sync::mpsc::sync_channel(DECODE_AHEAD);
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
             let schema = &schema;
             let events = &events;
-            scope.spawn(move || decode_ahead((dir, events), schema, tx));
+            std::thread::Builder::new()
+                .name("hrr-decode".into())
+                .spawn_scoped(scope, move || {
+                    decode_ahead((dir, events), schema, tx, done_rx)
+                })
+                .context("starting the event decoding thread")?;
             let mut n = 0u64;
             for batch in rx {
-                for (call, ev, read) in batch? {
+                let mut batch = batch?;
+                for (call, ev, read) in batch.iter_mut() {
+                    let (call, ev) = (*call, &*ev);
                     n += 1;
-                    *ahead.borrow_mut() = read;
+                    // (what the event did not take goes back with the batch, freed there)
+                    std::mem::swap(&mut *ahead.borrow_mut(), read);
                     if fields::failed_in_capture(&ev.fields)
                         && scan
                             .recorded_failure
@@ -458,11 +470,13 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                             return Ok(true);
                         }
                     }
+                    std::mem::swap(&mut *ahead.borrow_mut(), read);
                     if progress && last_progress.elapsed().as_secs() >= 2 {
                         eprintln!("[HRR] progress: {n}/{} events", sum.events);
                         last_progress = Instant::now();
                     }
                 }
+                let _ = done_tx.send(batch);
             }
             Ok(false)
         })?;

@@ -82,12 +82,37 @@ pub fn loaded_from(addr: *const c_void, fallback: &str) -> String {
     fallback.into()
 }
 
+/// Hashes a recorded handle (an address the driver handed out: distinct, so one multiply mixes
+/// it well enough) at a fraction of the default hasher's cost, which the launch path paid per
+/// launch.
+#[derive(Default, Clone, Copy)]
+pub struct HandleHasher(u64);
+
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+}
+
+/// Maps keyed by recorded handles.
+pub type HandleMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<HandleHasher>>;
+
 /// Recorded handles (streams, events, modules, functions, ...) → the live ones of this replay.
-pub struct Handles(HashMap<u64, H>);
+pub struct Handles(HandleMap<H>);
 
 impl Default for Handles {
     fn default() -> Self {
-        let mut m = HashMap::new();
+        let mut m = HandleMap::default();
         m.insert(0u64, std::ptr::null_mut());
         Handles(m)
     }

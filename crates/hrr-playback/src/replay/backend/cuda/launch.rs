@@ -16,10 +16,24 @@ use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer
 use crate::replay::backend::{Event, Outcome};
 
 impl Cuda {
-    /// A kernel launch (`Launch`); `ex`: recorded as `cuLaunchKernelEx`.
+    /// A kernel launch (`Launch`); `ex`: recorded as `cuLaunchKernelEx`. The shape goes back
+    /// into the event afterwards, so that it is freed with it by the thread that decoded it,
+    /// not here between two launches.
     pub(super) fn launch(&mut self, ev: &Event, filter: Option<&str>, ex: bool) -> Result<Outcome> {
         let mut l: Launch = ev.launch()?;
-        if let Err(not_launched) = launch_gate(&l, filter) {
+        let r = self.launch_shape(ev, &mut l, filter, ex);
+        *ev.launch.borrow_mut() = Some(l);
+        r
+    }
+
+    fn launch_shape(
+        &mut self,
+        ev: &Event,
+        l: &mut Launch,
+        filter: Option<&str>,
+        ex: bool,
+    ) -> Result<Outcome> {
+        if let Err(not_launched) = launch_gate(l, filter) {
             return Ok(not_launched);
         }
         let func = self.handles.get(l.function).map_err(|_| {
@@ -31,13 +45,21 @@ impl Cuda {
         })?;
         let func = self.replaced_function(&l.kernel, func);
         let stream = self.stream(ev, l.stream)?;
-        let mut args = std::mem::take(&mut l.args);
+        let args = &mut l.args;
         let offs = &l.arg_offsets;
         // Texture/surface object values, found in the recorded bytes (see `arrays.rs`: an
         // 8-byte scalar equal to a live recorded object value is rewritten too).
-        let objects = self.objects.substitutions(&args, offs, &l.arg_sizes);
-        translate_pointer_args(&mut args, offs, &l.arg_sizes, &self.mem);
-        Objects::apply(&mut args, &objects);
+        let objects = self.objects.substitutions(args, offs, &l.arg_sizes);
+        translate_pointer_args(args, offs, &l.arg_sizes, &self.mem);
+        Objects::apply(args, &objects);
+        let mut ptrs = std::mem::take(&mut self.arg_ptrs);
+        ptrs.clear();
+        // SAFETY (of the `add`s): every recorded offset lies inside the argument buffer (the
+        // shape's reader checks them).
+        ptrs.extend(
+            offs.iter()
+                .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void),
+        );
         let mut size = args.len();
         let mut extra: [*mut c_void; 5] = [
             std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
@@ -58,16 +80,12 @@ impl Cuda {
         let attrs = &l.attrs;
         let api = &self.api;
         let result = if l.cooperative != 0 {
-            let mut ptrs: Vec<*mut c_void> = offs
-                .iter()
-                .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void)
-                .collect();
             launch_call!(
                 cu,
                 api,
                 cuLaunchCooperativeKernel,
                 func,
-                &l,
+                l,
                 stream,
                 ptrs.as_mut_ptr()
             )
@@ -87,21 +105,18 @@ impl Cuda {
         } else {
             // Argument pointers into the buffer, as the program's runtime passes them (the
             // driver's faster path; `extra` is for calls that were recorded with it).
-            let mut ptrs: Vec<*mut c_void> = offs
-                .iter()
-                .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void)
-                .collect();
             launch_call!(
                 cu,
                 api,
                 cuLaunchKernel,
                 func,
-                &l,
+                l,
                 stream,
                 ptrs.as_mut_ptr(),
                 std::ptr::null_mut()
             )
         };
+        self.arg_ptrs = ptrs;
         if result.is_ok() {
             self.timer.stop(&self.api, stream, timed, &l.kernel)?;
         }

@@ -84,6 +84,8 @@ pub struct Cuda {
     pending_d2h: HashMap<u64, (Vec<u8>, H)>,
     /// A large D2H buffer the engine handed back, for the next large result.
     spare_d2h: Vec<u8>,
+    /// The argument pointers of the launch being issued (kept: no allocation per launch).
+    arg_ptrs: Vec<*mut std::ffi::c_void>,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
     /// `--timing`: GPU time of each launch.

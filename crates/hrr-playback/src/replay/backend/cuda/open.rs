@@ -69,6 +69,7 @@ impl Cuda {
             objects: Objects::default(),
             pending_d2h: HashMap::new(),
             spare_d2h: Vec::new(),
+            arg_ptrs: Vec::new(),
             ops: Ops::default(),
             timer: super::timer::Timer::new(opts.timing),
             replaced: HashMap::new(),
