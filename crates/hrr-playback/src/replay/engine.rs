@@ -414,7 +414,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                     if opts.verbose {
                         eprintln!("[HRR] #{} {}", ev.seq, call.name);
                     }
-                    match backend.replay(&ev, &blobs, opts) {
+                    match backend.replay(ev, &blobs, opts) {
                         Ok(Outcome::Launched) => {
                             report.kernels_launched += 1;
                             last_launch = Some(ev.seq);
