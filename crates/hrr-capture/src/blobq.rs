@@ -3,7 +3,8 @@
 //! already stored or queued, copies it into a staging buffer (on several threads for large
 //! buffers) and queues it; the `hrr-blobs` threads ([`WRITERS`] at most) write queued blobs
 //! into the archive's object store, several at once (one file each). Staging is bounded
-//! ([`STAGING_LIMIT`] bytes in flight; beyond it the caller waits, so memory stays bounded);
+//! (256 MiB to 1 GiB in flight by the host's memory, [`staging_limit`]; beyond it the caller
+//! waits, so memory stays bounded);
 //! staging buffers are reused, so a steady stream of copies does not page-fault fresh memory.
 //!
 //! [`BlobQueue::drain`] waits until every queued blob is written: the recorder calls it
@@ -19,8 +20,28 @@ use std::time::{Duration, Instant};
 use hrr_archive::blobs::ObjectStore;
 use hrr_archive::ObjectId;
 
-/// Staged bytes in flight (queued or being written) beyond which a caller waits.
+/// Staged bytes in flight (queued or being written) beyond which a caller waits, at the least
+/// (see [`staging_limit`]).
 pub const STAGING_LIMIT: usize = 256 << 20;
+/// ... and at the most, on a host with 32 times this much memory or more.
+const STAGING_LIMIT_MAX: usize = 1 << 30;
+
+/// The staging limit of this host: a 32nd of its memory, from [`STAGING_LIMIT`] to
+/// [`STAGING_LIMIT_MAX`] (a GPU host with 128 GiB stages a burst of 1 GiB of uploads without
+/// waiting for the disk; a small machine keeps to 256 MiB).
+fn staging_limit() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let memory = usize::try_from(pages.max(0))
+        .unwrap_or(0)
+        .saturating_mul(usize::try_from(page.max(0)).unwrap_or(0));
+    (memory / 32).clamp(STAGING_LIMIT, STAGING_LIMIT_MAX)
+}
 /// Capacity of idle staging buffers kept for reuse.
 const POOL_LIMIT: usize = 256 << 20;
 /// Writer threads at most (a quarter of the cores, at least one): large buffers are written
@@ -28,8 +49,8 @@ const POOL_LIMIT: usize = 256 << 20;
 pub const WRITERS: usize = 4;
 /// Buffers this large or larger are copied into staging on several threads.
 const PARALLEL_COPY_MIN: usize = 8 << 20;
-/// Threads a parallel staging copy uses at most.
-const COPY_THREADS: usize = 4;
+/// Threads a parallel staging copy uses at most (half the cores, two at least).
+const COPY_THREADS: usize = 8;
 
 /// One staged blob.
 struct Job {
@@ -61,6 +82,8 @@ struct Shared {
     state: Mutex<State>,
     /// Work queued, space freed or the queue emptied.
     changed: Condvar,
+    /// Bytes in flight beyond which a caller waits ([`staging_limit`]).
+    limit: usize,
 }
 
 /// The queue of one process capture (cheap to clone: a handle).
@@ -75,6 +98,7 @@ impl BlobQueue {
             store,
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
+            limit: staging_limit(),
         });
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let started = (0..(cores / 4).clamp(1, WRITERS))
@@ -108,7 +132,7 @@ impl BlobQueue {
             if st.known.contains(&id) {
                 return Ok(());
             }
-            if st.in_flight == 0 || st.in_flight + bytes.len() <= STAGING_LIMIT {
+            if st.in_flight == 0 || st.in_flight + bytes.len() <= self.0.limit {
                 break;
             }
             st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -173,7 +197,8 @@ fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
         return;
     }
     buf.reserve(bytes.len());
-    let piece = bytes.len().div_ceil(COPY_THREADS);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let piece = bytes.len().div_ceil((cores / 2).clamp(2, COPY_THREADS));
     let (to, from) = (buf.as_mut_ptr() as usize, bytes.as_ptr() as usize);
     std::thread::scope(|s| {
         for start in (0..bytes.len()).step_by(piece) {
