@@ -2,7 +2,8 @@
 // program's name (CHECK_PROG, defined before this header), where, the call and its error, and
 // the program exits with CHECK_EXIT (2 unless the program defines another).
 //   CK(call): a CUDA runtime call (cuda_runtime.h included before this header)
-//   CU(call): a CUDA driver call (cuda.h included before)
+//   CU(call): a CUDA driver call (cuda.h included before; CHECK_ERROR_NAMES defined: libcuda is
+//             linked, the error is named)
 //   CB(call): a cuBLAS call (cublas_v2.h included before)
 #pragma once
 #include <stdio.h>
@@ -30,13 +31,20 @@
 #endif
 
 #ifdef __cuda_cuda_h__
+// The error's name needs libcuda linked (CHECK_ERROR_NAMES defined); a program that reaches
+// the driver through cudart's entry points gets the number.
+#ifdef CHECK_ERROR_NAMES
+#define CHECK_CU_NAME(r, name) cuGetErrorName((r), &(name))
+#else
+#define CHECK_CU_NAME(r, name) ((void)(r))
+#endif
 #define CU(call)                                                                              \
     do {                                                                                      \
         CUresult r_ = (call);                                                                 \
         if (r_ != CUDA_SUCCESS) {                                                             \
             const char *name_ = NULL;                                                         \
-            cuGetErrorName(r_, &name_);                                                       \
-            CHECK_FAIL("%s failed: %s (%d)", #call, name_ ? name_ : "?", (int)r_);            \
+            CHECK_CU_NAME(r_, name_);                                                         \
+            CHECK_FAIL("%s failed: %s (%d)", #call, name_ ? name_ : "CUDA error", (int)r_);   \
         }                                                                                     \
     } while (0)
 #endif

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #define CHECK_PROG "driver_api"
+#define CHECK_ERROR_NAMES 1
 #include "check.h"
 
 /* Same layout as HrrNode in driver_api_kernels.cu (16 bytes). */
