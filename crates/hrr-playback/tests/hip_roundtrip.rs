@@ -18,19 +18,7 @@ use common::*;
 fn built() -> &'static (PathBuf, bool) {
     static DIR: OnceLock<(PathBuf, bool)> = OnceLock::new();
     DIR.get_or_init(|| {
-        let lib = bin_dir().join("libhrr_capture.so");
-        assert!(
-            lib.is_file() && bin_dir().join("hrr-capture").is_file(),
-            "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
-            lib.display()
-        );
-        let out = std::env::temp_dir().join(format!("hrr-fake-hip-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-hip/build.sh");
-        let o = Command::new("sh")
-            .arg(&script)
-            .arg(&out)
-            .output()
-            .expect("run build.sh");
+        let (out, o) = build_fake("fake-hip", "");
         match o.status.code() {
             Some(0) => (out, true),
             Some(3) => (out, false),
@@ -111,15 +99,7 @@ fn replay_json(dir: &Path, target: &Path, extra: &[&str]) -> (i32, serde_json::V
     let mut args = vec!["--json"];
     args.extend_from_slice(extra);
     let (code, out, err) = replay(dir, target, &args);
-    let v = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-    (code, v)
-}
-
-fn names(events: &[serde_json::Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["name"].as_str().unwrap().to_string())
-        .collect()
+    (code, summary(&out, &err))
 }
 
 /// Capture `name` on the fake runtime: the program's output is what it prints without capture.
@@ -318,25 +298,26 @@ fn vector_add_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let events = captured(dir, &arch, "vector_add");
+    assert_recorded(
+        &events,
+        &[
+            "hipGetDeviceCount",
+            "hipMalloc",
+            "hipMemcpy",
+            "hipMemcpyHtoD",
+            "__hipRegisterFatBinary",
+            "__hipRegisterFunction",
+            "hipLaunchKernel",
+            "hipMemcpyDtoH",
+            "hipMemset",
+            "hipMemcpyToSymbol",
+            "hipMemcpyFromSymbol",
+            "hipMemcpyDtoD",
+            "hipDeviceSynchronize",
+            "hipFree",
+        ],
+    );
     let names = names(&events);
-    for call in [
-        "hipGetDeviceCount",
-        "hipMalloc",
-        "hipMemcpy",
-        "hipMemcpyHtoD",
-        "__hipRegisterFatBinary",
-        "__hipRegisterFunction",
-        "hipLaunchKernel",
-        "hipMemcpyDtoH",
-        "hipMemset",
-        "hipMemcpyToSymbol",
-        "hipMemcpyFromSymbol",
-        "hipMemcpyDtoD",
-        "hipDeviceSynchronize",
-        "hipFree",
-    ] {
-        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
-    }
     // the fat binary is written once, before its first launch, as a code object
     let reg = names
         .iter()
@@ -368,11 +349,7 @@ fn vector_add_round_trip() {
     assert_eq!(default_copy["fields"]["direction"], 2);
     assert!(default_copy["fields"]["d2h_blob"].is_string());
 
-    let (code, info, err) = run({
-        let mut c = playback();
-        c.arg(&arch).arg("--info");
-        c
-    });
+    let (code, info, err) = playback_on(&arch, &["--info"]);
     assert_eq!(code, 0, "{err}");
     for want in [
         "API:                hip",
@@ -407,19 +384,19 @@ fn module_launch_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let events = captured(dir, &arch, "module_launch");
-    let names = names(&events);
-    for call in [
-        "hipModuleLoadData",
-        "hipModuleLoad",
-        "hipModuleGetFunction",
-        "hipModuleLaunchKernel",
-        "hipStreamCreate",
-        "hipMemcpyDtoHAsync",
-        "hipStreamSynchronize",
-        "hipModuleUnload",
-    ] {
-        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
-    }
+    assert_recorded(
+        &events,
+        &[
+            "hipModuleLoadData",
+            "hipModuleLoad",
+            "hipModuleGetFunction",
+            "hipModuleLaunchKernel",
+            "hipStreamCreate",
+            "hipMemcpyDtoHAsync",
+            "hipStreamSynchronize",
+            "hipModuleUnload",
+        ],
+    );
     // both loads are the same code object (the one from memory was overwritten after loading)
     let codes: Vec<&str> = events
         .iter()
@@ -454,33 +431,34 @@ fn streams_events_vmm_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let events = captured(dir, &arch, "streams");
+    assert_recorded(
+        &events,
+        &[
+            "hipStreamCreateWithFlags",
+            "hipStreamCreateWithPriority",
+            "hipEventCreate",
+            "hipEventCreateWithFlags",
+            "hipEventRecord",
+            "hipStreamWaitEvent",
+            "hipHostMalloc",
+            "hipMemcpyAsync",
+            "hipMemsetD32Async",
+            "hipMallocAsync",
+            "hipFreeAsync",
+            "hipMemsetD8", // reached through dlsym
+            "hipMemsetD16",
+            "hipMemAddressReserve",
+            "hipMemCreate",
+            "hipMemMap",
+            "hipMemSetAccess",
+            "hipMemUnmap",
+            "hipMemRelease",
+            "hipMemAddressFree",
+            "hipEventDestroy",
+            "hipStreamDestroy",
+        ],
+    );
     let names = names(&events);
-    for call in [
-        "hipStreamCreateWithFlags",
-        "hipStreamCreateWithPriority",
-        "hipEventCreate",
-        "hipEventCreateWithFlags",
-        "hipEventRecord",
-        "hipStreamWaitEvent",
-        "hipHostMalloc",
-        "hipMemcpyAsync",
-        "hipMemsetD32Async",
-        "hipMallocAsync",
-        "hipFreeAsync",
-        "hipMemsetD8", // reached through dlsym
-        "hipMemsetD16",
-        "hipMemAddressReserve",
-        "hipMemCreate",
-        "hipMemMap",
-        "hipMemSetAccess",
-        "hipMemUnmap",
-        "hipMemRelease",
-        "hipMemAddressFree",
-        "hipEventDestroy",
-        "hipStreamDestroy",
-    ] {
-        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
-    }
     // calls the runtime makes to its own exports while serving one are not recorded: the fake's
     // hipMallocAsync calls hipMalloc, its hipMemcpyDtoHAsync calls hipMemcpyAsync
     assert_eq!(names.iter().filter(|n| *n == "hipMalloc").count(), 2);
@@ -539,9 +517,7 @@ fn a_runtime_loaded_rtld_local_by_a_plugin_is_found_and_recorded() {
             "hipFree"
         ]
     );
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(pid_dirs(&arch)[0].join("manifest.json")).unwrap())
-            .unwrap();
+    let m = manifest_json(&pid_dirs(&arch)[0]);
     assert_eq!(m["metadata"]["devices"][0]["name"], "HRR Fake AMD GPU");
     let (code, out, err) = replay(dir, &arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
@@ -562,8 +538,7 @@ fn replay_without_placement_translates_pointers() {
             .env("LD_LIBRARY_PATH", dir)
             .env("FAKE_HIP_VA_BASE", "0x7c0000000000");
         let (code, out, err) = run(c);
-        let v: serde_json::Value =
-            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        let v = summary(&out, &err);
         assert_eq!(code, 0, "{name}: {v}");
         assert_eq!(v["allocations"]["placed"], 0, "{v}");
         assert!(v["allocations"]["translated"].as_u64().unwrap() >= 3, "{v}");
@@ -578,23 +553,11 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     let arch = tmp.path().join("run.hrr");
     let events = captured(dir, &arch, "vector_add");
     let pid = pid_dirs(&arch).remove(0);
-    let ev = events
-        .iter()
-        .find(|e| e["name"] == "hipMemcpyDtoH")
-        .unwrap();
-    let id = ev["fields"]["d2h_blob"].as_str().unwrap();
-    let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-    let mut bytes = std::fs::read(&p).unwrap();
-    bytes[9] ^= 0xff;
-    std::fs::write(&p, &bytes).unwrap();
+    let ev = first_named(&events, "hipMemcpyDtoH");
+    flip_blob_byte(&pid, ev["fields"]["d2h_blob"].as_str().unwrap(), 9, 0xff);
     let (code, out, _) = replay(dir, &pid, &[]);
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains(&format!("event #{} hipMemcpyDtoH", ev["seq"])),
-        "{out}"
-    );
+    assert_mismatch_at(code, &out, ev);
     assert!(out.contains("first at offset 9"), "{out}");
-    assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
 }
 
 #[test]
@@ -606,9 +569,7 @@ fn replay_really_runs_the_work_zeroed_inputs_fail() {
     let pid = pid_dirs(&arch).remove(0);
     for e in &events {
         if let Some(id) = e["fields"]["h2d_blob"].as_str() {
-            let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-            let len = std::fs::metadata(&p).unwrap().len() as usize;
-            std::fs::write(&p, vec![0u8; len]).unwrap();
+            zero_blob(&pid, id);
         }
     }
     let (code, v) = replay_json(dir, &pid, &[]);
@@ -753,9 +714,7 @@ fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
         assert_ne!(printed, 0, "{call}");
         assert_eq!(result(call), printed, "{call}");
     }
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(pid_dirs(&arch)[0].join("manifest.json")).unwrap())
-            .unwrap();
+    let manifest = manifest_json(&pid_dirs(&arch)[0]);
     assert_eq!(manifest["api"], "hip");
     assert_eq!(manifest["complete"], true);
     let recorded_runtime = manifest["metadata"]["runtime"].as_str().unwrap();
