@@ -118,6 +118,15 @@ fn captured(dir: &Path, arch: &Path, name: &str) -> Vec<serde_json::Value> {
     events_json(arch)
 }
 
+/// Capture `name` on the fake runtime as `captured` does, into `run.hrr` of a new temporary
+/// folder: the folder (kept alive), the archive and its events.
+fn captured_run(dir: &Path, name: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, name);
+    (tmp, arch, events)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Argument layouts, read independently of hrr: `llvm-readelf --notes` decodes the
 // NT_AMDGPU_METADATA note of each code object.
@@ -295,9 +304,7 @@ fn check_layouts(archive: &Path, events: &[serde_json::Value]) -> (usize, usize)
 #[test]
 fn vector_add_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "vector_add");
+    let (_tmp, arch, events) = captured_run(dir, "vector_add");
     assert_recorded(
         &events,
         &[
@@ -367,10 +374,7 @@ fn vector_add_round_trip() {
     let (code, out, err) = replay(dir, &arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("[HRR] Kernels launched: 5"), "{out}");
-    assert!(
-        out.contains("D2H checks      : 7 pass (7 exact, 0 within tol), 0 fail, 0 skipped"),
-        "{out}"
-    );
+    assert_checks_exact(&out, 7);
     assert!(
         out.contains("Device          : HRR Fake AMD GPU (gfx90a:sramecc+:xnack-)"),
         "{out}"
@@ -381,9 +385,7 @@ fn vector_add_round_trip() {
 #[test]
 fn module_launch_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "module_launch");
+    let (_tmp, arch, events) = captured_run(dir, "module_launch");
     assert_recorded(
         &events,
         &[
@@ -428,9 +430,7 @@ fn module_launch_round_trip() {
 #[test]
 fn streams_events_vmm_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "streams");
+    let (_tmp, arch, events) = captured_run(dir, "streams");
     assert_recorded(
         &events,
         &[
@@ -503,9 +503,7 @@ fn a_runtime_loaded_rtld_local_by_a_plugin_is_found_and_recorded() {
     // find the loaded runtime by name instead. Its hipMemset comes from hipGetProcAddress,
     // which hands out the wrapper.
     let dir = &built().0;
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "plugin_host");
+    let (_tmp, arch, events) = captured_run(dir, "plugin_host");
     assert_eq!(
         names(&events),
         [
@@ -549,9 +547,7 @@ fn replay_without_placement_translates_pointers() {
 #[test]
 fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "vector_add");
+    let (_tmp, arch, events) = captured_run(dir, "vector_add");
     let pid = pid_dirs(&arch).remove(0);
     let ev = first_named(&events, "hipMemcpyDtoH");
     flip_blob_byte(&pid, ev["fields"]["d2h_blob"].as_str().unwrap(), 9, 0xff);
@@ -563,9 +559,7 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
 #[test]
 fn replay_really_runs_the_work_zeroed_inputs_fail() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "module_launch");
+    let (_tmp, arch, events) = captured_run(dir, "module_launch");
     let pid = pid_dirs(&arch).remove(0);
     for e in &events {
         if let Some(id) = e["fields"]["h2d_blob"].as_str() {
@@ -581,9 +575,7 @@ fn replay_really_runs_the_work_zeroed_inputs_fail() {
 #[test]
 fn replay_flags_filter_loop_and_sync() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    captured(dir, &arch, "module_launch");
+    let (_tmp, arch, _) = captured_run(dir, "module_launch");
     let (code, v) = replay_json(dir, &arch, &["--loop", "2"]);
     assert_eq!((code, v["kernels_launched"].as_u64()), (0, Some(6)), "{v}");
     let (code, v) = replay_json(
@@ -618,16 +610,7 @@ fn processes_that_only_register_fat_binaries_get_no_pid_dir() {
 #[test]
 fn without_the_variable_the_library_only_forwards() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, plain, _) = run(app(dir, "streams", &[]));
-    let mut c = app(dir, "streams", &[]);
-    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
-        .current_dir(tmp.path());
-    let (code, out, err) = run(c);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(out, plain);
-    assert!(err.is_empty(), "{err}");
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    assert_preload_only_forwards(|| app(dir, "streams", &[]));
 }
 
 /// The real ROCm runtime, if installed where the dynamic loader finds it.

@@ -28,12 +28,23 @@ fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
     FakeCuda::get("").capture(archive, name, args)
 }
 
-/// `driver_app args` captured (successfully) into `<tmp>/run.hrr`: the archive, its process
-/// folder.
-fn captured(tmp: &Path, args: &[&str]) -> (PathBuf, PathBuf) {
-    let arch = tmp.join("run.hrr");
+/// `driver_app args` captured (successfully) into `run.hrr` of a new temporary folder: the
+/// folder (kept alive), the archive, its process folder.
+fn captured(args: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
     let dir = FakeCuda::get("").captured(&arch, "driver_app", args);
-    (arch, dir)
+    (tmp, arch, dir)
+}
+
+/// Capture `name args` into `archive`, which must succeed and print what the program prints
+/// without capture.
+fn capture_as_plain(archive: &Path, name: &str, args: &[&str]) -> Output {
+    let (_, plain, _) = run(app(name, args));
+    let o = capture(archive, name, args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    o
 }
 
 fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
@@ -44,10 +55,7 @@ fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
 fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let (_, plain, _) = run(app("driver_app", &[]));
-    let o = capture(&arch, "driver_app", &[]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let o = capture_as_plain(&arch, "driver_app", &[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
         stderr.matches("[HRR capture] Recording pid").count(),
@@ -109,10 +117,7 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
     let (code, out, err) = replay(&arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("[HRR] Kernels launched: 6"), "{out}");
-    assert!(
-        out.contains("D2H checks      : 6 pass (6 exact, 0 within tol), 0 fail, 0 skipped"),
-        "{out}"
-    );
+    assert_checks_exact(&out, 6);
     assert!(
         out.trim_end().lines().last().is_some_and(|l| l
             .starts_with("[HRR] PASS (1 call not replayed, first: #")
@@ -123,8 +128,7 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
 
 #[test]
 fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = captured(tmp.path(), &[]);
+    let (_tmp, _, dir) = captured(&[]);
     let events = events_json(&dir);
     let ev = first_named(&events, "cuMemcpyDtoH_v2");
     flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 5, 0xff);
@@ -135,8 +139,7 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
 
 #[test]
 fn replay_really_runs_the_work_zeroed_inputs_fail() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = captured(tmp.path(), &[]);
+    let (_tmp, _, dir) = captured(&[]);
     for e in events_json(&dir) {
         if let Some(id) = e["fields"]["h2d_blob"].as_str() {
             zero_blob(&dir, id);
@@ -183,8 +186,7 @@ fn processes_that_never_touch_the_driver_get_no_pid_dir() {
 
 #[test]
 fn fork_children_get_their_own_capture_and_replay_asks_which() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (arch, _) = captured(tmp.path(), &["fork"]);
+    let (_tmp, arch, _) = captured(&["fork"]);
     let dirs = pid_dirs(&arch);
     assert_eq!(dirs.len(), 2, "{dirs:?}");
     let root = manifest_json(&arch);
@@ -201,10 +203,7 @@ fn fork_children_get_their_own_capture_and_replay_asks_which() {
 fn direct_symbol_calls_are_recorded_too() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let (_, plain, _) = run(app("direct_app", &[]));
-    let o = capture(&arch, "direct_app", &[]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    capture_as_plain(&arch, "direct_app", &[]);
     let names = names(&events_json(&arch));
     assert!(
         names.iter().any(|n| n == "cuLaunchKernel_ptsz"),
@@ -248,22 +247,12 @@ fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
 
 #[test]
 fn without_the_variable_the_library_only_forwards() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, plain, _) = run(app("driver_app", &[]));
-    let mut c = app("driver_app", &[]);
-    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
-        .current_dir(tmp.path());
-    let (code, out, err) = run(c);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(out, plain);
-    assert!(err.is_empty(), "{err}");
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    assert_preload_only_forwards(|| app("driver_app", &[]));
 }
 
 #[test]
 fn concurrent_threads_are_recorded_and_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (arch, _) = captured(tmp.path(), &["threads"]);
+    let (_tmp, arch, _) = captured(&["threads"]);
     let (code, out, _) = playback_on(&arch, &["--info", "--json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -280,8 +269,7 @@ fn concurrent_threads_are_recorded_and_replay() {
 
 #[test]
 fn replay_flags_filter_loop_sync_and_no_placement() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (arch, _) = captured(tmp.path(), &[]);
+    let (_tmp, arch, _) = captured(&[]);
     let json = |extra: &[&str]| FakeCuda::get("").replay_json(&arch, extra);
     let (code, v) = json(&["--loop", "2"]);
     assert_eq!((code, v["kernels_launched"].as_u64()), (0, Some(12)), "{v}");
@@ -364,10 +352,7 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
         let (code, out, err) = replay(&dir, extra);
         assert_eq!(code, 0, "{extra:?}: {out}{err}");
         assert!(out.contains("[HRR] Graphs launched : 4"), "{out}");
-        assert!(
-            out.contains("D2H checks      : 2 pass (2 exact, 0 within tol), 0 fail, 0 skipped"),
-            "{out}"
-        );
+        assert_checks_exact(&out, 2);
         assert!(
             out.contains("[HRR] PASS") && !out.contains("not replayed"),
             "{out}"
@@ -398,8 +383,7 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
 
 #[test]
 fn a_context_limit_is_recorded_and_set_again_by_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, dir) = captured(tmp.path(), &[]);
+    let (_tmp, _, dir) = captured(&[]);
     let set: Vec<_> = events_json(&dir)
         .into_iter()
         .filter(|e| e["name"] == "cuCtxSetLimit")

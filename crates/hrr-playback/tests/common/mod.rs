@@ -168,6 +168,16 @@ pub fn assert_mismatch_at(code: i32, out: &str, event: &serde_json::Value) {
     assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
 }
 
+/// A replay's text summary says every one of its `n` D2H checks passed, each exactly.
+pub fn assert_checks_exact(out: &str, n: u64) {
+    assert!(
+        out.contains(&format!(
+            "D2H checks      : {n} pass ({n} exact, 0 within tol), 0 fail, 0 skipped"
+        )),
+        "{out}"
+    );
+}
+
 /// A replay's `--json` summary, decoded from its stdout (`err` is shown when it is not JSON).
 pub fn summary(out: &str, err: &str) -> serde_json::Value {
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
@@ -194,6 +204,21 @@ pub fn skipped(why: &str, how: &str) {
             let _ = f.write_all(line.as_bytes()); // one O_APPEND write: lines never interleave
         }
     }
+}
+
+/// With the capture library preloaded but no archive named, the program `app` makes (a new
+/// command each call) prints what it prints alone, nothing on stderr, and writes nothing.
+pub fn assert_preload_only_forwards(app: impl Fn() -> Command) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, plain, _) = run(app());
+    let mut c = app();
+    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
+        .current_dir(tmp.path());
+    let (code, out, err) = run(c);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, plain);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
 /// The fake CUDA driver of a test binary, and capture and replay against it.
