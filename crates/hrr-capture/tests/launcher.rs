@@ -241,15 +241,22 @@ fn earlier_archive(path: &Path) {
 /// A program that proves it ran by creating `ran` (beside the archive) and prints its archive.
 const MARK: &str = r#"touch ran; printf '%s' "$HIP_HRR_CAPTURE_OUTPUT""#;
 
-#[test]
-fn an_archive_of_an_earlier_run_is_refused() {
+/// `hrr-capture -o run.hrr FLAGS -- sh -c MARK` in a new temporary folder (kept alive) that
+/// holds an earlier run's `run.hrr`: the folder, that archive's path and the launcher's output.
+fn over_an_earlier_archive(flags: &[&str]) -> (tempfile::TempDir, PathBuf, Output) {
     let t = tempfile::tempdir().unwrap();
     let arch = t.path().join("run.hrr");
     earlier_archive(&arch);
-    let o = output(launcher(
-        t.path(),
-        &["-o", "run.hrr", "--", "sh", "-c", MARK],
-    ));
+    let mut args = vec!["-o", "run.hrr"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", MARK]);
+    let o = output(launcher(t.path(), &args));
+    (t, arch, o)
+}
+
+#[test]
+fn an_archive_of_an_earlier_run_is_refused() {
+    let (t, arch, o) = over_an_earlier_archive(&[]);
     assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
     assert_one_error(&err);
@@ -272,13 +279,7 @@ fn an_archive_of_an_earlier_run_is_refused() {
 
 #[test]
 fn append_records_into_the_earlier_archive() {
-    let t = tempfile::tempdir().unwrap();
-    let arch = t.path().join("run.hrr");
-    earlier_archive(&arch);
-    let o = output(launcher(
-        t.path(),
-        &["-o", "run.hrr", "--append", "--", "sh", "-c", MARK],
-    ));
+    let (t, arch, o) = over_an_earlier_archive(&["--append"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(t.path().join("ran").exists());
     assert_eq!(
@@ -293,13 +294,7 @@ fn append_records_into_the_earlier_archive() {
 
 #[test]
 fn force_moves_the_earlier_archive_aside_intact() {
-    let t = tempfile::tempdir().unwrap();
-    let arch = t.path().join("run.hrr");
-    earlier_archive(&arch);
-    let o = output(launcher(
-        t.path(),
-        &["-o", "run.hrr", "--force", "--", "sh", "-c", MARK],
-    ));
+    let (t, arch, o) = over_an_earlier_archive(&["--force"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(t.path().join("ran").exists());
     assert!(!arch.exists(), "the program gets a fresh archive path");

@@ -5,7 +5,7 @@
 //! loses no blob an event names.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
 use common::*;
@@ -16,16 +16,17 @@ fn fake() -> &'static FakeCuda {
 
 /// `hrr-capture -o archive -- app args`, with the fake driver asynchronous at `gbps` (0: off).
 fn capture(archive: &Path, app: &str, args: &[&str], gbps: u32) -> Output {
-    let mut c: Command = bounded(bin_dir().join("hrr-capture"));
-    c.arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(fake().dir.join(app))
-        .args(args)
-        .env("LD_LIBRARY_PATH", &fake().dir)
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
-        .env("FAKE_CUDA_ASYNC_GBPS", gbps.to_string());
-    c.output().expect("run hrr-capture")
+    let gbps = gbps.to_string();
+    fake().capture_env(archive, app, args, &[("FAKE_CUDA_ASYNC_GBPS", &gbps)])
+}
+
+/// The number that follows `after` in `text` (0 when there is none).
+fn number_after(text: &str, after: &str) -> u64 {
+    text.split(after)
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn seq(e: &serde_json::Value) -> u64 {
@@ -86,12 +87,7 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
             .lines()
             .find(|l| l.contains("D2H checks"))
             .unwrap_or_default();
-        let pass: u64 = line
-            .split(':')
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+        let pass = number_after(line, ":");
         assert!(pass >= copies as u64, "{app}: {out}");
         assert!(line.contains(" 0 fail, 0 skipped"), "{app}: {out}");
     }
@@ -99,12 +95,7 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
     let arch = tmp.path().join("overlap.hrr");
     let o = capture(&arch, "copy_app", &["overlap", "2", "8"], 2);
     let out = String::from_utf8_lossy(&o.stdout);
-    let spins: u64 = out
-        .split("host_loop=")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let spins = number_after(&out, "host_loop=");
     assert!(spins > 0, "the capture waited for the copies: {out}");
 }
 
@@ -117,21 +108,10 @@ fn a_zeroed_async_result_blob_is_a_mismatch_naming_the_result_event() {
     assert!(capture(&arch, "driver_app", &[], 0).status.success());
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
-    let r = events
-        .iter()
-        .find(|e| e["name"] == "hrrMemcpyResult")
-        .unwrap();
-    let id = r["fields"]["d2h_blob"].as_str().unwrap();
-    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-    let len = std::fs::metadata(&p).unwrap().len() as usize;
-    std::fs::write(&p, vec![0u8; len]).unwrap();
+    let r = first_named(&events, "hrrMemcpyResult");
+    zero_blob(&dir, r["fields"]["d2h_blob"].as_str().unwrap());
     let (code, out, _) = fake().replay(&dir, &[]);
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains(&format!("event #{} hrrMemcpyResult", r["seq"])),
-        "{out}"
-    );
-    assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
+    assert_mismatch_at(code, &out, r);
 }
 
 #[test]
@@ -149,7 +129,7 @@ fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
         for e in &events {
             for key in ["h2d_blob", "d2h_blob"] {
                 if let Some(id) = e["fields"][key].as_str() {
-                    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
+                    let p = blob_path(&dir, id);
                     let bytes = std::fs::read(&p)
                         .unwrap_or_else(|err| panic!("{key} of {e}: {}: {err}", p.display()));
                     assert_eq!(bytes.len() as u64, e["fields"]["bytes"].as_u64().unwrap());
@@ -160,11 +140,7 @@ fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
         }
         assert_eq!(named, 4, "3 H2D sources and a D2H result");
         assert_eq!(results_follow_copies_and_precede_syncs(&events), 1);
-        let (code, out, err) = run({
-            let mut c = playback();
-            c.arg(&arch).arg("--repair");
-            c
-        });
+        let (code, out, err) = playback_on(&arch, &["--repair"]);
         assert_eq!(code, 0, "{out}{err}");
         let (code, out, err) = fake().replay(&dir, &[]);
         assert_eq!(code, 0, "{out}{err}");

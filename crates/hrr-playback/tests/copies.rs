@@ -4,9 +4,8 @@
 //! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
 //! --workspace` first) and a C compiler.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
-use std::sync::OnceLock;
 
 mod common;
 use common::*;
@@ -15,22 +14,18 @@ use common::*;
 /// mipmap level, mipmap texture).
 const CHECKS: u64 = 11;
 
-fn fake() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_fake_cuda("-copies"))
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("-copies")
 }
 
 /// Capture `copies_app` with texture/surface object values starting at `object_base`.
 fn capture(archive: &Path, object_base: &str) -> Output {
-    let mut c = bounded(bin_dir().join("hrr-capture"));
-    c.arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(fake().join("copies_app"))
-        .env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
-        .env("FAKE_CUDA_OBJECT_BASE", object_base);
-    let o = c.output().expect("run hrr-capture");
+    let o = fake().capture_env(
+        archive,
+        "copies_app",
+        &[],
+        &[("FAKE_CUDA_OBJECT_BASE", object_base)],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         String::from_utf8_lossy(&o.stdout).ends_with("copies_app: OK\n"),
@@ -42,18 +37,7 @@ fn capture(archive: &Path, object_base: &str) -> Output {
 
 /// Replay `--json` with object values starting at `object_base`: exit code and the report.
 fn replay(target: &Path, object_base: &str) -> (i32, serde_json::Value) {
-    let mut c = playback();
-    c.arg(target)
-        .args(["--json", "--no-progress"])
-        .env("LD_LIBRARY_PATH", fake())
-        .env("FAKE_CUDA_OBJECT_BASE", object_base);
-    let (code, out, err) = run(c);
-    let v = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-    (code, v)
-}
-
-fn blob_path(dir: &Path, id: &str) -> PathBuf {
-    dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
+    fake().replay_json_env(target, &[], &[("FAKE_CUDA_OBJECT_BASE", object_base)])
 }
 
 /// Capture, zero the H2D blob of the first `call` event, replay: a MISMATCH.
@@ -86,37 +70,34 @@ fn pitched_and_array_copies_replay_with_every_d2h_checked() {
     let arch = tmp.path().join("run.hrr");
     capture(&arch, "0x5000");
     let events = events_json(&arch);
-    let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
-    for call in [
-        "cuMemcpy2D_v2",
-        "cuMemcpy2DAsync_v2",
-        "cuMemcpy2DUnaligned_v2",
-        "cuMemcpy3D_v2",
-        "cuMemcpy3DAsync_v2",
-        "cuArrayCreate_v2",
-        "cuArray3DCreate_v2",
-        "cuMemcpyHtoA_v2",
-        "cuMemcpyAtoA_v2",
-        "cuMemcpyAtoD_v2",
-        "cuMemcpyDtoA_v2",
-        "cuMemcpyAtoH_v2",
-        "cuMemcpyAtoHAsync_v2",
-        "cuMipmappedArrayCreate",
-        "cuMipmappedArrayGetLevel",
-        "cuTexObjectCreate",
-        "cuSurfObjectCreate",
-        "cuTexObjectDestroy",
-        "cuSurfObjectDestroy",
-        "cuArrayDestroy",
-        "cuMipmappedArrayDestroy",
-    ] {
-        assert!(names.contains(&call), "{call} missing from {names:?}");
-    }
+    assert_recorded(
+        &events,
+        &[
+            "cuMemcpy2D_v2",
+            "cuMemcpy2DAsync_v2",
+            "cuMemcpy2DUnaligned_v2",
+            "cuMemcpy3D_v2",
+            "cuMemcpy3DAsync_v2",
+            "cuArrayCreate_v2",
+            "cuArray3DCreate_v2",
+            "cuMemcpyHtoA_v2",
+            "cuMemcpyAtoA_v2",
+            "cuMemcpyAtoD_v2",
+            "cuMemcpyDtoA_v2",
+            "cuMemcpyAtoH_v2",
+            "cuMemcpyAtoHAsync_v2",
+            "cuMipmappedArrayCreate",
+            "cuMipmappedArrayGetLevel",
+            "cuTexObjectCreate",
+            "cuSurfObjectCreate",
+            "cuTexObjectDestroy",
+            "cuSurfObjectDestroy",
+            "cuArrayDestroy",
+            "cuMipmappedArrayDestroy",
+        ],
+    );
     // A unified destination the driver calls host memory is a D2H with its result recorded.
-    let unified = events
-        .iter()
-        .find(|e| e["name"] == "cuMemcpy2DAsync_v2")
-        .unwrap();
+    let unified = first_named(&events, "cuMemcpy2DAsync_v2");
     assert_eq!(unified["fields"]["dst_type"], 4);
     assert_eq!(unified["fields"]["direction"], 2);
     assert!(unified["fields"]["d2h_blob"].is_string(), "{unified}");
@@ -181,8 +162,8 @@ fn texture_and_surface_kernels_pass_with_substituted_object_values() {
 fn without_the_substitution_the_texture_kernel_would_fault() {
     // The control for the test above: the fake driver really rejects a stale object value.
     let (code, out, _) = run({
-        let mut c = bounded(fake().join("copies_app"));
-        c.env("LD_LIBRARY_PATH", fake())
+        let mut c = bounded(fake().dir.join("copies_app"));
+        c.env("LD_LIBRARY_PATH", &fake().dir)
             .env("FAKE_CUDA_OBJECT_BASE", "0x5000")
             .env("COPIES_APP_STALE_TEXTURE", "1");
         c

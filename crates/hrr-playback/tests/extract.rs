@@ -98,15 +98,13 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
         "{line}"
     );
     let pid = &pid_dirs(&small)[0];
-    let (_, json, _) = fake().replay(pid, &["--info", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let (_, v) = fake().replay_json(pid, &["--info"]);
     assert_eq!(v["extracted_from"]["segment"], "gather");
     assert_eq!(v["extracted_from"]["reach"], "all");
     // Only the code object the launch runs (the library; not the PTX module).
     assert_eq!(v["code_objects"], 1, "{v}");
     // The source capture has no provenance.
-    let (_, json, _) = fake().replay(&pid_dirs(&arch)[0], &["--info", "--json"]);
-    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let (_, v) = fake().replay_json(&pid_dirs(&arch)[0], &["--info"]);
     assert!(v.get("extracted_from").is_none());
     assert_eq!(v["code_objects"], 2, "{v}");
 
@@ -135,10 +133,7 @@ fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
     let mut zeroed = 0;
     for e in events_json(&small) {
         if e["name"] == "cuMemcpyHtoD_v2" {
-            let id = e["fields"]["h2d_blob"].as_str().unwrap();
-            let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-            let n = std::fs::metadata(&p).unwrap().len() as usize;
-            std::fs::write(&p, vec![0u8; n]).unwrap();
+            zero_blob(pid, e["fields"]["h2d_blob"].as_str().unwrap());
             zeroed += 1;
         }
     }
@@ -147,21 +142,12 @@ fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("MISMATCH"), "{out}");
     // A source whose replay before the segment already differs: the extraction says so.
-    let first_d2h = events_json(&arch)
-        .into_iter()
-        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
-        .unwrap();
-    let id = first_d2h["fields"]["d2h_blob"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let src_pid = &pid_dirs(&arch)[0];
-    let p = src_pid
-        .join("blobs")
-        .join(&id[..2])
-        .join(format!("{id}.blob"));
-    let n = std::fs::metadata(&p).unwrap().len() as usize;
-    std::fs::write(&p, vec![0u8; n]).unwrap();
+    let events = events_json(&arch);
+    let first_d2h = first_named(&events, "cuMemcpyDtoH_v2");
+    zero_blob(
+        &pid_dirs(&arch)[0],
+        first_d2h["fields"]["d2h_blob"].as_str().unwrap(),
+    );
     let x = extract(&arch, "axpy#2", &tmp.path().join("again.hrr"), &[]);
     assert_eq!(x["prefix_mismatches"], 1, "{x}");
 }
@@ -264,9 +250,8 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
         out.contains("[HRR] PASS") && checks_passed(&out) > 0,
         "{out}"
     );
-    let (code, json, err) = fake().replay(&arch, &["--replace-kernel", &same, "--json"]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    let (code, v) = fake().replay_json(&arch, &["--replace-kernel", &same]);
+    assert_eq!(code, 0, "{v}");
     assert_eq!(v["replaced_kernels"][0]["kernel"], "axpy");
     assert_eq!(v["replaced_kernels"][0]["launches"], 2);
 
@@ -300,11 +285,6 @@ fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts
     assert!(err.contains("captured into a CUDA graph"), "{err}");
     // From the stream capture's start to the graph's launches.
     let events = events_json(&arch);
-    let seq = |name: &str| {
-        events.iter().find(|e| e["name"] == name).unwrap()["seq"]
-            .as_u64()
-            .unwrap()
-    };
     // the three launches of the captured graph (each after the host bytes it reads)
     let third = events
         .iter()
@@ -312,7 +292,9 @@ fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts
         .nth(2)
         .unwrap();
     let (a, b) = (
-        seq("cuStreamBeginCapture_v2"),
+        first_named(&events, "cuStreamBeginCapture_v2")["seq"]
+            .as_u64()
+            .unwrap(),
         third["seq"].as_u64().unwrap(),
     );
     let x = extract(&arch, &format!("{a}..{b}"), &out, &[]);
@@ -330,8 +312,7 @@ fn a_launch_on_mapped_or_managed_memory_extracts_with_the_hosts_writes() {
     let tmp = tempfile::tempdir().unwrap();
     for mode in ["zerocopy", "managed"] {
         let arch = tmp.path().join(format!("{mode}.hrr"));
-        let o = fake().capture(&arch, "hostmem_app", &[mode]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        fake().captured(&arch, "hostmem_app", &[mode]);
         let small = tmp.path().join(format!("{mode}-axpy.hrr"));
         let x = extract(&arch, "axpy#2", &small, &[]);
         assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");

@@ -7,27 +7,24 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 mod common;
 use common::*;
 
-fn fake() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_fake_cuda("-failing"))
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("-failing")
 }
 
 /// Capture `driver_app MODE` until it prints `launched …`, then send it `sig`; returns the
-/// program's pid folder.
+/// program's pid folder. (Not under `timeout`: the signal goes to the program's own process.)
 fn capture_and_kill(archive: &Path, mode: &str, sig: libc::c_int) -> PathBuf {
-    let mut child = Command::new(bin_dir().join("hrr-capture"))
-        .arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(fake().join("driver_app"))
-        .arg(mode)
-        .env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
+    let mut child = fake()
+        .capture_args(
+            &mut Command::new(bin_dir().join("hrr-capture")),
+            archive,
+            "driver_app",
+            &[mode],
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -51,6 +48,14 @@ fn capture_and_kill(archive: &Path, mode: &str, sig: libc::c_int) -> PathBuf {
     pid_dirs(archive).remove(0)
 }
 
+/// `driver_app hang` captured in a new temporary folder (kept alive) and stopped by `sig`
+/// while it hangs: the folder and the program's pid folder.
+fn hung(sig: libc::c_int) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = capture_and_kill(&tmp.path().join("run.hrr"), "hang", sig);
+    (tmp, dir)
+}
+
 fn launches(dir: &Path) -> Vec<String> {
     events_json(dir)
         .into_iter()
@@ -70,19 +75,10 @@ fn launches(dir: &Path) -> Vec<String> {
 
 #[test]
 fn sigterm_during_a_hang_keeps_the_hanging_launch_and_says_why() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = capture_and_kill(&tmp.path().join("run.hrr"), "hang", libc::SIGTERM);
-    let (_, info, _) = run({
-        let mut c = playback();
-        c.arg(&dir).arg("--info");
-        c
-    });
+    let (_tmp, dir) = hung(libc::SIGTERM);
+    let (_, info, _) = playback_on(&dir, &["--info"]);
     assert!(info.contains("terminated by SIGTERM"), "{info}");
-    let (code, _, err) = run({
-        let mut c = playback();
-        c.arg(&dir).arg("--repair");
-        c
-    });
+    let (code, _, err) = playback_on(&dir, &["--repair"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         launches(&dir).last().map(String::as_str),
@@ -94,13 +90,8 @@ fn sigterm_during_a_hang_keeps_the_hanging_launch_and_says_why() {
 
 #[test]
 fn kill_9_during_a_hang_keeps_the_hanging_launch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = capture_and_kill(&tmp.path().join("run.hrr"), "hang", libc::SIGKILL);
-    let (code, _, err) = run({
-        let mut c = playback();
-        c.arg(&dir).arg("--repair");
-        c
-    });
+    let (_tmp, dir) = hung(libc::SIGKILL);
+    let (code, _, err) = playback_on(&dir, &["--repair"]);
     assert_eq!(code, 0, "{err}");
     let l = launches(&dir);
     assert_eq!(l.last().map(String::as_str), Some("spin"), "{l:?}");
@@ -111,28 +102,11 @@ fn kill_9_during_a_hang_keeps_the_hanging_launch() {
 }
 
 fn capture(archive: &Path, mode: &str) -> std::process::Output {
-    Command::new(bin_dir().join("hrr-capture"))
-        .arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(fake().join("driver_app"))
-        .arg(mode)
-        .env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
-        .output()
-        .expect("run hrr-capture")
+    fake().capture(archive, "driver_app", &[mode])
 }
 
 fn replay(target: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut c = playback();
-    c.arg(target)
-        .args(extra)
-        .arg("--no-progress")
-        .env("LD_LIBRARY_PATH", fake());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    run(c)
+    fake().replay_env(target, extra, env)
 }
 
 #[test]
@@ -157,22 +131,19 @@ fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
             && out.contains("(found by replaying again with --sync-after-launch)"),
         "{out}"
     );
-    let (code, out, _) = replay(&arch, &["--json"], &[]);
+    let (code, v) = fake().replay_json(&arch, &[]);
     assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["verdict"], "REPRODUCED");
     assert_eq!(v["exit_code"], 0);
     assert_eq!(v["fault_site"]["kernel"], "fault");
     assert_eq!(v["fault_site"]["localized_by_rerun"], true);
     assert_eq!(v["recorded_failure"]["code"], 700);
     // Without localisation the kernel is not looked for.
-    let (_, out, _) = replay(&arch, &["--json", "--no-localize"], &[]);
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (_, v) = fake().replay_json(&arch, &["--no-localize"]);
     assert_eq!(v["verdict"], "REPRODUCED");
     assert!(v["fault_site"].is_null(), "{v}");
     // With --sync-after-launch the fault surfaces at its launch: the launch itself is the site.
-    let (code, out, _) = replay(&arch, &["--json", "--sync-after-launch"], &[]);
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (code, v) = fake().replay_json(&arch, &["--sync-after-launch"]);
     assert_eq!(v["fault_site"]["kernel"], "fault", "{v}");
     assert_eq!(v["fault_site"]["localized_by_rerun"], false);
     assert_eq!((code, v["verdict"].as_str()), (3, Some("FAULT")), "{v}");
@@ -194,8 +165,7 @@ fn a_recorded_fault_that_does_not_happen_is_not_reproduced() {
 
 #[test]
 fn a_recorded_hang_is_a_hang_under_the_watchdog_naming_the_kernel() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = capture_and_kill(&tmp.path().join("run.hrr"), "hang", libc::SIGTERM);
+    let (_tmp, dir) = hung(libc::SIGTERM);
     let start = std::time::Instant::now();
     let (code, out, err) = replay(&dir, &["--sync-watchdog-ms", "500"], &[]);
     let took = start.elapsed();
@@ -215,22 +185,10 @@ fn a_call_that_worked_when_recorded_and_fails_now_is_an_error() {
     let arch = tmp.path().join("run.hrr");
     let o = capture(&arch, "loop");
     assert!(!o.status.success(), "`loop` needs a count");
-    let o = Command::new(bin_dir().join("hrr-capture"))
-        .arg("-o")
-        .arg(tmp.path().join("ok.hrr"))
-        .arg("--")
-        .arg(fake().join("driver_app"))
-        .env("LD_LIBRARY_PATH", fake())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let (code, out, err) = replay(
-        &tmp.path().join("ok.hrr"),
-        &["--json"],
-        &[("FAKE_CUDA_FAIL", "cuStreamCreate")],
-    );
-    assert_eq!(code, 5, "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let ok = tmp.path().join("ok.hrr");
+    assert!(fake().capture(&ok, "driver_app", &[]).status.success());
+    let (code, v) = fake().replay_json_env(&ok, &[], &[("FAKE_CUDA_FAIL", "cuStreamCreate")]);
+    assert_eq!(code, 5, "{v}");
     assert_eq!(v["verdict"], "ERROR");
     assert!(
         v["error"]
@@ -244,41 +202,22 @@ fn a_call_that_worked_when_recorded_and_fails_now_is_an_error() {
 #[test]
 fn a_truncated_host_to_device_blob_is_an_error_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("ok.hrr");
-    let o = Command::new(bin_dir().join("hrr-capture"))
-        .arg("-o")
-        .arg(&arch)
-        .arg("--")
-        .arg(fake().join("driver_app"))
-        .env("LD_LIBRARY_PATH", fake())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    let dir = pid_dirs(&arch).remove(0);
+    let dir = fake().captured(&tmp.path().join("ok.hrr"), "driver_app", &[]);
     let h2d = events_json(&dir)
         .into_iter()
         .find_map(|e| e["fields"]["h2d_blob"].as_str().map(str::to_string))
         .expect("an H2D copy");
-    let p = dir
-        .join("blobs")
-        .join(&h2d[..2])
-        .join(format!("{h2d}.blob"));
+    let p = blob_path(&dir, &h2d);
     let len = std::fs::metadata(&p).unwrap().len();
     let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
     f.set_len(len / 2).unwrap();
-    let (code, out, err) = replay(&dir, &["--json"], &[]);
-    assert_eq!(code, 5, "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (code, v) = fake().replay_json(&dir, &[]);
+    assert_eq!(code, 5, "{v}");
     let e = v["error"].as_str().unwrap();
     assert!(
         e.contains(&h2d) && e.contains("truncated or altered"),
         "{e}"
     );
-}
-
-/// The blob file of `id` in the process capture `dir`.
-fn blob_path(dir: &Path, id: &str) -> PathBuf {
-    dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
 }
 
 #[test]
@@ -289,17 +228,12 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
     let noise = tmp.path().join("noise");
     std::fs::write(&noise, "1\n").unwrap();
     let noise = noise.to_str().unwrap();
-    let o = Command::new(bin_dir().join("hrr-capture"))
-        .arg("-o")
-        .arg(&arch)
-        .arg("--")
-        .arg(fake().join("driver_app"))
-        .arg("noisy")
-        .env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
-        .env("FAKE_CUDA_NOISE_FILE", noise)
-        .output()
-        .unwrap();
+    let o = fake().capture_env(
+        &arch,
+        "driver_app",
+        &["noisy"],
+        &[("FAKE_CUDA_NOISE_FILE", noise)],
+    );
     assert!(o.status.success(), "{o:?}");
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
@@ -339,9 +273,8 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
         "{out}"
     );
 
-    let (code, out, err) = replay(&dir, &["--json"], &env);
-    assert_eq!(code, 0, "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (code, v) = fake().replay_json_env(&dir, &[], &env);
+    assert_eq!(code, 0, "{v}");
     assert_eq!(v["verdict"], "PASS", "{v}");
     assert_eq!(v["perturbation"], serde_json::Value::Null, "{v}");
 
@@ -387,9 +320,8 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
     // from the recording, a MISMATCH, while the noisy half is still told apart.
     let id = d2h["fields"]["d2h_blob"].as_str().unwrap();
     std::fs::write(blob_path(&dir, id), vec![0u8; 1024]).unwrap();
-    let (code, out, err) = replay(&dir, &["--json"], &env);
-    assert_eq!(code, 1, "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (code, v) = fake().replay_json_env(&dir, &[], &env);
+    assert_eq!(code, 1, "{v}");
     assert_eq!(v["verdict"], "MISMATCH", "{v}");
     assert_eq!(v["d2h_checks"]["fail"], 1, "{v}");
     assert_eq!(v["d2h_checks"]["nondeterministic"], 0, "{v}");

@@ -25,9 +25,8 @@ fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
 }
 
 /// The recorded blob file of an event's blob field.
-fn blob_path(dir: &Path, ev: &serde_json::Value, field: &str) -> PathBuf {
-    let id = ev["fields"][field].as_str().expect("a blob id");
-    dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
+fn blob_of(dir: &Path, ev: &serde_json::Value, field: &str) -> PathBuf {
+    blob_path(dir, ev["fields"][field].as_str().expect("a blob id"))
 }
 
 /// Capture `app MODE`, whose plain run must print `expect` and the same as the captured one;
@@ -104,15 +103,11 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
             assert_eq!(code, 0, "{app} {extra:?}: {out}{err}");
             assert!(out.contains("[HRR] Graphs launched : 3"), "{out}");
             assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
-            assert!(
-                out.contains("D2H checks      : 6 pass (6 exact, 0 within tol), 0 fail, 0 skipped"),
-                "{out}"
-            );
+            assert_checks_exact(&out, 6);
             assert!(out.contains("[HRR] PASS"), "{out}");
         }
         // looped: the graphs are rebuilt again, every launch's results checked again
-        let (_, out, _) = replay(&dir, &["--json", "--loop", "2"]);
-        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        let (_, v) = FakeCuda::get("-graphs").replay_json(&dir, &["--loop", "2"]);
         assert_eq!(v["result"], "PASS", "{v}");
         assert_eq!(v["graphs_launched"], 6, "{v}");
         assert_eq!(v["d2h_checks"]["exact"], 12, "{v}");
@@ -132,7 +127,7 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
         .filter(|e| e["name"] == "hrrGraphHostSource")
         .nth(1)
         .unwrap();
-    let p = blob_path(&dir, source, "h2d_blob");
+    let p = blob_of(&dir, source, "h2d_blob");
     let saved = std::fs::read(&p).unwrap();
     std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
     let (code, out, _) = replay(&dir, &[]);
@@ -147,7 +142,7 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
         .iter()
         .rfind(|e| e["name"] == "hrrGraphHostResult")
         .unwrap();
-    let p = blob_path(&dir, result, "d2h_blob");
+    let p = blob_of(&dir, result, "d2h_blob");
     let saved = std::fs::read(&p).unwrap();
     std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
     let (code, out, _) = replay(&dir, &[]);
@@ -190,7 +185,7 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
         assert!(out.contains("Graphs launched : 4"), "{app}: {out}");
 
         // The second launch's input zeroed: its result and the next (they accumulate) differ.
-        let p = blob_path(&dir, of("hrrGraphHostSource")[1], "h2d_blob");
+        let p = blob_of(&dir, of("hrrGraphHostSource")[1], "h2d_blob");
         let saved = std::fs::read(&p).unwrap();
         std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
         let (code, out, _) = replay(&dir, &[]);
@@ -217,15 +212,11 @@ fn conditional_nodes_are_recorded_and_reported_unreplayable() {
     let events = events_json(&dir);
     let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
     assert_eq!(count("cuGraphConditionalHandleCreate"), 1);
-    let cond = events
-        .iter()
-        .find(|e| e["name"] == "cuGraphAddNode_v2")
-        .unwrap();
+    let cond = first_named(&events, "cuGraphAddNode_v2");
     assert_eq!(cond["fields"]["node_type"], 13, "{cond}");
     // handles read back as "0x…", as replay names them
     let node = format!("graph node {}", cond["fields"]["node"].as_str().unwrap());
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let manifest = manifest_json(&dir);
     let why = manifest["unreplayable_apis"]["cuGraphAddNode_v2"].to_string();
     assert!(why.contains("conditional"), "{manifest}");
 

@@ -42,9 +42,8 @@ fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
     assert_eq!(enumerated.len(), 2, "{enumerated:?}");
     assert_eq!(enumerated[0]["fields"]["names"], "axpy\nfill_u32");
 
-    let (code, out, err) = fake().replay(&dir, &["--json"]);
-    assert_eq!(code, 0, "{out}{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (code, v) = fake().replay_json(&dir, &[]);
+    assert_eq!(code, 0, "{v}");
     assert_eq!(v["verdict"], "PASS", "{v}");
     assert_eq!(v["kernels_launched"], 3, "{v}");
     assert_eq!(v["d2h_checks"]["pass"], 2, "{v}");
@@ -54,12 +53,7 @@ fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
         .iter()
         .find_map(|e| e["fields"]["h2d_blob"].as_str())
         .unwrap();
-    let p = dir
-        .join("blobs")
-        .join(&h2d[..2])
-        .join(format!("{h2d}.blob"));
-    let len = std::fs::metadata(&p).unwrap().len() as usize;
-    std::fs::write(&p, vec![0u8; len]).unwrap();
+    zero_blob(&dir, h2d);
     let (code, out, _) = fake().replay(&dir, &[]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("MISMATCH"), "{out}");

@@ -18,19 +18,7 @@ use common::*;
 fn built() -> &'static (PathBuf, bool) {
     static DIR: OnceLock<(PathBuf, bool)> = OnceLock::new();
     DIR.get_or_init(|| {
-        let lib = bin_dir().join("libhrr_capture.so");
-        assert!(
-            lib.is_file() && bin_dir().join("hrr-capture").is_file(),
-            "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
-            lib.display()
-        );
-        let out = std::env::temp_dir().join(format!("hrr-fake-hip-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-hip/build.sh");
-        let o = Command::new("sh")
-            .arg(&script)
-            .arg(&out)
-            .output()
-            .expect("run build.sh");
+        let (out, o) = build_fake("fake-hip", "");
         match o.status.code() {
             Some(0) => (out, true),
             Some(3) => (out, false),
@@ -111,15 +99,7 @@ fn replay_json(dir: &Path, target: &Path, extra: &[&str]) -> (i32, serde_json::V
     let mut args = vec!["--json"];
     args.extend_from_slice(extra);
     let (code, out, err) = replay(dir, target, &args);
-    let v = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-    (code, v)
-}
-
-fn names(events: &[serde_json::Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["name"].as_str().unwrap().to_string())
-        .collect()
+    (code, summary(&out, &err))
 }
 
 /// Capture `name` on the fake runtime: the program's output is what it prints without capture.
@@ -136,6 +116,15 @@ fn captured(dir: &Path, arch: &Path, name: &str) -> Vec<serde_json::Value> {
         "{stderr}"
     );
     events_json(arch)
+}
+
+/// Capture `name` on the fake runtime as `captured` does, into `run.hrr` of a new temporary
+/// folder: the folder (kept alive), the archive and its events.
+fn captured_run(dir: &Path, name: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let events = captured(dir, &arch, name);
+    (tmp, arch, events)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -315,28 +304,27 @@ fn check_layouts(archive: &Path, events: &[serde_json::Value]) -> (usize, usize)
 #[test]
 fn vector_add_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "vector_add");
+    let (_tmp, arch, events) = captured_run(dir, "vector_add");
+    assert_recorded(
+        &events,
+        &[
+            "hipGetDeviceCount",
+            "hipMalloc",
+            "hipMemcpy",
+            "hipMemcpyHtoD",
+            "__hipRegisterFatBinary",
+            "__hipRegisterFunction",
+            "hipLaunchKernel",
+            "hipMemcpyDtoH",
+            "hipMemset",
+            "hipMemcpyToSymbol",
+            "hipMemcpyFromSymbol",
+            "hipMemcpyDtoD",
+            "hipDeviceSynchronize",
+            "hipFree",
+        ],
+    );
     let names = names(&events);
-    for call in [
-        "hipGetDeviceCount",
-        "hipMalloc",
-        "hipMemcpy",
-        "hipMemcpyHtoD",
-        "__hipRegisterFatBinary",
-        "__hipRegisterFunction",
-        "hipLaunchKernel",
-        "hipMemcpyDtoH",
-        "hipMemset",
-        "hipMemcpyToSymbol",
-        "hipMemcpyFromSymbol",
-        "hipMemcpyDtoD",
-        "hipDeviceSynchronize",
-        "hipFree",
-    ] {
-        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
-    }
     // the fat binary is written once, before its first launch, as a code object
     let reg = names
         .iter()
@@ -368,11 +356,7 @@ fn vector_add_round_trip() {
     assert_eq!(default_copy["fields"]["direction"], 2);
     assert!(default_copy["fields"]["d2h_blob"].is_string());
 
-    let (code, info, err) = run({
-        let mut c = playback();
-        c.arg(&arch).arg("--info");
-        c
-    });
+    let (code, info, err) = playback_on(&arch, &["--info"]);
     assert_eq!(code, 0, "{err}");
     for want in [
         "API:                hip",
@@ -390,10 +374,7 @@ fn vector_add_round_trip() {
     let (code, out, err) = replay(dir, &arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("[HRR] Kernels launched: 5"), "{out}");
-    assert!(
-        out.contains("D2H checks      : 7 pass (7 exact, 0 within tol), 0 fail, 0 skipped"),
-        "{out}"
-    );
+    assert_checks_exact(&out, 7);
     assert!(
         out.contains("Device          : HRR Fake AMD GPU (gfx90a:sramecc+:xnack-)"),
         "{out}"
@@ -404,22 +385,20 @@ fn vector_add_round_trip() {
 #[test]
 fn module_launch_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "module_launch");
-    let names = names(&events);
-    for call in [
-        "hipModuleLoadData",
-        "hipModuleLoad",
-        "hipModuleGetFunction",
-        "hipModuleLaunchKernel",
-        "hipStreamCreate",
-        "hipMemcpyDtoHAsync",
-        "hipStreamSynchronize",
-        "hipModuleUnload",
-    ] {
-        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
-    }
+    let (_tmp, arch, events) = captured_run(dir, "module_launch");
+    assert_recorded(
+        &events,
+        &[
+            "hipModuleLoadData",
+            "hipModuleLoad",
+            "hipModuleGetFunction",
+            "hipModuleLaunchKernel",
+            "hipStreamCreate",
+            "hipMemcpyDtoHAsync",
+            "hipStreamSynchronize",
+            "hipModuleUnload",
+        ],
+    );
     // both loads are the same code object (the one from memory was overwritten after loading)
     let codes: Vec<&str> = events
         .iter()
@@ -451,36 +430,35 @@ fn module_launch_round_trip() {
 #[test]
 fn streams_events_vmm_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "streams");
+    let (_tmp, arch, events) = captured_run(dir, "streams");
+    assert_recorded(
+        &events,
+        &[
+            "hipStreamCreateWithFlags",
+            "hipStreamCreateWithPriority",
+            "hipEventCreate",
+            "hipEventCreateWithFlags",
+            "hipEventRecord",
+            "hipStreamWaitEvent",
+            "hipHostMalloc",
+            "hipMemcpyAsync",
+            "hipMemsetD32Async",
+            "hipMallocAsync",
+            "hipFreeAsync",
+            "hipMemsetD8", // reached through dlsym
+            "hipMemsetD16",
+            "hipMemAddressReserve",
+            "hipMemCreate",
+            "hipMemMap",
+            "hipMemSetAccess",
+            "hipMemUnmap",
+            "hipMemRelease",
+            "hipMemAddressFree",
+            "hipEventDestroy",
+            "hipStreamDestroy",
+        ],
+    );
     let names = names(&events);
-    for call in [
-        "hipStreamCreateWithFlags",
-        "hipStreamCreateWithPriority",
-        "hipEventCreate",
-        "hipEventCreateWithFlags",
-        "hipEventRecord",
-        "hipStreamWaitEvent",
-        "hipHostMalloc",
-        "hipMemcpyAsync",
-        "hipMemsetD32Async",
-        "hipMallocAsync",
-        "hipFreeAsync",
-        "hipMemsetD8", // reached through dlsym
-        "hipMemsetD16",
-        "hipMemAddressReserve",
-        "hipMemCreate",
-        "hipMemMap",
-        "hipMemSetAccess",
-        "hipMemUnmap",
-        "hipMemRelease",
-        "hipMemAddressFree",
-        "hipEventDestroy",
-        "hipStreamDestroy",
-    ] {
-        assert!(names.iter().any(|n| n == call), "{call} missing: {names:?}");
-    }
     // calls the runtime makes to its own exports while serving one are not recorded: the fake's
     // hipMallocAsync calls hipMalloc, its hipMemcpyDtoHAsync calls hipMemcpyAsync
     assert_eq!(names.iter().filter(|n| *n == "hipMalloc").count(), 2);
@@ -525,9 +503,7 @@ fn a_runtime_loaded_rtld_local_by_a_plugin_is_found_and_recorded() {
     // find the loaded runtime by name instead. Its hipMemset comes from hipGetProcAddress,
     // which hands out the wrapper.
     let dir = &built().0;
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "plugin_host");
+    let (_tmp, arch, events) = captured_run(dir, "plugin_host");
     assert_eq!(
         names(&events),
         [
@@ -539,9 +515,7 @@ fn a_runtime_loaded_rtld_local_by_a_plugin_is_found_and_recorded() {
             "hipFree"
         ]
     );
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(pid_dirs(&arch)[0].join("manifest.json")).unwrap())
-            .unwrap();
+    let m = manifest_json(&pid_dirs(&arch)[0]);
     assert_eq!(m["metadata"]["devices"][0]["name"], "HRR Fake AMD GPU");
     let (code, out, err) = replay(dir, &arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
@@ -562,8 +536,7 @@ fn replay_without_placement_translates_pointers() {
             .env("LD_LIBRARY_PATH", dir)
             .env("FAKE_HIP_VA_BASE", "0x7c0000000000");
         let (code, out, err) = run(c);
-        let v: serde_json::Value =
-            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        let v = summary(&out, &err);
         assert_eq!(code, 0, "{name}: {v}");
         assert_eq!(v["allocations"]["placed"], 0, "{v}");
         assert!(v["allocations"]["translated"].as_u64().unwrap() >= 3, "{v}");
@@ -574,41 +547,23 @@ fn replay_without_placement_translates_pointers() {
 #[test]
 fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "vector_add");
+    let (_tmp, arch, events) = captured_run(dir, "vector_add");
     let pid = pid_dirs(&arch).remove(0);
-    let ev = events
-        .iter()
-        .find(|e| e["name"] == "hipMemcpyDtoH")
-        .unwrap();
-    let id = ev["fields"]["d2h_blob"].as_str().unwrap();
-    let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-    let mut bytes = std::fs::read(&p).unwrap();
-    bytes[9] ^= 0xff;
-    std::fs::write(&p, &bytes).unwrap();
+    let ev = first_named(&events, "hipMemcpyDtoH");
+    flip_blob_byte(&pid, ev["fields"]["d2h_blob"].as_str().unwrap(), 9, 0xff);
     let (code, out, _) = replay(dir, &pid, &[]);
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains(&format!("event #{} hipMemcpyDtoH", ev["seq"])),
-        "{out}"
-    );
+    assert_mismatch_at(code, &out, ev);
     assert!(out.contains("first at offset 9"), "{out}");
-    assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
 }
 
 #[test]
 fn replay_really_runs_the_work_zeroed_inputs_fail() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, "module_launch");
+    let (_tmp, arch, events) = captured_run(dir, "module_launch");
     let pid = pid_dirs(&arch).remove(0);
     for e in &events {
         if let Some(id) = e["fields"]["h2d_blob"].as_str() {
-            let p = pid.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-            let len = std::fs::metadata(&p).unwrap().len() as usize;
-            std::fs::write(&p, vec![0u8; len]).unwrap();
+            zero_blob(&pid, id);
         }
     }
     let (code, v) = replay_json(dir, &pid, &[]);
@@ -620,9 +575,7 @@ fn replay_really_runs_the_work_zeroed_inputs_fail() {
 #[test]
 fn replay_flags_filter_loop_and_sync() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    captured(dir, &arch, "module_launch");
+    let (_tmp, arch, _) = captured_run(dir, "module_launch");
     let (code, v) = replay_json(dir, &arch, &["--loop", "2"]);
     assert_eq!((code, v["kernels_launched"].as_u64()), (0, Some(6)), "{v}");
     let (code, v) = replay_json(
@@ -657,16 +610,7 @@ fn processes_that_only_register_fat_binaries_get_no_pid_dir() {
 #[test]
 fn without_the_variable_the_library_only_forwards() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, plain, _) = run(app(dir, "streams", &[]));
-    let mut c = app(dir, "streams", &[]);
-    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
-        .current_dir(tmp.path());
-    let (code, out, err) = run(c);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(out, plain);
-    assert!(err.is_empty(), "{err}");
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    assert_preload_only_forwards(|| app(dir, "streams", &[]));
 }
 
 /// The real ROCm runtime, if installed where the dynamic loader finds it.
@@ -753,9 +697,7 @@ fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
         assert_ne!(printed, 0, "{call}");
         assert_eq!(result(call), printed, "{call}");
     }
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(pid_dirs(&arch)[0].join("manifest.json")).unwrap())
-            .unwrap();
+    let manifest = manifest_json(&pid_dirs(&arch)[0]);
     assert_eq!(manifest["api"], "hip");
     assert_eq!(manifest["complete"], true);
     let recorded_runtime = manifest["metadata"]["runtime"].as_str().unwrap();

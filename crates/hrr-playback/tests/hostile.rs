@@ -14,6 +14,15 @@ fn capture(root: &Path) -> PathBuf {
     write_small_capture(root, PID).unwrap()
 }
 
+/// A small capture in a new temporary folder (kept alive): the folder, the archive root
+/// `run.hrr` and its process folder.
+fn captured() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("run.hrr");
+    let dir = capture(&root);
+    (t, root, dir)
+}
+
 fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String) {
     let o = Command::cargo_bin("hrr-playback")
         .unwrap()
@@ -52,9 +61,7 @@ fn links_inside_a_capture_are_refused_by_info_events_and_repair() {
 
 #[test]
 fn a_non_canonical_pid_folder_beside_the_canonical_one_is_refused() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    let dir = capture(&root);
+    let (_t, root, dir) = captured();
     let twin = root.join("pid-02674");
     std::fs::create_dir(&twin).unwrap();
     for f in ["events.bin", "manifest.json"] {
@@ -74,9 +81,7 @@ fn a_non_canonical_pid_folder_beside_the_canonical_one_is_refused() {
 
 #[test]
 fn a_junk_active_marker_is_an_error_for_repair_and_info() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    let dir = capture(&root);
+    let (_t, root, dir) = captured();
     std::fs::write(dir.join("active"), b"definitely not a pid").unwrap();
     let (code, text) = run(&[&dir, &"--repair"]);
     assert_ne!(code, 0, "{text}");
@@ -97,9 +102,7 @@ fn a_junk_active_marker_is_an_error_for_repair_and_info() {
 
 #[test]
 fn repair_keeps_the_keys_of_a_truncated_manifest_and_says_so() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    let dir = capture(&root);
+    let (_t, _, dir) = captured();
     let mut m = manifest::read_process_manifest(&dir).unwrap();
     m.metadata = Some(serde_json::json!({"devices": [{"name": "NVIDIA H200"}]}));
     m.passthrough_calls.insert("cuGetProcAddress_v2".into(), 3);
@@ -124,9 +127,7 @@ fn repair_keeps_the_keys_of_a_truncated_manifest_and_says_so() {
 
 #[test]
 fn repair_removes_temp_files_of_a_killed_run_with_a_notice() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    let dir = capture(&root);
+    let (_t, root, dir) = captured();
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead = child.id();
     child.wait().unwrap();
@@ -144,9 +145,7 @@ fn repair_removes_temp_files_of_a_killed_run_with_a_notice() {
 /// with a torn tail too big to save there; the repair must fail and leave no temp file.
 #[test]
 fn enospc_during_repair_leaves_no_temp_files() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    let dir = capture(&root);
+    let (t, _, dir) = captured();
     // ~700 KiB of non-zero garbage after the trailer's place
     let ev = dir.join("events.bin");
     let len = std::fs::metadata(&ev).unwrap().len();
@@ -195,8 +194,7 @@ fn enospc_during_repair_leaves_no_temp_files() {
 #[test]
 fn repair_keeps_a_2_gib_hole_at_the_tail_sparse() {
     use std::os::unix::fs::MetadataExt;
-    let t = tempfile::tempdir().unwrap();
-    let dir = capture(&t.path().join("run.hrr"));
+    let (_t, _, dir) = captured();
     let ev = dir.join("events.bin");
     let len = std::fs::metadata(&ev).unwrap().len();
     let hole: u64 = 2 << 30;
@@ -220,9 +218,7 @@ fn repair_keeps_a_2_gib_hole_at_the_tail_sparse() {
 
 #[test]
 fn a_repair_is_refused_while_another_command_holds_the_archive() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("run.hrr");
-    let dir = capture(&root);
+    let (_t, root, dir) = captured();
     let held = hrr_archive::lock::exclusive(&root, "scrub").unwrap();
     for at in [&root, &dir] {
         let (code, text) = run(&[at, &"--repair"]);

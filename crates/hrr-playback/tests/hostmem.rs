@@ -7,53 +7,37 @@
 //! --workspace` first) and a C compiler.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 mod common;
 use common::*;
 
-fn fake() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_fake_cuda("-hostmem"))
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("-hostmem")
 }
 
 /// Capture `hostmem_app MODE` into `archive`; the app's output, which must equal a plain run's.
 fn capture(archive: &Path, mode: &str) -> String {
     let (code, plain, err) = run({
-        let mut c = bounded(fake().join("hostmem_app"));
+        let mut c = bounded(fake().dir.join("hostmem_app"));
         c.arg(mode)
-            .env("LD_LIBRARY_PATH", fake())
+            .env("LD_LIBRARY_PATH", &fake().dir)
             .env_remove("HRR_CAPTURE_OUTPUT");
         c
     });
     assert_eq!(code, 0, "{err}");
-    let (code, out, err) = run({
-        let mut c = bounded(bin_dir().join("hrr-capture"));
-        c.arg("-o")
-            .arg(archive)
-            .arg("--")
-            .arg(fake().join("hostmem_app"))
-            .arg(mode)
-            .env("LD_LIBRARY_PATH", fake())
-            .env("HRR_CAPTURE_MIN_FREE_MB", "1");
-        c
-    });
-    assert_eq!(code, 0, "{err}");
+    let o = fake().capture(archive, "hostmem_app", &[mode]);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
     assert_eq!(out, plain);
     out
 }
 
 /// Replay as JSON: exit code and the report.
 fn replay(target: &Path) -> (i32, serde_json::Value) {
-    let (code, out, err) = run({
-        let mut c = playback();
-        c.arg(target)
-            .args(["--json", "--no-progress"])
-            .env("LD_LIBRARY_PATH", fake());
-        c
-    });
-    let v = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
-    (code, v)
+    fake().replay_json(target, &[])
 }
 
 fn checks(v: &serde_json::Value) -> u64 {
@@ -61,24 +45,18 @@ fn checks(v: &serde_json::Value) -> u64 {
 }
 
 /// Zero the blob of the `nth` event named `name` (field `field`); the event's sequence number.
-fn zero_blob(dir: &Path, name: &str, field: &str, nth: usize) -> u64 {
+fn zero_nth_blob(dir: &Path, name: &str, field: &str, nth: usize) -> u64 {
     let ev = events_json(dir)
         .into_iter()
         .filter(|e| e["name"] == name)
         .nth(nth)
         .unwrap_or_else(|| panic!("no {name} #{nth}"));
-    let id = ev["fields"][field].as_str().unwrap().to_string();
-    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-    let len = std::fs::metadata(&p).unwrap().len() as usize;
-    std::fs::write(&p, vec![0u8; len]).unwrap();
+    zero_blob(dir, ev["fields"][field].as_str().unwrap());
     ev["seq"].as_u64().unwrap()
 }
 
-fn names(dir: &Path) -> Vec<String> {
-    events_json(dir)
-        .iter()
-        .map(|e| e["name"].as_str().unwrap().to_string())
-        .collect()
+fn names_of(dir: &Path) -> Vec<String> {
+    names(&events_json(dir))
 }
 
 /// A capture of `mode`: its process folder.
@@ -105,14 +83,14 @@ fn assert_mismatch(dir: &Path) {
 fn zero_copy_memory_replays_with_host_writes_and_reads_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = captured(tmp.path(), "zerocopy");
-    let n = names(&dir);
+    let n = names_of(&dir);
     let count = |c: &str| n.iter().filter(|x| *x == c).count();
     // Host writes before each kernel, host reads after each synchronisation, both regions.
     assert_eq!(count("hrrHostMemWrite"), 4, "{n:?}");
     assert_eq!(count("hrrHostMemCheck"), 4, "{n:?}");
     assert_pass(&dir, 4);
     // The host's write between the kernels is what the second result depends on.
-    zero_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
+    zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
     assert_mismatch(&dir);
 }
 
@@ -120,7 +98,7 @@ fn zero_copy_memory_replays_with_host_writes_and_reads_checked() {
 fn zero_copy_host_reads_are_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = captured(tmp.path(), "zerocopy");
-    zero_blob(&dir, "hrrHostMemCheck", "d2h_blob", 0);
+    zero_nth_blob(&dir, "hrrHostMemCheck", "d2h_blob", 0);
     assert_mismatch(&dir);
 }
 
@@ -128,12 +106,12 @@ fn zero_copy_host_reads_are_checked() {
 fn managed_memory_replays_with_host_writes_between_kernels() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = captured(tmp.path(), "managed");
-    let n = names(&dir);
+    let n = names_of(&dir);
     assert!(n.iter().any(|x| x == "cuMemAllocManaged"), "{n:?}");
     assert_eq!(n.iter().filter(|x| *x == "hrrHostMemWrite").count(), 2);
     assert_eq!(n.iter().filter(|x| *x == "hrrHostMemCheck").count(), 3);
     assert_pass(&dir, 3);
-    zero_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
+    zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
     assert_mismatch(&dir);
 }
 
@@ -147,25 +125,25 @@ fn stream_ordered_frees_and_pools_replay() {
     let out = capture(&arch, "async");
     assert!(out.contains("reused=1"), "{out}");
     let dir = pid_dirs(&arch).remove(0);
-    let n = names(&dir);
-    for call in [
-        "cuMemAllocAsync",
-        "cuMemFreeAsync",
-        "cuDeviceGetDefaultMemPool",
-        "cuMemPoolSetAttribute",
-        "cuMemPoolCreate",
-        "cuMemPoolSetAccess",
-        "cuDeviceSetMemPool",
-        "cuDeviceGetMemPool",
-        "cuMemAllocFromPoolAsync",
-        "cuMemPoolTrimTo",
-        "cuMemPoolGetAttribute",
-        "cuMemPoolDestroy",
-    ] {
-        assert!(n.iter().any(|x| x == call), "{call} missing from {n:?}");
-    }
+    assert_recorded(
+        &events_json(&dir),
+        &[
+            "cuMemAllocAsync",
+            "cuMemFreeAsync",
+            "cuDeviceGetDefaultMemPool",
+            "cuMemPoolSetAttribute",
+            "cuMemPoolCreate",
+            "cuMemPoolSetAccess",
+            "cuDeviceSetMemPool",
+            "cuDeviceGetMemPool",
+            "cuMemAllocFromPoolAsync",
+            "cuMemPoolTrimTo",
+            "cuMemPoolGetAttribute",
+            "cuMemPoolDestroy",
+        ],
+    );
     assert_pass(&dir, 2);
     // The async copy's bytes are in the result event capture recorded when it completed.
-    zero_blob(&dir, "hrrMemcpyResult", "d2h_blob", 0);
+    zero_nth_blob(&dir, "hrrMemcpyResult", "d2h_blob", 0);
     assert_mismatch(&dir);
 }

@@ -8,17 +8,14 @@
 //! Needs `cargo build --workspace` first (the README's test command does) and a C compiler.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
 
 use hrr_cli::json::{EventJson, InfoProcessJson, InfoRootJson, ReplayJson};
 
 mod common;
 use common::*;
 
-fn fake() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_fake_cuda("-json"))
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("-json")
 }
 
 fn examples() -> PathBuf {
@@ -26,28 +23,15 @@ fn examples() -> PathBuf {
 }
 
 fn json_of(target: &Path, extra: &[&str]) -> (i32, String) {
-    let mut c = playback();
-    c.arg(target)
-        .args(extra)
-        .arg("--json")
-        .arg("--no-progress")
-        .env("LD_LIBRARY_PATH", fake());
-    let (code, out, err) = run(c);
+    let mut args = extra.to_vec();
+    args.push("--json");
+    let (code, out, err) = fake().replay(target, &args);
     assert!(!out.is_empty(), "no JSON on stdout (exit {code}): {err}");
     (code, out)
 }
 
 fn capture(archive: &Path, args: &[&str]) {
-    let o = Command::new(bin_dir().join("hrr-capture"))
-        .arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(fake().join("driver_app"))
-        .args(args)
-        .env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1")
-        .output()
-        .expect("run hrr-capture");
+    let o = fake().capture(archive, "driver_app", args);
     // `fault` exits non-zero by design; the archive is what matters.
     assert!(
         !pid_dirs(archive).is_empty(),
@@ -134,15 +118,11 @@ fn replay_summaries_decode_with_their_type() {
     assert!(v.stopped_at.is_none() && v.fault_site.is_none());
     // A mismatch: a D2H blob changed on disk.
     let dir = pid_dirs(&ok).remove(0);
-    let ev = events_json(&dir)
-        .into_iter()
-        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+    let events = events_json(&dir);
+    let id = first_named(&events, "cuMemcpyDtoH_v2")["fields"]["d2h_blob"]
+        .as_str()
         .unwrap();
-    let id = ev["fields"]["d2h_blob"].as_str().unwrap().to_string();
-    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-    let mut bytes = std::fs::read(&p).unwrap();
-    bytes[5] ^= 0xff;
-    std::fs::write(&p, &bytes).unwrap();
+    flip_blob_byte(&dir, id, 5, 0xff);
     let (code, out) = json_of(&dir, &[]);
     let v: ReplayJson = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(

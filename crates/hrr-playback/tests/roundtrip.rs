@@ -4,7 +4,7 @@
 //! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
 //! --workspace` first; the README's test command does) and a C compiler.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
@@ -28,6 +28,25 @@ fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
     FakeCuda::get("").capture(archive, name, args)
 }
 
+/// `driver_app args` captured (successfully) into `run.hrr` of a new temporary folder: the
+/// folder (kept alive), the archive, its process folder.
+fn captured(args: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let dir = FakeCuda::get("").captured(&arch, "driver_app", args);
+    (tmp, arch, dir)
+}
+
+/// Capture `name args` into `archive`, which must succeed and print what the program prints
+/// without capture.
+fn capture_as_plain(archive: &Path, name: &str, args: &[&str]) -> Output {
+    let (_, plain, _) = run(app(name, args));
+    let o = capture(archive, name, args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    o
+}
+
 fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
     FakeCuda::get("").replay(target, extra)
 }
@@ -36,10 +55,7 @@ fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
 fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let (_, plain, _) = run(app("driver_app", &[]));
-    let o = capture(&arch, "driver_app", &[]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let o = capture_as_plain(&arch, "driver_app", &[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
         stderr.matches("[HRR capture] Recording pid").count(),
@@ -48,31 +64,31 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
     );
 
     let events = events_json(&arch);
-    let names: Vec<&str> = events.iter().map(|e| e["name"].as_str().unwrap()).collect();
-    for call in [
-        "cuInit",
-        "cuLibraryLoadData",
-        "cuLibraryGetKernel",
-        "cuKernelGetFunction",
-        "cuModuleLoadData",
-        "cuModuleGetFunction",
-        "cuMemAlloc_v2",
-        "cuMemcpyHtoD_v2",
-        "cuLaunchKernel",
-        "cuLaunchKernelEx",
-        "cuMemcpyDtoHAsync_v2",
-        "cuStreamSynchronize",
-        "cuMemAddressReserve",
-        "cuMemCreate",
-        "cuMemMap",
-        "cuMemSetAccess",
-        "cuMemUnmap",
-        "cuMemRelease",
-        "cuMemcpyDtoH_v2",
-        "cuMemFree_v2",
-    ] {
-        assert!(names.contains(&call), "{call} missing from {names:?}");
-    }
+    assert_recorded(
+        &events,
+        &[
+            "cuInit",
+            "cuLibraryLoadData",
+            "cuLibraryGetKernel",
+            "cuKernelGetFunction",
+            "cuModuleLoadData",
+            "cuModuleGetFunction",
+            "cuMemAlloc_v2",
+            "cuMemcpyHtoD_v2",
+            "cuLaunchKernel",
+            "cuLaunchKernelEx",
+            "cuMemcpyDtoHAsync_v2",
+            "cuStreamSynchronize",
+            "cuMemAddressReserve",
+            "cuMemCreate",
+            "cuMemMap",
+            "cuMemSetAccess",
+            "cuMemUnmap",
+            "cuMemRelease",
+            "cuMemcpyDtoH_v2",
+            "cuMemFree_v2",
+        ],
+    );
     // launches carry the kernel name and the packed arguments sized by the param info
     let axpy = events
         .iter()
@@ -88,14 +104,12 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
     for e in &events {
         for key in ["h2d_blob", "d2h_blob"] {
             if let Some(id) = e["fields"][key].as_str() {
-                let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-                let bytes = std::fs::read(&p).unwrap();
+                let bytes = std::fs::read(blob_path(dir, id)).unwrap();
                 assert_eq!(&blake3::hash(&bytes).to_hex()[..32], id);
             }
         }
     }
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let manifest = manifest_json(dir);
     assert_eq!(manifest["complete"], true);
     assert_eq!(manifest["metadata"]["devices"][0]["name"], "HRR Fake GPU");
     assert_eq!(manifest["metadata"]["driver_version"], 13000);
@@ -103,10 +117,7 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
     let (code, out, err) = replay(&arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("[HRR] Kernels launched: 6"), "{out}");
-    assert!(
-        out.contains("D2H checks      : 6 pass (6 exact, 0 within tol), 0 fail, 0 skipped"),
-        "{out}"
-    );
+    assert_checks_exact(&out, 6);
     assert!(
         out.trim_end().lines().last().is_some_and(|l| l
             .starts_with("[HRR] PASS (1 call not replayed, first: #")
@@ -117,46 +128,26 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
 
 #[test]
 fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    assert!(capture(&arch, "driver_app", &[]).status.success());
-    let dir = pid_dirs(&arch).remove(0);
-    let ev = events_json(&dir)
-        .into_iter()
-        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
-        .unwrap();
-    let id = ev["fields"]["d2h_blob"].as_str().unwrap().to_string();
-    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-    let mut bytes = std::fs::read(&p).unwrap();
-    bytes[5] ^= 0xff;
-    std::fs::write(&p, &bytes).unwrap();
+    let (_tmp, _, dir) = captured(&[]);
+    let events = events_json(&dir);
+    let ev = first_named(&events, "cuMemcpyDtoH_v2");
+    flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 5, 0xff);
     let (code, out, _) = replay(&dir, &[]);
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains(&format!("event #{} cuMemcpyDtoH_v2", ev["seq"])),
-        "{out}"
-    );
+    assert_mismatch_at(code, &out, ev);
     assert!(out.contains("first at offset 5"), "{out}");
-    assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
 }
 
 #[test]
 fn replay_really_runs_the_work_zeroed_inputs_fail() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    assert!(capture(&arch, "driver_app", &[]).status.success());
-    let dir = pid_dirs(&arch).remove(0);
+    let (_tmp, _, dir) = captured(&[]);
     for e in events_json(&dir) {
         if let Some(id) = e["fields"]["h2d_blob"].as_str() {
-            let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-            let len = std::fs::metadata(&p).unwrap().len() as usize;
-            std::fs::write(&p, vec![0u8; len]).unwrap();
+            zero_blob(&dir, id);
         }
     }
-    let (code, out, _) = replay(&dir, &["--json"]);
+    let (code, v) = FakeCuda::get("").replay_json(&dir, &[]);
     // The zeroed pointer table makes `gather` read through null pointers: the GPU faults.
-    assert_eq!(code, 3, "{out}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(code, 3, "{v}");
     assert_eq!(v["result"], "FAIL");
     assert_eq!(v["verdict"], "FAULT");
     assert!(v["d2h_checks"]["fail"].as_u64().unwrap() >= 3, "{v}");
@@ -169,22 +160,13 @@ fn a_killed_capture_is_recovered_by_repair_and_replays() {
     let o = capture(&arch, "driver_app", &["crash"]);
     assert!(!o.status.success());
     let dir = pid_dirs(&arch).remove(0);
-    let (code, out, _) = run({
-        let mut c = playback();
-        c.arg(&arch).arg("--info");
-        c
-    });
+    let (code, out, _) = playback_on(&arch, &["--info"]);
     assert_eq!(code, 0);
     assert!(out.contains("NO"), "{out}");
-    let (code, out, err) = run({
-        let mut c = playback();
-        c.arg(&arch).arg("--repair");
-        c
-    });
+    let (code, out, err) = playback_on(&arch, &["--repair"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("Repaired archive"), "{out}");
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let m = manifest_json(&dir);
     assert_eq!(m["complete"], true);
     assert!(m["event_count"].as_u64().unwrap() > 10);
     let (code, out, err) = replay(&dir, &[]);
@@ -204,14 +186,10 @@ fn processes_that_never_touch_the_driver_get_no_pid_dir() {
 
 #[test]
 fn fork_children_get_their_own_capture_and_replay_asks_which() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let o = capture(&arch, "driver_app", &["fork"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (_tmp, arch, _) = captured(&["fork"]);
     let dirs = pid_dirs(&arch);
     assert_eq!(dirs.len(), 2, "{dirs:?}");
-    let root: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(arch.join("manifest.json")).unwrap()).unwrap();
+    let root = manifest_json(&arch);
     assert_eq!(root["processes"].as_array().unwrap().len(), 2);
     let (code, _, err) = replay(&arch, &[]);
     assert_eq!(code, 2, "{err}");
@@ -225,14 +203,8 @@ fn fork_children_get_their_own_capture_and_replay_asks_which() {
 fn direct_symbol_calls_are_recorded_too() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let (_, plain, _) = run(app("direct_app", &[]));
-    let o = capture(&arch, "direct_app", &[]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
-    let names: Vec<String> = events_json(&arch)
-        .iter()
-        .map(|e| e["name"].as_str().unwrap().to_string())
-        .collect();
+    capture_as_plain(&arch, "direct_app", &[]);
+    let names = names(&events_json(&arch));
     assert!(
         names.iter().any(|n| n == "cuLaunchKernel_ptsz"),
         "{names:?}"
@@ -253,29 +225,20 @@ fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let (_, plain, _) = run(app("driver_app", &[]));
-    let mut c = bounded(bin_dir().join("hrr-capture"));
-    c.arg("-o")
-        .arg(&arch)
-        .arg("--")
-        .arg(fake().join("driver_app"));
-    c.env("LD_LIBRARY_PATH", fake())
-        .env("HRR_CAPTURE_MIN_FREE_MB", "999999999");
-    let o = c.output().unwrap();
+    let o = FakeCuda::get("").capture_env(
+        &arch,
+        "driver_app",
+        &[],
+        &[("HRR_CAPTURE_MIN_FREE_MB", "999999999")],
+    );
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
     assert!(String::from_utf8_lossy(&o.stderr).contains("Disk nearly full"));
     let dir = pid_dirs(&arch).remove(0);
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["complete"], false);
-    let (_, out, _) = run({
-        let mut c = playback();
-        c.arg(&dir).arg("--repair");
-        c
-    });
+    assert_eq!(manifest_json(&dir)["complete"], false);
+    let (_, out, _) = playback_on(&dir, &["--repair"]);
     assert!(out.contains("Still incomplete"), "{out}");
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let m = manifest_json(&dir);
     assert_eq!(
         m["complete"], false,
         "repair must not bless a writer-marked incomplete capture"
@@ -284,29 +247,13 @@ fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
 
 #[test]
 fn without_the_variable_the_library_only_forwards() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, plain, _) = run(app("driver_app", &[]));
-    let mut c = app("driver_app", &[]);
-    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
-        .current_dir(tmp.path());
-    let (code, out, err) = run(c);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(out, plain);
-    assert!(err.is_empty(), "{err}");
-    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    assert_preload_only_forwards(|| app("driver_app", &[]));
 }
 
 #[test]
 fn concurrent_threads_are_recorded_and_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let o = capture(&arch, "driver_app", &["threads"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (code, out, _) = run({
-        let mut c = playback();
-        c.arg(&arch).args(["--info", "--json"]);
-        c
-    });
+    let (_tmp, arch, _) = captured(&["threads"]);
+    let (code, out, _) = playback_on(&arch, &["--info", "--json"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // A single-process root: the root table, then the process under `process`.
@@ -322,18 +269,8 @@ fn concurrent_threads_are_recorded_and_replay() {
 
 #[test]
 fn replay_flags_filter_loop_sync_and_no_placement() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    assert!(capture(&arch, "driver_app", &[]).status.success());
-    let json = |extra: &[&str]| -> (i32, serde_json::Value) {
-        let mut args = vec!["--json"];
-        args.extend_from_slice(extra);
-        let (code, out, err) = replay(&arch, &args);
-        (
-            code,
-            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}")),
-        )
-    };
+    let (_tmp, arch, _) = captured(&[]);
+    let json = |extra: &[&str]| FakeCuda::get("").replay_json(&arch, extra);
     let (code, v) = json(&["--loop", "2"]);
     assert_eq!((code, v["kernels_launched"].as_u64()), (0, Some(12)), "{v}");
     assert_eq!(v["d2h_checks"]["exact"], 12);
@@ -363,15 +300,10 @@ fn an_aborting_program_leaves_what_it_recorded_for_repair() {
     );
     let dir = pid_dirs(&arch).remove(0);
     // The SIGABRT handler handed the buffered events to the kernel and wrote the manifest.
-    let m: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let m = manifest_json(&dir);
     assert_eq!(m["complete"], false);
     assert!(m["event_count"].as_u64().unwrap() > 10, "{m}");
-    let (code, out, err) = run({
-        let mut c = playback();
-        c.arg(&dir).arg("--repair");
-        c
-    });
+    let (code, out, err) = playback_on(&dir, &["--repair"]);
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, err) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}{err}");
@@ -409,8 +341,7 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
 
     // the explicitly built (empty) graph is recorded too (cuGraphCreate): nothing unreplayable
     assert_eq!(count("cuGraphCreate"), 1);
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let manifest = manifest_json(&dir);
     let unrepl = &manifest["unreplayable_apis"];
     assert!(
         unrepl.is_null() || unrepl.as_object().is_some_and(|m| m.is_empty()),
@@ -421,17 +352,13 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
         let (code, out, err) = replay(&dir, extra);
         assert_eq!(code, 0, "{extra:?}: {out}{err}");
         assert!(out.contains("[HRR] Graphs launched : 4"), "{out}");
-        assert!(
-            out.contains("D2H checks      : 2 pass (2 exact, 0 within tol), 0 fail, 0 skipped"),
-            "{out}"
-        );
+        assert_checks_exact(&out, 2);
         assert!(
             out.contains("[HRR] PASS") && !out.contains("not replayed"),
             "{out}"
         );
     }
-    let (_, out, _) = replay(&dir, &["--json", "--loop", "2"]);
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let (_, v) = FakeCuda::get("").replay_json(&dir, &["--loop", "2"]);
     assert_eq!(v["graphs_launched"], 8, "{v}");
     assert_eq!(v["result"], "PASS", "{v}");
 
@@ -441,32 +368,22 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
         .rev()
         .find(|e| e["name"] == "cuMemcpyDtoH_v2")
         .unwrap();
-    let first_graph_launch = events
-        .iter()
-        .find(|e| e["name"] == "cuGraphLaunch")
-        .unwrap();
+    let first_graph_launch = first_named(&events, "cuGraphLaunch");
     assert!(last["seq"].as_u64() > first_graph_launch["seq"].as_u64());
-    let id = last["fields"]["d2h_blob"].as_str().unwrap();
-    let p = dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"));
-    let mut bytes = std::fs::read(&p).unwrap();
-    bytes[4100] ^= 0x01;
-    std::fs::write(&p, &bytes).unwrap();
-    let (code, out, _) = replay(&dir, &[]);
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains(&format!("event #{} cuMemcpyDtoH_v2", last["seq"])),
-        "{out}"
+    flip_blob_byte(
+        &dir,
+        last["fields"]["d2h_blob"].as_str().unwrap(),
+        4100,
+        0x01,
     );
+    let (code, out, _) = replay(&dir, &[]);
+    assert_mismatch_at(code, &out, last);
     assert!(out.contains("[HRR] Graphs launched : 4"), "{out}");
-    assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
 }
 
 #[test]
 fn a_context_limit_is_recorded_and_set_again_by_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    assert!(capture(&arch, "driver_app", &[]).status.success());
-    let dir = pid_dirs(&arch).remove(0);
+    let (_tmp, _, dir) = captured(&[]);
     let set: Vec<_> = events_json(&dir)
         .into_iter()
         .filter(|e| e["name"] == "cuCtxSetLimit")
@@ -474,12 +391,7 @@ fn a_context_limit_is_recorded_and_set_again_by_replay() {
     assert_eq!(set.len(), 1, "{set:?}");
     assert_eq!(set[0]["fields"]["limit"], 2);
     assert_eq!(set[0]["fields"]["value"], 64u64 << 20);
-    let mut c = playback();
-    c.arg(&dir)
-        .arg("--no-progress")
-        .env("LD_LIBRARY_PATH", fake())
-        .env("FAKE_CUDA_TRACE", "1");
-    let (code, out, err) = run(c);
+    let (code, out, err) = FakeCuda::get("").replay_env(&dir, &[], &[("FAKE_CUDA_TRACE", "1")]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         err.contains("cuCtxSetLimit"),

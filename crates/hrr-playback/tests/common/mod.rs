@@ -1,5 +1,6 @@
 //! Helpers shared by the round-trip tests: where the built binaries are, running programs
-//! bounded in time, building the fake CUDA driver, reading archives back through `--events`.
+//! bounded in time, building the fake CUDA driver and capturing and replaying against it,
+//! reading archives back (`--events`, manifests, blobs) and damaging their blobs.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::{Path, PathBuf};
@@ -36,23 +37,39 @@ pub fn run(mut c: Command) -> (i32, String, String) {
     )
 }
 
-/// Build the fake `libcuda.so.1` and its apps into a folder of this test process (`tag` keeps
-/// test binaries apart), checking the capture library was built first.
-pub fn build_fake_cuda(tag: &str) -> PathBuf {
+/// Run `tests/<fake>/build.sh` (`fake-cuda`, `fake-hip`) into `hrr-<fake><tag>-<pid>` in the
+/// temp folder (`tag` keeps test binaries apart), checking the capture library was built first:
+/// the folder and the script's output.
+pub fn build_fake(fake: &str, tag: &str) -> (PathBuf, std::process::Output) {
     let lib = bin_dir().join("libhrr_capture.so");
     assert!(
         lib.is_file() && bin_dir().join("hrr-capture").is_file(),
         "{} and hrr-capture are missing: run `cargo build --workspace` before the tests",
         lib.display()
     );
-    let out = std::env::temp_dir().join(format!("hrr-fake-cuda{tag}-{}", std::process::id()));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fake-cuda/build.sh");
-    let st = Command::new("sh")
+    let out = std::env::temp_dir().join(format!("hrr-{fake}{tag}-{}", std::process::id()));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests")
+        .join(fake)
+        .join("build.sh");
+    let o = Command::new("sh")
         .arg(&script)
         .arg(&out)
-        .status()
+        .output()
         .expect("run build.sh");
-    assert!(st.success(), "building the fake driver failed");
+    (out, o)
+}
+
+/// Build the fake `libcuda.so.1` and its apps into a folder of this test process (`tag` keeps
+/// test binaries apart), checking the capture library was built first.
+pub fn build_fake_cuda(tag: &str) -> PathBuf {
+    let (out, o) = build_fake("fake-cuda", tag);
+    assert!(
+        o.status.success(),
+        "building the fake driver failed:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     out
 }
 
@@ -67,17 +84,103 @@ pub fn pid_dirs(archive: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// `hrr-playback target args`, for what needs no driver (`--info`, `--repair`, `--events`):
+/// exit code, stdout, stderr.
+pub fn playback_on(target: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut c = playback();
+    c.arg(target).args(args);
+    run(c)
+}
+
 /// Every event of `target`, from `--events --json`.
 pub fn events_json(target: &Path) -> Vec<serde_json::Value> {
-    let (code, out, err) = run({
-        let mut c = playback();
-        c.arg(target).args(["--events", "--json"]);
-        c
-    });
+    let (code, out, err) = playback_on(target, &["--events", "--json"]);
     assert_eq!(code, 0, "{err}");
     out.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// The names of `events`, in order.
+pub fn names(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Assert each of `calls` is among the names of `events`.
+pub fn assert_recorded(events: &[serde_json::Value], calls: &[&str]) {
+    let names = names(events);
+    for call in calls {
+        assert!(
+            names.iter().any(|n| n == call),
+            "{call} missing from {names:?}"
+        );
+    }
+}
+
+/// The first of `events` named `name`.
+pub fn first_named<'a>(events: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    events
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} event"))
+}
+
+/// The process manifest (`manifest.json`) of the capture `dir`, or an archive root's.
+pub fn manifest_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// The blob file of `id` in the process capture `dir`.
+pub fn blob_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
+}
+
+/// Overwrite the blob `id` of `dir` with zeros, its size kept.
+pub fn zero_blob(dir: &Path, id: &str) {
+    let p = blob_path(dir, id);
+    let len = std::fs::metadata(&p).unwrap().len() as usize;
+    std::fs::write(&p, vec![0u8; len]).unwrap();
+}
+
+/// Flip the bits `mask` of byte `at` of the blob `id` of `dir`.
+pub fn flip_blob_byte(dir: &Path, id: &str, at: usize, mask: u8) {
+    let p = blob_path(dir, id);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[at] ^= mask;
+    std::fs::write(&p, &bytes).unwrap();
+}
+
+/// A replay that fails its checks at `event` (its `seq` and name): exit 1, the event named, the
+/// `MISMATCH` verdict.
+pub fn assert_mismatch_at(code: i32, out: &str, event: &serde_json::Value) {
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "event #{} {}",
+            event["seq"],
+            event["name"].as_str().unwrap()
+        )),
+        "{out}"
+    );
+    assert!(out.trim_end().contains("[HRR] MISMATCH:"), "{out}");
+}
+
+/// A replay's text summary says every one of its `n` D2H checks passed, each exactly.
+pub fn assert_checks_exact(out: &str, n: u64) {
+    assert!(
+        out.contains(&format!(
+            "D2H checks      : {n} pass ({n} exact, 0 within tol), 0 fail, 0 skipped"
+        )),
+        "{out}"
+    );
+}
+
+/// A replay's `--json` summary, decoded from its stdout (`err` is shown when it is not JSON).
+pub fn summary(out: &str, err: &str) -> serde_json::Value {
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"))
 }
 
 /// A test that cannot run here: prints `SKIPPED: <why> (<how to get it>)` and records
@@ -103,6 +206,21 @@ pub fn skipped(why: &str, how: &str) {
     }
 }
 
+/// With the capture library preloaded but no archive named, the program `app` makes (a new
+/// command each call) prints what it prints alone, nothing on stderr, and writes nothing.
+pub fn assert_preload_only_forwards(app: impl Fn() -> Command) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, plain, _) = run(app());
+    let mut c = app();
+    c.env("LD_PRELOAD", bin_dir().join("libhrr_capture.so"))
+        .current_dir(tmp.path());
+    let (code, out, err) = run(c);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, plain);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
 /// The fake CUDA driver of a test binary, and capture and replay against it.
 pub struct FakeCuda {
     /// Where `libcuda.so.1` and the apps were built.
@@ -118,26 +236,87 @@ impl FakeCuda {
         })
     }
 
-    /// `hrr-capture -o archive -- app args`.
-    pub fn capture(&self, archive: &Path, app: &str, args: &[&str]) -> std::process::Output {
-        let mut c = bounded(bin_dir().join("hrr-capture"));
+    /// `hrr-capture -o archive -- app args` on the fake driver, added to `c` (the program run
+    /// as `hrr-capture`: bounded, or not when the caller signals it).
+    pub fn capture_args<'c>(
+        &self,
+        c: &'c mut Command,
+        archive: &Path,
+        app: &str,
+        args: &[&str],
+    ) -> &'c mut Command {
         c.arg("-o")
             .arg(archive)
             .arg("--")
             .arg(self.dir.join(app))
             .args(args)
             .env("LD_LIBRARY_PATH", &self.dir)
-            .env("HRR_CAPTURE_MIN_FREE_MB", "1");
+            .env("HRR_CAPTURE_MIN_FREE_MB", "1")
+    }
+
+    /// `hrr-capture -o archive -- app args`.
+    pub fn capture(&self, archive: &Path, app: &str, args: &[&str]) -> std::process::Output {
+        self.capture_env(archive, app, args, &[])
+    }
+
+    /// `hrr-capture -o archive -- app args` with the variables `env` set.
+    pub fn capture_env(
+        &self,
+        archive: &Path,
+        app: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Output {
+        let mut c = bounded(bin_dir().join("hrr-capture"));
+        self.capture_args(&mut c, archive, app, args)
+            .envs(env.iter().copied());
         c.output().expect("run hrr-capture")
+    }
+
+    /// Capture `app args` into `archive`, which must succeed: its (first) process folder.
+    pub fn captured(&self, archive: &Path, app: &str, args: &[&str]) -> PathBuf {
+        let o = self.capture(archive, app, args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        pid_dirs(archive).remove(0)
     }
 
     /// `hrr-playback target extra --no-progress`: exit code, stdout, stderr.
     pub fn replay(&self, target: &Path, extra: &[&str]) -> (i32, String, String) {
+        self.replay_env(target, extra, &[])
+    }
+
+    /// `hrr-playback target extra --no-progress` with the variables `env` set.
+    pub fn replay_env(
+        &self,
+        target: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> (i32, String, String) {
         let mut c = playback();
         c.arg(target)
             .args(extra)
             .arg("--no-progress")
-            .env("LD_LIBRARY_PATH", &self.dir);
+            .env("LD_LIBRARY_PATH", &self.dir)
+            .envs(env.iter().copied());
         run(c)
+    }
+
+    /// `hrr-playback target --json extra`: exit code and the summary.
+    pub fn replay_json(&self, target: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
+        self.replay_json_env(target, extra, &[])
+    }
+
+    /// `hrr-playback target --json extra` with the variables `env` set: exit code and the
+    /// summary.
+    pub fn replay_json_env(
+        &self,
+        target: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> (i32, serde_json::Value) {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = self.replay_env(target, &args, env);
+        (code, summary(&out, &err))
     }
 }
