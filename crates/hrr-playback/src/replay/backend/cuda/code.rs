@@ -120,6 +120,14 @@ impl Cuda {
         })
     }
 
+    /// `cuModuleUnload` / `cuLibraryUnload`: the code stays loaded (replay loads each code object
+    /// once, `load_code`), but the recorded handle is forgotten: the driver may hand the same
+    /// address out again, as a function say, and a stale binding would then be taken for it.
+    pub(super) fn unbind(&mut self, recorded: u64) -> Result<Outcome> {
+        self.handles.remove(recorded);
+        Ok(Outcome::Done)
+    }
+
     /// `cuFuncGetModule`: the program asked the module of a bound function, or capture recorded
     /// the module of a launched function it never saw looked up; then the function is looked up
     /// by name in that module.

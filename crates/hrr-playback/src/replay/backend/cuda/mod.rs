@@ -270,6 +270,8 @@ impl Backend for Cuda {
             | Op::ModuleLoadDataEx
             | Op::ModuleLoadFatBinary => self.bind_loaded(ev, false),
             Op::LibraryLoadData | Op::LibraryLoadFromFile => self.bind_loaded(ev, true),
+            Op::ModuleUnload => self.unbind(ev.read::<hrr_calls::shapes::Module>()?.module),
+            Op::LibraryUnload => self.unbind(ev.read::<hrr_calls::shapes::Library>()?.library),
             Op::ModuleGetFunction => self.module_get_function(ev),
             Op::LibraryGetKernel => self.library_get_kernel(ev),
             Op::LibraryGetModule => self.library_get_module(ev),
