@@ -15,7 +15,7 @@ out=$(cd "$1" && pwd)
 cc=${CC:-cc}
 flags="-O1 -Wall -Werror -ffp-contract=off ${CFLAGS:-}"
 
-$cc $flags -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$here/fake_cuda.c" -ldl -lpthread
+$cc $flags -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$here"/fake_cuda_*.c -ldl -lpthread
 ln -sf libcuda.so.1 "$out/libcuda.so"
 $cc $flags -o "$out/driver_app" "$here/apps/driver_app.c" -ldl -lpthread
 $cc $flags -o "$out/direct_app" "$here/apps/direct_app.c" -L"$out" -lcuda -ldl -lpthread
