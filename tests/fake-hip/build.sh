@@ -19,7 +19,7 @@ cc=${CC:-cc}
 flags="-O1 -Wall -Werror -ffp-contract=off ${CFLAGS:-}"
 
 $cc $flags -shared -fPIC -Wl,-soname,libamdhip64.so.5 -Wl,--version-script="$here/fake_hip.map" \
-  -o "$out/libamdhip64.so.5" "$here/fake_hip.c" -lpthread
+  -o "$out/libamdhip64.so.5" "$here"/fake_hip_*.c -lpthread
 ln -sf libamdhip64.so.5 "$out/libamdhip64.so"
 # A plugin linked against the runtime, loaded RTLD_LOCAL by a host program (C: no hipcc needed).
 $cc $flags -shared -fPIC -o "$out/libplugin.so" "$here/apps/plugin.c" -L"$out" -l:libamdhip64.so.5
