@@ -1,28 +1,12 @@
 /*
  * fake_cuda_abi.h - the CUDA driver ABI as the fake sees it: its own minimal definitions of the
- * handle, parameter and descriptor types (layouts follow the public headers) and the CUresult
- * codes it returns.  Written from scratch for hrr.
+ * handle, parameter and descriptor types (layouts follow the public headers; written from
+ * scratch for hrr).  The test programs of apps/ use them too (they have no cuda.h; to them the
+ * handles are opaque pointers).
  */
 #ifndef FAKE_CUDA_ABI_H
 #define FAKE_CUDA_ABI_H
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
-
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
-#endif
-#ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC 1U
-#endif
+#include <stddef.h>
 
 /* ------------------------------------------------------------------------ */
 /* ABI types (own minimal definitions; layouts follow the public headers)   */
@@ -176,27 +160,6 @@ _Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc layout");
 _Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute layout");
 _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
 
-/* Result codes (values of the public CUresult enum). */
-#define E_SUCCESS 0
-#define E_INVALID_VALUE 1
-#define E_OUT_OF_MEMORY 2
-#define E_NOT_INITIALIZED 3
-#define E_INVALID_DEVICE 101
-#define E_INVALID_IMAGE 200
-#define E_INVALID_CONTEXT 201
-#define E_FILE_NOT_FOUND 301
-#define E_INVALID_HANDLE 400
-#define E_ILLEGAL_STATE 401
-#define E_NOT_FOUND 500
-#define E_NOT_READY 600
-#define E_NOT_SUPPORTED 801
-#define E_ILLEGAL_ADDRESS 700
-#define E_CONTEXT_IS_DESTROYED 709
-#define E_HOST_MEMORY_ALREADY_REGISTERED 712
-#define E_HOST_MEMORY_NOT_REGISTERED 713
-#define E_LAUNCH_FAILED 719
-#define E_STREAM_CAPTURE_UNSUPPORTED 900
-#define E_GRAPH_EXEC_UPDATE_FAILURE 910
 /* ---- stream-ordered memory pools ---- */
 typedef struct {
   int allocType, handleTypes;
