@@ -420,55 +420,30 @@ static CUresult ptr_attr(void *data, int attr, CUdeviceptr p) {
   long i = region_find(p);
   struct region *r = i >= 0 ? &g_reg[i] : NULL;
   int dev = r ? is_device_kind(r->kind) : in_device_va(p);
-  switch (attr) {
-  case 2: /* MEMORY_TYPE: like the real driver, an error for pageable memory it does not know */
+  if (attr == 2) { /* MEMORY_TYPE: like the real driver, an error for pageable memory it does not know */
     if (!r && !dev) return E_INVALID_VALUE;
     *(unsigned *)data = dev ? 2u : 1u;
     return E_SUCCESS;
-  case 1: /* CONTEXT */
-    if (!r) return E_INVALID_VALUE;
-    *(CUcontext *)data = r->ctx;
-    return E_SUCCESS;
-  case 3: /* DEVICE_POINTER */
-    if (!r) return E_INVALID_VALUE;
-    *(CUdeviceptr *)data = p;
-    return E_SUCCESS;
-  case 4: /* HOST_POINTER */
-    if (!r || dev) return E_INVALID_VALUE;
-    *(void **)data = (void *)(uintptr_t)p;
-    return E_SUCCESS;
-  case 8: /* IS_MANAGED */
-    if (!r) return E_INVALID_VALUE;
-    *(unsigned char *)data = r->kind == R_MANAGED;
-    return E_SUCCESS;
-  case 6: /* SYNC_MEMOPS */
-  case 10: /* IS_LEGACY_CUDA_IPC_CAPABLE */
-    if (!r) return E_INVALID_VALUE;
-    *(unsigned char *)data = 0;
-    return E_SUCCESS;
-  case 13: /* MAPPED */
-    if (!r) return E_INVALID_VALUE;
-    *(unsigned char *)data = 1;
-    return E_SUCCESS;
-  case 7: /* BUFFER_ID */
-    if (!r) return E_INVALID_VALUE;
-    *(unsigned long long *)data = r->id;
-    return E_SUCCESS;
-  case 9: /* DEVICE_ORDINAL */
-    if (!r) return E_INVALID_VALUE;
-    *(int *)data = 0;
-    return E_SUCCESS;
-  case 11: /* RANGE_START_ADDR */
-    if (!r) return E_INVALID_VALUE;
-    *(CUdeviceptr *)data = r->base;
-    return E_SUCCESS;
-  case 12: /* RANGE_SIZE */
-    if (!r) return E_INVALID_VALUE;
-    *(size_t *)data = r->size;
-    return E_SUCCESS;
-  default:
-    return E_INVALID_VALUE;
   }
+  if (!r) return E_INVALID_VALUE; /* every other attribute: only of memory the fake knows */
+  switch (attr) {
+  case 1: *(CUcontext *)data = r->ctx; break; /* CONTEXT */
+  case 3: *(CUdeviceptr *)data = p; break;    /* DEVICE_POINTER */
+  case 4:                                     /* HOST_POINTER */
+    if (dev) return E_INVALID_VALUE;
+    *(void **)data = (void *)(uintptr_t)p;
+    break;
+  case 8: *(unsigned char *)data = r->kind == R_MANAGED; break; /* IS_MANAGED */
+  case 6:                                                       /* SYNC_MEMOPS */
+  case 10: *(unsigned char *)data = 0; break;                   /* IS_LEGACY_CUDA_IPC_CAPABLE */
+  case 13: *(unsigned char *)data = 1; break;                   /* MAPPED */
+  case 7: *(unsigned long long *)data = r->id; break;           /* BUFFER_ID */
+  case 9: *(int *)data = 0; break;                              /* DEVICE_ORDINAL */
+  case 11: *(CUdeviceptr *)data = r->base; break;               /* RANGE_START_ADDR */
+  case 12: *(size_t *)data = r->size; break;                    /* RANGE_SIZE */
+  default: return E_INVALID_VALUE;
+  }
+  return E_SUCCESS;
 }
 CUresult i_ptr_get_attr(void *data, int attr, CUdeviceptr p) {
   struct fc_ctx *c;
