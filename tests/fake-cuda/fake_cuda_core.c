@@ -135,7 +135,7 @@ CUresult i_driver_version(int *v) {
   return E_SUCCESS;
 }
 
-static const struct { int code; const char *name, *text; } k_errors[] = {
+static const struct fake_error k_errors[] = {
   {0, "CUDA_SUCCESS", "no error"},
   {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
   {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
@@ -166,13 +166,9 @@ static const struct { int code; const char *name, *text; } k_errors[] = {
 
 CUresult i_error_str(CUresult code, const char **out, int want_name) {
   if (!out) return E_INVALID_VALUE;
-  for (size_t i = 0; i < sizeof k_errors / sizeof k_errors[0]; i++)
-    if (k_errors[i].code == code) {
-      *out = want_name ? k_errors[i].name : k_errors[i].text;
-      return E_SUCCESS;
-    }
-  *out = NULL;
-  return E_INVALID_VALUE;
+  const struct fake_error *e = fake_error_find(k_errors, sizeof k_errors / sizeof k_errors[0], code);
+  *out = e ? (want_name ? e->name : e->text) : NULL;
+  return e ? E_SUCCESS : E_INVALID_VALUE;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -31,6 +31,7 @@
 #endif
 
 #include "fake_cuda_abi.h"
+#include "fake_common.h"
 
 /* Result codes (values of the public CUresult enum). */
 #define E_SUCCESS 0

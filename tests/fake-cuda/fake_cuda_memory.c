@@ -50,13 +50,7 @@ static uintptr_t va_map(struct vspace *vs, size_t len, size_t align, int prot) {
     a = round_up(a + skip, align);
     if (skip < ((size_t)1 << 40)) skip <<= 1;
   }
-  size_t over = len + align;
-  void *p = mmap(NULL, over, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return 0;
-  uintptr_t s = (uintptr_t)p, al = round_up(s, align);
-  if (al > s) munmap(p, al - s);
-  if (s + over > al + len) munmap((void *)(al + len), s + over - (al + len));
-  return al;
+  return fake_map_aligned(len, align, prot);
 }
 
 static struct chunk *chunk_add(uintptr_t base, size_t size, size_t used, int live, int open) {

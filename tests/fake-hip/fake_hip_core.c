@@ -29,7 +29,7 @@ __attribute__((constructor)) static void fh_init(void) {
 /* Errors, init, devices                                                    */
 /* ------------------------------------------------------------------------ */
 
-static const struct { int code; const char *name, *text; } k_errors[] = {
+static const struct fake_error k_errors[] = {
   {0, "hipSuccess", "no error"},
   {1, "hipErrorInvalidValue", "invalid argument"},
   {2, "hipErrorOutOfMemory", "out of memory"},
@@ -47,16 +47,11 @@ static const struct { int code; const char *name, *text; } k_errors[] = {
   {801, "hipErrorNotSupported", "operation not supported"},
 };
 
-const char *hipGetErrorName(hipError_t e) {
-  for (size_t i = 0; i < sizeof k_errors / sizeof k_errors[0]; i++)
-    if (k_errors[i].code == e) return k_errors[i].name;
-  return "hipErrorUnknown";
+static const struct fake_error *error_row(hipError_t e) {
+  return fake_error_find(k_errors, sizeof k_errors / sizeof k_errors[0], e);
 }
-const char *hipGetErrorString(hipError_t e) {
-  for (size_t i = 0; i < sizeof k_errors / sizeof k_errors[0]; i++)
-    if (k_errors[i].code == e) return k_errors[i].text;
-  return "unknown error";
-}
+const char *hipGetErrorName(hipError_t e) { return error_row(e) ? error_row(e)->name : "hipErrorUnknown"; }
+const char *hipGetErrorString(hipError_t e) { return error_row(e) ? error_row(e)->text : "unknown error"; }
 hipError_t hipGetLastError(void) { hipError_t e = t_last; t_last = E_SUCCESS; return e; }
 hipError_t hipPeekAtLastError(void) { return t_last; }
 

@@ -70,13 +70,7 @@ static uintptr_t va_map(size_t len, int prot, size_t align) {
     if (p != MAP_FAILED) munmap(p, len);
     a += FH_GRAN;
   }
-  size_t over = len + align;
-  void *p = mmap(NULL, over, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return 0;
-  uintptr_t s = (uintptr_t)p, al = round_up(s, align);
-  if (al > s) munmap(p, al - s);
-  if (s + over > al + len) munmap((void *)(al + len), s + over - (al + len));
-  return al;
+  return fake_map_aligned(len, align, prot);
 }
 
 hipError_t dev_alloc(void **out, size_t size, int kind) {
