@@ -5,17 +5,10 @@
 # OUTDIR/direct_app and OUTDIR/copy_app.  Run the apps with LD_LIBRARY_PATH=OUTDIR.  Silent on
 # success; honours $CC (default cc) and extra $CFLAGS.
 set -eu
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
-  exit 2
-fi
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
-cc=${CC:-cc}
-flags="-O1 -Wall -Werror -ffp-contract=off ${CFLAGS:-}"
+. "$here/../fake-common/build-setup.sh"
 
-$cc $flags -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$here/fake_cuda.c" -ldl -lpthread
+$cc $flags -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$out/libcuda.so.1" "$here"/fake_cuda_*.c -ldl -lpthread
 ln -sf libcuda.so.1 "$out/libcuda.so"
 $cc $flags -o "$out/driver_app" "$here/apps/driver_app.c" -ldl -lpthread
 $cc $flags -o "$out/direct_app" "$here/apps/direct_app.c" -L"$out" -lcuda -ldl -lpthread

@@ -8,18 +8,11 @@
 # without it for the real runtime. Exit status 3: the fake was built but hipcc is missing, so
 # the programs were not. Silent on success; honours $CC, $CFLAGS, $HIPCC and $HIP_ARCHS.
 set -eu
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
-  exit 2
-fi
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
-cc=${CC:-cc}
-flags="-O1 -Wall -Werror -ffp-contract=off ${CFLAGS:-}"
+. "$here/../fake-common/build-setup.sh"
 
 $cc $flags -shared -fPIC -Wl,-soname,libamdhip64.so.5 -Wl,--version-script="$here/fake_hip.map" \
-  -o "$out/libamdhip64.so.5" "$here/fake_hip.c" -lpthread
+  -o "$out/libamdhip64.so.5" "$here"/fake_hip_*.c -lpthread
 ln -sf libamdhip64.so.5 "$out/libamdhip64.so"
 # A plugin linked against the runtime, loaded RTLD_LOCAL by a host program (C: no hipcc needed).
 $cc $flags -shared -fPIC -o "$out/libplugin.so" "$here/apps/plugin.c" -L"$out" -l:libamdhip64.so.5

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sums.h"
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
@@ -127,16 +129,6 @@ static void axpy(float a, CUdeviceptr x, CUdeviceptr y, CUstream s) {
 static void fill(CUdeviceptr p, unsigned v, unsigned long long n, CUstream s) {
   void *params[] = {&p, &v, &n};
   CK(cuLaunchKernel(g_fill, (unsigned)((n + BLOCK - 1) / BLOCK), 1, 1, BLOCK, 1, 1, 0, s, params, NULL));
-}
-static double fsum(const float *v, size_t n) {
-  double s = 0;
-  for (size_t i = 0; i < n; i++) s += v[i];
-  return s;
-}
-static unsigned long long usum(const unsigned *v, size_t n) {
-  unsigned long long s = 0;
-  for (size_t i = 0; i < n; i++) s += v[i];
-  return s;
 }
 
 /* x = i % 7 on the device */

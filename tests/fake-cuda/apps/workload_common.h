@@ -1,0 +1,241 @@
+/*
+ * workload_common.h - what the workloads of driver_app and direct_app share: the driver entry points
+ * they call (`struct cu_api`, filled by each app its own way), the options, the call check, the
+ * output buffer and its hashes, the code images (a fatbin payload, PTX text) and the common
+ * start (device 0's primary context, the library of k_lib_text).
+ */
+#ifndef HRR_FAKE_CUDA_WORKLOAD_COMMON_H
+#define HRR_FAKE_CUDA_WORKLOAD_COMMON_H
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../fake_cuda_abi.h"
+#include "sums.h"
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+
+struct cu_api {
+  CUresult (*Init)(unsigned);
+  CUresult (*DriverGetVersion)(int *);
+  CUresult (*DeviceGetCount)(int *);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*CtxSetLimit)(int, size_t);
+  CUresult (*CtxGetLimit)(size_t *, int);
+  CUresult (*CtxSetCacheConfig)(int);
+  CUresult (*ModuleGetLoadingMode)(int *);
+  CUresult (*LibraryLoadData)(CUlibrary *, const void *, void *, void **, unsigned, void *, void **, unsigned);
+  CUresult (*LibraryGetKernel)(CUkernel *, CUlibrary, const char *);
+  CUresult (*LibraryGetModule)(CUmodule *, CUlibrary);
+  CUresult (*LibraryGetGlobal)(CUdeviceptr *, size_t *, CUlibrary, const char *);
+  CUresult (*LibraryUnload)(CUlibrary);
+  CUresult (*KernelGetFunction)(CUfunction *, CUkernel);
+  CUresult (*GetExportTable)(const void **, const CUuuid *);
+  CUresult (*FuncSetAttribute)(CUfunction, int, int);
+  CUresult (*ModuleEnumerateFunctions)(CUfunction *, unsigned, CUmodule);
+  CUresult (*LibraryEnumerateKernels)(CUkernel *, unsigned, CUlibrary);
+  CUresult (*ModuleLoadData)(CUmodule *, const void *);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemAllocHost)(void **, size_t);
+  CUresult (*MemFreeHost)(void *);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
+  launch_fn LaunchKernel;
+  launch_fn LaunchKernelAlt; /* used for the extra-form launch (cuLaunchKernel_ptsz in direct_app) */
+  CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+  CUresult (*LaunchHostFunc)(CUstream, CUhostFn, void *);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*MemGetAllocationGranularity)(size_t *, const CUmemAllocationProp *, int);
+  CUresult (*MemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+  CUresult (*MemAddressFree)(CUdeviceptr, size_t);
+  CUresult (*MemCreate)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+  CUresult (*MemRelease)(CUmemGenericAllocationHandle);
+  CUresult (*MemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+  CUresult (*MemUnmap)(CUdeviceptr, size_t);
+  CUresult (*MemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+  /* stream capture and graphs (the `graph` mode) */
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*GraphCreate)(CUgraph *, unsigned);
+  CUresult (*GraphInstantiateV2)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*GraphInstantiateWithParams)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphDestroy)(CUgraph);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*GraphAddMemAllocNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, void *);
+  CUresult (*GraphAddMemFreeNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUdeviceptr);
+  /* explicit construction (the `graph_nodes` mode) */
+  CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*GraphAddMemcpyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_MEMCPY3D *, CUcontext);
+  CUresult (*GraphAddHostNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_HOST_NODE_PARAMS *);
+  CUresult (*GraphAddEmptyNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
+  CUresult (*GraphAddEventRecordNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUevent);
+  CUresult (*GraphAddChildGraphNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph);
+  CUresult (*GraphAddNode)(CUgraphNode *, CUgraph, const CUgraphNode *, const void *, size_t, CUgraphNodeParams *);
+  CUresult (*GraphAddDependencies)(CUgraph, const CUgraphNode *, const CUgraphNode *, size_t);
+  CUresult (*GraphKernelNodeSetParams)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *);
+  CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, void *);
+  CUresult (*GraphUpload)(CUgraphExec, CUstream);
+  CUresult (*GraphClone)(CUgraph *, CUgraph);
+  CUresult (*GraphConditionalHandleCreate)(unsigned long long *, CUgraph, CUcontext, unsigned, unsigned);
+};
+
+static const char *g_prog = "app";
+static struct cu_api g_cu;
+
+enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT,
+       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY, MODE_GRAPH_CAPTURE, MODE_LAUNCHES };
+struct opts {
+  int mode;
+  long loops;
+};
+static struct opts g_opts = {MODE_NORMAL, 1};
+
+static void die_call(const char *call, CUresult r) {
+  fprintf(stderr, "%s: %s failed: %d\n", g_prog, call, r);
+  fflush(stderr);
+  exit(1);
+}
+#define CK(call, name)                         \
+  do {                                         \
+    CUresult r__ = (call);                     \
+    if (r__ != 0) die_call(name, r__);         \
+  } while (0)
+
+/* ---- output ---- */
+
+struct outbuf {
+  char text[4096];
+  size_t len;
+  const char *prefix;
+};
+static void outf(struct outbuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct outbuf *o, const char *fmt, ...) {
+  va_list ap;
+  int n = snprintf(o->text + o->len, sizeof o->text - o->len, "%s", o->prefix ? o->prefix : "");
+  if (n > 0) o->len += (size_t)n;
+  va_start(ap, fmt);
+  n = vsnprintf(o->text + o->len, sizeof o->text - o->len, fmt, ap);
+  va_end(ap);
+  if (n > 0) o->len += (size_t)n;
+  if (o->len < sizeof o->text - 1) o->text[o->len++] = '\n';
+  o->text[o->len] = 0;
+}
+static void outflush(struct outbuf *o) {
+  fputs(o->text, stdout);
+  fflush(stdout);
+  o->len = 0;
+  o->text[0] = 0;
+}
+
+/* ---- code images ---- */
+
+/* Payload of the fake fatbin: text naming the kernels and globals. */
+static const char k_lib_text[] =
+    "// hrr fake-cuda fatbin payload\n"
+    ".entry axpy\n"
+    ".entry fill_u32\n"
+    ".entry gather\n"
+    ".entry add_global\n"
+    ".entry spin\n"
+    ".entry fault\n"
+    ".entry noisy\n"
+    ".entry idle\n"
+    ".global g_bias 4\n";
+
+/* What a module built from PTX looks like to cuModuleLoadData. */
+static const char k_ptx_text[] =
+    "//\n// Generated by the hrr fake toolchain\n//\n"
+    ".version 8.0\n.target sm_90\n.address_size 64\n\n"
+    ".visible .entry axpy(\n"
+    "\t.param .f32 axpy_param_0,\n"
+    "\t.param .u64 axpy_param_1,\n"
+    "\t.param .u64 axpy_param_2,\n"
+    "\t.param .u32 axpy_param_3\n"
+    ")\n{\n\tret;\n}\n";
+
+struct fatbin_wrapper {
+  int magic;
+  int version;
+  const void *data;
+  void *unused;
+};
+
+/* Build a fatbin (16-byte header + payload padded to 8 bytes) in buf. */
+static size_t make_fatbin(unsigned char *buf, size_t cap, const char *payload) {
+  size_t plen = strlen(payload) + 1, fat = (plen + 7) & ~(size_t)7;
+  uint32_t magic = 0xBA55ED50u;
+  uint16_t version = 1, hsize = 16;
+  uint64_t fsize = fat;
+  if (16 + fat > cap) return 0;
+  memset(buf, 0, 16 + fat);
+  memcpy(buf, &magic, 4);
+  memcpy(buf + 4, &version, 2);
+  memcpy(buf + 6, &hsize, 2);
+  memcpy(buf + 8, &fsize, 8);
+  memcpy(buf + 16, payload, plen);
+  return 16 + fat;
+}
+
+/* A fatbin of k_lib_text in fatbin[0..cap), and the wrapper around it that cudart hands to
+ * cuLibraryLoadData. */
+static struct fatbin_wrapper lib_image(unsigned char *fatbin, size_t cap) {
+  if (!make_fatbin(fatbin, cap, k_lib_text)) die_call("make_fatbin", -1);
+  return (struct fatbin_wrapper){0x466243B1, 1, fatbin, NULL};
+}
+
+/* cuInit, then device 0 with its primary context made current. */
+static void use_primary_ctx(CUdevice *dev, CUcontext *ctx) {
+  CK(g_cu.Init(0), "cuInit");
+  CK(g_cu.DeviceGet(dev, 0), "cuDeviceGet");
+  CK(g_cu.DevicePrimaryCtxRetain(ctx, *dev), "cuDevicePrimaryCtxRetain");
+  CK(g_cu.CtxSetCurrent(*ctx), "cuCtxSetCurrent");
+}
+
+/* ---- the workload ---- */
+
+#define N_ELEMS 4096
+#define BLOCK 256
+
+static void host_cb(void *arg) { ++*(int *)arg; }
+
+#endif

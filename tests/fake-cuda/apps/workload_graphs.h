@@ -1,0 +1,397 @@
+/*
+ * workload_graphs.h - the graph workloads: stream capture (`graph`, `graph_capture`), explicit node
+ * construction and updates (`graph_nodes`), conditional nodes (`graph_cond`).
+ */
+#ifndef HRR_FAKE_CUDA_WORKLOAD_GRAPHS_H
+#define HRR_FAKE_CUDA_WORKLOAD_GRAPHS_H
+#include "workload_common.h"
+
+/* The `graph` mode: a few launches, a memset and an H2D copy captured from a stream into a
+ * graph (GLOBAL capture mode, as cudaStreamBeginCapture's default), instantiated two ways and
+ * launched 3 times; then an explicitly built (empty) graph instantiated and launched once. */
+static void graph_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
+  CUdevice dev;
+  CUcontext ctx;
+  int ver = 0;
+  CK(cu->DriverGetVersion(&ver), "cuDriverGetVersion");
+  use_primary_ctx(&dev, &ctx);
+
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  struct fatbin_wrapper wrapper = lib_image(fatbin, sizeof fatbin);
+  CUlibrary lib;
+  CUkernel k_axpy, k_fill;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+
+  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
+  unsigned *hz = malloc(n * sizeof(unsigned));
+  float head[64];
+  if (!hx || !hy || !hz) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) {
+    hx[i] = (float)(i % 89) * 0.5f;
+    hy[i] = (float)(i % 11) - 5.0f;
+  }
+  for (int i = 0; i < 64; i++) head[i] = (float)i * 0.125f;
+  CUdeviceptr x, y, z;
+  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(x, hx, n * sizeof(float)), "cuMemcpyHtoD");
+  CK(cu->MemcpyHtoD(y, hy, n * sizeof(float)), "cuMemcpyHtoD");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+
+  float a = 1.5f;
+  void *axpy_params[] = {&a, &x, &y, (void *)&n};
+  CUdeviceptr zp = z + 1024 * sizeof(unsigned);
+  unsigned fv = 0x00C0FFEEu;
+  unsigned long long fcount = 512;
+  void *fill_params[] = {&zp, &fv, &fcount};
+  CUgraph g;
+  CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture"); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+  CK(cu->MemsetD32Async(z, 0x11111111u, n, s), "cuMemsetD32Async");
+  CK(cu->MemcpyHtoDAsync(x, head, sizeof head, s), "cuMemcpyHtoDAsync");
+  CK(cu->LaunchKernel((CUfunction)k_axpy, grid, 1, 1, BLOCK, 1, 1, 0, s, axpy_params, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)k_fill, 2, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
+  CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
+
+  CUgraphExec e1, e2;
+  CUDA_GRAPH_INSTANTIATE_PARAMS ip;
+  memset(&ip, 0, sizeof ip);
+  CK(cu->GraphInstantiateWithFlags(&e1, g, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphInstantiateWithParams(&e2, g, &ip), "cuGraphInstantiateWithParams");
+  CK(cu->GraphLaunch(e1, s), "cuGraphLaunch");
+  CK(cu->GraphLaunch(e1, s), "cuGraphLaunch");
+  CK(cu->GraphLaunch(e2, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  CK(cu->MemcpyDtoH(hy, y, n * sizeof(float)), "cuMemcpyDtoH");
+  CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "graph_axpy sum=%.6f fnv=%016llx", fsum(hy, n), fnv1a(hy, n * sizeof(float)));
+  outf(out, "graph_fill sum=%llu fnv=%016llx", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+
+  /* an explicitly built graph (no stream capture): empty, so it changes nothing */
+  CUgraph eg;
+  CUgraphExec ee;
+  CK(cu->GraphCreate(&eg, 0), "cuGraphCreate");
+  CK(cu->GraphInstantiateV2(&ee, eg, NULL, NULL, 0), "cuGraphInstantiate");
+  CK(cu->GraphLaunch(ee, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+
+  CK(cu->GraphExecDestroy(ee), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(eg), "cuGraphDestroy");
+  CK(cu->GraphExecDestroy(e1), "cuGraphExecDestroy");
+  CK(cu->GraphExecDestroy(e2), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(x), "cuMemFree");
+  CK(cu->MemFree(y), "cuMemFree");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  free(hx);
+  free(hy);
+  free(hz);
+}
+
+static int g_host_node_runs;
+static void count_host_node(void *arg) { *(int *)arg += 1; }
+
+static void kernel_node(CUDA_KERNEL_NODE_PARAMS *p, CUkernel k, unsigned grid, void **params) {
+  memset(p, 0, sizeof *p);
+  p->func = (CUfunction)k;
+  p->gridDimX = grid;
+  p->gridDimY = p->gridDimZ = 1;
+  p->blockDimX = BLOCK;
+  p->blockDimY = p->blockDimZ = 1;
+  p->kernelParams = params;
+}
+static void linear_copy(CUDA_MEMCPY3D *p, const void *src_host, CUdeviceptr src_dev, void *dst_host,
+                        CUdeviceptr dst_dev, size_t bytes) {
+  memset(p, 0, sizeof *p);
+  p->srcMemoryType = src_host ? 1 : 2;
+  p->srcHost = src_host;
+  p->srcDevice = src_dev;
+  p->dstMemoryType = dst_host ? 1 : 2;
+  p->dstHost = dst_host;
+  p->dstDevice = dst_dev;
+  p->WidthInBytes = bytes;
+  p->Height = p->Depth = 1;
+}
+
+/* cuInit, device 0's primary context made current, the fake fatbin loaded as a library (kept
+ * loaded for the process). */
+static CUlibrary setup_library(void) {
+  const struct cu_api *cu = &g_cu;
+  CUdevice dev;
+  CUcontext ctx;
+  use_primary_ctx(&dev, &ctx);
+  static unsigned char fatbin[512] __attribute__((aligned(16)));
+  static struct fatbin_wrapper wrapper;
+  wrapper = lib_image(fatbin, sizeof fatbin);
+  CUlibrary lib;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  return lib;
+}
+
+/* Program code changing a D2H result inside the graph, after the copy (as simpleCudaGraphs
+ * resets its sum): the bytes the device wrote are what replay can check. */
+static void reset_first(void *arg) { *(unsigned *)arg = 0xdeadbeefu; }
+
+/* A stream capture with graph memory (cuMemAllocAsync and cuMemFreeAsync inside it) and host
+ * copies both ways: each launch of the graph reads `in` and writes `res`, and the host changes
+ * `in` between launches (the `graph_capture` mode). */
+static void graph_capture_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = 4096;
+  CUlibrary lib = setup_library();
+  CUkernel k_axpy;
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  float *in = malloc(n * sizeof(float)), *res = calloc(n, sizeof(float));
+  if (!in || !res) die_call("malloc", -1);
+  for (int i = 0; i < n; i++) in[i] = (float)(i % 7);
+  CUdeviceptr y; /* 2 MiB (one page of the fake's granularity), so the graph memory has pages of its own */
+  CK(cu->MemAlloc(&y, 2u << 20), "cuMemAlloc");
+  CK(cu->MemcpyHtoD(y, res, n * sizeof(float)), "cuMemcpyHtoD");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CUgraph g;
+  CUdeviceptr t;
+  float a = 0.5f;
+  CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture");
+  CK(cu->MemAllocAsync(&t, n * sizeof(float), s), "cuMemAllocAsync");
+  CK(cu->MemcpyHtoDAsync(t, in, n * sizeof(float), s), "cuMemcpyHtoDAsync");
+  void *params[] = {&a, &t, &y, (void *)&n};
+  CK(cu->LaunchKernel((CUfunction)k_axpy, (n + BLOCK - 1) / BLOCK, 1, 1, BLOCK, 1, 1, 0, s, params, NULL),
+     "cuLaunchKernel");
+  CK(cu->MemcpyDtoHAsync(res, y, n * sizeof(float), s), "cuMemcpyDtoHAsync");
+  CK(cu->LaunchHostFunc(s, reset_first, res), "cuLaunchHostFunc");
+  CK(cu->MemFreeAsync(t, s), "cuMemFreeAsync");
+  CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  for (int r = 0; r < 3; r++) {
+    for (int i = 0; i < n; i++) in[i] = (float)((i + 3 * r) % 13);
+    CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+    CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+    outf(out, "graph_capture launch=%d sum=%.6f fnv=%016llx", r, fsum(res, n), fnv1a(res, n * sizeof(float)));
+  }
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+
+  /* the same built node by node, with memory alloc and free nodes */
+  CUgraph g2;
+  CUgraphNode n_alloc, n_h2d, n_axpy, n_d2h, n_free;
+  CK(cu->GraphCreate(&g2, 0), "cuGraphCreate");
+  unsigned char ap[120]; /* CUDA_MEM_ALLOC_NODE_PARAMS: pool properties, access, bytesize, dptr */
+  memset(ap, 0, sizeof ap);
+  ap[0] = 1;  /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  ap[8] = 1;  /* CU_MEM_LOCATION_TYPE_DEVICE, id 0 */
+  size_t bytes = n * sizeof(float);
+  memcpy(ap + 104, &bytes, 8);
+  CK(cu->GraphAddMemAllocNode(&n_alloc, g2, NULL, 0, ap), "cuGraphAddMemAllocNode");
+  CUdeviceptr t2;
+  memcpy(&t2, ap + 112, 8);
+  CUcontext cur;
+  CK(cu->CtxGetCurrent(&cur), "cuCtxGetCurrent");
+  CUDA_MEMCPY3D cp;
+  linear_copy(&cp, in, 0, NULL, t2, bytes);
+  CK(cu->GraphAddMemcpyNode(&n_h2d, g2, &n_alloc, 1, &cp, cur), "cuGraphAddMemcpyNode");
+  void *p2[] = {&a, &t2, &y, (void *)&n};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  kernel_node(&kp, k_axpy, (n + BLOCK - 1) / BLOCK, p2);
+  CK(cu->GraphAddKernelNode(&n_axpy, g2, &n_h2d, 1, &kp), "cuGraphAddKernelNode");
+  linear_copy(&cp, NULL, y, res, 0, bytes);
+  CK(cu->GraphAddMemcpyNode(&n_d2h, g2, &n_axpy, 1, &cp, cur), "cuGraphAddMemcpyNode");
+  CK(cu->GraphAddMemFreeNode(&n_free, g2, &n_d2h, 1, t2), "cuGraphAddMemFreeNode");
+  CK(cu->GraphInstantiateWithFlags(&e, g2, 0), "cuGraphInstantiateWithFlags");
+  for (int i = 0; i < n; i++) in[i] = (float)(i % 5);
+  CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  outf(out, "graph_capture nodes sum=%.6f fnv=%016llx", fsum(res, n), fnv1a(res, n * sizeof(float)));
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g2), "cuGraphDestroy");
+  CK(cu->MemFree(y), "cuMemFree");
+  free(in);
+  free(res);
+}
+
+/* The `graph_nodes` mode: a graph built node by node — an H2D memcpy node from a host buffer
+ * the program changes between launches, a memset node (through cuGraphAddNode), an axpy kernel
+ * node after both, a child graph (fill_u32 kernel node and an empty node), a host node, an
+ * event record node, D2H memcpy nodes (one ordered by cuGraphAddDependencies) — instantiated,
+ * uploaded and launched 3 times, with an exec kernel-node update after the first launch and a
+ * graph kernel-node update applied by cuGraphExecUpdate after the second. */
+static void graph_nodes_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
+  CUdevice dev;
+  CUcontext ctx;
+  use_primary_ctx(&dev, &ctx);
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  struct fatbin_wrapper wrapper = lib_image(fatbin, sizeof fatbin);
+  CUlibrary lib;
+  CUkernel k_axpy, k_fill;
+  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+
+  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
+  unsigned *hz = malloc(n * sizeof(unsigned));
+  if (!hx || !hy || !hz) die_call("malloc", -1);
+  CUdeviceptr x, y, z;
+  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemsetD8(z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CUevent ev;
+  CK(cu->EventCreate(&ev, 0), "cuEventCreate");
+
+  CUgraph g, child;
+  CK(cu->GraphCreate(&g, 0), "cuGraphCreate");
+  CK(cu->GraphCreate(&child, 0), "cuGraphCreate");
+  CUgraphNode n_h2d, n_set, n_axpy, n_child, n_host, n_d2h_y, n_d2h_z, n_rec, c_fill, c_empty;
+  CUDA_MEMCPY3D cp;
+  linear_copy(&cp, hx, 0, NULL, x, n * sizeof(float));
+  CK(cu->GraphAddMemcpyNode(&n_h2d, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = 2; /* CU_GRAPH_NODE_TYPE_MEMSET */
+  np.u.memset.p.dst = y;
+  np.u.memset.p.value = 0x3f800000u; /* 1.0f */
+  np.u.memset.p.elementSize = 4;
+  np.u.memset.p.width = (size_t)n;
+  np.u.memset.p.height = 1;
+  np.u.memset.ctx = ctx;
+  CK(cu->GraphAddNode(&n_set, g, NULL, NULL, 0, &np), "cuGraphAddNode");
+  float a = 1.5f;
+  void *axpy_params[] = {&a, &x, &y, (void *)&n};
+  CUDA_KERNEL_NODE_PARAMS kp;
+  kernel_node(&kp, k_axpy, grid, axpy_params);
+  CUgraphNode axpy_deps[] = {n_h2d, n_set};
+  CK(cu->GraphAddKernelNode(&n_axpy, g, axpy_deps, 2, &kp), "cuGraphAddKernelNode");
+
+  unsigned fv = 0x00C0FFEEu;
+  unsigned long long fcount = 1024;
+  void *fill_params[] = {&z, &fv, &fcount};
+  CUDA_KERNEL_NODE_PARAMS fp;
+  kernel_node(&fp, k_fill, 4, fill_params);
+  CK(cu->GraphAddKernelNode(&c_fill, child, NULL, 0, &fp), "cuGraphAddKernelNode");
+  CK(cu->GraphAddEmptyNode(&c_empty, child, &c_fill, 1), "cuGraphAddEmptyNode");
+  CK(cu->GraphAddChildGraphNode(&n_child, g, NULL, 0, child), "cuGraphAddChildGraphNode");
+
+  CUDA_HOST_NODE_PARAMS hp = {count_host_node, &g_host_node_runs};
+  CK(cu->GraphAddHostNode(&n_host, g, &n_axpy, 1, &hp), "cuGraphAddHostNode");
+  linear_copy(&cp, NULL, y, hy, 0, n * sizeof(float));
+  CK(cu->GraphAddMemcpyNode(&n_d2h_y, g, &n_host, 1, &cp, ctx), "cuGraphAddMemcpyNode");
+  linear_copy(&cp, NULL, z, hz, 0, n * sizeof(unsigned));
+  CK(cu->GraphAddMemcpyNode(&n_d2h_z, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
+  CK(cu->GraphAddDependencies(g, &n_child, &n_d2h_z, 1), "cuGraphAddDependencies");
+  CUgraphNode n_reset;
+  CUDA_HOST_NODE_PARAMS rp = {reset_first, hz};
+  CK(cu->GraphAddHostNode(&n_reset, g, &n_d2h_z, 1, &rp), "cuGraphAddHostNode");
+  CUgraphNode rec_deps[] = {n_d2h_y, n_reset};
+  CK(cu->GraphAddEventRecordNode(&n_rec, g, rec_deps, 2, ev), "cuGraphAddEventRecordNode");
+
+  /* one plain launch first (the same fill the child graph makes) */
+  CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
+  CUgraph g2;
+  CK(cu->GraphClone(&g2, g), "cuGraphClone");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphUpload(e, s), "cuGraphUpload");
+  for (int launch = 0; launch < 3; launch++) {
+    for (int i = 0; i < n; i++) hx[i] = (float)(i % 89) * 0.5f + (float)launch;
+    CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+    CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+    outf(out, "nodes[%d] axpy sum=%.6f fnv=%016llx fill sum=%llu fnv=%016llx", launch, fsum(hy, n),
+         fnv1a(hy, n * sizeof(float)), usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+    if (launch == 0) { /* the instantiation's axpy node gets a = 2.5 */
+      a = 2.5f;
+      CK(cu->GraphExecKernelNodeSetParams(e, n_axpy, &kp), "cuGraphExecKernelNodeSetParams");
+    } else if (launch == 1) { /* the graph's axpy node gets a = -1, applied by an exec update */
+      a = -1.0f;
+      fcount = 2048;
+      CK(cu->GraphKernelNodeSetParams(n_axpy, &kp), "cuGraphKernelNodeSetParams");
+      CK(cu->GraphExecUpdate(e, g, NULL), "cuGraphExecUpdate");
+    }
+  }
+  outf(out, "nodes host_node_runs=%d", g_host_node_runs);
+
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g2), "cuGraphDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->GraphDestroy(child), "cuGraphDestroy");
+  CK(cu->EventDestroy(ev), "cuEventDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(x), "cuMemFree");
+  CK(cu->MemFree(y), "cuMemFree");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  free(hx);
+  free(hy);
+  free(hz);
+}
+
+/* The `graph_cond` mode: a graph whose only node is a conditional IF node (default value 1,
+ * assigned at each launch) with a fill_u32 kernel node in its body; launched once, then `z` is
+ * copied back. */
+static void graph_cond_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  CUcontext ctx;
+  CUlibrary lib = setup_library();
+  CK(cu->CtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  CUkernel k_fill;
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  unsigned *hz = malloc(n * sizeof(unsigned));
+  if (!hz) die_call("malloc", -1);
+  CUdeviceptr z;
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemsetD8(z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+
+  CUgraph g, body = NULL;
+  CK(cu->GraphCreate(&g, 0), "cuGraphCreate");
+  unsigned long long h;
+  CK(cu->GraphConditionalHandleCreate(&h, g, ctx, 1, 1), "cuGraphConditionalHandleCreate");
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = 13; /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
+  np.u.conditional.handle = h;
+  np.u.conditional.type = 0; /* IF */
+  np.u.conditional.size = 1;
+  np.u.conditional.phGraph_out = &body;
+  np.u.conditional.ctx = ctx;
+  CUgraphNode n_cond, b_fill;
+  CK(cu->GraphAddNode(&n_cond, g, NULL, NULL, 0, &np), "cuGraphAddNode");
+  unsigned fv = 0x00C0FFEEu;
+  unsigned long long fcount = 1024;
+  void *fill_params[] = {&z, &fv, &fcount};
+  CUDA_KERNEL_NODE_PARAMS fp;
+  kernel_node(&fp, k_fill, 4, fill_params);
+  CK(cu->GraphAddKernelNode(&b_fill, body, NULL, 0, &fp), "cuGraphAddKernelNode");
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "cond fill sum=%llu fnv=%016llx", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(0), "cuDevicePrimaryCtxRelease");
+  free(hz);
+}
+
+#endif

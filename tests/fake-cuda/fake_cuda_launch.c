@@ -1,0 +1,246 @@
+/*
+ * fake_cuda_launch.c - kernel execution: the CPU implementations of the built-in kernels,
+ * launch dimensions and arguments (`kernelParams` or `extra`), cuLaunchKernel/cuLaunchKernelEx
+ * (captured into a graph on a capturing stream).
+ */
+#include "fake_cuda_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Kernel execution                                                         */
+/* ------------------------------------------------------------------------ */
+
+static unsigned long long count_of(long long n, unsigned long long threads) {
+  if (n <= 0) return 0;
+  return (unsigned long long)n < threads ? (unsigned long long)n : threads;
+}
+#define RD(T, off) ({ T v__; memcpy(&v__, pb + (off), sizeof v__); v__; })
+
+/* A byte new at every `noisy` launch: from a counter kept in the file $FAKE_CUDA_NOISE_FILE
+   when set (so tests know every process gets a different one), else from the clock and pid. */
+static uint8_t noise_byte(void) {
+  static unsigned long long base;
+  static unsigned launches;
+  static int seeded;
+  if (!seeded) {
+    seeded = 1;
+    const char *path = getenv("FAKE_CUDA_NOISE_FILE");
+    FILE *f = path ? fopen(path, "r+") : NULL;
+    if (f) {
+      if (fscanf(f, "%llu", &base) != 1) base = 0;
+      rewind(f);
+      fprintf(f, "%llu\n", base + 1);
+      fclose(f);
+    } else {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      base = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 8);
+    }
+  }
+  return (uint8_t)(base * 37 + launches++); /* 37 is odd: processes 1..255 apart differ */
+}
+
+CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long long threads) {
+  switch (f->kid) {
+  case K_AXPY: {
+    float a = RD(float, 0);
+    uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
+    unsigned long long n = count_of(RD(int32_t, 24), threads);
+    if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    const float *X = (const float *)(uintptr_t)x;
+    float *Y = (float *)(uintptr_t)y;
+    for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
+    return E_SUCCESS;
+  }
+  case K_NOOP:
+    return E_SUCCESS;
+  case K_AXPY_PARAMS: {
+    float a = RD(float, 0);
+    unsigned long long n = count_of(RD(int32_t, 4), threads);
+    uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
+    if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    const float *X = (const float *)(uintptr_t)x;
+    float *Y = (float *)(uintptr_t)y;
+    for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
+    return E_SUCCESS;
+  }
+  case K_AXMY: {
+    float a = RD(float, 0);
+    uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
+    unsigned long long n = count_of(RD(int32_t, 24), threads);
+    if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    const float *X = (const float *)(uintptr_t)x;
+    float *Y = (float *)(uintptr_t)y;
+    for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] - Y[i];
+    return E_SUCCESS;
+  }
+  case K_FILL_U32: {
+    uint64_t p = RD(uint64_t, 0);
+    uint32_t v = RD(uint32_t, 8);
+    uint64_t n64 = RD(uint64_t, 16);
+    unsigned long long n = n64 < threads ? n64 : threads;
+    if (n > (1ull << 40) || !range_ok(p, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    uint32_t *P = (uint32_t *)(uintptr_t)p;
+    for (unsigned long long i = 0; i < n; i++) P[i] = v;
+    return E_SUCCESS;
+  }
+  case K_GATHER: {
+    uint64_t t = RD(uint64_t, 0), o = RD(uint64_t, 8);
+    unsigned long long n = count_of(RD(int32_t, 16), threads);
+    if (!range_ok(t, n * 8, 1) || !range_ok(o, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    const uint64_t *T = (const uint64_t *)(uintptr_t)t;
+    for (unsigned long long i = 0; i < n; i++)
+      if (!range_ok(T[i], 4, 1)) return E_ILLEGAL_ADDRESS;
+    float *O = (float *)(uintptr_t)o;
+    for (unsigned long long i = 0; i < n; i++) O[i] = *(const float *)(uintptr_t)T[i];
+    return E_SUCCESS;
+  }
+  case K_ADD_GLOBAL: {
+    uint64_t o = RD(uint64_t, 0);
+    unsigned long long n = count_of(RD(int32_t, 8), threads);
+    struct fc_global *g = mod_find_global(f->mod, "g_bias");
+    if (!g || g->size < 4) return E_LAUNCH_FAILED;
+    if (!range_ok(o, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    float b;
+    memcpy(&b, (const void *)g->ptr, 4);
+    float *O = (float *)(uintptr_t)o;
+    for (unsigned long long i = 0; i < n; i++) O[i] += b;
+    return E_SUCCESS;
+  }
+  case K_TEX_FETCH:
+  case K_SURF_WRITE: {
+    struct fc_texobj *t = tex_find(RD(uint64_t, 0), f->kid == K_SURF_WRITE);
+    uintptr_t base;
+    size_t elem, row, pitch, count;
+    if (!t || !obj_elems(t, &base, &elem, &row, &pitch, &count)) return E_ILLEGAL_ADDRESS;
+    unsigned long long n = count_of(RD(int32_t, f->kid == K_TEX_FETCH ? 16 : 12), threads);
+    if (n > count) n = count;
+    if (f->kid == K_TEX_FETCH) {
+      uint64_t o = RD(uint64_t, 8);
+      if (!range_ok(o, n * elem, 2)) return E_ILLEGAL_ADDRESS;
+      for (unsigned long long i = 0; i < n; i++)
+        memcpy((void *)(uintptr_t)(o + i * elem), (const void *)(base + (i / row) * pitch + (i % row) * elem), elem);
+    } else {
+      if (elem != 4) return E_LAUNCH_FAILED;
+      uint32_t v = RD(uint32_t, 8);
+      for (unsigned long long i = 0; i < n; i++) {
+        uint32_t x = v + (uint32_t)i;
+        memcpy((void *)(base + (i / row) * pitch + (i % row) * elem), &x, 4);
+      }
+    }
+    return E_SUCCESS;
+  }
+  case K_NOISY: {
+    /* noisy(unsigned *out, unsigned long long n): the first half of `out` deterministic, the
+       second half (rounded up) a value new at every launch, like a kernel writing a clock or
+       an atomic ticket: the program's own nondeterminism, for replay to tell apart. */
+    uint64_t p = RD(uint64_t, 0), n64 = RD(uint64_t, 8);
+    unsigned long long n = n64 < threads ? n64 : threads;
+    if (n > (1ull << 40) || !range_ok(p, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    uint32_t *P = (uint32_t *)(uintptr_t)p;
+    uint32_t noise = noise_byte() * 0x01010101u;
+    for (unsigned long long i = 0; i < n; i++) P[i] = i < n / 2 ? (uint32_t)i * 2654435761u : noise;
+    return E_SUCCESS;
+  }
+  case K_SPIN:
+    g_hung = 1;
+    return E_SUCCESS;
+  case K_FAULT:
+    g_sticky = E_ILLEGAL_ADDRESS;
+    return E_SUCCESS;
+  default:
+    return E_SUCCESS; /* declared but unknown kernel: runs and does nothing */
+  }
+}
+
+#define LP_END ((void *)0)
+#define LP_BUFFER_POINTER ((void *)1)
+#define LP_BUFFER_SIZE ((void *)2)
+
+/* The launch configuration a kernel accepts. */
+CUresult launch_dims(const struct fc_func *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shmem) {
+  if (!gx || !gy || !gz || !bx || !by || !bz) return E_INVALID_VALUE;
+  if (gx > 2147483647u || gy > 65535 || gz > 65535) return E_INVALID_VALUE;
+  if (bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024) return E_INVALID_VALUE;
+  if (shmem > (unsigned)f->attr[8]) return E_INVALID_VALUE;
+  return E_SUCCESS;
+}
+/* The arguments of a launch (or kernel node), from `params` or `extra`, laid out in pb. */
+CUresult launch_args(const struct fc_func *f, void **params, void **extra, unsigned char *pb) {
+  if (params && extra) return E_INVALID_VALUE;
+  memset(pb, 0, FC_PARAM_BUF);
+  size_t need = 0;
+  for (int i = 0; i < f->np; i++)
+    if (f->p[i].off + f->p[i].size > need) need = f->p[i].off + f->p[i].size;
+  if (params) {
+    for (int i = 0; i < f->np; i++) {
+      if (!params[i]) return E_INVALID_VALUE;
+      memcpy(pb + f->p[i].off, params[i], f->p[i].size);
+    }
+  } else if (extra) {
+    const void *buf = NULL;
+    const size_t *psz = NULL;
+    for (int i = 0; extra[i] != LP_END; i += 2) {
+      if (i >= 64) return E_INVALID_VALUE;
+      if (extra[i] == LP_BUFFER_POINTER) buf = extra[i + 1];
+      else if (extra[i] == LP_BUFFER_SIZE) psz = extra[i + 1];
+      else return E_INVALID_VALUE;
+    }
+    if (need) {
+      if (!buf || !psz || *psz < need) return E_INVALID_VALUE;
+      memcpy(pb, buf, need);
+    }
+  } else if (f->np) {
+    return E_INVALID_VALUE;
+  }
+  return E_SUCCESS;
+}
+
+CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned shmem, CUstream s, void **params, void **extra) {
+  struct fc_ctx *c;
+  struct fc_func *f = func_or_kernel(h);
+  if (!f) return E_INVALID_HANDLE;
+  NEED_CTX(c);
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  if ((e = launch_dims(f, gx, gy, gz, bx, by, bz, shmem))) return e;
+  unsigned char pb[FC_PARAM_BUF];
+  if ((e = launch_args(f, params, extra, pb))) return e;
+  struct fc_graph *g = stream_graph(s);
+  if (g) { /* captured: arguments are copied now, the kernel runs when the graph does */
+    struct fc_node *nd = graph_add(g);
+    nd->kind = N_KERNEL;
+    nd->f = f;
+    nd->threads = (unsigned long long)gx * bx;
+    nd->pb = malloc(FC_PARAM_BUF);
+    if (!nd->pb) abort();
+    memcpy(nd->pb, pb, FC_PARAM_BUF);
+    return E_SUCCESS;
+  }
+  CUresult r = run_kernel(f, pb, (unsigned long long)gx * bx);
+  if (r == E_SUCCESS) /* in flight until a wait: the allocations its pointer arguments name */
+    for (int i = 0; i < f->np; i++)
+      if (f->p[i].size == 8) {
+        uintptr_t a;
+        memcpy(&a, pb + f->p[i].off, 8);
+        long k = region_find(a);
+        if (k >= 0) busy_add(g_reg[k].base, g_reg[k].size, s);
+      }
+  return r;
+}
+
+CUresult launch_ex(const CUlaunchConfig *cfg, const void *h, void **params, void **extra) {
+  if (!cfg) return E_INVALID_VALUE;
+  if (cfg->numAttrs && !cfg->attrs) return E_INVALID_VALUE;
+  for (unsigned i = 0; i < cfg->numAttrs; i++) {
+    const CUlaunchAttribute *a = &cfg->attrs[i];
+    if (a->id < 0 || a->id > 31) return E_INVALID_VALUE;
+    if (a->id == 4) { /* CLUSTER_DIMENSION: grid must be a multiple of the cluster */
+      unsigned x = a->value.clusterDim.x, y = a->value.clusterDim.y, z = a->value.clusterDim.z;
+      if (!x || !y || !z || cfg->gridDimX % x || cfg->gridDimY % y || cfg->gridDimZ % z) return E_INVALID_VALUE;
+    }
+  }
+  return launch(h, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,
+                cfg->sharedMemBytes, cfg->hStream, params, extra);
+}
