@@ -253,6 +253,8 @@ figures() {
                 run_timed "$d/captured.$r" "$BIN/hrr-capture" -o "$WORK/$name.hrr" -- "$@"
             fi
             [ $LAST_RC = 0 ] || fail_note "$name: $mode run $r exit status $LAST_RC"
+            # (the archive's dirty pages written out now, not during the next run)
+            sync
             for f in "${figs[@]}"; do
                 x=$(sed -nE "s/^$f ([0-9.]+)$/\1/p" "$d/$mode.$r.err" | head -1)
                 cur[$f.$mode]=${x:--}
@@ -282,6 +284,23 @@ elif [ -x "$B/async_copies" ]; then
     figures async_copies "${ASYNC_FIGS[@]}" -- "$B/async_copies" 5
 else
     fail_note "async_copies did not build"
+fi
+
+# How tiny launches can be issued at all (tests/gpu/tiny_launches MODE): the program's <<<>>>
+# loop, cuLaunchKernel (what replay issues), one prebuilt graph (the GPU's own cost), graphs
+# built node by node in runs of 1024 (what replaying runs as graphs would cost): medians.
+TINY_MODES=(runtime driver graph graphs)
+if case_on tiny_launches && [ -x "$B/tiny_launches" ]; then
+    log "== tiny_launches modes x$REPS"
+    for m in "${TINY_MODES[@]}"; do
+        vals=()
+        for r in $(seq 1 "$REPS"); do
+            "$B/tiny_launches" "$TINY_COUNT" "$m" >/dev/null 2>"$OUT/tiny_mode.$m.$r.err" ||
+                fail_note "tiny_launches $m: run $r failed"
+            vals+=("$(sed -nE 's/^loop_s ([0-9.]+)$/\1/p' "$OUT/tiny_mode.$m.$r.err")")
+        done
+        RES[tiny_mode.$m]=$(median "${vals[@]}")
+    done
 fi
 
 BULK_FIGS=(copy_s h2d_s d2h_s)
@@ -316,6 +335,12 @@ v() { echo "${RES[$1]:--}"; }
     printf '%-15s %10s %10s %8s %12s %16s\n' case loop_s execute_s ratio baseline_s current/baseline
     printf '%-15s %10s %10s %8s %12s %16s\n' tiny_launches "$(v tiny_launches.plain_self)" "$(v tiny_launches.exec)" \
         "$(ratio "$(v tiny_launches.exec)" "$(v tiny_launches.plain_self)")" "$(v tiny_launches.exec_base)" "$(v tiny_launches.exec_vs_base)"
+    echo
+    echo "tiny launches issued other ways (loop_s of tests/gpu/tiny_launches MODE; ratio to runtime)"
+    printf '%-15s %10s %8s\n' mode loop_s ratio
+    for m in "${TINY_MODES[@]}"; do
+        printf '%-15s %10s %8s\n' "$m" "$(v tiny_mode.$m)" "$(ratio "$(v tiny_mode.$m)" "$(v tiny_mode.runtime)")"
+    done
     echo
     echo "asynchronous copies (tests/gpu/async_copies; figures the program measured; ratio = captured/plain)"
     printf '%-20s %12s %12s %8s\n' figure plain captured ratio
