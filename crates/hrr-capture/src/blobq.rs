@@ -5,7 +5,8 @@
 //! into the archive's object store, several at once (one file each). Staging is bounded
 //! (256 MiB to 1 GiB in flight by the host's memory, [`staging_limit`]; beyond it the caller
 //! waits, so memory stays bounded);
-//! staging buffers are reused, so a steady stream of copies does not page-fault fresh memory.
+//! staging buffers are reused (as much as the staging limit), so a steady stream of copies does
+//! not page-fault fresh memory, and fresh large ones are asked for huge pages.
 //!
 //! [`BlobQueue::drain`] waits until every queued blob is written: the recorder calls it
 //! wherever events are handed to the kernel for durability (synchronisations, blocking D2H
@@ -42,8 +43,6 @@ fn staging_limit() -> usize {
         .saturating_mul(usize::try_from(page.max(0)).unwrap_or(0));
     (memory / 32).clamp(STAGING_LIMIT, STAGING_LIMIT_MAX)
 }
-/// Capacity of idle staging buffers kept for reuse.
-const POOL_LIMIT: usize = 256 << 20;
 /// Writer threads at most (a quarter of the cores, at least one): large buffers are written
 /// to the page cache faster by several threads, one file each.
 pub const WRITERS: usize = 4;
@@ -196,7 +195,10 @@ fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
         buf.extend_from_slice(bytes);
         return;
     }
-    buf.reserve(bytes.len());
+    if buf.capacity() < bytes.len() {
+        *buf = Vec::with_capacity(bytes.len());
+        advise_huge_pages(buf.spare_capacity_mut());
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let piece = bytes.len().div_ceil((cores / 2).clamp(2, COPY_THREADS));
     let (to, from) = (buf.as_mut_ptr() as usize, bytes.as_ptr() as usize);
@@ -222,6 +224,19 @@ fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
     unsafe { buf.set_len(bytes.len()) };
 }
 
+/// Ask for transparent huge pages behind a fresh staging buffer, before its first touch: a
+/// 64 MiB buffer then costs 32 page faults instead of 16,384 (hosts set to `madvise` give none
+/// otherwise). Advice only: nothing changes where the kernel declines.
+fn advise_huge_pages(buf: &mut [std::mem::MaybeUninit<u8>]) {
+    const PAGE: usize = 4096;
+    let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
+    let end = (buf.as_ptr() as usize + buf.len()) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: the range lies inside `buf`, page-aligned; MADV_HUGEPAGE changes no contents.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
 /// A writer thread: take the front job, write it, recycle its buffer.
 fn write_loop(q: &Shared) {
     loop {
@@ -244,7 +259,7 @@ fn write_loop(q: &Shared) {
         st.in_flight = st.in_flight.saturating_sub(job.bytes.len());
         if let Ok(job) = Arc::try_unwrap(job) {
             let cap = job.bytes.capacity();
-            if st.pool_bytes + cap <= POOL_LIMIT {
+            if st.pool_bytes + cap <= q.limit {
                 st.pool_bytes += cap;
                 st.pool.push(job.bytes);
             }
