@@ -1,0 +1,340 @@
+//! Stream capture, graph instantiation (graphs neither a recorded capture nor recorded node-by-node
+//! construction produced are noted unreplayable), explicit graph construction (`cuGraphCreate`
+//! here, `cuGraphAdd*Node` in [`nodes`], parameter updates in [`params`], exec updates, clones)
+//! and graph launches.
+//!
+//! Explicit graphs: every node call records one `GraphNode` (kernel nodes through
+//! `launch.rs`'s [`launch_fields`], as `cuLaunchKernel`); capture keeps, per graph and per
+//! instantiation, the host regions its memcpy nodes read and write. At each `cuGraphLaunch` the
+//! bytes of every host source region are recorded before the launch (`hrrGraphHostSource`: the
+//! graph reads them at every launch), and once the launch stream is synchronised the bytes of
+//! every host destination region (`hrrGraphHostResult`, checked by replay like a D2H copy).
+//! A graph made by stream capture gets the host regions of the copies issued into the capture
+//! (`copy.rs`), so its launches record the same two events.
+
+#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+use hrr_calls::cuda::ffi::{
+    copy_side, node_type, set_copy_side, CUresult, Handle, InstantiateParams, CUDA_ERROR_NOT_FOUND,
+    EDGE_DATA_BYTES, MEMCPY3D_BYTES, MEMORYTYPE_DEVICE, MEMORYTYPE_HOST, MEMORYTYPE_UNIFIED,
+    MEMSET_NODE_BYTES, MEM_ALLOC_BYTESIZE_AT,
+};
+use hrr_calls::shapes::*;
+
+use super::copy::{capture_id, is_device_ptr, sync_stream};
+use super::host_node;
+use super::launch::{launch_fields, LaunchCall};
+use super::{host_blob, rec};
+use crate::api::cuda::calls::{effective_stream, real_fn, Export};
+use crate::api::cuda::state::{self, HostRegion, NodeRegions, State};
+use crate::api::cuda::API;
+use crate::hook::args::{bytes_at, out_addr};
+use crate::hook::common::LaunchHostFn;
+use crate::hook::ApiExport;
+use crate::recorder::{self, Recorder};
+
+mod nodes;
+mod params;
+pub use nodes::*;
+pub use params::*;
+
+/// Why a graph that neither a recorded stream capture nor recorded node-by-node construction
+/// produced cannot be replayed.
+const GRAPH_NOT_RECORDED: &str = "graph was built before capture started (neither a recorded stream capture nor recorded cuGraphCreate/cuGraphAdd*Node calls made it); replay skips it";
+
+/// Why conditional nodes are not replayed.
+const CONDITIONAL: &str = "conditional graph node (CU_GRAPH_NODE_TYPE_CONDITIONAL): its body graphs and condition handle are not rebuilt; replay skips the node and launches of its graph";
+
+/// What replay does with host nodes.
+const HOST_NODE: &str = "graph host nodes run application code that is not in the archive; replay runs a no-op host function in their place";
+
+/// Note an instantiation of a graph that replay cannot rebuild; remember the instantiation's
+/// host regions (from its graph's nodes).
+fn note_graph_source(rc: &mut Recorder, call: &str, g: Handle, exec: u64) {
+    let known = state::with(|st| {
+        let nodes = st.graph_nodes.get(&(g as u64)).cloned();
+        let known = nodes.is_some() || st.captured_graphs.contains(&(g as u64));
+        st.exec_nodes.insert(exec, nodes.unwrap_or_default());
+        known
+    });
+    if !known {
+        rc.note_unreplayable(call, GRAPH_NOT_RECORDED);
+    }
+}
+
+/// Every host region of graph `g`'s nodes.
+fn graph_regions(st: &State, g: u64) -> Vec<HostRegion> {
+    st.graph_nodes
+        .get(&g)
+        .map(|n| n.values().flatten().copied().collect())
+        .unwrap_or_default()
+}
+
+/// `n` handles at `p` (empty when null; at most 65536).
+unsafe fn handles(p: *const Handle, n: usize) -> Vec<u64> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    std::slice::from_raw_parts(p, n.min(1 << 16))
+        .iter()
+        .map(|&h| h as u64)
+        .collect()
+}
+
+/// A `u64` at byte `at` of `p`.
+unsafe fn word_at(p: *const u8, at: usize) -> u64 {
+    (p.add(at) as *const u64).read_unaligned()
+}
+
+pub unsafe fn stream_begin_capture(
+    h: Export,
+    s: Handle,
+    mode: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        if r == 0 {
+            state::with(|st| st.capturing.insert(s as u64));
+        }
+        BeginCapture {
+            stream: s as u64,
+            mode,
+        }
+    });
+    r
+}
+
+pub unsafe fn stream_end_capture(
+    h: Export,
+    s: Handle,
+    g: *mut Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let id = capture_id(h, s);
+    let r = call();
+    rec(h, r, |_| {
+        let graph = out_addr(g);
+        state::with(|st| {
+            st.capturing.remove(&(s as u64));
+            let regions = id.and_then(|id| st.capture_regions.remove(&id));
+            if r == 0 {
+                st.captured_graphs.insert(graph);
+                // the captured copies' host regions, as one node's (capture sees no node handles)
+                let nodes = NodeRegions::from([(0, regions.unwrap_or_default())]);
+                st.graph_nodes.insert(graph, nodes);
+            }
+        });
+        EndCapture {
+            stream: s as u64,
+            graph,
+        }
+    });
+    r
+}
+
+pub unsafe fn graph_instantiate(
+    h: Export,
+    exec: *mut Handle,
+    g: Handle,
+    flags: u64,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |rc| {
+        if r == 0 {
+            note_graph_source(rc, "cuGraphInstantiateWithFlags", g, out_addr(exec));
+        }
+        GraphInstantiate {
+            exec: out_addr(exec),
+            graph: g as u64,
+            flags,
+        }
+    });
+    r
+}
+
+/// CUDA 11's `cuGraphInstantiate` (error node and log buffer; no flags).
+pub unsafe fn graph_instantiate_v2(
+    h: Export,
+    exec: *mut Handle,
+    g: Handle,
+    _err_node: *mut Handle,
+    _log: *mut c_char,
+    _log_size: usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |rc| {
+        if r == 0 {
+            note_graph_source(rc, "cuGraphInstantiate_v2", g, out_addr(exec));
+        }
+        GraphInstantiate {
+            exec: out_addr(exec),
+            graph: g as u64,
+            flags: 0,
+        }
+    });
+    r
+}
+
+pub unsafe fn graph_instantiate_params(
+    h: Export,
+    exec: *mut Handle,
+    g: Handle,
+    params: *mut InstantiateParams,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |rc| {
+        if r == 0 {
+            note_graph_source(rc, "cuGraphInstantiateWithParams", g, out_addr(exec));
+        }
+        let (flags, upload) = params
+            .as_ref()
+            .map_or((0, 0), |p| (p.flags, p.upload_stream as u64));
+        GraphInstantiateParams {
+            exec: out_addr(exec),
+            graph: g as u64,
+            flags,
+            upload_stream: upload,
+        }
+    });
+    r
+}
+
+pub unsafe fn graph_create(
+    h: Export,
+    g: *mut Handle,
+    flags: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        let graph = out_addr(g);
+        if r == 0 {
+            state::with(|st| st.graph_nodes.insert(graph, Default::default()));
+        }
+        GraphCreate { graph, flags }
+    });
+    r
+}
+
+/// `cuGraphExecUpdate`: the instantiation's nodes now have graph `g`'s parameters.
+pub unsafe fn graph_exec_update(
+    h: Export,
+    exec: Handle,
+    g: Handle,
+    _info: *mut u8,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        if r == 0 {
+            state::with(|st| {
+                let nodes = st.graph_nodes.get(&(g as u64)).cloned().unwrap_or_default();
+                st.exec_nodes.insert(exec as u64, nodes);
+            });
+        }
+        GraphExecUpdate {
+            exec: exec as u64,
+            graph: g as u64,
+        }
+    });
+    r
+}
+
+pub unsafe fn graph_clone(
+    h: Export,
+    clone: *mut Handle,
+    g: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        let c = out_addr(clone);
+        if r == 0 {
+            state::with(|st| {
+                if let Some(nodes) = st.graph_nodes.get(&(g as u64)).cloned() {
+                    st.graph_nodes.insert(c, nodes);
+                }
+            });
+        }
+        GraphClone {
+            clone: c,
+            graph: g as u64,
+        }
+    });
+    r
+}
+
+/// The `hrrGraphHost*` rows: record types written by [`graph_launch`], not entry points (no
+/// driver has them, so their wrappers answer "not found" before reaching this).
+pub unsafe fn graph_host_record(
+    _h: Export,
+    _exec: Handle,
+    _host: u64,
+    _n: u64,
+    _call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    CUDA_ERROR_NOT_FOUND
+}
+
+/// `cuGraphLaunch`: the bytes of the instantiation's host source regions before the launch;
+/// after it, once the launch stream is synchronised (never a capturing one), the bytes of its
+/// host destination regions.
+pub unsafe fn graph_launch(
+    h: Export,
+    exec: Handle,
+    s: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let x = exec as u64;
+    let mut regions: Vec<HostRegion> = state::with(|st| {
+        st.exec_nodes
+            .get(&x)
+            .map(|n| n.values().flatten().copied().collect())
+            .unwrap_or_default()
+    });
+    regions.sort_by_key(|r| (r.ptr, r.len, r.to_host));
+    regions.dedup();
+    host_node::forget(regions.iter().filter(|r| r.to_host).map(|r| (r.ptr, r.len)));
+    for reg in regions.iter().filter(|r| !r.to_host) {
+        let h2d_blob = host_blob(reg.ptr as *const c_void, reg.len as usize);
+        crate::hook::record(&API, Export::hrrGraphHostSource.id(), Some(0), |_| {
+            GraphHostSource {
+                exec: x,
+                host_ptr: reg.ptr,
+                bytes: reg.len,
+                h2d_blob,
+            }
+        });
+    }
+    let r = call();
+    rec(h, r, |_| GraphLaunch {
+        exec: x,
+        stream: s as u64,
+    });
+    let results: Vec<_> = regions.iter().filter(|r| r.to_host).collect();
+    if r == 0 && !results.is_empty() && sync_stream(h, s) == 0 {
+        for reg in results {
+            // the bytes before program code of the graph ran, if it changed them
+            let kept = host_node::take((reg.ptr, reg.len));
+            let at = kept.as_ref().map_or(reg.ptr as *const u8, |k| k.as_ptr());
+            let d2h_blob = host_blob(at as *const c_void, reg.len as usize);
+            crate::hook::record(&API, Export::hrrGraphHostResult.id(), Some(0), |_| {
+                GraphHostResult {
+                    exec: x,
+                    stream: s as u64,
+                    host_ptr: reg.ptr,
+                    bytes: reg.len,
+                    d2h_blob,
+                }
+            });
+        }
+        recorder::flush_soft();
+    }
+    r
+}
