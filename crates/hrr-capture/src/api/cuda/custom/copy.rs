@@ -10,7 +10,7 @@
 //! events.bin before the event of the program's synchronisation. On a capturing stream the copy
 //! only becomes a graph node: nothing is enqueued; its host side is remembered for the capture
 //! (`State::capture_regions`), so each launch of the graph records the bytes it reads and
-//! writes (`graph.rs`). Where the host function cannot be enqueued, the stream is synchronised
+//! writes (`graph/`). Where the host function cannot be enqueued, the stream is synchronised
 //! and the result recorded at once.
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]

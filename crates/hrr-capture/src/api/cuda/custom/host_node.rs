@@ -7,7 +7,7 @@
 //! So when such a function follows D2H copies into host memory (the nodes it depends on, or the
 //! copies issued earlier in the same capture), capture hands the driver [`before_host_code`]
 //! in its place: it keeps the bytes of those regions, then calls the program's function. After
-//! the launch, `graph.rs` records a region's kept bytes (the first kept this launch), not what the
+//! the launch, `graph/` records a region's kept bytes (the first kept this launch), not what the
 //! program's code left there. A function following no such copy is handed over unchanged.
 //! Generic `cuGraphAddNode` host nodes are not wrapped.
 

@@ -1,4 +1,4 @@
-//! Launches: the packed argument buffer, from `extra` or laid out with the driver's parameter info, with the kernel's name and code object. Graph kernel nodes (`graph.rs`) record their parameters through the same [`launch_fields`].
+//! Launches: the packed argument buffer, from `extra` or laid out with the driver's parameter info, with the kernel's name and code object. Graph kernel nodes (`graph/nodes.rs`) record their parameters through the same [`launch_fields`].
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
