@@ -110,26 +110,8 @@ pub fn signed_millis(ns: i128) -> String {
 
 /// `YYYY-MM-DD HH:MM:SS.mmm UTC` of nanoseconds since the Unix epoch.
 pub fn utc(ns: u64) -> String {
-    let secs = ns / 1_000_000_000;
-    let ms = (ns / 1_000_000) % 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from a day count (proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{ms:03} UTC",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
+    let t = chrono::DateTime::from_timestamp_nanos(i64::try_from(ns).unwrap_or(i64::MAX));
+    t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string()
 }
 
 /// True when `err` (or anything it wraps) is a write to a closed pipe.

@@ -196,35 +196,10 @@ pub fn epoch_from_env() -> Option<u64> {
 }
 
 /// Seconds since 1970 of an RFC 3339 time (`2024-05-01T12:00:00Z`, fractions and a `+hh:mm`
-/// offset allowed); `None` when it is not one.
+/// offset allowed); `None` when it is not one (or before 1970).
 pub fn parse_rfc3339(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return None;
-    }
-    // Civil date to days since 1970-01-01 (the inverse of `rfc3339`).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2.rem_euclid(400);
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let mut t = days * 86_400 + h * 3600 + mi * 60 + se;
-    let rest = s[19..].trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
-    if let Some(off) = rest.strip_prefix(['+', '-']) {
-        let oh: i64 = off.get(0..2)?.parse().ok()?;
-        let om: i64 = off.get(3..5)?.parse().ok()?;
-        let secs = oh * 3600 + om * 60;
-        t += if rest.starts_with('+') { -secs } else { secs };
-    }
-    u64::try_from(t).ok()
+    let t = chrono::DateTime::parse_from_rfc3339(s).ok()?;
+    u64::try_from(t.timestamp()).ok()
 }
 
 /// The image's creation time and where it came from: `SOURCE_DATE_EPOCH` when set, else the
@@ -301,26 +276,13 @@ fn strip_own_layer(base: &mut base::Base) -> Result<bool> {
     Ok(true)
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since 1970 (proleptic Gregorian calendar).
+/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since 1970.
 pub fn rfc3339(epoch: u64) -> String {
-    let days = (epoch / 86_400) as i64;
-    let secs = epoch % 86_400;
-    // Days since 1970-01-01 to a civil date, counting in 400-year eras from 0000-03-01.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    let t = i64::try_from(epoch)
+        .ok()
+        .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+        .unwrap_or_default();
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// `name:tag` (`:latest` added when the last path component has no tag).
