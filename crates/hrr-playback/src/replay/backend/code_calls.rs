@@ -12,19 +12,21 @@ use super::{Event, Outcome};
 use crate::replay::placement::Placement;
 
 /// The handle recorded as `to` is what `get` derives from the one recorded as `from` (and the
-/// recorded `name`, when there is one); the caller reads both from its shape.
+/// recorded `name`, when there is one), written through its first argument (the driver call's
+/// out-parameter); the caller reads both from its shape.
 pub fn look_up(
     handles: &mut Handles,
     (from, to): (u64, u64),
     name: Option<&str>,
-    get: impl FnOnce(H, &CStr) -> Result<H>,
+    get: impl FnOnce(&mut H, H, &CStr) -> Result<()>,
 ) -> Result<Outcome> {
     let owner = handles.get(from)?;
     let n = match name {
         Some(n) => CString::new(n)?,
         None => CString::default(),
     };
-    let h = get(owner, &n)?;
+    let mut h: H = std::ptr::null_mut();
+    get(&mut h, owner, &n)?;
     handles.insert(to, h);
     Ok(Outcome::Done)
 }

@@ -82,42 +82,40 @@ impl Cuda {
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<ModuleGetFunction>()?);
         let name = Some(s.name.as_str());
-        code_calls::look_up(&mut self.handles, (s.module, s.function), name, |m, n| {
-            let mut h: H = std::ptr::null_mut();
-            cu!(api, cuModuleGetFunction(&mut h, m, n.as_ptr()))?;
-            Ok(h)
-        })
+        code_calls::look_up(
+            &mut self.handles,
+            (s.module, s.function),
+            name,
+            |h, m, n| Ok(cu!(api, cuModuleGetFunction(h, m, n.as_ptr()))?),
+        )
     }
 
     /// `cuLibraryGetKernel`.
     pub(super) fn library_get_kernel(&mut self, ev: &Event) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<LibraryGetKernel>()?);
         let name = Some(s.name.as_str());
-        code_calls::look_up(&mut self.handles, (s.library, s.kernel), name, |l, n| {
-            let mut h: H = std::ptr::null_mut();
-            cu!(api, cuLibraryGetKernel(&mut h, l, n.as_ptr()))?;
-            Ok(h)
+        code_calls::look_up(&mut self.handles, (s.library, s.kernel), name, |h, l, n| {
+            Ok(cu!(api, cuLibraryGetKernel(h, l, n.as_ptr()))?)
         })
     }
 
     /// `cuLibraryGetModule`.
     pub(super) fn library_get_module(&mut self, ev: &Event) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<LibraryGetModule>()?);
-        code_calls::look_up(&mut self.handles, (s.library, s.module), None, |l, _| {
-            let mut h: H = std::ptr::null_mut();
-            cu!(api, cuLibraryGetModule(&mut h, l))?;
-            Ok(h)
+        code_calls::look_up(&mut self.handles, (s.library, s.module), None, |h, l, _| {
+            Ok(cu!(api, cuLibraryGetModule(h, l))?)
         })
     }
 
     /// `cuKernelGetFunction`.
     pub(super) fn kernel_get_function(&mut self, ev: &Event) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<KernelGetFunction>()?);
-        code_calls::look_up(&mut self.handles, (s.kernel, s.function), None, |k, _| {
-            let mut h: H = std::ptr::null_mut();
-            cu!(api, cuKernelGetFunction(&mut h, k))?;
-            Ok(h)
-        })
+        code_calls::look_up(
+            &mut self.handles,
+            (s.kernel, s.function),
+            None,
+            |h, k, _| Ok(cu!(api, cuKernelGetFunction(h, k))?),
+        )
     }
 
     /// `cuModuleUnload` / `cuLibraryUnload`: the code stays loaded (replay loads each code object
@@ -134,18 +132,20 @@ impl Cuda {
     pub(super) fn func_get_module(&mut self, ev: &Event) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<FuncGetModule>()?);
         if self.handles.get(s.function).is_ok() {
-            return code_calls::look_up(&mut self.handles, (s.function, s.module), None, |f, _| {
-                let mut h: H = std::ptr::null_mut();
-                cu!(api, cuFuncGetModule(&mut h, f))?;
-                Ok(h)
-            });
+            return code_calls::look_up(
+                &mut self.handles,
+                (s.function, s.module),
+                None,
+                |h, f, _| Ok(cu!(api, cuFuncGetModule(h, f))?),
+            );
         }
         let name = Some(s.name.as_str());
-        code_calls::look_up(&mut self.handles, (s.module, s.function), name, |m, n| {
-            let mut h: H = std::ptr::null_mut();
-            cu!(api, cuModuleGetFunction(&mut h, m, n.as_ptr()))?;
-            Ok(h)
-        })
+        code_calls::look_up(
+            &mut self.handles,
+            (s.module, s.function),
+            name,
+            |h, m, n| Ok(cu!(api, cuModuleGetFunction(h, m, n.as_ptr()))?),
+        )
     }
 
     /// `cuModuleEnumerateFunctions` / `cuLibraryEnumerateKernels`: each enumerated handle is
@@ -153,15 +153,19 @@ impl Cuda {
     pub(super) fn enumerated(&mut self, ev: &Event, library: bool) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<Enumerated>()?);
         for (&handle, name) in s.handles.iter().zip(s.names.split('\n')) {
-            code_calls::look_up(&mut self.handles, (s.owner, handle), Some(name), |o, n| {
-                let mut h: H = std::ptr::null_mut();
-                if library {
-                    cu!(api, cuLibraryGetKernel(&mut h, o, n.as_ptr()))?;
-                } else {
-                    cu!(api, cuModuleGetFunction(&mut h, o, n.as_ptr()))?;
-                }
-                Ok(h)
-            })?;
+            code_calls::look_up(
+                &mut self.handles,
+                (s.owner, handle),
+                Some(name),
+                |h, o, n| {
+                    if library {
+                        cu!(api, cuLibraryGetKernel(h, o, n.as_ptr()))?;
+                    } else {
+                        cu!(api, cuModuleGetFunction(h, o, n.as_ptr()))?;
+                    }
+                    Ok(())
+                },
+            )?;
         }
         Ok(Outcome::Done)
     }

@@ -77,11 +77,12 @@ impl Hip {
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<ModuleGetFunction>()?);
         let name = Some(s.name.as_str());
-        code_calls::look_up(&mut self.handles, (s.module, s.function), name, |m, n| {
-            let mut h: H = std::ptr::null_mut();
-            hip!(api, hipModuleGetFunction(&mut h, m, n.as_ptr()))?;
-            Ok(h)
-        })
+        code_calls::look_up(
+            &mut self.handles,
+            (s.module, s.function),
+            name,
+            |h, m, n| Ok(hip!(api, hipModuleGetFunction(h, m, n.as_ptr()))?),
+        )
     }
 
     /// `hipGetSymbolAddress`: the symbol's recorded address translates to where it is now.
