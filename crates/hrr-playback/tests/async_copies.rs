@@ -165,3 +165,27 @@ fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("4 pass (4 exact"), "{out}");
 }
+
+/// Uploads of 1 MiB or more go to the device through replay's ring of pinned buffers, those
+/// over a slot (64 MiB) in pieces, each copied into its slot on several threads: a 72 MiB
+/// upload read back whole compares equal (a piece out of place or short would not).
+#[test]
+fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("large.hrr");
+    let o = capture(&arch, "copy_app", &["overlap", "1", "72"], 0);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let events = events_json(&pid_dirs(&arch).remove(0));
+    assert!(
+        events.iter().any(|e| {
+            e["name"].as_str().unwrap().starts_with("cuMemcpyHtoD")
+                && e["fields"]["bytes"].as_u64() == Some(72 << 20)
+        }),
+        "no 72 MiB upload recorded"
+    );
+    let (code, out, err) = fake().replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out.lines().find(|l| l.contains("D2H checks")).unwrap();
+    assert!(number_after(line, ":") >= 1, "{out}");
+    assert!(line.contains(" 0 fail, 0 skipped"), "{out}");
+}

@@ -50,6 +50,9 @@ impl Cuda {
             )?;
             return Ok(());
         }
+        if data.len() >= super::staging::STAGE_MIN && self.h2d_staged(dst, data, stream)? {
+            return Ok(());
+        }
         // From pageable memory the driver stages the source before returning: no wait.
         cu!(
             self.api,

@@ -36,6 +36,7 @@ mod memory;
 mod noise;
 mod open;
 mod pools;
+mod staging;
 mod streams;
 mod timer;
 
@@ -86,6 +87,8 @@ pub struct Cuda {
     spare_d2h: Vec<u8>,
     /// The argument pointers of the launch being issued (kept: no allocation per launch).
     arg_ptrs: Vec<*mut std::ffi::c_void>,
+    /// Pinned buffers large uploads are staged through (`staging.rs`).
+    ring: staging::Ring,
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
     /// `--timing`: GPU time of each launch.
@@ -373,6 +376,7 @@ impl Backend for Cuda {
             self.wait(std::ptr::null_mut(), "the final synchronisation")?;
         }
         self.ctx_synchronize()?;
+        self.free_ring()?;
         self.timer.resolve(&self.api)?;
         let api = &self.api;
         self.deferred.reap(&mut self.mem, api, api, None, true)

@@ -70,6 +70,7 @@ impl Cuda {
             pending_d2h: HashMap::new(),
             spare_d2h: Vec::new(),
             arg_ptrs: Vec::new(),
+            ring: Default::default(),
             ops: Ops::default(),
             timer: super::timer::Timer::new(opts.timing),
             replaced: HashMap::new(),
