@@ -18,10 +18,8 @@
 # Needs `cargo build --release --workspace` and a C compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-20000}
-reps=${2:-5}
-base=${BASELINE:-}
 . scripts/lib/fake-bench.sh
+fake_bench_args "$@"
 fake_bench_setup bench-capture-cpu hrr-capture libhrr_capture.so
 now() { date +%s.%N; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

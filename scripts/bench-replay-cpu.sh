@@ -14,10 +14,8 @@
 # Needs `cargo build --release --workspace` and a C compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-20000}
-reps=${2:-5}
-base=${BASELINE:-}
 . scripts/lib/fake-bench.sh
+fake_bench_args "$@"
 fake_bench_setup bench-replay-cpu hrr-capture libhrr_capture.so hrr-playback
 measure() { # LABEL ARCHIVE_PID_DIR
     local label=$1

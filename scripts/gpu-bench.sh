@@ -47,11 +47,8 @@ PY=${PYTHON:-python3}
 
 log() { echo "[gpu-bench] $*"; }
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! timeout 60 nvidia-smi -L >/dev/null 2>&1; then
-    log "SKIP: no NVIDIA GPU here (nvidia-smi missing or failing); nothing was run"
-    echo "SKIP: no NVIDIA GPU (nvidia-smi missing or failing)" >"$OUT/bench.txt"
-    exit 0
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
+skip_without_gpu gpu-bench "$OUT/bench.txt"
 for f in hrr-capture hrr-playback libhrr_capture.so; do
     [ -e "$BIN/$f" ] || { echo "gpu-bench: $BIN/$f is missing" >&2; exit 2; }
 done

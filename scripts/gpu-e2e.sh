@@ -106,11 +106,8 @@ PY=${PYTHON:-python3}
 log() { echo "[gpu-e2e] $*"; }
 
 # ---- is there a GPU at all? ----
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! timeout 60 nvidia-smi -L >/dev/null 2>&1; then
-    log "SKIP: no NVIDIA GPU here (nvidia-smi missing or failing); nothing was run"
-    echo "SKIP: no NVIDIA GPU (nvidia-smi missing or failing)" >"$OUT/summary.txt"
-    exit 0
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
+skip_without_gpu gpu-e2e "$OUT/summary.txt"
 
 if [ $plain_only = 0 ]; then
     for f in hrr-capture hrr-playback libhrr_capture.so; do
