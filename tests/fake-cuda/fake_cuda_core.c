@@ -103,8 +103,18 @@ static void fc_postfork_child(void) {
    that worked when the archive was recorded and does not now, for replay's ERROR verdict). */
 const char *g_fail;
 
+/* FAKE_CUDA_DEVICES=N (1 to 64, default 1): the devices cuDeviceGetCount answers; device
+   handles are their ordinals. They share one memory and one primary context: a program (or a
+   replay) on device K behaves as on device 0, but only K < N is accepted. */
+int g_ndev = 1;
+
 __attribute__((constructor)) static void fc_ctor(void) {
   g_fail = getenv("FAKE_CUDA_FAIL");
+  const char *nd = getenv("FAKE_CUDA_DEVICES");
+  if (nd && *nd) {
+    long v = strtol(nd, NULL, 10);
+    if (v >= 1 && v <= 64) g_ndev = (int)v;
+  }
   const char *t = getenv("FAKE_CUDA_TRACE");
   g_trace = t && *t && strcmp(t, "0") != 0;
   unsigned long long base = 0x7e0000000000ull;
@@ -175,23 +185,25 @@ CUresult i_error_str(CUresult code, const char **out, int want_name) {
 /* Devices                                                                  */
 /* ------------------------------------------------------------------------ */
 
-CUresult chk_dev(CUdevice d) { return d == 0 ? E_SUCCESS : E_INVALID_DEVICE; }
+CUresult chk_dev(CUdevice d) { return d >= 0 && d < g_ndev ? E_SUCCESS : E_INVALID_DEVICE; }
 
 CUresult i_device_get(CUdevice *d, int ordinal) {
   if (!d) return E_INVALID_VALUE;
-  if (ordinal != 0) return E_INVALID_DEVICE;
-  *d = 0;
+  if (chk_dev(ordinal)) return E_INVALID_DEVICE;
+  *d = ordinal;
   return E_SUCCESS;
 }
 CUresult i_device_count(int *n) {
   if (!n) return E_INVALID_VALUE;
-  *n = 1;
+  *n = g_ndev;
   return E_SUCCESS;
 }
+/* Device 0 is "HRR Fake GPU"; device K > 0 "HRR Fake GPU #K" (so a summary says which). */
 CUresult i_device_name(char *name, int len, CUdevice d) {
   if (!name || len <= 0) return E_INVALID_VALUE;
   if (chk_dev(d)) return E_INVALID_DEVICE;
-  snprintf(name, (size_t)len, "%s", "HRR Fake GPU");
+  if (d == 0) snprintf(name, (size_t)len, "%s", "HRR Fake GPU");
+  else snprintf(name, (size_t)len, "HRR Fake GPU #%d", d);
   return E_SUCCESS;
 }
 
@@ -240,6 +252,7 @@ CUresult i_device_uuid(CUuuid *u, CUdevice d) {
   if (!u) return E_INVALID_VALUE;
   if (chk_dev(d)) return E_INVALID_DEVICE;
   memcpy(u->bytes, k, 16);
+  u->bytes[15] = (unsigned char)(1 + d);
   return E_SUCCESS;
 }
 CUresult i_device_total_mem(size_t *bytes, CUdevice d) {
@@ -251,7 +264,7 @@ CUresult i_device_total_mem(size_t *bytes, CUdevice d) {
 CUresult i_device_pci_bus_id(char *s, int len, CUdevice d) {
   if (!s || len <= 0) return E_INVALID_VALUE;
   if (chk_dev(d)) return E_INVALID_DEVICE;
-  snprintf(s, (size_t)len, "%s", "0000:01:00.0");
+  snprintf(s, (size_t)len, "0000:%02x:00.0", 1 + d);
   return E_SUCCESS;
 }
 

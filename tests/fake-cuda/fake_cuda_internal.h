@@ -295,6 +295,7 @@ extern size_t g_total;
 extern size_t g_used;
 extern unsigned long long g_next_id;
 extern const char *g_fail;
+extern int g_ndev;
 void fc_lock(void);
 void fc_unlock(void);
 void fc_trace(const char *name, CUresult r);

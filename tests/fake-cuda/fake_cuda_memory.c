@@ -275,7 +275,7 @@ CUresult i_pool_create(struct fc_pool **pp, const CUmemPoolProps *props) {
   if (!pp || !props) return E_INVALID_VALUE;
   NEED_CTX(c);
   if (props->allocType != 1 || props->location.type != 1) return E_INVALID_VALUE;
-  if (props->location.id != 0) return E_INVALID_DEVICE;
+  if (chk_dev(props->location.id)) return E_INVALID_DEVICE;
   struct fc_pool *p = calloc(1, sizeof *p);
   if (!p) return E_OUT_OF_MEMORY;
   p->props = *props;
@@ -321,7 +321,7 @@ CUresult i_pool_set_access(struct fc_pool *p, const CUmemAccessDesc *desc, size_
   if (!desc || count == 0) return E_INVALID_VALUE;
   for (size_t i = 0; i < count; i++) {
     if (desc[i].location.type != 1 || desc[i].flags < 0 || desc[i].flags > 3) return E_INVALID_VALUE;
-    if (desc[i].location.id != 0) return E_INVALID_DEVICE;
+    if (chk_dev(desc[i].location.id)) return E_INVALID_DEVICE;
     p->access = desc[i].flags;
   }
   return E_SUCCESS;
@@ -477,7 +477,7 @@ CUresult i_ptr_get_attrs(unsigned n, int *attrs, void **data, CUdeviceptr p) {
 static CUresult chk_prop(const CUmemAllocationProp *prop) {
   if (!prop) return E_INVALID_VALUE;
   if (prop->type != 1 || prop->location.type != 1) return E_INVALID_VALUE;
-  if (prop->location.id != 0) return E_INVALID_DEVICE;
+  if (chk_dev(prop->location.id)) return E_INVALID_DEVICE;
   return E_SUCCESS;
 }
 CUresult i_mem_granularity(size_t *g, const CUmemAllocationProp *prop, int option) {
@@ -600,7 +600,7 @@ CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *d
   int flags = 0;
   for (size_t k = 0; k < count; k++) {
     if (desc[k].location.type != 1) return E_INVALID_VALUE;
-    if (desc[k].location.id != 0) return E_INVALID_DEVICE;
+    if (chk_dev(desc[k].location.id)) return E_INVALID_DEVICE;
     if (desc[k].flags != 0 && desc[k].flags != 1 && desc[k].flags != 3) return E_INVALID_VALUE;
     flags = desc[k].flags;
   }

@@ -223,10 +223,24 @@ static struct fatbin_wrapper lib_image(unsigned char *fatbin, size_t cap) {
   return (struct fatbin_wrapper){0x466243B1, 1, fatbin, NULL};
 }
 
-/* cuInit, then device 0 with its primary context made current. */
+/* The device ordinal the workload runs on: FAKE_APP_DEVICE=K (default 0; run the fake driver
+ * with FAKE_CUDA_DEVICES above K). */
+static int app_device(void) {
+  const char *s = getenv("FAKE_APP_DEVICE");
+  if (!s || !*s) return 0;
+  char *end;
+  long k = strtol(s, &end, 10);
+  if (*end || k < 0 || k > 63) {
+    fprintf(stderr, "FAKE_APP_DEVICE: expected an ordinal 0..63, got \"%s\"\n", s);
+    exit(2);
+  }
+  return (int)k;
+}
+
+/* cuInit, then device app_device() with its primary context made current. */
 static void use_primary_ctx(CUdevice *dev, CUcontext *ctx) {
   CK(g_cu.Init(0), "cuInit");
-  CK(g_cu.DeviceGet(dev, 0), "cuDeviceGet");
+  CK(g_cu.DeviceGet(dev, app_device()), "cuDeviceGet");
   CK(g_cu.DevicePrimaryCtxRetain(ctx, *dev), "cuDevicePrimaryCtxRetain");
   CK(g_cu.CtxSetCurrent(*ctx), "cuCtxSetCurrent");
 }

@@ -22,7 +22,7 @@ static void workload(struct outbuf *out) {
   CK(cu->DriverGetVersion(&ver), "cuDriverGetVersion");
   CK(cu->Init(0), "cuInit");
   CK(cu->DeviceGetCount(&count), "cuDeviceGetCount");
-  CK(cu->DeviceGet(&dev, 0), "cuDeviceGet");
+  CK(cu->DeviceGet(&dev, app_device()), "cuDeviceGet");
   CK(cu->DeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
   CK(cu->DeviceGetAttribute(&major, 75, dev), "cuDeviceGetAttribute");
   CK(cu->DeviceGetAttribute(&minor, 76, dev), "cuDeviceGetAttribute");
