@@ -152,6 +152,13 @@ pub struct ReplayOptions {
     #[arg(long)]
     pub no_recheck: bool,
 
+    /// Replay recorded device REC on this machine's device LIVE (pairs such as 0=1,1=0; an
+    /// ordinal not mapped replays on the device of that ordinal). A capture that used several
+    /// devices is refused (not available yet).
+    #[arg(long, value_name = "REC=LIVE[,REC=LIVE...]",
+          value_parser = crate::replay::devices::DeviceMap::parse)]
+    pub device_map: Option<crate::replay::devices::DeviceMap>,
+
     /// Internal (the second replay of a recheck): write the D2H results of --dump-seqs here.
     #[arg(long, value_name = "DIR", hide = true, requires = "dump_seqs")]
     pub dump_d2h: Option<PathBuf>,
@@ -233,6 +240,7 @@ impl ReplayOptions {
             no_recheck: self.no_recheck,
             dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
             perturb: self.perturb,
+            device_map: self.device_map.clone().unwrap_or_default(),
             extract: self.extract.request(),
             replace_kernels: self.extract.replace_kernel.clone(),
         }

@@ -1,5 +1,5 @@
-//! The generic replay loop, the same for every API: a prescan for the code objects and device
-//! ranges the backend needs before the first call (it asks the API's [`Family::classify`]
+//! The generic replay loop, the same for every API: a prescan for the code objects, device
+//! ranges and device ordinals the backend needs before the first call (it asks the API's [`Family::classify`]
 //! which calls those are: no call name is spelled here), then the events in recorded order into
 //! the backend, every recorded device-to-host result compared with what the GPU produces now,
 //! and the [`Summary`] filled and rendered (`super::report`).
@@ -165,6 +165,8 @@ pub(super) struct Scan {
     pub(super) recorded_failure: Option<RecordedFailure>,
     /// Recorded calls that changed state and that replay cannot reproduce, by call.
     unreproducible: Vec<Unreproducible>,
+    /// The device ordinals the capture's successful device look-ups asked for, ascending.
+    pub(super) devices: Vec<i32>,
 }
 
 /// Why replay cannot reproduce a recorded call that changed state, from its table operation's
@@ -200,6 +202,7 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     let mut ranges = Vec::new();
     let mut recorded_failure = None;
     let mut unrepro: Vec<Unreproducible> = Vec::new();
+    let mut devices: Vec<i32> = Vec::new();
     // What the prescan asks of a record type, answered once per type (not at every event).
     type PerKind = (Option<&'static str>, Option<Prescan>);
     let mut per_kind: Vec<Option<PerKind>> = Vec::new();
@@ -249,6 +252,11 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
         }
         match kind {
             Prescan::Alloc(extent) => ranges.push(fields::extent(&fields, extent)),
+            Prescan::DeviceLookup => {
+                if let Some(o) = fields::device_ordinal(&fields).filter(|o| !devices.contains(o)) {
+                    devices.push(o);
+                }
+            }
             Prescan::CodeLoad { as_library } => {
                 let Some(id) = fields::code_object(&fields) else {
                     continue;
@@ -273,11 +281,13 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
             }
         }
     }
+    devices.sort_unstable();
     Ok(Scan {
         code,
         ranges,
         recorded_failure,
         unreproducible: unrepro,
+        devices,
     })
 }
 
@@ -314,7 +324,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     };
     let load_start = Instant::now();
     let scan = prescan(dir, family)?;
-    let mut backend = family.open(opts, &scan.ranges)?;
+    let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;
     let replaced = super::replace::install(&mut *backend, dir, &schema, &opts.replace_kernels)?;

@@ -119,7 +119,7 @@ pub fn localize(dir: &Path, opts: &Options) -> Option<Site> {
 }
 
 /// A fresh `hrr-playback` replaying `dir` as this one does (runtime, placement, kernel filter,
-/// watchdog, loops), quietly (`--json --no-progress`) and without reruns of its own
+/// watchdog, loops, device map), quietly (`--json --no-progress`) and without reruns of its own
 /// (`--no-localize --no-recheck`): the second replay of a localisation or a recheck.
 pub fn rerun_command(dir: &Path, opts: &Options) -> Result<std::process::Command> {
     let exe = std::env::current_exe().map_err(|e| anyhow!("cannot find hrr-playback: {e}"))?;
@@ -141,6 +141,9 @@ pub fn rerun_command(dir: &Path, opts: &Options) -> Result<std::process::Command
     }
     if opts.loop_count > 1 {
         c.arg("--loop").arg(opts.loop_count.to_string());
+    }
+    if !opts.device_map.is_empty() {
+        c.arg("--device-map").arg(opts.device_map.to_string());
     }
     for (name, path) in &opts.replace_kernels {
         c.arg("--replace-kernel")

@@ -1,5 +1,5 @@
 //! What replay reads of an event outside the handlers: its status, and the prescan's lenient
-//! reads of allocation ranges and code objects. Every other field is read by the handlers
+//! reads of allocation ranges, code objects and device ordinals looked up. Every other field is read by the handlers
 //! into the call's record shape (`hrr_calls::shapes`, through `backend::Event::read`); here too
 //! the ranges and code objects are read through shapes, so the only field name spelled in
 //! replay is the status's, [`RESULT`].
@@ -9,7 +9,9 @@
 
 use hrr_archive::schema::{field, Value};
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::{LibraryLoad, MallocPitch, MemAlloc, ModuleLoad, Range, RegisterFatBinary};
+use hrr_calls::shapes::{
+    DeviceGet, LibraryLoad, MallocPitch, MemAlloc, ModuleLoad, Range, RegisterFatBinary,
+};
 use hrr_calls::wire::Fields;
 use hrr_calls::Shape;
 
@@ -66,4 +68,10 @@ pub fn extent(fields: &Fields, kind: Extent) -> (u64, u64) {
         Extent::Bytes => MemAlloc::read(fields).map(|s| (s.dptr, s.bytesize)),
     };
     range.unwrap_or((0, 0))
+}
+
+/// The device ordinal a device look-up asked for (the `ordinal` of shape `DeviceGet`), if it
+/// reads.
+pub fn device_ordinal(fields: &Fields) -> Option<i32> {
+    DeviceGet::read(fields).ok().map(|s| s.ordinal)
 }

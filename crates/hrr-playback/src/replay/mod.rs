@@ -4,6 +4,7 @@
 //! | --- | --- |
 //! | [`engine`] | the generic loop: prescan, events in order into the backend, D2H checks, exit code |
 //! | [`options`] | [`Options`], the replay options as a plain struct (the CLI converts into it) |
+//! | [`devices`] | `--device-map`, and which live device a capture on one device replays on (refusals of several devices, missing devices) |
 //! | [`report`] | the summary: one struct, a human and a JSON renderer |
 //! | `check` | D2H comparisons (exact, tolerance, redacted ranges) |
 //! | [`verdict`] | PASS, REPRODUCED, MISMATCH, NOT REPRODUCED, FAULT, HANG, ERROR and their exit codes |
@@ -19,6 +20,7 @@
 mod backend;
 mod blob_bytes;
 mod check;
+pub mod devices;
 pub mod engine;
 pub mod extract;
 mod fault;

@@ -48,6 +48,9 @@ pub struct Options {
     /// The second replay of a recheck: launch a short kernel of replay's own before each
     /// launch, so scheduling differs from the first replay (CUDA; `backend/cuda/noise.rs`).
     pub perturb: bool,
+    /// `--device-map REC=LIVE,...`: the live device each recorded device ordinal replays on
+    /// (unmapped: the same ordinal); see `super::devices`.
+    pub device_map: super::devices::DeviceMap,
 }
 
 impl Default for Options {
@@ -72,6 +75,7 @@ impl Default for Options {
             no_recheck: false,
             dump_d2h: None,
             perturb: false,
+            device_map: Default::default(),
         }
     }
 }

@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 use anyhow::Result;
 use hrr_archive::schema::Value;
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::{LibraryLoad, MallocPitch, MemAllocPitch, RegisterFatBinary};
+use hrr_calls::shapes::{DeviceGet, LibraryLoad, MallocPitch, MemAllocPitch, RegisterFatBinary};
 use hrr_calls::wire::FieldType;
 use hrr_calls::{Kind, Shape};
 
@@ -258,6 +258,9 @@ pub enum Prescan {
         /// Loaded as a library.
         as_library: bool,
     },
+    /// It looked a device up by ordinal: the ordinals a capture used choose the device replay
+    /// opens (`crate::replay::devices`).
+    DeviceLookup,
 }
 
 /// The API families this build replays.
@@ -291,11 +294,17 @@ impl Family {
         calls.iter().find(|(n, _)| *n == name).map(|&(_, p)| p)
     }
 
-    /// Load the runtime and open device 0; `ranges` are the recorded device address ranges,
-    /// reserved before anything else.
-    pub fn open(self, opts: &Options, ranges: &[(u64, u64)]) -> Result<Box<dyn Backend>> {
+    /// Load the runtime and open the device to replay on (CUDA: the one the capture's device
+    /// ordinals `devices` map to, `crate::replay::devices`; HIP: device 0); `ranges` are the
+    /// recorded device address ranges, reserved before anything else.
+    pub fn open(
+        self,
+        opts: &Options,
+        ranges: &[(u64, u64)],
+        devices: &[i32],
+    ) -> Result<Box<dyn Backend>> {
         Ok(match self {
-            Family::Cuda => Box::new(cuda::Cuda::open(opts, ranges)?),
+            Family::Cuda => Box::new(cuda::Cuda::open(opts, ranges, devices)?),
             Family::Hip => Box::new(hip::Hip::open(opts, ranges)?),
         })
     }
@@ -305,7 +314,8 @@ impl Family {
 /// allocation ([`Kind::Alloc`]) takes the range of its shape (pitched for `MemAllocPitch` and
 /// `MallocPitch`, else bytes), a reservation ([`Kind::Reserve`]) its range, a load
 /// ([`Kind::Load`]) loads its code (as a library for the `LibraryLoad` shape), and so does a
-/// fat-binary registration (HIP's `RegisterFatBinary` shape).
+/// fat-binary registration (HIP's `RegisterFatBinary` shape); a query of the `DeviceGet` shape
+/// looks a device up by ordinal.
 pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
     let shape = op.fields();
     let is = |fields: &[(&str, FieldType)]| shape == fields;
@@ -321,6 +331,7 @@ pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
         Kind::Register if is(RegisterFatBinary::FIELDS) => {
             Some(Prescan::CodeLoad { as_library: false })
         }
+        Kind::Query if is(DeviceGet::FIELDS) => Some(Prescan::DeviceLookup),
         _ => None,
     }
 }
@@ -392,6 +403,9 @@ mod tests {
             Some(Prescan::CodeLoad { as_library: false })
         );
         assert_eq!(hip.classify("hipLaunchKernel"), None);
+        assert_eq!(cuda.classify("cuDeviceGet"), Some(Prescan::DeviceLookup));
+        assert_eq!(cuda.classify("cuDeviceGetCount"), None);
+        assert_eq!(hip.classify("hipDeviceGet"), Some(Prescan::DeviceLookup));
     }
 
     /// The names of a shape's fields.

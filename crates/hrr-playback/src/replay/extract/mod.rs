@@ -288,7 +288,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let sync = synthetic_call(&schema, sync_name, NoFields::FIELDS)?;
 
     let scan = prescan(dir, family)?;
-    let mut backend = family.open(opts, &scan.ranges)?;
+    let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;
 

@@ -51,6 +51,7 @@ driver_api! {
     cuInit: fn(c_uint);
     cuDriverGetVersion: fn(*mut c_int);
     cuDeviceGet: fn(*mut c_int, c_int);
+    cuDeviceGetCount: fn(*mut c_int);
     cuDeviceGetName: fn(*mut c_char, c_int, c_int);
     cuDeviceGetAttribute: fn(*mut c_int, c_int, c_int);
     cuDevicePrimaryCtxRetain: fn(*mut H, c_int);

@@ -7,7 +7,7 @@
 //! | file | owns |
 //! | --- | --- |
 //! | `driver.rs` | the entry-point table loaded with libloading, the `cu!` macro |
-//! | `open.rs` | loading the driver, device 0 and its primary context, preflight checks |
+//! | `open.rs` | loading the driver, the device (`--device-map`) and its primary context, preflight checks, device look-ups |
 //! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
 //! | `copies.rs` | memcpy: 1D, 2D/3D (pitched), to, from and between arrays |
 //! | `arrays.rs` | arrays, mipmapped arrays, texture and surface objects (values substituted in launch arguments) |
@@ -61,6 +61,8 @@ use streams::stream_of;
 pub struct Cuda {
     api: Api,
     dev: c_int,
+    /// The recorded device ordinal and the live one replay opened for it.
+    chosen: crate::replay::devices::Choice,
     device_name: String,
     cc: (i32, i32),
     mem: Placement,
@@ -154,7 +156,12 @@ impl Cuda {
 
 impl Backend for Cuda {
     fn device(&self) -> String {
-        format!("{} (sm_{}{})", self.device_name, self.cc.0, self.cc.1)
+        let d = format!("{} (sm_{}{})", self.device_name, self.cc.0, self.cc.1);
+        let crate::replay::devices::Choice { recorded, live } = self.chosen;
+        match recorded == live {
+            true => d,
+            false => format!("{d}, device {live} replaying recorded device {recorded}"),
+        }
     }
 
     fn runtime(&self) -> String {
@@ -183,6 +190,7 @@ impl Backend for Cuda {
         let filter = opts.kernel_filter.as_deref();
         let per_thread = ev.per_thread;
         match op {
+            Op::DeviceGet => self.device_get(ev, opts),
             Op::DevicePrimaryCtxRetain | Op::CtxCreate => self.retain_context(ev),
             Op::MemAlloc => self.alloc(ev, Extent::Bytes),
             Op::MemAllocAsync => {

@@ -1,6 +1,8 @@
-//! Opening the CUDA backend: load the driver, initialise it, make device 0's primary context
-//! current, read the device's name, compute capability and VMM granularity, reserve the
-//! recorded ranges; and the preflight checks of an archive against this device and driver.
+//! Opening the CUDA backend: load the driver, initialise it, choose the device (the one the
+//! capture's device maps to, `crate::replay::devices`; refused there before any event
+//! replays), make its primary context current, read the device's name, compute capability and
+//! VMM granularity, reserve the recorded ranges; the preflight checks of an archive against
+//! this device and driver; the recorded device look-ups and context retains, replayed on it.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -14,17 +16,23 @@ use super::memory::{device_prop, POLICY};
 use super::Cuda;
 use crate::replay::backend::shared::{Handles, Waiter};
 use crate::replay::backend::{Event, Ops, Outcome};
+use crate::replay::devices::choose;
 use crate::replay::options::Options;
 use crate::replay::placement::Placement;
 
 impl Cuda {
-    /// Load the driver, initialise it and make device 0's primary context current.
-    /// `ranges` are the recorded device address ranges, reserved before anything else.
-    pub fn open(opts: &Options, ranges: &[(u64, u64)]) -> Result<Self> {
+    /// Load the driver, initialise it and make the primary context of the device the
+    /// capture's device ordinals (`devices`, of its successful `cuDeviceGet` calls) map to
+    /// current. `ranges` are the recorded device address ranges, reserved before anything
+    /// else.
+    pub fn open(opts: &Options, ranges: &[(u64, u64)], devices: &[i32]) -> Result<Self> {
         let api = Api::load(opts.runtime.as_deref())?;
         cu!(api, cuInit(0))?;
+        let mut count: c_int = 0;
+        cu!(api, cuDeviceGetCount(&mut count))?;
+        let chosen = choose(devices, &opts.device_map, count)?;
         let mut dev: c_int = 0;
-        cu!(api, cuDeviceGet(&mut dev, 0))?;
+        cu!(api, cuDeviceGet(&mut dev, chosen.live))?;
         let mut ctx: H = std::ptr::null_mut();
         cu!(api, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
         cu!(api, cuCtxSetCurrent(ctx))?;
@@ -56,6 +64,7 @@ impl Cuda {
             mem: Placement::new(POLICY, dev, placement, gran as u64),
             api,
             dev,
+            chosen,
             device_name,
             cc: (major, minor),
             module_of_code: HashMap::new(),
@@ -87,12 +96,20 @@ impl Cuda {
     /// Refuse archives from another compute capability or a newer driver.
     pub(super) fn check_archive(&self, meta: Option<&serde_json::Value>) -> Result<()> {
         let Some(meta) = meta else { return Ok(()) };
-        if let Some(cc) = meta["devices"][0]["compute_capability"].as_str() {
+        // the facts of the device the capture used (the first listed when none says its ordinal)
+        let listed = meta["devices"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let recorded = i64::from(self.chosen.recorded);
+        let device = listed
+            .iter()
+            .find(|d| d["ordinal"].as_i64() == Some(recorded))
+            .unwrap_or(&meta["devices"][0]);
+        if let Some(cc) = device["compute_capability"].as_str() {
             let here = format!("{}.{}", self.cc.0, self.cc.1);
             if cc != here {
-                let name = meta["devices"][0]["name"]
-                    .as_str()
-                    .unwrap_or("unknown device");
+                let name = device["name"].as_str().unwrap_or("unknown device");
                 bail!("[HRR] Architecture mismatch: the archive was captured on compute capability {cc} ({name}); this device is {here} ({}). Replay on a GPU of the same architecture.", self.device_name);
             }
         }
@@ -106,7 +123,21 @@ impl Cuda {
         Ok(())
     }
 
-    /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate`: device 0's primary context (the `ctx` of
+    /// `cuDeviceGet`: the recorded ordinal looked up as the live one it maps to (`--device-map`,
+    /// else the same ordinal), which must be the device replay opened (every recorded device
+    /// handle stands for it).
+    pub(super) fn device_get(&mut self, ev: &Event, opts: &Options) -> Result<Outcome> {
+        let rec = ev.read::<shapes::DeviceGet>()?.ordinal;
+        let live = opts.device_map.live(rec);
+        let mut dev: c_int = 0;
+        cu!(self.api, cuDeviceGet(&mut dev, live))?;
+        if dev != self.dev {
+            bail!("device {rec} (replayed as device {live}) is not the device replay opened (device {}): replay of a capture on more than one device is not available yet", self.chosen.live);
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate`: the opened device's primary context (the `ctx` of
     /// `PrimaryCtx` or `CtxCreate`, read through `shapes::Ctx`).
     pub(super) fn retain_context(&mut self, ev: &Event) -> Result<Outcome> {
         let rec = ev.read::<shapes::Ctx>()?.ctx;

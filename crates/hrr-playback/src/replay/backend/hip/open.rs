@@ -64,6 +64,9 @@ impl Hip {
     /// Load the runtime, initialise it and select device 0; `ranges` are the recorded device
     /// address ranges, reserved before anything else.
     pub fn open(opts: &Options, ranges: &[(u64, u64)]) -> Result<Self> {
+        if !opts.device_map.is_empty() {
+            bail!("--device-map: not available for HIP archives yet (CUDA only)");
+        }
         let api = HipApi::load(opts.runtime.as_deref())?;
         hip!(api, hipInit(0))?;
         let mut count = 0;

@@ -1,0 +1,109 @@
+//! Which device a replay runs on: a capture made on device 1 of a two-device fake driver
+//! (`FAKE_CUDA_DEVICES`, `FAKE_APP_DEVICE`) replays on device 1, is refused on a one-device
+//! machine with the `--device-map` that would run it, and runs there with that map; maps that
+//! name a device this machine lacks, or that do not parse, are refused before any event.
+
+mod common;
+
+use common::FakeCuda;
+use std::path::PathBuf;
+
+/// `driver_app` captured on device `device` of a fake driver with `devices` devices: the
+/// temporary folder and the process folder.
+fn captured_on(devices: &str, device: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let fake = FakeCuda::get("");
+    let o = fake.capture_env(
+        &arch,
+        "driver_app",
+        &[],
+        &[("FAKE_CUDA_DEVICES", devices), ("FAKE_APP_DEVICE", device)],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = common::pid_dirs(&arch).remove(0);
+    (tmp, dir)
+}
+
+/// Replay `dir` with `extra` on a fake driver with `devices` devices: exit code, stdout, stderr.
+fn replay_on(dir: &std::path::Path, devices: &str, extra: &[&str]) -> (i32, String, String) {
+    FakeCuda::get("").replay_env(dir, extra, &[("FAKE_CUDA_DEVICES", devices)])
+}
+
+/// The `[HRR] Device` line of a human summary.
+fn device_line(out: &str) -> &str {
+    out.lines()
+        .find(|l| l.starts_with("[HRR] Device"))
+        .unwrap_or_else(|| panic!("no device line in {out}"))
+}
+
+#[test]
+fn a_capture_on_device_1_replays_there_or_where_the_map_says() {
+    let (_tmp, dir) = captured_on("2", "1");
+
+    // the same machine: device 1, no map needed
+    let (code, out, err) = replay_on(&dir, "2", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[HRR] PASS"), "{out}");
+    assert!(device_line(&out).contains("HRR Fake GPU #1"), "{out}");
+    assert!(
+        !device_line(&out).contains("replaying recorded device"),
+        "{out}"
+    );
+
+    // one device here: refused before any event, naming the map that would run it
+    let (code, out, err) = replay_on(&dir, "1", &[]);
+    assert_ne!(code, 0, "{out}{err}");
+    let said = format!("{out}{err}");
+    assert!(
+        said.contains("Device missing: the archive used device 1; this machine has 1 device (0). Replay with --device-map 1=0"),
+        "{said}"
+    );
+    assert!(!said.contains("[HRR] PASS"), "{said}");
+
+    // with that map: device 0, every check made
+    let (code, v) = FakeCuda::get("").replay_json_env(
+        &dir,
+        &["--device-map", "1=0"],
+        &[("FAKE_CUDA_DEVICES", "1")],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    let (_, out, _) = replay_on(&dir, "1", &["--device-map", "1=0"]);
+    let line = device_line(&out);
+    assert!(
+        line.contains("HRR Fake GPU (") && line.contains("device 0 replaying recorded device 1"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_capture_on_device_0_moves_to_device_1_and_bad_maps_are_refused() {
+    let (_tmp, dir) = captured_on("1", "0");
+
+    let (code, out, err) = replay_on(&dir, "2", &["--device-map", "0=1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        device_line(&out).contains("HRR Fake GPU #1")
+            && device_line(&out).contains("device 1 replaying recorded device 0"),
+        "{out}"
+    );
+
+    // a live device this machine lacks
+    let (code, out, err) = replay_on(&dir, "2", &["--device-map", "0=5"]);
+    assert_ne!(code, 0);
+    let said = format!("{out}{err}");
+    assert!(
+        said.contains("--device-map 0=5 names device 5; this machine has 2 devices (0 to 1)"),
+        "{said}"
+    );
+
+    // maps that do not parse: a usage error (2) saying what was expected
+    for bad in ["x", "0=1,0=0", "0=-1"] {
+        let (code, out, err) = replay_on(&dir, "2", &["--device-map", bad]);
+        assert_eq!(code, 2, "{bad}: {out}{err}");
+        assert!(err.contains("--device-map"), "{bad}: {err}");
+    }
+}
