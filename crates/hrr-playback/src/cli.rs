@@ -159,6 +159,13 @@ pub struct ReplayOptions {
           value_parser = crate::replay::devices::DeviceMap::parse)]
     pub device_map: Option<crate::replay::devices::DeviceMap>,
 
+    /// One replay thread per captured thread: each thread's events in its recorded order, the
+    /// threads ordered against each other only around the calls capture ordered (creates,
+    /// destroys, frees), synchronisations and D2H results; launches and copies between them run
+    /// concurrently. The default replays every event in recorded order on one thread.
+    #[arg(long)]
+    pub multi_thread: bool,
+
     /// Internal (the second replay of a recheck): write the D2H results of --dump-seqs here.
     #[arg(long, value_name = "DIR", hide = true, requires = "dump_seqs")]
     pub dump_d2h: Option<PathBuf>,
@@ -241,6 +248,7 @@ impl ReplayOptions {
             dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
             perturb: self.perturb,
             device_map: self.device_map.clone().unwrap_or_default(),
+            multi_thread: self.multi_thread,
             extract: self.extract.request(),
             replace_kernels: self.extract.replace_kernel.clone(),
         }

@@ -268,6 +268,47 @@ fn concurrent_threads_are_recorded_and_replay() {
 }
 
 #[test]
+fn multi_thread_replays_each_captured_thread_on_a_thread_of_its_own() {
+    let (_tmp, _, dir) = captured(&["threads"]);
+    let fake = FakeCuda::get("");
+    let (code, single) = fake.replay_json(&dir, &[]);
+    assert_eq!(code, 0, "{single}");
+    let (code, multi) = fake.replay_json(&dir, &["--multi-thread"]);
+    assert_eq!(code, 0, "{multi}");
+    assert_eq!(multi["verdict"], "PASS", "{multi}");
+    assert_eq!(multi["mode"], "multi-threaded", "{multi}");
+    assert_eq!(single["mode"], "single-threaded", "{single}");
+    assert_eq!(multi["threads_used"], 2, "{multi}");
+    let pass = multi["d2h_checks"]["pass"].as_u64().unwrap();
+    assert!(pass > 0, "{multi}");
+    assert_eq!(multi["d2h_checks"], single["d2h_checks"], "{multi}");
+    assert_eq!(multi["kernels_launched"], single["kernels_launched"]);
+    // every pass of a loop on fresh threads
+    let (code, looped) = fake.replay_json(&dir, &["--multi-thread", "--loop", "2"]);
+    assert_eq!(code, 0, "{looped}");
+    assert_eq!(looped["d2h_checks"]["pass"], 2 * pass, "{looped}");
+    // the human summary says how it ran
+    let (_, out, _) = replay(&dir, &["--multi-thread"]);
+    assert!(out.contains("Mode            : multi-threaded"), "{out}");
+    assert!(out.contains("Threads used    : 2"), "{out}");
+
+    // it really runs the work: a wrong recorded result is found on whichever thread has it
+    let events = events_json(&dir);
+    let ev = first_named(&events, "cuMemcpyDtoH_v2");
+    let blob = ev["fields"]["d2h_blob"].as_str().unwrap();
+    flip_blob_byte(&dir, blob, 5, 0xff);
+    // (both threads compute the same results: their D2H copies share one blob)
+    let sharing = events
+        .iter()
+        .filter(|e| e["fields"]["d2h_blob"] == blob)
+        .count();
+    let (code, v) = fake.replay_json(&dir, &["--multi-thread"]);
+    assert_eq!(v["verdict"], "MISMATCH", "{v}");
+    assert_ne!(code, 0);
+    assert_eq!(v["d2h_checks"]["fail"], sharing as u64, "{v}");
+}
+
+#[test]
 fn replay_flags_filter_loop_sync_and_no_placement() {
     let (_tmp, arch, _) = captured(&[]);
     let json = |extra: &[&str]| FakeCuda::get("").replay_json(&arch, extra);

@@ -12,6 +12,7 @@
 //! otherwise (`super::verdict`). On a `FAULT`, unless `--no-localize`, the replay is rerun with
 //! `--sync-after-launch` in a fresh process to name the launch behind it (`super::fault`).
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -35,7 +36,7 @@ use super::report::{self, Summary, Unreproducible};
 use super::verdict::{self, RecordedFailure, Stop, Verdict};
 
 /// Batches of decoded events the reading thread may be ahead of the replaying one.
-const DECODE_AHEAD: usize = 4;
+pub(super) const DECODE_AHEAD: usize = 4;
 /// Events a batch.
 const DECODE_BATCH: usize = 1024;
 /// Blob bytes a batch may hold read ahead (a batch holding more is handed over at once): at
@@ -45,7 +46,7 @@ const READ_AHEAD_BYTES: u64 = 64 << 20;
 const MAP_AHEAD_MAX: u64 = 1 << 30;
 
 /// A decoded event, its call, and the blobs it names, read ahead.
-type Decoded<'s> = (&'s CallDef, Event<'s>, Vec<(ObjectId, BlobBytes)>);
+pub(super) type Decoded<'s> = (&'s CallDef, Event<'s>, Vec<(ObjectId, BlobBytes)>);
 
 /// The blobs an event names (its H2D source and D2H result), read or mapped (up to
 /// [`MAP_AHEAD_MAX`] each): what is not read here (too large, unreadable) is read when replay
@@ -71,7 +72,7 @@ fn read_ahead(dir: &Path, ev: &Event) -> Vec<(ObjectId, BlobBytes)> {
 /// an error (sent after the events before it) or the receiver hanging up. Batches replayed come
 /// back through `done` and are freed here: their many small allocations are not the replaying
 /// thread's to free between two calls.
-fn decode_ahead<'s>(
+pub(super) fn decode_ahead<'s>(
     (dir, path): (&Path, &Path),
     schema: &'s hrr_archive::schema::Schema,
     tx: std::sync::mpsc::SyncSender<Result<Vec<Decoded<'s>>>>,
@@ -120,6 +121,7 @@ fn decode_ahead<'s>(
             .flatten();
         let ev = Event {
             seq: rec.header.seq,
+            thread: rec.header.thread_id,
             id: rec.header.kind,
             name,
             per_thread,
@@ -339,7 +341,10 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         threads_captured: sum.threads.len() as u64,
         device: backend.device(),
         runtime: backend.runtime(),
-        mode: "single-threaded",
+        mode: match opts.multi_thread {
+            true => "multi-threaded",
+            false => "single-threaded",
+        },
         incomplete: (!sum.complete()).then(|| sum.incompleteness().join("; ")),
         load_ms,
         threads_used: 1,
@@ -388,10 +393,25 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     let events = dir.join(EVENTS_FILE);
     let exec_start = Instant::now();
     let mut last_progress = Instant::now();
-    let mut last_launch: Option<u64> = None;
-    let mut stop: Option<(u64, Stop)> = None;
-    let mut kept = Kept::default();
+    let mut prog = Progress::default();
+    let cx = Cx {
+        opts,
+        schema: &schema,
+        events: &events,
+        ranges: &scan.ranges,
+        redacted: &redacted,
+        tol,
+        recorded_failure: scan.recorded_failure.as_ref().map(|f| f.seq),
+    };
+    if opts.multi_thread {
+        let threads =
+            super::threads::run(&cx, (dir, family), &mut *backend, &mut report, &mut prog)?;
+        report.threads_used = threads;
+    }
     for pass in 0..opts.loop_count {
+        if opts.multi_thread {
+            break;
+        }
         // Events are read and decoded ahead, on a thread of their own, while this one issues
         // them (bounded: a few batches ahead).
         let stopped = std::thread::scope(|scope| -> Result<bool> {
@@ -424,61 +444,11 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                     if opts.verbose {
                         eprintln!("[HRR] #{} {}", ev.seq, call.name);
                     }
-                    match backend.replay(ev, &blobs, opts) {
-                        Ok(Outcome::Launched) => {
-                            report.kernels_launched += 1;
-                            last_launch = Some(ev.seq);
-                        }
-                        Ok(Outcome::GraphLaunched) => report.graphs_launched += 1,
-                        Ok(Outcome::Filtered) => report.kernels_filtered += 1,
-                        Ok(Outcome::Skipped(why)) => {
-                            report.skipped_total += 1;
-                            if report.skipped_calls.len() < 20 {
-                                report
-                                    .skipped_calls
-                                    .push(format!("#{} {}: {why}", ev.seq, call.name));
-                            }
-                        }
-                        Ok(Outcome::D2h { got, expected }) => {
-                            recheck::dump(opts, pass, ev.seq, &got)?;
-                            let want = blobs(expected, None)?;
-                            let checks = &mut report.checks;
-                            let ranges = expected.and_then(|id| redacted.get(&id));
-                            let failed = match (want.as_deref(), ranges) {
-                                (Some(want), Some(ranges)) => checks
-                                    .compare_redacted(ev.seq, &call.name, &got, want, ranges, tol),
-                                (want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
-                            };
-                            match (failed, want) {
-                                (true, Some(want)) => {
-                                    let got = match ranges {
-                                        Some(r) => mask(&got, &want, r),
-                                        None => got,
-                                    };
-                                    kept.keep(Failed {
-                                        pass,
-                                        seq: ev.seq,
-                                        call: call.name.clone(),
-                                        got,
-                                        want: want.into_vec(),
-                                    });
-                                }
-                                _ => backend.recycle(got),
-                            }
-                        }
-                        Ok(Outcome::Done | Outcome::Ignored) => {}
-                        Err(e) => {
-                            report.error = Some(format!("event #{} {}: {e:#}", ev.seq, call.name));
-                            stop = Some((ev.seq, verdict::classify(&e)));
-                            if call.class == hrr_archive::schema::CallClass::Launch {
-                                let n = report.kernels_launched + 1;
-                                report.fault_site =
-                                    fault::site_of(events, schema, ev.seq, n, &scan.ranges)
-                                        .ok()
-                                        .flatten();
-                            }
-                            return Ok(true);
-                        }
+                    let outcome = backend.replay(ev, &blobs, opts);
+                    let mut recycle = |b| backend.recycle(b);
+                    let st = &mut (&mut report, &mut prog);
+                    if account(&cx, st, (pass, call, ev), outcome, &blobs, &mut recycle)? {
+                        return Ok(true);
                     }
                     std::mem::swap(&mut *ahead.borrow_mut(), read);
                     if progress && last_progress.elapsed().as_secs() >= 2 {
@@ -494,6 +464,11 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             break;
         }
     }
+    let Progress {
+        kept,
+        last_launch,
+        mut stop,
+    } = prog;
     if report.error.is_none() {
         if let Err(e) = backend.finish() {
             report.error = Some(format!("final synchronisation: {e:#}"));
@@ -544,6 +519,99 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     }
     out.flush()?;
     Ok(report.verdict.exit_code())
+}
+
+/// What every event's outcome is judged against: the options, the archive's events and schema,
+/// the recorded device ranges (for a fault's site), the ranges a scrub redacted, the tolerance.
+pub(super) struct Cx<'a> {
+    pub(super) opts: &'a Options,
+    pub(super) schema: &'a hrr_archive::schema::Schema,
+    pub(super) events: &'a Path,
+    pub(super) ranges: &'a [(u64, u64)],
+    pub(super) redacted: &'a BTreeMap<ObjectId, Vec<std::ops::Range<u64>>>,
+    pub(super) tol: Tolerance,
+    /// The event of the recorded run's GPU failure, reissued although it failed then.
+    pub(super) recorded_failure: Option<u64>,
+}
+
+/// What the outcomes so far left besides the summary: failed D2H results kept for the
+/// recheck, the last launch issued, and what stopped the replay (its event, why).
+#[derive(Default)]
+pub(super) struct Progress {
+    pub(super) kept: Kept,
+    pub(super) last_launch: Option<u64>,
+    pub(super) stop: Option<(u64, Stop)>,
+}
+
+/// Account for the outcome of event `ev` (call `call`, loop pass `pass`) in the summary and
+/// `Progress`: counts, skipped work, the D2H comparison (the result handed to `recycle` when it
+/// matched), the error that stops the replay. `true`: replay stops here.
+pub(super) fn account(
+    cx: &Cx,
+    (report, prog): &mut (&mut Summary, &mut Progress),
+    (pass, call, ev): (u32, &CallDef, &Event),
+    outcome: Result<Outcome>,
+    blobs: &super::backend::Blobs,
+    recycle: &mut dyn FnMut(Vec<u8>),
+) -> Result<bool> {
+    match outcome {
+        Ok(Outcome::Launched) => {
+            report.kernels_launched += 1;
+            prog.last_launch = Some(ev.seq);
+        }
+        Ok(Outcome::GraphLaunched) => report.graphs_launched += 1,
+        Ok(Outcome::Filtered) => report.kernels_filtered += 1,
+        Ok(Outcome::Skipped(why)) => {
+            report.skipped_total += 1;
+            if report.skipped_calls.len() < 20 {
+                report
+                    .skipped_calls
+                    .push(format!("#{} {}: {why}", ev.seq, call.name));
+            }
+        }
+        Ok(Outcome::D2h { got, expected }) => {
+            recheck::dump(cx.opts, pass, ev.seq, &got)?;
+            let want = blobs(expected, None)?;
+            let checks = &mut report.checks;
+            let ranges = expected.and_then(|id| cx.redacted.get(&id));
+            let tol = cx.tol;
+            let failed = match (want.as_deref(), ranges) {
+                (Some(want), Some(ranges)) => {
+                    checks.compare_redacted(ev.seq, &call.name, &got, want, ranges, tol)
+                }
+                (want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
+            };
+            match (failed, want) {
+                (true, Some(want)) => {
+                    let got = match ranges {
+                        Some(r) => mask(&got, &want, r),
+                        None => got,
+                    };
+                    prog.kept.keep(Failed {
+                        pass,
+                        seq: ev.seq,
+                        call: call.name.clone(),
+                        got,
+                        want: want.into_vec(),
+                    });
+                }
+                _ => recycle(got),
+            }
+        }
+        Ok(Outcome::Done | Outcome::Ignored) => {}
+        Err(e) => {
+            report.error = Some(format!("event #{} {}: {e:#}", ev.seq, call.name));
+            prog.stop = Some((ev.seq, verdict::classify(&e)));
+            if call.class == hrr_archive::schema::CallClass::Launch {
+                let n = report.kernels_launched + 1;
+                report.fault_site = fault::site_of(cx.events, cx.schema, ev.seq, n, cx.ranges)
+                    .ok()
+                    .flatten();
+            }
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Set the verdict from what stopped the replay (`seq` `u64::MAX`: the final synchronisation)

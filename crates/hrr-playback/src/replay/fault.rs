@@ -142,6 +142,9 @@ pub fn rerun_command(dir: &Path, opts: &Options) -> Result<std::process::Command
     if opts.loop_count > 1 {
         c.arg("--loop").arg(opts.loop_count.to_string());
     }
+    if opts.multi_thread {
+        c.arg("--multi-thread");
+    }
     if !opts.device_map.is_empty() {
         c.arg("--device-map").arg(opts.device_map.to_string());
     }

@@ -3,6 +3,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`engine`] | the generic loop: prescan, events in order into the backend, D2H checks, exit code |
+//! | `threads` | `--multi-thread`: one replay thread per captured thread, ordered across threads only at barriers |
 //! | [`options`] | [`Options`], the replay options as a plain struct (the CLI converts into it) |
 //! | [`devices`] | `--device-map`, and which live device a capture on one device replays on (refusals of several devices, missing devices) |
 //! | [`report`] | the summary: one struct, a human and a JSON renderer |
@@ -30,6 +31,7 @@ mod placement;
 mod recheck;
 mod replace;
 pub mod report;
+mod threads;
 pub mod timing;
 pub mod verdict;
 

@@ -51,6 +51,8 @@ pub struct Options {
     /// `--device-map REC=LIVE,...`: the live device each recorded device ordinal replays on
     /// (unmapped: the same ordinal); see `super::devices`.
     pub device_map: super::devices::DeviceMap,
+    /// `--multi-thread`: one replay thread per captured thread (`super::threads`).
+    pub multi_thread: bool,
 }
 
 impl Default for Options {
@@ -76,6 +78,7 @@ impl Default for Options {
             dump_d2h: None,
             perturb: false,
             device_map: Default::default(),
+            multi_thread: false,
         }
     }
 }

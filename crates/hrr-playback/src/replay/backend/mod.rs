@@ -40,6 +40,9 @@ pub use shared::CallFailed;
 pub struct Event<'a> {
     /// Sequence number.
     pub seq: u64,
+    /// The OS thread id of the recording thread (the record header's; `--multi-thread` replays
+    /// each thread's events on a thread of its own).
+    pub thread: u64,
     /// Record type: the call's id in the archive's schema (the key of [`Ops`]).
     pub id: u16,
     /// Call name without ABI suffixes (`cuMemcpyHtoDAsync_v2_ptsz` → `cuMemcpyHtoDAsync`).
@@ -79,6 +82,8 @@ pub trait TableOp: Copy + 'static {
     fn kind(self) -> Kind;
     /// The fields of its record shape (after `result`).
     fn fields(self) -> &'static [(&'static str, FieldType)];
+    /// Recorded under capture's cross-thread ordering lock (creates, destroys, frees).
+    fn ordered(self) -> bool;
 }
 
 macro_rules! table_op {
@@ -90,6 +95,9 @@ macro_rules! table_op {
             }
             fn fields(self) -> &'static [(&'static str, FieldType)] {
                 hrr_calls::$api::Op::fields(self)
+            }
+            fn ordered(self) -> bool {
+                hrr_calls::$api::Op::ordered(self)
             }
         }
     )*};
@@ -197,6 +205,9 @@ pub trait Backend {
     fn preflight(&self, metadata: Option<&serde_json::Value>) -> Result<()>;
     /// Load code objects before the first call.
     fn preload(&mut self, code: &[CodeObject]) -> Result<()>;
+    /// Make this backend's device and context current on the calling thread (each replay
+    /// thread of `--multi-thread` calls it before its first event).
+    fn enter_thread(&mut self) -> Result<()>;
     /// Reissue one event.
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome>;
     /// Wait for all work.
@@ -487,6 +498,7 @@ mod tests {
         let mut ops = Ops::<Op>::default();
         let ev = |id, name| Event {
             seq: 1,
+            thread: 0,
             id,
             name,
             per_thread: false,
@@ -505,6 +517,7 @@ mod tests {
         use hrr_calls::shapes::MemAlloc;
         let ev = Event {
             seq: 1,
+            thread: 0,
             id: 1,
             name: "cuMemAlloc",
             per_thread: false,

@@ -335,6 +335,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         let (name, per_thread) = base_name(&call.name);
         let ev = Event {
             seq,
+            thread: rec.header.thread_id,
             id: rec.header.kind,
             name,
             per_thread,

@@ -63,6 +63,8 @@ pub struct Cuda {
     dev: c_int,
     /// The recorded device ordinal and the live one replay opened for it.
     chosen: crate::replay::devices::Choice,
+    /// The opened device's primary context, made current on every replay thread.
+    primary: H,
     device_name: String,
     cc: (i32, i32),
     mem: Placement,
@@ -162,6 +164,10 @@ impl Backend for Cuda {
             true => d,
             false => format!("{d}, device {live} replaying recorded device {recorded}"),
         }
+    }
+
+    fn enter_thread(&mut self) -> Result<()> {
+        Ok(driver::cu!(self.api, cuCtxSetCurrent(self.primary))?)
     }
 
     fn runtime(&self) -> String {

@@ -65,6 +65,7 @@ impl Cuda {
             api,
             dev,
             chosen,
+            primary: ctx,
             device_name,
             cc: (major, minor),
             module_of_code: HashMap::new(),

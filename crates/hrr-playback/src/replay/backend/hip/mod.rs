@@ -82,6 +82,10 @@ impl Backend for Hip {
         }
     }
 
+    fn enter_thread(&mut self) -> Result<()> {
+        Ok(runtime::hip!(self.api, hipSetDevice(self.dev))?)
+    }
+
     fn runtime(&self) -> String {
         self.api.path.clone()
     }
