@@ -41,7 +41,7 @@
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
 #                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
-#                         copies2d hostmem
+#                         graph_conditional copies2d hostmem
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
 #   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
@@ -206,6 +206,8 @@ add_wl conv2d torch "fprop|conv|implicit_gemm" "" "$PY" "$root/tests/gpu/libs.py
 add_wl solve torch "getrf|trsm|ipiv|trf" "" "$PY" "$root/tests/gpu/libs.py" solve
 # graph kernel nodes are not listed by --info (it lists launches): gn_fill is also launched plainly
 add_wl graph_nodes graph_nodes "gn_fill" "" "$B/graph_nodes"
+# conditional nodes: their kernels run only inside the graph (--info lists launches: none)
+add_wl graph_conditional graph_conditional "" "" "$B/graph_conditional"
 add_wl copies2d copies2d "scale2d add3d tex2d_fetch surf2d_write tex3d_fetch" "" "$B/copies2d"
 add_wl hostmem hostmem "scale_add fill_index fill_slow check_fill" "" "$B/hostmem"
 

@@ -3,7 +3,7 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes copies2d hostmem
+# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem
 # nondeterministic (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
@@ -14,6 +14,7 @@
 #   async_copies (pinned async copy bandwidth, an overlap loop)
 #   failing (a faulting and a hanging program), failing_fixed.cubin (its fixed gather_bad)
 #   graph_nodes (a CUDA graph built node by node, driver API through cudart's entry points)
+#   graph_conditional (IF and WHILE conditional nodes, conditions set by kernels)
 #   copies2d (2D/3D copies, arrays, texture and surface objects)
 #   hostmem (zero-copy, managed and stream-ordered memory, self-checking)
 #   nondeterministic (half its result is the GPU's timer)
@@ -28,7 +29,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes copies2d hostmem nondeterministic)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem nondeterministic)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -180,6 +181,7 @@ if want failing; then
         { fail failing_fixed; status=1; }
 fi
 single graph_nodes
+single graph_conditional
 single copies2d
 single hostmem
 

@@ -235,13 +235,16 @@ shapes! {
     /// `CUgraphNodeType`): a kernel node's fields are recorded as `cuLaunchKernel`'s; a memcpy
     /// node's `CUDA_MEMCPY3D` (unified pointers resolved to host or device) in `copy`; a memset
     /// node's `CUDA_MEMSET_NODE_PARAMS` in `memset`; `deps`: the nodes it depends on; `edges`:
-    /// their `CUgraphEdgeData` (`_v2` calls); `library_kernel`: `function` is a `CUkernel`.
+    /// their `CUgraphEdgeData` (`_v2` calls); `library_kernel`: `function` is a `CUkernel`;
+    /// `cond`: a conditional node's handle, type (`CUgraphConditionalNodeType`), body count and
+    /// the body graphs the driver created, in that order (absent in older archives: empty).
     GraphNode {
         node: Handle, graph: Handle, exec: Handle, deps: U64s, edges: Bytes, node_type: I32, ctx: Handle,
         function: Handle, kernel: Str, code: Code, library_kernel: U8,
         grid_x: U32, grid_y: U32, grid_z: U32, block_x: U32, block_y: U32, block_z: U32,
         shared_mem: U32, args: Bytes, arg_offsets: U64s, arg_sizes: U64s, args_known: U8,
         copy: Bytes, memset: Bytes, host_fn: Ptr, host_data: Ptr, child: Handle, event: Handle,
+        cond: U64s,
     }
     /// Dependencies added between nodes of a graph (`from[i]` before `to[i]`).
     GraphEdges { graph: Handle, from: U64s, to: U64s, edges: Bytes }

@@ -198,37 +198,61 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
     }
 }
 
-/// A conditional node: recorded (with its handle), noted unreplayable at capture; replay skips
-/// it naming the node, does not instantiate its graph, and the result the graph produced (a
-/// plain D2H copy after the launch) differs.
+/// A conditional node: recorded with its handle, type and the body graph the driver created;
+/// replay creates the handle again, adds the node, rebuilds the body's kernel node in the new
+/// body graph and launches the graph: the body fills `z` (the recorded run printed a nonzero
+/// sum), so the D2H check after the launch passes only if the body really ran.
 #[test]
-fn conditional_nodes_are_recorded_and_reported_unreplayable() {
+fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let o = capture(&arch, "driver_app", &["graph_cond"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("cond fill sum="));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("cond fill sum="), "{stdout}");
+    assert!(!stdout.contains("cond fill sum=0 "), "{stdout}");
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
     let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
     assert_eq!(count("cuGraphConditionalHandleCreate"), 1);
+    let handle = first_named(&events, "cuGraphConditionalHandleCreate")["fields"]["handle"].clone();
     let cond = first_named(&events, "cuGraphAddNode_v2");
     assert_eq!(cond["fields"]["node_type"], 13, "{cond}");
-    // handles read back as "0x…", as replay names them
-    let node = format!("graph node {}", cond["fields"]["node"].as_str().unwrap());
-    let manifest = manifest_json(&dir);
-    let why = manifest["unreplayable_apis"]["cuGraphAddNode_v2"].to_string();
-    assert!(why.contains("conditional"), "{manifest}");
-
-    let (code, out, err) = replay(&dir, &[]);
-    assert!(
-        out.contains(&format!(
-            "cuGraphAddNode_v2: {node}: conditional graph nodes"
-        )),
-        "{out}{err}"
+    // handle, IF (0), one body, the body graph
+    let c = cond["fields"]["cond"].as_array().expect("cond recorded");
+    assert_eq!(c.len(), 4, "{cond}");
+    assert_eq!(
+        (&c[1], &c[2]),
+        (&serde_json::json!(0), &serde_json::json!(1)),
+        "{cond}"
     );
-    assert!(out.contains("not instantiated"), "{out}");
-    assert!(out.contains("[HRR] Graphs launched : 0"), "{out}");
-    assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[HRR] MISMATCH"), "{out}");
+    let as_u64 = |v: &serde_json::Value| {
+        v.as_u64().or_else(|| {
+            v.as_str()
+                .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        })
+    };
+    assert_eq!(as_u64(&c[0]), as_u64(&handle), "{cond} {handle}");
+    let body = as_u64(&c[3]).unwrap();
+    assert_ne!(body, 0, "{cond}");
+    // the body's kernel node was added to the body graph
+    let in_body = events.iter().filter(|e| {
+        e["name"] == "cuGraphAddKernelNode_v2" && as_u64(&e["fields"]["graph"]) == Some(body)
+    });
+    assert_eq!(in_body.count(), 1);
+    let manifest = manifest_json(&dir);
+    assert!(
+        !manifest["unreplayable_apis"]
+            .to_string()
+            .contains("conditional"),
+        "{manifest}"
+    );
+
+    let (code, v) = FakeCuda::get("-graphs").replay_json(&dir, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["graphs_launched"], 1, "{v}");
+    assert!(v["d2h_checks"]["pass"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
 }

@@ -63,6 +63,9 @@ pub struct State {
     pub exec_nodes: HashMap<u64, NodeRegions>,
     /// Node handle → the graph it was added to.
     pub node_graph: HashMap<u64, u64>,
+    /// Graph → the body graphs of its conditional nodes (their nodes' host regions are the
+    /// graph's too).
+    pub graph_bodies: HashMap<u64, Vec<u64>>,
     /// Stream captures under way (by the driver's capture id) → the host regions of the copies
     /// issued into them; `cuStreamEndCapture` hands them to the graph it returns.
     pub capture_regions: HashMap<u64, Vec<HostRegion>>,

@@ -34,11 +34,17 @@ pub struct Objects {
 }
 
 impl Objects {
-    fn insert(&mut self, recorded: u64, live: u64) {
+    /// Recorded object value `recorded` is `live` here.
+    pub(super) fn insert(&mut self, recorded: u64, live: u64) {
         if let Some(old) = self.live.insert(recorded, live) {
             self.moved -= usize::from(old != recorded);
         }
         self.moved += usize::from(live != recorded);
+    }
+
+    /// The live value of recorded object value `recorded`, if one was made.
+    pub(super) fn live(&self, recorded: u64) -> Option<u64> {
+        self.live.get(&recorded).copied()
     }
 
     fn remove(&mut self, recorded: u64) -> Option<u64> {

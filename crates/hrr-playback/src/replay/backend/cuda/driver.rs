@@ -121,6 +121,8 @@ driver_api! {
     cuGraphAddMemsetNode: fn(*mut H, H, *const H, usize, *const u8, H);
     cuGraphAddHostNode: fn(*mut H, H, *const H, usize, *const HostNodeParams);
     cuGraphAddEmptyNode: fn(*mut H, H, *const H, usize);
+    cuGraphAddNode_v2: fn(*mut H, H, *const H, *const u8, usize, *mut u8);
+    cuGraphConditionalHandleCreate: fn(*mut u64, H, H, c_uint, c_uint);
     cuGraphAddEventRecordNode: fn(*mut H, H, *const H, usize, H);
     cuGraphAddEventWaitNode: fn(*mut H, H, *const H, usize, H);
     cuGraphAddChildGraphNode: fn(*mut H, H, *const H, usize, H);

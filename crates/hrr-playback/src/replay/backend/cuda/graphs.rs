@@ -12,8 +12,13 @@
 //! host region (it lives until the process ends): before a launch the recorded bytes of each source region are written into it
 //! (`hrrGraphHostSource`), after it each destination region is compared with the recorded bytes
 //! (`hrrGraphHostResult`, a D2H check). Host nodes run a no-op host function (the program's is
-//! not in the archive; capture notes that in the manifest), so stream order is kept. Not rebuilt (skipped with the reason, and the
-//! graph with them not instantiated): conditional nodes, copies from or to CUDA arrays, node
+//! not in the archive; capture notes that in the manifest), so stream order is kept.
+//! Conditional nodes (IF, WHILE, SWITCH) are rebuilt with a conditional handle created again
+//! (`cuGraphConditionalHandleCreate`, its live value substituted for the recorded one in kernel
+//! arguments, as texture objects are) and their body graphs, which the driver creates with the
+//! node, mapped to the recorded ones so the nodes added to them are rebuilt there; a graph whose
+//! body holds a node replay cannot rebuild is not instantiated either. Not rebuilt (skipped with
+//! the reason, and the graph with them not instantiated): copies from or to CUDA arrays, node
 //! types hrr does not record; nodes of a cloned graph are not mapped (`cuGraphNodeFindInClone`
 //! is not recorded), so parameter updates of them are skipped.
 
@@ -26,19 +31,16 @@ use hrr_calls::cuda::ffi::{
     MEMSET_NODE_BYTES,
 };
 use hrr_calls::shapes::{
-    BeginCapture, EndCapture, Graph, GraphClone, GraphCreate, GraphEdges, GraphExecUpdate,
-    GraphHostResult, GraphHostSource, GraphInstantiate, GraphLaunch, GraphNode, GraphNodeHandle,
-    Launch,
+    BeginCapture, ConditionalHandle, EndCapture, Graph, GraphClone, GraphCreate, GraphEdges,
+    GraphExecUpdate, GraphHostResult, GraphHostSource, GraphInstantiate, GraphLaunch, GraphNode,
+    GraphNodeHandle, Launch,
 };
 
+use super::arrays::Objects;
 use super::driver::{cu, HostNodeParams, KernelNodeParams, H};
 use super::Cuda;
 use crate::replay::backend::shared::{launch_gate, translate_pointer_args};
 use crate::replay::backend::{Blobs, Event, Outcome};
-
-/// Why conditional nodes are not replayed.
-pub(super) const CONDITIONAL: &str =
-    "conditional graph nodes (CU_GRAPH_NODE_TYPE_CONDITIONAL) are not rebuilt";
 
 /// What a node call does: adds a node, sets a graph node's parameters, or an instantiation's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,8 @@ pub(super) struct NodeGraphs {
     host: HashMap<(u64, u64), HostBuf>,
     /// Recorded graphs holding a node replay could not rebuild, with the reason.
     broken: HashMap<u64, String>,
+    /// Body graphs of conditional nodes → the graph holding the node (recorded handles).
+    parent: HashMap<u64, u64>,
 }
 
 /// A page-locked host buffer of the driver (never freed: graphs may read it until replay ends).
@@ -303,7 +307,17 @@ impl Cuda {
             Err(why) => why,
         };
         if call == NodeCall::Add {
-            self.node_graphs.broken.insert(s.graph, why.clone());
+            // the graph, and every graph holding it as a conditional node's body
+            let mut g = Some(s.graph);
+            for _ in 0..=16 {
+                let Some(at) = g else { break };
+                let why = match at == s.graph {
+                    true => why.clone(),
+                    false => format!("its conditional body graph 0x{:x}: {why}", s.graph),
+                };
+                self.node_graphs.broken.insert(at, why);
+                g = self.node_graphs.parent.get(&at).copied();
+            }
         }
         Ok(Outcome::Skipped(format!(
             "graph node 0x{:x}: {why}",
@@ -365,7 +379,12 @@ impl Cuda {
                     return Ok(Ok(not_launched));
                 }
                 let func = self.handles.get(l.function)?;
+                // object values (textures, surfaces, conditional handles) from the recorded bytes
+                let objects = self
+                    .objects
+                    .substitutions(&l.args, &l.arg_offsets, &l.arg_sizes);
                 translate_pointer_args(&mut l.args, &l.arg_offsets, &l.arg_sizes, &self.mem);
+                Objects::apply(&mut l.args, &objects);
                 let mut size = l.args.len();
                 let mut extra: [*mut c_void; 5] = [
                     std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
@@ -494,13 +513,90 @@ impl Cuda {
                     cu!(api, cuGraphAddEventWaitNode(&mut new, graph, dp, dn, e))?
                 }
             }
-            (node_type::CONDITIONAL, _) => return Ok(Err(CONDITIONAL.into())),
+            (node_type::CONDITIONAL, NodeCall::Add) => {
+                let live_bodies = match self.conditional_params(s)? {
+                    Ok((mut params, bodies)) => {
+                        let api = &self.api;
+                        let p = params.as_mut_ptr();
+                        let none = std::ptr::null();
+                        cu!(api, cuGraphAddNode_v2(&mut new, graph, dp, none, dn, p))?;
+                        bodies
+                    }
+                    Err(why) => return Ok(Err(why)),
+                };
+                let recorded = s.cond.get(3..).unwrap_or_default();
+                for (&rec, live) in recorded.iter().zip(live_bodies.iter()) {
+                    self.graphs.insert(rec, *live);
+                    self.node_graphs.parent.insert(rec, s.graph);
+                }
+            }
             (t, _) => return Ok(Err(format!("graph node type {t} is not replayed"))),
         }
         if call == NodeCall::Add {
             self.node_graphs.nodes.insert(s.node, new);
         }
         Ok(Ok(Outcome::Done))
+    }
+
+    /// The `CUgraphNodeParams` of recorded conditional node `s` (its `cond`: handle, type, size,
+    /// body graphs) with the live conditional handle, and the array the driver writes the new
+    /// body graphs to (`phGraph_out` points into it: keep both until the call returned);
+    /// `Err(why)`: not rebuildable.
+    #[allow(clippy::type_complexity)]
+    fn conditional_params(
+        &self,
+        s: &GraphNode,
+    ) -> Result<std::result::Result<(Box<[u8; 256]>, Box<[H]>), String>> {
+        let [handle, ty, size, bodies @ ..] = s.cond.as_slice() else {
+            return Ok(Err(
+                "conditional node recorded without its parameters (an older recorder)".into(),
+            ));
+        };
+        let Some(live) = self.objects.live(*handle) else {
+            return Ok(Err(format!(
+                "its conditional handle 0x{handle:x} was not created"
+            )));
+        };
+        if bodies.len() as u64 != *size || *size == 0 || *size > 64 {
+            return Ok(Err(format!(
+                "conditional node of {size} body graphs recorded with {}",
+                bodies.len()
+            )));
+        }
+        let mut out: Box<[H]> = vec![std::ptr::null_mut(); bodies.len()].into_boxed_slice();
+        let ctx = self.current_ctx()?;
+        // CUgraphNodeParams: type at 0, CUDA_CONDITIONAL_NODE_PARAMS at 16 (handle, type, size,
+        // phGraph_out, ctx)
+        let mut p = Box::new([0u8; 256]);
+        p[0..4].copy_from_slice(&node_type::CONDITIONAL.to_le_bytes());
+        p[16..24].copy_from_slice(&live.to_le_bytes());
+        p[24..28].copy_from_slice(&(*ty as u32).to_le_bytes());
+        p[28..32].copy_from_slice(&(*size as u32).to_le_bytes());
+        p[32..40].copy_from_slice(&(out.as_mut_ptr() as u64).to_le_bytes());
+        p[40..48].copy_from_slice(&(ctx as u64).to_le_bytes());
+        Ok(Ok((p, out)))
+    }
+
+    /// `cuGraphConditionalHandleCreate`: a handle for the rebuilt graph with the recorded default
+    /// value and flags; its live value replaces the recorded one in kernel arguments and
+    /// conditional nodes.
+    pub(super) fn conditional_handle(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: ConditionalHandle = ev.read()?;
+        let Some(&g) = self.graphs.get(&s.graph) else {
+            return Ok(Outcome::Skipped(format!(
+                "conditional handle of graph 0x{:x}, which was not rebuilt",
+                s.graph
+            )));
+        };
+        let ctx = self.current_ctx()?;
+        let mut live = 0u64;
+        let (default, flags) = (s.default_value, s.flags);
+        cu!(
+            self.api,
+            cuGraphConditionalHandleCreate(&mut live, g, ctx, default, flags)
+        )?;
+        self.objects.insert(s.handle, live);
+        Ok(Outcome::Done)
     }
 
     /// `cuGraphAddDependencies*` (edge data, `_v2`, is not reissued: default edges).

@@ -373,7 +373,7 @@ impl Backend for Cuda {
             Op::GraphUpload => self.graph_upload(ev),
             Op::GraphClone => self.graph_clone(ev),
             Op::GraphDestroyNode => self.graph_destroy_node(ev),
-            Op::GraphConditionalHandleCreate => Ok(Outcome::Skipped(graphs::CONDITIONAL.into())),
+            Op::GraphConditionalHandleCreate => self.conditional_handle(ev),
             Op::GraphHostSource => self.graph_host_source(ev, blobs),
             Op::GraphHostResult => self.graph_host_result(ev),
             // Queries, context selection, unloads (code stays loaded, shared by code object),

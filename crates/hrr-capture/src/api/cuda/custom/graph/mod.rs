@@ -44,9 +44,6 @@ pub use params::*;
 /// produced cannot be replayed.
 const GRAPH_NOT_RECORDED: &str = "graph was built before capture started (neither a recorded stream capture nor recorded cuGraphCreate/cuGraphAdd*Node calls made it); replay skips it";
 
-/// Why conditional nodes are not replayed.
-const CONDITIONAL: &str = "conditional graph node (CU_GRAPH_NODE_TYPE_CONDITIONAL): its body graphs and condition handle are not rebuilt; replay skips the node and launches of its graph";
-
 /// What replay does with host nodes.
 const HOST_NODE: &str = "graph host nodes run application code that is not in the archive; replay runs a no-op host function in their place";
 
@@ -54,7 +51,7 @@ const HOST_NODE: &str = "graph host nodes run application code that is not in th
 /// host regions (from its graph's nodes).
 fn note_graph_source(rc: &mut Recorder, call: &str, g: Handle, exec: u64) {
     let known = state::with(|st| {
-        let nodes = st.graph_nodes.get(&(g as u64)).cloned();
+        let nodes = node_regions(st, g as u64);
         let known = nodes.is_some() || st.captured_graphs.contains(&(g as u64));
         st.exec_nodes.insert(exec, nodes.unwrap_or_default());
         known
@@ -64,12 +61,30 @@ fn note_graph_source(rc: &mut Recorder, call: &str, g: Handle, exec: u64) {
     }
 }
 
-/// Every host region of graph `g`'s nodes.
+/// Every host region of graph `g`'s nodes (with its conditional nodes' bodies).
 fn graph_regions(st: &State, g: u64) -> Vec<HostRegion> {
-    st.graph_nodes
-        .get(&g)
+    node_regions(st, g)
         .map(|n| n.values().flatten().copied().collect())
         .unwrap_or_default()
+}
+
+/// The host regions of graph `g`'s nodes by node, with those of the nodes of its conditional
+/// nodes' bodies (nested up to 16 deep); `None` when `g` was not built node by node.
+fn node_regions(st: &State, g: u64) -> Option<NodeRegions> {
+    let mut out = st.graph_nodes.get(&g)?.clone();
+    let mut bodies: Vec<(u64, u32)> = Vec::new();
+    let push = |bodies: &mut Vec<(u64, u32)>, g: u64, depth: u32| {
+        let of = st.graph_bodies.get(&g).into_iter().flatten();
+        bodies.extend(of.map(|&b| (b, depth + 1)).filter(|&(_, d)| d <= 16));
+    };
+    push(&mut bodies, g, 0);
+    while let Some((b, depth)) = bodies.pop() {
+        if let Some(n) = st.graph_nodes.get(&b) {
+            out.extend(n.iter().map(|(k, v)| (*k, v.clone())));
+        }
+        push(&mut bodies, b, depth);
+    }
+    Some(out)
 }
 
 /// `n` handles at `p` (empty when null; at most 65536).
@@ -234,7 +249,7 @@ pub unsafe fn graph_exec_update(
     rec(h, r, |_| {
         if r == 0 {
             state::with(|st| {
-                let nodes = st.graph_nodes.get(&(g as u64)).cloned().unwrap_or_default();
+                let nodes = node_regions(st, g as u64).unwrap_or_default();
                 st.exec_nodes.insert(exec as u64, nodes);
             });
         }

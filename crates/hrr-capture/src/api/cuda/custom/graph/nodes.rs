@@ -139,6 +139,25 @@ pub(super) fn fill_mem_free(n: &mut GraphNode, dptr: u64) {
     n.args = dptr.to_le_bytes().to_vec();
 }
 
+/// A conditional node's `CUDA_CONDITIONAL_NODE_PARAMS` at `u` (handle, type, size, the body
+/// graphs the driver wrote to `phGraph_out`, at most 64), read after the call; the bodies are
+/// remembered as the graph's (`graph_regions` takes their nodes' host regions).
+pub(super) unsafe fn fill_conditional(n: &mut GraphNode, u: *const u8) {
+    n.node_type = node_type::CONDITIONAL;
+    let handle = word_at(u, 0);
+    let ty = (u.add(8) as *const c_uint).read_unaligned();
+    let size = (u.add(12) as *const c_uint).read_unaligned();
+    let out = word_at(u, 16) as *const Handle;
+    let bodies = handles(out, size.min(64) as usize);
+    n.cond = [handle, u64::from(ty), u64::from(size)]
+        .into_iter()
+        .chain(bodies.iter().copied())
+        .collect();
+    if n.graph != 0 && !bodies.is_empty() {
+        state::with(|st| st.graph_bodies.entry(n.graph).or_default().extend(bodies));
+    }
+}
+
 /// A child-graph node of `child`: the child's host regions.
 pub(super) fn fill_child(n: &mut GraphNode, child: Handle) -> Vec<HostRegion> {
     n.node_type = node_type::GRAPH;
@@ -189,7 +208,7 @@ pub(super) unsafe fn fill_generic(
             Vec::new()
         }
         node_type::CONDITIONAL => {
-            rc.note_unreplayable(call, CONDITIONAL);
+            fill_conditional(n, u);
             Vec::new()
         }
         other => {
