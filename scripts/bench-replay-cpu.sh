@@ -8,7 +8,10 @@
 # replays with that build, alternating, and the median ratio current/baseline is printed: the
 # way to compare a change against the code before it, in the same run. Then the same for a bulk
 # case: copy_app's 1 GiB of blocking H2D copies in 32 MiB chunks (HRR_BENCH_H2D_MIB,
-# HRR_BENCH_CHUNK_MIB), whose replay is reading the blobs and copying them.
+# HRR_BENCH_CHUNK_MIB), whose replay is reading the blobs and copying them. Last, two threads
+# each running the workload ROUNDS/4 times (`threads`), replayed single-threaded and with
+# --multi-thread, alternating: the median execute_ms ratio multi/single (the cost of the
+# cross-thread gate; the fake runs kernels inside the launch call, under the backend's lock).
 #   bash scripts/bench-replay-cpu.sh [ROUNDS=20000] [REPS=5]
 #   BASELINE=/tmp/old-bin bash scripts/bench-replay-cpu.sh 20000 7
 # Needs `cargo build --release --workspace` and a C compiler.
@@ -42,8 +45,10 @@ measure() { # LABEL ARCHIVE_PID_DIR
         echo "$label: baseline median execute $(median "${old[@]}") ms; median ratio current/baseline $(median "${ratios[@]}")"
     fi
 }
-execute_ms() { # BIN_DIR
-    "$1/hrr-playback" "$pid" --runtime "$work/fake/libcuda.so.1" --json --no-progress |
+execute_ms() { # BIN_DIR [REPLAY_ARGS...]
+    local b=$1
+    shift
+    "$b/hrr-playback" "$pid" "$@" --runtime "$work/fake/libcuda.so.1" --json --no-progress |
         python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["verdict"]=="PASS", j["verdict_line"]; print(j["execute_ms"])'
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
@@ -54,3 +59,15 @@ measure "workload ($rounds rounds)" "$(ls -d "$work"/run.hrr/pid-*)"
 measure "tiny launches ($((rounds * 5)))" "$(ls -d "$work"/tiny.hrr/pid-*)"
 "$bin/hrr-capture" -o "$work/bulk.hrr" -- "$work/fake/copy_app" h2d "${HRR_BENCH_H2D_MIB:-1024}" "${HRR_BENCH_CHUNK_MIB:-32}" >/dev/null 2>&1
 measure "bulk H2D" "$(ls -d "$work"/bulk.hrr/pid-*)"
+"$bin/hrr-capture" -o "$work/threads.hrr" -- "$work/fake/driver_app" threads "$((rounds / 4))" >/dev/null 2>&1
+pid=$(ls -d "$work"/threads.hrr/pid-*)
+single=() multi=() mratios=()
+for _ in $(seq "$reps"); do
+    s=$(execute_ms "$bin")
+    m=$(execute_ms "$bin" --multi-thread)
+    single+=("$s")
+    multi+=("$m")
+    mratios+=("$(python3 -c "print($m / $s)")")
+    printf 'threads: execute_ms single-threaded %9.1f  --multi-thread %9.1f\n' "$s" "$m"
+done
+echo "threads: median execute single $(median "${single[@]}") ms, --multi-thread $(median "${multi[@]}") ms; median ratio multi/single $(median "${mratios[@]}")"

@@ -19,7 +19,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads|graph|graph_nodes|graph_cond|graph_capture|loop N|launches N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_capture|loop N|launches N]\n", g_prog);
   exit(2);
 }
 
@@ -31,7 +31,14 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "abort")) g_opts.mode = MODE_ABORT;
     else if (!strcmp(argv[1], "fork")) g_opts.mode = MODE_FORK;
     else if (!strcmp(argv[1], "nocuda")) g_opts.mode = MODE_NOCUDA;
-    else if (!strcmp(argv[1], "threads")) g_opts.mode = MODE_THREADS;
+    else if (!strcmp(argv[1], "threads")) {
+      g_opts.mode = MODE_THREADS;
+      if (argc > 2) { /* threads N: each thread's workload repeated N times */
+        char *end;
+        g_opts.loops = strtol(argv[2], &end, 10);
+        if (*end || g_opts.loops < 1) usage();
+      }
+    }
     else if (!strcmp(argv[1], "graph")) g_opts.mode = MODE_GRAPH;
     else if (!strcmp(argv[1], "graph_nodes")) g_opts.mode = MODE_GRAPH_NODES;
     else if (!strcmp(argv[1], "graph_capture")) g_opts.mode = MODE_GRAPH_CAPTURE;
