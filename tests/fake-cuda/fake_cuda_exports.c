@@ -64,6 +64,15 @@ DEF(cuCtxPopCurrent_v2, (CUcontext *pc), i_ctx_pop(pc))
 DEF(cuCtxGetDevice, (CUdevice *d), i_ctx_get_device(d, NULL))
 DEF(cuCtxGetDevice_v2, (CUdevice *d, CUcontext c), i_ctx_get_device(d, c))
 DEF(cuCtxSynchronize, (void), i_ctx_sync(NULL))
+/* Peer access: every device shares one memory here, so access is always possible; a peer
+   context must be a context. Peer copies are device-to-device copies. */
+DEF(cuCtxEnablePeerAccess, (CUcontext peer, unsigned flags),
+    (flags ? E_INVALID_VALUE : obj_is(peer, T_CTX) ? E_SUCCESS : E_INVALID_CONTEXT))
+DEF(cuCtxDisablePeerAccess, (CUcontext peer), (obj_is(peer, T_CTX) ? E_SUCCESS : E_INVALID_CONTEXT))
+DEF(cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n),
+    (!obj_is(dc, T_CTX) || !obj_is(sc, T_CTX)) ? E_INVALID_CONTEXT : D2D(d, s, n, NULL, 0))
+DEF(cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st),
+    (!obj_is(dc, T_CTX) || !obj_is(sc, T_CTX)) ? E_INVALID_CONTEXT : D2D(d, s, n, st, 1))
 DEF(cuCtxSynchronize_v2, (CUcontext c), i_ctx_sync(c))
 DEF(cuCtxGetLimit, (size_t *v, int limit), i_ctx_get_limit(v, limit))
 DEF(cuCtxSetLimit, (int limit, size_t v), i_ctx_set_limit(limit, v))
@@ -418,6 +427,10 @@ static const struct pa_ent k_procs[] = {
   P("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2)
   P("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2)
   P("cuCtxGetDevice", 2000, cuCtxGetDevice)
+  P("cuCtxEnablePeerAccess", 4000, cuCtxEnablePeerAccess)
+  P("cuCtxDisablePeerAccess", 4000, cuCtxDisablePeerAccess)
+  P("cuMemcpyPeer", 4000, cuMemcpyPeer)
+  P("cuMemcpyPeerAsync", 4000, cuMemcpyPeerAsync)
   P("cuCtxGetDevice_v2", 13000, cuCtxGetDevice_v2)
   P("cuCtxSynchronize", 2000, cuCtxSynchronize)
   P("cuCtxSynchronize_v2", 13000, cuCtxSynchronize_v2)

@@ -128,6 +128,12 @@ shapes! {
     CopyD2h { dst: Ptr, src: Ptr, bytes: U64, stream: Handle, d2h_blob: Blob }
     /// A device-to-device copy.
     CopyD2d { dst: Ptr, src: Ptr, bytes: U64, stream: Handle }
+    /// A copy between the memory of two contexts (`cuMemcpyPeer`).
+    CopyPeer { dst: Ptr, dst_ctx: Handle, src: Ptr, src_ctx: Handle, bytes: U64 }
+    /// An asynchronous copy between the memory of two contexts (`cuMemcpyPeerAsync`).
+    CopyPeerAsync { dst: Ptr, dst_ctx: Handle, src: Ptr, src_ctx: Handle, bytes: U64, stream: Handle }
+    /// Peer access to a context's memory enabled from the current one.
+    PeerAccess { ctx: Handle, flags: U32 }
     /// A copy whose direction was found from pointer attributes (CUDA's unified copies).
     CopyAny { dst: Ptr, src: Ptr, bytes: U64, stream: Handle, direction: U8, h2d_blob: Blob, d2h_blob: Blob }
     /// A copy with a HIP copy kind.

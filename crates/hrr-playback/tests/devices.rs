@@ -107,3 +107,52 @@ fn a_capture_on_device_0_moves_to_device_1_and_bad_maps_are_refused() {
         assert!(err.contains("--device-map"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn a_capture_on_two_devices_replays_on_one_with_its_peer_copies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let fake = FakeCuda::get("");
+    let o = fake.capture_env(
+        &arch,
+        "driver_app",
+        &["two_devices"],
+        &[("FAKE_CUDA_DEVICES", "2")],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("two devices sum="));
+    let dir = common::pid_dirs(&arch).remove(0);
+    let events = common::events_json(&dir);
+    common::assert_recorded(
+        &events,
+        &["cuCtxEnablePeerAccess", "cuMemcpyPeer", "cuMemcpyPeerAsync"],
+    );
+
+    // two devices here too: refused, naming the map that puts them on one
+    let (code, out, err) = replay_on(&dir, "2", &[]);
+    assert_ne!(code, 0, "{out}{err}");
+    let said = format!("{out}{err}");
+    assert!(
+        said.contains("Several devices: the archive used devices 0, 1")
+            && said.contains("--device-map 0=0,1=0"),
+        "{said}"
+    );
+
+    // on one device: the second half of the result is what the peer copies brought over from
+    // device 1's buffer, so the check passes only if they were replayed
+    let (code, v) = fake.replay_json_env(
+        &dir,
+        &["--device-map", "1=0"],
+        &[("FAKE_CUDA_DEVICES", "1")],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert!(v["d2h_checks"]["pass"].as_u64().unwrap() >= 1, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
+    let device = v["device"].as_str().unwrap();
+    assert!(
+        device.ends_with(", device 0 replaying recorded devices 0, 1"),
+        "{device}"
+    );
+}

@@ -41,6 +41,9 @@ static void resolve(void) {
   SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
   SYM(CtxSetCurrent, "cuCtxSetCurrent");
+  SYM(CtxEnablePeerAccess, "cuCtxEnablePeerAccess");
+  SYM(MemcpyPeer, "cuMemcpyPeer");
+  SYM(MemcpyPeerAsync, "cuMemcpyPeerAsync");
   SYM(CtxGetCurrent, "cuCtxGetCurrent");
   SYM(CtxSynchronize, "cuCtxSynchronize");
   SYM(CtxSetLimit, "cuCtxSetLimit");

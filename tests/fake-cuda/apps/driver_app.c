@@ -49,6 +49,9 @@ static void resolve(void) {
   GET(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
   GET(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease");
   GET(CtxSetCurrent, "cuCtxSetCurrent");
+  GET(CtxEnablePeerAccess, "cuCtxEnablePeerAccess");
+  GET(MemcpyPeer, "cuMemcpyPeer");
+  GET(MemcpyPeerAsync, "cuMemcpyPeerAsync");
   GET(CtxGetCurrent, "cuCtxGetCurrent");
   GET(CtxSynchronize, "cuCtxSynchronize");
   GET(CtxSetLimit, "cuCtxSetLimit");

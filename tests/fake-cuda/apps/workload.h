@@ -1,6 +1,7 @@
 /*
  * workload.h - the CUDA driver workload shared by driver_app and direct_app: the modes and
- * app_main() (the workloads themselves are in workload_main.h and workload_graphs.h).
+ * app_main() (the workloads themselves are in workload_main.h and workload_graphs.h; the
+ * `two_devices` one is here).
  *
  * Each app fills a `struct cu_api` its own way (cuGetProcAddress, or dlsym of
  * the versioned export names) and then calls app_main().  Everything that is
@@ -13,13 +14,66 @@
 #include "workload_main.h"
 #include "workload_graphs.h"
 
+/* The `two_devices` mode (run the fake with FAKE_CUDA_DEVICES=2): the primary contexts of
+ * devices 0 and 1, a buffer filled on each (the context made current before each allocation
+ * and launch), peer access enabled from device 0 to 1, device 1's buffer copied into the second
+ * half of device 0's with cuMemcpyPeer and cuMemcpyPeerAsync, then device 0's buffer copied
+ * back. */
+static void two_devices_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  CUdevice d0, d1;
+  CUcontext c0, c1;
+  CK(cu->Init(0), "cuInit");
+  CK(cu->DeviceGet(&d0, 0), "cuDeviceGet");
+  CK(cu->DeviceGet(&d1, 1), "cuDeviceGet");
+  CK(cu->DevicePrimaryCtxRetain(&c0, d0), "cuDevicePrimaryCtxRetain");
+  CK(cu->DevicePrimaryCtxRetain(&c1, d1), "cuDevicePrimaryCtxRetain");
+  CK(cu->CtxSetCurrent(c0), "cuCtxSetCurrent");
+  CUlibrary lib = setup_library();
+  CUkernel k_fill;
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  const size_t bytes = n * sizeof(unsigned);
+  CUdeviceptr a, b;
+  CK(cu->MemAlloc(&a, 2 * bytes), "cuMemAlloc");
+  unsigned long long count = 2ull * n;
+  unsigned va = 0x0A000000u;
+  void *pa[] = {&a, &va, &count};
+  const unsigned grid = (2 * n + BLOCK - 1) / BLOCK;
+  CK(cu->LaunchKernel((CUfunction)k_fill, grid, 1, 1, BLOCK, 1, 1, 0, NULL, pa, NULL), "cuLaunchKernel");
+  CK(cu->CtxSetCurrent(c1), "cuCtxSetCurrent");
+  CK(cu->MemAlloc(&b, bytes), "cuMemAlloc");
+  unsigned vb = 0x0B000000u;
+  unsigned long long nb = n;
+  void *pb[] = {&b, &vb, &nb};
+  CK(cu->LaunchKernel((CUfunction)k_fill, grid / 2 + 1, 1, 1, BLOCK, 1, 1, 0, NULL, pb, NULL), "cuLaunchKernel");
+  CK(cu->CtxSynchronize(), "cuCtxSynchronize");
+  CK(cu->CtxSetCurrent(c0), "cuCtxSetCurrent");
+  CK(cu->CtxEnablePeerAccess(c1, 0), "cuCtxEnablePeerAccess");
+  CK(cu->MemcpyPeer(a + bytes, c0, b, c1, bytes / 2), "cuMemcpyPeer");
+  CUstream s;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CK(cu->MemcpyPeerAsync(a + bytes + bytes / 2, c0, b + bytes / 2, c1, bytes / 2, s), "cuMemcpyPeerAsync");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  unsigned *h = malloc(2 * bytes);
+  if (!h) die_call("malloc", -1);
+  CK(cu->MemcpyDtoH(h, a, 2 * bytes), "cuMemcpyDtoH");
+  outf(out, "two devices sum=%llu fnv=%016llx", usum(h, 2 * n), fnv1a(h, 2 * bytes));
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(a), "cuMemFree");
+  CK(cu->CtxSetCurrent(c1), "cuCtxSetCurrent");
+  CK(cu->MemFree(b), "cuMemFree");
+  free(h);
+}
+
+
 static void *thread_main(void *arg) {
   workload(arg);
   return NULL;
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_capture|loop N|launches N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|two_devices|graph_capture|loop N|launches N]\n", g_prog);
   exit(2);
 }
 
@@ -43,6 +97,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "graph_nodes")) g_opts.mode = MODE_GRAPH_NODES;
     else if (!strcmp(argv[1], "graph_capture")) g_opts.mode = MODE_GRAPH_CAPTURE;
     else if (!strcmp(argv[1], "graph_cond")) g_opts.mode = MODE_GRAPH_COND;
+    else if (!strcmp(argv[1], "two_devices")) g_opts.mode = MODE_TWO_DEVICES;
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
@@ -93,6 +148,12 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     return 0;
   }
 
+  if (g_opts.mode == MODE_TWO_DEVICES) {
+    static struct outbuf ob;
+    two_devices_workload(&ob);
+    outflush(&ob);
+    return 0;
+  }
   if (g_opts.mode == MODE_THREADS) {
     static struct outbuf ob[2];
     pthread_t t[2];

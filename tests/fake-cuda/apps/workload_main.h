@@ -315,4 +315,5 @@ static void hidden_workload(struct outbuf *out) {
   free(hz);
 }
 
+
 #endif

@@ -187,6 +187,11 @@ macro_rules! cuda_calls {
             // `GraphNode.args` (node_type::MEM_ALLOC / MEM_FREE).
             GraphAddMemAllocNode [cuGraphAddMemAllocNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_mem_alloc_node;
             GraphAddMemFreeNode [cuGraphAddMemFreeNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, dptr: u64) : GraphNode, Graph, ordered => graph_add_mem_free_node;
+            // Several devices in one process (issue 19): peer access and peer copies.
+            CtxEnablePeerAccess [cuCtxEnablePeerAccess] (peer: Handle = ctx, flags: c_uint = flags) : PeerAccess, Context;
+            CtxDisablePeerAccess [cuCtxDisablePeerAccess] (peer: Handle = ctx) : Ctx, Context;
+            MemcpyPeer [cuMemcpyPeer, cuMemcpyPeer_ptds] (dst: u64 = dst, dst_ctx: Handle = dst_ctx, src: u64 = src, src_ctx: Handle = src_ctx, n: usize = bytes) : CopyPeer, D2d;
+            MemcpyPeerAsync [cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz] (dst: u64 = dst, dst_ctx: Handle = dst_ctx, src: u64 = src, src_ctx: Handle = src_ctx, n: usize = bytes, stream: Handle = stream) : CopyPeerAsync, D2d;
         }
     };
 }

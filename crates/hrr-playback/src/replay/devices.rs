@@ -2,8 +2,9 @@
 //! parsed here for the command line and the library alike), and the choice of the live device
 //! for a capture that used one device ([`choose`]), from the recorded ordinals the prescan
 //! found (`super::engine::prescan`) and the devices this machine has. The refusals are said
-//! here, before any event replays: a capture that used several devices (not available yet), a
-//! recorded device this machine lacks, a mapped live ordinal beyond this machine's devices.
+//! here, before any event replays: a capture that used several devices unless the map puts
+//! them all on one device (replaying them on several is not available yet), a recorded device
+//! this machine lacks, a mapped live ordinal beyond this machine's devices.
 
 use anyhow::{bail, Result};
 
@@ -66,12 +67,29 @@ impl std::fmt::Display for DeviceMap {
 }
 
 /// The device a replay opens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
-    /// The ordinal the capture used (0 when it looked up none).
-    pub recorded: i32,
-    /// The ordinal it replays on.
+    /// The ordinals the capture used, ascending (`[0]` when it looked up none).
+    pub recorded: Vec<i32>,
+    /// The ordinal they all replay on.
     pub live: i32,
+}
+
+impl Choice {
+    /// What the summary's `Device` line adds: empty when the capture's one device is replayed
+    /// on the device of the same ordinal.
+    pub fn note(&self) -> String {
+        if self.recorded == [self.live] {
+            return String::new();
+        }
+        let list: Vec<String> = self.recorded.iter().map(i32::to_string).collect();
+        let s = if list.len() == 1 { "" } else { "s" };
+        format!(
+            ", device {} replaying recorded device{s} {}",
+            self.live,
+            list.join(", ")
+        )
+    }
 }
 
 /// The live device for a capture that looked up the device ordinals `recorded` (successful
@@ -95,16 +113,22 @@ pub fn choose(recorded: &[i32], map: &DeviceMap, live_count: i32) -> Result<Choi
     let mut used = recorded.to_vec();
     used.sort_unstable();
     used.dedup();
-    if used.len() > 1 {
+    if used.is_empty() {
+        used.push(0);
+    }
+    let lives: Vec<i32> = used.iter().map(|&r| map.live(r)).collect();
+    if lives.iter().any(|&l| l != lives[0]) {
         let list: Vec<String> = used.iter().map(i32::to_string).collect();
+        let onto: Vec<String> = used.iter().map(|r| format!("{r}=0")).collect();
         bail!(
-            "[HRR] Several devices: the archive used devices {}; replay of a capture on more than one device is not available yet.",
-            list.join(", ")
+            "[HRR] Several devices: the archive used devices {}; replay on several devices is not available yet. Replay it on one device with --device-map {} (peer copies become copies within that device).",
+            list.join(", "),
+            onto.join(",")
         );
     }
-    let rec = used.first().copied().unwrap_or(0);
-    let live = map.live(rec);
+    let live = lives[0];
     if live >= live_count {
+        let rec = used[0];
         if live_count == 0 {
             bail!(
                 "[HRR] Device missing: the archive used device {rec}; {}.",
@@ -117,7 +141,7 @@ pub fn choose(recorded: &[i32], map: &DeviceMap, live_count: i32) -> Result<Choi
         );
     }
     Ok(Choice {
-        recorded: rec,
+        recorded: used,
         live,
     })
 }
@@ -153,7 +177,7 @@ mod tests {
         let none = DeviceMap::default();
         let c = |rec: &[i32], m: &DeviceMap, n| choose(rec, m, n);
         let pick = |rec, live| Choice {
-            recorded: rec,
+            recorded: vec![rec],
             live,
         };
         assert_eq!(c(&[], &none, 1).unwrap(), pick(0, 0));
@@ -168,9 +192,23 @@ mod tests {
         assert!(e.contains("has 1 device (0)"), "{e}");
         let e = c(&[0, 2], &none, 4).unwrap_err().to_string();
         assert!(
-            e.contains("devices 0, 2") && e.contains("not available yet"),
+            e.contains("devices 0, 2")
+                && e.contains("not available yet")
+                && e.contains("--device-map 0=0,2=0"),
             "{e}"
         );
+        // several devices mapped onto one replay there
+        let both = c(&[2, 0, 2], &DeviceMap::parse("2=0").unwrap(), 1).unwrap();
+        assert_eq!(
+            both,
+            Choice {
+                recorded: vec![0, 2],
+                live: 0
+            }
+        );
+        assert_eq!(both.note(), ", device 0 replaying recorded devices 0, 2");
+        assert_eq!(pick(0, 0).note(), "");
+        assert_eq!(pick(1, 0).note(), ", device 0 replaying recorded device 1");
         let e = c(&[0], &DeviceMap::parse("0=3").unwrap(), 2).unwrap_err();
         let e = e.to_string();
         assert!(

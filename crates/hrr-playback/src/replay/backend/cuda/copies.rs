@@ -21,7 +21,9 @@ use hrr_calls::cuda::ffi::{
     Memcpy2D, Memcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
 };
 use hrr_calls::cuda::Op;
-use hrr_calls::shapes::{direction, CopyAny, CopyD2d, CopyD2h, CopyH2d, CopyPitched, CopyResult};
+use hrr_calls::shapes::{
+    direction, CopyAny, CopyD2d, CopyD2h, CopyH2d, CopyPeer, CopyPeerAsync, CopyPitched, CopyResult,
+};
 
 use super::driver::{cu, H};
 use super::Cuda;
@@ -179,6 +181,24 @@ impl Cuda {
         let s: CopyD2d = ev.read()?;
         let stream = self.stream(ev, s.stream)?;
         self.d2d((s.dst, s.src), s.bytes as usize, stream)?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuMemcpyPeer[Async]`: a device-to-device copy (unified addressing: the recorded
+    /// contexts only said which device each side is on; replay put both where it placed them).
+    pub(super) fn copy_peer(&mut self, ev: &Event, is_async: bool) -> Result<Outcome> {
+        let (dst, src, bytes, stream) = match is_async {
+            false => {
+                let s: CopyPeer = ev.read()?;
+                (s.dst, s.src, s.bytes, 0)
+            }
+            true => {
+                let s: CopyPeerAsync = ev.read()?;
+                (s.dst, s.src, s.bytes, s.stream)
+            }
+        };
+        let stream = self.stream(ev, stream)?;
+        self.d2d((dst, src), bytes as usize, stream)?;
         Ok(Outcome::Done)
     }
 

@@ -114,6 +114,8 @@ driver_api! {
     cuGraphExecDestroy: fn(H);
     // Explicit graphs (graphs.rs).
     cuCtxGetCurrent: fn(*mut H);
+    cuCtxEnablePeerAccess: fn(H, c_uint);
+    cuCtxDisablePeerAccess: fn(H);
     cuMemAllocHost_v2: fn(*mut *mut c_void, usize);
     cuGraphCreate: fn(*mut H, c_uint);
     cuGraphAddKernelNode_v2: fn(*mut H, H, *const H, usize, *const KernelNodeParams);

@@ -159,11 +159,7 @@ impl Cuda {
 impl Backend for Cuda {
     fn device(&self) -> String {
         let d = format!("{} (sm_{}{})", self.device_name, self.cc.0, self.cc.1);
-        let crate::replay::devices::Choice { recorded, live } = self.chosen;
-        match recorded == live {
-            true => d,
-            false => format!("{d}, device {live} replaying recorded device {recorded}"),
-        }
+        format!("{d}{}", self.chosen.note())
     }
 
     fn enter_thread(&mut self) -> Result<()> {
@@ -252,6 +248,10 @@ impl Backend for Cuda {
             Op::MemcpyDtoH => self.copy_d2h(ev, false),
             Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
             Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
+            Op::MemcpyPeer => self.copy_peer(ev, false),
+            Op::MemcpyPeerAsync => self.copy_peer(ev, true),
+            Op::CtxEnablePeerAccess => self.peer_access(ev, true),
+            Op::CtxDisablePeerAccess => self.peer_access(ev, false),
             Op::Memcpy => self.copy_any(ev, blobs, false),
             Op::MemcpyAsync => self.copy_any(ev, blobs, true),
             Op::MemcpyResult => self.copy_result(ev),

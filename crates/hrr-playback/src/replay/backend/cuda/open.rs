@@ -102,7 +102,7 @@ impl Cuda {
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let recorded = i64::from(self.chosen.recorded);
+        let recorded = i64::from(self.chosen.recorded[0]);
         let device = listed
             .iter()
             .find(|d| d["ordinal"].as_i64() == Some(recorded))
@@ -146,5 +146,33 @@ impl Cuda {
         cu!(self.api, cuDevicePrimaryCtxRetain(&mut ctx, self.dev))?;
         self.handles.insert(rec, ctx);
         Ok(Outcome::Done)
+    }
+
+    /// `cuCtxEnablePeerAccess` (`enable`) / `cuCtxDisablePeerAccess`: from the current context to
+    /// the recorded peer's live one. Replayed on one device (`--device-map` putting recorded
+    /// devices together) the peer is the current context itself: nothing to do. Access already
+    /// enabled (704) or not enabled (705) is the state asked for.
+    pub(super) fn peer_access(&mut self, ev: &Event, enable: bool) -> Result<Outcome> {
+        let (rec, flags) = match enable {
+            true => {
+                let s = ev.read::<shapes::PeerAccess>()?;
+                (s.ctx, s.flags)
+            }
+            false => (ev.read::<shapes::Ctx>()?.ctx, 0),
+        };
+        let peer = self.handles.get(rec)?;
+        let mut current: H = std::ptr::null_mut();
+        cu!(self.api, cuCtxGetCurrent(&mut current))?;
+        if peer == current {
+            return Ok(Outcome::Done);
+        }
+        let r = match enable {
+            true => cu!(self.api, cuCtxEnablePeerAccess(peer, flags)),
+            false => cu!(self.api, cuCtxDisablePeerAccess(peer)),
+        };
+        match r {
+            Err(e) if e.code != 704 && e.code != 705 => Err(e.into()),
+            _ => Ok(Outcome::Done),
+        }
     }
 }
