@@ -1,5 +1,6 @@
 //! Argument helpers for wrappers and custom functions: C values into shape fields, out-pointers
-//! read after the call, C strings and byte ranges read defensively (null reads as empty).
+//! read after the call, C strings, byte ranges and files named by a path read defensively (null
+//! reads as empty).
 
 use std::ffi::{c_char, c_void, CStr};
 
@@ -107,4 +108,17 @@ pub unsafe fn bytes_at<'a>(p: *const u8, len: usize) -> &'a [u8] {
     } else {
         std::slice::from_raw_parts(p, len)
     }
+}
+
+/// The contents of the file a C path argument names (`None` when the path is null or the file
+/// cannot be read).
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string.
+pub unsafe fn file_at(path: *const c_char) -> Option<Vec<u8>> {
+    if path.is_null() {
+        return None;
+    }
+    let path = std::ffi::OsStr::from_encoded_bytes_unchecked(CStr::from_ptr(path).to_bytes());
+    std::fs::read(path).ok()
 }

@@ -22,6 +22,7 @@ pub mod common;
 pub mod dlsym;
 pub mod forward;
 pub mod guard;
+pub mod launch;
 pub mod record;
 
 pub use record::{after, before, record, returned};

@@ -16,6 +16,21 @@ use super::rec;
 use crate::api::cuda::calls::Export;
 use crate::hook::args::{bytes_at, out, out_addr};
 
+/// The fields a 2D and a 3D array descriptor (`$d`, a reference) share, with the created array
+/// `*$a` (depth, flags and levels 0). A macro: the two C structs share these fields but no type.
+macro_rules! array_fields {
+    ($a:expr, $d:expr) => {
+        ArrayCreate {
+            array: out_addr($a),
+            width: $d.width as u64,
+            height: $d.height as u64,
+            format: $d.format,
+            channels: $d.channels,
+            ..Default::default()
+        }
+    };
+}
+
 pub unsafe fn array_create(
     h: Export,
     a: *mut Handle,
@@ -24,14 +39,7 @@ pub unsafe fn array_create(
 ) -> CUresult {
     let r = call();
     let d = d.as_ref().copied().unwrap_or_default();
-    rec(h, r, |_| ArrayCreate {
-        array: out_addr(a),
-        width: d.width as u64,
-        height: d.height as u64,
-        format: d.format,
-        channels: d.channels,
-        ..Default::default()
-    });
+    rec(h, r, |_| array_fields!(a, d));
     r
 }
 
@@ -39,14 +47,10 @@ pub unsafe fn array_create(
 unsafe fn fields_3d(a: *mut Handle, d: *const Array3dDescriptor, levels: u32) -> ArrayCreate {
     let d = d.as_ref().copied().unwrap_or_default();
     ArrayCreate {
-        array: out_addr(a),
-        width: d.width as u64,
-        height: d.height as u64,
         depth: d.depth as u64,
-        format: d.format,
-        channels: d.channels,
         flags: d.flags,
         levels,
+        ..array_fields!(a, d)
     }
 }
 
@@ -79,6 +83,17 @@ fn res_type(res: &[u8]) -> u32 {
         .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap_or_default()))
 }
 
+/// The object `*o` created from the resource descriptor at `res` (the other descriptors empty).
+unsafe fn object_fields(o: *mut u64, res: *const u8) -> ObjectCreate {
+    let res_desc = bytes_at(res, RESOURCE_DESC_BYTES).to_vec();
+    ObjectCreate {
+        object: out(o),
+        res_type: res_type(&res_desc),
+        res_desc,
+        ..Default::default()
+    }
+}
+
 pub unsafe fn tex_object_create(
     h: Export,
     o: *mut u64,
@@ -88,13 +103,10 @@ pub unsafe fn tex_object_create(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    let res_desc = bytes_at(res, RESOURCE_DESC_BYTES).to_vec();
     rec(h, r, |_| ObjectCreate {
-        object: out(o),
-        res_type: res_type(&res_desc),
-        res_desc,
         tex_desc: bytes_at(tex, TEXTURE_DESC_BYTES).to_vec(),
         view_desc: bytes_at(view, RESOURCE_VIEW_DESC_BYTES).to_vec(),
+        ..object_fields(o, res)
     });
     r
 }
@@ -106,12 +118,6 @@ pub unsafe fn surf_object_create(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = call();
-    let res_desc = bytes_at(res, RESOURCE_DESC_BYTES).to_vec();
-    rec(h, r, |_| ObjectCreate {
-        object: out(o),
-        res_type: res_type(&res_desc),
-        res_desc,
-        ..Default::default()
-    });
+    rec(h, r, |_| object_fields(o, res));
     r
 }

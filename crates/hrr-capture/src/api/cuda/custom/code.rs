@@ -16,7 +16,7 @@ use crate::api::cuda::calls::Export;
 use crate::api::cuda::loader::driver_fn;
 use crate::api::cuda::state::{self, KernelInfo};
 use crate::api::cuda::API;
-use crate::hook::args::{cstr, out_addr};
+use crate::hook::args::{cstr, file_at, out_addr};
 use crate::recorder::{self};
 
 /// Store the image at `image` as a code object.
@@ -30,11 +30,10 @@ unsafe fn store_image(image: *const c_void) -> Option<ObjectId> {
 
 /// Store the image file at `fname` as a code object.
 unsafe fn store_image_file(fname: *const c_char) -> Option<ObjectId> {
-    if !recorder::active() || fname.is_null() {
+    if !recorder::active() {
         return None;
     }
-    let path = std::ffi::OsStr::from_encoded_bytes_unchecked(CStr::from_ptr(fname).to_bytes());
-    let mut bytes = std::fs::read(path).ok()?;
+    let mut bytes = file_at(fname)?;
     let kind = match bytes.get(..4) {
         Some([0x7f, b'E', b'L', b'F']) => CodeKind::Cubin,
         Some(m)
@@ -52,8 +51,16 @@ unsafe fn store_image_file(fname: *const c_char) -> Option<ObjectId> {
     recorder::put_code(&API, &bytes, kind)
 }
 
-/// Record a module or library load of `code` that produced `*m`.
-unsafe fn loaded(h: Export, r: CUresult, m: *mut Handle, code: Option<ObjectId>, library: bool) {
+/// Make a module or library load (`call`) of `code` (stored before it) and record that it
+/// produced `*m`.
+unsafe fn load(
+    h: Export,
+    m: *mut Handle,
+    code: Option<ObjectId>,
+    library: bool,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
     let handle = out_addr(m);
     let remember = || state::with(|st| st.modules.insert(handle, code));
     if library {
@@ -73,6 +80,7 @@ unsafe fn loaded(h: Export, r: CUresult, m: *mut Handle, code: Option<ObjectId>,
             }
         });
     }
+    r
 }
 
 pub unsafe fn module_load(
@@ -81,10 +89,7 @@ pub unsafe fn module_load(
     fname: *const c_char,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let code = store_image_file(fname);
-    let r = call();
-    loaded(h, r, m, code, false);
-    r
+    load(h, m, store_image_file(fname), false, call)
 }
 
 pub unsafe fn module_load_data(
@@ -93,10 +98,7 @@ pub unsafe fn module_load_data(
     image: *const c_void,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let code = store_image(image);
-    let r = call();
-    loaded(h, r, m, code, false);
-    r
+    load(h, m, store_image(image), false, call)
 }
 
 pub unsafe fn module_load_data_ex(
@@ -123,10 +125,7 @@ pub unsafe fn library_load_data(
     _nlo: c_uint,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let id = store_image(code);
-    let r = call();
-    loaded(h, r, lib, id, true);
-    r
+    load(h, lib, store_image(code), true, call)
 }
 
 pub unsafe fn library_load_from_file(
@@ -141,10 +140,7 @@ pub unsafe fn library_load_from_file(
     _nlo: c_uint,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let id = store_image_file(fname);
-    let r = call();
-    loaded(h, r, lib, id, true);
-    r
+    load(h, lib, store_image_file(fname), true, call)
 }
 
 /// Remember what a looked-up function or kernel handle is.
@@ -265,20 +261,23 @@ pub unsafe fn kernel_get_function(
     r
 }
 
-/// Name of a function, asked of the driver.
-pub(super) unsafe fn driver_func_name(f: Handle) -> Option<String> {
+/// Name of function or kernel `f`, asked of the driver's `get_name` (`cuFuncGetName`,
+/// `cuKernelGetName`).
+unsafe fn driver_name(get_name: &CStr, f: Handle) -> Option<String> {
     type GetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CUresult;
-    let g = driver_fn::<GetName>(c"cuFuncGetName")?;
+    let g = driver_fn::<GetName>(get_name)?;
     let mut name = std::ptr::null();
     (g(&mut name, f) == 0 && !name.is_null()).then(|| cstr(name))
 }
 
+/// Name of a function, asked of the driver.
+pub(super) unsafe fn driver_func_name(f: Handle) -> Option<String> {
+    driver_name(c"cuFuncGetName", f)
+}
+
 /// Name of a library kernel, asked of the driver.
 unsafe fn driver_kernel_name(k: Handle) -> Option<String> {
-    type GetName = unsafe extern "C" fn(*mut *const c_char, Handle) -> CUresult;
-    let g = driver_fn::<GetName>(c"cuKernelGetName")?;
-    let mut name = std::ptr::null();
-    (g(&mut name, k) == 0 && !name.is_null()).then(|| cstr(name))
+    driver_name(c"cuKernelGetName", k)
 }
 
 pub unsafe fn func_get_module(

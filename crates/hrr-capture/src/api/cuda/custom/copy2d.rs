@@ -146,28 +146,39 @@ unsafe fn pitched(
     r
 }
 
+/// The recorded fields a `CUDA_MEMCPY2D` and a `CUDA_MEMCPY3D` (`$d`, a reference) share: memory
+/// types, pointers, arrays, x and y offsets and pitches of both sides, the row width and height
+/// (the 3D fields 0). A macro: the two C structs share these fields but no type.
+macro_rules! planar_fields {
+    ($d:expr) => {
+        CopyPitched {
+            src_type: $d.src_type,
+            src_host: $d.src_host,
+            src_device: $d.src_device,
+            src_array: $d.src_array,
+            src_x: $d.src_x as u64,
+            src_y: $d.src_y as u64,
+            src_pitch: $d.src_pitch as u64,
+            dst_type: $d.dst_type,
+            dst_host: $d.dst_host,
+            dst_device: $d.dst_device,
+            dst_array: $d.dst_array,
+            dst_x: $d.dst_x as u64,
+            dst_y: $d.dst_y as u64,
+            dst_pitch: $d.dst_pitch as u64,
+            width_bytes: $d.width_bytes as u64,
+            height: $d.height as u64,
+            ..Default::default()
+        }
+    };
+}
+
 /// The recorded fields of a `CUDA_MEMCPY2D` (z, LOD and heights 0, depth 1).
 unsafe fn fields_2d(p: *const Memcpy2D) -> Option<CopyPitched> {
     let d = p.as_ref()?;
     Some(CopyPitched {
-        src_type: d.src_type,
-        src_host: d.src_host,
-        src_device: d.src_device,
-        src_array: d.src_array,
-        src_x: d.src_x as u64,
-        src_y: d.src_y as u64,
-        src_pitch: d.src_pitch as u64,
-        dst_type: d.dst_type,
-        dst_host: d.dst_host,
-        dst_device: d.dst_device,
-        dst_array: d.dst_array,
-        dst_x: d.dst_x as u64,
-        dst_y: d.dst_y as u64,
-        dst_pitch: d.dst_pitch as u64,
-        width_bytes: d.width_bytes as u64,
-        height: d.height as u64,
         depth: 1,
-        ..Default::default()
+        ..planar_fields!(d)
     })
 }
 
@@ -175,30 +186,14 @@ unsafe fn fields_2d(p: *const Memcpy2D) -> Option<CopyPitched> {
 unsafe fn fields_3d(p: *const Memcpy3D) -> Option<CopyPitched> {
     let d = p.as_ref()?;
     Some(CopyPitched {
-        src_type: d.src_type,
-        src_host: d.src_host,
-        src_device: d.src_device,
-        src_array: d.src_array,
-        src_x: d.src_x as u64,
-        src_y: d.src_y as u64,
         src_z: d.src_z as u64,
         src_lod: d.src_lod as u64,
-        src_pitch: d.src_pitch as u64,
         src_height: d.src_height as u64,
-        dst_type: d.dst_type,
-        dst_host: d.dst_host,
-        dst_device: d.dst_device,
-        dst_array: d.dst_array,
-        dst_x: d.dst_x as u64,
-        dst_y: d.dst_y as u64,
         dst_z: d.dst_z as u64,
         dst_lod: d.dst_lod as u64,
-        dst_pitch: d.dst_pitch as u64,
         dst_height: d.dst_height as u64,
-        width_bytes: d.width_bytes as u64,
-        height: d.height as u64,
         depth: d.depth as u64,
-        ..Default::default()
+        ..planar_fields!(d)
     })
 }
 

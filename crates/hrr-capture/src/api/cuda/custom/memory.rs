@@ -32,9 +32,7 @@ pub unsafe fn mem_alloc_managed(
 ) -> CUresult {
     let r = call();
     let p = out(dptr);
-    if r == 0 {
-        hostmem::track(p, size);
-    }
+    host_visible(r, p, size, true);
     rec(h, r, |_| MemAllocFlags {
         dptr: p,
         bytesize: size as u64,
@@ -43,13 +41,14 @@ pub unsafe fn mem_alloc_managed(
     r
 }
 
-/// A pinned allocation: tracked when mapped, else remembered in case its device pointer is
-/// asked.
-fn pinned(r: CUresult, p: u64, size: usize, flags: c_uint) {
+/// Host-visible memory at `p` that a call (status `r`) made: when it succeeded, tracked if the
+/// device maps it (managed memory, pinned memory allocated or registered with `DEVICEMAP`),
+/// else remembered as pinned in case its device pointer is asked.
+fn host_visible(r: CUresult, p: u64, size: usize, mapped: bool) {
     if r != 0 {
         return;
     }
-    if flags & DEVICEMAP != 0 {
+    if mapped {
         hostmem::track(p, size);
     } else {
         hostmem::note_pinned(p, size);
@@ -65,7 +64,7 @@ pub unsafe fn mem_host_alloc(
 ) -> CUresult {
     let r = call();
     let p = out_addr(pp);
-    pinned(r, p, size, flags);
+    host_visible(r, p, size, flags & DEVICEMAP != 0);
     rec(h, r, |_| HostAlloc {
         host_ptr: p,
         bytesize: size as u64,
@@ -82,7 +81,7 @@ pub unsafe fn mem_alloc_host(
 ) -> CUresult {
     let r = call();
     let p = out_addr(pp);
-    pinned(r, p, size, 0);
+    host_visible(r, p, size, false);
     rec(h, r, |_| HostAllocPlain {
         host_ptr: p,
         bytesize: size as u64,
@@ -98,7 +97,7 @@ pub unsafe fn host_register(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let r = common::host_register(h, p, size, flags, call);
-    pinned(r, p as u64, size, flags);
+    host_visible(r, p as u64, size, flags & DEVICEMAP != 0);
     r
 }
 

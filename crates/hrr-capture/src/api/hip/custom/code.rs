@@ -2,16 +2,16 @@
 //! module loads (images stored as code objects, argument layouts read from them), function and
 //! global look-ups.
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 use hrr_archive::{CodeKind, ObjectId};
 use hrr_calls::hip::ffi::{Dim3, Handle, HipError, Ptr};
 use hrr_calls::shapes::{Module, ModuleGetFunction, ModuleLoad};
 
-use super::rec;
+use super::{call_tracking, rec};
 use crate::api::hip::calls::Export;
 use crate::api::hip::{code_object, state, API};
-use crate::hook::args::{cstr, out_addr};
+use crate::hook::args::{cstr, file_at, out_addr};
 use crate::recorder;
 
 pub unsafe fn register_fat_binary(
@@ -24,6 +24,16 @@ pub unsafe fn register_fat_binary(
         state::note_fat_binary(handle as u64, data);
     }
     handle
+}
+
+/// The name a kernel stub or variable is registered under: its device-side name, else (null)
+/// its host-side one.
+unsafe fn registered_name(device: *const c_char, host: *const c_char) -> String {
+    if device.is_null() {
+        cstr(host)
+    } else {
+        cstr(device)
+    }
 }
 
 pub unsafe fn register_function(
@@ -41,11 +51,7 @@ pub unsafe fn register_function(
     call: impl FnOnce(),
 ) {
     call();
-    let name = if device_name.is_null() {
-        cstr(device_function)
-    } else {
-        cstr(device_name)
-    };
+    let name = registered_name(device_name, device_function);
     state::note_function(modules as u64, host_function as u64, &name);
 }
 
@@ -62,11 +68,7 @@ pub unsafe fn register_var(
     call: impl FnOnce(),
 ) {
     call();
-    let name = if device_var.is_null() {
-        cstr(host_var)
-    } else {
-        cstr(device_var)
-    };
+    let name = registered_name(device_var, host_var);
     state::note_variable(modules as u64, var as u64, &name);
 }
 
@@ -108,12 +110,7 @@ pub unsafe fn module_load(
     fname: *const c_char,
     call: impl FnOnce() -> HipError,
 ) -> HipError {
-    let file = if fname.is_null() {
-        None
-    } else {
-        let path = std::ffi::OsStr::from_encoded_bytes_unchecked(CStr::from_ptr(fname).to_bytes());
-        std::fs::read(path).ok()
-    };
+    let file = file_at(fname);
     let code = file
         .as_deref()
         .and_then(|b| recorder::put_code(&API, b, CodeKind::Hsaco));
@@ -147,12 +144,12 @@ pub unsafe fn module_load_data_ex(
 }
 
 pub unsafe fn module_unload(h: Export, m: Handle, call: impl FnOnce() -> HipError) -> HipError {
-    let r = call();
-    if r == 0 {
-        state::forget_module(m as u64);
-    }
-    rec(h, r, |_| Module { module: m as u64 });
-    r
+    call_tracking(
+        h,
+        call,
+        || state::forget_module(m as u64),
+        |_| Module { module: m as u64 },
+    )
 }
 
 pub unsafe fn module_get_function(

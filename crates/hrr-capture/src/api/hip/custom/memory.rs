@@ -6,10 +6,11 @@ use std::ffi::c_uint;
 use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
 use hrr_calls::shapes::*;
 
-use super::rec;
+use super::{call_tracking, rec};
 use crate::api::hip::calls::Export;
 use crate::api::hip::state;
 use crate::hook::args::{out, out_addr};
+use crate::recorder::Recorder;
 
 /// Record an allocation of `size` bytes at `*ptr` whose shape `fill` builds from the address.
 unsafe fn allocated<S: hrr_calls::Shape>(
@@ -17,13 +18,24 @@ unsafe fn allocated<S: hrr_calls::Shape>(
     r: HipError,
     ptr: *mut Ptr,
     size: u64,
-    fill: impl FnOnce(u64) -> S,
+    fill: impl FnOnce(&mut Recorder, u64) -> S,
 ) {
     let d = out_addr(ptr);
     if r == 0 {
         state::note_device(d, size);
     }
-    rec(h, r, |_| fill(d));
+    rec(h, r, |rc| fill(rc, d));
+}
+
+/// Make a call that releases the device range at `ptr` (forgotten when it succeeded) and record
+/// the shape `fill` builds.
+unsafe fn released<S: hrr_calls::Shape>(
+    h: Export,
+    ptr: Ptr,
+    call: impl FnOnce() -> HipError,
+    fill: impl FnOnce() -> S,
+) -> HipError {
+    call_tracking(h, call, || state::forget_device(ptr as u64), |_| fill())
 }
 
 pub unsafe fn malloc(
@@ -33,7 +45,7 @@ pub unsafe fn malloc(
     call: impl FnOnce() -> HipError,
 ) -> HipError {
     let r = call();
-    allocated(h, r, ptr, size as u64, |dptr| MemAlloc {
+    allocated(h, r, ptr, size as u64, |_, dptr| MemAlloc {
         dptr,
         bytesize: size as u64,
     });
@@ -48,7 +60,7 @@ pub unsafe fn malloc_flags(
     call: impl FnOnce() -> HipError,
 ) -> HipError {
     let r = call();
-    allocated(h, r, ptr, size as u64, |dptr| MemAllocFlags {
+    allocated(h, r, ptr, size as u64, |_, dptr| MemAllocFlags {
         dptr,
         bytesize: size as u64,
         flags,
@@ -64,17 +76,13 @@ pub unsafe fn malloc_managed(
     call: impl FnOnce() -> HipError,
 ) -> HipError {
     let r = call();
-    let d = out_addr(ptr);
-    if r == 0 {
-        state::note_device(d, size as u64);
-    }
-    rec(h, r, |rc| {
+    allocated(h, r, ptr, size as u64, |rc, dptr| {
         rc.note_unreplayable(
             "hipMallocManaged",
             "managed memory is not placed; host-side accesses are not recorded",
         );
         MemAllocFlags {
-            dptr: d,
+            dptr,
             bytesize: size as u64,
             flags,
         }
@@ -90,7 +98,7 @@ pub unsafe fn malloc_async(
     call: impl FnOnce() -> HipError,
 ) -> HipError {
     let r = call();
-    allocated(h, r, ptr, size as u64, |dptr| MemAllocAsync {
+    allocated(h, r, ptr, size as u64, |_, dptr| MemAllocAsync {
         dptr,
         bytesize: size as u64,
         stream: stream as u64,
@@ -108,7 +116,7 @@ pub unsafe fn malloc_pitch(
 ) -> HipError {
     let r = call();
     let pitch = out(pitch) as u64;
-    allocated(h, r, ptr, pitch.saturating_mul(height as u64), |dptr| {
+    allocated(h, r, ptr, pitch.saturating_mul(height as u64), |_, dptr| {
         MallocPitch {
             dptr,
             pitch,
@@ -120,12 +128,7 @@ pub unsafe fn malloc_pitch(
 }
 
 pub unsafe fn free(h: Export, ptr: Ptr, call: impl FnOnce() -> HipError) -> HipError {
-    let r = call();
-    if r == 0 {
-        state::forget_device(ptr as u64);
-    }
-    rec(h, r, |_| DevicePtr { dptr: ptr as u64 });
-    r
+    released(h, ptr, call, || DevicePtr { dptr: ptr as u64 })
 }
 
 pub unsafe fn free_async(
@@ -134,15 +137,10 @@ pub unsafe fn free_async(
     stream: Handle,
     call: impl FnOnce() -> HipError,
 ) -> HipError {
-    let r = call();
-    if r == 0 {
-        state::forget_device(ptr as u64);
-    }
-    rec(h, r, |_| MemFreeAsync {
+    released(h, ptr, call, || MemFreeAsync {
         dptr: ptr as u64,
         stream: stream as u64,
-    });
-    r
+    })
 }
 
 pub unsafe fn mem_map(
@@ -154,18 +152,18 @@ pub unsafe fn mem_map(
     flags: u64,
     call: impl FnOnce() -> HipError,
 ) -> HipError {
-    let r = call();
-    if r == 0 {
-        state::note_device(ptr as u64, size as u64);
-    }
-    rec(h, r, |_| MemMap {
-        ptr: ptr as u64,
-        size: size as u64,
-        offset: offset as u64,
-        handle,
-        flags,
-    });
-    r
+    call_tracking(
+        h,
+        call,
+        || state::note_device(ptr as u64, size as u64),
+        |_| MemMap {
+            ptr: ptr as u64,
+            size: size as u64,
+            offset: offset as u64,
+            handle,
+            flags,
+        },
+    )
 }
 
 pub unsafe fn mem_unmap(
@@ -174,13 +172,8 @@ pub unsafe fn mem_unmap(
     size: usize,
     call: impl FnOnce() -> HipError,
 ) -> HipError {
-    let r = call();
-    if r == 0 {
-        state::forget_device(ptr as u64);
-    }
-    rec(h, r, |_| Range {
+    released(h, ptr, call, || Range {
         ptr: ptr as u64,
         size: size as u64,
-    });
-    r
+    })
 }

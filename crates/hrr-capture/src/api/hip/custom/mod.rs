@@ -35,12 +35,30 @@ pub use symbol::*;
 use std::ffi::c_void;
 
 use hrr_archive::ObjectId;
+use hrr_calls::hip::ffi::HipError;
 
+use super::calls::Export;
 use super::API;
 pub(crate) use crate::hook::common::rec;
-use crate::recorder;
+use crate::recorder::{self, Recorder};
 
 /// Store `len` host bytes at `ptr` as a blob.
 pub(crate) unsafe fn host_blob(ptr: *const c_void, len: usize) -> Option<ObjectId> {
     recorder::put_host_blob(&API, ptr, len)
+}
+
+/// Make `h`'s real call (`call`), let `track` update the state when it succeeded, and record
+/// the shape `fill` builds.
+pub(crate) unsafe fn call_tracking<S: hrr_calls::Shape>(
+    h: Export,
+    call: impl FnOnce() -> HipError,
+    track: impl FnOnce(),
+    fill: impl FnOnce(&mut Recorder) -> S,
+) -> HipError {
+    let r = call();
+    if r == 0 {
+        track();
+    }
+    rec(h, r, fill);
+    r
 }

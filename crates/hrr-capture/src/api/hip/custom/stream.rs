@@ -6,7 +6,7 @@ use std::ffi::c_int;
 use hrr_calls::hip::ffi::{Handle, HipError};
 use hrr_calls::shapes::{BeginCapture, EndCapture, EventCreate, GraphLaunch, StreamCreate};
 
-use super::rec;
+use super::{call_tracking, rec};
 use crate::api::hip::calls::Export;
 use crate::api::hip::state;
 use crate::hook::args::out_addr;
@@ -41,18 +41,18 @@ pub unsafe fn stream_begin_capture(
     mode: c_int,
     call: impl FnOnce() -> HipError,
 ) -> HipError {
-    let r = call();
-    if r == 0 {
-        state::set_capturing(s as u64, true);
-    }
-    rec(h, r, |rc| {
-        rc.note_unreplayable("hipStreamBeginCapture", GRAPHS_UNREPLAYED);
-        BeginCapture {
-            stream: s as u64,
-            mode,
-        }
-    });
-    r
+    call_tracking(
+        h,
+        call,
+        || state::set_capturing(s as u64, true),
+        |rc| {
+            rc.note_unreplayable("hipStreamBeginCapture", GRAPHS_UNREPLAYED);
+            BeginCapture {
+                stream: s as u64,
+                mode,
+            }
+        },
+    )
 }
 
 pub unsafe fn stream_end_capture(
