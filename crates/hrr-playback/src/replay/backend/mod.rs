@@ -10,7 +10,8 @@
 //! here or in the backends.
 //!
 //! Where a call is replayed: `cuda/mod.rs` and `hip/mod.rs` each hold one dispatch function
-//! (`replay`) matching the API's `Op` to handlers; the handlers live in files by concern
+//! (`replay`) matching the API's `Op` to handlers, falling back to the arms both share
+//! (`shared::shared_calls!`); the handlers live in files by concern
 //! (memory, copies, code, launches, streams, graphs). Helpers both backends use are in
 //! [`shared`]; placement of allocations is `crate::replay::placement`.
 

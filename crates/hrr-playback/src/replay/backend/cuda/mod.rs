@@ -1,8 +1,9 @@
 //! The CUDA backend: replays `cuda-driver` events against the real driver (or `--runtime`).
 //! The dispatch in [`Cuda`]'s `replay` is the only place that tells calls apart: it matches the
-//! table operation (`hrr_calls::cuda::Op`, resolved once per record type) of each event; each
-//! arm calls a handler in the file of its concern, which reads the event into the row's record
-//! shape (`hrr_calls::shapes`):
+//! table operation (`hrr_calls::cuda::Op`, resolved once per record type) of each event, falling
+//! back to the arms both backends share (`shared::shared_calls!`); each arm calls a handler in
+//! the file of its concern, which reads the event into the row's record shape
+//! (`hrr_calls::shapes`):
 //!
 //! | file | owns |
 //! | --- | --- |
@@ -49,7 +50,7 @@ use hrr_archive::ObjectId;
 use hrr_calls::cuda::Op;
 
 use super::memory_calls::Deferred;
-use super::shared::{Handles, Waiter, HOST_FUNC};
+use super::shared::{shared_calls, Handles, Waiter, HOST_FUNC};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
@@ -242,19 +243,8 @@ impl Backend for Cuda {
             Op::MemAddressReserve => {
                 memory_calls::address_reserve(&mut self.mem, &self.api, ev, |_| 0)
             }
-            Op::MemAddressFree => memory_calls::address_free(&mut self.mem, &self.api, ev),
-            Op::MemCreate => self.vmm_create(ev),
-            Op::MemRelease => memory_calls::release(&mut self.mem, &self.api, ev),
-            Op::MemMap => memory_calls::map(&mut self.mem, &self.api, ev),
-            Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
-            Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
-            Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
-            Op::MemcpyDtoH => self.copy_d2h(ev, false),
-            Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
-            Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
             Op::Memcpy => self.copy_any(ev, blobs, false),
             Op::MemcpyAsync => self.copy_any(ev, blobs, true),
-            Op::MemcpyResult => self.copy_result(ev),
             Op::Memcpy2D
             | Op::Memcpy2DUnaligned
             | Op::Memcpy2DAsync
@@ -376,10 +366,11 @@ impl Backend for Cuda {
             Op::GraphConditionalHandleCreate => Ok(Outcome::Skipped(graphs::CONDITIONAL.into())),
             Op::GraphHostSource => self.graph_host_source(ev, blobs),
             Op::GraphHostResult => self.graph_host_result(ev),
-            // Queries, context selection, unloads (code stays loaded, shared by code object),
-            // host memory registration and graph construction change no device state replay
+            // The calls both backends replay alike (VMM, 1D copies); of the rest, queries,
+            // context selection, unloads (code stays loaded, shared by code object), host
+            // memory registration and graph construction change no device state replay
             // depends on.
-            _ => Ok(Outcome::Ignored),
+            _ => shared_calls!(self, op, ev, blobs),
         }
     }
 

@@ -1,7 +1,8 @@
 //! The HIP backend: replays `hip` events against the HIP runtime loaded at run time (ROCm 5, 6
 //! or 7 names, or `--runtime PATH`). The dispatch in [`Hip`]'s `replay` is the only place that
 //! tells calls apart: it matches the table operation (`hrr_calls::hip::Op`, resolved once per
-//! record type) of each event; each arm calls a handler in the file of its concern, which reads
+//! record type) of each event, falling back to the arms both backends share
+//! (`shared::shared_calls!`); each arm calls a handler in the file of its concern, which reads
 //! the event into the row's record shape (`hrr_calls::shapes`):
 //!
 //! | file | owns |
@@ -36,7 +37,7 @@ use hrr_archive::ObjectId;
 
 use hrr_calls::hip::Op;
 
-use super::shared::{Handles, Waiter, HOST_FUNC};
+use super::shared::{shared_calls, Handles, Waiter, HOST_FUNC};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
 use crate::replay::placement::{Placement, Tally};
@@ -132,19 +133,8 @@ impl Backend for Hip {
                     }
                 })
             }
-            Op::MemAddressFree => memory_calls::address_free(&mut self.mem, &self.api, ev),
-            Op::MemCreate => self.vmm_create(ev),
-            Op::MemRelease => memory_calls::release(&mut self.mem, &self.api, ev),
-            Op::MemMap => memory_calls::map(&mut self.mem, &self.api, ev),
-            Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
-            Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
-            Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
-            Op::MemcpyDtoH => self.copy_d2h(ev, false),
-            Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
-            Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
             Op::Memcpy | Op::MemcpyWithStream => self.copy_any(ev, blobs, false),
             Op::MemcpyAsync => self.copy_any(ev, blobs, true),
-            Op::MemcpyResult => self.copy_result(ev),
             Op::Memset
             | Op::MemsetAsync
             | Op::MemsetD8
@@ -196,10 +186,11 @@ impl Backend for Hip {
                 "HIP graph launches are not replayed yet".into(),
             )),
             Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
-            // Queries, device selection (device 0 is used), registrations (launches name their
-            // code object), unloads (code stays loaded, shared by code object) and stream
-            // capture bookkeeping change no device state replay depends on.
-            _ => Ok(Outcome::Ignored),
+            // The calls both backends replay alike (VMM, 1D copies); of the rest, queries,
+            // device selection (device 0 is used), registrations (launches name their code
+            // object), unloads (code stays loaded, shared by code object) and stream capture
+            // bookkeeping change no device state replay depends on.
+            _ => shared_calls!(self, op, ev, blobs),
         }
     }
 
