@@ -512,13 +512,15 @@ pub(crate) use impl_device_memory;
 
 /// The calls the CUDA and HIP backends replay alike, matched on the backend's own `Op` (the two
 /// tables name these operations the same) and handled by the backend's methods of the same
-/// names or the shared `memory_calls`: the program's VMM calls but the reservation, the 1D
-/// copies but `Memcpy` and `MemcpyAsync`, and the results of async D2H copies. `$b` is the
-/// backend (`self`); each backend's `replay` falls back to this after its own arms, and what
-/// neither replays is [`Outcome::Ignored`].
+/// names or the shared `memory_calls` and `stream_calls`: the program's VMM calls but the
+/// reservation, the 1D copies but `Memcpy` and `MemcpyAsync`, the results of async D2H copies,
+/// the stream and event calls that name no stream to translate, and host functions (skipped,
+/// [`HOST_FUNC`]). `$b` is the backend (`self`); each backend's `replay` falls back to this
+/// after its own arms, and what neither replays is [`Outcome::Ignored`].
 macro_rules! shared_calls {
     ($b:ident, $op:expr, $ev:expr, $blobs:expr) => {{
-        use $crate::replay::backend::{memory_calls, Outcome};
+        use $crate::replay::backend::shared::HOST_FUNC;
+        use $crate::replay::backend::{memory_calls, stream_calls, Outcome};
         match $op {
             Op::MemAddressFree => memory_calls::address_free(&mut $b.mem, &$b.api, $ev),
             Op::MemCreate => $b.vmm_create($ev),
@@ -531,6 +533,13 @@ macro_rules! shared_calls {
             Op::MemcpyDtoHAsync => $b.copy_d2h($ev, true),
             Op::MemcpyDtoD | Op::MemcpyDtoDAsync => $b.copy_d2d($ev),
             Op::MemcpyResult => $b.copy_result($ev),
+            Op::StreamCreateWithPriority => {
+                stream_calls::stream_create(&mut $b.handles, &$b.api, $ev, true)
+            }
+            Op::StreamDestroy => stream_calls::stream_destroy(&mut $b.handles, &$b.api, $ev),
+            Op::EventSynchronize => stream_calls::event_synchronize(&$b.handles, &$b.api, $ev),
+            Op::EventDestroy => stream_calls::event_destroy(&mut $b.handles, &$b.api, $ev),
+            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
             _ => Ok(Outcome::Ignored),
         }
     }};

@@ -50,10 +50,10 @@ use hrr_archive::ObjectId;
 use hrr_calls::cuda::Op;
 
 use super::memory_calls::Deferred;
-use super::shared::{shared_calls, Handles, Waiter, HOST_FUNC};
+use super::shared::{shared_calls, Handles, Waiter};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
-use crate::replay::placement::{Placement, Tally};
+use crate::replay::placement::Placement;
 use driver::{Api, H};
 use graphs::NodeCall;
 use streams::stream_of;
@@ -298,10 +298,6 @@ impl Backend for Cuda {
             Op::StreamCreate => {
                 stream_calls::stream_create(&mut self.handles, &self.api, ev, false)
             }
-            Op::StreamCreateWithPriority => {
-                stream_calls::stream_create(&mut self.handles, &self.api, ev, true)
-            }
-            Op::StreamDestroy => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
             Op::StreamSynchronize => {
                 let handles = &self.handles;
                 stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, |s| {
@@ -321,8 +317,6 @@ impl Backend for Cuda {
                     stream_of(&self.handles, per_thread, s)
                 })
             }
-            Op::EventSynchronize => stream_calls::event_synchronize(&self.handles, &self.api, ev),
-            Op::EventDestroy => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
             Op::StreamBeginCapture => self.begin_capture(ev),
             Op::StreamEndCapture => self.end_capture(ev),
             Op::GraphInstantiate
@@ -331,7 +325,6 @@ impl Backend for Cuda {
             Op::GraphLaunch => self.graph_launch(ev),
             Op::GraphDestroy => self.graph_destroy(ev),
             Op::GraphExecDestroy => self.graph_exec_destroy(ev),
-            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
             Op::GraphCreate => self.graph_create(ev),
             Op::GraphAddKernelNode
             | Op::GraphAddMemcpyNode
@@ -366,10 +359,10 @@ impl Backend for Cuda {
             Op::GraphConditionalHandleCreate => Ok(Outcome::Skipped(graphs::CONDITIONAL.into())),
             Op::GraphHostSource => self.graph_host_source(ev, blobs),
             Op::GraphHostResult => self.graph_host_result(ev),
-            // The calls both backends replay alike (VMM, 1D copies); of the rest, queries,
-            // context selection, unloads (code stays loaded, shared by code object), host
-            // memory registration and graph construction change no device state replay
-            // depends on.
+            // The calls both backends replay alike (VMM, 1D copies, some stream and event
+            // calls); of the rest, queries, context selection, unloads (code stays loaded,
+            // shared by code object), host memory registration and graph construction change no
+            // device state replay depends on.
             _ => shared_calls!(self, op, ev, blobs),
         }
     }
@@ -398,16 +391,12 @@ impl Backend for Cuda {
         })
     }
 
-    fn placement(&self) -> Tally {
-        self.mem.tally()
+    fn memory(&self) -> &Placement {
+        &self.mem
     }
 
     fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
         self.read_recorded(addr, len)
-    }
-
-    fn live_ranges(&self) -> Vec<(u64, u64)> {
-        self.mem.live()
     }
 
     fn replace_kernel(&mut self, name: &str, image: &[u8]) -> Result<Option<Vec<(u64, u64)>>> {

@@ -37,10 +37,10 @@ use hrr_archive::ObjectId;
 
 use hrr_calls::hip::Op;
 
-use super::shared::{shared_calls, Handles, Waiter, HOST_FUNC};
+use super::shared::{shared_calls, Handles, Waiter};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
-use crate::replay::placement::{Placement, Tally};
+use crate::replay::placement::Placement;
 use runtime::{HipApi, H};
 
 /// Replays HIP runtime events.
@@ -158,10 +158,6 @@ impl Backend for Hip {
             Op::StreamCreate | Op::StreamCreateWithFlags => {
                 stream_calls::stream_create(&mut self.handles, &self.api, ev, false)
             }
-            Op::StreamCreateWithPriority => {
-                stream_calls::stream_create(&mut self.handles, &self.api, ev, true)
-            }
-            Op::StreamDestroy => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
             Op::StreamSynchronize => {
                 let handles = &self.handles;
                 stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, |s| {
@@ -180,16 +176,13 @@ impl Backend for Hip {
             Op::EventRecord => {
                 stream_calls::event_record(&self.handles, &self.api, ev, |s| self.handles.get(s))
             }
-            Op::EventSynchronize => stream_calls::event_synchronize(&self.handles, &self.api, ev),
-            Op::EventDestroy => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
             Op::GraphLaunch => Ok(Outcome::Skipped(
                 "HIP graph launches are not replayed yet".into(),
             )),
-            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
-            // The calls both backends replay alike (VMM, 1D copies); of the rest, queries,
-            // device selection (device 0 is used), registrations (launches name their code
-            // object), unloads (code stays loaded, shared by code object) and stream capture
-            // bookkeeping change no device state replay depends on.
+            // The calls both backends replay alike (VMM, 1D copies, some stream and event
+            // calls); of the rest, queries, device selection (device 0 is used), registrations
+            // (launches name their code object), unloads (code stays loaded, shared by code
+            // object) and stream capture bookkeeping change no device state replay depends on.
             _ => shared_calls!(self, op, ev, blobs),
         }
     }
@@ -200,15 +193,11 @@ impl Backend for Hip {
         self.deferred.reap(&mut self.mem, api, api, None, true)
     }
 
-    fn placement(&self) -> Tally {
-        self.mem.tally()
+    fn memory(&self) -> &Placement {
+        &self.mem
     }
 
     fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
         self.read_recorded(addr, len)
-    }
-
-    fn live_ranges(&self) -> Vec<(u64, u64)> {
-        self.mem.live()
     }
 }
