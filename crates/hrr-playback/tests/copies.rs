@@ -4,8 +4,7 @@
 //! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
 //! --workspace` first) and a C compiler.
 
-use std::path::Path;
-use std::process::Output;
+use std::path::{Path, PathBuf};
 
 mod common;
 use common::*;
@@ -18,10 +17,13 @@ fn fake() -> &'static FakeCuda {
     FakeCuda::get("-copies")
 }
 
-/// Capture `copies_app` with texture/surface object values starting at `object_base`.
-fn capture(archive: &Path, object_base: &str) -> Output {
+/// `copies_app` captured, with texture/surface object values starting at `object_base`, into
+/// `run.hrr` of a new temporary folder: the folder (kept alive) and the archive.
+fn captured(object_base: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
     let o = fake().capture_env(
-        archive,
+        &arch,
         "copies_app",
         &[],
         &[("FAKE_CUDA_OBJECT_BASE", object_base)],
@@ -32,7 +34,7 @@ fn capture(archive: &Path, object_base: &str) -> Output {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
-    o
+    (tmp, arch)
 }
 
 /// Replay `--json` with object values starting at `object_base`: exit code and the report.
@@ -42,9 +44,7 @@ fn replay(target: &Path, object_base: &str) -> (i32, serde_json::Value) {
 
 /// Capture, zero the H2D blob of the first `call` event, replay: a MISMATCH.
 fn zeroed_h2d_blob_of(call: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    capture(&arch, "0x5000");
+    let (_tmp, arch) = captured("0x5000");
     let dir = pid_dirs(&arch).remove(0);
     let ev = events_json(&dir)
         .into_iter()
@@ -66,9 +66,7 @@ fn zeroed_h2d_blob_of(call: &str) {
 
 #[test]
 fn pitched_and_array_copies_replay_with_every_d2h_checked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    capture(&arch, "0x5000");
+    let (_tmp, arch) = captured("0x5000");
     let events = events_json(&arch);
     assert_recorded(
         &events,
@@ -126,9 +124,7 @@ fn a_zeroed_array_source_is_a_mismatch() {
 
 #[test]
 fn texture_and_surface_kernels_pass_with_substituted_object_values() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    capture(&arch, "0x5000");
+    let (_tmp, arch) = captured("0x5000");
     let events = events_json(&arch);
     let value = |call: &str| {
         let v = &events.iter().find(|e| e["name"] == call).unwrap()["fields"]["object"];

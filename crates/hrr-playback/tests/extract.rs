@@ -77,8 +77,7 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
     assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
     assert!(tree_bytes(&small) < tree_bytes(&arch));
 
-    let (code, out, err) = fake().replay(&small, &[]);
-    assert_eq!(code, 0, "{out}{err}");
+    let out = fake().replay_ok(&small, &[]);
     assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
     assert!(out.contains("[HRR] PASS"), "{out}");
     assert!(
@@ -126,8 +125,7 @@ fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
     let x = extract(&arch, "axpy#2", &small, &[]);
     assert_eq!(x["kernels"], serde_json::json!(["axpy"]));
     assert_eq!(x["prefix_mismatches"], 0, "{x}");
-    let (code, out, err) = fake().replay(&small, &[]);
-    assert_eq!(code, 0, "{out}{err}");
+    fake().replay_ok(&small, &[]);
     // Zero every snapshot blob written as an H2D copy (sizes kept).
     let pid = &pid_dirs(&small)[0];
     let mut zeroed = 0;
@@ -164,8 +162,7 @@ fn reach_args_snapshots_fewer_bytes_and_still_passes() {
         args["snapshot_bytes"].as_u64().unwrap(),
     );
     assert!(0 < b && b < a, "args {b} bytes, all {a} bytes");
-    let (code, out, err) = fake().replay(&args_out, &[]);
-    assert_eq!(code, 0, "{out}{err}");
+    let out = fake().replay_ok(&args_out, &[]);
     assert!(
         out.contains("[HRR] PASS") && checks_passed(&out) > 0,
         "{out}"
@@ -201,8 +198,7 @@ fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
     let x = extract(&arch, "fault", &small, &[]);
     assert_eq!(x["fault"]["code"], 700, "{x}");
     assert_eq!(x["d2h_checks"], 0, "{x}");
-    let (code, out, err) = fake().replay(&small, &[]);
-    assert_eq!(code, 0, "{out}{err}");
+    let out = fake().replay_ok(&small, &[]);
     assert!(out.contains("REPRODUCED"), "{out}");
     // A fixed kernel (one that does not fault) in place of the faulting one: PASS, said why, in
     // the whole capture and in the small archive.
@@ -210,8 +206,7 @@ fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
     std::fs::write(&fixed, ".entry fault =noop\n").unwrap();
     let fix = format!("fault={}", fixed.display());
     for target in [&arch, &small] {
-        let (code, out, err) = fake().replay(target, &["--replace-kernel", &fix]);
-        assert_eq!(code, 0, "{out}{err}");
+        let out = fake().replay_ok(target, &["--replace-kernel", &fix]);
         assert!(
             out.contains("[HRR] PASS") && out.contains("did not happen with the replaced kernel"),
             "{out}"
@@ -244,8 +239,7 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
         "{out}"
     );
 
-    let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &same]);
-    assert_eq!(code, 0, "{out}{err}");
+    let out = fake().replay_ok(&arch, &["--replace-kernel", &same]);
     assert!(
         out.contains("[HRR] PASS") && checks_passed(&out) > 0,
         "{out}"
@@ -299,8 +293,7 @@ fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts
     );
     let x = extract(&arch, &format!("{a}..{b}"), &out, &[]);
     assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
-    let (code, out, err) = fake().replay(&out, &[]);
-    assert_eq!(code, 0, "{out}{err}");
+    let out = fake().replay_ok(&out, &[]);
     assert!(
         out.contains("[HRR] Graphs launched : 3") && out.contains("[HRR] PASS"),
         "{out}"

@@ -285,6 +285,13 @@ impl FakeCuda {
         self.replay_env(target, extra, &[])
     }
 
+    /// `hrr-playback target extra --no-progress`, which must exit 0: its stdout.
+    pub fn replay_ok(&self, target: &Path, extra: &[&str]) -> String {
+        let (code, out, err) = self.replay(target, extra);
+        assert_eq!(code, 0, "{out}{err}");
+        out
+    }
+
     /// `hrr-playback target extra --no-progress` with the variables `env` set.
     pub fn replay_env(
         &self,

@@ -1,11 +1,12 @@
 //! Look-ups both backends replay alike, over the shared handle map: a handle derived from
 //! another (a function from a module, a kernel from a library, ...), optionally by the recorded
-//! name, and a variable whose recorded address now lives elsewhere.
+//! name (`cuModuleGetFunction` / `hipModuleGetFunction` read here), and a variable whose
+//! recorded address now lives elsewhere.
 
 use std::ffi::{CStr, CString};
 
 use anyhow::Result;
-use hrr_calls::shapes::Global;
+use hrr_calls::shapes::{Global, ModuleGetFunction};
 
 use super::shared::{Handles, H};
 use super::{Event, Outcome};
@@ -29,6 +30,17 @@ pub fn look_up(
     get(&mut h, owner, &n)?;
     handles.insert(to, h);
     Ok(Outcome::Done)
+}
+
+/// `cuModuleGetFunction` / `hipModuleGetFunction` (`ModuleGetFunction`): the function is looked
+/// up by its recorded name in its recorded module, through `get` (as for [`look_up`]).
+pub fn module_get_function(
+    handles: &mut Handles,
+    ev: &Event,
+    get: impl FnOnce(&mut H, H, &CStr) -> Result<()>,
+) -> Result<Outcome> {
+    let s: ModuleGetFunction = ev.read()?;
+    look_up(handles, (s.module, s.function), Some(&s.name), get)
 }
 
 /// A variable looked up by name in its module or library (`Global`; `get` answers its address

@@ -10,7 +10,8 @@
 //! here or in the backends.
 //!
 //! Where a call is replayed: `cuda/mod.rs` and `hip/mod.rs` each hold one dispatch function
-//! (`replay`) matching the API's `Op` to handlers; the handlers live in files by concern
+//! (`replay`) matching the API's `Op` to handlers, falling back to the arms both share
+//! (`shared::shared_calls!`); the handlers live in files by concern
 //! (memory, copies, code, launches, streams, graphs). Helpers both backends use are in
 //! [`shared`]; placement of allocations is `crate::replay::placement`.
 
@@ -32,7 +33,7 @@ use hrr_calls::wire::FieldType;
 use hrr_calls::{Kind, Shape};
 
 use super::options::Options;
-use super::placement::Tally;
+use super::placement::{Placement, Tally};
 
 pub use shared::CallFailed;
 
@@ -212,13 +213,19 @@ pub trait Backend {
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome>;
     /// Wait for all work.
     fn finish(&mut self) -> Result<()>;
+    /// Where the recorded allocations live now (the backend's placement of them).
+    fn memory(&self) -> &Placement;
     /// How recorded allocations landed.
-    fn placement(&self) -> Tally;
+    fn placement(&self) -> Tally {
+        self.memory().tally()
+    }
     /// Read `len` bytes at recorded device address `addr` (translated when it moved), waiting
     /// until they are read (the snapshots of `crate::replay::extract`).
     fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>>;
     /// Recorded device allocations alive now: `(recorded start, length)`.
-    fn live_ranges(&self) -> Vec<(u64, u64)>;
+    fn live_ranges(&self) -> Vec<(u64, u64)> {
+        self.memory().live()
+    }
     /// Launch kernel `name` (mangled, as recorded) from code `image` instead of the recorded
     /// one (`--replace-kernel`, `crate::replay::replace`); answers the replacement's parameter
     /// layout `(offset, size)` when the driver tells it.

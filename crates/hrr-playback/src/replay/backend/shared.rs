@@ -1,7 +1,8 @@
 //! What the CUDA and HIP backends share: the error of a failed call ([`CallFailed`], [`Call`]),
 //! where a loaded library came from, the recorded → live handle map ([`Handles`]), waiting for
-//! a stream with the `--sync-watchdog-ms` watchdog ([`Waiter`] over [`Streams`]), and the
-//! translation of pointer arguments of a launch ([`translate_pointer_args`], [`launch_call!`]).
+//! a stream with the `--sync-watchdog-ms` watchdog ([`Waiter`] over [`Streams`]), the
+//! translation of pointer arguments of a launch ([`translate_pointer_args`], [`launch_call!`]),
+//! and the dispatch arms both backends share ([`shared_calls!`]).
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
@@ -508,3 +509,39 @@ macro_rules! impl_device_memory {
     };
 }
 pub(crate) use impl_device_memory;
+
+/// The calls the CUDA and HIP backends replay alike, matched on the backend's own `Op` (the two
+/// tables name these operations the same) and handled by the backend's methods of the same
+/// names or the shared `memory_calls` and `stream_calls`: the program's VMM calls but the
+/// reservation, the 1D copies but `Memcpy` and `MemcpyAsync`, the results of async D2H copies,
+/// the stream and event calls that name no stream to translate, and host functions (skipped,
+/// [`HOST_FUNC`]). `$b` is the backend (`self`); each backend's `replay` falls back to this
+/// after its own arms, and what neither replays is [`Outcome::Ignored`].
+macro_rules! shared_calls {
+    ($b:ident, $op:expr, $ev:expr, $blobs:expr) => {{
+        use $crate::replay::backend::shared::HOST_FUNC;
+        use $crate::replay::backend::{memory_calls, stream_calls, Outcome};
+        match $op {
+            Op::MemAddressFree => memory_calls::address_free(&mut $b.mem, &$b.api, $ev),
+            Op::MemCreate => $b.vmm_create($ev),
+            Op::MemRelease => memory_calls::release(&mut $b.mem, &$b.api, $ev),
+            Op::MemMap => memory_calls::map(&mut $b.mem, &$b.api, $ev),
+            Op::MemUnmap => memory_calls::unmap(&mut $b.mem, &$b.api, $ev),
+            Op::MemSetAccess => memory_calls::set_access(&mut $b.mem, &$b.api, $ev),
+            Op::MemcpyHtoD | Op::MemcpyHtoDAsync => $b.copy_h2d($ev, $blobs),
+            Op::MemcpyDtoH => $b.copy_d2h($ev, false),
+            Op::MemcpyDtoHAsync => $b.copy_d2h($ev, true),
+            Op::MemcpyDtoD | Op::MemcpyDtoDAsync => $b.copy_d2d($ev),
+            Op::MemcpyResult => $b.copy_result($ev),
+            Op::StreamCreateWithPriority => {
+                stream_calls::stream_create(&mut $b.handles, &$b.api, $ev, true)
+            }
+            Op::StreamDestroy => stream_calls::stream_destroy(&mut $b.handles, &$b.api, $ev),
+            Op::EventSynchronize => stream_calls::event_synchronize(&$b.handles, &$b.api, $ev),
+            Op::EventDestroy => stream_calls::event_destroy(&mut $b.handles, &$b.api, $ev),
+            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
+            _ => Ok(Outcome::Ignored),
+        }
+    }};
+}
+pub(crate) use shared_calls;

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use hrr_archive::blobs::{find_code_object, open_blob};
-use hrr_archive::reader::EventReader;
+use hrr_archive::reader::{EventReader, Record};
 use hrr_archive::schema::{decode_fields, object_fields, CallClass, CallDef, FieldType, Schema};
 use hrr_archive::schema::{PayloadBuilder, Value};
 use hrr_archive::writer::{ProcessWriter, EVENTS_FILE};
@@ -157,6 +157,26 @@ fn parse_spec(s: &str) -> Result<Spec> {
         }
         _ => Ok(Spec::Kernel(s.to_string(), 1)),
     }
+}
+
+/// The capture's events in file order, each with the call of its record type (events of types
+/// the schema does not name are passed over), up to the first whose sequence number `past`
+/// says is past the end.
+fn calls_until<'s>(
+    dir: &Path,
+    schema: &'s Schema,
+    mut past: impl FnMut(u64) -> bool + 's,
+) -> Result<impl Iterator<Item = Result<(Record, &'s CallDef)>> + 's> {
+    let events = EventReader::open(&dir.join(EVENTS_FILE))?;
+    Ok(events
+        .map_while(move |rec| match rec {
+            Ok(r) if past(r.header.seq) => None,
+            rec => Some(rec),
+        })
+        .filter_map(|rec| match rec {
+            Ok(r) => schema.call(r.header.kind).map(|call| Ok((r, call))),
+            Err(e) => Some(Err(e.into())),
+        }))
 }
 
 /// Bytes of the files under `p`.
@@ -304,15 +324,10 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let mut before: Option<Vec<Piece>> = None;
     let mut fault: Option<(i32, String)> = None;
     let mut prefix_mismatches = 0u64;
-    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
-        let rec = rec?;
+    let last = seg.last;
+    for rec in calls_until(dir, &schema, |seq| seq > last)? {
+        let (rec, call) = rec?;
         let seq = rec.header.seq;
-        if seq > seg.last {
-            break;
-        }
-        let Some(call) = schema.call(rec.header.kind) else {
-            continue;
-        };
         let fields = decode_fields(call, &rec.payload)
             .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
         let failed = fields::failed_in_capture(&fields);
@@ -391,15 +406,10 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     // Write the small archive: set-up, snapshot as H2D, the segment, sync, D2H checks.
     let (t, ts) = (seg.thread, seg.ts);
     let mut wrote_h2d = false;
-    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
-        let rec = rec?;
+    let last = seg.last;
+    for rec in calls_until(dir, &schema, |seq| seq > last)? {
+        let (rec, call) = rec?;
         let seq = rec.header.seq;
-        if seq > seg.last {
-            break;
-        }
-        let Some(call) = schema.call(rec.header.kind) else {
-            continue;
-        };
         if seq < seg.first {
             if setup.contains(&seq) {
                 copy_event(&mut w, dir, call, &rec)?;

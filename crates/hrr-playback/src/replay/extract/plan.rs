@@ -180,15 +180,10 @@ pub(super) fn plan_setup(
 ) -> Result<HashSet<u64>> {
     let mut keep = HashSet::new();
     let mut dropped: HashSet<u64> = HashSet::new();
-    for rec in EventReader::open(&dir.join(EVENTS_FILE))? {
-        let rec = rec?;
+    let first = seg.first;
+    for rec in calls_until(dir, schema, |seq| seq >= first)? {
+        let (rec, call) = rec?;
         let seq = rec.header.seq;
-        if seq >= seg.first {
-            break;
-        }
-        let Some(call) = schema.call(rec.header.kind) else {
-            continue;
-        };
         let fields = decode_fields(call, &rec.payload)
             .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
         let Some(ks) = kind_of(family, &call.name, &fields).filter(|&k| is_setup(k)) else {

@@ -3,7 +3,7 @@
 //! kernels, functions, modules and globals are bound through the recorded look-ups. Function and
 //! kernel attributes are set again.
 
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
@@ -11,12 +11,17 @@ use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
     CacheConfig, CtxLimit, Enumerated, FuncGetModule, FuncSetAttribute, FuncSetCacheConfig,
     KernelGetFunction, KernelSetAttribute, LibraryGetKernel, LibraryGetModule, LibraryLoad,
-    ModuleGetFunction, ModuleLoad,
+    ModuleLoad,
 };
 
-use super::driver::{cu, H};
+use super::driver::{cu, Api, H};
 use super::Cuda;
 use crate::replay::backend::{code_calls, read_code, Event, Outcome};
+
+/// `cuModuleGetFunction` as a [`code_calls::look_up`] getter: the function of a module by name.
+fn get_function(api: &Api) -> impl FnOnce(&mut H, H, &CStr) -> Result<()> + '_ {
+    move |h, m, n| Ok(cu!(api, cuModuleGetFunction(h, m, n.as_ptr()))?)
+}
 
 impl Cuda {
     /// Load code object `id` from `path` once, as a library or a module.
@@ -80,14 +85,7 @@ impl Cuda {
 
     /// `cuModuleGetFunction`.
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        let (api, s) = (&self.api, ev.read::<ModuleGetFunction>()?);
-        let name = Some(s.name.as_str());
-        code_calls::look_up(
-            &mut self.handles,
-            (s.module, s.function),
-            name,
-            |h, m, n| Ok(cu!(api, cuModuleGetFunction(h, m, n.as_ptr()))?),
-        )
+        code_calls::module_get_function(&mut self.handles, ev, get_function(&self.api))
     }
 
     /// `cuLibraryGetKernel`.
@@ -144,7 +142,7 @@ impl Cuda {
             &mut self.handles,
             (s.module, s.function),
             name,
-            |h, m, n| Ok(cu!(api, cuModuleGetFunction(h, m, n.as_ptr()))?),
+            get_function(api),
         )
     }
 

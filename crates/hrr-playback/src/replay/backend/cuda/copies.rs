@@ -258,24 +258,12 @@ impl Cuda {
         let (n, api) = (w as usize, &self.api);
         match op {
             Op::Memcpy2D | Op::Memcpy2DAsync | Op::Memcpy2DUnaligned => {
-                let d = Memcpy2D {
-                    src_x: src.x as usize,
-                    src_y: src.y as usize,
-                    src_type: src.ty,
-                    src_host: src.host,
-                    src_device: src.device,
-                    src_array: src.array,
-                    src_pitch: src.pitch as usize,
-                    dst_x: dst.x as usize,
-                    dst_y: dst.y as usize,
-                    dst_type: dst.ty,
-                    dst_host: dst.host,
-                    dst_device: dst.device,
-                    dst_array: dst.array,
-                    dst_pitch: dst.pitch as usize,
+                let mut d = Memcpy2D {
                     width_bytes: n,
                     height: s.height as usize,
+                    ..Default::default()
                 };
+                set_sides!(d, src, dst);
                 if op == Op::Memcpy2DUnaligned {
                     cu!(api, cuMemcpy2DUnaligned_v2(&d))?; // no async variant
                 } else {
@@ -283,32 +271,19 @@ impl Cuda {
                 }
             }
             Op::Memcpy3D | Op::Memcpy3DAsync => {
-                let d = Memcpy3D {
-                    src_x: src.x as usize,
-                    src_y: src.y as usize,
+                let mut d = Memcpy3D {
                     src_z: src.z as usize,
                     src_lod: s.src_lod as usize,
-                    src_type: src.ty,
-                    src_host: src.host,
-                    src_device: src.device,
-                    src_array: src.array,
-                    src_pitch: src.pitch as usize,
                     src_height: src.height as usize,
-                    dst_x: dst.x as usize,
-                    dst_y: dst.y as usize,
                     dst_z: dst.z as usize,
                     dst_lod: s.dst_lod as usize,
-                    dst_type: dst.ty,
-                    dst_host: dst.host,
-                    dst_device: dst.device,
-                    dst_array: dst.array,
-                    dst_pitch: dst.pitch as usize,
                     dst_height: dst.height as usize,
                     width_bytes: n,
                     height: s.height as usize,
                     depth: s.depth as usize,
                     ..Default::default()
                 };
+                set_sides!(d, src, dst);
                 cu!(api, cuMemcpy3DAsync_v2(&d, stream))?;
             }
             Op::MemcpyHtoA | Op::MemcpyHtoAAsync => {
@@ -403,6 +378,26 @@ impl Cuda {
         Ok(side)
     }
 }
+
+/// Set the source and destination fields of a `CUDA_MEMCPY2D` or `CUDA_MEMCPY3D` `$d` that
+/// both structs have (x, y, memory type, host, device, array, pitch) from [`Side`]s `$src` and
+/// `$dst`.
+macro_rules! set_sides {
+    ($d:ident, $src:expr, $dst:expr) => {
+        set_sides!(@side $d, $src, src_x src_y src_type src_host src_device src_array src_pitch);
+        set_sides!(@side $d, $dst, dst_x dst_y dst_type dst_host dst_device dst_array dst_pitch);
+    };
+    (@side $d:ident, $s:expr, $x:ident $y:ident $ty:ident $host:ident $device:ident $array:ident $pitch:ident) => {
+        $d.$x = $s.x as usize;
+        $d.$y = $s.y as usize;
+        $d.$ty = $s.ty;
+        $d.$host = $s.host;
+        $d.$device = $s.device;
+        $d.$array = $s.array;
+        $d.$pitch = $s.pitch as usize;
+    };
+}
+use set_sides;
 
 /// One side of a pitched copy as issued.
 #[derive(Default)]

@@ -1,8 +1,9 @@
 //! The CUDA backend: replays `cuda-driver` events against the real driver (or `--runtime`).
 //! The dispatch in [`Cuda`]'s `replay` is the only place that tells calls apart: it matches the
-//! table operation (`hrr_calls::cuda::Op`, resolved once per record type) of each event; each
-//! arm calls a handler in the file of its concern, which reads the event into the row's record
-//! shape (`hrr_calls::shapes`):
+//! table operation (`hrr_calls::cuda::Op`, resolved once per record type) of each event, falling
+//! back to the arms both backends share (`shared::shared_calls!`); each arm calls a handler in
+//! the file of its concern, which reads the event into the row's record shape
+//! (`hrr_calls::shapes`):
 //!
 //! | file | owns |
 //! | --- | --- |
@@ -49,10 +50,10 @@ use hrr_archive::ObjectId;
 use hrr_calls::cuda::Op;
 
 use super::memory_calls::Deferred;
-use super::shared::{Handles, Waiter, HOST_FUNC};
+use super::shared::{shared_calls, Handles, Waiter};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
-use crate::replay::placement::{Placement, Tally};
+use crate::replay::placement::Placement;
 use driver::{Api, H};
 use graphs::NodeCall;
 use streams::stream_of;
@@ -238,23 +239,12 @@ impl Backend for Cuda {
             Op::MemAddressReserve => {
                 memory_calls::address_reserve(&mut self.mem, &self.api, ev, |_| 0)
             }
-            Op::MemAddressFree => memory_calls::address_free(&mut self.mem, &self.api, ev),
-            Op::MemCreate => self.vmm_create(ev),
-            Op::MemRelease => memory_calls::release(&mut self.mem, &self.api, ev),
-            Op::MemMap => memory_calls::map(&mut self.mem, &self.api, ev),
-            Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
-            Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
-            Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
-            Op::MemcpyDtoH => self.copy_d2h(ev, false),
-            Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
-            Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
             Op::MemcpyPeer => self.copy_peer(ev, false),
             Op::MemcpyPeerAsync => self.copy_peer(ev, true),
             Op::CtxEnablePeerAccess => self.peer_access(ev, true),
             Op::CtxDisablePeerAccess => self.peer_access(ev, false),
             Op::Memcpy => self.copy_any(ev, blobs, false),
             Op::MemcpyAsync => self.copy_any(ev, blobs, true),
-            Op::MemcpyResult => self.copy_result(ev),
             Op::Memcpy2D
             | Op::Memcpy2DUnaligned
             | Op::Memcpy2DAsync
@@ -308,10 +298,6 @@ impl Backend for Cuda {
             Op::StreamCreate => {
                 stream_calls::stream_create(&mut self.handles, &self.api, ev, false)
             }
-            Op::StreamCreateWithPriority => {
-                stream_calls::stream_create(&mut self.handles, &self.api, ev, true)
-            }
-            Op::StreamDestroy => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
             Op::StreamSynchronize => {
                 let handles = &self.handles;
                 stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, |s| {
@@ -331,8 +317,6 @@ impl Backend for Cuda {
                     stream_of(&self.handles, per_thread, s)
                 })
             }
-            Op::EventSynchronize => stream_calls::event_synchronize(&self.handles, &self.api, ev),
-            Op::EventDestroy => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
             Op::StreamBeginCapture => self.begin_capture(ev),
             Op::StreamEndCapture => self.end_capture(ev),
             Op::GraphInstantiate
@@ -341,7 +325,6 @@ impl Backend for Cuda {
             Op::GraphLaunch => self.graph_launch(ev),
             Op::GraphDestroy => self.graph_destroy(ev),
             Op::GraphExecDestroy => self.graph_exec_destroy(ev),
-            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
             Op::GraphCreate => self.graph_create(ev),
             Op::GraphAddKernelNode
             | Op::GraphAddMemcpyNode
@@ -376,10 +359,11 @@ impl Backend for Cuda {
             Op::GraphConditionalHandleCreate => self.conditional_handle(ev),
             Op::GraphHostSource => self.graph_host_source(ev, blobs),
             Op::GraphHostResult => self.graph_host_result(ev),
-            // Queries, context selection, unloads (code stays loaded, shared by code object),
-            // host memory registration and graph construction change no device state replay
-            // depends on.
-            _ => Ok(Outcome::Ignored),
+            // The calls both backends replay alike (VMM, 1D copies, some stream and event
+            // calls); of the rest, queries, context selection, unloads (code stays loaded,
+            // shared by code object), host memory registration and graph construction change no
+            // device state replay depends on.
+            _ => shared_calls!(self, op, ev, blobs),
         }
     }
 
@@ -407,16 +391,12 @@ impl Backend for Cuda {
         })
     }
 
-    fn placement(&self) -> Tally {
-        self.mem.tally()
+    fn memory(&self) -> &Placement {
+        &self.mem
     }
 
     fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
         self.read_recorded(addr, len)
-    }
-
-    fn live_ranges(&self) -> Vec<(u64, u64)> {
-        self.mem.live()
     }
 
     fn replace_kernel(&mut self, name: &str, image: &[u8]) -> Result<Option<Vec<(u64, u64)>>> {

@@ -9,7 +9,7 @@ use std::ffi::{c_void, CString};
 use anyhow::{anyhow, Context, Result};
 use hrr_archive::ObjectId;
 
-use hrr_calls::shapes::{ModuleGetFunction, ModuleLoad, SymbolAddress};
+use hrr_calls::shapes::{ModuleLoad, SymbolAddress};
 
 use super::runtime::{hip, H};
 use super::Hip;
@@ -75,14 +75,10 @@ impl Hip {
 
     /// `hipModuleGetFunction`.
     pub(super) fn module_get_function(&mut self, ev: &Event) -> Result<Outcome> {
-        let (api, s) = (&self.api, ev.read::<ModuleGetFunction>()?);
-        let name = Some(s.name.as_str());
-        code_calls::look_up(
-            &mut self.handles,
-            (s.module, s.function),
-            name,
-            |h, m, n| Ok(hip!(api, hipModuleGetFunction(h, m, n.as_ptr()))?),
-        )
+        let api = &self.api;
+        code_calls::module_get_function(&mut self.handles, ev, |h, m, n| {
+            Ok(hip!(api, hipModuleGetFunction(h, m, n.as_ptr()))?)
+        })
     }
 
     /// `hipGetSymbolAddress`: the symbol's recorded address translates to where it is now.

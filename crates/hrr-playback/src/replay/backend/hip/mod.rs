@@ -1,7 +1,8 @@
 //! The HIP backend: replays `hip` events against the HIP runtime loaded at run time (ROCm 5, 6
 //! or 7 names, or `--runtime PATH`). The dispatch in [`Hip`]'s `replay` is the only place that
 //! tells calls apart: it matches the table operation (`hrr_calls::hip::Op`, resolved once per
-//! record type) of each event; each arm calls a handler in the file of its concern, which reads
+//! record type) of each event, falling back to the arms both backends share
+//! (`shared::shared_calls!`); each arm calls a handler in the file of its concern, which reads
 //! the event into the row's record shape (`hrr_calls::shapes`):
 //!
 //! | file | owns |
@@ -36,10 +37,10 @@ use hrr_archive::ObjectId;
 
 use hrr_calls::hip::Op;
 
-use super::shared::{Handles, Waiter, HOST_FUNC};
+use super::shared::{shared_calls, Handles, Waiter};
 use super::{memory_calls, stream_calls, Backend, Blobs, CodeObject, Event, Extent, Ops, Outcome};
 use crate::replay::options::Options;
-use crate::replay::placement::{Placement, Tally};
+use crate::replay::placement::Placement;
 use runtime::{HipApi, H};
 
 /// Replays HIP runtime events.
@@ -132,19 +133,8 @@ impl Backend for Hip {
                     }
                 })
             }
-            Op::MemAddressFree => memory_calls::address_free(&mut self.mem, &self.api, ev),
-            Op::MemCreate => self.vmm_create(ev),
-            Op::MemRelease => memory_calls::release(&mut self.mem, &self.api, ev),
-            Op::MemMap => memory_calls::map(&mut self.mem, &self.api, ev),
-            Op::MemUnmap => memory_calls::unmap(&mut self.mem, &self.api, ev),
-            Op::MemSetAccess => memory_calls::set_access(&mut self.mem, &self.api, ev),
-            Op::MemcpyHtoD | Op::MemcpyHtoDAsync => self.copy_h2d(ev, blobs),
-            Op::MemcpyDtoH => self.copy_d2h(ev, false),
-            Op::MemcpyDtoHAsync => self.copy_d2h(ev, true),
-            Op::MemcpyDtoD | Op::MemcpyDtoDAsync => self.copy_d2d(ev),
             Op::Memcpy | Op::MemcpyWithStream => self.copy_any(ev, blobs, false),
             Op::MemcpyAsync => self.copy_any(ev, blobs, true),
-            Op::MemcpyResult => self.copy_result(ev),
             Op::Memset
             | Op::MemsetAsync
             | Op::MemsetD8
@@ -168,10 +158,6 @@ impl Backend for Hip {
             Op::StreamCreate | Op::StreamCreateWithFlags => {
                 stream_calls::stream_create(&mut self.handles, &self.api, ev, false)
             }
-            Op::StreamCreateWithPriority => {
-                stream_calls::stream_create(&mut self.handles, &self.api, ev, true)
-            }
-            Op::StreamDestroy => stream_calls::stream_destroy(&mut self.handles, &self.api, ev),
             Op::StreamSynchronize => {
                 let handles = &self.handles;
                 stream_calls::stream_synchronize(&mut self.waiter, &self.api, ev, |s| {
@@ -190,16 +176,14 @@ impl Backend for Hip {
             Op::EventRecord => {
                 stream_calls::event_record(&self.handles, &self.api, ev, |s| self.handles.get(s))
             }
-            Op::EventSynchronize => stream_calls::event_synchronize(&self.handles, &self.api, ev),
-            Op::EventDestroy => stream_calls::event_destroy(&mut self.handles, &self.api, ev),
             Op::GraphLaunch => Ok(Outcome::Skipped(
                 "HIP graph launches are not replayed yet".into(),
             )),
-            Op::LaunchHostFunc => Ok(Outcome::Skipped(HOST_FUNC.into())),
-            // Queries, device selection (device 0 is used), registrations (launches name their
-            // code object), unloads (code stays loaded, shared by code object) and stream
-            // capture bookkeeping change no device state replay depends on.
-            _ => Ok(Outcome::Ignored),
+            // The calls both backends replay alike (VMM, 1D copies, some stream and event
+            // calls); of the rest, queries, device selection (device 0 is used), registrations
+            // (launches name their code object), unloads (code stays loaded, shared by code
+            // object) and stream capture bookkeeping change no device state replay depends on.
+            _ => shared_calls!(self, op, ev, blobs),
         }
     }
 
@@ -209,15 +193,11 @@ impl Backend for Hip {
         self.deferred.reap(&mut self.mem, api, api, None, true)
     }
 
-    fn placement(&self) -> Tally {
-        self.mem.tally()
+    fn memory(&self) -> &Placement {
+        &self.mem
     }
 
     fn read_device(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
         self.read_recorded(addr, len)
-    }
-
-    fn live_ranges(&self) -> Vec<(u64, u64)> {
-        self.mem.live()
     }
 }
