@@ -279,10 +279,9 @@ static CUresult event_fill(struct fc_node *nd, CUevent ev, int kind) {
   return E_SUCCESS;
 }
 /* A conditional node (IF with one body graph only; WHILE and SWITCH are not implemented). */
-static CUresult cond_fill(struct fc_node *nd, const unsigned long long *handle, int type, unsigned size,
-                          CUgraph *out) {
+static CUresult cond_fill(struct fc_node *nd, const unsigned long long *handle, int type, unsigned size) {
   struct fc_cond *c = (struct fc_cond *)(uintptr_t)*handle;
-  if (!obj_is(c, T_COND) || !out) return E_INVALID_VALUE;
+  if (!obj_is(c, T_COND)) return E_INVALID_VALUE;
   if (type != 0 || size != 1) return E_NOT_SUPPORTED;
   struct fc_graph *body = calloc(1, sizeof *body);
   if (!body) abort();
@@ -354,14 +353,19 @@ CUresult node_add_generic(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, 
     case 5: nd.kind = N_EMPTY; e = E_SUCCESS; break;
     case 6: e = event_fill(&nd, p->u.event.event, N_EVWAIT); break;
     case 7: e = event_fill(&nd, p->u.event.event, N_EVREC); break;
-    case 13: e = cond_fill(&nd, &p->u.conditional.handle, p->u.conditional.type, p->u.conditional.size,
-                           p->u.conditional.phGraph_out);
-      break;
+    case 13: e = cond_fill(&nd, &p->u.conditional.handle, p->u.conditional.type, p->u.conditional.size); break;
     default: e = E_NOT_SUPPORTED; break; /* memory nodes are not implemented */
     }
   struct fc_graph *body = nd.kind == N_COND ? nd.child : NULL;
   e = node_add(out, g, deps, n, &nd, e);
-  if (!e && body) p->u.conditional.phGraph_out[0] = body;
+  if (!e && body) {
+    /* as the driver does: phGraph_out is an output, pointed at an array of the driver's that
+       lives as long as the node (never freed here) */
+    CUgraph *bodies = malloc(sizeof *bodies);
+    if (!bodies) abort();
+    bodies[0] = body;
+    p->u.conditional.phGraph_out = bodies;
+  }
   return e;
 }
 #define NODE_ADD(fill) \

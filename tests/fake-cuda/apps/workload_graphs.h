@@ -369,10 +369,10 @@ static void graph_cond_workload(struct outbuf *out) {
   np.u.conditional.handle = h;
   np.u.conditional.type = 0; /* IF */
   np.u.conditional.size = 1;
-  np.u.conditional.phGraph_out = &body;
   np.u.conditional.ctx = ctx;
   CUgraphNode n_cond, b_fill;
   CK(cu->GraphAddNode(&n_cond, g, NULL, NULL, 0, &np), "cuGraphAddNode");
+  body = np.u.conditional.phGraph_out[0]; /* the driver's array, as with the real driver */
   unsigned fv = 0x00C0FFEEu;
   unsigned long long fcount = 1024;
   void *fill_params[] = {&z, &fv, &fcount};

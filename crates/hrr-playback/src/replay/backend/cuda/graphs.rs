@@ -515,15 +515,26 @@ impl Cuda {
             }
             (node_type::CONDITIONAL, NodeCall::Add) => {
                 let live_bodies = match self.conditional_params(s)? {
-                    Ok((mut params, bodies)) => {
+                    Ok((mut params, _ours)) => {
                         let api = &self.api;
                         let p = params.as_mut_ptr();
                         let none = std::ptr::null();
                         cu!(api, cuGraphAddNode_v2(&mut new, graph, dp, none, dn, p))?;
-                        bodies
+                        // the driver points `phGraph_out` at an array of its own (older drivers
+                        // fill the one given): the body graphs, read where it points now
+                        let at = u64::from_le_bytes(params[32..40].try_into().expect("8 bytes"));
+                        let n = s.cond.len().saturating_sub(3);
+                        match at {
+                            0 => Vec::new(),
+                            // SAFETY: the driver wrote `n` (the recorded size) graph handles there
+                            at => unsafe { std::slice::from_raw_parts(at as *const H, n) }.to_vec(),
+                        }
                     }
                     Err(why) => return Ok(Err(why)),
                 };
+                if live_bodies.iter().any(|b| b.is_null()) || live_bodies.is_empty() {
+                    return Ok(Err("the driver returned no body graph for it".into()));
+                }
                 let recorded = s.cond.get(3..).unwrap_or_default();
                 for (&rec, live) in recorded.iter().zip(live_bodies.iter()) {
                     self.graphs.insert(rec, *live);
@@ -539,9 +550,9 @@ impl Cuda {
     }
 
     /// The `CUgraphNodeParams` of recorded conditional node `s` (its `cond`: handle, type, size,
-    /// body graphs) with the live conditional handle, and the array the driver writes the new
-    /// body graphs to (`phGraph_out` points into it: keep both until the call returned);
-    /// `Err(why)`: not rebuildable.
+    /// body graphs) with the live conditional handle, and an array for the body graphs that
+    /// `phGraph_out` points to (drivers that fill the caller's array write there; keep both
+    /// until the call returned); `Err(why)`: not rebuildable.
     #[allow(clippy::type_complexity)]
     fn conditional_params(
         &self,
