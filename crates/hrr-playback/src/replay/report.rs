@@ -42,7 +42,7 @@ pub struct Summary {
     pub device: String,
     /// The runtime library loaded.
     pub runtime: String,
-    /// How events are replayed (`single-threaded`).
+    /// How events are replayed (`single-threaded`, `multi-threaded`).
     pub mode: &'static str,
     /// Why the capture is incomplete (`None`: complete).
     pub incomplete: Option<String>,
@@ -491,13 +491,13 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `blobs` | integer | blobs in the capture |
 /// | `code_objects` | integer | code objects in the capture |
 /// | `threads_captured` | integer | threads the capture recorded |
-/// | `device` | string | the device replaying (`name (sm_XY)` for CUDA, `name (gfx…)` for HIP) |
+/// | `device` | string | the device replaying (`name (sm_XY)` for CUDA, `name (gfx…)` for HIP), then `, device L replaying recorded device(s) R…` when `--device-map` moved them |
 /// | `runtime` | string | the driver or runtime library loaded, links resolved |
-/// | `mode` | string | `single-threaded` |
+/// | `mode` | string | `single-threaded`, or `multi-threaded` (`--multi-thread`) |
 /// | `wall_time_ms` | number | `load_ms` + `execute_ms` |
 /// | `load_ms` | number | loading the runtime and the code objects, milliseconds |
 /// | `execute_ms` | number | replaying the events (every `--loop`), milliseconds |
-/// | `threads_used` | integer | threads replaying (1) |
+/// | `threads_used` | integer | threads replaying (1; with `--multi-thread` one per recorded thread, the most of any `--loop` pass) |
 /// | `kernels_launched` | integer | kernels launched (graph launches not counted) |
 /// | `kernels_filtered` | integer | launches left out by `--kernel-filter` |
 /// | `graphs_launched` | integer | CUDA graphs launched |
