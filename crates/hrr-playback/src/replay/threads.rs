@@ -40,6 +40,8 @@ use super::report::Summary;
 
 /// Events handed to replay threads and not yet issued, at most.
 pub const MAX_IN_FLIGHT: usize = 16_384;
+/// Times a replay thread yields before it sleeps waiting for its turn.
+const SPIN_YIELDS: u32 = 32;
 /// Bytes of blobs read ahead for events in flight, at most (one event may hold more).
 pub const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
 
@@ -120,6 +122,9 @@ impl Gate {
     /// Wait until event `seq` may be issued; `false`: the replay stopped.
     fn turn(&self, seq: u64, barrier: bool) -> bool {
         let mut g = self.lock();
+        // A turn usually comes within microseconds (another thread issuing one call): yield a
+        // few times before sleeping on the condition variable, whose wake-up costs more.
+        let mut yields = 0;
         loop {
             if g.stopped {
                 return false;
@@ -130,6 +135,13 @@ impl Gate {
             };
             if ready {
                 return true;
+            }
+            if yields < SPIN_YIELDS {
+                yields += 1;
+                drop(g);
+                std::thread::yield_now();
+                g = self.lock();
+                continue;
             }
             g = self.wait(g);
         }
