@@ -213,6 +213,8 @@ shapes! {
     Event { event: Handle }
     /// A stream capture begun.
     BeginCapture { stream: Handle, mode: I32 }
+    /// A stream capture into an existing graph (`cuStreamBeginCaptureToGraph`), after `deps`.
+    BeginCaptureToGraph { stream: Handle, graph: Handle, deps: U64s, mode: I32 }
     /// A stream capture ended, and the graph it made.
     EndCapture { stream: Handle, graph: Handle }
     /// An instantiated graph.

@@ -192,6 +192,8 @@ macro_rules! cuda_calls {
             CtxDisablePeerAccess [cuCtxDisablePeerAccess] (peer: Handle = ctx) : Ctx, Context;
             MemcpyPeer [cuMemcpyPeer, cuMemcpyPeer_ptds] (dst: u64 = dst, dst_ctx: Handle = dst_ctx, src: u64 = src, src_ctx: Handle = src_ctx, n: usize = bytes) : CopyPeer, D2d;
             MemcpyPeerAsync [cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz] (dst: u64 = dst, dst_ctx: Handle = dst_ctx, src: u64 = src, src_ctx: Handle = src_ctx, n: usize = bytes, stream: Handle = stream) : CopyPeerAsync, D2d;
+            // Stream capture into a graph of the program's (a conditional node's body, say).
+            StreamBeginCaptureToGraph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (s: Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, mode: c_int) : BeginCaptureToGraph, Capture => stream_begin_capture_to_graph;
         }
     };
 }

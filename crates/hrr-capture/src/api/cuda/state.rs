@@ -55,6 +55,8 @@ pub struct State {
     layouts: HashMap<u64, Option<ParamLayout>>,
     /// Streams currently in stream capture.
     pub capturing: HashSet<u64>,
+    /// Streams capturing into a graph of the program's (`cuStreamBeginCaptureToGraph`) → it.
+    pub capturing_into: HashMap<u64, u64>,
     /// Graphs a recorded `cuStreamEndCapture` produced (replay rebuilds exactly these).
     pub captured_graphs: HashSet<u64>,
     /// Graphs built (or cloned) node by node, with their nodes' host regions.

@@ -106,6 +106,7 @@ driver_api! {
     cuEventQuery: fn(H);
     cuEventDestroy_v2: fn(H);
     cuStreamBeginCapture_v2: fn(H, c_int);
+    cuStreamBeginCaptureToGraph: fn(H, H, *const H, *const c_void, usize, c_int);
     cuStreamEndCapture: fn(H, *mut H);
     cuStreamIsCapturing: fn(H, *mut c_int);
     cuGraphInstantiateWithFlags: fn(*mut H, H, u64);

@@ -31,9 +31,9 @@ use hrr_calls::cuda::ffi::{
     MEMSET_NODE_BYTES,
 };
 use hrr_calls::shapes::{
-    BeginCapture, ConditionalHandle, EndCapture, Graph, GraphClone, GraphCreate, GraphEdges,
-    GraphExecUpdate, GraphHostResult, GraphHostSource, GraphInstantiate, GraphLaunch, GraphNode,
-    GraphNodeHandle, Launch,
+    BeginCapture, BeginCaptureToGraph, ConditionalHandle, EndCapture, Graph, GraphClone,
+    GraphCreate, GraphEdges, GraphExecUpdate, GraphHostResult, GraphHostSource, GraphInstantiate,
+    GraphLaunch, GraphNode, GraphNodeHandle, Launch,
 };
 
 use super::arrays::Objects;
@@ -124,6 +124,42 @@ impl Cuda {
         cu!(
             self.api,
             cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED)
+        )?;
+        self.captures += 1;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuStreamBeginCaptureToGraph`: a capture into a rebuilt graph (a conditional node's
+    /// body, say), after rebuilt nodes of it; RELAXED as in [`Self::begin_capture`].
+    pub(super) fn begin_capture_to_graph(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: BeginCaptureToGraph = ev.read()?;
+        let Some(&g) = self.graphs.get(&s.graph) else {
+            return Ok(Outcome::Skipped(format!(
+                "capture into graph 0x{:x}, which was not rebuilt",
+                s.graph
+            )));
+        };
+        let deps: Option<Vec<H>> = s
+            .deps
+            .iter()
+            .map(|d| self.node_graphs.nodes.get(d).copied())
+            .collect();
+        let Some(deps) = deps else {
+            let why = "a node the capture follows was not rebuilt".to_string();
+            self.node_graphs.broken.insert(s.graph, why.clone());
+            return Ok(Outcome::Skipped(why));
+        };
+        let stream = self.stream(ev, s.stream)?;
+        cu!(
+            self.api,
+            cuStreamBeginCaptureToGraph(
+                stream,
+                g,
+                deps.as_ptr(),
+                std::ptr::null(),
+                deps.len(),
+                CU_STREAM_CAPTURE_MODE_RELAXED
+            )
         )?;
         self.captures += 1;
         Ok(Outcome::Done)

@@ -318,6 +318,7 @@ impl Backend for Cuda {
                 })
             }
             Op::StreamBeginCapture => self.begin_capture(ev),
+            Op::StreamBeginCaptureToGraph => self.begin_capture_to_graph(ev),
             Op::StreamEndCapture => self.end_capture(ev),
             Op::GraphInstantiate
             | Op::GraphInstantiateWithFlags

@@ -122,6 +122,36 @@ pub unsafe fn stream_begin_capture(
     r
 }
 
+/// `cuStreamBeginCaptureToGraph`: a capture into graph `g` (built node by node, a conditional
+/// node's body), after nodes `deps` of it.
+pub unsafe fn stream_begin_capture_to_graph(
+    h: Export,
+    s: Handle,
+    g: Handle,
+    deps: *const Handle,
+    _edges: *const u8,
+    n: usize,
+    mode: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| {
+        if r == 0 {
+            state::with(|st| {
+                st.capturing.insert(s as u64);
+                st.capturing_into.insert(s as u64, g as u64);
+            });
+        }
+        BeginCaptureToGraph {
+            stream: s as u64,
+            graph: g as u64,
+            deps: handles(deps, n),
+            mode,
+        }
+    });
+    r
+}
+
 pub unsafe fn stream_end_capture(
     h: Export,
     s: Handle,
@@ -135,7 +165,16 @@ pub unsafe fn stream_end_capture(
         state::with(|st| {
             st.capturing.remove(&(s as u64));
             let regions = id.and_then(|id| st.capture_regions.remove(&id));
-            if r == 0 {
+            if let Some(into) = st.capturing_into.remove(&(s as u64)) {
+                // a graph of the program's: the captured copies' regions join its nodes'
+                if r == 0 {
+                    let nodes = st.graph_nodes.entry(into).or_default();
+                    nodes
+                        .entry(0)
+                        .or_default()
+                        .extend(regions.unwrap_or_default());
+                }
+            } else if r == 0 {
                 st.captured_graphs.insert(graph);
                 // the captured copies' host regions, as one node's (capture sees no node handles)
                 let nodes = NodeRegions::from([(0, regions.unwrap_or_default())]);
