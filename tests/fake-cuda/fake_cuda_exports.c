@@ -220,6 +220,11 @@ DEF(cuStreamIsCapturing, (CUstream s, int *st), i_stream_is_capturing(s, st))
 DEF(cuStreamIsCapturing_ptsz, (CUstream s, int *st), i_stream_is_capturing(s, st))
 DEF(cuStreamGetCaptureInfo_v2, (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, size_t *nd),
     i_capture_info(s, st, id, g, d, nd))
+DEF(cuStreamGetCaptureInfo_v2_ptsz, (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, size_t *nd),
+    i_capture_info(s, st, id, g, d, nd))
+DEF(cuStreamGetCaptureInfo_v3_ptsz,
+    (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, const void **ed, size_t *nd),
+    i_capture_info(s, st, id, g, d, (ed ? (*ed = NULL, nd) : nd)))
 DEF(cuStreamGetCaptureInfo_v3,
     (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, const void **ed, size_t *nd),
     i_capture_info(s, st, id, g, d, (ed ? (*ed = NULL, nd) : nd)))
@@ -239,6 +244,18 @@ DEF(cuStreamBeginCapture_v2, (CUstream s, int mode), i_begin_capture(s, mode))
 DEF(cuStreamBeginCapture_v2_ptsz, (CUstream s, int mode), i_begin_capture(s, mode))
 DEF(cuStreamEndCapture, (CUstream s, CUgraph *g), i_end_capture(s, g))
 DEF(cuStreamEndCapture_ptsz, (CUstream s, CUgraph *g), i_end_capture(s, g))
+DEF(cuStreamBeginCaptureToGraph, (CUstream s, CUgraph g, const CUgraphNode *d, const void *ed, size_t n, int mode),
+    ((void)ed, i_begin_capture_to_graph(s, g, d, n, mode)))
+DEF(cuStreamBeginCaptureToGraph_ptsz, (CUstream s, CUgraph g, const CUgraphNode *d, const void *ed, size_t n, int mode),
+    ((void)ed, i_begin_capture_to_graph(s, g, d, n, mode)))
+DEF(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *d, size_t n, unsigned flags),
+    i_update_capture_deps(s, d, n, flags))
+DEF(cuStreamUpdateCaptureDependencies_ptsz, (CUstream s, CUgraphNode *d, size_t n, unsigned flags),
+    i_update_capture_deps(s, d, n, flags))
+DEF(cuStreamUpdateCaptureDependencies_v2, (CUstream s, CUgraphNode *d, const void *ed, size_t n, unsigned flags),
+    ((void)ed, i_update_capture_deps(s, d, n, flags)))
+DEF(cuStreamUpdateCaptureDependencies_v2_ptsz, (CUstream s, CUgraphNode *d, const void *ed, size_t n, unsigned flags),
+    ((void)ed, i_update_capture_deps(s, d, n, flags)))
 DEF(cuGraphCreate, (CUgraph *g, unsigned flags), i_graph_create(g, flags))
 DEF(cuGraphInstantiate_v2, (CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log, size_t logsz),
     ((void)log, (void)logsz, (err ? (void)(*err = NULL) : (void)0), i_graph_instantiate(x, g, 0)))
@@ -557,6 +574,11 @@ static const struct pa_ent k_procs[] = {
   PT("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz)
   PT("cuLaunchHostFunc", 10000, cuLaunchHostFunc, cuLaunchHostFunc_ptsz)
   PT("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz)
+  PT("cuStreamBeginCaptureToGraph", 12030, cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz)
+  PT("cuStreamGetCaptureInfo", 11030, cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz)
+  PT("cuStreamGetCaptureInfo", 12030, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz)
+  PT("cuStreamUpdateCaptureDependencies", 11030, cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz)
+  PT("cuStreamUpdateCaptureDependencies", 12030, cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz)
   PT("cuStreamEndCapture", 10000, cuStreamEndCapture, cuStreamEndCapture_ptsz)
   P("cuGraphCreate", 10000, cuGraphCreate)
   P("cuGraphInstantiate", 11000, cuGraphInstantiate_v2)

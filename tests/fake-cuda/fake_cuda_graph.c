@@ -449,6 +449,18 @@ CUresult node_set(struct fc_node *dst, struct fc_node *nd, CUresult e) {
   dst->h = h;
   return E_SUCCESS;
 }
+/* The handle of node idx of g, made when the node has none (a captured node). */
+struct fc_nodeh *node_handle(struct fc_graph *g, size_t idx) {
+  struct fc_node *nd = &g->nodes[idx];
+  if (!nd->h) {
+    nd->h = malloc(sizeof *nd->h);
+    if (!nd->h) abort();
+    nd->h->g = g;
+    nd->h->idx = idx;
+    obj_add(nd->h, T_GNODE);
+  }
+  return nd->h;
+}
 /* The graph node of handle h. */
 struct fc_node *graph_node(CUgraphNode h) {
   return obj_is(h, T_GNODE) && obj_is(h->g, T_GRAPH) ? &h->g->nodes[h->idx] : NULL;

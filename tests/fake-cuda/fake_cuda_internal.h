@@ -133,6 +133,12 @@ struct fc_stream {
   int prio;
   struct fc_graph *cap; /* the graph being captured into, or NULL */
   int cap_mode;         /* CUstreamCaptureMode: 0 GLOBAL, 1 THREAD_LOCAL, 2 RELAXED */
+  int cap_into;         /* cap is a graph of the program's (cuStreamBeginCaptureToGraph) */
+  /* The nodes the next captured work follows, as set by cuStreamBeginCaptureToGraph or
+   * cuStreamUpdateCaptureDependencies while cap->n == cap_mark; once more nodes were
+   * captured, the last of them. */
+  struct fc_nodeh *cap_deps[8];
+  size_t ncap_deps, cap_mark;
 };
 
 /* ---- graphs: a captured stream appends nodes instead of running them ---- */
@@ -406,6 +412,8 @@ CUresult i_capture_info(CUstream s, int *status, unsigned long long *id, CUgraph
                         size_t *ndeps);
 CUresult i_begin_capture(CUstream s, int mode);
 CUresult i_end_capture(CUstream s, CUgraph *pg);
+CUresult i_begin_capture_to_graph(CUstream s, CUgraph g, const CUgraphNode *deps, size_t n, int mode);
+CUresult i_update_capture_deps(CUstream s, const CUgraphNode *deps, size_t n, unsigned flags);
 CUresult i_event_create(CUevent *pe, unsigned flags);
 CUresult i_event_record(CUevent ev, CUstream s, unsigned flags);
 CUresult i_event_query(CUevent ev);
@@ -452,6 +460,7 @@ CUresult i_add_child(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_
 CUresult i_add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, size_t n);
 CUresult node_set(struct fc_node *dst, struct fc_node *nd, CUresult e);
 struct fc_node *graph_node(CUgraphNode h);
+struct fc_nodeh *node_handle(struct fc_graph *g, size_t idx);
 struct fc_node *exec_node(CUgraphExec x, CUgraphNode h);
 CUresult i_graph_destroy_node(CUgraphNode h);
 CUresult i_graph_clone(CUgraph *out, CUgraph g);

@@ -189,8 +189,11 @@ CUresult i_stream_destroy(CUstream s) {
   if (!obj_is(s, T_STREAM)) return E_INVALID_HANDLE;
   if (s->cap) {
     if (s->cap_mode != 2) g_strict_captures--;
-    nodes_free(s->cap->nodes, s->cap->n);
-    free(s->cap);
+    if (!s->cap_into) {
+      nodes_free(s->cap->nodes, s->cap->n);
+      obj_del(s->cap);
+      free(s->cap);
+    }
   }
   obj_del(s);
   free(s);
@@ -242,9 +245,36 @@ CUresult i_capture_info(CUstream s, int *status, unsigned long long *id, CUgraph
   *status = gr ? 1 : 0;
   if (id) *id = gr ? (uintptr_t)gr : 0;
   if (g) *g = gr;
-  if (deps) *deps = NULL;
-  if (ndeps) *ndeps = 0;
+  if (gr && gr->n > s->cap_mark) { /* work was captured since the set was last given */
+    s->cap_deps[0] = node_handle(gr, gr->n - 1);
+    s->ncap_deps = 1;
+    s->cap_mark = gr->n;
+  }
+  if (deps) *deps = gr && s->ncap_deps ? (const void *)s->cap_deps : NULL;
+  if (ndeps) *ndeps = gr ? s->ncap_deps : 0;
   return E_SUCCESS;
+}
+/* Sets (flags 1) or extends (0) the nodes a capture's next work follows: nodes of its graph. */
+static CUresult capture_deps(CUstream s, const CUgraphNode *deps, size_t n, unsigned flags) {
+  struct fc_graph *gr = stream_graph(s);
+  if (flags > 1 || (n && !deps)) return E_INVALID_VALUE;
+  if (!flags && s->ncap_deps + n > 8) return E_INVALID_VALUE;
+  if (flags) s->ncap_deps = 0;
+  if (n > 8) return E_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    if (!obj_is(deps[i], T_GNODE) || deps[i]->g != gr) return E_INVALID_VALUE;
+    s->cap_deps[s->ncap_deps++] = deps[i];
+  }
+  s->cap_mark = gr->n;
+  return E_SUCCESS;
+}
+CUresult i_update_capture_deps(CUstream s, const CUgraphNode *deps, size_t n, unsigned flags) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  if (!stream_graph(s)) return E_ILLEGAL_STATE;
+  return capture_deps(s, deps, n, flags);
 }
 CUresult i_begin_capture(CUstream s, int mode) {
   struct fc_ctx *c;
@@ -255,6 +285,29 @@ CUresult i_begin_capture(CUstream s, int mode) {
   if (s->cap) return E_ILLEGAL_STATE;
   s->cap = calloc(1, sizeof *s->cap);
   if (!s->cap) return E_OUT_OF_MEMORY;
+  obj_add(s->cap, T_GRAPH); /* a graph already: nodes may be added to it by hand */
+  s->cap_into = 0;
+  s->ncap_deps = s->cap_mark = 0;
+  s->cap_mode = mode;
+  if (mode != 2) g_strict_captures++;
+  return E_SUCCESS;
+}
+/* A capture into graph g of the program's, after its nodes deps. */
+CUresult i_begin_capture_to_graph(CUstream s, CUgraph g, const CUgraphNode *deps, size_t n, int mode) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  if (mode < 0 || mode > 2) return E_INVALID_VALUE;
+  if ((uintptr_t)s <= 2) return E_STREAM_CAPTURE_UNSUPPORTED;
+  if (!obj_is(s, T_STREAM) || !obj_is(g, T_GRAPH)) return E_INVALID_HANDLE;
+  if (s->cap) return E_ILLEGAL_STATE;
+  s->cap = g;
+  s->cap_into = 1;
+  s->ncap_deps = 0;
+  CUresult e = capture_deps(s, deps, n, 1);
+  if (e) {
+    s->cap = NULL;
+    return e;
+  }
   s->cap_mode = mode;
   if (mode != 2) g_strict_captures++;
   return E_SUCCESS;
@@ -266,9 +319,9 @@ CUresult i_end_capture(CUstream s, CUgraph *pg) {
   if ((uintptr_t)s <= 2 || !obj_is(s, T_STREAM)) return E_INVALID_HANDLE;
   if (!s->cap) return E_ILLEGAL_STATE;
   if (s->cap_mode != 2) g_strict_captures--;
-  obj_add(s->cap, T_GRAPH);
   *pg = s->cap;
   s->cap = NULL;
+  s->cap_into = 0;
   return E_SUCCESS;
 }
 

@@ -215,6 +215,12 @@ shapes! {
     BeginCapture { stream: Handle, mode: I32 }
     /// A stream capture into an existing graph (`cuStreamBeginCaptureToGraph`), after `deps`.
     BeginCaptureToGraph { stream: Handle, graph: Handle, deps: U64s, mode: I32 }
+    /// What the driver said of a stream in capture (`cuStreamGetCaptureInfo`, recorded only
+    /// while it captures): the graph being captured into and the nodes the next captured work
+    /// will follow.
+    CaptureInfo { stream: Handle, graph: Handle, deps: U64s }
+    /// A stream capture's dependency set replaced or extended (`cuStreamUpdateCaptureDependencies`).
+    CaptureDeps { stream: Handle, deps: U64s, flags: U32 }
     /// A stream capture ended, and the graph it made.
     EndCapture { stream: Handle, graph: Handle }
     /// An instantiated graph.

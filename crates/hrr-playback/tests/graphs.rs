@@ -256,3 +256,53 @@ fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
     assert_eq!(v["skipped_calls_total"], 0, "{v}");
 }
+
+/// Nodes added by hand to a stream capture, as CUDA's conditional-node samples do: the capture's
+/// graph and last node come from `cuStreamGetCaptureInfo`, an IF node is added after that node,
+/// the capture's dependencies move to it, and its body is filled by `cuStreamBeginCaptureToGraph`.
+/// Replay maps the recorded graph and node to its own capture's; both fills are checked.
+#[test]
+fn nodes_added_to_a_stream_capture_and_captures_into_a_body_replay() {
+    for app in ["driver_app", "direct_app"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let arch = tmp.path().join("run.hrr");
+        let o = capture(&arch, app, &["graph_cond_capture"]);
+        assert!(
+            o.status.success(),
+            "{app}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.contains("cond capture y sum=24884224 z sum=50558976"),
+            "{app}: {stdout}"
+        );
+        let dir = pid_dirs(&arch).remove(0);
+        let events = events_json(&dir);
+        let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
+        assert_eq!(count("cuStreamGetCaptureInfo_v3"), 2, "{app}");
+        assert_eq!(count("cuStreamUpdateCaptureDependencies_v2"), 1, "{app}");
+        assert_eq!(count("cuStreamBeginCaptureToGraph"), 1, "{app}");
+        // the second query names the captured kernel's node, which the IF node follows
+        let info = events
+            .iter()
+            .filter(|e| e["name"] == "cuStreamGetCaptureInfo_v3")
+            .nth(1)
+            .unwrap();
+        let deps = info["fields"]["deps"].as_array().expect("deps recorded");
+        assert_eq!(deps.len(), 1, "{info}");
+        let cond = first_named(&events, "cuGraphAddNode_v2");
+        assert_eq!(
+            cond["fields"]["deps"], info["fields"]["deps"],
+            "{cond} {info}"
+        );
+
+        let (code, v) = FakeCuda::get("-graphs").replay_json(&dir, &[]);
+        assert_eq!(code, 0, "{app}: {v}");
+        assert_eq!(v["verdict"], "PASS", "{app}: {v}");
+        assert_eq!(v["graphs_launched"], 1, "{app}: {v}");
+        assert_eq!(v["d2h_checks"]["pass"], 2, "{app}: {v}");
+        assert_eq!(v["d2h_checks"]["fail"], 0, "{app}: {v}");
+        assert_eq!(v["skipped_calls_total"], 0, "{app}: {v}");
+    }
+}

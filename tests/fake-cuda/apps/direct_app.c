@@ -113,6 +113,9 @@ static void resolve(void) {
   SYM(GraphUpload, "cuGraphUpload");
   SYM(GraphClone, "cuGraphClone");
   SYM(GraphConditionalHandleCreate, "cuGraphConditionalHandleCreate");
+  SYM(StreamGetCaptureInfo, "cuStreamGetCaptureInfo_v3");
+  SYM(StreamUpdateCaptureDependencies, "cuStreamUpdateCaptureDependencies_v2");
+  SYM(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph");
   SYM(GraphInstantiateV2, "cuGraphInstantiate_v2");
   SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
   SYM(GraphInstantiateWithParams, "cuGraphInstantiateWithParams");

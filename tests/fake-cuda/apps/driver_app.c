@@ -136,6 +136,17 @@ static void resolve(void) {
   status = -1;
   r = g_gpa("cuGraphAddNode", (void **)&g_cu.GraphAddNode, 12030, 0, &status);
   if (r != 0 || !g_cu.GraphAddNode || status != 0) die_call("cuGetProcAddress(cuGraphAddNode, 12030)", r ? r : -1);
+  /* the capture calls with edge data (CUDA 12.3) */
+  static const struct { void **slot; const char *base; } v12030[] = {
+      {(void **)&g_cu.StreamGetCaptureInfo, "cuStreamGetCaptureInfo"},
+      {(void **)&g_cu.StreamUpdateCaptureDependencies, "cuStreamUpdateCaptureDependencies"},
+      {(void **)&g_cu.StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph"},
+  };
+  for (size_t i = 0; i < sizeof v12030 / sizeof v12030[0]; i++) {
+    status = -1;
+    r = g_gpa(v12030[i].base, v12030[i].slot, 12030, 0, &status);
+    if (r != 0 || !*v12030[i].slot || status != 0) die_call(v12030[i].base, r ? r : -1);
+  }
   /* CUDA 11's cuGraphInstantiate (cuGraphInstantiate_v2); version 12000 would give WithFlags */
   status = -1;
   r = g_gpa("cuGraphInstantiate", (void **)&g_cu.GraphInstantiateV2, 11000, 0, &status);

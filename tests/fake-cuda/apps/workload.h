@@ -73,7 +73,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|two_devices|graph_capture|loop N|launches N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N]\n", g_prog);
   exit(2);
 }
 
@@ -97,6 +97,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "graph_nodes")) g_opts.mode = MODE_GRAPH_NODES;
     else if (!strcmp(argv[1], "graph_capture")) g_opts.mode = MODE_GRAPH_CAPTURE;
     else if (!strcmp(argv[1], "graph_cond")) g_opts.mode = MODE_GRAPH_COND;
+    else if (!strcmp(argv[1], "graph_cond_capture")) g_opts.mode = MODE_GRAPH_COND_CAPTURE;
     else if (!strcmp(argv[1], "two_devices")) g_opts.mode = MODE_TWO_DEVICES;
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
@@ -138,11 +139,12 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     return 0;
   }
   if (g_opts.mode == MODE_GRAPH || g_opts.mode == MODE_GRAPH_NODES || g_opts.mode == MODE_GRAPH_COND ||
-      g_opts.mode == MODE_GRAPH_CAPTURE) {
+      g_opts.mode == MODE_GRAPH_CAPTURE || g_opts.mode == MODE_GRAPH_COND_CAPTURE) {
     static struct outbuf ob;
     if (g_opts.mode == MODE_GRAPH) graph_workload(&ob);
     else if (g_opts.mode == MODE_GRAPH_CAPTURE) graph_capture_workload(&ob);
     else if (g_opts.mode == MODE_GRAPH_NODES) graph_nodes_workload(&ob);
+    else if (g_opts.mode == MODE_GRAPH_COND_CAPTURE) graph_cond_capture_workload(&ob);
     else graph_cond_workload(&ob);
     outflush(&ob);
     return 0;

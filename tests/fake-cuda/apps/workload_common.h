@@ -120,13 +120,19 @@ struct cu_api {
   CUresult (*GraphUpload)(CUgraphExec, CUstream);
   CUresult (*GraphClone)(CUgraph *, CUgraph);
   CUresult (*GraphConditionalHandleCreate)(unsigned long long *, CUgraph, CUcontext, unsigned, unsigned);
+  /* nodes added by hand to a stream capture (the `graph_cond_capture` mode) */
+  CUresult (*StreamGetCaptureInfo)(CUstream, int *, unsigned long long *, CUgraph *, const CUgraphNode **,
+                                   const void **, size_t *);
+  CUresult (*StreamUpdateCaptureDependencies)(CUstream, CUgraphNode *, const void *, size_t, unsigned);
+  CUresult (*StreamBeginCaptureToGraph)(CUstream, CUgraph, const CUgraphNode *, const void *, size_t, int);
 };
 
 static const char *g_prog = "app";
 static struct cu_api g_cu;
 
 enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS, MODE_GRAPH, MODE_HANG, MODE_FAULT,
-       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY, MODE_GRAPH_CAPTURE, MODE_LAUNCHES, MODE_TWO_DEVICES };
+       MODE_HIDDEN, MODE_GRAPH_NODES, MODE_GRAPH_COND, MODE_NOISY, MODE_GRAPH_CAPTURE, MODE_LAUNCHES, MODE_TWO_DEVICES,
+       MODE_GRAPH_COND_CAPTURE };
 struct opts {
   int mode;
   long loops;

@@ -394,4 +394,79 @@ static void graph_cond_workload(struct outbuf *out) {
   free(hz);
 }
 
+/* The `graph_cond_capture` mode, the way CUDA's conditional-node samples build a graph: a stream
+ * capture's graph and last node read with cuStreamGetCaptureInfo, a conditional handle made
+ * for that graph, an IF node (default 1) added to it by hand after the captured fill of `y`,
+ * the capture's dependencies moved to that node (cuStreamUpdateCaptureDependencies), and the
+ * node's body filled by a capture into it (cuStreamBeginCaptureToGraph) with a fill of `z`. */
+static void graph_cond_capture_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  CUcontext ctx;
+  CUlibrary lib = setup_library();
+  CK(cu->CtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  CUkernel k_fill;
+  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  unsigned *hy = malloc(n * sizeof(unsigned)), *hz = malloc(n * sizeof(unsigned));
+  if (!hy || !hz) die_call("malloc", -1);
+  CUdeviceptr y, z;
+  CK(cu->MemAlloc(&y, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
+  CK(cu->MemsetD8(y, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  CK(cu->MemsetD8(z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  CUstream s, sb;
+  CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
+  CK(cu->StreamCreate(&sb, 1), "cuStreamCreate");
+
+  CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture"); /* GLOBAL */
+  int st;
+  CUgraph g;
+  const CUgraphNode *deps;
+  size_t nd;
+  CK(cu->StreamGetCaptureInfo(s, &st, NULL, &g, &deps, NULL, &nd), "cuStreamGetCaptureInfo");
+  unsigned long long h;
+  CK(cu->GraphConditionalHandleCreate(&h, g, ctx, 1, 1), "cuGraphConditionalHandleCreate");
+  unsigned fy = 0x5EEDu, fz = 0xC0DEu;
+  unsigned long long fcount = 1024;
+  void *py[] = {&y, &fy, &fcount}, *pz[] = {&z, &fz, &fcount};
+  CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, 256, 1, 1, 0, s, py, NULL), "cuLaunchKernel");
+  CK(cu->StreamGetCaptureInfo(s, &st, NULL, &g, &deps, NULL, &nd), "cuStreamGetCaptureInfo");
+  if (st != 1 || nd != 1) die_call("cuStreamGetCaptureInfo (one node to follow)", -1);
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = 13; /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
+  np.u.conditional.handle = h;
+  np.u.conditional.type = 0; /* IF */
+  np.u.conditional.size = 1;
+  np.u.conditional.ctx = ctx;
+  CUgraphNode n_cond;
+  CK(cu->GraphAddNode(&n_cond, g, deps, NULL, nd, &np), "cuGraphAddNode");
+  CUgraph body = np.u.conditional.phGraph_out[0], body_out;
+  CK(cu->StreamUpdateCaptureDependencies(s, &n_cond, NULL, 1, 1), "cuStreamUpdateCaptureDependencies");
+  CK(cu->StreamBeginCaptureToGraph(sb, body, NULL, NULL, 0, 2), "cuStreamBeginCaptureToGraph");
+  CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, 256, 1, 1, 0, sb, pz, NULL), "cuLaunchKernel");
+  CK(cu->StreamEndCapture(sb, &body_out), "cuStreamEndCapture");
+  CUgraph made;
+  CK(cu->StreamEndCapture(s, &made), "cuStreamEndCapture");
+  if (made != g || body_out != body) die_call("cuStreamEndCapture (the graphs captured into)", -1);
+
+  CUgraphExec e;
+  CK(cu->GraphInstantiateWithFlags(&e, made, 0), "cuGraphInstantiateWithFlags");
+  CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
+  CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
+  CK(cu->MemcpyDtoH(hy, y, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "cond capture y sum=%llu z sum=%llu", usum(hy, n), usum(hz, n));
+  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(cu->GraphDestroy(made), "cuGraphDestroy");
+  CK(cu->StreamDestroy(sb), "cuStreamDestroy");
+  CK(cu->StreamDestroy(s), "cuStreamDestroy");
+  CK(cu->MemFree(y), "cuMemFree");
+  CK(cu->MemFree(z), "cuMemFree");
+  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
+  CK(cu->DevicePrimaryCtxRelease(0), "cuDevicePrimaryCtxRelease");
+  free(hy);
+  free(hz);
+}
+
 #endif

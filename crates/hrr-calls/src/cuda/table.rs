@@ -193,6 +193,11 @@ macro_rules! cuda_calls {
             MemcpyPeer [cuMemcpyPeer, cuMemcpyPeer_ptds] (dst: u64 = dst, dst_ctx: Handle = dst_ctx, src: u64 = src, src_ctx: Handle = src_ctx, n: usize = bytes) : CopyPeer, D2d;
             MemcpyPeerAsync [cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz] (dst: u64 = dst, dst_ctx: Handle = dst_ctx, src: u64 = src, src_ctx: Handle = src_ctx, n: usize = bytes, stream: Handle = stream) : CopyPeerAsync, D2d;
             // Stream capture into a graph of the program's (a conditional node's body, say).
+            // The graph and nodes of a capture, used to add nodes to it by hand (conditional nodes).
+            StreamGetCaptureInfo [cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v3_ptsz] (s: Handle, status: *mut c_int, id: *mut u64, g: *mut Handle, deps: *mut *const Handle, edges: *mut *const u8, n: *mut usize) : CaptureInfo, Capture => stream_get_capture_info_v3;
+            StreamGetCaptureInfoV2 [cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz] (s: Handle, status: *mut c_int, id: *mut u64, g: *mut Handle, deps: *mut *const Handle, n: *mut usize) : CaptureInfo, Capture => stream_get_capture_info_v2;
+            StreamUpdateCaptureDependencies [cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz] (s: Handle, deps: *const Handle, n: usize, flags: c_uint) : CaptureDeps, Capture => stream_update_capture_dependencies;
+            StreamUpdateCaptureDependenciesV2 [cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz] (s: Handle, deps: *const Handle, edges: *const u8, n: usize, flags: c_uint) : CaptureDeps, Capture => stream_update_capture_dependencies_v2;
             StreamBeginCaptureToGraph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (s: Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, mode: c_int) : BeginCaptureToGraph, Capture => stream_begin_capture_to_graph;
         }
     };

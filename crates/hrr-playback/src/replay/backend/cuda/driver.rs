@@ -107,6 +107,8 @@ driver_api! {
     cuEventDestroy_v2: fn(H);
     cuStreamBeginCapture_v2: fn(H, c_int);
     cuStreamBeginCaptureToGraph: fn(H, H, *const H, *const c_void, usize, c_int);
+    cuStreamGetCaptureInfo_v3: fn(H, *mut c_int, *mut u64, *mut H, *mut *const H, *mut *const c_void, *mut usize);
+    cuStreamUpdateCaptureDependencies_v2: fn(H, *const H, *const c_void, usize, c_uint);
     cuStreamEndCapture: fn(H, *mut H);
     cuStreamIsCapturing: fn(H, *mut c_int);
     cuGraphInstantiateWithFlags: fn(*mut H, H, u64);

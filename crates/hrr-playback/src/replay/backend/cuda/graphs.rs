@@ -31,9 +31,9 @@ use hrr_calls::cuda::ffi::{
     MEMSET_NODE_BYTES,
 };
 use hrr_calls::shapes::{
-    BeginCapture, BeginCaptureToGraph, ConditionalHandle, EndCapture, Graph, GraphClone,
-    GraphCreate, GraphEdges, GraphExecUpdate, GraphHostResult, GraphHostSource, GraphInstantiate,
-    GraphLaunch, GraphNode, GraphNodeHandle, Launch,
+    BeginCapture, BeginCaptureToGraph, CaptureDeps, CaptureInfo, ConditionalHandle, EndCapture,
+    Graph, GraphClone, GraphCreate, GraphEdges, GraphExecUpdate, GraphHostResult, GraphHostSource,
+    GraphInstantiate, GraphLaunch, GraphNode, GraphNodeHandle, Launch,
 };
 
 use super::arrays::Objects;
@@ -162,6 +162,77 @@ impl Cuda {
             )
         )?;
         self.captures += 1;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuStreamGetCaptureInfo` of a capturing stream: the program learnt the graph being
+    /// captured into and the nodes its next work follows (to add nodes by hand); replay asks
+    /// its own capture and maps the recorded handles to the live ones, in order.
+    pub(super) fn capture_info(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: CaptureInfo = ev.read()?;
+        let stream = self.stream(ev, s.stream)?;
+        let (mut status, mut g, mut deps, mut n) = (0, std::ptr::null_mut(), std::ptr::null(), 0);
+        cu!(
+            self.api,
+            cuStreamGetCaptureInfo_v3(
+                stream,
+                &mut status,
+                std::ptr::null_mut(),
+                &mut g,
+                &mut deps,
+                std::ptr::null_mut(),
+                &mut n
+            )
+        )?;
+        if status != 1 {
+            return Err(anyhow!(
+                "stream 0x{:x} captured in the recording but not in replay",
+                s.stream
+            ));
+        }
+        if s.graph != 0 {
+            self.graphs.insert(s.graph, g);
+        }
+        let live: &[H] = match deps.is_null() {
+            true => &[],
+            // SAFETY: the driver's array of `n` nodes, valid until the capture changes.
+            false => unsafe { std::slice::from_raw_parts(deps, n) },
+        };
+        if live.len() != s.deps.len() {
+            return Err(anyhow!(
+                "the capture follows {} node(s) in replay, {} in the recording",
+                live.len(),
+                s.deps.len()
+            ));
+        }
+        for (&rec, &node) in s.deps.iter().zip(live) {
+            self.node_graphs.nodes.insert(rec, node);
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// `cuStreamUpdateCaptureDependencies[_v2]` with rebuilt nodes (default edges).
+    pub(super) fn update_capture_dependencies(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: CaptureDeps = ev.read()?;
+        let deps: Option<Vec<H>> = s
+            .deps
+            .iter()
+            .map(|d| self.node_graphs.nodes.get(d).copied())
+            .collect();
+        let Some(deps) = deps else {
+            return Err(anyhow!("a node the capture is to follow was not rebuilt"));
+        };
+        let stream = self.stream(ev, s.stream)?;
+        cu!(
+            self.api,
+            cuStreamUpdateCaptureDependencies_v2(
+                stream,
+                deps.as_ptr(),
+                std::ptr::null(),
+                deps.len(),
+                s.flags
+            )
+        )?;
         Ok(Outcome::Done)
     }
 

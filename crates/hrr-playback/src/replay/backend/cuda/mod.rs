@@ -319,6 +319,10 @@ impl Backend for Cuda {
             }
             Op::StreamBeginCapture => self.begin_capture(ev),
             Op::StreamBeginCaptureToGraph => self.begin_capture_to_graph(ev),
+            Op::StreamGetCaptureInfo | Op::StreamGetCaptureInfoV2 => self.capture_info(ev),
+            Op::StreamUpdateCaptureDependencies | Op::StreamUpdateCaptureDependenciesV2 => {
+                self.update_capture_dependencies(ev)
+            }
             Op::StreamEndCapture => self.end_capture(ev),
             Op::GraphInstantiate
             | Op::GraphInstantiateWithFlags

@@ -152,6 +152,97 @@ pub unsafe fn stream_begin_capture_to_graph(
     r
 }
 
+/// `cuStreamGetCaptureInfo_v3`: see [`capture_info`].
+pub unsafe fn stream_get_capture_info_v3(
+    h: Export,
+    s: Handle,
+    status: *mut c_int,
+    _id: *mut u64,
+    g: *mut Handle,
+    deps: *mut *const Handle,
+    _edges: *mut *const u8,
+    n: *mut usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    capture_info(h, r, s, status, g, deps, n);
+    r
+}
+
+/// `cuStreamGetCaptureInfo_v2`: see [`capture_info`].
+pub unsafe fn stream_get_capture_info_v2(
+    h: Export,
+    s: Handle,
+    status: *mut c_int,
+    _id: *mut u64,
+    g: *mut Handle,
+    deps: *mut *const Handle,
+    n: *mut usize,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    capture_info(h, r, s, status, g, deps, n);
+    r
+}
+
+/// Records what the program learnt of an active capture (its graph, the nodes the next work
+/// follows), so replay can map them to its own capture's; queries of streams not capturing,
+/// which programs make often, are not recorded.
+unsafe fn capture_info(
+    h: Export,
+    r: CUresult,
+    s: Handle,
+    status: *const c_int,
+    g: *const Handle,
+    deps: *const *const Handle,
+    n: *const usize,
+) {
+    const CU_STREAM_CAPTURE_STATUS_ACTIVE: c_int = 1;
+    if r != 0 || status.is_null() || *status != CU_STREAM_CAPTURE_STATUS_ACTIVE {
+        return;
+    }
+    let deps = match (deps.is_null(), n.is_null()) {
+        (false, false) => handles(*deps, *n),
+        _ => Vec::new(),
+    };
+    rec(h, r, |_| CaptureInfo {
+        stream: s as u64,
+        graph: out_addr(g as *const *mut c_void),
+        deps,
+    });
+}
+
+/// `cuStreamUpdateCaptureDependencies`.
+pub unsafe fn stream_update_capture_dependencies(
+    h: Export,
+    s: Handle,
+    deps: *const Handle,
+    n: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    rec(h, r, |_| CaptureDeps {
+        stream: s as u64,
+        deps: handles(deps, n),
+        flags,
+    });
+    r
+}
+
+/// `cuStreamUpdateCaptureDependencies_v2` (edge data is not recorded: default edges).
+pub unsafe fn stream_update_capture_dependencies_v2(
+    h: Export,
+    s: Handle,
+    deps: *const Handle,
+    _edges: *const u8,
+    n: usize,
+    flags: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    stream_update_capture_dependencies(h, s, deps, n, flags, call)
+}
+
 pub unsafe fn stream_end_capture(
     h: Export,
     s: Handle,
