@@ -207,7 +207,7 @@ unsafe fn capture_info(
     };
     rec(h, r, |_| CaptureInfo {
         stream: s as u64,
-        graph: out_addr(g as *const *mut c_void),
+        graph: out_addr(g),
         deps,
     });
 }
