@@ -289,6 +289,7 @@ pub fn recording_result(f: impl FnOnce()) {
 /// event) should a host function still be finishing. Host functions not yet started are not
 /// waited for: they may belong to other streams, behind work that takes any time.
 pub fn wait_results_recorded() {
+    crate::hook::results::wait_recorded();
     let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
     while RESULTS_RECORDING.load(Ordering::Acquire) != 0 && std::time::Instant::now() < until {
         std::thread::yield_now();
@@ -441,6 +442,7 @@ extern "C" fn at_exit() {
 
 /// Clean shutdown: trailer, manifests, root index.
 pub fn finish() {
+    crate::hook::results::wait_recorded();
     drain_blobs();
     let mut state = lock();
     if let Some(mut rec) = state.take() {

@@ -278,7 +278,11 @@ fn multi_thread_replays_each_captured_thread_on_a_thread_of_its_own() {
     assert_eq!(multi["verdict"], "PASS", "{multi}");
     assert_eq!(multi["mode"], "multi-threaded", "{multi}");
     assert_eq!(single["mode"], "single-threaded", "{single}");
-    assert_eq!(multi["threads_used"], 2, "{multi}");
+    // one replay thread per recording thread: the program's two, and capture's own that
+    // records async D2H results once their copies completed
+    assert_eq!(multi["threads_used"], multi["threads_captured"], "{multi}");
+    let threads = multi["threads_used"].as_u64().unwrap();
+    assert!(threads >= 2, "{multi}");
     let pass = multi["d2h_checks"]["pass"].as_u64().unwrap();
     assert!(pass > 0, "{multi}");
     assert_eq!(multi["d2h_checks"], single["d2h_checks"], "{multi}");
@@ -290,7 +294,10 @@ fn multi_thread_replays_each_captured_thread_on_a_thread_of_its_own() {
     // the human summary says how it ran
     let (_, out, _) = replay(&dir, &["--multi-thread"]);
     assert!(out.contains("Mode            : multi-threaded"), "{out}");
-    assert!(out.contains("Threads used    : 2"), "{out}");
+    assert!(
+        out.contains(&format!("Threads used    : {threads}")),
+        "{out}"
+    );
 
     // it really runs the work: a wrong recorded result is found on whichever thread has it
     let events = events_json(&dir);

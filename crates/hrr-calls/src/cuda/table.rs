@@ -198,6 +198,9 @@ macro_rules! cuda_calls {
             StreamGetCaptureInfoV2 [cuStreamGetCaptureInfo_v2, cuStreamGetCaptureInfo_v2_ptsz] (s: Handle, status: *mut c_int, id: *mut u64, g: *mut Handle, deps: *mut *const Handle, n: *mut usize) : CaptureInfo, Capture => stream_get_capture_info_v2;
             StreamUpdateCaptureDependencies [cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz] (s: Handle, deps: *const Handle, n: usize, flags: c_uint) : CaptureDeps, Capture => stream_update_capture_dependencies;
             StreamUpdateCaptureDependenciesV2 [cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz] (s: Handle, deps: *const Handle, edges: *const u8, n: usize, flags: c_uint) : CaptureDeps, Capture => stream_update_capture_dependencies_v2;
+            // Not recorded: a query that says work is done lets async D2H results be recorded first.
+            EventQuery [cuEventQuery] (e: Handle) : Event, Query => query_done;
+            StreamQuery [cuStreamQuery, cuStreamQuery_ptsz] (s: Handle) : Stream, Query => query_done;
             StreamBeginCaptureToGraph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (s: Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, mode: c_int) : BeginCaptureToGraph, Capture => stream_begin_capture_to_graph;
         }
     };

@@ -96,6 +96,9 @@ macro_rules! hip_calls {
             // no runtime entry point; recorded by the host function capture enqueues behind an
             // async D2H copy (`hipMemcpyAsync` to host, `hipMemcpyDtoHAsync`).
             MemcpyResult [hrrHipMemcpyResult] (copy: u64, dst: Ptr, n: usize, stream: Handle) : CopyResult, D2hResult => memcpy_result;
+            // Not recorded: a query that says work is done lets async D2H results be recorded first.
+            EventQuery [hipEventQuery] (e: Handle) : Event, Query => query_done;
+            StreamQuery [hipStreamQuery] (s: Handle) : Stream, Query => query_done;
         }
     };
 }

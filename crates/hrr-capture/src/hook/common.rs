@@ -13,7 +13,7 @@ use hrr_calls::shapes::*;
 use hrr_calls::Shape;
 
 use super::args::{bytes_at, cstr, out, out_field, IntoField};
-use super::ApiExport;
+use super::{results, ApiExport};
 use crate::recorder::{self, Recorder};
 
 /// Record export `h`'s event with status `r` and the shape `fill` builds.
@@ -35,6 +35,8 @@ pub fn rec_seq<E: ApiExport, S: Shape>(
 /// Async D2H results, shared by the APIs: what the host function behind an async D2H copy
 /// needs (boxed when it is enqueued, freed by it).
 struct PendingResult<E> {
+    /// Its id in [`super::results`].
+    pending: u64,
     /// The API's `hrrMemcpyResult` pseudo-export.
     result: E,
     copy: u64,
@@ -55,11 +57,22 @@ unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
     });
 }
 
-/// The host function behind an async D2H copy (runs on a driver thread, calls no GPU API).
+/// The host function behind an async D2H copy (runs on a driver thread, calls no GPU API):
+/// hands the result to the recorder thread and returns at once, unless it must be recorded
+/// here ([`super::results`]).
 unsafe extern "C" fn d2h_completed<E: ApiExport>(data: *mut c_void) {
     // SAFETY: `data` is the box `result_at_completion` leaked, handed to this function once.
     let p = Box::from_raw(data as *mut PendingResult<E>);
-    recorder::recording_result(|| record_result(&p));
+    let id = p.pending;
+    // SAFETY: the destination stays the copy's until the result is recorded (module docs of
+    // `results`: synchronisations, later copies there and frees wait for it).
+    let job = results::Job::new(Box::new(move || {
+        recorder::recording_result(|| record_result(&p))
+    }));
+    if let Some(job) = results::completed(id, job) {
+        job.run();
+        results::done(id);
+    }
 }
 
 /// The API's real host-function enqueuer (`cuLaunchHostFunc`, `hipLaunchHostFunc`).
@@ -80,6 +93,7 @@ pub unsafe fn result_at_completion<E: ApiExport>(
     sync: impl FnOnce() -> bool,
 ) {
     let p = Box::into_raw(Box::new(PendingResult {
+        pending: results::register(dst as usize, n),
         result,
         copy,
         dst,
@@ -96,7 +110,22 @@ pub unsafe fn result_at_completion<E: ApiExport>(
         if sync() {
             record_result(&p);
         }
+        results::done(p.pending);
     }
+}
+
+/// `cuEventQuery`, `cuStreamQuery` and HIP's: not recorded; once one says the work is done, the
+/// program may use what it made, so async D2H results handed over are recorded first.
+pub unsafe fn query_done<E: ApiExport>(
+    _h: E,
+    _object: *mut c_void,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let r = call();
+    if r == 0 {
+        results::wait_recorded();
+    }
+    r
 }
 
 /// Store `len` host bytes at `ptr` as a blob of `h`'s archive.

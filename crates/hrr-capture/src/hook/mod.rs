@@ -24,6 +24,7 @@ pub mod forward;
 pub mod guard;
 pub mod launch;
 pub mod record;
+pub mod results;
 
 pub use record::{after, before, record, returned};
 

@@ -31,6 +31,12 @@ pub fn record<S: Shape>(
 #[inline]
 pub fn before(kind: Kind) {
     crate::api::cuda::hostmem::before(kind);
+    // Program code or host memory changes behind pending async D2H copies, without a
+    // synchronisation: their results are recorded first (hook::results).
+    if matches!(kind, Kind::HostFunc | Kind::GraphLaunch | Kind::HostMem) {
+        super::results::claim_all();
+        super::results::wait_recorded();
+    }
     if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) {
         recorder::flush_events();
     }
@@ -42,6 +48,9 @@ pub fn before(kind: Kind) {
 /// ([`crate::api::cuda::hostmem`]).
 #[inline]
 pub fn after(kind: Kind) {
+    if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) {
+        super::results::wait_recorded();
+    }
     crate::api::cuda::hostmem::after(kind);
     if kind == Kind::Sync {
         recorder::flush_soft();

@@ -160,6 +160,7 @@ pub unsafe fn memcpy_dtoh_async(
     stream: Handle,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
+    crate::hook::results::claim(dst as usize, n);
     let r = call();
     let seq = rec_seq(h, r, |_| CopyD2h {
         dst: dst as u64,
@@ -230,6 +231,9 @@ unsafe fn generic_copy(
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
     let dir = direction::of(is_device_ptr(src), is_device_ptr(dst));
+    if dir == direction::D2H {
+        crate::hook::results::claim(dst as usize, n);
+    }
     let (h2d_blob, r) = if dir == direction::H2D {
         host_blob_alongside(h, src as *const c_void, n, call)
     } else {

@@ -67,6 +67,9 @@ unsafe fn generic_copy(
     call: impl FnOnce() -> HipError,
 ) -> HipError {
     let dir = direction_of(kind, dst, src);
+    if dir == direction::D2H {
+        crate::hook::results::claim(dst as usize, n);
+    }
     let h2d_blob = if dir == direction::H2D {
         host_blob(src, n)
     } else {
@@ -162,6 +165,7 @@ pub unsafe fn memcpy_dtoh_async(
     stream: Handle,
     call: impl FnOnce() -> HipError,
 ) -> HipError {
+    crate::hook::results::claim(dst as usize, n);
     let r = call();
     let later = !capturing(stream);
     let d2h_blob = if later {

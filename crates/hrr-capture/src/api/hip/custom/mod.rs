@@ -22,7 +22,7 @@ mod symbol;
 pub use crate::hook::common::{
     device_get_name, get_global, host_get_device_pointer, host_register, launch_host_func,
     mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod, memcpy_htod_async, memset,
-    memset_async,
+    memset_async, query_done,
 };
 pub use code::*;
 pub use copy::*;

@@ -1,0 +1,218 @@
+//! Async D2H results recorded off the stream. The host function enqueued behind an async D2H
+//! copy ([`super::common::result_at_completion`]) used to store the copy's destination bytes
+//! itself, and the driver runs nothing else on that stream until a host function returns: every
+//! async D2H copy stalled its stream for a hash and a staging copy. Now the host function only
+//! hands the result to a recorder thread (`hrr-results`) and returns.
+//!
+//! The bytes must still be the copy's when that thread reads them. A program may read or reuse
+//! the destination only once it knows the copy completed, so:
+//! - every synchronisation waits for the results handed over so far ([`wait_recorded`], through
+//!   `recorder::wait_results_recorded`): what it made visible is recorded before it returns;
+//! - a new async D2H copy into a destination a pending result covers ([`claim`], before the copy
+//!   is enqueued) makes that result record on its host function, as before, when it has not run
+//!   yet (the new copy runs after it on the same stream), or waits until it is recorded;
+//! - work that can run program code or write host memory behind a copy without a
+//!   synchronisation (host functions, graph launches) claims every pending result ([`claim_all`]).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Where a pending result stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Its copy is enqueued; its host function has not run.
+    Enqueued,
+    /// A later copy overwrites its destination: its host function records it on the spot.
+    Inline,
+    /// Its copy completed; the recorder thread has it.
+    Handed,
+}
+
+struct Pending {
+    id: u64,
+    dst: usize,
+    n: usize,
+    stage: Stage,
+}
+
+#[derive(Default)]
+struct Table {
+    next: u64,
+    pending: Vec<Pending>,
+}
+
+/// A result to record on the recorder thread.
+pub struct Job(Box<dyn FnOnce() + Send>);
+
+impl Job {
+    /// # Safety
+    /// `f` may be run on another thread: what it reads must stay valid until it runs.
+    pub unsafe fn new(f: Box<dyn FnOnce()>) -> Job {
+        // SAFETY: the caller vouches for running `f` elsewhere.
+        Job(std::mem::transmute::<
+            Box<dyn FnOnce()>,
+            Box<dyn FnOnce() + Send>,
+        >(f))
+    }
+
+    /// Record the result.
+    pub fn run(self) {
+        (self.0)()
+    }
+}
+
+struct Shared {
+    table: Mutex<Table>,
+    /// A pending result recorded (removed from the table).
+    recorded: Condvar,
+    queue: Mutex<VecDeque<(u64, Job)>>,
+    queued: Condvar,
+}
+
+fn shared() -> &'static Shared {
+    static S: OnceLock<Shared> = OnceLock::new();
+    S.get_or_init(|| Shared {
+        table: Mutex::new(Table::default()),
+        recorded: Condvar::new(),
+        queue: Mutex::new(VecDeque::new()),
+        queued: Condvar::new(),
+    })
+}
+
+fn table() -> MutexGuard<'static, Table> {
+    shared().table.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Results handed to the recorder thread and not yet recorded.
+static HANDED: AtomicU32 = AtomicU32::new(0);
+
+/// Whether the recorder thread runs (started with the first hand-over).
+fn worker() -> bool {
+    static STARTED: OnceLock<bool> = OnceLock::new();
+    *STARTED.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("hrr-results".into())
+            .spawn(work)
+            .is_ok()
+    })
+}
+
+fn work() {
+    let s = shared();
+    loop {
+        let (id, job) = {
+            let mut q = s.queue.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                if let Some(j) = q.pop_front() {
+                    break j;
+                }
+                q = s.queued.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        job.run();
+        HANDED.fetch_sub(1, Ordering::AcqRel);
+        done(id);
+    }
+}
+
+/// A result of `n` bytes at `dst` about to be enqueued behind its copy: its id.
+pub fn register(dst: usize, n: usize) -> u64 {
+    let mut t = table();
+    t.next += 1;
+    let id = t.next;
+    t.pending.push(Pending {
+        id,
+        dst,
+        n,
+        stage: Stage::Enqueued,
+    });
+    id
+}
+
+/// Result `id` recorded (or given up): forget it.
+pub fn done(id: u64) {
+    let mut t = table();
+    t.pending.retain(|p| p.id != id);
+    drop(t);
+    shared().recorded.notify_all();
+}
+
+/// From the host function of result `id`, its copy completed: `Some(job)` back when it must
+/// be recorded here (a later copy overwrites its bytes, or no recorder thread), else the job
+/// is handed over.
+pub fn completed(id: u64, job: Job) -> Option<Job> {
+    let mut t = table();
+    let Some(p) = t.pending.iter_mut().find(|p| p.id == id) else {
+        return Some(job);
+    };
+    if p.stage == Stage::Inline || !worker() {
+        return Some(job);
+    }
+    p.stage = Stage::Handed;
+    HANDED.fetch_add(1, Ordering::AcqRel);
+    drop(t);
+    let s = shared();
+    s.queue
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push_back((id, job));
+    s.queued.notify_one();
+    None
+}
+
+/// Before an async copy into `n` host bytes at `dst` is enqueued: pending results there are
+/// recorded before it can overwrite them.
+pub fn claim(dst: usize, n: usize) {
+    claim_where(|p| p.dst < dst.saturating_add(n) && dst < p.dst.saturating_add(p.n));
+}
+
+/// Before work that may run program code or write host memory behind pending copies without a
+/// synchronisation: every pending result is recorded before it.
+pub fn claim_all() {
+    claim_where(|_| true);
+}
+
+fn claim_where(hits: impl Fn(&Pending) -> bool) {
+    let mut t = table();
+    if t.pending.is_empty() {
+        return;
+    }
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut handed = false;
+        for p in t.pending.iter_mut().filter(|p| hits(p)) {
+            match p.stage {
+                Stage::Enqueued => p.stage = Stage::Inline,
+                Stage::Inline => {}
+                Stage::Handed => handed = true,
+            }
+        }
+        if !handed || Instant::now() >= until {
+            return;
+        }
+        t = shared()
+            .recorded
+            .wait_timeout(t, Duration::from_millis(100))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}
+
+/// After a synchronisation: wait until every result handed to the recorder thread so far is
+/// recorded (30 s at most, should the archive's disk stall).
+pub fn wait_recorded() {
+    if HANDED.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut t = table();
+    while HANDED.load(Ordering::Acquire) != 0 && Instant::now() < until {
+        t = shared()
+            .recorded
+            .wait_timeout(t, Duration::from_millis(50))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+}

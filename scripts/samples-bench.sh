@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# What capture costs NVIDIA's CUDA samples, by the figures the samples print themselves.
+#
+#   bash scripts/samples-bench.sh SAMPLES_OUT BIN_DIR OUT_DIR
+#
+# SAMPLES_OUT is the OUT_DIR of a `scripts/cuda-samples.sh` run (its built samples under
+# work/<sample>/bin/); BIN_DIR holds hrr-capture and libhrr_capture.so. Each sample below runs
+# from its binary's folder plain, then under `hrr-capture -o`, alternated REPS times; for each
+# figure the medians of both and the median of the per-pair captured/plain ratios are printed,
+# as "better" ratios (1.0: no cost; throughputs and iteration counts as captured/plain, times
+# as plain/captured), against the goals of issue 22: asyncAPI's overlap loop and
+# simpleMultiCopy's pinned bandwidth >= 0.5, simpleStreams' times >= 0.5 (captured <= 2x
+# plain), the compute-bound samples' figures >= 0.97.
+# Results: OUT_DIR/samples-bench.txt (and samples-bench.tsv, raw numbers); logs beside.
+# Environment: HRR_BENCH_REPS (3), HRR_BENCH_STEP_TIMEOUT (120 s per run),
+# HRR_BENCH_BASELINE=DIR (another build's hrr-capture and libhrr_capture.so: its captured runs
+# alternate with the others, and its ratios are printed beside).
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+SAMPLES=$(cd "$1" && pwd)
+BIN=$(cd "$2" && pwd)
+mkdir -p "$3"
+OUT=$(cd "$3" && pwd)
+REPS=${HRR_BENCH_REPS:-3}
+STEP_TIMEOUT=${HRR_BENCH_STEP_TIMEOUT:-120}
+BASE=${HRR_BENCH_BASELINE:+$(cd "$HRR_BENCH_BASELINE" && pwd)}
+modes=(plain captured)
+[ -z "$BASE" ] || modes+=(baseline)
+
+# sample key (work/ folder) | figure | extended regex whose first group is the number | higher is better
+FIGURES=(
+    "0_Introduction_asyncAPI|overlap loop iterations|CPU executed ([0-9.]+) iterations|1"
+    "0_Introduction_simpleMultiCopy|pinned H2D GB/s|Memcpy host to device.*\\(([0-9.]+) GB/s\\)|1"
+    "0_Introduction_simpleMultiCopy|pinned D2H GB/s|Memcpy device to host.*\\(([0-9.]+) GB/s\\)|1"
+    "0_Introduction_simpleMultiCopy|serialized GB/s|Fully serialized execution[^0-9]*([0-9.]+) GB/s|1"
+    "0_Introduction_simpleStreams|memcopy ms|^memcopy:[^0-9]*([0-9.]+)|0"
+    "0_Introduction_simpleStreams|non-streamed ms|^non-streamed:[^0-9]*([0-9.]+)|0"
+    "0_Introduction_simpleStreams|4 streams ms|^4 streams:[^0-9]*([0-9.]+)|0"
+    "0_Introduction_matrixMul|GFlop/s|Performance= *([0-9.]+) GFlop/s|1"
+    "6_Performance_transpose|optimized GB/s|transpose optimized *, Throughput = ([0-9.]+)|1"
+    "2_Concepts_and_Techniques_reduction|GB/s|Reduction, Throughput = ([0-9.]+)|1"
+    "5_Domain_Specific_BlackScholes|GB/s|Effective memory bandwidth: ([0-9.]+)|1"
+    "3_CUDA_Features_bf16TensorCoreGemm|TFLOPS|TFLOPS: ([0-9.]+)|1"
+    "3_CUDA_Features_tf32TensorCoreGemm|TFLOPS|TFLOPS: ([0-9.]+)|1"
+    "3_CUDA_Features_cudaTensorCoreGemm|TFLOPS|TFLOPS: ([0-9.]+)|1"
+)
+
+# The sample keys, once each, in order.
+keys=()
+for f in "${FIGURES[@]}"; do
+    k=${f%%|*}
+    [[ " ${keys[*]} " == *" $k "* ]] || keys+=("$k")
+done
+
+tsv=$OUT/samples-bench.tsv
+printf 'sample\trep\tmode\tfigure\tvalue\n' >"$tsv"
+for k in "${keys[@]}"; do
+    dir=$SAMPLES/work/$k/bin
+    # the binary is named as the sample's folder, the key less its category
+    name=$(sed -E 's/^[0-9]+_(Introduction|Utilities|Concepts_and_Techniques|CUDA_Features|CUDA_Libraries|Domain_Specific|Performance)_//' <<<"$k")
+    if [ ! -x "$dir/$name" ]; then
+        echo "[samples-bench] $k: no binary $dir/$name (build it with scripts/cuda-samples.sh)" >&2
+        continue
+    fi
+    for rep in $(seq 1 "$REPS"); do
+        for mode in "${modes[@]}"; do
+            log=$OUT/$k.$mode.$rep.log
+            if [ $mode = plain ]; then
+                (cd "$dir" && timeout "$STEP_TIMEOUT" "./$name" >"$log" 2>&1) || true
+            else
+                b=$BIN
+                [ $mode = captured ] || b=$BASE
+                rm -rf "$OUT/$k.hrr"
+                (cd "$dir" && HRR_CAPTURE_LIB="$b/libhrr_capture.so" timeout "$STEP_TIMEOUT" \
+                    "$b/hrr-capture" -o "$OUT/$k.hrr" -- "./$name" >"$log" 2>&1) || true
+                rm -rf "$OUT/$k.hrr"
+            fi
+            for f in "${FIGURES[@]}"; do
+                IFS='|' read -r fk fig re _ <<<"$f"
+                [ "$fk" = "$k" ] || continue
+                v=$(grep -m1 -E "$re" "$log" | sed -E "s/.*$re.*/\\1/" || true)
+                printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$rep" "$mode" "$fig" "${v:-NA}" >>"$tsv"
+            done
+        done
+    done
+done
+
+python3 - "$tsv" "${FIGURES[@]}" >"$OUT/samples-bench.txt" <<'PY'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]).readlines()[1:]]
+higher = {tuple(f.split("|")[:2]): f.split("|")[3] == "1" for f in sys.argv[2:]}
+base = any(r[2] == "baseline" for r in rows)
+print(f"{'sample':<36} {'figure':<24} {'plain':>10} {'captured':>10} {'ratio':>7}" + (f" {'baseline':>10} {'ratio':>7}" if base else ""))
+for (k, fig), up in higher.items():
+    def vals(mode):
+        return {r[1]: float(r[4]) for r in rows if r[0] == k and r[3] == fig and r[2] == mode and r[4] != "NA"}
+    p = vals("plain")
+    line = f"{k:<36} {fig:<24} " + (f"{statistics.median(p.values()):>10.2f}" if p else f"{'-':>10}")
+    for mode in ["captured"] + (["baseline"] if base else []):
+        c = vals(mode)
+        pairs = [(p[i], c[i]) for i in p if i in c and p[i] > 0 and c[i] > 0]
+        if not pairs:
+            line += f" {'-':>10} {'-':>7}"
+            continue
+        ratio = statistics.median((b / a) if up else (a / b) for a, b in pairs)
+        line += f" {statistics.median(c.values()):>10.2f} {ratio:>7.3f}"
+    print(line)
+print("ratio: captured/plain for throughputs and counts, plain/captured for times (1.0 = no cost); medians of pairs")
+PY
+cat "$OUT/samples-bench.txt"
