@@ -82,7 +82,7 @@ for k in "${keys[@]}"; do
             for f in "${FIGURES[@]}"; do
                 IFS='|' read -r fk fig re _ <<<"$f"
                 [ "$fk" = "$k" ] || continue
-                v=$(grep -m1 -E "$re" "$log" | sed -E "s/.*$re.*/\\1/" || true)
+                v=$(grep -m1 -E "$re" "$log" | sed -E "s#.*$re.*#\\1#" || true)
                 printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$rep" "$mode" "$fig" "${v:-NA}" >>"$tsv"
             done
         done

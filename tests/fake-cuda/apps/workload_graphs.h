@@ -397,8 +397,9 @@ static void graph_cond_workload(struct outbuf *out) {
 /* The `graph_cond_capture` mode, the way CUDA's conditional-node samples build a graph: a stream
  * capture's graph and last node read with cuStreamGetCaptureInfo, a conditional handle made
  * for that graph, an IF node (default 1) added to it by hand after the captured fill of `y`,
- * the capture's dependencies moved to that node (cuStreamUpdateCaptureDependencies), and the
- * node's body filled by a capture into it (cuStreamBeginCaptureToGraph) with a fill of `z`. */
+ * the capture's dependencies moved to that node (cuStreamUpdateCaptureDependencies), the status
+ * asked alone, and the node's body filled by a capture into it (cuStreamBeginCaptureToGraph)
+ * with a fill of `z`. */
 static void graph_cond_capture_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
@@ -443,6 +444,8 @@ static void graph_cond_capture_workload(struct outbuf *out) {
   CK(cu->GraphAddNode(&n_cond, g, deps, NULL, nd, &np), "cuGraphAddNode");
   CUgraph body = np.u.conditional.phGraph_out[0], body_out;
   CK(cu->StreamUpdateCaptureDependencies(s, &n_cond, NULL, 1, 1), "cuStreamUpdateCaptureDependencies");
+  /* the status alone, as libraries ask for it */
+  CK(cu->StreamGetCaptureInfo(s, &st, NULL, NULL, NULL, NULL, NULL), "cuStreamGetCaptureInfo");
   CK(cu->StreamBeginCaptureToGraph(sb, body, NULL, NULL, 0, 2), "cuStreamBeginCaptureToGraph");
   CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, 256, 1, 1, 0, sb, pz, NULL), "cuLaunchKernel");
   CK(cu->StreamEndCapture(sb, &body_out), "cuStreamEndCapture");

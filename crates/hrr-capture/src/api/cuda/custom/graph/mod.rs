@@ -186,8 +186,8 @@ pub unsafe fn stream_get_capture_info_v2(
 }
 
 /// Records what the program learnt of an active capture (its graph, the nodes the next work
-/// follows), so replay can map them to its own capture's; queries of streams not capturing,
-/// which programs make often, are not recorded.
+/// follows; none where it did not ask), so replay can map them to its own capture's; queries
+/// of streams not capturing, which programs make often, are not recorded.
 unsafe fn capture_info(
     h: Export,
     r: CUresult,
