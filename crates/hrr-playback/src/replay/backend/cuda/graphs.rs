@@ -66,6 +66,13 @@ pub(super) struct NodeGraphs {
     parent: HashMap<u64, u64>,
 }
 
+impl NodeGraphs {
+    /// The rebuilt nodes of recorded nodes `recorded`; `None` if one was not rebuilt.
+    fn live(&self, recorded: &[u64]) -> Option<Vec<H>> {
+        recorded.iter().map(|n| self.nodes.get(n).copied()).collect()
+    }
+}
+
 /// A page-locked host buffer of the driver (never freed: graphs may read it until replay ends).
 struct HostBuf {
     ptr: *mut u8,
@@ -139,11 +146,7 @@ impl Cuda {
                 s.graph
             )));
         };
-        let deps: Option<Vec<H>> = s
-            .deps
-            .iter()
-            .map(|d| self.node_graphs.nodes.get(d).copied())
-            .collect();
+        let deps = self.node_graphs.live(&s.deps);
         let Some(deps) = deps else {
             let why = "a node the capture follows was not rebuilt".to_string();
             self.node_graphs.broken.insert(s.graph, why.clone());
@@ -215,11 +218,7 @@ impl Cuda {
     /// `cuStreamUpdateCaptureDependencies[_v2]` with rebuilt nodes (default edges).
     pub(super) fn update_capture_dependencies(&mut self, ev: &Event) -> Result<Outcome> {
         let s: CaptureDeps = ev.read()?;
-        let deps: Option<Vec<H>> = s
-            .deps
-            .iter()
-            .map(|d| self.node_graphs.nodes.get(d).copied())
-            .collect();
+        let deps = self.node_graphs.live(&s.deps);
         let Some(deps) = deps else {
             return Err(anyhow!("a node the capture is to follow was not rebuilt"));
         };
@@ -464,11 +463,7 @@ impl Cuda {
                 (std::ptr::null_mut(), exec, node)
             }
         };
-        let deps: Option<Vec<H>> = s
-            .deps
-            .iter()
-            .map(|d| self.node_graphs.nodes.get(d).copied())
-            .collect();
+        let deps = self.node_graphs.live(&s.deps);
         let Some(deps) = deps else {
             return Ok(Err("a node it depends on was not rebuilt".into()));
         };
@@ -727,12 +722,8 @@ impl Cuda {
                 s.graph
             )));
         };
-        let map = |v: &[u64]| -> Option<Vec<H>> {
-            v.iter()
-                .map(|n| self.node_graphs.nodes.get(n).copied())
-                .collect()
-        };
-        let (Some(from), Some(to)) = (map(&s.from), map(&s.to)) else {
+        let nodes = &self.node_graphs;
+        let (Some(from), Some(to)) = (nodes.live(&s.from), nodes.live(&s.to)) else {
             let why = "a node of a dependency was not rebuilt".to_string();
             self.node_graphs.broken.insert(s.graph, why.clone());
             return Ok(Outcome::Skipped(why));

@@ -169,20 +169,19 @@ pub unsafe fn stream_get_capture_info_v3(
     r
 }
 
-/// `cuStreamGetCaptureInfo_v2`: see [`capture_info`].
+/// `cuStreamGetCaptureInfo_v2`: `_v3` without edge data.
 pub unsafe fn stream_get_capture_info_v2(
     h: Export,
     s: Handle,
     status: *mut c_int,
-    _id: *mut u64,
+    id: *mut u64,
     g: *mut Handle,
     deps: *mut *const Handle,
     n: *mut usize,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    let r = call();
-    capture_info(h, r, s, status, g, deps, n);
-    r
+    let edges = std::ptr::null_mut();
+    stream_get_capture_info_v3(h, s, status, id, g, deps, edges, n, call)
 }
 
 /// Records what the program learnt of an active capture (its graph, the nodes the next work
