@@ -102,6 +102,22 @@ fn zero_copy_host_reads_are_checked() {
     assert_mismatch(&dir);
 }
 
+/// An async D2H copy into registered memory the tracker follows: its bytes are recorded once, as
+/// the copy's result (checked), not again as a host read of the region after the
+/// synchronisation.
+#[test]
+fn an_async_copy_into_tracked_memory_is_recorded_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = captured(tmp.path(), "regasync");
+    let n = names_of(&dir);
+    let count = |c: &str| n.iter().filter(|x| *x == c).count();
+    assert_eq!(count("hrrMemcpyResult"), 1, "{n:?}");
+    assert_eq!(count("hrrHostMemCheck"), 0, "{n:?}");
+    assert_pass(&dir, 1);
+    zero_nth_blob(&dir, "hrrMemcpyResult", "d2h_blob", 0);
+    assert_mismatch(&dir);
+}
+
 #[test]
 fn managed_memory_replays_with_host_writes_between_kernels() {
     let tmp = tempfile::tempdir().unwrap();

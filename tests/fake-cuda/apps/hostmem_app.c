@@ -7,6 +7,8 @@
  *             the host writes it between kernels
  *   managed   cuMemAllocManaged memory written by the host between kernels and read after a
  *             synchronisation
+ *   regasync  an async D2H copy into registered (DEVICEMAP) memory: recorded once, as the
+ *             copy's result, not again as a host read of the region
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
  *             still in flight on the freed memory), and a pool of its own
  *             (cuMemPoolCreate, attributes, access, trim, cuMemAllocFromPoolAsync)
@@ -250,13 +252,36 @@ static void async(void) {
   CK(cuStreamDestroy_v2(s));
 }
 
+static void regasync(void) {
+  CUdevice dev;
+  setup(&dev);
+  enum { WORDS = 64 * 1024 }; /* 256 KiB: four whole chunks of capture's tracker */
+  unsigned *reg;
+  if (posix_memalign((void **)&reg, 4096, WORDS * sizeof(unsigned))) exit(1);
+  memset(reg, 0, WORDS * sizeof(unsigned));
+  CK(cuMemHostRegister_v2(reg, WORDS * sizeof(unsigned), 2 /* DEVICEMAP */));
+  CUstream s;
+  CK(cuStreamCreate(&s, 1));
+  CUdeviceptr d;
+  CK(cuMemAlloc_v2(&d, WORDS * sizeof(unsigned)));
+  fill(d, 9u, WORDS, s);
+  CK(cuMemcpyDtoHAsync_v2(reg, d, WORDS * sizeof(unsigned), s));
+  CK(cuStreamSynchronize(s));
+  printf("regasync sum=%llu\n", usum(reg, WORDS));
+  CK(cuMemHostUnregister(reg));
+  free(reg);
+  CK(cuMemFree_v2(d));
+  CK(cuStreamDestroy_v2(s));
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "zerocopy")) zerocopy();
   else if (!strcmp(mode, "managed")) managed();
   else if (!strcmp(mode, "async")) async();
+  else if (!strcmp(mode, "regasync")) regasync();
   else {
-    fprintf(stderr, "usage: hostmem_app zerocopy|managed|async\n");
+    fprintf(stderr, "usage: hostmem_app zerocopy|managed|async|regasync\n");
     return 2;
   }
   return 0;

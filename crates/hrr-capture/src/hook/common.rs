@@ -55,6 +55,7 @@ unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
         stream: p.stream as u64,
         d2h_blob,
     });
+    crate::api::cuda::hostmem::result_recorded(p.dst as u64, p.n);
 }
 
 /// The host function behind an async D2H copy (runs on a driver thread, calls no GPU API):

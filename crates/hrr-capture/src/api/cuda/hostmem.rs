@@ -12,7 +12,8 @@
 //!   chunks are what the device wrote, recorded as **host reads** that replay compares like a
 //!   D2H result.
 //!
-//! Unchanged chunks are never stored again. Limits (README, "what capture does not record
+//! Unchanged chunks are never stored again, nor are chunks an async D2H result recorded whole
+//! ([`result_recorded`]). Limits (README, "what capture does not record
 //! yet"): a host write made while device work is in flight is seen at the next
 //! synchronisation and recorded as a check (replay then reports a mismatch); a stream or event
 //! synchronisation is taken as the device being idle; regions are read by the recorder's thread
@@ -35,6 +36,11 @@ use crate::recorder;
 pub const CHUNK: usize = 64 << 10;
 /// Consecutive changed chunks are stored as one blob of at most this many chunks.
 const MAX_RUN: usize = 64;
+/// Regions this large or larger are hashed on several threads (a 64 MiB registration is
+/// scanned at every synchronisation and before the first submission after one).
+const PARALLEL_SCAN_MIN: usize = 4 << 20;
+/// Threads a scan uses at most.
+const SCAN_THREADS: usize = 16;
 
 struct Region {
     len: usize,
@@ -96,6 +102,31 @@ pub fn promote(host: u64) {
         if !regions().contains_key(&base) {
             track(base, len);
         }
+    }
+}
+
+/// An async D2H result of `n` bytes at `dst` was recorded (its `hrrMemcpyResult` event holds
+/// them): the chunks of a tracked region it covers whole are known as they are now, so the
+/// next scan does not record the same bytes again as a check.
+pub fn result_recorded(dst: u64, n: usize) {
+    if COUNT.load(Ordering::Acquire) == 0 || n < CHUNK {
+        return;
+    }
+    let mut regs = regions();
+    let Some((&base, r)) = regs.range_mut(..=dst).next_back() else {
+        return;
+    };
+    let end = dst.saturating_add(n as u64).min(base + r.len as u64);
+    if dst >= end {
+        return;
+    }
+    let first = ((dst - base) as usize).div_ceil(CHUNK);
+    let last = ((end - base) as usize) / CHUNK; // exclusive; a partial last chunk stays unknown
+    for i in first..last.min(r.known.len()) {
+        // SAFETY: a chunk of a live tracked region (untracked before it is freed).
+        let chunk =
+            unsafe { std::slice::from_raw_parts((base as usize + i * CHUNK) as *const u8, CHUNK) };
+        r.known[i] = Some(blake3::hash(chunk));
     }
 }
 
@@ -173,8 +204,8 @@ fn scan(check: bool) {
 fn changed_runs(known: &mut [Option<blake3::Hash>], bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut run_chunks = 0;
-    for (i, chunk) in bytes.chunks(CHUNK).enumerate() {
-        let h = blake3::hash(chunk);
+    let hashes = chunk_hashes(bytes);
+    for ((i, chunk), h) in bytes.chunks(CHUNK).enumerate().zip(hashes) {
         if known[i] == Some(h) {
             run_chunks = 0;
             continue;
@@ -194,6 +225,36 @@ fn changed_runs(known: &mut [Option<blake3::Hash>], bytes: &[u8]) -> Vec<(usize,
         }
     }
     runs
+}
+
+/// The hash of each [`CHUNK`] of `bytes`, on several threads for large regions.
+fn chunk_hashes(bytes: &[u8]) -> Vec<blake3::Hash> {
+    let chunks = bytes.len().div_ceil(CHUNK);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(SCAN_THREADS));
+    if bytes.len() < PARALLEL_SCAN_MIN || threads < 2 {
+        return bytes.chunks(CHUNK).map(blake3::hash).collect();
+    }
+    let per = chunks.div_ceil(threads);
+    let mut hashes = vec![blake3::Hash::from_bytes([0; 32]); chunks];
+    let all_started = std::thread::scope(|s| {
+        bytes
+            .chunks(per * CHUNK)
+            .zip(hashes.chunks_mut(per))
+            .map(|(part, out)| {
+                let hash = move || {
+                    for (h, chunk) in out.iter_mut().zip(part.chunks(CHUNK)) {
+                        *h = blake3::hash(chunk);
+                    }
+                };
+                std::thread::Builder::new().spawn_scoped(s, hash).is_ok()
+            })
+            .fold(true, |all, started| all && started)
+    });
+    if !all_started {
+        // a thread could not start: its part was never hashed
+        return bytes.chunks(CHUNK).map(blake3::hash).collect();
+    }
+    hashes
 }
 
 /// Store `len` bytes at `base + off` and record the event.
@@ -240,6 +301,34 @@ mod tests {
             vec![(CHUNK, 2 * CHUNK), (5 * CHUNK, 10)]
         );
         assert!(changed_runs(&mut known, &bytes).is_empty());
+    }
+
+    #[test]
+    fn large_regions_hashed_on_several_threads_find_the_same_runs() {
+        let mut bytes = vec![3u8; PARALLEL_SCAN_MIN * 2 + 12_345];
+        let serial =
+            |b: &[u8]| -> Vec<blake3::Hash> { b.chunks(CHUNK).map(blake3::hash).collect() };
+        assert_eq!(chunk_hashes(&bytes), serial(&bytes));
+        let mut known = vec![None; bytes.len().div_ceil(CHUNK)];
+        assert_eq!(
+            changed_runs(&mut known, &bytes).len(),
+            bytes.len().div_ceil(CHUNK * MAX_RUN)
+        );
+        for at in [0, CHUNK * 37 + 5, PARALLEL_SCAN_MIN + 1, bytes.len() - 1] {
+            bytes[at] ^= 0x5a;
+        }
+        let runs = changed_runs(&mut known, &bytes);
+        let last = (bytes.len() - 1) / CHUNK * CHUNK;
+        assert_eq!(
+            runs,
+            vec![
+                (0, CHUNK),
+                (CHUNK * 37, CHUNK),
+                (PARALLEL_SCAN_MIN, CHUNK),
+                (last, bytes.len() - last)
+            ]
+        );
+        assert_eq!(chunk_hashes(&bytes), serial(&bytes));
     }
 
     #[test]

@@ -69,7 +69,10 @@ pub(super) struct NodeGraphs {
 impl NodeGraphs {
     /// The rebuilt nodes of recorded nodes `recorded`; `None` if one was not rebuilt.
     fn live(&self, recorded: &[u64]) -> Option<Vec<H>> {
-        recorded.iter().map(|n| self.nodes.get(n).copied()).collect()
+        recorded
+            .iter()
+            .map(|n| self.nodes.get(n).copied())
+            .collect()
     }
 }
 
