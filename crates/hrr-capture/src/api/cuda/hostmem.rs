@@ -248,7 +248,7 @@ fn chunk_hashes(bytes: &[u8]) -> Vec<blake3::Hash> {
                 };
                 std::thread::Builder::new().spawn_scoped(s, hash).is_ok()
             })
-            .fold(true, |all, started| all && started)
+            .all(|started| started)
     });
     if !all_started {
         // a thread could not start: its part was never hashed
