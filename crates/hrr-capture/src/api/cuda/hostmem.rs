@@ -240,7 +240,7 @@ fn chunk_hashes(bytes: &[u8]) -> Vec<blake3::Hash> {
         bytes
             .chunks(per * CHUNK)
             .zip(hashes.chunks_mut(per))
-            .map(|(part, out)| {
+            .all(|(part, out)| {
                 let hash = move || {
                     for (h, chunk) in out.iter_mut().zip(part.chunks(CHUNK)) {
                         *h = blake3::hash(chunk);
@@ -248,7 +248,6 @@ fn chunk_hashes(bytes: &[u8]) -> Vec<blake3::Hash> {
                 };
                 std::thread::Builder::new().spawn_scoped(s, hash).is_ok()
             })
-            .all(|started| started)
     });
     if !all_started {
         // a thread could not start: its part was never hashed
