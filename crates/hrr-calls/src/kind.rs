@@ -74,6 +74,9 @@ pub enum Kind {
     HostCheck,
     /// Not a call: the result of an asynchronous D2H copy, recorded when the copy completed.
     D2hResult,
+    /// Not a call: the source of an asynchronous H2D copy from page-locked memory, recorded
+    /// after the call returned; replay takes it for the copy's own source.
+    H2dSource,
 }
 
 impl Kind {

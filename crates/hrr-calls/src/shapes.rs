@@ -326,6 +326,10 @@ shapes! {
     /// host function capture enqueues behind it): `copy` is the sequence number of the copy's
     /// event (whose own `d2h_blob` is then none), `d2h_blob` the bytes at `dst`.
     CopyResult { copy: U64, dst: Ptr, bytes: U64, stream: Handle, d2h_blob: Blob }
+    /// The source bytes of an async H2D copy from page-locked memory, read after the call
+    /// returned (by capture's recorder thread, before the program could change them): `copy`
+    /// is the sequence number of the copy's event (whose own `h2d_blob` is then none).
+    CopySource { copy: U64, src: Ptr, bytes: U64, stream: Handle, h2d_blob: Blob }
 }
 
 /// Directions of a copy whose direction is found at run time, as recorded in `direction`

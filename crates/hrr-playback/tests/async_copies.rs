@@ -99,6 +99,66 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
     assert!(spins > 0, "the capture waited for the copies: {out}");
 }
 
+/// An async H2D copy of 1 MiB or more from page-locked memory returns without its source being
+/// hashed: the copy's event has no bytes, and exactly one `hrrMemcpySource` event after it
+/// names it, before the event query that tells the program the copy is done (the program
+/// refills the source right after). Replay puts that source into the copy: no copy is
+/// skipped, and the bytes that come back match.
+#[test]
+fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "copy_app", &["overlap", "3", "2"], 5);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let copies: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "cuMemcpyHtoDAsync_v2")
+        .collect();
+    assert_eq!(copies.len(), 3);
+    let mut sources = std::collections::HashSet::new();
+    for c in &copies {
+        assert!(c["fields"]["h2d_blob"].is_null(), "{c}");
+        let named: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|e| e["name"] == "hrrMemcpySource" && e["fields"]["copy"] == c["seq"])
+            .collect();
+        assert_eq!(named.len(), 1, "{c}");
+        assert!(seq(named[0]) > seq(c), "{c}");
+        sources.insert(named[0]["fields"]["h2d_blob"].as_str().unwrap().to_string());
+    }
+    assert_eq!(sources.len(), 3, "each iteration's source is its own");
+    let (code, v) = fake().replay_json(&dir, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 3, "{v}");
+
+    // Cut out from the second copy to its result: the extracted archive carries the copy's
+    // source in the copy itself, and replays alone.
+    let (first, last) = (seq(copies[1]), seq(copies[2]) - 1);
+    let small = tmp.path().join("small.hrr");
+    let (code, out, err) = fake().replay(
+        &dir,
+        &[
+            "--extract",
+            &format!("{first}..{last}"),
+            "-o",
+            small.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let small_dir = pid_dirs(&small).remove(0);
+    let cut = events_json(&small_dir);
+    let copy = first_named(&cut, "cuMemcpyHtoDAsync_v2");
+    assert!(copy["fields"]["h2d_blob"].is_string(), "{copy}");
+    let (code, v) = fake().replay_json(&small_dir, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
+}
+
 #[test]
 fn a_zeroed_async_result_blob_is_a_mismatch_naming_the_result_event() {
     let tmp = tempfile::tempdir().unwrap();

@@ -201,6 +201,9 @@ macro_rules! cuda_calls {
             // Not recorded: a query that says work is done lets async D2H results be recorded first.
             EventQuery [cuEventQuery] (e: Handle) : Event, Query => query_done;
             StreamQuery [cuStreamQuery, cuStreamQuery_ptsz] (s: Handle) : Stream, Query => query_done;
+            // Pseudo-call (no driver export): the source bytes of the async H2D copy of event
+            // `copy` from page-locked memory, read after the call returned.
+            MemcpySource [hrrMemcpySource] (copy: u64, src: u64, n: usize, stream: Handle) : CopySource, H2dSource => memcpy_source;
             StreamBeginCaptureToGraph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (s: Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, mode: c_int) : BeginCaptureToGraph, Capture => stream_begin_capture_to_graph;
         }
     };

@@ -115,6 +115,41 @@ pub unsafe fn result_at_completion<E: ApiExport>(
     }
 }
 
+/// Async H2D sources this large or larger, from page-locked memory, are read after the call
+/// returned ([`source_later`]).
+pub const SOURCE_LATER_MIN: usize = 1 << 20;
+
+/// After the async H2D copy recorded as event `copy` (with no source bytes) was issued from
+/// page-locked memory: have its `n` source bytes at `src` stored and recorded in a `source`
+/// event (the API's `hrrMemcpySource` pseudo-export) by capture's recorder thread, so the call
+/// returns without hashing them. The program may not change them until it knows the copy
+/// completed, and everything that tells it so waits for the recorder ([`super::results`]).
+pub unsafe fn source_later<E: ApiExport>(
+    source: E,
+    copy: u64,
+    (src, n): (*const c_void, usize),
+    stream: *mut c_void,
+) {
+    let id = results::register(src as usize, n);
+    let (at, stream) = (src as usize, stream as u64);
+    let job = results::Job::new(Box::new(move || {
+        recorder::recording_result(|| {
+            let h2d_blob = host_blob(source, at as *const c_void, n);
+            rec(source, 0, |_| CopySource {
+                copy,
+                src: at as u64,
+                bytes: n as u64,
+                stream,
+                h2d_blob,
+            });
+        })
+    }));
+    if let Some(job) = results::completed(id, job) {
+        job.run();
+        results::done(id);
+    }
+}
+
 /// `cuEventQuery`, `cuStreamQuery` and HIP's: not recorded; once one says the work is done, the
 /// program may use what it made, so async D2H results handed over are recorded first.
 pub unsafe fn query_done<E: ApiExport>(

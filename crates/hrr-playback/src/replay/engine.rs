@@ -12,7 +12,7 @@
 //! otherwise (`super::verdict`). On a `FAULT`, unless `--no-localize`, the replay is rerun with
 //! `--sync-after-launch` in a fresh process to name the launch behind it (`super::fault`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -23,7 +23,7 @@ use hrr_archive::reader::EventReader;
 use hrr_archive::schema::{decode_fields, CallDef, Value};
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{summary, ObjectId};
-use hrr_calls::shapes::Launch;
+use hrr_calls::shapes::{CopySource, Launch};
 
 use super::backend::{base_name, resolve, CodeObject, Event, Family, Outcome, Prescan, TableOp};
 use super::blob_bytes::{self, BlobBytes};
@@ -68,12 +68,28 @@ fn read_ahead(dir: &Path, ev: &Event) -> Vec<(ObjectId, BlobBytes)> {
     out
 }
 
+/// The fields of an async H2D copy whose source was recorded after it (`id`), with that source.
+fn with_late_source<'s>(
+    mut fields: Vec<(&'s str, Value)>,
+    id: Option<&ObjectId>,
+) -> Vec<(&'s str, Value)> {
+    if let Some(id) = id {
+        for (name, v) in fields.iter_mut() {
+            // the copy's source field, as the CopyH2d and CopyAny shapes name it
+            if *name == "h2d_blob" && matches!(v, Value::Blob(None)) {
+                *v = Value::Blob(Some(*id));
+            }
+        }
+    }
+    fields
+}
+
 /// Read and decode the events of `path` (calls of `schema`), in batches into `tx`, until the end,
 /// an error (sent after the events before it) or the receiver hanging up. Batches replayed come
 /// back through `done` and are freed here: their many small allocations are not the replaying
 /// thread's to free between two calls.
 pub(super) fn decode_ahead<'s>(
-    (dir, path): (&Path, &Path),
+    (dir, path, late): (&Path, &Path, &HashMap<u64, ObjectId>),
     schema: &'s hrr_archive::schema::Schema,
     tx: std::sync::mpsc::SyncSender<Result<Vec<Decoded<'s>>>>,
     done: std::sync::mpsc::Receiver<Vec<Decoded<'s>>>,
@@ -102,7 +118,8 @@ pub(super) fn decode_ahead<'s>(
             continue;
         };
         let fields = match decode_fields(call, &rec.payload) {
-            Ok(f) => f,
+            Ok(f) if late.is_empty() => f,
+            Ok(f) => with_late_source(f, late.get(&rec.header.seq)),
             Err(e) => {
                 let e = anyhow!("event #{} ({}): {e}", rec.header.seq, call.name);
                 return send_err(batch, e);
@@ -169,6 +186,9 @@ pub(super) struct Scan {
     unreproducible: Vec<Unreproducible>,
     /// The device ordinals the capture's successful device look-ups asked for, ascending.
     pub(super) devices: Vec<i32>,
+    /// Sources of async H2D copies recorded after them (`hrrMemcpySource`), by the copy's
+    /// event: the decoding thread puts each into its copy's event.
+    pub(super) late_sources: HashMap<u64, ObjectId>,
 }
 
 /// Why replay cannot reproduce a recorded call that changed state, from its table operation's
@@ -205,6 +225,7 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     let mut recorded_failure = None;
     let mut unrepro: Vec<Unreproducible> = Vec::new();
     let mut devices: Vec<i32> = Vec::new();
+    let mut late_sources = HashMap::new();
     // What the prescan asks of a record type, answered once per type (not at every event).
     type PerKind = (Option<&'static str>, Option<Prescan>);
     let mut per_kind: Vec<Option<PerKind>> = Vec::new();
@@ -254,6 +275,13 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
         }
         match kind {
             Prescan::Alloc(extent) => ranges.push(fields::extent(&fields, extent)),
+            Prescan::LateSource => {
+                let s = <CopySource as hrr_calls::shapes::Shape>::read(&fields)
+                    .map_err(|e| anyhow!("event #{}: {e}", rec.header.seq))?;
+                if let Some(id) = s.h2d_blob {
+                    late_sources.insert(s.copy, id);
+                }
+            }
             Prescan::DeviceLookup => {
                 if let Some(o) = fields::device_ordinal(&fields).filter(|o| !devices.contains(o)) {
                     devices.push(o);
@@ -290,6 +318,7 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
         recorded_failure,
         unreproducible: unrepro,
         devices,
+        late_sources,
     })
 }
 
@@ -402,6 +431,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         redacted: &redacted,
         tol,
         recorded_failure: scan.recorded_failure.as_ref().map(|f| f.seq),
+        late_sources: &scan.late_sources,
     };
     if opts.multi_thread {
         let threads =
@@ -419,10 +449,11 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let schema = &schema;
             let events = &events;
+            let late = &scan.late_sources;
             std::thread::Builder::new()
                 .name("hrr-decode".into())
                 .spawn_scoped(scope, move || {
-                    decode_ahead((dir, events), schema, tx, done_rx)
+                    decode_ahead((dir, events, late), schema, tx, done_rx)
                 })
                 .context("starting the event decoding thread")?;
             let mut n = 0u64;
@@ -532,6 +563,8 @@ pub(super) struct Cx<'a> {
     pub(super) tol: Tolerance,
     /// The event of the recorded run's GPU failure, reissued although it failed then.
     pub(super) recorded_failure: Option<u64>,
+    /// [`Scan::late_sources`].
+    pub(super) late_sources: &'a HashMap<u64, ObjectId>,
 }
 
 /// What the outcomes so far left besides the summary: failed D2H results kept for the

@@ -279,6 +279,9 @@ pub enum Prescan {
     /// It looked a device up by ordinal: the ordinals a capture used choose the device replay
     /// opens (`crate::replay::devices`).
     DeviceLookup,
+    /// The source of an earlier async H2D copy, recorded after it: the copy's event takes it
+    /// (`CopySource` shape).
+    LateSource,
 }
 
 /// The API families this build replays.
@@ -350,6 +353,7 @@ pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
             Some(Prescan::CodeLoad { as_library: false })
         }
         Kind::Query if is(DeviceGet::FIELDS) => Some(Prescan::DeviceLookup),
+        Kind::H2dSource => Some(Prescan::LateSource),
         _ => None,
     }
 }

@@ -34,7 +34,7 @@
 //! refused alone (a range from the capture's start to the graph's launch extracts). Both
 //! backends read snapshots; `--replace-kernel` is CUDA only.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -45,7 +45,9 @@ use hrr_archive::schema::{decode_fields, object_fields, CallClass, CallDef, Fiel
 use hrr_archive::schema::{PayloadBuilder, Value};
 use hrr_archive::writer::{ProcessWriter, EVENTS_FILE};
 use hrr_archive::{layout, summary, ObjectId};
-use hrr_calls::shapes::{CopyD2h, CopyH2d, CopyToSymbol, Global, Launch, NoFields};
+use hrr_calls::shapes::{
+    CopyD2h, CopyH2d, CopyResult, CopySource, CopyToSymbol, Global, Launch, NoFields,
+};
 use hrr_calls::wire::FieldType as WireType;
 use hrr_calls::{Kind, Shape};
 
@@ -177,6 +179,54 @@ fn calls_until<'s>(
             Ok(r) => schema.call(r.header.kind).map(|call| Ok((r, call))),
             Err(e) => Some(Err(e.into())),
         }))
+}
+
+/// `rec` with the source its async H2D copy got later (`hrrMemcpySource`, in `late` by the
+/// copy's event), so that the copy replays and is written with its bytes.
+fn with_late_source(rec: Record, call: &CallDef, late: &HashMap<u64, ObjectId>) -> Result<Record> {
+    let seq = rec.header.seq;
+    let Some(id) = late.get(&seq) else {
+        return Ok(rec);
+    };
+    let fields = decode_fields(call, &rec.payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
+    let mut s = CopyH2d::read(&fields)?;
+    s.h2d_blob = Some(*id);
+    let status = fields::recorded_status(call, &rec.payload).unwrap_or(0);
+    let payload = payload(call, status, &s);
+    Ok(Record { payload, ..rec })
+}
+
+/// `rec` with the copy it names (an async D2H result's or an async H2D source's `copy`: a
+/// sequence number of the source archive) renumbered as written into the extracted one.
+fn renumber_copy(
+    rec: Record,
+    call: &CallDef,
+    family: Family,
+    new_seq: &HashMap<u64, u64>,
+) -> Result<Record> {
+    let seq = rec.header.seq;
+    let fields = decode_fields(call, &rec.payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
+    let status = fields::recorded_status(call, &rec.payload).unwrap_or(0);
+    let payload = match kind_of(family, &call.name, &fields) {
+        Some((Kind::D2hResult, _)) => {
+            let mut s = CopyResult::read(&fields)?;
+            let Some(&n) = new_seq.get(&s.copy) else {
+                return Ok(rec);
+            };
+            s.copy = n;
+            payload(call, status, &s)
+        }
+        Some((Kind::H2dSource, _)) => {
+            let mut s = CopySource::read(&fields)?;
+            let Some(&n) = new_seq.get(&s.copy) else {
+                return Ok(rec);
+            };
+            s.copy = n;
+            payload(call, status, &s)
+        }
+        _ => return Ok(rec),
+    };
+    Ok(Record { payload, ..rec })
 }
 
 /// Bytes of the files under `p`.
@@ -327,6 +377,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let last = seg.last;
     for rec in calls_until(dir, &schema, |seq| seq > last)? {
         let (rec, call) = rec?;
+        let rec = with_late_source(rec, call, &scan.late_sources)?;
         let seq = rec.header.seq;
         let fields = decode_fields(call, &rec.payload)
             .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
@@ -406,13 +457,17 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     // Write the small archive: set-up, snapshot as H2D, the segment, sync, D2H checks.
     let (t, ts) = (seg.thread, seg.ts);
     let mut wrote_h2d = false;
+    // sequence numbers of the source archive → of the extracted one
+    let mut new_seq: HashMap<u64, u64> = HashMap::new();
     let last = seg.last;
     for rec in calls_until(dir, &schema, |seq| seq > last)? {
         let (rec, call) = rec?;
+        let rec = with_late_source(rec, call, &scan.late_sources)?;
+        let rec = renumber_copy(rec, call, family, &new_seq)?;
         let seq = rec.header.seq;
         if seq < seg.first {
             if setup.contains(&seq) {
-                copy_event(&mut w, dir, call, &rec)?;
+                new_seq.insert(seq, copy_event(&mut w, dir, call, &rec)?);
             }
             continue;
         }
@@ -429,7 +484,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
             }
             wrote_h2d = true;
         }
-        copy_event(&mut w, dir, call, &rec)?;
+        new_seq.insert(seq, copy_event(&mut w, dir, call, &rec)?);
     }
     let code = fault.as_ref().map_or(0, |f| f.0);
     w.events()

@@ -159,7 +159,7 @@ pub(super) fn copy_event(
     dir: &Path,
     call: &CallDef,
     rec: &hrr_archive::stream::Record,
-) -> Result<()> {
+) -> Result<u64> {
     let seq = rec.header.seq;
     let mut payload = rec.payload.clone();
     let refs = object_fields(call, &payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
@@ -188,6 +188,5 @@ pub(super) fn copy_event(
         rec.header.thread_id,
         rec.header.timestamp_ns,
     );
-    w.events().append_at(k, t, ts, &payload)?;
-    Ok(())
+    Ok(w.events().append_at(k, t, ts, &payload)?)
 }

@@ -94,7 +94,8 @@ pub(super) unsafe fn note_captured_copy(
 }
 
 /// `cuMemcpyHtoDAsync`: as every H2D copy (`hook::common`), and inside a stream capture the
-/// source region is remembered for the graph's launches.
+/// source region is remembered for the graph's launches. A large source in page-locked memory
+/// outside a capture is read after the call returns (`hook::common::source_later`).
 pub unsafe fn memcpy_htod_async(
     h: Export,
     dst: u64,
@@ -103,11 +104,50 @@ pub unsafe fn memcpy_htod_async(
     stream: Handle,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
+    if source_later_applies(h, src as u64, n, stream) {
+        let r = call();
+        let seq = rec_seq(h, r, |_| CopyH2d {
+            dst,
+            src: src as u64,
+            bytes: n as u64,
+            stream: stream as u64,
+            h2d_blob: None,
+        });
+        if let Some(copy) = seq.filter(|_| r == 0) {
+            let s = effective_stream(h, stream);
+            crate::hook::common::source_later(Export::hrrMemcpySource, copy, (src, n), s);
+        }
+        return r;
+    }
     let r = crate::hook::common::memcpy_htod_async(h, dst, src, n, stream, call);
     if r == 0 {
         note_captured_copy(h, stream, (src as u64, n as u64), false);
     }
     r
+}
+
+/// Whether an async H2D copy of `n` bytes from `src` on `stream` has its source read after the
+/// call: large, from page-locked memory (a pageable source is staged by the driver before the
+/// call returns, and the program may change it at once), outside a stream capture (where the
+/// copy becomes a graph node reading the source at each launch).
+unsafe fn source_later_applies(h: Export, src: u64, n: usize, stream: Handle) -> bool {
+    n >= crate::hook::common::SOURCE_LATER_MIN
+        && crate::recorder::active()
+        && !is_pageable(src)
+        && !stream_is_capturing(h, stream)
+}
+
+/// The `hrrMemcpySource` pseudo-row's wrapper (no real entry point: never runs; the events are
+/// recorded by `hook::common::source_later`).
+pub unsafe fn memcpy_source(
+    _h: Export,
+    _copy: u64,
+    _src: u64,
+    _n: usize,
+    _stream: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    call()
 }
 
 /// Wait for `stream` so an async D2H result can be read (the recorder's own call, unrecorded).
