@@ -176,9 +176,23 @@ pub fn before(kind: Kind) {
     }
 }
 
+thread_local! {
+    /// The D2H call being made on this thread leaves its copy running ([`async_copy`]).
+    static ASYNC_COPY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The D2H call being made returns with its copy still running (an async copy into
+/// page-locked memory): it is neither a synchronisation nor a point where the device is idle,
+/// so [`after`] it records nothing (the region may be half written) and does not take the
+/// device for idle.
+pub fn async_copy() {
+    ASYNC_COPY.with(|a| a.set(true));
+}
+
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 pub fn after(kind: Kind) {
-    if !matches!(kind, Kind::Sync | Kind::D2h) {
+    let running = ASYNC_COPY.with(|a| a.replace(false));
+    if !matches!(kind, Kind::Sync | Kind::D2h) || running {
         return;
     }
     if COUNT.load(Ordering::Acquire) != 0 {

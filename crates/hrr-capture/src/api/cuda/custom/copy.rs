@@ -170,6 +170,9 @@ pub(super) unsafe fn sync_stream(h: Export, stream: Handle) -> CUresult {
 /// once (a stack variable, say): its result is recorded now, not by a host function later.
 unsafe fn result_at_completion(h: Export, copy: u64, dst: *mut c_void, n: usize, stream: Handle) {
     let pageable = is_pageable(dst as u64);
+    if !pageable {
+        crate::api::cuda::hostmem::async_copy();
+    }
     crate::hook::common::result_at_completion(
         Export::hrrMemcpyResult,
         copy,
