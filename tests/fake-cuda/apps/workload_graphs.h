@@ -340,6 +340,14 @@ static void graph_nodes_workload(struct outbuf *out) {
   free(hz);
 }
 
+/* The library, current context and fill_u32 kernel of the conditional-node workloads. */
+static CUlibrary cond_setup(CUcontext *ctx, CUkernel *k_fill) {
+  CUlibrary lib = setup_library();
+  CK(g_cu.CtxGetCurrent(ctx), "cuCtxGetCurrent");
+  CK(g_cu.LibraryGetKernel(k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  return lib;
+}
+
 /* The `graph_cond` mode: a graph whose only node is a conditional IF node (default value 1,
  * assigned at each launch) with a fill_u32 kernel node in its body; launched once, then `z` is
  * copied back. */
@@ -347,10 +355,8 @@ static void graph_cond_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
   CUcontext ctx;
-  CUlibrary lib = setup_library();
-  CK(cu->CtxGetCurrent(&ctx), "cuCtxGetCurrent");
   CUkernel k_fill;
-  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  CUlibrary lib = cond_setup(&ctx, &k_fill);
   unsigned *hz = malloc(n * sizeof(unsigned));
   if (!hz) die_call("malloc", -1);
   CUdeviceptr z;
@@ -404,10 +410,8 @@ static void graph_cond_capture_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
   CUcontext ctx;
-  CUlibrary lib = setup_library();
-  CK(cu->CtxGetCurrent(&ctx), "cuCtxGetCurrent");
   CUkernel k_fill;
-  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  CUlibrary lib = cond_setup(&ctx, &k_fill);
   unsigned *hy = malloc(n * sizeof(unsigned)), *hz = malloc(n * sizeof(unsigned));
   if (!hy || !hz) die_call("malloc", -1);
   CUdeviceptr y, z;

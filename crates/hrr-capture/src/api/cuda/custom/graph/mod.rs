@@ -103,6 +103,16 @@ unsafe fn word_at(p: *const u8, at: usize) -> u64 {
     (p.add(at) as *const u64).read_unaligned()
 }
 
+/// A stream capture begun on `s` (into graph `into` of the program's, if any).
+fn capture_begun(s: Handle, into: Option<Handle>) {
+    state::with(|st| {
+        st.capturing.insert(s as u64);
+        if let Some(g) = into {
+            st.capturing_into.insert(s as u64, g as u64);
+        }
+    });
+}
+
 pub unsafe fn stream_begin_capture(
     h: Export,
     s: Handle,
@@ -112,7 +122,7 @@ pub unsafe fn stream_begin_capture(
     let r = call();
     rec(h, r, |_| {
         if r == 0 {
-            state::with(|st| st.capturing.insert(s as u64));
+            capture_begun(s, None);
         }
         BeginCapture {
             stream: s as u64,
@@ -137,10 +147,7 @@ pub unsafe fn stream_begin_capture_to_graph(
     let r = call();
     rec(h, r, |_| {
         if r == 0 {
-            state::with(|st| {
-                st.capturing.insert(s as u64);
-                st.capturing_into.insert(s as u64, g as u64);
-            });
+            capture_begun(s, Some(g));
         }
         BeginCaptureToGraph {
             stream: s as u64,
