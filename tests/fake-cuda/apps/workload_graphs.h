@@ -340,6 +340,16 @@ static void graph_nodes_workload(struct outbuf *out) {
   free(hz);
 }
 
+/* The parameters of a conditional IF node of handle h with one body graph. */
+static void if_node(CUgraphNodeParams *np, unsigned long long h, CUcontext ctx) {
+  memset(np, 0, sizeof *np);
+  np->type = 13; /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
+  np->u.conditional.handle = h;
+  np->u.conditional.type = 0; /* IF */
+  np->u.conditional.size = 1;
+  np->u.conditional.ctx = ctx;
+}
+
 /* The library, current context and fill_u32 kernel of the conditional-node workloads. */
 static CUlibrary cond_setup(CUcontext *ctx, CUkernel *k_fill) {
   CUlibrary lib = setup_library();
@@ -370,12 +380,7 @@ static void graph_cond_workload(struct outbuf *out) {
   unsigned long long h;
   CK(cu->GraphConditionalHandleCreate(&h, g, ctx, 1, 1), "cuGraphConditionalHandleCreate");
   CUgraphNodeParams np;
-  memset(&np, 0, sizeof np);
-  np.type = 13; /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
-  np.u.conditional.handle = h;
-  np.u.conditional.type = 0; /* IF */
-  np.u.conditional.size = 1;
-  np.u.conditional.ctx = ctx;
+  if_node(&np, h, ctx);
   CUgraphNode n_cond, b_fill;
   CK(cu->GraphAddNode(&n_cond, g, NULL, NULL, 0, &np), "cuGraphAddNode");
   body = np.u.conditional.phGraph_out[0]; /* the driver's array, as with the real driver */
@@ -438,12 +443,7 @@ static void graph_cond_capture_workload(struct outbuf *out) {
   CK(cu->StreamGetCaptureInfo(s, &st, NULL, &g, &deps, NULL, &nd), "cuStreamGetCaptureInfo");
   if (st != 1 || nd != 1) die_call("cuStreamGetCaptureInfo (one node to follow)", -1);
   CUgraphNodeParams np;
-  memset(&np, 0, sizeof np);
-  np.type = 13; /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
-  np.u.conditional.handle = h;
-  np.u.conditional.type = 0; /* IF */
-  np.u.conditional.size = 1;
-  np.u.conditional.ctx = ctx;
+  if_node(&np, h, ctx);
   CUgraphNode n_cond;
   CK(cu->GraphAddNode(&n_cond, g, deps, NULL, nd, &np), "cuGraphAddNode");
   CUgraph body = np.u.conditional.phGraph_out[0], body_out;
