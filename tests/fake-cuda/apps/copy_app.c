@@ -3,9 +3,10 @@
  * (scripts/bench-capture-cpu.sh) and the async-copy tests. Linked with -lcuda.
  *
  *   copy_app h2d TOTAL_MIB CHUNK_MIB   blocking H2D copies of distinct contents, CHUNK_MIB each
- *   copy_app overlap ITER MIB          per iteration: async H2D and D2H of MIB, an event, then a
+ *   copy_app overlap ITER MIB [any]    per iteration: async H2D and D2H of MIB, an event, then a
  *                                      host loop counting cuEventQuery NOT_READY answers until
- *                                      the event completes; checks the bytes came back
+ *                                      the event completes; checks the bytes came back (`any`:
+ *                                      the H2D copy through cuMemcpyAsync)
  *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
  *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
  *                                      have made durable)
@@ -31,6 +32,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemAllocHost_v2(void **, size_t);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
@@ -87,7 +89,8 @@ int main(int argc, char **argv) {
     printf("h2d bytes=%zu chunk=%zu seconds=%.3f GB/s=%.2f\n", total, chunk, t, total / t / 1e9);
     return 0;
   }
-  if (!strcmp(mode, "overlap") && argc == 4) {
+  if (!strcmp(mode, "overlap") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "any")))) {
+    int any = argc == 5;
     long iters = atol(argv[2]);
     size_t n = (size_t)atol(argv[3]) << 20;
     unsigned char *h, *back;
@@ -101,7 +104,10 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     for (long i = 0; i < iters; i++) {
       fill(h, n, (unsigned)i);
-      CK(cuMemcpyHtoDAsync_v2(d, h, n, s));
+      if (any)
+        CK(cuMemcpyAsync(d, (CUdeviceptr)(unsigned long)h, n, s));
+      else
+        CK(cuMemcpyHtoDAsync_v2(d, h, n, s));
       CK(cuMemcpyDtoHAsync_v2(back, d, n, s));
       CK(cuEventRecord(e, s));
       CUresult q;
@@ -156,6 +162,6 @@ int main(int argc, char **argv) {
     kill(getpid(), SIGKILL);
     return 1;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB | pageable | killsync\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | killsync\n");
   return 2;
 }

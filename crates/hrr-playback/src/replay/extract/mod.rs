@@ -183,17 +183,21 @@ fn calls_until<'s>(
 
 /// `rec` with the source its async H2D copy got later (`hrrMemcpySource`, in `late` by the
 /// copy's event), so that the copy replays and is written with its bytes.
-fn with_late_source(rec: Record, call: &CallDef, late: &HashMap<u64, ObjectId>) -> Result<Record> {
+fn with_late_source(
+    mut rec: Record,
+    call: &CallDef,
+    late: &HashMap<u64, ObjectId>,
+) -> Result<Record> {
     let seq = rec.header.seq;
     let Some(id) = late.get(&seq) else {
         return Ok(rec);
     };
-    let fields = decode_fields(call, &rec.payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
-    let mut s = CopyH2d::read(&fields)?;
-    s.h2d_blob = Some(*id);
-    let status = fields::recorded_status(call, &rec.payload).unwrap_or(0);
-    let payload = payload(call, status, &s);
-    Ok(Record { payload, ..rec })
+    let refs = object_fields(call, &rec.payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
+    // the copy's source field (CopyH2d, CopyAny), empty: ids have a fixed size
+    if let Some(r) = refs.iter().find(|r| r.name == "h2d_blob" && r.id.is_none()) {
+        rec.payload[r.offset..r.offset + 16].copy_from_slice(&id.0);
+    }
+    Ok(rec)
 }
 
 /// `rec` with the copy it names (an async D2H result's or an async H2D source's `copy`: a

@@ -277,7 +277,9 @@ unsafe fn generic_copy(
     if dir == direction::D2H {
         crate::hook::results::claim(dst as usize, n);
     }
-    let (h2d_blob, r) = if dir == direction::H2D {
+    // an async upload from page-locked memory: its source is read after the call
+    let later = dir == direction::H2D && stream.is_some_and(|s| source_later_applies(h, src, n, s));
+    let (h2d_blob, r) = if dir == direction::H2D && !later {
         host_blob_alongside(h, src as *const c_void, n, call)
     } else {
         (None, call())
@@ -303,6 +305,11 @@ unsafe fn generic_copy(
                 && !note_captured_copy(h, s, (dst, n as u64), true) =>
         {
             result_at_completion(h, copy, dst as *mut c_void, n, s)
+        }
+        (Some(s), Some(copy)) if r == 0 && later => {
+            let source = (src as *const c_void, n);
+            let s = effective_stream(h, s);
+            crate::hook::common::source_later(Export::hrrMemcpySource, copy, source, s);
         }
         (Some(s), Some(_)) if r == 0 && dir == direction::H2D => {
             note_captured_copy(h, s, (src, n as u64), false);
