@@ -15,7 +15,7 @@
 //!   synchronisation (host functions, graph launches) claims every pending result ([`claim_all`]).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -87,16 +87,53 @@ fn table() -> MutexGuard<'static, Table> {
 
 /// Results handed to the recorder thread and not yet recorded.
 static HANDED: AtomicU32 = AtomicU32::new(0);
+/// The process the pending results and the recorder thread belong to: a `fork` child starts
+/// afresh (the parent's pending results are not its own, and the thread is not copied).
+static OWNER: AtomicU32 = AtomicU32::new(0);
+/// The recorder thread: not started, running, or not startable (results recorded in place).
+static WORKER: AtomicU8 = AtomicU8::new(WORKER_NONE);
+const WORKER_NONE: u8 = 0;
+const WORKER_RUNNING: u8 = 1;
+const WORKER_FAILED: u8 = 2;
+
+/// In a `fork` child (first call there): forget the parent's pending results and thread.
+fn own() {
+    let pid = crate::recorder::current_pid();
+    if OWNER.load(Ordering::Acquire) == pid {
+        return;
+    }
+    let s = shared();
+    s.table
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pending
+        .clear();
+    s.queue.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    HANDED.store(0, Ordering::Release);
+    WORKER.store(WORKER_NONE, Ordering::Release);
+    OWNER.store(pid, Ordering::Release);
+}
 
 /// Whether the recorder thread runs (started with the first hand-over).
 fn worker() -> bool {
-    static STARTED: OnceLock<bool> = OnceLock::new();
-    *STARTED.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("hrr-results".into())
-            .spawn(work)
-            .is_ok()
-    })
+    match WORKER.compare_exchange(
+        WORKER_NONE,
+        WORKER_RUNNING,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => {
+            let started = std::thread::Builder::new()
+                .name("hrr-results".into())
+                .spawn(work)
+                .is_ok();
+            if !started {
+                WORKER.store(WORKER_FAILED, Ordering::Release);
+            }
+            started
+        }
+        Err(state) => state == WORKER_RUNNING,
+    }
 }
 
 fn work() {
@@ -119,6 +156,7 @@ fn work() {
 
 /// A result of `n` bytes at `dst` about to be enqueued behind its copy: its id.
 pub fn register(dst: usize, n: usize) -> u64 {
+    own();
     let mut t = table();
     t.next += 1;
     let id = t.next;
@@ -175,6 +213,7 @@ pub fn claim_all() {
 }
 
 fn claim_where(hits: impl Fn(&Pending) -> bool) {
+    own();
     let mut t = table();
     if t.pending.is_empty() {
         return;
@@ -203,6 +242,7 @@ fn claim_where(hits: impl Fn(&Pending) -> bool) {
 /// After a synchronisation: wait until every result handed to the recorder thread so far is
 /// recorded (30 s at most, should the archive's disk stall).
 pub fn wait_recorded() {
+    own();
     if HANDED.load(Ordering::Acquire) == 0 {
         return;
     }
