@@ -179,6 +179,37 @@ fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
     assert_eq!(v["skipped_calls_total"], 0, "{v}");
 }
 
+/// Two async D2H copies into one buffer before one synchronisation: the program can only ever
+/// see the second's bytes, and only those are recorded (the first copy's result is dropped
+/// when the second is issued, so its host function does not stall the stream); replay checks
+/// the second.
+#[test]
+fn a_result_overwritten_before_any_synchronisation_is_not_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "copy_app", &["reuse"], 1);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("same=1"));
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let copies: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "cuMemcpyDtoHAsync_v2")
+        .collect();
+    assert_eq!(copies.len(), 2);
+    let results: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "hrrMemcpyResult")
+        .collect();
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["fields"]["copy"], copies[1]["seq"]);
+    let (code, v) = fake().replay_json(&dir, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
+}
+
 #[test]
 fn a_zeroed_async_result_blob_is_a_mismatch_naming_the_result_event() {
     let tmp = tempfile::tempdir().unwrap();

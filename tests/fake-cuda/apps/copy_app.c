@@ -7,6 +7,8 @@
  *                                      host loop counting cuEventQuery NOT_READY answers until
  *                                      the event completes; checks the bytes came back (`any`:
  *                                      the H2D copy through cuMemcpyAsync)
+ *   copy_app reuse                     two async D2H copies of different bytes into one pinned
+ *                                      buffer, one synchronisation, then the buffer's checksum
  *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
  *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
  *                                      have made durable)
@@ -143,6 +145,24 @@ int main(int argc, char **argv) {
     printf("pageable sum=%llu\n", sum);
     return 0;
   }
+  if (!strcmp(mode, "reuse")) {
+    size_t n = (size_t)32 << 20; /* 32 ms a copy at 1 GB/s: the second is issued long before */
+    unsigned char *h, *back;
+    CUdeviceptr d;
+    CK(cuMemAllocHost_v2((void **)&h, 2 * n));
+    CK(cuMemAllocHost_v2((void **)&back, n));
+    CK(cuMemAlloc_v2(&d, 2 * n));
+    fill(h, n, 11);
+    fill(h + n, n, 12);
+    CK(cuMemcpyHtoD_v2(d, h, 2 * n));
+    CK(cuMemcpyDtoHAsync_v2(back, d, n, s));
+    CK(cuMemcpyDtoHAsync_v2(back, d + n, n, s)); /* overwrites the first before any sync */
+    CK(cuStreamSynchronize(s));
+    unsigned long long sum = 0;
+    for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
+    printf("reuse sum=%llu same=%d\n", sum, !memcmp(back, h + n, n));
+    return 0;
+  }
   if (!strcmp(mode, "killsync")) {
     size_t n = (size_t)48 << 20, m = 1 << 20;
     CUdeviceptr d;
@@ -162,6 +182,6 @@ int main(int argc, char **argv) {
     kill(getpid(), SIGKILL);
     return 1;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | killsync\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync\n");
   return 2;
 }

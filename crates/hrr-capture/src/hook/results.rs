@@ -9,8 +9,10 @@
 //! - every synchronisation waits for the results handed over so far ([`wait_recorded`], through
 //!   `recorder::wait_results_recorded`): what it made visible is recorded before it returns;
 //! - a new async D2H copy into a destination a pending result covers ([`claim`], before the copy
-//!   is enqueued) makes that result record on its host function, as before, when it has not run
-//!   yet (the new copy runs after it on the same stream), or waits until it is recorded;
+//!   is enqueued) drops that result when its host function has not run yet (the program cannot
+//!   have learnt that copy completed, so nothing could see those bytes: a loop copying into one
+//!   buffer before one synchronisation is recorded by its last copy), or waits until it is
+//!   recorded;
 //! - work that can run program code or write host memory behind a copy without a
 //!   synchronisation (host functions, graph launches) claims every pending result ([`claim_all`]).
 
@@ -24,8 +26,12 @@ use std::time::{Duration, Instant};
 enum Stage {
     /// Its copy is enqueued; its host function has not run.
     Enqueued,
-    /// A later copy overwrites its destination: its host function records it on the spot.
+    /// Program code may act on its destination without a synchronisation (a host function,
+    /// a graph launch, a host-memory call came next): its host function records it on the spot.
     Inline,
+    /// A later copy overwrites its destination before the program could learn this one
+    /// completed: nothing can see its bytes, and its host function records nothing.
+    Dropped,
     /// Its copy completed; the recorder thread has it.
     Handed,
 }
@@ -185,6 +191,12 @@ pub fn completed(id: u64, job: Job) -> Option<Job> {
     let Some(p) = t.pending.iter_mut().find(|p| p.id == id) else {
         return Some(job);
     };
+    if p.stage == Stage::Dropped {
+        t.pending.retain(|p| p.id != id);
+        drop(t);
+        shared().recorded.notify_all();
+        return None;
+    }
     if p.stage == Stage::Inline || !worker() {
         return Some(job);
     }
@@ -200,19 +212,22 @@ pub fn completed(id: u64, job: Job) -> Option<Job> {
     None
 }
 
-/// Before an async copy into `n` host bytes at `dst` is enqueued: pending results there are
-/// recorded before it can overwrite them.
+/// Before an async copy into `n` host bytes at `dst` is enqueued: pending results there whose
+/// copies the program cannot know completed are dropped, those being recorded are waited for.
 pub fn claim(dst: usize, n: usize) {
-    claim_where(|p| p.dst < dst.saturating_add(n) && dst < p.dst.saturating_add(p.n));
+    let hits = |p: &Pending| p.dst < dst.saturating_add(n) && dst < p.dst.saturating_add(p.n);
+    claim_where(hits, Stage::Dropped);
 }
 
 /// Before work that may run program code or write host memory behind pending copies without a
 /// synchronisation: every pending result is recorded before it.
 pub fn claim_all() {
-    claim_where(|_| true);
+    claim_where(|_| true, Stage::Inline);
 }
 
-fn claim_where(hits: impl Fn(&Pending) -> bool) {
+/// Pending results `hits` picks: those not handed over yet go to `stage`; the call returns once
+/// none handed over is left among them.
+fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
     own();
     let mut t = table();
     if t.pending.is_empty() {
@@ -223,8 +238,8 @@ fn claim_where(hits: impl Fn(&Pending) -> bool) {
         let mut handed = false;
         for p in t.pending.iter_mut().filter(|p| hits(p)) {
             match p.stage {
-                Stage::Enqueued => p.stage = Stage::Inline,
-                Stage::Inline => {}
+                Stage::Enqueued => p.stage = stage,
+                Stage::Inline | Stage::Dropped => {}
                 Stage::Handed => handed = true,
             }
         }
