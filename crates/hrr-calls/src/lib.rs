@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod cuda;
+pub mod handles;
 pub mod hip;
 mod kind;
 pub mod shapes;

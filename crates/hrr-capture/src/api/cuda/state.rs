@@ -6,7 +6,7 @@
 //! Lock order: the recorder's lock, then this one (custom functions take it inside the closure
 //! that fills an event), never the other way round.
 
-use std::collections::{HashMap, HashSet};
+use hrr_calls::handles::{HandleMap, HandleSet};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -40,7 +40,7 @@ pub struct HostRegion {
 }
 
 /// Node handle → the host regions its copies touch (a child-graph node: all of its child's).
-pub type NodeRegions = HashMap<u64, Vec<HostRegion>>;
+pub type NodeRegions = HandleMap<Vec<HostRegion>>;
 
 /// A kernel's parameters as (offset, size), from the driver.
 pub type ParamLayout = Arc<[(u32, u32)]>;
@@ -49,28 +49,28 @@ pub type ParamLayout = Arc<[(u32, u32)]>;
 #[derive(Default)]
 pub struct State {
     /// Module or library handle → code object.
-    pub modules: HashMap<u64, Option<ObjectId>>,
+    pub modules: HandleMap<Option<ObjectId>>,
     /// Function or kernel handle → what it is.
-    pub kernels: HashMap<u64, KernelInfo>,
-    layouts: HashMap<u64, Option<ParamLayout>>,
+    pub kernels: HandleMap<KernelInfo>,
+    layouts: HandleMap<Option<ParamLayout>>,
     /// Streams currently in stream capture.
-    pub capturing: HashSet<u64>,
+    pub capturing: HandleSet,
     /// Streams capturing into a graph of the program's (`cuStreamBeginCaptureToGraph`) → it.
-    pub capturing_into: HashMap<u64, u64>,
+    pub capturing_into: HandleMap<u64>,
     /// Graphs a recorded `cuStreamEndCapture` produced (replay rebuilds exactly these).
-    pub captured_graphs: HashSet<u64>,
+    pub captured_graphs: HandleSet,
     /// Graphs built (or cloned) node by node, with their nodes' host regions.
-    pub graph_nodes: HashMap<u64, NodeRegions>,
+    pub graph_nodes: HandleMap<NodeRegions>,
     /// Instantiations, with their nodes' host regions (from the graph, then exec updates).
-    pub exec_nodes: HashMap<u64, NodeRegions>,
+    pub exec_nodes: HandleMap<NodeRegions>,
     /// Node handle → the graph it was added to.
-    pub node_graph: HashMap<u64, u64>,
+    pub node_graph: HandleMap<u64>,
     /// Graph → the body graphs of its conditional nodes (their nodes' host regions are the
     /// graph's too).
-    pub graph_bodies: HashMap<u64, Vec<u64>>,
+    pub graph_bodies: HandleMap<Vec<u64>>,
     /// Stream captures under way (by the driver's capture id) → the host regions of the copies
     /// issued into them; `cuStreamEndCapture` hands them to the graph it returns.
-    pub capture_regions: HashMap<u64, Vec<HostRegion>>,
+    pub capture_regions: HandleMap<Vec<HostRegion>>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);

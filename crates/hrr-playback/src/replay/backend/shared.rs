@@ -4,7 +4,6 @@
 //! translation of pointer arguments of a launch ([`translate_pointer_args`], [`launch_call!`]),
 //! and the dispatch arms both backends share ([`shared_calls!`]).
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
 
 use anyhow::{anyhow, Result};
@@ -83,30 +82,8 @@ pub fn loaded_from(addr: *const c_void, fallback: &str) -> String {
     fallback.into()
 }
 
-/// Hashes a recorded handle (an address the driver handed out: distinct, so one multiply mixes
-/// it well enough) at a fraction of the default hasher's cost, which the launch path paid per
-/// launch.
-#[derive(Default, Clone, Copy)]
-pub struct HandleHasher(u64);
-
-impl std::hash::Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0 ^ v)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
-    }
-}
-
 /// Maps keyed by recorded handles.
-pub type HandleMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<HandleHasher>>;
+pub use hrr_calls::handles::HandleMap;
 
 /// Recorded handles (streams, events, modules, functions, ...) → the live ones of this replay.
 pub struct Handles(HandleMap<H>);

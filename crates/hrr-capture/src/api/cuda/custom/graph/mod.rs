@@ -274,7 +274,7 @@ pub unsafe fn stream_end_capture(
             } else if r == 0 {
                 st.captured_graphs.insert(graph);
                 // the captured copies' host regions, as one node's (capture sees no node handles)
-                let nodes = NodeRegions::from([(0, regions.unwrap_or_default())]);
+                let nodes: NodeRegions = [(0, regions.unwrap_or_default())].into_iter().collect();
                 st.graph_nodes.insert(graph, nodes);
             }
         });
