@@ -53,7 +53,9 @@ impl LaunchCall {
         args: Option<Vec<u8>>,
         in_capture: bool,
     ) -> Launch {
-        let (arg_offsets, arg_sizes) = layout.iter().map(|&(o, s)| (o as u64, s as u64)).unzip();
+        // (two exact-size collects: one allocation each, where `unzip` grows them push by push)
+        let arg_offsets = layout.iter().map(|&(o, _)| o as u64).collect();
+        let arg_sizes = layout.iter().map(|&(_, s)| s as u64).collect();
         Launch {
             function: self.f as u64,
             kernel,
