@@ -26,6 +26,8 @@
 # Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
 #
 # Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp gemm async_copies bulk_copies"),
+# HRR_BENCH_SAMPLES (the OUT_DIR of a scripts/cuda-samples.sh run: its samples' own figures,
+# plain and captured, through scripts/samples-bench.sh),
 # HRR_BENCH_BASELINE, HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
 # HRR_BENCH_STEP_TIMEOUT (300 s per step), HRR_BENCH_KEEP=1 keeps the work
 # directory, PYTHON (python3), NVCC / HRR_GPU_ARCH (see tests/gpu/build.sh).
@@ -310,6 +312,14 @@ else
     fail_note "bulk_copies did not build"
 fi
 
+# NVIDIA's samples by their own figures (HRR_BENCH_SAMPLES: the OUT_DIR of a
+# scripts/cuda-samples.sh run, whose built samples it runs; scripts/samples-bench.sh).
+if [ -n "${HRR_BENCH_SAMPLES:-}" ]; then
+    log "== CUDA samples (scripts/samples-bench.sh)"
+    HRR_BENCH_REPS=$REPS bash "$root/scripts/samples-bench.sh" "$HRR_BENCH_SAMPLES" "$BIN" "$OUT/samples" \
+        >"$OUT/samples-bench.log" 2>&1 || fail_note "samples-bench failed (samples-bench.log)"
+fi
+
 v() { echo "${RES[$1]:--}"; }
 {
     echo "HRR capture/replay benchmark, $(date -u '+%Y-%m-%dT%H:%M:%SZ'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
@@ -352,6 +362,11 @@ v() { echo "${RES[$1]:--}"; }
     done
     printf '%-20s %12s %12s %8s %12s %16s\n' "replay execute_s" "$(v bulk_copies.copy_s.plain)" "$(v bulk_copies.exec)" \
         "$(ratio "$(v bulk_copies.exec)" "$(v bulk_copies.copy_s.plain)")" "$(v bulk_copies.exec_base)" "$(v bulk_copies.exec_vs_base)"
+    if [ -s "$OUT/samples/samples-bench.txt" ]; then
+        echo
+        echo "CUDA samples, by the figures they print (scripts/samples-bench.sh; goals: issue 22)"
+        cat "$OUT/samples/samples-bench.txt"
+    fi
     echo
     if [ $failures = 0 ]; then echo "result: all runs succeeded"; else echo "result: $failures failure(s):"; cat "$OUT/failures.txt"; fi
 } >"$OUT/bench.txt"
