@@ -41,14 +41,15 @@ static uint8_t noise_byte(void) {
 
 CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long long threads) {
   switch (f->kid) {
-  case K_AXPY: {
-    float a = RD(float, 0);
+  case K_AXPY:
+  case K_AXMY: { /* a*x + y, or a*x - y (exactly: y times -1 is exact, and nothing is fused) */
+    float a = RD(float, 0), sign = f->kid == K_AXPY ? 1.0f : -1.0f;
     uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
     unsigned long long n = count_of(RD(int32_t, 24), threads);
     if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
     const float *X = (const float *)(uintptr_t)x;
     float *Y = (float *)(uintptr_t)y;
-    for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
+    for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + sign * Y[i];
     return E_SUCCESS;
   }
   case K_NOOP:
@@ -61,16 +62,6 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     const float *X = (const float *)(uintptr_t)x;
     float *Y = (float *)(uintptr_t)y;
     for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
-    return E_SUCCESS;
-  }
-  case K_AXMY: {
-    float a = RD(float, 0);
-    uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
-    unsigned long long n = count_of(RD(int32_t, 24), threads);
-    if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
-    const float *X = (const float *)(uintptr_t)x;
-    float *Y = (float *)(uintptr_t)y;
-    for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] - Y[i];
     return E_SUCCESS;
   }
   case K_FILL_U32: {

@@ -11,18 +11,19 @@ use std::path::PathBuf;
 /// `driver_app` captured on device `device` of a fake driver with `devices` devices: the
 /// temporary folder and the process folder.
 fn captured_on(devices: &str, device: &str) -> (tempfile::TempDir, PathBuf) {
+    let env = [("FAKE_CUDA_DEVICES", devices), ("FAKE_APP_DEVICE", device)];
+    captured_with(&[], &env).0
+}
+
+/// `driver_app ARGS` captured with `env`: the temporary folder and the process folder, and
+/// what the program printed.
+fn captured_with(args: &[&str], env: &[(&str, &str)]) -> ((tempfile::TempDir, PathBuf), String) {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let fake = FakeCuda::get("");
-    let o = fake.capture_env(
-        &arch,
-        "driver_app",
-        &[],
-        &[("FAKE_CUDA_DEVICES", devices), ("FAKE_APP_DEVICE", device)],
-    );
+    let o = FakeCuda::get("").capture_env(&arch, "driver_app", args, env);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dir = common::pid_dirs(&arch).remove(0);
-    (tmp, dir)
+    ((tmp, dir), String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// Replay `dir` with `extra` on a fake driver with `devices` devices: exit code, stdout, stderr.
@@ -110,18 +111,8 @@ fn a_capture_on_device_0_moves_to_device_1_and_bad_maps_are_refused() {
 
 #[test]
 fn a_capture_on_two_devices_replays_on_one_with_its_peer_copies() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let fake = FakeCuda::get("");
-    let o = fake.capture_env(
-        &arch,
-        "driver_app",
-        &["two_devices"],
-        &[("FAKE_CUDA_DEVICES", "2")],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("two devices sum="));
-    let dir = common::pid_dirs(&arch).remove(0);
+    let ((_tmp, dir), out) = captured_with(&["two_devices"], &[("FAKE_CUDA_DEVICES", "2")]);
+    assert!(out.contains("two devices sum="), "{out}");
     let events = common::events_json(&dir);
     common::assert_recorded(
         &events,
@@ -140,7 +131,7 @@ fn a_capture_on_two_devices_replays_on_one_with_its_peer_copies() {
 
     // on one device: the second half of the result is what the peer copies brought over from
     // device 1's buffer, so the check passes only if they were replayed
-    let (code, v) = fake.replay_json_env(
+    let (code, v) = FakeCuda::get("").replay_json_env(
         &dir,
         &["--device-map", "1=0"],
         &[("FAKE_CUDA_DEVICES", "1")],
