@@ -130,6 +130,17 @@ pub fn result_recorded(dst: u64, n: usize) {
     }
 }
 
+/// Whether `ptr` lies in a tracked region (memory the device may write without a copy).
+pub fn tracks(ptr: u64) -> bool {
+    if COUNT.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    regions()
+        .range(..=ptr)
+        .next_back()
+        .is_some_and(|(&base, r)| ptr < base + r.len as u64)
+}
+
 /// `base` is freed or unregistered: stop tracking it (before the real call frees it).
 pub fn untrack(base: u64) {
     pinned().remove(&base);

@@ -127,14 +127,30 @@ pub unsafe fn memcpy_htod_async(
 }
 
 /// Whether an async H2D copy of `n` bytes from `src` on `stream` has its source read after the
-/// call: large, from page-locked memory (a pageable source is staged by the driver before the
-/// call returns, and the program may change it at once), outside a stream capture (where the
-/// copy becomes a graph node reading the source at each launch).
+/// call: large, from page-locked host memory only the host writes (a pageable source is staged
+/// by the driver before the call returns, and the program may change it at once; managed or
+/// device-mapped memory may be written by kernels queued behind the copy), outside a stream
+/// capture (where the copy becomes a graph node reading the source at each launch).
 unsafe fn source_later_applies(h: Export, src: u64, n: usize, stream: Handle) -> bool {
     n >= crate::hook::common::SOURCE_LATER_MIN
         && crate::recorder::active()
-        && !is_pageable(src)
+        && is_plain_pinned(src)
+        && !crate::api::cuda::hostmem::tracks(src)
         && !stream_is_capturing(h, stream)
+}
+
+/// Is `ptr` page-locked host memory (host memory type, not managed)?
+unsafe fn is_plain_pinned(ptr: u64) -> bool {
+    type GetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult;
+    let Some(f) = driver_fn::<GetAttribute>(c"cuPointerGetAttribute") else {
+        return false;
+    };
+    let (mut ty, mut managed): (c_uint, c_uint) = (0, 1);
+    // CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2 (CU_MEMORYTYPE_HOST = 1), _IS_MANAGED = 8
+    f(&mut ty as *mut c_uint as *mut c_void, 2, ptr) == 0
+        && ty == 1
+        && f(&mut managed as *mut c_uint as *mut c_void, 8, ptr) == 0
+        && managed == 0
 }
 
 /// The `hrrMemcpySource` pseudo-row's wrapper (no real entry point: never runs; the events are
