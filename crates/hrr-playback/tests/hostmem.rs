@@ -118,6 +118,26 @@ fn an_async_copy_into_tracked_memory_is_recorded_once() {
     assert_mismatch(&dir);
 }
 
+/// Async H2D copies from memory a kernel may write (device-mapped pinned, managed): their
+/// sources are recorded at the call, never read after it (`hrrMemcpySource`), where a kernel
+/// queued behind the copy could already have changed them.
+#[test]
+fn async_uploads_from_memory_kernels_write_are_recorded_at_the_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = captured(tmp.path(), "h2dsrc");
+    let events = events_json(&dir);
+    let copies: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "cuMemcpyHtoDAsync_v2")
+        .collect();
+    assert_eq!(copies.len(), 2);
+    assert!(
+        copies.iter().all(|c| c["fields"]["h2d_blob"].is_string()),
+        "{copies:?}"
+    );
+    assert!(!events.iter().any(|e| e["name"] == "hrrMemcpySource"));
+}
+
 #[test]
 fn managed_memory_replays_with_host_writes_between_kernels() {
     let tmp = tempfile::tempdir().unwrap();

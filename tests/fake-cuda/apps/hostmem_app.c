@@ -9,6 +9,8 @@
  *             synchronisation
  *   regasync  an async D2H copy into registered (DEVICEMAP) memory: recorded once, as the
  *             copy's result, not again as a host read of the region
+ *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
+ *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
  *             still in flight on the freed memory), and a pool of its own
  *             (cuMemPoolCreate, attributes, access, trim, cuMemAllocFromPoolAsync)
@@ -66,6 +68,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned);
 CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamDestroy_v2(CUstream);
 CUresult cuStreamSynchronize(CUstream);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemAllocAsync(CUdeviceptr *, size_t, CUstream);
 CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
@@ -252,6 +255,29 @@ static void async(void) {
   CK(cuStreamDestroy_v2(s));
 }
 
+static void h2dsrc(void) {
+  CUdevice dev;
+  setup(&dev);
+  enum { BYTES = 2 << 20 };
+  CUstream s;
+  CK(cuStreamCreate(&s, 1));
+  CUdeviceptr d, m;
+  CK(cuMemAlloc_v2(&d, BYTES));
+  unsigned char *mapped;
+  CK(cuMemHostAlloc((void **)&mapped, BYTES, 2 /* DEVICEMAP */));
+  CK(cuMemAllocManaged(&m, BYTES, 1));
+  unsigned char *managed = (unsigned char *)(uintptr_t)m;
+  for (int i = 0; i < BYTES; i++) mapped[i] = (unsigned char)(i * 7), managed[i] = (unsigned char)(i * 13);
+  CK(cuMemcpyHtoDAsync_v2(d, mapped, BYTES, s));
+  CK(cuMemcpyHtoDAsync_v2(d, managed, BYTES, s));
+  CK(cuStreamSynchronize(s));
+  printf("h2dsrc done\n");
+  CK(cuMemFree_v2(m));
+  CK(cuMemFreeHost(mapped));
+  CK(cuMemFree_v2(d));
+  CK(cuStreamDestroy_v2(s));
+}
+
 static void regasync(void) {
   CUdevice dev;
   setup(&dev);
@@ -280,8 +306,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "managed")) managed();
   else if (!strcmp(mode, "async")) async();
   else if (!strcmp(mode, "regasync")) regasync();
+  else if (!strcmp(mode, "h2dsrc")) h2dsrc();
   else {
-    fprintf(stderr, "usage: hostmem_app zerocopy|managed|async|regasync\n");
+    fprintf(stderr, "usage: hostmem_app zerocopy|managed|async|regasync|h2dsrc\n");
     return 2;
   }
   return 0;
