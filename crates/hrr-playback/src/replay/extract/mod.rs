@@ -213,24 +213,35 @@ fn renumber_copy(
     let status = fields::recorded_status(call, &rec.payload).unwrap_or(0);
     let payload = match kind_of(family, &call.name, &fields) {
         Some((Kind::D2hResult, _)) => {
-            let mut s = CopyResult::read(&fields)?;
-            let Some(&n) = new_seq.get(&s.copy) else {
-                return Ok(rec);
-            };
-            s.copy = n;
-            payload(call, status, &s)
+            renumbered::<CopyResult>(call, status, &fields, |s| &mut s.copy, new_seq)?
         }
         Some((Kind::H2dSource, _)) => {
-            let mut s = CopySource::read(&fields)?;
-            let Some(&n) = new_seq.get(&s.copy) else {
-                return Ok(rec);
-            };
-            s.copy = n;
-            payload(call, status, &s)
+            renumbered::<CopySource>(call, status, &fields, |s| &mut s.copy, new_seq)?
         }
-        _ => return Ok(rec),
+        _ => None,
     };
-    Ok(Record { payload, ..rec })
+    Ok(match payload {
+        Some(payload) => Record { payload, ..rec },
+        None => rec,
+    })
+}
+
+/// The payload of shape `S` read from `fields` with its `copy` renumbered by `new_seq`; `None`
+/// when that copy was not written.
+fn renumbered<S: Shape>(
+    call: &CallDef,
+    status: i32,
+    fields: &[(&str, Value)],
+    copy: impl Fn(&mut S) -> &mut u64,
+    new_seq: &HashMap<u64, u64>,
+) -> Result<Option<Vec<u8>>> {
+    let mut s = S::read(fields)?;
+    let c = copy(&mut s);
+    let Some(&n) = new_seq.get(c) else {
+        return Ok(None);
+    };
+    *c = n;
+    Ok(Some(payload(call, status, &s)))
 }
 
 /// Bytes of the files under `p`.

@@ -139,15 +139,20 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
+    /// The rebuilt graph of recorded `graph`, or why the call on it (`what`) is skipped.
+    fn rebuilt(&self, graph: u64, what: &str) -> std::result::Result<H, Outcome> {
+        self.graphs.get(&graph).copied().ok_or_else(|| {
+            Outcome::Skipped(format!("{what} graph 0x{graph:x}, which was not rebuilt"))
+        })
+    }
+
     /// `cuStreamBeginCaptureToGraph`: a capture into a rebuilt graph (a conditional node's
     /// body, say), after rebuilt nodes of it; RELAXED as in [`Self::begin_capture`].
     pub(super) fn begin_capture_to_graph(&mut self, ev: &Event) -> Result<Outcome> {
         let s: BeginCaptureToGraph = ev.read()?;
-        let Some(&g) = self.graphs.get(&s.graph) else {
-            return Ok(Outcome::Skipped(format!(
-                "capture into graph 0x{:x}, which was not rebuilt",
-                s.graph
-            )));
+        let g = match self.rebuilt(s.graph, "capture into") {
+            Ok(g) => g,
+            Err(skipped) => return Ok(skipped),
         };
         let deps = self.node_graphs.live(&s.deps);
         let Some(deps) = deps else {
@@ -699,11 +704,9 @@ impl Cuda {
     /// conditional nodes.
     pub(super) fn conditional_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: ConditionalHandle = ev.read()?;
-        let Some(&g) = self.graphs.get(&s.graph) else {
-            return Ok(Outcome::Skipped(format!(
-                "conditional handle of graph 0x{:x}, which was not rebuilt",
-                s.graph
-            )));
+        let g = match self.rebuilt(s.graph, "conditional handle of") {
+            Ok(g) => g,
+            Err(skipped) => return Ok(skipped),
         };
         let ctx = self.current_ctx()?;
         let mut live = 0u64;
