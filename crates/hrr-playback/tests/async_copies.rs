@@ -36,10 +36,7 @@ fn seq(e: &serde_json::Value) -> u64 {
 /// Every async D2H copy has no bytes of its own and exactly one result event naming it, after
 /// it and before the first synchronisation that follows it. Returns the number of copies.
 fn results_follow_copies_and_precede_syncs(events: &[serde_json::Value]) -> usize {
-    let copies: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["name"] == "cuMemcpyDtoHAsync_v2")
-        .collect();
+    let copies: Vec<&serde_json::Value> = all_named(events, "cuMemcpyDtoHAsync_v2");
     for c in &copies {
         assert!(c["fields"]["d2h_blob"].is_null(), "{c}");
         let results: Vec<_> = events
@@ -114,10 +111,7 @@ fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
     let o = capture(&arch, "copy_app", &["overlap", "2", "2", "any"], 5);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let events = events_json(&arch);
-    let any: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["name"] == "cuMemcpyAsync")
-        .collect();
+    let any: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyAsync");
     assert_eq!(any.len(), 2);
     assert!(any.iter().all(|c| c["fields"]["h2d_blob"].is_null()));
     let sources = events.iter().filter(|e| e["name"] == "hrrMemcpySource");
@@ -132,10 +126,7 @@ fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
-    let copies: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["name"] == "cuMemcpyHtoDAsync_v2")
-        .collect();
+    let copies: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyHtoDAsync_v2");
     assert_eq!(copies.len(), 3);
     let mut sources = std::collections::HashSet::new();
     for c in &copies {
@@ -192,15 +183,9 @@ fn a_result_overwritten_before_any_synchronisation_is_not_recorded() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("same=1"));
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
-    let copies: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["name"] == "cuMemcpyDtoHAsync_v2")
-        .collect();
+    let copies: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyDtoHAsync_v2");
     assert_eq!(copies.len(), 2);
-    let results: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["name"] == "hrrMemcpyResult")
-        .collect();
+    let results: Vec<&serde_json::Value> = all_named(&events, "hrrMemcpyResult");
     assert_eq!(results.len(), 1, "{results:?}");
     assert_eq!(results[0]["fields"]["copy"], copies[1]["seq"]);
     let (code, v) = fake().replay_json(&dir, &[]);

@@ -126,10 +126,7 @@ fn async_uploads_from_memory_kernels_write_are_recorded_at_the_call() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = captured(tmp.path(), "h2dsrc");
     let events = events_json(&dir);
-    let copies: Vec<&serde_json::Value> = events
-        .iter()
-        .filter(|e| e["name"] == "cuMemcpyHtoDAsync_v2")
-        .collect();
+    let copies: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyHtoDAsync_v2");
     assert_eq!(copies.len(), 2);
     assert!(
         copies.iter().all(|c| c["fields"]["h2d_blob"].is_string()),

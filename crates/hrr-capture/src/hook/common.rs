@@ -70,10 +70,7 @@ unsafe extern "C" fn d2h_completed<E: ApiExport>(data: *mut c_void) {
     let job = results::Job::new(Box::new(move || {
         recorder::recording_result(|| record_result(&p))
     }));
-    if let Some(job) = results::completed(id, job) {
-        job.run();
-        results::done(id);
-    }
+    results::hand_over(id, job);
 }
 
 /// The API's real host-function enqueuer (`cuLaunchHostFunc`, `hipLaunchHostFunc`).
@@ -144,10 +141,7 @@ pub unsafe fn source_later<E: ApiExport>(
             });
         })
     }));
-    if let Some(job) = results::completed(id, job) {
-        job.run();
-        results::done(id);
-    }
+    results::hand_over(id, job);
 }
 
 /// `cuEventQuery`, `cuStreamQuery` and HIP's: not recorded; once one says the work is done, the

@@ -183,10 +183,18 @@ pub fn done(id: u64) {
     shared().recorded.notify_all();
 }
 
-/// From the host function of result `id`, its copy completed: `Some(job)` back when it must
-/// be recorded here (a later copy overwrites its bytes, or no recorder thread), else the job
-/// is handed over.
-pub fn completed(id: u64, job: Job) -> Option<Job> {
+/// Result `id` can be read now (its copy completed; an H2D source at once): `job` records it on
+/// the recorder thread, or here when it must (program code may act on its bytes next, or no
+/// recorder thread runs); nothing when a later copy overwrites its bytes unseen.
+pub fn hand_over(id: u64, job: Job) {
+    if let Some(job) = completed(id, job) {
+        job.run();
+        done(id);
+    }
+}
+
+/// [`hand_over`]'s decision: `Some(job)` back when it must be recorded by the caller.
+fn completed(id: u64, job: Job) -> Option<Job> {
     let mut t = table();
     let Some(p) = t.pending.iter_mut().find(|p| p.id == id) else {
         return Some(job);

@@ -121,6 +121,11 @@ pub fn assert_recorded(events: &[serde_json::Value], calls: &[&str]) {
 }
 
 /// The first of `events` named `name`.
+/// Every event named `name`, in order.
+pub fn all_named<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter(|e| e["name"] == name).collect()
+}
+
 pub fn first_named<'a>(events: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
     events
         .iter()

@@ -114,8 +114,7 @@ pub unsafe fn memcpy_htod_async(
             h2d_blob: None,
         });
         if let Some(copy) = seq.filter(|_| r == 0) {
-            let s = effective_stream(h, stream);
-            crate::hook::common::source_later(Export::hrrMemcpySource, copy, (src, n), s);
+            source_later(h, copy, (src, n), stream);
         }
         return r;
     }
@@ -139,18 +138,31 @@ unsafe fn source_later_applies(h: Export, src: u64, n: usize, stream: Handle) ->
         && !stream_is_capturing(h, stream)
 }
 
+/// Have the source of the async H2D copy recorded as event `copy` recorded after the call
+/// (`hook::common::source_later`).
+unsafe fn source_later(h: Export, copy: u64, src: (*const c_void, usize), stream: Handle) {
+    let s = effective_stream(h, stream);
+    crate::hook::common::source_later(Export::hrrMemcpySource, copy, src, s);
+}
+
 /// Is `ptr` page-locked host memory (host memory type, not managed)?
 unsafe fn is_plain_pinned(ptr: u64) -> bool {
+    pointer_attribute(ptr, ATTR_MEMORY_TYPE) == Some(MEMORYTYPE_HOST)
+        && pointer_attribute(ptr, ATTR_IS_MANAGED) == Some(0)
+}
+
+/// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`, `_IS_MANAGED`; `CU_MEMORYTYPE_HOST`.
+const ATTR_MEMORY_TYPE: c_int = 2;
+const ATTR_IS_MANAGED: c_int = 8;
+const MEMORYTYPE_HOST: c_uint = 1;
+
+/// A 32-bit pointer attribute of `ptr` (`None`: the driver does not know the memory, as for
+/// pageable host memory, or has no `cuPointerGetAttribute`).
+unsafe fn pointer_attribute(ptr: u64, attr: c_int) -> Option<c_uint> {
     type GetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult;
-    let Some(f) = driver_fn::<GetAttribute>(c"cuPointerGetAttribute") else {
-        return false;
-    };
-    let (mut ty, mut managed): (c_uint, c_uint) = (0, 1);
-    // CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2 (CU_MEMORYTYPE_HOST = 1), _IS_MANAGED = 8
-    f(&mut ty as *mut c_uint as *mut c_void, 2, ptr) == 0
-        && ty == 1
-        && f(&mut managed as *mut c_uint as *mut c_void, 8, ptr) == 0
-        && managed == 0
+    let f = driver_fn::<GetAttribute>(c"cuPointerGetAttribute")?;
+    let mut v: c_uint = 0;
+    (f(&mut v as *mut c_uint as *mut c_void, attr, ptr) == 0).then_some(v)
 }
 
 /// The `hrrMemcpySource` pseudo-row's wrapper (no real entry point: never runs; the events are
@@ -202,13 +214,8 @@ unsafe fn result_at_completion(h: Export, copy: u64, dst: *mut c_void, n: usize,
 /// Is `ptr` host memory the driver does not know (neither pinned, registered, managed nor
 /// device memory)?
 unsafe fn is_pageable(ptr: u64) -> bool {
-    type GetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult;
-    let Some(f) = driver_fn::<GetAttribute>(c"cuPointerGetAttribute") else {
-        return false;
-    };
-    let mut ty: c_uint = 0;
-    // CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2: an error for memory the driver does not know.
-    f(&mut ty as *mut c_uint as *mut c_void, 2, ptr) != 0
+    driver_fn::<*const c_void>(c"cuPointerGetAttribute").is_some()
+        && pointer_attribute(ptr, ATTR_MEMORY_TYPE).is_none()
 }
 
 pub unsafe fn memcpy_dtoh_async(
@@ -251,13 +258,7 @@ pub unsafe fn memcpy_result(
 
 /// Is `ptr` device memory (per the driver's pointer attributes)?
 pub(super) unsafe fn is_device_ptr(ptr: u64) -> bool {
-    type GetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult;
-    let Some(f) = driver_fn::<GetAttribute>(c"cuPointerGetAttribute") else {
-        return false;
-    };
-    let mut ty: c_uint = 0;
-    // CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2; CU_MEMORYTYPE_HOST = 1.
-    f(&mut ty as *mut c_uint as *mut c_void, 2, ptr) == 0 && ty != 1
+    pointer_attribute(ptr, ATTR_MEMORY_TYPE).is_some_and(|t| t != MEMORYTYPE_HOST)
 }
 
 pub unsafe fn memcpy(
@@ -323,9 +324,7 @@ unsafe fn generic_copy(
             result_at_completion(h, copy, dst as *mut c_void, n, s)
         }
         (Some(s), Some(copy)) if r == 0 && later => {
-            let source = (src as *const c_void, n);
-            let s = effective_stream(h, s);
-            crate::hook::common::source_later(Export::hrrMemcpySource, copy, source, s);
+            source_later(h, copy, (src as *const c_void, n), s)
         }
         (Some(s), Some(_)) if r == 0 && dir == direction::H2D => {
             note_captured_copy(h, s, (src, n as u64), false);

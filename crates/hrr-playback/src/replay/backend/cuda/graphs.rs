@@ -154,8 +154,7 @@ impl Cuda {
             Ok(g) => g,
             Err(skipped) => return Ok(skipped),
         };
-        let deps = self.node_graphs.live(&s.deps);
-        let Some(deps) = deps else {
+        let Some(deps) = self.node_graphs.live(&s.deps) else {
             let why = "a node the capture follows was not rebuilt".to_string();
             self.node_graphs.broken.insert(s.graph, why.clone());
             return Ok(Outcome::Skipped(why));
@@ -226,8 +225,7 @@ impl Cuda {
     /// `cuStreamUpdateCaptureDependencies[_v2]` with rebuilt nodes (default edges).
     pub(super) fn update_capture_dependencies(&mut self, ev: &Event) -> Result<Outcome> {
         let s: CaptureDeps = ev.read()?;
-        let deps = self.node_graphs.live(&s.deps);
-        let Some(deps) = deps else {
+        let Some(deps) = self.node_graphs.live(&s.deps) else {
             return Err(anyhow!("a node the capture is to follow was not rebuilt"));
         };
         let stream = self.stream(ev, s.stream)?;
@@ -471,8 +469,7 @@ impl Cuda {
                 (std::ptr::null_mut(), exec, node)
             }
         };
-        let deps = self.node_graphs.live(&s.deps);
-        let Some(deps) = deps else {
+        let Some(deps) = self.node_graphs.live(&s.deps) else {
             return Ok(Err("a node it depends on was not rebuilt".into()));
         };
         let (dp, dn) = (deps.as_ptr(), deps.len());
