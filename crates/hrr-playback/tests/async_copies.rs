@@ -88,14 +88,22 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
         assert!(pass >= copies as u64, "{app}: {out}");
         assert!(line.contains(" 0 fail, 0 skipped"), "{app}: {out}");
     }
-    // With the fake asynchronous, the host loop overlaps the copies under capture too.
+    // With the fake asynchronous, the host loop overlaps the copies under capture too: in some
+    // of 6 iterations of 32 ms of copies each, in one of 3 captures (a capture that waits at
+    // the call never lets it run; on a loaded machine, a thread descheduled over one window
+    // can miss it, so one window is not enough to tell).
     let arch = tmp.path().join("overlap.hrr");
-    // (32 ms of copies an iteration: time enough on a loaded machine for the loop to run
-    // once while capture's own threads hash and store the bytes)
-    let o = capture(&arch, "copy_app", &["overlap", "2", "16"], 1);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let spins = number_after(&out, "host_loop=");
-    assert!(spins > 0, "the capture waited for the copies: {out}");
+    let mut outs = Vec::new();
+    for _ in 0..3 {
+        let _ = std::fs::remove_dir_all(&arch);
+        let o = capture(&arch, "copy_app", &["overlap", "6", "16"], 1);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        if number_after(&out, "host_loop=") > 0 {
+            return;
+        }
+        outs.push(out);
+    }
+    panic!("the capture waited for the copies: {outs:?}");
 }
 
 /// An async H2D copy of 1 MiB or more from page-locked memory returns without its source being
@@ -178,16 +186,27 @@ fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
 fn a_result_overwritten_before_any_synchronisation_is_not_recorded() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let o = capture(&arch, "copy_app", &["reuse"], 1);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("same=1"));
-    let dir = pid_dirs(&arch).remove(0);
-    let events = events_json(&dir);
-    let copies: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyDtoHAsync_v2");
-    assert_eq!(copies.len(), 2);
-    let results: Vec<&serde_json::Value> = all_named(&events, "hrrMemcpyResult");
-    assert_eq!(results.len(), 1, "{results:?}");
-    assert_eq!(results[0]["fields"]["copy"], copies[1]["seq"]);
+    // The second copy is issued 32 ms before the first completes; a thread descheduled that
+    // long on a loaded machine lets the first result be recorded (correctly, but not what is
+    // tested here): one of 3 captures must show the drop, a capture that never drops none.
+    let mut seen = Vec::new();
+    let dir = loop {
+        let _ = std::fs::remove_dir_all(&arch);
+        let o = capture(&arch, "copy_app", &["reuse"], 1);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("same=1"));
+        let dir = pid_dirs(&arch).remove(0);
+        let events = events_json(&dir);
+        let copies = all_named(&events, "cuMemcpyDtoHAsync_v2");
+        assert_eq!(copies.len(), 2);
+        let results = all_named(&events, "hrrMemcpyResult");
+        if results.len() == 1 {
+            assert_eq!(results[0]["fields"]["copy"], copies[1]["seq"]);
+            break dir;
+        }
+        seen.push(results.len());
+        assert!(seen.len() < 3, "results recorded per capture: {seen:?}");
+    };
     let (code, v) = fake().replay_json(&dir, &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["verdict"], "PASS", "{v}");
