@@ -166,6 +166,14 @@ pub struct ReplayOptions {
     #[arg(long)]
     pub multi_thread: bool,
 
+    /// Issue every recorded launch by itself. By default, runs of 64 or more consecutive plain
+    /// launches of one thread on one stream are prepared as CUDA graphs before the clock
+    /// starts and launched as such (the summary's `Launch batching` line says how many); off
+    /// with --timing, --sync-after-launch, --sync-watchdog-ms, --kernel-filter,
+    /// --replace-kernel and --multi-thread. CUDA only.
+    #[arg(long)]
+    pub no_batch: bool,
+
     /// Internal (the second replay of a recheck): write the D2H results of --dump-seqs here.
     #[arg(long, value_name = "DIR", hide = true, requires = "dump_seqs")]
     pub dump_d2h: Option<PathBuf>,
@@ -249,6 +257,7 @@ impl ReplayOptions {
             perturb: self.perturb,
             device_map: self.device_map.clone().unwrap_or_default(),
             multi_thread: self.multi_thread,
+            no_batch: self.no_batch,
             extract: self.extract.request(),
             replace_kernels: self.extract.replace_kernel.clone(),
         }

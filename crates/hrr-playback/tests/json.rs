@@ -142,4 +142,15 @@ fn replay_summaries_decode_with_their_type() {
     let site = v.fault_site.expect("the faulting launch is named");
     assert_eq!(site.kernel, "fault");
     assert!(v.stopped_at.is_some() && v.recorded_failure.is_some());
+    assert!(v.batching.is_none());
+    // Launches batched into a prepared graph: the `batching` object.
+    let chain = tmp.path().join("chain.hrr");
+    capture(&chain, &["chain", "100"]);
+    let (code, out) = json_of(&chain, &[]);
+    let v: ReplayJson = serde_json::from_str(out.trim()).unwrap();
+    let b = v.batching.expect("a run of 100 launches is batched");
+    assert_eq!(
+        (code, b.runs, b.launches, b.graphs, b.fell_back),
+        (0, 1, 100, 1, 0)
+    );
 }

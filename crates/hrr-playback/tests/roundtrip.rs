@@ -493,3 +493,51 @@ fn timing_lists_every_kernel_and_graph_by_gpu_time() {
     assert!(graphs > 0);
     assert_eq!(graphs, v.graphs_launched, "{:?}", v.timing);
 }
+
+/// The `chain` mode: 4,200 launches in a row whose arguments and order both matter, then one
+/// D2H result. Replay prepares them as graphs (4,096 nodes at most each) before the clock and
+/// launches those; the result is only right if every launch ran with its own arguments, in
+/// order.
+#[test]
+fn runs_of_launches_replay_as_prepared_graphs_and_fall_back_when_arguments_move() {
+    let (_tmp, arch, _) = captured(&["chain", "4200"]);
+    let json = |extra: &[&str]| FakeCuda::get("").replay_json(&arch, extra);
+    let (code, v) = json(&[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["kernels_launched"], 4200, "{v}");
+    assert_eq!(v["d2h_checks"]["exact"], 1, "{v}");
+    let b = &v["batching"];
+    assert_eq!(
+        (&b["runs"], &b["launches"], &b["graphs"], &b["fell_back"]),
+        (&1.into(), &4200.into(), &2.into(), &0.into()),
+        "{v}"
+    );
+
+    // every pass launches the prepared graphs again
+    let (code, v) = json(&["--loop", "2"]);
+    assert_eq!((code, &v["kernels_launched"]), (0, &8400.into()), "{v}");
+    assert_eq!(v["d2h_checks"]["exact"], 2, "{v}");
+
+    // allocations elsewhere (another address space base, no placement): the graphs hold stale
+    // pointers, so the run goes launch by launch
+    let env = [("FAKE_CUDA_VA_BASE", "0x7f3000000000")];
+    let (code, v) = FakeCuda::get("").replay_json_env(&arch, &["--no-placement"], &env);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["d2h_checks"]["exact"], 1, "{v}");
+    assert_eq!(v["batching"]["fell_back"], 1, "{v}");
+    let why = v["batching"]["first_fallback"].as_str().unwrap_or_default();
+    assert!(why.contains("translated"), "{v}");
+
+    for off in [&["--no-batch"][..], &["--timing"]] {
+        let (code, v) = json(off);
+        assert_eq!(code, 0, "{off:?}: {v}");
+        assert!(v["batching"].is_null(), "{off:?}: {v}");
+        assert_eq!(v["d2h_checks"]["exact"], 1, "{off:?}: {v}");
+    }
+    let (code, out, _) = replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("[HRR] Launch batching : 4200 launches in 1 run issued as 2 graphs"),
+        "{out}"
+    );
+}

@@ -14,6 +14,44 @@
 #include "workload_main.h"
 #include "workload_graphs.h"
 
+/* The `chain N` mode: N launches in a row on the default stream, each with arguments of its own
+ * and their order significant (every 16th, `fill_u32`, overwrites what the `axpy`s before it
+ * added; the `axpy`s scale by a factor of their own), then the result copied back. */
+static void chain_workload(long launches) {
+  enum { CHAIN_N = 256 };
+  CUlibrary lib = setup_library();
+  CUkernel k_axpy, k_fill;
+  CK(g_cu.LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  CK(g_cu.LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  float hx[CHAIN_N], hy[CHAIN_N];
+  for (int i = 0; i < CHAIN_N; i++) {
+    hx[i] = (float)(i % 5) + 0.5f;
+    hy[i] = 0.0f;
+  }
+  CUdeviceptr x, y;
+  CK(g_cu.MemAlloc(&x, sizeof hx), "cuMemAlloc");
+  CK(g_cu.MemAlloc(&y, sizeof hy), "cuMemAlloc");
+  CK(g_cu.MemcpyHtoD(x, hx, sizeof hx), "cuMemcpyHtoD");
+  CK(g_cu.MemcpyHtoD(y, hy, sizeof hy), "cuMemcpyHtoD");
+  for (long i = 0; i < launches; i++) {
+    if (i % 16 == 5) {
+      float f = (float)i;
+      unsigned v;
+      unsigned long long count = CHAIN_N;
+      memcpy(&v, &f, sizeof v);
+      void *p[] = {&y, &v, &count};
+      CK(g_cu.LaunchKernel((CUfunction)k_fill, 1, 1, 1, CHAIN_N, 1, 1, 0, NULL, p, NULL), "cuLaunchKernel");
+    } else {
+      float a = (float)(i % 9) - 4.0f;
+      int n = CHAIN_N;
+      void *p[] = {&a, &x, &y, &n};
+      CK(g_cu.LaunchKernel((CUfunction)k_axpy, 1, 1, 1, CHAIN_N, 1, 1, 0, NULL, p, NULL), "cuLaunchKernel");
+    }
+  }
+  CK(g_cu.MemcpyDtoH(hy, y, sizeof hy), "cuMemcpyDtoH");
+  printf("chain %ld sum=%.6f fnv=%016llx\n", launches, fsum(hy, CHAIN_N), fnv1a(hy, sizeof hy));
+}
+
 /* The `two_devices` mode (run the fake with FAKE_CUDA_DEVICES=2): the primary contexts of
  * devices 0 and 1, a buffer filled on each (the context made current before each allocation
  * and launch), peer access enabled from device 0 to 1, device 1's buffer copied into the second
@@ -73,7 +111,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N|chain N]\n", g_prog);
   exit(2);
 }
 
@@ -103,9 +141,9 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
     else if (!strcmp(argv[1], "noisy")) g_opts.mode = MODE_NOISY;
-    else if (!strcmp(argv[1], "launches") && argc > 2) {
+    else if ((!strcmp(argv[1], "launches") || !strcmp(argv[1], "chain")) && argc > 2) {
       char *end;
-      g_opts.mode = MODE_LAUNCHES;
+      g_opts.mode = !strcmp(argv[1], "chain") ? MODE_CHAIN : MODE_LAUNCHES;
       g_opts.loops = strtol(argv[2], &end, 10);
       if (*end || g_opts.loops < 1) usage();
     } else if (!strcmp(argv[1], "loop") && argc > 2) {
@@ -130,6 +168,10 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
       CK(g_cu.LaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
     CK(g_cu.CtxSynchronize(), "cuCtxSynchronize");
     printf("launches %ld done\n", g_opts.loops);
+    return 0;
+  }
+  if (g_opts.mode == MODE_CHAIN) {
+    chain_workload(g_opts.loops);
     return 0;
   }
   if (g_opts.mode == MODE_HIDDEN) {

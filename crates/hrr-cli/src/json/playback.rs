@@ -476,6 +476,30 @@ pub struct ReplayJson {
     /// Only in a recheck's second replay (hidden `--perturb`): what perturbed it.
     #[serde(default)]
     pub perturbation: Option<String>,
+    /// Launch batching: runs of launches issued as graphs prepared before the clock, or null
+    /// when nothing was batched.
+    #[serde(default)]
+    pub batching: Option<BatchingJson>,
+}
+
+/// The `batching` object of the replay summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchingJson {
+    /// Runs prepared as graphs before the clock.
+    pub runs: u64,
+    /// Their launches.
+    pub launches: u64,
+    /// The graphs they were prepared as.
+    pub graphs: u64,
+    /// Runs issued launch by launch after all (every `--loop` pass).
+    pub fell_back: u64,
+    /// Why the first of those fell back, or null.
+    pub first_fallback: Option<String>,
+    /// Runs that could not be prepared.
+    pub unprepared: u64,
+    /// Why the first could not, or null.
+    pub unprepared_why: Option<String>,
 }
 
 /// One `timing` entry of the replay summary.

@@ -26,6 +26,7 @@ use hrr_archive::{summary, ObjectId};
 use hrr_calls::shapes::{CopySource, Launch};
 
 use super::backend::{base_name, resolve, CodeObject, Event, Family, Outcome, Prescan, TableOp};
+use super::batch::{self, LaunchRun, Runs};
 use super::blob_bytes::{self, BlobBytes};
 use super::check::{mask, Tolerance};
 use super::fault;
@@ -189,6 +190,9 @@ pub(super) struct Scan {
     /// Sources of async H2D copies recorded after them (`hrrMemcpySource`), by the copy's
     /// event: the decoding thread puts each into its copy's event.
     pub(super) late_sources: HashMap<u64, ObjectId>,
+    /// Runs of launches replay may issue as prepared graphs (`super::batch`; empty unless the
+    /// prescan was asked for them).
+    pub(super) runs: Vec<LaunchRun>,
 }
 
 /// Why replay cannot reproduce a recorded call that changed state, from its table operation's
@@ -213,8 +217,9 @@ fn unreproducible(family: Family, call: &hrr_archive::schema::CallDef) -> Option
     }
 }
 
-/// One pass over the capture for its code objects and device address ranges.
-pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
+/// One pass over the capture for its code objects and device address ranges (and, with
+/// `batch`, the runs of launches that replay may batch).
+pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     let mut reader = EventReader::open(&dir.join(EVENTS_FILE))?;
     let schema = reader
         .schema()
@@ -226,8 +231,11 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
     let mut unrepro: Vec<Unreproducible> = Vec::new();
     let mut devices: Vec<i32> = Vec::new();
     let mut late_sources = HashMap::new();
-    // What the prescan asks of a record type, answered once per type (not at every event).
-    type PerKind = (Option<&'static str>, Option<Prescan>);
+    let mut runs = batch.then(Runs::default);
+    // What the prescan asks of a record type, answered once per type (not at every event):
+    // why replay cannot reproduce it, what the prescan reads of it, and (batching) whether it
+    // has the launch shape and per-thread stream semantics.
+    type PerKind = (Option<&'static str>, Option<Prescan>, (bool, bool));
     let mut per_kind: Vec<Option<PerKind>> = Vec::new();
     for rec in reader.by_ref() {
         let rec = rec?;
@@ -238,11 +246,27 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
         if per_kind.len() <= k {
             per_kind.resize(k + 1, None);
         }
-        let (unreproducible, classified) = *per_kind[k].get_or_insert_with(|| {
-            let classified = family.classify(base_name(&call.name).0);
-            (unreproducible(family, call), classified)
-        });
+        let (unreproducible, classified, (launch, per_thread)) =
+            *per_kind[k].get_or_insert_with(|| {
+                let (name, per_thread) = base_name(&call.name);
+                let launch = (has_launch_shape(call), per_thread);
+                (unreproducible(family, call), family.classify(name), launch)
+            });
         let failed = fields::recorded_status(call, &rec.payload).is_some_and(|c| c != 0);
+        if let Some(runs) = runs.as_mut() {
+            match (launch && !failed).then(|| decode_fields(call, &rec.payload)) {
+                Some(Ok(fields)) => match <Launch as hrr_calls::shapes::Shape>::read(&fields) {
+                    Ok(l) => runs.launch(
+                        rec.header.seq,
+                        (rec.header.thread_id, rec.header.kind),
+                        per_thread,
+                        l,
+                    ),
+                    Err(_) => runs.other(),
+                },
+                _ => runs.other(),
+            }
+        }
         if let Some(why) = unreproducible.filter(|_| !failed) {
             match unrepro.iter_mut().find(|u| u.call == call.name) {
                 Some(u) => u.count += 1,
@@ -319,6 +343,7 @@ pub(super) fn prescan(dir: &Path, family: Family) -> Result<Scan> {
         unreproducible: unrepro,
         devices,
         late_sources,
+        runs: runs.map(Runs::finish).unwrap_or_default(),
     })
 }
 
@@ -354,10 +379,11 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         );
     };
     let load_start = Instant::now();
-    let scan = prescan(dir, family)?;
+    let mut scan = prescan(dir, family, batch::enabled(opts))?;
     let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;
+    backend.prepare_runs(std::mem::take(&mut scan.runs));
     let replaced = super::replace::install(&mut *backend, dir, &schema, &opts.replace_kernels)?;
     let load_ms = load_start.elapsed().as_secs_f64() * 1e3;
 
@@ -509,6 +535,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     report.execute_ms = exec_start.elapsed().as_secs_f64() * 1e3;
     report.replaced_kernels = super::replace::tally(&replaced, &*backend);
     report.timing = backend.timings();
+    report.batching = backend.batching();
     report.perturbation = backend.perturbation();
     if stop.is_none() && report.checks.fail > 0 && !opts.no_recheck && opts.dump_d2h.is_none() {
         if human {

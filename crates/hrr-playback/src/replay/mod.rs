@@ -3,6 +3,7 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`engine`] | the generic loop: prescan, events in order into the backend, D2H checks, exit code |
+//! | `batch` | launch batching: runs of plain launches the prescan finds, issued as graphs prepared before the clock |
 //! | `threads` | `--multi-thread`: one replay thread per captured thread, ordered across threads only at barriers |
 //! | [`options`] | [`Options`], the replay options as a plain struct (the CLI converts into it) |
 //! | [`devices`] | `--device-map`, and which live device a capture on one device replays on (refusals of several devices, missing devices) |
@@ -19,6 +20,7 @@
 //! | `backend/cuda`, `backend/hip` | where each call is replayed: the dispatch in their `mod.rs` |
 
 mod backend;
+mod batch;
 mod blob_bytes;
 mod check;
 pub mod devices;

@@ -53,6 +53,9 @@ pub struct Options {
     pub device_map: super::devices::DeviceMap,
     /// `--multi-thread`: one replay thread per captured thread (`super::threads`).
     pub multi_thread: bool,
+    /// `--no-batch`: issue every recorded launch by itself, never runs of them as prepared
+    /// graphs (`super::batch`).
+    pub no_batch: bool,
 }
 
 impl Default for Options {
@@ -79,6 +82,7 @@ impl Default for Options {
             perturb: false,
             device_map: Default::default(),
             multi_thread: false,
+            no_batch: false,
         }
     }
 }

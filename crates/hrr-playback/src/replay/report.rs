@@ -93,6 +93,8 @@ pub struct Summary {
     pub timing: Vec<crate::replay::timing::KernelTiming>,
     /// `--perturb` (a recheck's second replay): what perturbed it.
     pub perturbation: Option<String>,
+    /// Launch batching (`super::batch`): `None` when no launch was batched.
+    pub batching: Option<super::batch::Batching>,
 }
 
 impl Summary {
@@ -441,6 +443,9 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "Kernels launched", s.kernels_launched
     )?;
     writeln!(w, "[HRR] {:<16}: {}", "Graphs launched", s.graphs_launched)?;
+    if let Some(b) = &s.batching {
+        writeln!(w, "[HRR] {:<16}: {}", "Launch batching", batching_line(b))?;
+    }
     write_timing(s, w)?;
     for (k, path, n) in &s.replaced_kernels {
         writeln!(
@@ -477,6 +482,33 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         }
     }
     writeln!(w, "[HRR] {}", s.verdict_line())
+}
+
+/// The `Launch batching` line: how many launches went as prepared graphs, and what did not.
+fn batching_line(b: &super::batch::Batching) -> String {
+    let mut line = format!(
+        "{} launches in {} run{} issued as {} graph{} prepared before the clock (--no-batch: one by one)",
+        b.launches,
+        b.runs,
+        if b.runs == 1 { "" } else { "s" },
+        b.graphs,
+        if b.graphs == 1 { "" } else { "s" },
+    );
+    if b.fell_back > 0 {
+        let why = b.first_fallback.as_deref().unwrap_or("");
+        line += &format!(
+            "; {} run{} issued launch by launch ({why})",
+            b.fell_back,
+            if b.fell_back == 1 { "" } else { "s" }
+        );
+    }
+    if let Some((n, why)) = &b.unprepared {
+        line += &format!(
+            "; {n} run{} not prepared ({why})",
+            if *n == 1 { "" } else { "s" }
+        );
+    }
+    line
 }
 
 /// `--json`: the whole summary as one JSON object on one line, keys in this order:
@@ -521,6 +553,7 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// | `timing` | array of objects | `--timing`: kernels (and `graph 0x…` launches) by total GPU time: `kernel` (demangled), `launches`, `total_ms`, `mean_ms`, `min_ms`, `max_ms`; empty without `--timing` |
 /// | `replaced_kernels` | array of objects | `--replace-kernel`: `kernel` (demangled), `path`, `launches` (integer: launches that used the replacement) |
 /// | `perturbation` | string or null | only in a recheck's second replay (hidden `--perturb`): the noise kernels launched, or why none could be |
+/// | `batching` | object or null | launch batching (`super::batch`; null when nothing was batched): `runs`, `launches`, `graphs` (prepared before the clock), `fell_back` (runs issued launch by launch after all, every `--loop` pass), `first_fallback` (string or null: why), `unprepared` (integer: runs not prepared), `unprepared_why` (string or null) |
 /// The `timing` key: one object a kernel (or graph).
 fn timing_json(timing: &[crate::replay::timing::KernelTiming]) -> serde_json::Value {
     timing
@@ -530,6 +563,14 @@ fn timing_json(timing: &[crate::replay::timing::KernelTiming]) -> serde_json::Va
                 "total_ms": t.total_ms, "mean_ms": t.mean_ms(), "min_ms": t.min_ms, "max_ms": t.max_ms})
         })
         .collect()
+}
+
+/// The `batching` key.
+fn batching_json(b: &super::batch::Batching) -> serde_json::Value {
+    serde_json::json!({"runs": b.runs, "launches": b.launches, "graphs": b.graphs,
+        "fell_back": b.fell_back, "first_fallback": b.first_fallback,
+        "unprepared": b.unprepared.as_ref().map_or(0, |u| u.0),
+        "unprepared_why": b.unprepared.as_ref().map(|u| &u.1)})
 }
 
 pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
@@ -566,6 +607,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "replaced_kernels": s.replaced_kernels.iter().map(|(k, p, n)| serde_json::json!({"kernel": k, "path": p, "launches": n})).collect::<Vec<_>>(),
         "timing": timing_json(&s.timing),
         "perturbation": s.perturbation,
+        "batching": s.batching.as_ref().map(batching_json),
     });
     writeln!(w, "{v}")
 }
@@ -734,8 +776,22 @@ mod tests {
         assert_eq!(keys[..3], ["schema", "ok", "archive"]);
         assert_eq!(v["schema"], "hrr.replay/1");
         assert_eq!(v["ok"], true);
-        assert_eq!(keys.last(), Some(&"perturbation"));
+        assert_eq!(keys.last(), Some(&"batching"));
         assert_eq!(v["perturbation"], serde_json::Value::Null);
+        assert_eq!(v["batching"], serde_json::Value::Null);
+        assert!(!text.contains("Launch batching"), "{text}");
+        s.batching = Some(super::super::batch::Batching {
+            runs: 2,
+            launches: 300,
+            graphs: 2,
+            fell_back: 1,
+            first_fallback: Some("a stream capture was under way".into()),
+            unprepared: None,
+        });
+        let mut out = Vec::new();
+        write_human_closing(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("[HRR] Launch batching : 300 launches in 2 runs issued as 2 graphs prepared before the clock (--no-batch: one by one); 1 run issued launch by launch (a stream capture was under way)\n"), "{text}");
         assert_eq!(v["timing"], serde_json::json!([]));
         assert_eq!(v["replaced_kernels"], serde_json::json!([]));
         assert_eq!(v["result"], "PASS");

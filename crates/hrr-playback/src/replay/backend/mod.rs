@@ -249,6 +249,14 @@ pub trait Backend {
     /// A D2H result the engine has compared, handed back so the next large result reuses its
     /// memory (no fresh pages to fault in).
     fn recycle(&mut self, _buf: Vec<u8>) {}
+    /// Prepare runs of launches to issue as graphs (`crate::replay::batch`), before the clock
+    /// starts; a run that cannot be prepared is issued launch by launch. Default: none is (HIP
+    /// for now).
+    fn prepare_runs(&mut self, _runs: Vec<crate::replay::batch::LaunchRun>) {}
+    /// What launch batching did (`None`: nothing was batched).
+    fn batching(&self) -> Option<crate::replay::batch::Batching> {
+        None
+    }
 }
 
 /// Which device range a successful allocation call took (read by `fields::extent` and

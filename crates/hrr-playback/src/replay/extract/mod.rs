@@ -372,7 +372,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let d2h = synthetic_call(&schema, d2h_name, CopyD2h::FIELDS)?;
     let sync = synthetic_call(&schema, sync_name, NoFields::FIELDS)?;
 
-    let scan = prescan(dir, family)?;
+    let scan = prescan(dir, family, false)?;
     let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;

@@ -75,6 +75,11 @@ impl Objects {
     }
 
     /// Write the substitutions into the argument buffer.
+    /// Does any live object value differ from its recorded one?
+    pub fn any_moved(&self) -> bool {
+        self.moved > 0
+    }
+
     pub fn apply(args: &mut [u8], subs: &[(usize, u64)]) {
         for &(o, v) in subs {
             args[o..o + 8].copy_from_slice(&v.to_le_bytes());

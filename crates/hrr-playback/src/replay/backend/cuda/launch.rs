@@ -20,6 +20,9 @@ impl Cuda {
     /// into the event afterwards, so that it is freed with it by the thread that decoded it,
     /// not here between two launches.
     pub(super) fn launch(&mut self, ev: &Event, filter: Option<&str>, ex: bool) -> Result<Outcome> {
+        if let Some(done) = self.batched(ev)? {
+            return Ok(done); // in a run launched as prepared graphs (`batch.rs`)
+        }
         let mut l: Launch = ev.launch()?;
         let r = self.launch_shape(ev, &mut l, filter, ex);
         *ev.launch.borrow_mut() = Some(l);

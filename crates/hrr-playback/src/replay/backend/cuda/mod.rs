@@ -14,6 +14,7 @@
 //! | `arrays.rs` | arrays, mipmapped arrays, texture and surface objects (values substituted in launch arguments) |
 //! | `code.rs` | code objects: loading, module/library/kernel/function look-ups, globals, attributes |
 //! | `launch.rs` | kernel launches |
+//! | `batch.rs` | runs of launches prepared as graphs before the clock (launch batching) |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
 //! | `graphs.rs` | graphs rebuilt from recorded stream captures or node by node |
 //! | `hostmem.rs` | host-visible memory (pinned, registered, managed) and the host's recorded writes and reads of it |
@@ -26,6 +27,7 @@
 //! objects stay apart.
 
 mod arrays;
+mod batch;
 mod code;
 mod copies;
 mod driver;
@@ -111,6 +113,8 @@ pub struct Cuda {
     graph_mem: std::collections::HashSet<u64>,
     /// `--replace-kernel`: recorded (mangled) kernel name → replacement function, launches.
     replaced: HashMap<String, (H, u64)>,
+    /// Runs of launches prepared as graphs (`batch.rs`).
+    batches: batch::Batches,
 }
 
 impl Cuda {
@@ -184,6 +188,14 @@ impl Backend for Cuda {
 
     fn recycle(&mut self, buf: Vec<u8>) {
         self.keep_d2h_buffer(buf);
+    }
+
+    fn prepare_runs(&mut self, runs: Vec<crate::replay::batch::LaunchRun>) {
+        self.prepare_batches(runs);
+    }
+
+    fn batching(&self) -> Option<crate::replay::batch::Batching> {
+        self.batches.summary()
     }
 
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome> {
@@ -381,6 +393,7 @@ impl Backend for Cuda {
             self.wait(std::ptr::null_mut(), "the final synchronisation")?;
         }
         self.ctx_synchronize()?;
+        self.drop_batches()?;
         self.free_ring()?;
         self.timer.resolve(&self.api)?;
         let api = &self.api;

@@ -84,6 +84,7 @@ impl Cuda {
             ops: Ops::default(),
             timer: super::timer::Timer::new(opts.timing),
             replaced: HashMap::new(),
+            batches: Default::default(),
             host: Default::default(),
             deferred: Default::default(),
             graph_mem: Default::default(),
