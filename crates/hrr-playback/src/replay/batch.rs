@@ -57,6 +57,8 @@ pub struct LaunchRun {
     pub per_thread: bool,
     /// Its launches, in order.
     pub launches: Vec<Launch>,
+    /// Their events.
+    pub seqs: Vec<u64>,
 }
 
 /// What identifies a run's launches: the recording thread, the record type (entry point) and
@@ -83,6 +85,7 @@ impl Runs {
             Some((k, run)) if *k == key => {
                 run.last = seq;
                 run.launches.push(l);
+                run.seqs.push(seq);
             }
             _ => {
                 self.other();
@@ -91,6 +94,7 @@ impl Runs {
                     last: seq,
                     per_thread,
                     launches: vec![l],
+                    seqs: vec![seq],
                 };
                 self.current = Some((key, run));
             }

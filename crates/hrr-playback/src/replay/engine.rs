@@ -46,6 +46,15 @@ const READ_AHEAD_BYTES: u64 = 64 << 20;
 /// The largest blob read (mapped, its pages read in) ahead.
 const MAP_AHEAD_MAX: u64 = 1 << 30;
 
+/// What the decoding thread reads: the archive's folder, its events file, the late sources
+/// ([`Scan::late_sources`]) and the prepared runs of launches (first and last event).
+pub(super) type DecodeFrom<'a> = (
+    &'a Path,
+    &'a Path,
+    &'a HashMap<u64, ObjectId>,
+    &'a [(u64, u64)],
+);
+
 /// A decoded event, its call, and the blobs it names, read ahead.
 pub(super) type Decoded<'s> = (&'s CallDef, Event<'s>, Vec<(ObjectId, BlobBytes)>);
 
@@ -89,8 +98,11 @@ fn with_late_source<'s>(
 /// an error (sent after the events before it) or the receiver hanging up. Batches replayed come
 /// back through `done` and are freed here: their many small allocations are not the replaying
 /// thread's to free between two calls.
+///
+/// Events inside `runs` (first and last event of each, ascending), all but the first, are
+/// passed over: the backend issues a prepared run at its first event.
 pub(super) fn decode_ahead<'s>(
-    (dir, path, late): (&Path, &Path, &HashMap<u64, ObjectId>),
+    (dir, path, late, runs): DecodeFrom,
     schema: &'s hrr_archive::schema::Schema,
     tx: std::sync::mpsc::SyncSender<Result<Vec<Decoded<'s>>>>,
     done: std::sync::mpsc::Receiver<Vec<Decoded<'s>>>,
@@ -110,11 +122,17 @@ pub(super) fn decode_ahead<'s>(
     // a call's base name, and whether it has the launch shape, once per record type (not at
     // every event)
     let mut names: Vec<Option<(&'s str, bool, bool)>> = Vec::new();
+    let mut runs = runs.iter().peekable();
     for rec in reader {
         let rec = match rec {
             Ok(r) => r,
             Err(e) => return send_err(batch, e.into()),
         };
+        let seq = rec.header.seq;
+        while runs.next_if(|&&(_, last)| last < seq).is_some() {}
+        if runs.peek().is_some_and(|&&(first, _)| first < seq) {
+            continue; // inside a prepared run, issued at its first event
+        }
         let Some(call) = schema.call(rec.header.kind) else {
             continue;
         };
@@ -384,6 +402,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;
     backend.prepare_runs(std::mem::take(&mut scan.runs));
+    let runs = backend.prepared_runs();
     let replaced = super::replace::install(&mut *backend, dir, &schema, &opts.replace_kernels)?;
     let load_ms = load_start.elapsed().as_secs_f64() * 1e3;
 
@@ -475,11 +494,11 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let schema = &schema;
             let events = &events;
-            let late = &scan.late_sources;
+            let (late, runs) = (&scan.late_sources, &runs[..]);
             std::thread::Builder::new()
                 .name("hrr-decode".into())
                 .spawn_scoped(scope, move || {
-                    decode_ahead((dir, events, late), schema, tx, done_rx)
+                    decode_ahead((dir, events, late, runs), schema, tx, done_rx)
                 })
                 .context("starting the event decoding thread")?;
             let mut n = 0u64;
@@ -617,6 +636,10 @@ pub(super) fn account(
     match outcome {
         Ok(Outcome::Launched) => {
             report.kernels_launched += 1;
+            prog.last_launch = Some(ev.seq);
+        }
+        Ok(Outcome::Launches(n)) => {
+            report.kernels_launched += n;
             prog.last_launch = Some(ev.seq);
         }
         Ok(Outcome::GraphLaunched) => report.graphs_launched += 1,

@@ -206,7 +206,7 @@ pub fn run(
             std::thread::Builder::new()
                 .name("hrr-decode".into())
                 .spawn_scoped(scope, move || {
-                    decode_ahead((dir, events, late), schema, tx, done_rx)
+                    decode_ahead((dir, events, late, &[]), schema, tx, done_rx)
                 })
                 .context("starting the event decoding thread")?;
             let mut senders = HashMap::new();

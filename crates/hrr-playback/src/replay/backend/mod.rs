@@ -162,6 +162,9 @@ pub enum Outcome {
     Done,
     /// A kernel was launched.
     Launched,
+    /// A run of this many launches was issued at its first event (launch batching,
+    /// `crate::replay::batch`: the run's other events are not decoded).
+    Launches(u64),
     /// A CUDA graph was launched.
     GraphLaunched,
     /// Filtered out by `--kernel-filter`.
@@ -253,6 +256,11 @@ pub trait Backend {
     /// starts; a run that cannot be prepared is issued launch by launch. Default: none is (HIP
     /// for now).
     fn prepare_runs(&mut self, _runs: Vec<crate::replay::batch::LaunchRun>) {}
+    /// The runs prepared (first and last event, ascending): their events after the first are
+    /// not decoded, the first issues them all.
+    fn prepared_runs(&self) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
     /// What launch batching did (`None`: nothing was batched).
     fn batching(&self) -> Option<crate::replay::batch::Batching> {
         None

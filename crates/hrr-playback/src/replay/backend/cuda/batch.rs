@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use hrr_calls::shapes::Launch;
 
 use super::arrays::Objects;
@@ -28,6 +28,7 @@ const CHUNK: usize = 4096;
 /// bound to (the library's kernel and that kernel's function, or the module's function).
 struct Planned {
     launch: Launch,
+    seq: u64,
     accepted: [H; 2],
 }
 
@@ -53,6 +54,13 @@ impl Batches {
     /// What the summary says (`None`: nothing prepared or tried).
     pub(super) fn summary(&self) -> Option<Batching> {
         (self.summary.runs > 0 || self.summary.unprepared.is_some()).then(|| self.summary.clone())
+    }
+
+    /// The runs prepared: first and last event, ascending.
+    pub(super) fn spans(&self) -> Vec<(u64, u64)> {
+        let mut v: Vec<_> = self.runs.iter().map(|(&f, r)| (f, r.last)).collect();
+        v.sort_unstable();
+        v
     }
 
     /// Every instantiation, for their destruction.
@@ -91,7 +99,7 @@ impl Cuda {
         let stream = run.launches.first().map_or(0, |l| l.stream);
         let mut launches = Vec::with_capacity(run.launches.len());
         let mut names: HashMap<(hrr_archive::ObjectId, String), [H; 2]> = HashMap::new();
-        for launch in run.launches {
+        for (launch, seq) in run.launches.into_iter().zip(run.seqs) {
             let code = launch
                 .code
                 .ok_or_else(|| anyhow!("a launch without its code object"))?;
@@ -104,7 +112,11 @@ impl Cuda {
                     a
                 }
             };
-            launches.push(Planned { launch, accepted });
+            launches.push(Planned {
+                launch,
+                seq,
+                accepted,
+            });
         }
         let mut execs = Vec::new();
         for chunk in launches.chunks(CHUNK) {
@@ -199,32 +211,56 @@ impl Cuda {
         built
     }
 
-    /// Event `ev` (a launch) within a batched run: its graphs launched at the first event,
-    /// `Launched` for the others. `None`: not batched (or the run's check failed), issue it.
+    /// Launch event `ev` if it begins a prepared run: the run's graphs launched, or, where the
+    /// run's check fails, its launches issued one by one; either way `Launches(n)`, the run's
+    /// other events being done (the engine does not even decode them). `None`: not a run's
+    /// first event.
     pub(super) fn batched(&mut self, ev: &Event) -> Result<Option<Outcome>> {
         if let Some((first, last)) = self.batches.active {
             if ev.seq > first && ev.seq <= last {
-                return Ok(Some(Outcome::Launched));
+                return Ok(Some(Outcome::Done)); // counted with the run's first event
             }
             self.batches.active = None;
         }
         let Some(run) = self.batches.runs.get(&ev.seq) else {
             return Ok(None);
         };
-        if let Err(why) = self.check_run(run) {
-            let s = &mut self.batches.summary;
-            s.fell_back += 1;
-            s.first_fallback.get_or_insert(why);
-            return Ok(None);
+        let n = run.launches.len() as u64;
+        match self.check_run(run) {
+            Ok(()) => {
+                let stream = super::stream_of(&self.handles, run.per_thread, run.stream)?;
+                for &x in &run.execs {
+                    cu!(self.api, cuGraphLaunch(x, stream))
+                        .map_err(|e| anyhow!("launching the graph of batched launches: {e}"))?;
+                }
+            }
+            Err(why) => {
+                let s = &mut self.batches.summary;
+                s.fell_back += 1;
+                s.first_fallback.get_or_insert(why);
+                self.issue_one_by_one(ev.seq)?;
+            }
         }
-        let run = &self.batches.runs[&ev.seq];
-        let stream = super::streams::stream_of(&self.handles, run.per_thread, run.stream)?;
-        for &x in &run.execs {
-            cu!(self.api, cuGraphLaunch(x, stream))
-                .map_err(|e| anyhow!("launching the graph of batched launches: {e}"))?;
-        }
-        self.batches.active = Some((ev.seq, run.last));
-        Ok(Some(Outcome::Launched))
+        let last = self.batches.runs[&ev.seq].last;
+        self.batches.active = Some((ev.seq, last));
+        Ok(Some(Outcome::Launches(n)))
+    }
+
+    /// Issue the launches of the run beginning at event `first` one by one, as their events
+    /// would have been (an error names the launch's event).
+    fn issue_one_by_one(&mut self, first: u64) -> Result<()> {
+        let run = self.batches.runs.remove(&first).expect("a prepared run");
+        let issued = (|| -> Result<()> {
+            for p in &run.launches {
+                let mut l = p.launch.clone();
+                let at = (run.per_thread, p.seq);
+                self.launch_shape(at, &mut l, None, false)
+                    .with_context(|| format!("batched launch of event #{}", p.seq))?;
+            }
+            Ok(())
+        })();
+        self.batches.runs.insert(first, run);
+        issued
     }
 
     /// Would every launch of `run` be issued now as its graph holds it? (`Err`: why not.)

@@ -24,14 +24,16 @@ impl Cuda {
             return Ok(done); // in a run launched as prepared graphs (`batch.rs`)
         }
         let mut l: Launch = ev.launch()?;
-        let r = self.launch_shape(ev, &mut l, filter, ex);
+        let r = self.launch_shape((ev.per_thread, ev.seq), &mut l, filter, ex);
         *ev.launch.borrow_mut() = Some(l);
         r
     }
 
-    fn launch_shape(
+    /// Launch `l`, recorded at event `seq` through an entry point with per-thread default
+    /// stream semantics or not.
+    pub(super) fn launch_shape(
         &mut self,
-        ev: &Event,
+        (per_thread, seq): (bool, u64),
         l: &mut Launch,
         filter: Option<&str>,
         ex: bool,
@@ -47,7 +49,7 @@ impl Cuda {
             )
         })?;
         let func = self.replaced_function(&l.kernel, func);
-        let stream = self.stream(ev, l.stream)?;
+        let stream = super::stream_of(&self.handles, per_thread, l.stream)?;
         let args = &mut l.args;
         let offs = &l.arg_offsets;
         // Texture/surface object values, found in the recorded bytes (see `arrays.rs`: an
@@ -125,6 +127,6 @@ impl Cuda {
         }
         let stream = (stream, || capturing);
         self.waiter
-            .launched(&self.api, result, stream, &l.kernel, ev.seq)
+            .launched(&self.api, result, stream, &l.kernel, seq)
     }
 }

@@ -194,6 +194,10 @@ impl Backend for Cuda {
         self.prepare_batches(runs);
     }
 
+    fn prepared_runs(&self) -> Vec<(u64, u64)> {
+        self.batches.spans()
+    }
+
     fn batching(&self) -> Option<crate::replay::batch::Batching> {
         self.batches.summary()
     }
