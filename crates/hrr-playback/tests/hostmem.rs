@@ -148,6 +148,55 @@ fn managed_memory_replays_with_host_writes_between_kernels() {
     assert_mismatch(&dir);
 }
 
+/// `concurrent`: the host fills a managed buffer no kernel is given while a kernel runs; at the
+/// synchronisation that buffer's change is a host write (replayed, and feeding the next
+/// kernel), the kernel's buffer's a result (compared). Taken for a result, the host's buffer
+/// would be compared against what replay never wrote: a MISMATCH.
+#[test]
+fn managed_memory_the_host_computes_into_beside_device_work_is_an_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = captured(tmp.path(), "concurrent");
+    let evs = events_json(&dir);
+    let allocs: Vec<&serde_json::Value> = evs
+        .iter()
+        .filter(|e| e["name"] == "cuMemAllocManaged")
+        .map(|e| &e["fields"]["dptr"])
+        .collect();
+    assert_eq!(allocs.len(), 2, "{evs:?}");
+    let host_buf = allocs[1];
+    let kinds_for = |ptr: &serde_json::Value| -> Vec<String> {
+        evs.iter()
+            .filter(|e| &e["fields"]["ptr"] == ptr)
+            .map(|e| e["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    // the host's buffer: only ever written by the host (its first contents, then the task)
+    let host = kinds_for(host_buf);
+    assert!(
+        !host.is_empty() && host.iter().all(|n| n == "hrrHostMemWrite"),
+        "{host:?}"
+    );
+    // the kernel's buffer: results checked after each synchronisation
+    let device = kinds_for(allocs[0]);
+    assert_eq!(
+        device.iter().filter(|n| *n == "hrrHostMemCheck").count(),
+        2,
+        "{device:?}"
+    );
+    assert_pass(&dir, 2);
+    // what the host computed feeds the second kernel: without it, its result differs
+    let writes: Vec<_> = evs
+        .iter()
+        .filter(|e| e["name"] == "hrrHostMemWrite")
+        .collect();
+    let last = writes
+        .iter()
+        .rposition(|e| &e["fields"]["ptr"] == host_buf)
+        .unwrap();
+    zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", last);
+    assert_mismatch(&dir);
+}
+
 /// The fake driver faults a kernel still in flight when its memory is unmapped: releasing a
 /// stream-ordered free at once (and mapping the next allocation, recorded at the same
 /// address) fails this replay with `CUDA_ERROR_ILLEGAL_ADDRESS`; the deferred release passes.

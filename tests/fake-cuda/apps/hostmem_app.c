@@ -204,6 +204,30 @@ static void managed(void) {
   CK(cuMemFree_v2(x));
 }
 
+/* A host task beside a device task (UnifiedMemoryStreams): the host computes into a managed
+ * buffer no kernel is given while a kernel works on another, then one synchronisation; the
+ * host's buffer then feeds a kernel. Capture must take the host's buffer for an input replay
+ * writes, not for a result the device produced. */
+static void concurrent(void) {
+  CUdevice dev;
+  setup(&dev);
+  CUdeviceptr x = device_x(), m, h;
+  CK(cuMemAllocManaged(&m, N * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */));
+  CK(cuMemAllocManaged(&h, N * sizeof(float), 1));
+  float *hm = (float *)(uintptr_t)m, *hh = (float *)(uintptr_t)h;
+  for (int i = 0; i < N; i++) hm[i] = (float)(i % 3);
+  axpy(3.0f, x, m, NULL);
+  for (int i = 0; i < N; i++) hh[i] = (float)(i % 11) * 0.5f; /* while the kernel may run */
+  CK(cuCtxSynchronize());
+  printf("concurrent device sum=%.3f host sum=%.3f\n", fsum(hm, N), fsum(hh, N));
+  axpy(1.0f, h, m, NULL);
+  CK(cuCtxSynchronize());
+  printf("concurrent fed sum=%.3f\n", fsum(hm, N));
+  CK(cuMemFree_v2(h));
+  CK(cuMemFree_v2(m));
+  CK(cuMemFree_v2(x));
+}
+
 #define BIG ((size_t)4 << 20)
 static void async(void) {
   CUdevice dev;
@@ -304,6 +328,7 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "zerocopy")) zerocopy();
   else if (!strcmp(mode, "managed")) managed();
+  else if (!strcmp(mode, "concurrent")) concurrent();
   else if (!strcmp(mode, "async")) async();
   else if (!strcmp(mode, "regasync")) regasync();
   else if (!strcmp(mode, "h2dsrc")) h2dsrc();

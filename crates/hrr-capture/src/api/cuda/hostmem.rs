@@ -9,13 +9,20 @@
 //!   device is idle (nothing submitted since the last synchronisation): changed chunks are
 //!   **host writes**, replayed before the same call;
 //! - after a synchronisation (context, stream or event synchronisation, a D2H copy): changed
-//!   chunks are what the device wrote, recorded as **host reads** that replay compares like a
-//!   D2H result.
+//!   chunks of a region device work may have written since the last such point (a kernel
+//!   whose arguments point into it, any copy, memset or graph launch: [`device_may_write`])
+//!   are what the device wrote, recorded as **host reads** that replay compares like a D2H
+//!   result; changed chunks of a region no device work could have written are the host's
+//!   (program threads computing into managed memory while other work is in flight), recorded
+//!   as **host writes**.
 //!
 //! Unchanged chunks are never stored again, nor are chunks an async D2H result recorded whole
 //! ([`result_recorded`]). Limits (README, "what capture does not record
-//! yet"): a host write made while device work is in flight is seen at the next
-//! synchronisation and recorded as a check (replay then reports a mismatch); a stream or event
+//! yet"): a host write made while device work that may write the same region is in flight is
+//! seen at the next synchronisation and recorded as a check (replay then reports a mismatch: a
+//! program whose host and device update the same managed words at once); a kernel reaching a
+//! region through a pointer stored in memory rather than in its arguments is not seen, so its
+//! writes there are recorded as host writes (replayed, not compared); a stream or event
 //! synchronisation is taken as the device being idle; regions are read by the recorder's thread
 //! at these points only, so a region freed by another thread meanwhile is not guarded against.
 
@@ -46,6 +53,8 @@ struct Region {
     len: usize,
     /// Hash of each chunk as hrr last knew it (`None`: never seen).
     known: Vec<Option<blake3::Hash>>,
+    /// Device work submitted since the last synchronisation may have written it.
+    touched: bool,
 }
 
 /// Tracked regions by base address.
@@ -77,6 +86,7 @@ pub fn track(base: u64, len: usize) {
         Region {
             len,
             known: vec![None; len.div_ceil(CHUNK)],
+            touched: false,
         },
     );
     COUNT.store(r.len(), Ordering::Release);
@@ -172,10 +182,60 @@ fn submits(kind: Kind) -> bool {
     )
 }
 
+thread_local! {
+    /// Words of launch arguments noted by [`device_may_write`] and not yet applied to the
+    /// regions (`None`: arguments unknown, every region).
+    static NOTED: std::cell::RefCell<Option<Vec<u64>>> = const { std::cell::RefCell::new(Some(Vec::new())) };
+}
+
+/// Device work is submitted that may write the tracked regions its argument buffer `args`
+/// points into (any 8-byte word inside a region; `None`, arguments unknown: every region).
+/// Only noted here (this runs while the event is recorded, under the recorder's lock, which a
+/// scan takes under the regions' lock): [`apply_device_writes`] applies it after.
+pub fn device_may_write(args: Option<&[u8]>) {
+    if COUNT.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    NOTED.with(|n| {
+        let mut n = n.borrow_mut();
+        match (args, n.as_mut()) {
+            (Some(args), Some(words)) => words.extend(
+                args.chunks_exact(8)
+                    .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))),
+            ),
+            _ => *n = None,
+        }
+    });
+}
+
+/// Mark the regions the launches this thread recorded may write ([`device_may_write`]).
+pub fn apply_device_writes() {
+    if COUNT.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let noted = NOTED.with(|n| n.replace(Some(Vec::new())));
+    let mut regs = regions();
+    let Some(words) = noted else {
+        return regs.values_mut().for_each(|r| r.touched = true);
+    };
+    for v in words {
+        if let Some((&base, r)) = regs.range_mut(..=v).next_back() {
+            if v - base < r.len as u64 {
+                r.touched = true;
+            }
+        }
+    }
+}
+
 /// Before a call of `kind`: host writes are recorded while the device is idle.
 pub fn before(kind: Kind) {
     if COUNT.load(Ordering::Acquire) == 0 {
         return;
+    }
+    if submits(kind) && kind != Kind::Launch {
+        // a copy, memset or graph may write any region (launches say which: the launch hook
+        // calls `device_may_write` with their arguments)
+        regions().values_mut().for_each(|r| r.touched = true);
     }
     let idle = if submits(kind) {
         IDLE.swap(false, Ordering::AcqRel)
@@ -212,14 +272,20 @@ pub fn after(kind: Kind) {
     IDLE.store(true, Ordering::Release);
 }
 
-/// Record the chunks that changed since hrr last knew them: as checks (`check`) or host writes.
+/// Record the chunks that changed since hrr last knew them: after a synchronisation (`check`)
+/// as checks where device work may have written them, else (and before device work) as host
+/// writes.
 fn scan(check: bool) {
     let mut regs = regions();
     for (&base, r) in regs.iter_mut() {
         // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
+        let device_wrote = check && r.touched;
         for (off, len) in changed_runs(&mut r.known, bytes) {
-            emit(base, off, len, check);
+            emit(base, off, len, device_wrote);
+        }
+        if check {
+            r.touched = false;
         }
     }
 }

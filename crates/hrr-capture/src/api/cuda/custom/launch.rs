@@ -41,6 +41,7 @@ unsafe fn record_launch(
     rec(h, r, |rc| {
         launch_fields(rc, "cuLaunchKernel", l, params, extra)
     });
+    crate::api::cuda::hostmem::apply_device_writes();
 }
 
 /// The `Launch` record of launch `l` with arguments `params` or `extra` (`call`: the call named
@@ -65,6 +66,9 @@ pub(super) unsafe fn launch_fields(
         Some(b) => Some(b),
         None => layout.as_deref().and_then(|l| pack_args(l, params, false)),
     };
+    if !in_capture {
+        crate::api::cuda::hostmem::device_may_write(args.as_deref());
+    }
     if args.is_none() {
         rc.note_unreplayable(
             call,

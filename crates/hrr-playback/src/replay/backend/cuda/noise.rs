@@ -1,6 +1,6 @@
 //! `--perturb` (set for the second replay of a recheck, `replay::recheck`): before each kernel
 //! and graph launch, replay pauses the host a little (up to 1 ms, 200 ms in all) and launches a
-//! short kernel of its own that spins on part of the GPU, on
+//! short kernel of its own that spins on part of the GPU (every other launch: on every SM), on
 //! a non-blocking stream of its own, with a pseudo-random number of blocks, block size and spin
 //! time (at most about 20 µs). The program's blocks are then scheduled onto the SMs in another
 //! order and at other times than in the first replay, so results that depend on scheduling (the
@@ -116,7 +116,13 @@ impl Noise {
             std::thread::sleep(pause);
             self.paused += pause;
         }
-        let blocks = 1 + (r % u64::from(2 * self.sms)) as u32;
+        // Every other launch, noise on every SM (one to four blocks each), so that even a
+        // program's single block shares its SM's warp schedulers with noise warps (the order
+        // of its warps' atomic updates then changes); otherwise a random share of the SMs.
+        let blocks = match (r >> 60) & 1 {
+            0 => self.sms * (1 + ((r >> 8) % 4) as u32),
+            _ => 1 + (r % u64::from(2 * self.sms)) as u32,
+        };
         let threads = 32u32 << ((r >> 16) % 4);
         let mut cycles = (r >> 24) % MAX_CYCLES;
         let mut params = [&mut cycles as *mut u64 as *mut c_void];
