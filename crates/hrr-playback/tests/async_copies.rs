@@ -279,9 +279,11 @@ fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
     assert!(out.contains("4 pass (4 exact"), "{out}");
 }
 
-/// Uploads of 1 MiB or more go to the device through replay's ring of pinned buffers, those
-/// over a slot (64 MiB) in pieces, each copied into its slot on several threads: a 72 MiB
-/// upload read back whole compares equal (a piece out of place or short would not).
+/// Uploads of 1 MiB or more go to the device from their blob, mapped and page-locked before the
+/// clock; without preloading (`HRR_REPLAY_PRELOAD_MB=0`) through replay's ring of pinned
+/// buffers, those over a slot (64 MiB) in pieces, each copied into its slot on several threads:
+/// a 72 MiB upload read back whole compares equal either way (a piece out of place or short
+/// would not).
 #[test]
 fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
     let tmp = tempfile::tempdir().unwrap();
@@ -296,8 +298,14 @@ fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
         }),
         "no 72 MiB upload recorded"
     );
-    let out = fake().replay_ok(&arch, &[]);
-    let line = out.lines().find(|l| l.contains("D2H checks")).unwrap();
-    assert!(number_after(line, ":") >= 1, "{out}");
-    assert!(line.contains(" 0 fail, 0 skipped"), "{out}");
+    for preload in ["0", "8192"] {
+        let env = [("HRR_REPLAY_PRELOAD_MB", preload)];
+        let (code, out, err) = fake().replay_env(&arch, &["-v"], &env);
+        assert_eq!(code, 0, "{out}{err}");
+        let line = out.lines().find(|l| l.contains("D2H checks")).unwrap();
+        assert!(number_after(line, ":") >= 1, "{out}");
+        assert!(line.contains(" 0 fail, 0 skipped"), "{out}");
+        let pinned = err.contains("MiB) mapped and page-locked before the clock");
+        assert_eq!(pinned, preload != "0", "{err}");
+    }
 }

@@ -21,6 +21,8 @@ pub const MAP_MIN: u64 = 1 << 20;
 pub enum BlobBytes {
     Read(Vec<u8>),
     Mapped(memmap2::Mmap),
+    /// A mapping made before the clock and kept for the whole replay (`Preloaded`).
+    Shared(std::sync::Arc<memmap2::Mmap>),
 }
 
 impl Deref for BlobBytes {
@@ -29,6 +31,7 @@ impl Deref for BlobBytes {
         match self {
             BlobBytes::Read(v) => v,
             BlobBytes::Mapped(m) => m,
+            BlobBytes::Shared(m) => m,
         }
     }
 }
@@ -39,6 +42,7 @@ impl BlobBytes {
         match self {
             BlobBytes::Read(v) => v,
             BlobBytes::Mapped(m) => m.to_vec(),
+            BlobBytes::Shared(m) => m.to_vec(),
         }
     }
 }
@@ -64,4 +68,73 @@ pub fn load(dir: &Path, id: &ObjectId, expected: Option<u64>) -> Result<BlobByte
     f.read_to_end(&mut v)
         .with_context(|| format!("reading blob {id} of {}", dir.display()))?;
     Ok(BlobBytes::Read(v))
+}
+
+/// Large H2D sources mapped before the clock (their pages read in), shared by the decoding
+/// thread and the backend for the whole replay: the backend page-locks them
+/// (`Backend::pin_sources`) so their uploads go to the device without a staging copy. At most
+/// [`PRELOAD_MAX`] bytes (`HRR_REPLAY_PRELOAD_MB` sets another limit, 0 none preloaded), and a
+/// quarter of the memory available.
+#[derive(Default)]
+pub struct Preloaded(pub std::collections::HashMap<ObjectId, std::sync::Arc<memmap2::Mmap>>);
+
+/// The most source bytes preloaded by default.
+pub const PRELOAD_MAX: u64 = 8 << 30;
+
+/// The most source bytes preloaded: `HRR_REPLAY_PRELOAD_MB` (MiB) or [`PRELOAD_MAX`].
+fn preload_max() -> u64 {
+    std::env::var("HRR_REPLAY_PRELOAD_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(PRELOAD_MAX, |mb| mb.saturating_mul(1 << 20))
+}
+
+impl Preloaded {
+    /// Map the blobs `ids` of `dir` (each at least [`MAP_MIN`] bytes, in the order given, while
+    /// they fit the budget); a blob that cannot be mapped is left to the decoding thread.
+    pub fn map(dir: &Path, ids: &[ObjectId]) -> Preloaded {
+        let budget = preload_max().min(available_memory() / 4);
+        let mut out = std::collections::HashMap::new();
+        let mut total = 0u64;
+        for id in ids {
+            if out.contains_key(id) {
+                continue;
+            }
+            let Ok(f) = hrr_archive::blobs::open_blob(dir, id, None) else {
+                continue;
+            };
+            let len = f.metadata().map_or(0, |m| m.len());
+            if len < MAP_MIN || total + len > budget {
+                continue;
+            }
+            // SAFETY: as in `load`: the archive's own file, read-only and private.
+            if let Ok(map) = unsafe { memmap2::MmapOptions::new().populate().map(&f) } {
+                total += len;
+                out.insert(*id, std::sync::Arc::new(map));
+            }
+        }
+        Preloaded(out)
+    }
+
+    /// The bytes of blob `id`, if preloaded.
+    pub fn get(&self, id: &ObjectId) -> Option<BlobBytes> {
+        self.0.get(id).map(|m| BlobBytes::Shared(m.clone()))
+    }
+
+    /// Every preloaded mapping.
+    pub fn slices(&self) -> Vec<&[u8]> {
+        self.0.values().map(|m| &m[..]).collect()
+    }
+}
+
+/// `MemAvailable` of `/proc/meminfo` in bytes (0 where it cannot be read: nothing preloaded).
+fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib << 10)
+        })
+        .unwrap_or(0)
 }

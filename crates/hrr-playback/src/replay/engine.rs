@@ -27,7 +27,7 @@ use hrr_calls::shapes::{CopySource, Launch};
 
 use super::backend::{base_name, resolve, CodeObject, Event, Family, Outcome, Prescan, TableOp};
 use super::batch::{self, LaunchRun, Runs};
-use super::blob_bytes::{self, BlobBytes};
+use super::blob_bytes::{self, BlobBytes, Preloaded};
 use super::check::{mask, Tolerance};
 use super::fault;
 use super::fields;
@@ -38,6 +38,9 @@ use super::verdict::{self, RecordedFailure, Stop, Verdict};
 
 /// Batches of decoded events the reading thread may be ahead of the replaying one.
 pub(super) const DECODE_AHEAD: usize = 4;
+/// The field of an H2D source's blob (the copy shapes' and `CopySource`'s).
+const H2D_BLOB: &str = "h2d_blob";
+
 /// Events a batch.
 const DECODE_BATCH: usize = 1024;
 /// Blob bytes a batch may hold read ahead (a batch holding more is handed over at once): at
@@ -47,12 +50,14 @@ const READ_AHEAD_BYTES: u64 = 64 << 20;
 const MAP_AHEAD_MAX: u64 = 1 << 30;
 
 /// What the decoding thread reads: the archive's folder, its events file, the late sources
-/// ([`Scan::late_sources`]) and the prepared runs of launches (first and last event).
+/// ([`Scan::late_sources`]), the prepared runs of launches (first and last event) and the
+/// sources mapped before the clock.
 pub(super) type DecodeFrom<'a> = (
     &'a Path,
     &'a Path,
     &'a HashMap<u64, ObjectId>,
     &'a [(u64, u64)],
+    &'a Preloaded,
 );
 
 /// A decoded event, its call, and the blobs it names, read ahead.
@@ -61,12 +66,16 @@ pub(super) type Decoded<'s> = (&'s CallDef, Event<'s>, Vec<(ObjectId, BlobBytes)
 /// The blobs an event names (its H2D source and D2H result), read or mapped (up to
 /// [`MAP_AHEAD_MAX`] each): what is not read here (too large, unreadable) is read when replay
 /// asks for it, and errors are reported then.
-fn read_ahead(dir: &Path, ev: &Event) -> Vec<(ObjectId, BlobBytes)> {
+fn read_ahead(dir: &Path, ev: &Event, pre: &Preloaded) -> Vec<(ObjectId, BlobBytes)> {
     let mut out = Vec::new();
     for (name, v) in &ev.fields {
         let (true, Value::Blob(Some(id))) = (name.ends_with("_blob"), v) else {
             continue;
         };
+        if let Some(bytes) = pre.get(id) {
+            out.push((*id, bytes));
+            continue;
+        }
         let path = hrr_archive::blobs::blob_path(dir, id);
         if std::fs::symlink_metadata(&path).map_or(true, |m| m.len() > MAP_AHEAD_MAX) {
             continue;
@@ -86,7 +95,7 @@ fn with_late_source<'s>(
     if let Some(id) = id {
         for (name, v) in fields.iter_mut() {
             // the copy's source field, as the CopyH2d and CopyAny shapes name it
-            if *name == "h2d_blob" && matches!(v, Value::Blob(None)) {
+            if *name == H2D_BLOB && matches!(v, Value::Blob(None)) {
                 *v = Value::Blob(Some(*id));
             }
         }
@@ -102,7 +111,7 @@ fn with_late_source<'s>(
 /// Events inside `runs` (first and last event of each, ascending), all but the first, are
 /// passed over: the backend issues a prepared run at its first event.
 pub(super) fn decode_ahead<'s>(
-    (dir, path, late, runs): DecodeFrom,
+    (dir, path, late, runs, pre): DecodeFrom,
     schema: &'s hrr_archive::schema::Schema,
     tx: std::sync::mpsc::SyncSender<Result<Vec<Decoded<'s>>>>,
     done: std::sync::mpsc::Receiver<Vec<Decoded<'s>>>,
@@ -164,7 +173,7 @@ pub(super) fn decode_ahead<'s>(
             fields,
             launch: launch.into(),
         };
-        let blobs = read_ahead(dir, &ev);
+        let blobs = read_ahead(dir, &ev, pre);
         batch_bytes += blobs.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
         batch.push((call, ev, blobs));
         if batch.len() == DECODE_BATCH || batch_bytes >= READ_AHEAD_BYTES {
@@ -211,6 +220,8 @@ pub(super) struct Scan {
     /// Runs of launches replay may issue as prepared graphs (`super::batch`; empty unless the
     /// prescan was asked for them).
     pub(super) runs: Vec<LaunchRun>,
+    /// The blobs of recorded H2D sources, in event order (the candidates for preloading).
+    pub(super) h2d_sources: Vec<ObjectId>,
 }
 
 /// Why replay cannot reproduce a recorded call that changed state, from its table operation's
@@ -253,7 +264,8 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     // What the prescan asks of a record type, answered once per type (not at every event):
     // why replay cannot reproduce it, what the prescan reads of it, and (batching) whether it
     // has the launch shape and per-thread stream semantics.
-    type PerKind = (Option<&'static str>, Option<Prescan>, (bool, bool));
+    type PerKind = (Option<&'static str>, Option<Prescan>, (bool, bool), bool);
+    let mut h2d_sources = Vec::new();
     let mut per_kind: Vec<Option<PerKind>> = Vec::new();
     for rec in reader.by_ref() {
         let rec = rec?;
@@ -264,13 +276,27 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
         if per_kind.len() <= k {
             per_kind.resize(k + 1, None);
         }
-        let (unreproducible, classified, (launch, per_thread)) =
-            *per_kind[k].get_or_insert_with(|| {
+        let (unreproducible, classified, (launch, per_thread), uploads) = *per_kind[k]
+            .get_or_insert_with(|| {
                 let (name, per_thread) = base_name(&call.name);
                 let launch = (has_launch_shape(call), per_thread);
-                (unreproducible(family, call), family.classify(name), launch)
+                let uploads = call.fields.iter().any(|f| f.name == H2D_BLOB);
+                (
+                    unreproducible(family, call),
+                    family.classify(name),
+                    launch,
+                    uploads,
+                )
             });
         let failed = fields::recorded_status(call, &rec.payload).is_some_and(|c| c != 0);
+        if uploads && !failed {
+            if let Ok(fields) = decode_fields(call, &rec.payload) {
+                h2d_sources.extend(fields.iter().filter_map(|(n, v)| match (*n, v) {
+                    (H2D_BLOB, Value::Blob(Some(id))) => Some(*id),
+                    _ => None,
+                }));
+            }
+        }
         if let Some(runs) = runs.as_mut() {
             match (launch && !failed).then(|| decode_fields(call, &rec.payload)) {
                 Some(Ok(fields)) => match <Launch as hrr_calls::shapes::Shape>::read(&fields) {
@@ -362,6 +388,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
         devices,
         late_sources,
         runs: runs.map(Runs::finish).unwrap_or_default(),
+        h2d_sources,
     })
 }
 
@@ -403,6 +430,20 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     backend.preload(&scan.code)?;
     backend.prepare_runs(std::mem::take(&mut scan.runs));
     let runs = backend.prepared_runs();
+    // Large H2D sources mapped and page-locked before the clock, where the backend can use
+    // them (kept until the end: the backend's copies read them).
+    let mut preloaded = Preloaded::map(dir, &scan.h2d_sources);
+    if !backend.pin_sources(&preloaded.slices()) {
+        preloaded = Preloaded::default();
+    }
+    if opts.verbose && !preloaded.0.is_empty() {
+        let bytes: usize = preloaded.slices().iter().map(|s| s.len()).sum();
+        eprintln!(
+            "[HRR] {} H2D sources ({:.1} MiB) mapped and page-locked before the clock",
+            preloaded.0.len(),
+            bytes as f64 / (1 << 20) as f64
+        );
+    }
     let replaced = super::replace::install(&mut *backend, dir, &schema, &opts.replace_kernels)?;
     let load_ms = load_start.elapsed().as_secs_f64() * 1e3;
 
@@ -477,6 +518,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         tol,
         recorded_failure: scan.recorded_failure.as_ref().map(|f| f.seq),
         late_sources: &scan.late_sources,
+        preloaded: &preloaded,
     };
     if opts.multi_thread {
         let threads =
@@ -494,11 +536,11 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let schema = &schema;
             let events = &events;
-            let (late, runs) = (&scan.late_sources, &runs[..]);
+            let (late, runs, pre) = (&scan.late_sources, &runs[..], &preloaded);
             std::thread::Builder::new()
                 .name("hrr-decode".into())
                 .spawn_scoped(scope, move || {
-                    decode_ahead((dir, events, late, runs), schema, tx, done_rx)
+                    decode_ahead((dir, events, late, runs, pre), schema, tx, done_rx)
                 })
                 .context("starting the event decoding thread")?;
             let mut n = 0u64;
@@ -611,6 +653,8 @@ pub(super) struct Cx<'a> {
     pub(super) recorded_failure: Option<u64>,
     /// [`Scan::late_sources`].
     pub(super) late_sources: &'a HashMap<u64, ObjectId>,
+    /// H2D sources mapped (and page-locked by the backend) before the clock.
+    pub(super) preloaded: &'a Preloaded,
 }
 
 /// What the outcomes so far left besides the summary: failed D2H results kept for the

@@ -202,11 +202,11 @@ pub fn run(
             let (_done_tx, done_rx) = channel();
             let schema = cx.schema;
             let events = cx.events;
-            let late = cx.late_sources;
+            let (late, pre) = (cx.late_sources, cx.preloaded);
             std::thread::Builder::new()
                 .name("hrr-decode".into())
                 .spawn_scoped(scope, move || {
-                    decode_ahead((dir, events, late, &[]), schema, tx, done_rx)
+                    decode_ahead((dir, events, late, &[], pre), schema, tx, done_rx)
                 })
                 .context("starting the event decoding thread")?;
             let mut senders = HashMap::new();

@@ -256,6 +256,12 @@ pub trait Backend {
     /// starts; a run that cannot be prepared is issued launch by launch. Default: none is (HIP
     /// for now).
     fn prepare_runs(&mut self, _runs: Vec<crate::replay::batch::LaunchRun>) {}
+    /// Page-lock large H2D sources mapped before the clock (`blob_bytes::Preloaded`), so their
+    /// uploads go to the device without a staging copy; `false` when the backend does not use
+    /// them (they are then not kept). They stay mapped until replay ends.
+    fn pin_sources(&mut self, _sources: &[&[u8]]) -> bool {
+        false
+    }
     /// The runs prepared (first and last event, ascending): their events after the first are
     /// not decoded, the first issues them all.
     fn prepared_runs(&self) -> Vec<(u64, u64)> {

@@ -52,7 +52,9 @@ impl Cuda {
             )?;
             return Ok(());
         }
-        if data.len() >= super::staging::STAGE_MIN && self.h2d_staged(dst, data, stream)? {
+        if data.len() >= super::staging::STAGE_MIN
+            && (self.h2d_pinned(dst, data, stream)? || self.h2d_staged(dst, data, stream)?)
+        {
             return Ok(());
         }
         // From pageable memory the driver stages the source before returning: no wait.

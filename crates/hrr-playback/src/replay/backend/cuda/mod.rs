@@ -115,6 +115,8 @@ pub struct Cuda {
     replaced: HashMap<String, (H, u64)>,
     /// Runs of launches prepared as graphs (`batch.rs`).
     batches: batch::Batches,
+    /// Preloaded sources page-locked in place: (address, length), ascending (`staging.rs`).
+    pinned_sources: Vec<(u64, u64)>,
 }
 
 impl Cuda {
@@ -192,6 +194,10 @@ impl Backend for Cuda {
 
     fn prepare_runs(&mut self, runs: Vec<crate::replay::batch::LaunchRun>) {
         self.prepare_batches(runs);
+    }
+
+    fn pin_sources(&mut self, sources: &[&[u8]]) -> bool {
+        Cuda::pin_sources(self, sources)
     }
 
     fn prepared_runs(&self) -> Vec<(u64, u64)> {
@@ -399,6 +405,7 @@ impl Backend for Cuda {
         self.ctx_synchronize()?;
         self.drop_batches()?;
         self.free_ring()?;
+        self.unpin_sources()?;
         self.timer.resolve(&self.api)?;
         let api = &self.api;
         self.deferred.reap(&mut self.mem, api, api, None, true)

@@ -85,6 +85,7 @@ impl Cuda {
             timer: super::timer::Timer::new(opts.timing),
             replaced: HashMap::new(),
             batches: Default::default(),
+            pinned_sources: Vec::new(),
             host: Default::default(),
             deferred: Default::default(),
             graph_mem: Default::default(),

@@ -5,6 +5,10 @@
 //! recorded after its copy has completed. The driver's own path for pageable sources stages
 //! through its buffers one piece at a time on the calling thread.
 //!
+//! Sources mapped before the clock (`blob_bytes::Preloaded`) are page-locked in place instead
+//! (`cuMemHostRegister`, read-only): their uploads are one DMA from the mapping, no staging
+//! copy ([`Cuda::pin_sources`]).
+//!
 //! The ring ([`SLOTS`] × [`SLOT_BYTES`] of pinned memory) is made at the first large upload;
 //! if the driver refuses it, uploads keep the pageable path. Like any memory of replay's own,
 //! it may take an address a later recorded pinned allocation had: that one is then placed
@@ -74,7 +78,62 @@ fn copy_into(dst: *mut u8, src: &[u8]) {
     });
 }
 
+/// `CU_MEMHOSTREGISTER_READ_ONLY`: the device only reads the registered memory (a read-only
+/// mapping of the archive's file).
+const REGISTER_READ_ONLY: u32 = 0x08;
+
 impl Cuda {
+    /// Page-lock the preloaded sources (each that the driver accepts); `true` when any is.
+    pub(super) fn pin_sources(&mut self, sources: &[&[u8]]) -> bool {
+        let register = |p: *mut c_void, n: usize| -> Result<()> {
+            Ok(cu!(
+                self.api,
+                cuMemHostRegister_v2(p, n, REGISTER_READ_ONLY)
+            )?)
+        };
+        let mut pinned: Vec<(u64, u64)> = sources
+            .iter()
+            .filter(|src| register(src.as_ptr() as *mut c_void, src.len()).is_ok())
+            .map(|src| (src.as_ptr() as u64, src.len() as u64))
+            .collect();
+        pinned.sort_unstable();
+        self.pinned_sources = pinned;
+        !self.pinned_sources.is_empty()
+    }
+
+    /// Does `data` lie in a page-locked source?
+    fn in_pinned_source(&self, data: &[u8]) -> bool {
+        let (at, len) = (data.as_ptr() as u64, data.len() as u64);
+        let i = self
+            .pinned_sources
+            .partition_point(|&(start, _)| start <= at);
+        i > 0 && {
+            let (start, n) = self.pinned_sources[i - 1];
+            at + len <= start + n
+        }
+    }
+
+    /// Copy `data` to `dst` on `stream` straight from a page-locked source, async; `false`
+    /// (nothing issued) when it is not in one.
+    pub(super) fn h2d_pinned(&mut self, dst: u64, data: &[u8], stream: H) -> Result<bool> {
+        if !self.in_pinned_source(data) {
+            return Ok(false);
+        }
+        cu!(
+            self.api,
+            cuMemcpyHtoDAsync_v2(dst, data.as_ptr() as *const c_void, data.len(), stream)
+        )?;
+        Ok(true)
+    }
+
+    /// Unregister the page-locked sources (after the final synchronisation).
+    pub(super) fn unpin_sources(&mut self) -> Result<()> {
+        for (p, _) in std::mem::take(&mut self.pinned_sources) {
+            cu!(self.api, cuMemHostUnregister(p as *mut c_void))?;
+        }
+        Ok(())
+    }
+
     /// Make the ring (once); `false` when the driver refused its memory or events.
     fn ring_ready(&mut self) -> Result<bool> {
         if let Ring::Unmade = self.ring {
