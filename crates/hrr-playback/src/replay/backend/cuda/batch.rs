@@ -93,6 +93,15 @@ impl Cuda {
                 }
             }
         }
+        let uploaded = || -> Result<()> { Ok(cu!(self.api, cuCtxSynchronize())?) };
+        if !self.batches.runs.is_empty() && uploaded().is_err() {
+            // an upload failed late: every run is issued launch by launch
+            let n = self.batches.runs.len() as u64;
+            let _ = self.drop_batches();
+            let s = &mut self.batches.summary;
+            (s.runs, s.launches, s.graphs) = (0, 0, 0);
+            s.unprepared = Some((n, "uploading the prepared graphs failed".into()));
+        }
     }
 
     fn prepare_run(&mut self, run: LaunchRun) -> Result<Prepared> {
@@ -205,6 +214,12 @@ impl Cuda {
             }
             let mut exec: H = std::ptr::null_mut();
             cu!(api, cuGraphInstantiateWithFlags(&mut exec, graph, 0))?;
+            // Its work descriptors go to the device now, not at its first launch (a
+            // 4096-node graph's upload costs milliseconds); waited for after all are made.
+            if let Err(e) = cu!(api, cuGraphUpload(exec, std::ptr::null_mut())) {
+                let _ = cu!(api, cuGraphExecDestroy(exec));
+                return Err(e.into());
+            }
             Ok(exec)
         })();
         let _ = cu!(api, cuGraphDestroy(graph));
