@@ -197,6 +197,42 @@ fn managed_memory_the_host_computes_into_beside_device_work_is_an_input() {
     assert_mismatch(&dir);
 }
 
+/// `streams`: a kernel on each of two streams writes a managed buffer of its own, then each
+/// stream is synchronised in turn. A stream's synchronisation says nothing of the other's
+/// work, so each buffer is read (and checked) after its own stream's synchronisation; read at
+/// the first one, the other's could be half written on a GPU.
+#[test]
+fn managed_memory_written_on_a_stream_is_read_once_that_stream_completed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = captured(tmp.path(), "streams");
+    let evs = events_json(&dir);
+    let seq_of = |e: &serde_json::Value| e["seq"].as_u64().unwrap();
+    let allocs: Vec<&serde_json::Value> = evs
+        .iter()
+        .filter(|e| e["name"] == "cuMemAllocManaged")
+        .map(|e| &e["fields"]["dptr"])
+        .collect();
+    let syncs: Vec<u64> = evs
+        .iter()
+        .filter(|e| e["name"] == "cuStreamSynchronize")
+        .map(seq_of)
+        .collect();
+    assert_eq!((allocs.len(), syncs.len()), (2, 2), "{evs:?}");
+    let check_of = |ptr: &serde_json::Value| {
+        let checks: Vec<u64> = evs
+            .iter()
+            .filter(|e| e["name"] == "hrrHostMemCheck" && &e["fields"]["ptr"] == ptr)
+            .map(seq_of)
+            .collect();
+        assert_eq!(checks.len(), 1, "{evs:?}");
+        checks[0]
+    };
+    let (a, b) = (check_of(allocs[0]), check_of(allocs[1]));
+    assert!(syncs[0] < a && a < syncs[1], "a at #{a}, syncs {syncs:?}");
+    assert!(syncs[1] < b, "b at #{b}, syncs {syncs:?}");
+    assert_pass(&dir, 2);
+}
+
 /// The fake driver faults a kernel still in flight when its memory is unmapped: releasing a
 /// stream-ordered free at once (and mapping the next allocation, recorded at the same
 /// address) fails this replay with `CUDA_ERROR_ILLEGAL_ADDRESS`; the deferred release passes.

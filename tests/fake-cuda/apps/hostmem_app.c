@@ -228,6 +228,34 @@ static void concurrent(void) {
   CK(cuMemFree_v2(x));
 }
 
+/* Two streams, a kernel on each writing a managed buffer of its own, then each stream
+ * synchronised in turn: capture reads each buffer once its own stream completed (a stream's
+ * synchronisation says nothing of the other's work). */
+static void streams(void) {
+  CUdevice dev;
+  setup(&dev);
+  CUdeviceptr x = device_x(), ma, mb;
+  CUstream a, b;
+  CK(cuStreamCreate(&a, 1 /* NON_BLOCKING */));
+  CK(cuStreamCreate(&b, 1));
+  CK(cuMemAllocManaged(&ma, N * sizeof(float), 1));
+  CK(cuMemAllocManaged(&mb, N * sizeof(float), 1));
+  float *ha = (float *)(uintptr_t)ma, *hb = (float *)(uintptr_t)mb;
+  for (int i = 0; i < N; i++) {
+    ha[i] = (float)(i % 3);
+    hb[i] = (float)(i % 4);
+  }
+  axpy(2.0f, x, ma, a);
+  axpy(3.0f, x, mb, b);
+  CK(cuStreamSynchronize(a));
+  printf("streams a sum=%.3f\n", fsum(ha, N));
+  CK(cuStreamSynchronize(b));
+  printf("streams b sum=%.3f\n", fsum(hb, N));
+  CK(cuMemFree_v2(mb));
+  CK(cuMemFree_v2(ma));
+  CK(cuMemFree_v2(x));
+}
+
 #define BIG ((size_t)4 << 20)
 static void async(void) {
   CUdevice dev;
@@ -329,6 +357,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "zerocopy")) zerocopy();
   else if (!strcmp(mode, "managed")) managed();
   else if (!strcmp(mode, "concurrent")) concurrent();
+  else if (!strcmp(mode, "streams")) streams();
   else if (!strcmp(mode, "async")) async();
   else if (!strcmp(mode, "regasync")) regasync();
   else if (!strcmp(mode, "h2dsrc")) h2dsrc();

@@ -86,7 +86,7 @@ macro_rules! cuda_calls {
             StreamCreate [cuStreamCreate] (s: *mut Handle => stream, flags: c_uint = flags) : StreamCreate, Stream, ordered;
             StreamCreateWithPriority [cuStreamCreateWithPriority] (s: *mut Handle => stream, flags: c_uint = flags, prio: c_int = priority) : StreamCreatePriority, Stream, ordered;
             StreamDestroy [cuStreamDestroy_v2] (s: Handle = stream) : Stream, Stream, ordered;
-            StreamSynchronize [cuStreamSynchronize, cuStreamSynchronize_ptsz] (s: Handle = stream) : Stream, Sync;
+            StreamSynchronize [cuStreamSynchronize, cuStreamSynchronize_ptsz] (s: Handle = stream) : Stream, Sync => stream_synchronize;
             StreamWaitEvent [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (s: Handle = stream, e: Handle = event, flags: c_uint = flags) : StreamWaitEvent, Event;
             EventCreate [cuEventCreate] (e: *mut Handle => event, flags: c_uint = flags) : EventCreate, Event, ordered;
             EventRecord [cuEventRecord, cuEventRecord_ptsz] (e: Handle = event, s: Handle = stream) : EventRecord, Event;

@@ -14,7 +14,10 @@
 //!   are what the device wrote, recorded as **host reads** that replay compares like a D2H
 //!   result; changed chunks of a region no device work could have written are the host's
 //!   (program threads computing into managed memory while other work is in flight), recorded
-//!   as **host writes**.
+//!   as **host writes**. A stream's synchronisation (`cuStreamSynchronize` of a stream other
+//!   than the legacy default one) completes that stream's launches only: a region launches on
+//!   other streams may still be writing is not read then, but at a later synchronisation that
+//!   completes them ([`synchronising_stream`]).
 //!
 //! Unchanged chunks are never stored again, nor are chunks an async D2H result recorded whole
 //! ([`result_recorded`]). Limits (README, "what capture does not record
@@ -22,8 +25,9 @@
 //! seen at the next synchronisation and recorded as a check (replay then reports a mismatch: a
 //! program whose host and device update the same managed words at once); a kernel reaching a
 //! region through a pointer stored in memory rather than in its arguments is not seen, so its
-//! writes there are recorded as host writes (replayed, not compared); a stream or event
-//! synchronisation is taken as the device being idle; regions are read by the recorder's thread
+//! writes there are recorded as host writes (replayed, not compared); an event
+//! synchronisation is taken as the whole device being idle, and so is a stream's for copies,
+//! memsets and graph launches (their stream is not tracked); regions are read by the recorder's thread
 //! at these points only, so a region freed by another thread meanwhile is not guarded against.
 
 use std::collections::BTreeMap;
@@ -53,8 +57,24 @@ struct Region {
     len: usize,
     /// Hash of each chunk as hrr last knew it (`None`: never seen).
     known: Vec<Option<blake3::Hash>>,
-    /// Device work submitted since the last synchronisation may have written it.
-    touched: bool,
+    /// The streams of launches since the region's last check whose arguments point into it,
+    /// and [`ANY_STREAM`] after a copy, memset or graph launch (which may write any region):
+    /// device work that may be writing it.
+    touched: Vec<u64>,
+}
+
+/// A stream not known: device work of a copy, memset or graph launch.
+const ANY_STREAM: u64 = u64::MAX;
+
+/// What a scan follows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Point {
+    /// Device work about to be submitted, the device idle: changes are host writes.
+    Submit,
+    /// A synchronisation of the whole device (context, event, legacy stream, blocking copy).
+    Device,
+    /// A synchronisation of one stream (its handle as the program passed it).
+    Stream(u64),
 }
 
 /// Tracked regions by base address.
@@ -86,7 +106,7 @@ pub fn track(base: u64, len: usize) {
         Region {
             len,
             known: vec![None; len.div_ceil(CHUNK)],
-            touched: false,
+            touched: Vec::new(),
         },
     );
     COUNT.store(r.len(), Ordering::Release);
@@ -182,30 +202,31 @@ fn submits(kind: Kind) -> bool {
     )
 }
 
+/// Words of one launch's arguments (`None`: unknown, every region) and its stream.
+type Noted = (Option<Vec<u64>>, u64);
+
 thread_local! {
-    /// Words of launch arguments noted by [`device_may_write`] and not yet applied to the
-    /// regions (`None`: arguments unknown, every region).
-    static NOTED: std::cell::RefCell<Option<Vec<u64>>> = const { std::cell::RefCell::new(Some(Vec::new())) };
+    /// Launches noted by [`device_may_write`] and not yet applied to the regions.
+    static NOTED: std::cell::RefCell<Vec<Noted>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The stream the synchronisation being made on this thread waits for
+    /// ([`synchronising_stream`]).
+    static SYNCED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
-/// Device work is submitted that may write the tracked regions its argument buffer `args`
-/// points into (any 8-byte word inside a region; `None`, arguments unknown: every region).
-/// Only noted here (this runs while the event is recorded, under the recorder's lock, which a
-/// scan takes under the regions' lock): [`apply_device_writes`] applies it after.
-pub fn device_may_write(args: Option<&[u8]>) {
+/// A launch on `stream` is submitted that may write the tracked regions its argument buffer
+/// `args` points into (any 8-byte word inside a region; `None`, arguments unknown: every
+/// region). Only noted here (this runs while the event is recorded, under the recorder's lock,
+/// which a scan takes under the regions' lock): [`apply_device_writes`] applies it after.
+pub fn device_may_write(args: Option<&[u8]>, stream: u64) {
     if COUNT.load(Ordering::Acquire) == 0 {
         return;
     }
-    NOTED.with(|n| {
-        let mut n = n.borrow_mut();
-        match (args, n.as_mut()) {
-            (Some(args), Some(words)) => words.extend(
-                args.chunks_exact(8)
-                    .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))),
-            ),
-            _ => *n = None,
-        }
+    let words = args.map(|a| {
+        a.chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .collect()
     });
+    NOTED.with(|n| n.borrow_mut().push((words, stream)));
 }
 
 /// Mark the regions the launches this thread recorded may write ([`device_may_write`]).
@@ -213,17 +234,33 @@ pub fn apply_device_writes() {
     if COUNT.load(Ordering::Acquire) == 0 {
         return;
     }
-    let noted = NOTED.with(|n| n.replace(Some(Vec::new())));
+    let noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
     let mut regs = regions();
-    let Some(words) = noted else {
-        return regs.values_mut().for_each(|r| r.touched = true);
+    let touch = |r: &mut Region, stream: u64| {
+        if !r.touched.contains(&stream) {
+            r.touched.push(stream);
+        }
     };
-    for v in words {
-        if let Some((&base, r)) = regs.range_mut(..=v).next_back() {
-            if v - base < r.len as u64 {
-                r.touched = true;
+    for (words, stream) in noted {
+        let Some(words) = words else {
+            regs.values_mut().for_each(|r| touch(r, stream));
+            continue;
+        };
+        for v in words {
+            if let Some((&base, r)) = regs.range_mut(..=v).next_back() {
+                if v - base < r.len as u64 {
+                    touch(r, stream);
+                }
             }
         }
+    }
+}
+
+/// The synchronisation about to be made on this thread waits for stream `stream` only (as
+/// the program passed it: the legacy default stream, 0 or 1, waits for the whole device).
+pub fn synchronising_stream(stream: u64) {
+    if COUNT.load(Ordering::Acquire) != 0 && stream > 1 {
+        SYNCED.with(|s| s.set(Some(stream)));
     }
 }
 
@@ -235,7 +272,11 @@ pub fn before(kind: Kind) {
     if submits(kind) && kind != Kind::Launch {
         // a copy, memset or graph may write any region (launches say which: the launch hook
         // calls `device_may_write` with their arguments)
-        regions().values_mut().for_each(|r| r.touched = true);
+        for r in regions().values_mut() {
+            if !r.touched.contains(&ANY_STREAM) {
+                r.touched.push(ANY_STREAM);
+            }
+        }
     }
     let idle = if submits(kind) {
         IDLE.swap(false, Ordering::AcqRel)
@@ -243,7 +284,7 @@ pub fn before(kind: Kind) {
         kind == Kind::Sync && IDLE.load(Ordering::Acquire)
     };
     if idle {
-        scan(false);
+        scan(Point::Submit);
     }
 }
 
@@ -263,29 +304,37 @@ pub fn async_copy() {
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 pub fn after(kind: Kind) {
     let running = ASYNC_COPY.with(|a| a.replace(false));
+    let stream = SYNCED.with(|s| s.take());
     if !matches!(kind, Kind::Sync | Kind::D2h) || running {
         return;
     }
     if COUNT.load(Ordering::Acquire) != 0 {
-        scan(true);
+        scan(stream.map_or(Point::Device, Point::Stream));
     }
     IDLE.store(true, Ordering::Release);
 }
 
-/// Record the chunks that changed since hrr last knew them: after a synchronisation (`check`)
-/// as checks where device work may have written them, else (and before device work) as host
-/// writes.
-fn scan(check: bool) {
+/// Record the chunks that changed since hrr last knew them: after a synchronisation as checks
+/// where device work may have written them, else (and before device work) as host writes. A
+/// region launches on other streams than the one synchronised may still be writing is left
+/// for a later scan (nothing of it is read now).
+fn scan(at: Point) {
     let mut regs = regions();
     for (&base, r) in regs.iter_mut() {
+        let device_wrote = !r.touched.is_empty();
+        match at {
+            Point::Device => r.touched.clear(),
+            Point::Stream(s) => r.touched.retain(|&t| t != s && t != ANY_STREAM),
+            Point::Submit => {}
+        }
+        if r.touched.iter().any(|&t| t != ANY_STREAM) {
+            continue; // launches on streams not synchronised yet may be writing it
+        }
         // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
-        let device_wrote = check && r.touched;
+        let check = at != Point::Submit && device_wrote;
         for (off, len) in changed_runs(&mut r.known, bytes) {
-            emit(base, off, len, device_wrote);
-        }
-        if check {
-            r.touched = false;
+            emit(base, off, len, check);
         }
     }
 }

@@ -67,7 +67,7 @@ pub(super) unsafe fn launch_fields(
         None => layout.as_deref().and_then(|l| pack_args(l, params, false)),
     };
     if !in_capture {
-        crate::api::cuda::hostmem::device_may_write(args.as_deref());
+        crate::api::cuda::hostmem::device_may_write(args.as_deref(), l.stream as u64);
     }
     if args.is_none() {
         rc.note_unreplayable(

@@ -244,3 +244,17 @@ pub unsafe fn mem_pool_set_access(
     });
     r
 }
+
+/// `cuStreamSynchronize`: the tracker of host-visible memory learns which stream completed,
+/// so that regions launches on other streams may still be writing are not read now.
+pub unsafe fn stream_synchronize(
+    h: Export,
+    s: Handle,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    hostmem::synchronising_stream(s as u64);
+    let r = call();
+    crate::hook::returned(hrr_calls::Kind::Sync);
+    rec(h, r, |_| Stream { stream: s as u64 });
+    r
+}

@@ -8,13 +8,13 @@
 //! as `launch.rs` would): a launch that differs sends the whole run launch by launch.
 
 use std::collections::HashMap;
-use std::ffi::{c_void, CString};
+use std::ffi::CString;
 
 use anyhow::{anyhow, Context, Result};
 use hrr_calls::shapes::Launch;
 
 use super::arrays::Objects;
-use super::driver::{cu, KernelNodeParams, H};
+use super::driver::{cu, packed_args_extra, KernelNodeParams, H};
 use super::Cuda;
 use crate::replay::backend::shared::translate_pointer_args;
 use crate::replay::backend::{Event, Outcome};
@@ -176,33 +176,10 @@ impl Cuda {
             for p in chunk {
                 let l = &p.launch;
                 let mut size = l.args.len();
-                let mut extra: [*mut c_void; 5] = [
-                    std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
-                    l.args.as_ptr() as *mut c_void,
-                    std::ptr::without_provenance_mut(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
-                    &mut size as *mut usize as *mut c_void,
-                    std::ptr::null_mut(),
-                ];
-                // A library's kernel goes in `kern` (the driver reads it when `func` is null).
+                let mut extra = packed_args_extra(l.args.as_ptr(), &mut size);
+                // the library's kernel where it was loaded as a library (its two handles differ)
                 let library = p.accepted[0] != p.accepted[1];
-                let params = KernelNodeParams {
-                    func: if library {
-                        std::ptr::null_mut()
-                    } else {
-                        p.accepted[0]
-                    },
-                    grid: [l.grid_x, l.grid_y, l.grid_z],
-                    block: [l.block_x, l.block_y, l.block_z],
-                    shared_mem: l.shared_mem,
-                    params: std::ptr::null_mut(),
-                    extra: extra.as_mut_ptr(),
-                    kern: if library {
-                        p.accepted[0]
-                    } else {
-                        std::ptr::null_mut()
-                    },
-                    ctx: std::ptr::null_mut(),
-                };
+                let params = KernelNodeParams::of_launch(l, p.accepted[0], library, &mut extra);
                 let mut node: H = std::ptr::null_mut();
                 let deps = usize::from(!prev.is_null());
                 cu!(

@@ -200,6 +200,45 @@ pub struct KernelNodeParams {
     pub ctx: H,
 }
 
+impl KernelNodeParams {
+    /// The kernel node of launch `l` (grid, block, dynamic shared memory) running `f` (a
+    /// library's kernel where `library`: the driver reads `kern` when `func` is null), its
+    /// arguments passed by `extra` ([`packed_args_extra`]).
+    pub fn of_launch(
+        l: &hrr_calls::shapes::Launch,
+        f: H,
+        library: bool,
+        extra: &mut [*mut c_void; 5],
+    ) -> Self {
+        let (func, kern) = match library {
+            false => (f, std::ptr::null_mut()),
+            true => (std::ptr::null_mut(), f),
+        };
+        KernelNodeParams {
+            func,
+            grid: [l.grid_x, l.grid_y, l.grid_z],
+            block: [l.block_x, l.block_y, l.block_z],
+            shared_mem: l.shared_mem,
+            params: std::ptr::null_mut(),
+            extra: extra.as_mut_ptr(),
+            kern,
+            ctx: std::ptr::null_mut(),
+        }
+    }
+}
+
+/// A launch's `extra` array handing it the packed argument buffer `args` of `*size` bytes
+/// (`CU_LAUNCH_PARAM_BUFFER_POINTER`, `CU_LAUNCH_PARAM_BUFFER_SIZE`, end).
+pub fn packed_args_extra(args: *const u8, size: &mut usize) -> [*mut c_void; 5] {
+    [
+        std::ptr::without_provenance_mut(1),
+        args as *mut c_void,
+        std::ptr::without_provenance_mut(2),
+        size as *mut usize as *mut c_void,
+        std::ptr::null_mut(),
+    ]
+}
+
 /// `CUDA_HOST_NODE_PARAMS`.
 #[repr(C)]
 pub struct HostNodeParams {

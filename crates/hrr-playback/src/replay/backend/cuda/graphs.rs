@@ -37,7 +37,7 @@ use hrr_calls::shapes::{
 };
 
 use super::arrays::Objects;
-use super::driver::{cu, HostNodeParams, KernelNodeParams, H};
+use super::driver::{cu, packed_args_extra, HostNodeParams, KernelNodeParams, H};
 use super::Cuda;
 use crate::replay::backend::shared::{launch_gate, translate_pointer_args};
 use crate::replay::backend::{Blobs, Event, Outcome};
@@ -494,28 +494,8 @@ impl Cuda {
                 translate_pointer_args(&mut l.args, &l.arg_offsets, &l.arg_sizes, &self.mem);
                 Objects::apply(&mut l.args, &objects);
                 let mut size = l.args.len();
-                let mut extra: [*mut c_void; 5] = [
-                    std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
-                    l.args.as_mut_ptr() as *mut c_void,
-                    std::ptr::without_provenance_mut(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
-                    &mut size as *mut usize as *mut c_void,
-                    std::ptr::null_mut(),
-                ];
-                // A library kernel goes in `kern` (the driver reads it when `func` is null).
-                let (func, kern) = match s.library_kernel {
-                    0 => (func, std::ptr::null_mut()),
-                    _ => (std::ptr::null_mut(), func),
-                };
-                let p = KernelNodeParams {
-                    func,
-                    grid: [l.grid_x, l.grid_y, l.grid_z],
-                    block: [l.block_x, l.block_y, l.block_z],
-                    shared_mem: l.shared_mem,
-                    params: std::ptr::null_mut(),
-                    extra: extra.as_mut_ptr(),
-                    kern,
-                    ctx: std::ptr::null_mut(),
-                };
+                let mut extra = packed_args_extra(l.args.as_ptr(), &mut size);
+                let p = KernelNodeParams::of_launch(&l, func, s.library_kernel != 0, &mut extra);
                 match call {
                     NodeCall::Add => {
                         cu!(api, cuGraphAddKernelNode_v2(&mut new, graph, dp, dn, &p))?

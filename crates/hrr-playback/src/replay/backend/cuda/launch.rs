@@ -10,7 +10,7 @@ use anyhow::{anyhow, Result};
 use hrr_calls::shapes::Launch;
 
 use super::arrays::Objects;
-use super::driver::{cu, LaunchConfig};
+use super::driver::{cu, packed_args_extra, LaunchConfig};
 use super::Cuda;
 use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer_args};
 use crate::replay::backend::{Event, Outcome};
@@ -66,13 +66,7 @@ impl Cuda {
                 .map(|&o| unsafe { args.as_mut_ptr().add(o as usize) } as *mut c_void),
         );
         let mut size = args.len();
-        let mut extra: [*mut c_void; 5] = [
-            std::ptr::without_provenance_mut(1), // CU_LAUNCH_PARAM_BUFFER_POINTER
-            args.as_mut_ptr() as *mut c_void,
-            std::ptr::without_provenance_mut(2), // CU_LAUNCH_PARAM_BUFFER_SIZE
-            &mut size as *mut usize as *mut c_void,
-            std::ptr::null_mut(),
-        ];
+        let mut extra = packed_args_extra(args.as_ptr(), &mut size);
         let capturing = self.capturing(stream);
         if let Some(Ok(n)) = self
             .noise
