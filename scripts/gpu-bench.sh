@@ -10,6 +10,10 @@
 #     REPS times each, and the median of the per-pair ratios is reported, for
 #     the process's wall time and for the time the program measures itself
 #     (its launch loop / training steps, printed on stderr);
+#   - PyTorch MLP and transformer (tests/gpu/transformer.py: a 6-layer decoder, bf16 autocast,
+#     AdamW) steps: capture overhead as above, and replay with --timing against the program's
+#     own step time (scaled to every recorded step), with the GPU time --timing sums and the
+#     kernel with the most of it (what a receiver of a slow workload looks at);
 #   - replay against the original for gemm and mlp: replay wall time (and the
 #     "[HRR] Wall time" line when replay prints one) against the plain run;
 #   - asynchronous copies (tests/gpu/async_copies): pinned H2D/D2H bandwidth and the
@@ -25,7 +29,7 @@
 # Results go to OUT_DIR/bench.txt (and bench.tsv, raw numbers); logs beside.
 # Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
 #
-# Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp gemm async_copies bulk_copies"),
+# Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp transformer gemm async_copies bulk_copies"),
 # HRR_BENCH_SAMPLES (the OUT_DIR of a scripts/cuda-samples.sh run: its samples' own figures,
 # plain and captured, through scripts/samples-bench.sh),
 # HRR_BENCH_BASELINE, HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
@@ -62,8 +66,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "building tiny_launches, gemm and async_copies"
-bash "$root/tests/gpu/build.sh" "$WORK/build" tiny_launches gemm async_copies bulk_copies || true
+# the programs of the cases asked for (CASES is set below; read here first)
+built=()
+for p in tiny_launches gemm async_copies bulk_copies; do
+    [[ " ${HRR_BENCH_CASES:-tiny_launches gemm async_copies bulk_copies} " == *" $p "* ]] && built+=("$p")
+done
+if [ ${#built[@]} -gt 0 ]; then
+    log "building ${built[*]}"
+    bash "$root/tests/gpu/build.sh" "$WORK/build" "${built[@]}" || true
+fi
 cp "$WORK/build/build.log" "$OUT/build.log" 2>/dev/null || true
 B=$WORK/build
 
@@ -175,6 +186,37 @@ replay_vs() {
     RES[$name.replay_self]=$(median "${s[@]}")
 }
 
+# replay_timing NAME ARCH SCALE: replay with --timing REPS times; RES[NAME.t_exec] (median
+# execute_ms in s), RES[NAME.t_gpu] (median of the GPU time the timing table sums, s),
+# RES[NAME.t_top] (the kernel with the most GPU time: name, launches, total ms),
+# RES[NAME.t_orig] = the program's self-timed seconds x SCALE (SCALE: recorded steps / timed
+# steps, the warm-up steps being recorded too).
+replay_timing() {
+    local name=$1 arch=$2 scale=$3 r line
+    local target
+    target=$(find "$arch" -mindepth 1 -maxdepth 1 -type d -name 'pid-*' | head -1)
+    local -a ex=() gx=()
+    for r in $(seq 1 "$REPS"); do
+        line=$("$BIN/hrr-playback" "$target" --timing --json --no-progress 2>"$OUT/$name/timing.$r.err" |
+            "$PY" -c 'import json,sys
+j=json.load(sys.stdin)
+t=j["timing"]
+ok=j["verdict"]=="PASS"
+top=max(t, key=lambda k: k["total_ms"]) if t else None
+print(j["execute_ms"]/1000 if ok else "-", sum(k["total_ms"] for k in t)/1000 if ok else "-",
+      ("%s|%d|%.3f" % (top["kernel"][:60].replace(" ", "_"), top["launches"], top["total_ms"])) if top else "-")')
+        read -r e g top <<<"${line:-- - -}"
+        [ "$e" = - ] && fail_note "$name: replay --timing $r did not PASS"
+        ex+=("$e")
+        gx+=("$g")
+        RES[$name.t_top]=$top
+        log "  $name replay --timing $r: execute ${e}s, GPU time of launches ${g}s, top $top"
+    done
+    RES[$name.t_exec]=$(median "${ex[@]}")
+    RES[$name.t_gpu]=$(median "${gx[@]}")
+    RES[$name.t_orig]=$(awk -v s="${RES[$name.plain_self]:--}" -v k="$scale" 'BEGIN { if (s == "-") print "-"; else printf "%.6f", s * k }')
+}
+
 # replay_exec NAME ARCH: replay REPS times (alternating with HRR_BENCH_BASELINE's build when
 # set); RES[NAME.exec] (median execute_ms in s), RES[NAME.exec_base], RES[NAME.exec_vs_base].
 replay_exec() {
@@ -200,7 +242,7 @@ replay_exec() {
     return 0
 }
 
-CASES=${HRR_BENCH_CASES:-tiny_launches mlp gemm async_copies bulk_copies}
+CASES=${HRR_BENCH_CASES:-tiny_launches mlp transformer gemm async_copies bulk_copies}
 BASE=${HRR_BENCH_BASELINE:-}
 case_on() { [[ " $CASES " == *" $1 "* ]]; }
 
@@ -218,8 +260,18 @@ elif "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
     log "== mlp x$REPS"
     overhead mlp "steps in" CUBLAS_WORKSPACE_CONFIG=:4096:8 -- "$PY" "$root/tests/gpu/mlp.py"
     replay_vs mlp "${RES[mlp.archive]}"
+    replay_timing mlp "${RES[mlp.archive]}" 1
 else
     fail_note "mlp: no torch with CUDA in $PY"
+fi
+if ! case_on transformer; then :
+elif "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    log "== transformer x$REPS"
+    overhead transformer "steps in" CUBLAS_WORKSPACE_CONFIG=:4096:8 -- "$PY" "$root/tests/gpu/transformer.py" --steps 10
+    # 12 steps recorded (2 warm-up), 10 timed
+    replay_timing transformer "${RES[transformer.archive]}" 1.2
+else
+    fail_note "transformer: no torch with CUDA in $PY"
 fi
 
 # ---- replay vs original: gemm (plain and one capture come from overhead) ----
@@ -327,7 +379,7 @@ v() { echo "${RES[$1]:--}"; }
     echo
     echo "capture overhead (process wall time / time the program measured itself)"
     printf '%-15s %10s %11s %8s   %10s %11s %8s %14s\n' case plain_s captured_s ratio plain_self captured_self ratio archive_bytes
-    for n in tiny_launches mlp gemm; do
+    for n in tiny_launches mlp transformer gemm; do
         printf '%-15s %10s %11s %8s   %10s %11s %8s %14s\n' "$n" "$(v $n.plain)" "$(v $n.captured)" "$(v $n.ratio)" \
             "$(v $n.plain_self)" "$(v $n.captured_self)" "$(v $n.ratio_self)" "$(v $n.bytes)"
     done
@@ -336,6 +388,14 @@ v() { echo "${RES[$1]:--}"; }
     printf '%-15s %10s %10s %8s %12s\n' case original_s replay_s ratio replay_self_s
     for n in gemm mlp; do
         printf '%-15s %10s %10s %8s %12s\n' "$n" "$(v $n.plain)" "$(v $n.replay)" "$(ratio "$(v $n.replay)" "$(v $n.plain)")" "$(v $n.replay_self)"
+    done
+    echo
+    echo "replay with --timing vs the original steps (execute_s: the summary's execute_ms; orig_steps_s: the program's"
+    echo "self-timed steps scaled to all recorded steps; gpu_s: GPU time of every launch, summed by --timing)"
+    printf '%-15s %12s %10s %8s %10s  %s\n' case orig_steps_s execute_s ratio gpu_s "top kernel|launches|total_ms"
+    for n in mlp transformer; do
+        printf '%-15s %12s %10s %8s %10s  %s\n' "$n" "$(v $n.t_orig)" "$(v $n.t_exec)" \
+            "$(ratio "$(v $n.t_exec)" "$(v $n.t_orig)")" "$(v $n.t_gpu)" "$(v $n.t_top)"
     done
     echo
     echo "replay execute (the summary's execute_ms) vs the program's own launch loop (goal <= 0.8)"
