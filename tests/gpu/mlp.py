@@ -17,13 +17,14 @@ import os
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import argparse
-import hashlib
 import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from params_digest import digest
 
 
 def main():
@@ -89,16 +90,10 @@ def main():
     loss_val = loss.item()  # device-to-host copy, synchronises
     t1 = time.perf_counter()
 
-    h = hashlib.sha256()
-    total = 0.0
-    for name, p in model.named_parameters():
-        cpu = p.detach().cpu().contiguous()
-        h.update(name.encode())
-        h.update(cpu.numpy().tobytes())
-        total += cpu.double().sum().item()
+    total, sha = digest(model)
     print(f"[mlp] {args.steps} steps in {t1 - t0:.6f} s", file=sys.stderr)
     print(f"mlp steps={args.steps} loss={loss_val!r} loss_hex={float(loss_val).hex()}")
-    print(f"mlp params sum={total!r} sha256={h.hexdigest()}")
+    print(f"mlp params sum={total!r} sha256={sha}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import os
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import argparse
-import hashlib
 import math
 import sys
 import time
@@ -23,6 +22,8 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from params_digest import digest
 
 
 class Block(nn.Module):
@@ -107,17 +108,11 @@ def main():
     loss_val = loss.item()  # device-to-host copy, synchronises
     t1 = time.perf_counter()
 
-    h = hashlib.sha256()
-    total = 0.0
-    for name, p in model.named_parameters():
-        cpu = p.detach().float().cpu().contiguous()
-        h.update(name.encode())
-        h.update(cpu.numpy().tobytes())
-        total += cpu.double().sum().item()
+    total, sha = digest(model)
     print(f"[transformer] {args.steps} steps in {t1 - t0:.6f} s", file=sys.stderr)
     print(f"[transformer] step {(t1 - t0) / args.steps:.6f} s", file=sys.stderr)
     print(f"transformer steps={args.steps} loss={loss_val!r} loss_hex={float(loss_val).hex()}")
-    print(f"transformer params sum={total!r} sha256={h.hexdigest()}")
+    print(f"transformer params sum={total!r} sha256={sha}")
 
 
 if __name__ == "__main__":

@@ -506,42 +506,33 @@ impl Cuda {
                     }
                 }
             }
-            (node_type::MEMCPY, _) => {
-                let b = match self.memcpy_params(&s.copy)? {
+            (node_type::MEMCPY | node_type::MEMSET, _) => {
+                let memcpy = s.node_type == node_type::MEMCPY;
+                let params = match memcpy {
+                    true => self.memcpy_params(&s.copy)?,
+                    false => self.memset_params(&s.memset),
+                };
+                let b = match params {
                     Ok(b) => b,
                     Err(why) => return Ok(Err(why)),
                 };
-                let ctx = self.current_ctx()?;
-                let api = &self.api;
-                match call {
-                    NodeCall::Add => cu!(
-                        api,
-                        cuGraphAddMemcpyNode(&mut new, graph, dp, dn, b.as_ptr(), ctx)
-                    )?,
-                    NodeCall::Set => cu!(api, cuGraphMemcpyNodeSetParams(node, b.as_ptr()))?,
-                    NodeCall::ExecSet => cu!(
-                        api,
-                        cuGraphExecMemcpyNodeSetParams(exec, node, b.as_ptr(), ctx)
-                    )?,
-                }
-            }
-            (node_type::MEMSET, _) => {
-                let b = match self.memset_params(&s.memset) {
-                    Ok(b) => b,
-                    Err(why) => return Ok(Err(why)),
-                };
-                let ctx = self.current_ctx()?;
-                let api = &self.api;
-                match call {
-                    NodeCall::Add => cu!(
-                        api,
-                        cuGraphAddMemsetNode(&mut new, graph, dp, dn, b.as_ptr(), ctx)
-                    )?,
-                    NodeCall::Set => cu!(api, cuGraphMemsetNodeSetParams(node, b.as_ptr()))?,
-                    NodeCall::ExecSet => cu!(
-                        api,
-                        cuGraphExecMemsetNodeSetParams(exec, node, b.as_ptr(), ctx)
-                    )?,
+                let (ctx, api, b) = (self.current_ctx()?, &self.api, b.as_ptr());
+                // the same three calls for either node, with the struct's bytes and a context
+                match (call, memcpy) {
+                    (NodeCall::Add, true) => {
+                        cu!(api, cuGraphAddMemcpyNode(&mut new, graph, dp, dn, b, ctx))?
+                    }
+                    (NodeCall::Add, false) => {
+                        cu!(api, cuGraphAddMemsetNode(&mut new, graph, dp, dn, b, ctx))?
+                    }
+                    (NodeCall::Set, true) => cu!(api, cuGraphMemcpyNodeSetParams(node, b))?,
+                    (NodeCall::Set, false) => cu!(api, cuGraphMemsetNodeSetParams(node, b))?,
+                    (NodeCall::ExecSet, true) => {
+                        cu!(api, cuGraphExecMemcpyNodeSetParams(exec, node, b, ctx))?
+                    }
+                    (NodeCall::ExecSet, false) => {
+                        cu!(api, cuGraphExecMemsetNodeSetParams(exec, node, b, ctx))?
+                    }
                 }
             }
             (node_type::HOST, _) => {
