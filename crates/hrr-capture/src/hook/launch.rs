@@ -53,12 +53,37 @@ impl LaunchCall {
         args: Option<Vec<u8>>,
         in_capture: bool,
     ) -> Launch {
-        // (two exact-size collects: one allocation each, where `unzip` grows them push by push)
-        let arg_offsets = layout.iter().map(|&(o, _)| o as u64).collect();
-        let arg_sizes = layout.iter().map(|&(_, s)| s as u64).collect();
+        let known = args.is_some();
+        let bufs = LaunchBufs {
+            name: kernel,
+            args: args.unwrap_or_default(),
+            ..LaunchBufs::default()
+        };
+        self.record_into(bufs, code, layout, known, in_capture)
+    }
+
+    /// [`LaunchCall::record`] into `bufs`, which hold the kernel's name and the argument
+    /// bytes already (`known`: the bytes are the arguments; else unknown); the layout's
+    /// offsets and sizes go into its other buffers.
+    pub fn record_into(
+        self,
+        mut bufs: LaunchBufs,
+        code: Option<ObjectId>,
+        layout: &[(u32, u32)],
+        known: bool,
+        in_capture: bool,
+    ) -> Launch {
+        let (mut arg_offsets, mut arg_sizes) = (bufs.offsets, bufs.sizes);
+        arg_offsets.clear();
+        arg_offsets.extend(layout.iter().map(|&(o, _)| o as u64));
+        arg_sizes.clear();
+        arg_sizes.extend(layout.iter().map(|&(_, s)| s as u64));
+        if !known {
+            bufs.args.clear();
+        }
         Launch {
             function: self.f as u64,
-            kernel,
+            kernel: bufs.name,
             code,
             grid_x: self.grid[0],
             grid_y: self.grid[1],
@@ -68,8 +93,8 @@ impl LaunchCall {
             block_z: self.block[2],
             shared_mem: self.shared_mem,
             stream: self.stream as u64,
-            args_known: args.is_some() as u8,
-            args: args.unwrap_or_default(),
+            args_known: known as u8,
+            args: bufs.args,
             arg_offsets,
             arg_sizes,
             attrs: self.attrs,
@@ -77,6 +102,37 @@ impl LaunchCall {
             in_capture: in_capture as u8,
         }
     }
+}
+
+/// The buffers of a launch record: the kernel's name, the argument bytes, their offsets and
+/// sizes. Kept per thread between launches ([`take_bufs`], [`keep`]), so that recording a
+/// launch allocates nothing once the buffers are large enough.
+#[derive(Default)]
+pub struct LaunchBufs {
+    pub name: String,
+    pub args: Vec<u8>,
+    offsets: Vec<u64>,
+    sizes: Vec<u64>,
+}
+
+thread_local! {
+    static BUFS: std::cell::RefCell<LaunchBufs> = std::cell::RefCell::new(LaunchBufs::default());
+}
+
+/// This thread's kept launch buffers (empty ones the first time, or while a record holds them).
+pub fn take_bufs() -> LaunchBufs {
+    BUFS.with(|b| std::mem::take(&mut *b.borrow_mut()))
+}
+
+/// Keep the buffers of the written record `l` for this thread's next launch.
+pub fn keep(l: Launch) {
+    let bufs = LaunchBufs {
+        name: l.kernel,
+        args: l.args,
+        offsets: l.arg_offsets,
+        sizes: l.arg_sizes,
+    };
+    BUFS.with(|b| *b.borrow_mut() = bufs);
 }
 
 /// Hand each (key, value) pair of a launch's `extra` array to `each`, up to the terminating key
@@ -114,27 +170,42 @@ pub unsafe fn pack_args(
     params: *mut *mut c_void,
     null_unknown: bool,
 ) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    pack_args_into(&mut buf, layout, params, null_unknown).then_some(buf)
+}
+
+/// [`pack_args`] into `buf` (cleared first); `false`: the arguments are unknown.
+///
+/// # Safety
+/// As [`pack_args`].
+pub unsafe fn pack_args_into(
+    buf: &mut Vec<u8>,
+    layout: &[(u32, u32)],
+    params: *mut *mut c_void,
+    null_unknown: bool,
+) -> bool {
+    buf.clear();
     if layout.is_empty() {
-        return Some(Vec::new());
+        return true;
     }
     if params.is_null() {
-        return None;
+        return false;
     }
     let total = layout
         .iter()
         .map(|&(o, s)| o as usize + s as usize)
         .max()
         .unwrap_or(0);
-    let mut buf = vec![0u8; total];
+    buf.resize(total, 0);
     for (i, &(o, s)) in layout.iter().enumerate() {
         let src = *params.add(i) as *const u8;
         if src.is_null() {
             if null_unknown {
-                return None;
+                return false;
             }
             continue;
         }
         std::ptr::copy_nonoverlapping(src, buf.as_mut_ptr().add(o as usize), s as usize);
     }
-    Some(buf)
+    true
 }

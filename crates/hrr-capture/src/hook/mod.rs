@@ -26,7 +26,7 @@ pub mod launch;
 pub mod record;
 pub mod results;
 
-pub use record::{after, before, record, returned};
+pub use record::{after, before, record, record_returning, returned};
 
 /// What a wrapper returns when the real entry point is missing.
 pub trait Missing {

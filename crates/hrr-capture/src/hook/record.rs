@@ -24,6 +24,27 @@ pub fn record<S: Shape>(
     })
 }
 
+/// [`record`], handing the shape back once written (`None`: nothing was recorded), so that its
+/// buffers serve the next record (launches: `hook::launch::keep`).
+#[inline]
+pub fn record_returning<S: Shape>(
+    api: &'static ApiDef,
+    id: u16,
+    result: Option<i32>,
+    fill: impl FnOnce(&mut Recorder) -> S,
+) -> Option<S> {
+    let mut written = None;
+    recorder::record(api, id, |rc, p| {
+        if let Some(r) = result {
+            p.i32(r);
+        }
+        let shape = fill(rc);
+        shape.write(p);
+        written = Some(shape);
+    });
+    written
+}
+
 /// Before a call of `kind` is made: a call that can block (synchronisation, a blocking or
 /// synchronised D2H copy) first hands buffered events to the kernel, so a hang or a `kill -9`
 /// while it waits never loses a launch recorded before it (queued blobs are not waited for

@@ -11,23 +11,24 @@ use hrr_calls::cuda::ffi::{CUresult, Handle, LaunchConfig, LAUNCH_ATTR_BYTES};
 use hrr_calls::shapes::Launch;
 
 use super::code::bind_unseen_function;
-use super::rec;
 use crate::api::cuda::calls::Export;
 use crate::api::cuda::state;
+use crate::api::cuda::API;
 use crate::hook::args::bytes_at;
 pub(super) use crate::hook::launch::LaunchCall;
-use crate::hook::launch::{extra_pairs, pack_args};
+use crate::hook::launch::{extra_pairs, keep, pack_args_into, take_bufs};
+use crate::hook::ApiExport;
 use crate::recorder::Recorder;
 
 /// The argument buffer handed over in `extra` (`CU_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`).
-unsafe fn extra_buffer(extra: *mut *mut c_void) -> Option<Vec<u8>> {
+unsafe fn extra_buffer<'a>(extra: *mut *mut c_void) -> Option<&'a [u8]> {
     let (mut buf, mut size) = (std::ptr::null::<u8>(), 0usize);
     extra_pairs(extra, 0, |key, value| match key {
         1 => buf = value as *const u8,
         2 => size = *(value as *const usize),
         _ => {}
     });
-    (!buf.is_null()).then(|| std::slice::from_raw_parts(buf, size).to_vec())
+    (!buf.is_null()).then(|| std::slice::from_raw_parts(buf, size))
 }
 
 unsafe fn record_launch(
@@ -38,9 +39,12 @@ unsafe fn record_launch(
     extra: *mut *mut c_void,
 ) {
     bind_unseen_function(l.f);
-    rec(h, r, |rc| {
+    let written = crate::hook::record_returning(&API, h.id(), Some(r), |rc| {
         launch_fields(rc, "cuLaunchKernel", l, params, extra)
     });
+    if let Some(l) = written {
+        keep(l); // its buffers serve the next launch of this thread
+    }
     crate::api::cuda::hostmem::apply_device_writes();
 }
 
@@ -54,29 +58,40 @@ pub(super) unsafe fn launch_fields(
     extra: *mut *mut c_void,
 ) -> Launch {
     let f = l.f as u64;
-    let (info, layout, in_capture) = state::with(|st| {
-        let info = st.kernels.get(&f).cloned().unwrap_or_default();
+    let mut bufs = take_bufs();
+    let (code, layout, in_capture) = state::with(|st| {
+        bufs.name.clear();
+        let code = st.kernels.get(&f).and_then(|k| {
+            bufs.name.push_str(&k.name);
+            k.code
+        });
         (
-            info,
+            code,
             st.param_layout(f),
             st.capturing.contains(&(l.stream as u64)),
         )
     });
-    let args = match extra_buffer(extra) {
-        Some(b) => Some(b),
-        None => layout.as_deref().and_then(|l| pack_args(l, params, false)),
+    let known = match (extra_buffer(extra), layout.as_deref()) {
+        (Some(b), _) => {
+            bufs.args.clear();
+            bufs.args.extend_from_slice(b);
+            true
+        }
+        (None, Some(layout)) => pack_args_into(&mut bufs.args, layout, params, false),
+        (None, None) => false,
     };
     if !in_capture {
-        crate::api::cuda::hostmem::device_may_write(args.as_deref(), l.stream as u64);
+        let args = known.then_some(&bufs.args[..]);
+        crate::api::cuda::hostmem::device_may_write(args, l.stream as u64);
     }
-    if args.is_none() {
+    if !known {
         rc.note_unreplayable(
             call,
-            &format!("argument layout unknown for kernel `{}`", info.name),
+            &format!("argument layout unknown for kernel `{}`", bufs.name),
         );
     }
     let layout = layout.as_deref().unwrap_or(&[]);
-    l.record(info.name, info.code, layout, args, in_capture)
+    l.record_into(bufs, code, layout, known, in_capture)
 }
 
 pub unsafe fn launch_kernel(
