@@ -27,8 +27,9 @@ fn captured_with(args: &[&str], env: &[(&str, &str)]) -> ((tempfile::TempDir, Pa
 }
 
 /// Replay `dir` with `extra` on a fake driver with `devices` devices: exit code, stdout, stderr.
-/// Replayed with `--device-map 1=0` on a machine of one device: PASS, with checks, none failed.
-fn passes_on_device_0_of_one(dir: &std::path::Path) {
+/// Replayed with `--device-map 1=0` on a machine of one device: PASS, with checks, none failed
+/// (the summary, for more).
+fn passes_on_device_0_of_one(dir: &std::path::Path) -> serde_json::Value {
     let (code, v) = FakeCuda::get("").replay_json_env(
         dir,
         &["--device-map", "1=0"],
@@ -38,6 +39,7 @@ fn passes_on_device_0_of_one(dir: &std::path::Path) {
     assert_eq!(v["verdict"], "PASS", "{v}");
     assert!(v["d2h_checks"]["pass"].as_u64().unwrap() >= 1, "{v}");
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    v
 }
 
 fn replay_on(dir: &std::path::Path, devices: &str, extra: &[&str]) -> (i32, String, String) {
@@ -136,7 +138,7 @@ fn a_capture_on_two_devices_replays_on_one_with_its_peer_copies() {
 
     // on one device: the second half of the result is what the peer copies brought over from
     // device 1's buffer, so the check passes only if they were replayed
-    passes_on_device_0_of_one(&dir);
+    let v = passes_on_device_0_of_one(&dir);
     assert_eq!(v["skipped_calls_total"], 0, "{v}");
     let device = v["device"].as_str().unwrap();
     assert!(
