@@ -16,12 +16,7 @@ pub fn record<S: Shape>(
     result: Option<i32>,
     fill: impl FnOnce(&mut Recorder) -> S,
 ) -> Option<u64> {
-    recorder::record(api, id, |rc, p| {
-        if let Some(r) = result {
-            p.i32(r);
-        }
-        fill(rc).write(p);
-    })
+    record_then(api, id, result, fill, drop)
 }
 
 /// [`record`], handing the shape back once written (`None`: nothing was recorded), so that its
@@ -34,15 +29,27 @@ pub fn record_returning<S: Shape>(
     fill: impl FnOnce(&mut Recorder) -> S,
 ) -> Option<S> {
     let mut written = None;
+    record_then(api, id, result, fill, |shape| written = Some(shape));
+    written
+}
+
+/// [`record`], `then` taking the shape once it is written.
+#[inline]
+fn record_then<S: Shape>(
+    api: &'static ApiDef,
+    id: u16,
+    result: Option<i32>,
+    fill: impl FnOnce(&mut Recorder) -> S,
+    then: impl FnOnce(S),
+) -> Option<u64> {
     recorder::record(api, id, |rc, p| {
         if let Some(r) = result {
             p.i32(r);
         }
         let shape = fill(rc);
         shape.write(p);
-        written = Some(shape);
-    });
-    written
+        then(shape);
+    })
 }
 
 /// Before a call of `kind` is made: a call that can block (synchronisation, a blocking or

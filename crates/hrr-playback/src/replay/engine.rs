@@ -432,9 +432,12 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     let runs = backend.prepared_runs();
     // Large H2D sources mapped and page-locked before the clock, where the backend can use
     // them (kept until the end: the backend's copies read them).
-    let mut preloaded = Preloaded::map(dir, &scan.h2d_sources);
-    if !backend.pin_sources(&preloaded.slices()) {
-        preloaded = Preloaded::default();
+    let mut preloaded = Preloaded::default();
+    if backend.uses_preloaded_sources() {
+        preloaded = Preloaded::map(dir, &scan.h2d_sources);
+        if !backend.pin_sources(&preloaded.slices()) {
+            preloaded = Preloaded::default();
+        }
     }
     if opts.verbose && !preloaded.0.is_empty() {
         let bytes: usize = preloaded.slices().iter().map(|s| s.len()).sum();

@@ -256,9 +256,14 @@ pub trait Backend {
     /// starts; a run that cannot be prepared is issued launch by launch. Default: none is (HIP
     /// for now).
     fn prepare_runs(&mut self, _runs: Vec<crate::replay::batch::LaunchRun>) {}
-    /// Page-lock large H2D sources mapped before the clock (`blob_bytes::Preloaded`), so their
-    /// uploads go to the device without a staging copy; `false` when the backend does not use
-    /// them (they are then not kept). They stay mapped until replay ends.
+    /// Does the backend upload from sources mapped before the clock (`blob_bytes::Preloaded`)?
+    /// Where it does not (HIP for now), none are mapped.
+    fn uses_preloaded_sources(&self) -> bool {
+        false
+    }
+    /// Page-lock large H2D sources mapped before the clock, so their uploads go to the device
+    /// without a staging copy; `false` when none could be (they are then not kept). They stay
+    /// mapped until replay ends.
     fn pin_sources(&mut self, _sources: &[&[u8]]) -> bool {
         false
     }

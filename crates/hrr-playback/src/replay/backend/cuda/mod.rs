@@ -196,6 +196,10 @@ impl Backend for Cuda {
         self.prepare_batches(runs);
     }
 
+    fn uses_preloaded_sources(&self) -> bool {
+        true
+    }
+
     fn pin_sources(&mut self, sources: &[&[u8]]) -> bool {
         Cuda::pin_sources(self, sources)
     }
