@@ -123,11 +123,19 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
   case K_NOISY: {
     /* noisy(unsigned *out, unsigned long long n): the first half of `out` deterministic, the
        second half (rounded up) a value new at every launch, like a kernel writing a clock or
-       an atomic ticket: the program's own nondeterminism, for replay to tell apart. */
+       an atomic ticket: the program's own nondeterminism, for replay to tell apart. With
+       $FAKE_CUDA_NOISE_ORDER set, the whole output is 0..n-1 in a new order instead. */
     uint64_t p = RD(uint64_t, 0), n64 = RD(uint64_t, 8);
     unsigned long long n = n64 < threads ? n64 : threads;
     if (n > (1ull << 40) || !range_ok(p, n * 4, 2)) return E_ILLEGAL_ADDRESS;
     uint32_t *P = (uint32_t *)(uintptr_t)p;
+    if (getenv("FAKE_CUDA_NOISE_ORDER")) {
+      /* The values 0..n-1 in an order new at every launch (a rotation), like slots taken
+         with an atomic counter: the same values, another order. */
+      unsigned long long r = noise_byte();
+      for (unsigned long long i = 0; i < n; i++) P[i] = (uint32_t)((i + r) % n);
+      return E_SUCCESS;
+    }
     uint32_t noise = noise_byte() * 0x01010101u;
     for (unsigned long long i = 0; i < n; i++) P[i] = i < n / 2 ? (uint32_t)i * 2654435761u : noise;
     return E_SUCCESS;

@@ -442,6 +442,7 @@ extern "C" fn at_exit() {
 
 /// Clean shutdown: trailer, manifests, root index.
 pub fn finish() {
+    crate::hook::profile::report();
     crate::hook::results::wait_recorded();
     drain_blobs();
     let mut state = lock();

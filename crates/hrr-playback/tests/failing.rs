@@ -334,3 +334,54 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
     );
     assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
 }
+
+#[test]
+fn results_holding_the_recorded_values_in_another_order_are_named_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let noise = tmp.path().join("noise");
+    std::fs::write(&noise, "1\n").unwrap();
+    let env = [
+        ("FAKE_CUDA_NOISE_FILE", noise.to_str().unwrap()),
+        ("FAKE_CUDA_NOISE_ORDER", "1"),
+    ];
+    let o = fake().capture_env(&arch, "driver_app", &["noisy"], &env);
+    assert!(o.status.success(), "{o:?}");
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let launch = events
+        .iter()
+        .position(|e| e["fields"]["kernel"] == "noisy")
+        .expect("the noisy launch");
+    let seq = events[launch..]
+        .iter()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .and_then(|e| e["seq"].as_u64())
+        .unwrap();
+
+    let (code, out, err) = replay(&dir, &[], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    let verdict = format!(
+        " of 1024 bytes nondeterministic (the recorded values in another order) at event #{seq}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("[HRR] PASS, ") && l.contains(&verdict)),
+        "{verdict:?} not in:\n{out}"
+    );
+    assert!(
+        out.contains("the result holds the recorded 4-byte values in another order"),
+        "{out}"
+    );
+    let (code, v) = fake().replay_json_env(&dir, &[], &env);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["nondeterministic"][0]["reordered"], true, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+
+    let (code, out, _) = replay(&dir, &["--strict"], &env);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("[HRR] MISMATCH (--strict): "), "{out}");
+    // Values that are not the recorded ones in another order stay a mismatch.
+    let (code, _, _) = replay(&dir, &[], &env[..1]);
+    assert_eq!(code, 1, "without the reordering the noise differs in value");
+}

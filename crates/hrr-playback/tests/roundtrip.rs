@@ -541,3 +541,43 @@ fn runs_of_launches_replay_as_prepared_graphs_and_fall_back_when_arguments_move(
         "{out}"
     );
 }
+
+#[test]
+fn the_capture_profile_counts_every_call_and_is_off_by_default() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profiled = |name: &str, env: &[(&str, &str)]| {
+        let o = FakeCuda::get("").capture_env(
+            &tmp.path().join(name),
+            "driver_app",
+            &["launches", "300"],
+            env,
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = profiled("on.hrr", &[("HRR_CAPTURE_PROFILE", "1")]);
+    assert_eq!(
+        err.matches("hrr-capture: profile of process").count(),
+        1,
+        "{err}"
+    );
+    let launch = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("cuLaunchKernel "))
+        .unwrap_or_else(|| panic!("no launch row: {err}"));
+    let calls: Vec<&str> = launch.split_whitespace().collect();
+    assert_eq!(calls[1], "300", "{launch}");
+    let added: f64 = calls[2].parse().unwrap();
+    let total: f64 = calls[4].parse().unwrap();
+    assert!(added > 0.0 && added <= total, "{launch}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("all ") && l.contains(" calls")),
+        "{err}"
+    );
+
+    for off in [&[][..], &[("HRR_CAPTURE_PROFILE", "0")][..]] {
+        let err = profiled(&format!("off{}.hrr", off.len()), off);
+        assert!(!err.contains("profile"), "{err}");
+    }
+}

@@ -15,7 +15,8 @@
 //!    closure making the real call;
 //! 4. before a call that can block (synchronisation, D2H copies) and after a synchronisation,
 //!    hands buffered events to the kernel (a hang or a kill loses nothing recorded before);
-//!    a synchronisation is recorded after the async D2H results still being recorded.
+//!    a synchronisation is recorded after the async D2H results still being recorded;
+//! 5. with `HRR_CAPTURE_PROFILE` set, counts its calls and time ([`profile`]).
 
 pub mod args;
 pub mod common;
@@ -23,6 +24,7 @@ pub mod dlsym;
 pub mod forward;
 pub mod guard;
 pub mod launch;
+pub mod profile;
 pub mod record;
 pub mod results;
 
@@ -206,16 +208,19 @@ macro_rules! define_exports {
             let Some(_inside) = $crate::hook::guard::enter() else {
                 return real($($arg),*);
             };
+            let t0 = $crate::hook::profile::start();
             $crate::hook::before(::hrr_calls::Kind::$kind);
-            $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
-                let r = real($($arg),*);
+            let r = $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
+                let r = $crate::hook::profile::driver(|| real($($arg),*));
                 $crate::hook::returned(::hrr_calls::Kind::$kind);
                 $crate::hook::record($api, $crate::hook::ApiExport::id(Export::$export), Some(r), |_| ::hrr_calls::shapes::$shape {
                     $( $($fin: $crate::hook::args::field($arg),)? $($fout: $crate::hook::args::out_field($arg),)? )*
                 });
                 $crate::hook::after(::hrr_calls::Kind::$kind);
                 r
-            })
+            });
+            $crate::hook::profile::end(NAMES, Export::$export as usize, t0);
+            r
         }
     };
 
@@ -236,12 +241,16 @@ macro_rules! define_exports {
             let Some(_inside) = $crate::hook::guard::enter() else {
                 return real($($arg),*);
             };
+            let t0 = $crate::hook::profile::start();
             $crate::hook::before(::hrr_calls::Kind::$kind);
-            $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
-                let r = $cmod::$custom(Export::$export, $($arg,)* move || real($($arg),*));
+            let r = $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
+                let r = $cmod::$custom(Export::$export, $($arg,)*
+                    move || $crate::hook::profile::driver(|| real($($arg),*)));
                 $crate::hook::after(::hrr_calls::Kind::$kind);
                 r
-            })
+            });
+            $crate::hook::profile::end(NAMES, Export::$export as usize, t0);
+            r
         }
     };
 }

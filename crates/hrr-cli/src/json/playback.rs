@@ -316,6 +316,10 @@ pub struct NondeterministicJson {
     pub differing: u64,
     /// The first of them.
     pub first_offset: u64,
+    /// Every replay held the recorded 4-byte values in another order (`differing`: bytes
+    /// differing from the recording).
+    #[serde(default)]
+    pub reordered: bool,
 }
 
 /// `allocations` of the replay summary.

@@ -127,6 +127,9 @@ impl Checks {
         if got.len() != want.len() || again.len() != want.len() {
             return None;
         }
+        if let Some(moved) = reordered(got, want).filter(|_| reordered(again, want).is_some()) {
+            return Some(self.settled(seq, call, want.len(), moved, true));
+        }
         let unstable: Vec<usize> = (0..got.len()).filter(|&i| got[i] != again[i]).collect();
         let first = *unstable.first()?;
         let mut stable = got.to_vec();
@@ -138,20 +141,58 @@ impl Checks {
         if Checks::default().compare(seq, call, &stable, Some(want), tol) {
             return None;
         }
+        let differing = (unstable.len() as u64, first as u64);
+        Some(self.settled(seq, call, want.len(), differing, false))
+    }
+
+    /// A failed check judged nondeterministic: out of `fail` and the mismatch list.
+    fn settled(
+        &mut self,
+        seq: u64,
+        call: &str,
+        bytes: usize,
+        (differing, first_offset): (u64, u64),
+        reordered: bool,
+    ) -> Nondeterministic {
         self.fail -= 1;
         self.nondeterministic += 1;
         let prefix = format!("event #{seq} {call}: ");
         if let Some(i) = self.mismatches.iter().position(|m| m.starts_with(&prefix)) {
             self.mismatches.remove(i);
         }
-        Some(Nondeterministic {
+        Nondeterministic {
             seq,
             call: call.to_string(),
-            bytes: want.len() as u64,
-            differing: unstable.len() as u64,
-            first_offset: first as u64,
-        })
+            bytes: bytes as u64,
+            differing,
+            first_offset,
+            reordered,
+        }
     }
+}
+
+/// When `got` holds exactly the aligned 4-byte words of `want` in another order (results whose
+/// order scheduling sets: slots taken with an atomic counter, a work queue drained by whichever
+/// thread comes first): the bytes that differ, and the first of them. `None` when the words
+/// differ as a multiset, or nothing differs.
+pub fn reordered(got: &[u8], want: &[u8]) -> Option<(u64, u64)> {
+    if got.len() != want.len() || !got.len().is_multiple_of(WORD) || got == want {
+        return None;
+    }
+    let words = |b: &[u8]| {
+        let mut w: Vec<u32> = b
+            .chunks_exact(WORD)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
+            .collect();
+        w.sort_unstable();
+        w
+    };
+    if words(got) != words(want) {
+        return None;
+    }
+    let first = got.iter().zip(want).position(|(a, b)| a != b)?;
+    let differing = got.iter().zip(want).filter(|(a, b)| a != b).count();
+    Some((differing as u64, first as u64))
 }
 
 /// The unit in which [`Checks::settle`] judges bytes that differ between replays.
@@ -170,6 +211,10 @@ pub struct Nondeterministic {
     pub differing: u64,
     /// The first of them.
     pub first_offset: u64,
+    /// The result holds the recorded 4-byte values in another order (in every replay): an
+    /// order set by scheduling. `differing` and `first_offset` then count the bytes that
+    /// differ from the recording.
+    pub reordered: bool,
 }
 
 /// `got` with the bytes inside `ranges` (sorted, merged) taken from `want`.
@@ -255,6 +300,38 @@ mod tests {
         assert_eq!((c.fail, c.nondeterministic, c.mismatches.len()), (1, 0, 1));
         // A second result of another size proves nothing.
         assert!(c.settle((7, "d2h"), &got, &[0; 4], &want, exact).is_none());
+    }
+
+    #[test]
+    fn results_in_another_order_are_told_from_other_values() {
+        let exact = Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        };
+        let words = |v: &[i32]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let want = words(&[-1, 7, -1, 3, 5, -1]);
+        let got = words(&[3, 5, -1, -1, -1, 7]);
+        assert_eq!(reordered(&got, &want), Some((17, 0)));
+        // Stable across replays, yet the same values: settled as reordered.
+        let mut c = Checks::default();
+        assert!(c.compare(9, "d2h", &got, Some(&want), exact));
+        let n = c
+            .settle((9, "d2h"), &got, &got, &want, exact)
+            .expect("reordered");
+        assert!(n.reordered);
+        assert_eq!(
+            (n.bytes, n.differing, c.fail, c.nondeterministic),
+            (24, 17, 0, 1)
+        );
+        // One value changed: not a reordering, and a stable divergence stays a failure.
+        let other = words(&[3, 5, -1, -1, -1, 8]);
+        assert_eq!(reordered(&other, &want), None);
+        let mut c = Checks::default();
+        assert!(c.compare(9, "d2h", &other, Some(&want), exact));
+        assert!(c.settle((9, "d2h"), &other, &other, &want, exact).is_none());
+        // Sizes that are not whole words, and identical bytes, are no reordering.
+        assert_eq!(reordered(b"abc", b"bca"), None);
+        assert_eq!(reordered(&want, &want), None);
     }
 
     #[test]

@@ -188,9 +188,14 @@ impl Summary {
         let first = self.nondeterministic.first()?;
         let more = self.nondeterministic.len() - 1;
         Some(format!(
-            "{} of {} bytes nondeterministic at event #{}{}",
+            "{} of {} bytes nondeterministic{} at event #{}{}",
             first.differing,
             first.bytes,
+            if first.reordered {
+                " (the recorded values in another order)"
+            } else {
+                ""
+            },
             first.seq,
             if more > 0 {
                 format!(" and {more} more D2H result{}", plural(more as u64))
@@ -382,11 +387,19 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         writeln!(w, "[HRR] Mismatch {m}")?;
     }
     for n in &s.nondeterministic {
-        writeln!(
-            w,
-            "[HRR] Nondeterministic event #{} {}: {} of {} bytes differ between two replays, first at offset {}; the other bytes match the recording",
-            n.seq, n.call, n.differing, n.bytes, n.first_offset
-        )?;
+        if n.reordered {
+            writeln!(
+                w,
+                "[HRR] Nondeterministic event #{} {}: the result holds the recorded 4-byte values in another order ({} of {} bytes moved, first at offset {}), an order set by scheduling (atomics, a work queue)",
+                n.seq, n.call, n.differing, n.bytes, n.first_offset
+            )?;
+        } else {
+            writeln!(
+                w,
+                "[HRR] Nondeterministic event #{} {}: {} of {} bytes differ between two replays, first at offset {}; the other bytes match the recording",
+                n.seq, n.call, n.differing, n.bytes, n.first_offset
+            )?;
+        }
     }
     if let Some(r) = &s.recheck_note {
         writeln!(w, "[HRR] Recheck: {r}")?;
@@ -538,7 +551,7 @@ fn batching_line(b: &super::batch::Batching) -> String {
 /// | `skipped_calls` | array of strings | the first 20 calls not reissued, `#<seq> <call>: <why>` |
 /// | `skipped_calls_total` | integer | calls not reissued, all of them |
 /// | `unreproducible_calls` | array of objects | recorded state-changing calls replay cannot reproduce (named before replay starts): `call`, `first_seq`, `count`, `why` |
-/// | `nondeterministic` | array of objects | D2H results part of which differed between two replays: `event`, `call`, `bytes` (its size), `differing` (bytes differing between the replays), `first_offset` |
+/// | `nondeterministic` | array of objects | D2H results part of which differed between two replays: `event`, `call`, `bytes` (its size), `differing` (bytes differing between the replays), `first_offset`, `reordered` (true: every replay's result holds the recorded 4-byte values in another order; `differing` then counts bytes differing from the recording) |
 /// | `recheck_error` | string or null | why failed D2H checks could not (all) be rechecked by a second replay |
 /// | `allocations` | object | `placed` (integer: at their recorded address), `translated` (integer: elsewhere, pointers translated), `first_refusal` (string or null: why the first placement was refused) |
 /// | `error` | string or null | the failure that stopped the replay, `event #<seq> <call>: <error>` or `final synchronisation: <error>` |
@@ -594,7 +607,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             "call": u.call, "first_seq": u.first_seq, "count": u.count, "why": u.why})).collect::<Vec<_>>(),
         "nondeterministic": s.nondeterministic.iter().map(|n| serde_json::json!({
             "event": n.seq, "call": n.call, "bytes": n.bytes, "differing": n.differing,
-            "first_offset": n.first_offset})).collect::<Vec<_>>(),
+            "first_offset": n.first_offset, "reordered": n.reordered})).collect::<Vec<_>>(),
         "recheck_error": s.recheck_note,
         "allocations": {"placed": p.placed, "translated": p.translated,
                         "first_refusal": p.first_refusal},
@@ -721,6 +734,7 @@ mod tests {
             bytes: 1024,
             differing: 512,
             first_offset: 512,
+            reordered: false,
         }];
         assert_eq!(
             s.verdict_line(),

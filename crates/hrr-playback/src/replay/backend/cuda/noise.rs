@@ -2,7 +2,8 @@
 //! and graph launch, replay pauses the host a little (up to 1 ms, 200 ms in all) and launches a
 //! short kernel of its own that spins on part of the GPU (every other launch: on every SM), on
 //! a non-blocking stream of its own, with a pseudo-random number of blocks, block size and spin
-//! time (at most about 20 µs). The program's blocks are then scheduled onto the SMs in another
+//! time (at most about 20 µs; one launch in four, within a budget, holds part of the SMs for up
+//! to about 200 µs). The program's blocks are then scheduled onto the SMs in another
 //! order and at other times than in the first replay, so results that depend on scheduling (the
 //! order of atomic updates, clock values) differ between the two replays and are told apart as
 //! the program's own nondeterminism, while results that do not depend on it are unaffected.
@@ -43,6 +44,11 @@ $L_spin:
 /// The most cycles one noise kernel spins (about 20 µs at 2 GHz).
 const MAX_CYCLES: u64 = 40_000;
 
+/// The most cycles a long noise kernel spins (about 200 µs at 2 GHz), and the most all long
+/// ones spin in one replay (about 2 s).
+const LONG_CYCLES: u64 = 400_000;
+const LONG_BUDGET: u64 = 4_000_000_000;
+
 /// The longest host pause before one launch, and the most pausing in all (so a replay of many
 /// launches is not slowed much): values the device reads from its clocks depend on when
 /// kernels start, which the device alone does not change between two replays.
@@ -61,6 +67,7 @@ pub struct Noise {
     sms: u32,
     state: u64,
     paused: Duration,
+    long_cycles: u64,
     /// Noise kernels launched.
     pub launched: u64,
 }
@@ -95,6 +102,7 @@ impl Noise {
             sms: sms.max(1) as u32,
             state: 0x9e37_79b9_7f4a_7c15 ^ u64::from(std::process::id()),
             paused: Duration::ZERO,
+            long_cycles: 0,
             launched: 0,
         })
     }
@@ -118,13 +126,24 @@ impl Noise {
         }
         // Every other launch, noise on every SM (one to four blocks each), so that even a
         // program's single block shares its SM's warp schedulers with noise warps (the order
-        // of its warps' atomic updates then changes); otherwise a random share of the SMs.
-        let blocks = match (r >> 60) & 1 {
-            0 => self.sms * (1 + ((r >> 8) % 4) as u32),
+        // of its warps' atomic updates then changes); otherwise a random share of the SMs,
+        // and one launch in four (within [`LONG_BUDGET`]) holds a quarter to three quarters of
+        // the SMs for up to [`LONG_CYCLES`]: a longer kernel's blocks (or a graph's) then
+        // start on other SMs and finish in another order (sums of floating-point atomics).
+        let long = (r >> 58) & 3 == 3 && self.long_cycles < LONG_BUDGET;
+        let blocks = match ((r >> 60) & 1, long) {
+            (_, true) => self.sms / 4 + (r % u64::from(self.sms / 2 + 1)) as u32,
+            (0, _) => self.sms * (1 + ((r >> 8) % 4) as u32),
             _ => 1 + (r % u64::from(2 * self.sms)) as u32,
         };
         let threads = 32u32 << ((r >> 16) % 4);
-        let mut cycles = (r >> 24) % MAX_CYCLES;
+        let mut cycles = match long {
+            true => LONG_CYCLES / 4 + (r >> 24) % (LONG_CYCLES * 3 / 4),
+            false => (r >> 24) % MAX_CYCLES,
+        };
+        if long {
+            self.long_cycles += cycles;
+        }
         let mut params = [&mut cycles as *mut u64 as *mut c_void];
         cu!(
             api,

@@ -1,0 +1,334 @@
+//! Where capture spends its time, per exported call: `HRR_CAPTURE_PROFILE=1` makes every wrapper
+//! count its calls, the wall time between entering the wrapper and leaving it, and the part of
+//! it spent in the real function; at exit the busiest calls are written to standard error as a
+//! table (`hrr-capture: profile ...`) with each call's mean added time and bounds under which
+//! half and nine tenths of its calls stayed (first calls that load or look up what later ones
+//! find cached weigh on the mean, not on these). Off (the default), a wrapper pays one relaxed load.
+//!
+//! What it measures is the calling thread's cost of capture: the wrapper's own work (recording,
+//! waiting for the ordering lock, hashing on the caller, tracker scans) is `total - driver`.
+//! Work moved to background threads (blob hashing and writing) is not in it.
+
+use std::cell::Cell;
+use std::ffi::CStr;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::time::Instant;
+
+/// Exports per table the profile can tell apart (more than either table has).
+const MAX_EXPORTS: usize = 1024;
+/// Tables (CUDA, HIP).
+const MAX_TABLES: usize = 2;
+
+const UNKNOWN: u8 = 0;
+const OFF: u8 = 1;
+const ON: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// Per table: its `NAMES` (registered on first use) and per export calls, total and driver ns.
+struct Table {
+    names: AtomicPtr<&'static CStr>,
+    len: AtomicU64,
+    calls: [AtomicU64; MAX_EXPORTS],
+    total_ns: [AtomicU64; MAX_EXPORTS],
+    driver_ns: [AtomicU64; MAX_EXPORTS],
+    /// Per export, calls by added time: bucket `b` holds those under `FIRST_BUCKET_NS << b`.
+    added_hist: [[AtomicU64; BUCKETS]; MAX_EXPORTS],
+}
+
+/// Buckets of the added-time histogram, and the upper bound of the first (ns); the last
+/// bucket takes everything longer.
+const BUCKETS: usize = 16;
+const FIRST_BUCKET_NS: u64 = 250;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+#[allow(clippy::declare_interior_mutable_const)]
+const ZEROS: [AtomicU64; BUCKETS] = [ZERO; BUCKETS];
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Table = Table {
+    names: AtomicPtr::new(std::ptr::null_mut()),
+    len: AtomicU64::new(0),
+    calls: [ZERO; MAX_EXPORTS],
+    total_ns: [ZERO; MAX_EXPORTS],
+    driver_ns: [ZERO; MAX_EXPORTS],
+    added_hist: [ZEROS; MAX_EXPORTS],
+};
+static TABLES: [Table; MAX_TABLES] = [EMPTY; MAX_TABLES];
+
+thread_local! {
+    /// Driver time of the wrapper running on this thread, so far.
+    static DRIVER_NS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Is profiling on (`HRR_CAPTURE_PROFILE` set to anything but `0` or empty)?
+#[inline]
+pub fn enabled() -> bool {
+    match STATE.load(Ordering::Relaxed) {
+        ON => true,
+        OFF => false,
+        _ => decide(),
+    }
+}
+
+#[cold]
+fn decide() -> bool {
+    let on = std::env::var_os("HRR_CAPTURE_PROFILE").is_some_and(|v| !v.is_empty() && v != "0");
+    STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+    on
+}
+
+/// A wrapper starts its profiled part: the time, when profiling is on.
+#[inline]
+pub fn start() -> Option<Instant> {
+    if !enabled() {
+        return None;
+    }
+    DRIVER_NS.with(|d| d.set(0));
+    Some(Instant::now())
+}
+
+/// Make the real call `f`, adding its time to the running wrapper's driver time when on.
+#[inline]
+pub fn driver<R>(f: impl FnOnce() -> R) -> R {
+    if STATE.load(Ordering::Relaxed) != ON {
+        return f();
+    }
+    let t = Instant::now();
+    let r = f();
+    let ns = t.elapsed().as_nanos() as u64;
+    DRIVER_NS.with(|d| d.set(d.get() + ns));
+    r
+}
+
+/// The wrapper of export `index` of the table `names` ends, having started at `t0`.
+#[inline]
+pub fn end(names: &'static [&'static CStr], index: usize, t0: Option<Instant>) {
+    if let Some(t0) = t0 {
+        add(names, index, t0.elapsed().as_nanos() as u64);
+    }
+}
+
+#[cold]
+fn add(names: &'static [&'static CStr], index: usize, total: u64) {
+    let Some(table) = table_of(names) else { return };
+    if index >= MAX_EXPORTS {
+        return;
+    }
+    let driver = DRIVER_NS.with(|d| d.get());
+    table.calls[index].fetch_add(1, Ordering::Relaxed);
+    table.total_ns[index].fetch_add(total, Ordering::Relaxed);
+    table.driver_ns[index].fetch_add(driver.min(total), Ordering::Relaxed);
+    table.added_hist[index][bucket(total - driver.min(total))].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The histogram bucket of an added time.
+fn bucket(ns: u64) -> usize {
+    let mut b = 0;
+    while b + 1 < BUCKETS && ns >= FIRST_BUCKET_NS << b {
+        b += 1;
+    }
+    b
+}
+
+/// The added time under which `q` (0..1) of the calls in histogram `hist` stayed (the upper
+/// bound of the bucket the quantile falls in; the last bucket's lower bound), ns.
+fn quantile(hist: &[u64; BUCKETS], q: f64) -> u64 {
+    let n: u64 = hist.iter().sum();
+    let want = ((n as f64 * q).ceil() as u64).max(1);
+    let mut seen = 0;
+    for (b, &c) in hist.iter().enumerate() {
+        seen += c;
+        if seen >= want {
+            return FIRST_BUCKET_NS << b.min(BUCKETS - 2);
+        }
+    }
+    FIRST_BUCKET_NS << (BUCKETS - 2)
+}
+
+/// The slot of the table `names`, registering it on first use.
+fn table_of(names: &'static [&'static CStr]) -> Option<&'static Table> {
+    let want = names.as_ptr() as *mut &'static CStr;
+    for t in &TABLES {
+        let have = t.names.load(Ordering::Acquire);
+        if have == want {
+            return Some(t);
+        }
+        if have.is_null()
+            && t.names
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    want,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+        {
+            t.len.store(names.len() as u64, Ordering::Release);
+            return Some(t);
+        }
+        if t.names.load(Ordering::Acquire) == want {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// One export's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Exported name.
+    pub name: String,
+    /// Calls through the wrapper while recording.
+    pub calls: u64,
+    /// Wall time in the wrapper, ns.
+    pub total_ns: u64,
+    /// Of which in the real function, ns.
+    pub driver_ns: u64,
+    /// Half of the calls added less than this, ns (a power-of-two bound).
+    pub added_p50_ns: u64,
+    /// Nine calls in ten added less than this, ns.
+    pub added_p90_ns: u64,
+}
+
+impl Row {
+    /// Time capture added, ns.
+    pub fn added_ns(&self) -> u64 {
+        self.total_ns.saturating_sub(self.driver_ns)
+    }
+}
+
+/// Every export called so far, most added time first.
+pub fn rows() -> Vec<Row> {
+    let mut rows = Vec::new();
+    for t in &TABLES {
+        let p = t.names.load(Ordering::Acquire);
+        if p.is_null() {
+            continue;
+        }
+        let len = (t.len.load(Ordering::Acquire) as usize).min(MAX_EXPORTS);
+        // SAFETY: `p` and `len` were stored together from a `&'static [&'static CStr]`.
+        let names = unsafe { std::slice::from_raw_parts(p as *const &'static CStr, len) };
+        for (i, name) in names.iter().enumerate() {
+            let calls = t.calls[i].load(Ordering::Relaxed);
+            if calls > 0 {
+                let hist = std::array::from_fn(|b| t.added_hist[i][b].load(Ordering::Relaxed));
+                rows.push(Row {
+                    name: name.to_string_lossy().into_owned(),
+                    calls,
+                    total_ns: t.total_ns[i].load(Ordering::Relaxed),
+                    driver_ns: t.driver_ns[i].load(Ordering::Relaxed),
+                    added_p50_ns: quantile(&hist, 0.5),
+                    added_p90_ns: quantile(&hist, 0.9),
+                });
+            }
+        }
+    }
+    rows.sort_by(|a, b| b.added_ns().cmp(&a.added_ns()).then(a.name.cmp(&b.name)));
+    rows
+}
+
+/// The table written at exit: the `top` calls by time capture added, then the total.
+pub fn render(rows: &[Row], top: usize) -> String {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let mut s = format!(
+        "hrr-capture: profile of process {} (calling threads' time; added = wrapper - driver)\n",
+        std::process::id()
+    );
+    let _ = writeln!(
+        s,
+        "  {:<34} {:>10} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9}",
+        "call", "calls", "added ms", "driver ms", "total ms", "us/call", "p50 <us", "p90 <us"
+    );
+    for r in rows.iter().take(top) {
+        let _ = writeln!(
+            s,
+            "  {:<34} {:>10} {:>11.2} {:>11.2} {:>11.2} {:>9.2} {:>9} {:>9}",
+            r.name,
+            r.calls,
+            ms(r.added_ns()),
+            ms(r.driver_ns),
+            ms(r.total_ns),
+            r.added_ns() as f64 / 1e3 / r.calls as f64,
+            r.added_p50_ns as f64 / 1e3,
+            r.added_p90_ns as f64 / 1e3
+        );
+    }
+    let calls: u64 = rows.iter().map(|r| r.calls).sum();
+    let added: u64 = rows.iter().map(Row::added_ns).sum();
+    let driver: u64 = rows.iter().map(|r| r.driver_ns).sum();
+    let _ = writeln!(
+        s,
+        "  {:<34} {:>10} {:>11.2} {:>11.2}",
+        format!("all {} calls", rows.len()),
+        calls,
+        ms(added),
+        ms(driver)
+    );
+    s
+}
+
+/// At exit, with profiling on: write the table to standard error.
+pub fn report() {
+    static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if STATE.load(Ordering::Relaxed) == ON && !REPORTED.swap(true, Ordering::AcqRel) {
+        let rows = rows();
+        if !rows.is_empty() {
+            eprint!("{}", render(&rows, 25));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_come_from_the_histogram_buckets() {
+        assert_eq!(
+            (bucket(0), bucket(249), bucket(250), bucket(999)),
+            (0, 0, 1, 2)
+        );
+        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
+        let mut h = [0u64; BUCKETS];
+        h[1] = 8; // 250..500 ns
+        h[5] = 2; // 4..8 us
+        assert_eq!(quantile(&h, 0.5), 500);
+        assert_eq!(quantile(&h, 0.8), 500);
+        assert_eq!(quantile(&h, 0.9), 8000);
+    }
+
+    #[test]
+    fn the_table_sorts_by_added_time_and_sums_every_row() {
+        let row = |name: &str, calls, total_ns, driver_ns| Row {
+            name: name.into(),
+            calls,
+            total_ns,
+            driver_ns,
+            added_p50_ns: 500,
+            added_p90_ns: 2000,
+        };
+        let mut rows = vec![
+            row("cuLaunchKernel", 1000, 5_000_000, 3_000_000),
+            row("cuMemcpyHtoD_v2", 10, 9_000_000, 1_000_000),
+        ];
+        rows.sort_by_key(|r| std::cmp::Reverse(r.added_ns()));
+        let t = render(&rows, 1);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[2].trim_start().starts_with("cuMemcpyHtoD_v2"), "{t}");
+        assert!(lines[2].contains("8.00"), "{t}");
+        assert!(lines[2].ends_with("0.5         2"), "{t}");
+        assert!(
+            !t.contains("cuLaunchKernel "),
+            "top 1 leaves the launch out: {t}"
+        );
+        assert!(
+            lines[3].contains("all 2 calls") && lines[3].contains("1010"),
+            "{t}"
+        );
+        assert!(
+            lines[3].contains("10.00") && lines[3].contains("4.00"),
+            "{t}"
+        );
+    }
+}
