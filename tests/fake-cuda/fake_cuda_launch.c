@@ -36,6 +36,15 @@ static uint8_t noise_byte(void) {
       base = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 8);
     }
   }
+  /* Every $FAKE_CUDA_NOISE_STABLE_EVERY-th launch, the byte $FAKE_CUDA_NOISE_CONST instead: the
+     same in every process given the same value (a result that repeats one outcome of the
+     program's nondeterminism in every replay). */
+  const char *every = getenv("FAKE_CUDA_NOISE_STABLE_EVERY");
+  if (every && atoi(every) > 0 && launches % (unsigned)atoi(every) == 0) {
+    const char *k = getenv("FAKE_CUDA_NOISE_CONST");
+    launches++;
+    return (uint8_t)(k ? atoi(k) : 0);
+  }
   return (uint8_t)(base * 37 + launches++); /* 37 is odd: processes 1..255 apart differ */
 }
 

@@ -375,7 +375,7 @@ fn results_holding_the_recorded_values_in_another_order_are_named_so() {
     );
     let (code, v) = fake().replay_json_env(&dir, &[], &env);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["nondeterministic"][0]["reordered"], true, "{v}");
+    assert_eq!(v["nondeterministic"][0]["how"], "reordered", "{v}");
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
 
     let (code, out, _) = replay(&dir, &["--strict"], &env);
@@ -384,4 +384,51 @@ fn results_holding_the_recorded_values_in_another_order_are_named_so() {
     // Values that are not the recorded ones in another order stay a mismatch.
     let (code, _, _) = replay(&dir, &[], &env[..1]);
     assert_eq!(code, 1, "without the reordering the noise differs in value");
+}
+
+#[test]
+fn a_result_stable_only_by_chance_is_settled_by_the_other_results_of_its_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let noise = tmp.path().join("noise");
+    std::fs::write(&noise, "1\n").unwrap();
+    let noise = noise.to_str().unwrap();
+    // Launches 0 and 4 of 8 write the byte NOISE_CONST in every process given it: the
+    // recording's 1, every replay's 2 (stable across replays, not the recording's); the
+    // other six differ in every process.
+    let env = |k: &'static str| {
+        vec![
+            ("FAKE_CUDA_NOISE_FILE", noise),
+            ("FAKE_CUDA_NOISE_STABLE_EVERY", "4"),
+            ("FAKE_CUDA_NOISE_CONST", k),
+        ]
+    };
+    let o = fake().capture_env(&arch, "driver_app", &["noisy", "8"], &env("1"));
+    assert!(o.status.success(), "{o:?}");
+    let dir = pid_dirs(&arch).remove(0);
+    let (code, v) = fake().replay_json_env(&dir, &[], &env("2"));
+    assert_eq!(code, 0, "{v}");
+    let hows: Vec<&str> = v["nondeterministic"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["how"].as_str().unwrap())
+        .collect();
+    assert_eq!(hows.iter().filter(|h| **h == "replays").count(), 6, "{v}");
+    assert_eq!(hows.iter().filter(|h| **h == "same_copy").count(), 2, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    let (_, out, _) = replay(&dir, &[], &env("2"));
+    assert!(
+        out.contains(
+            "all in values that differed between replays in other results of the same copy"
+        ),
+        "{out}"
+    );
+    // The recording's own stable byte: those two results match, the other six settle.
+    let (code, v) = fake().replay_json_env(&dir, &[], &env("1"));
+    assert_eq!(
+        (code, &v["d2h_checks"]["nondeterministic"]),
+        (0, &6.into()),
+        "{v}"
+    );
 }

@@ -111,7 +111,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N|chain N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N|chain N]\n", g_prog);
   exit(2);
 }
 
@@ -140,7 +140,14 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
-    else if (!strcmp(argv[1], "noisy")) g_opts.mode = MODE_NOISY;
+    else if (!strcmp(argv[1], "noisy")) {
+      g_opts.mode = MODE_NOISY;
+      if (argc > 2) {
+        char *end;
+        g_opts.noisy = strtol(argv[2], &end, 10);
+        if (*end || g_opts.noisy < 1) usage();
+      }
+    }
     else if ((!strcmp(argv[1], "launches") || !strcmp(argv[1], "chain")) && argc > 2) {
       char *end;
       g_opts.mode = !strcmp(argv[1], "chain") ? MODE_CHAIN : MODE_LAUNCHES;

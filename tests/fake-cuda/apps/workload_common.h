@@ -136,6 +136,7 @@ enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS
 struct opts {
   int mode;
   long loops;
+  long noisy; /* `noisy N`: launches of the noisy kernel (0: one) */
 };
 static struct opts g_opts = {MODE_NORMAL, 1};
 

@@ -102,8 +102,11 @@ static void workload(struct outbuf *out) {
     CK(cu->LibraryGetKernel(&k_noisy, lib, "noisy"), "cuLibraryGetKernel");
     CK(cu->MemAlloc(&nz, sizeof hn), "cuMemAlloc");
     void *noisy_params[] = {&nz, &nn};
-    CK(cu->LaunchKernel((CUfunction)k_noisy, 1, 1, 1, 256, 1, 1, 0, NULL, noisy_params, NULL), "cuLaunchKernel");
-    CK(cu->MemcpyDtoH(hn, nz, sizeof hn), "cuMemcpyDtoH");
+    /* `noisy N`: N times, each result read back into the same host buffer (one copy repeated) */
+    for (long i = 0; i < (g_opts.noisy > 1 ? g_opts.noisy : 1); i++) {
+      CK(cu->LaunchKernel((CUfunction)k_noisy, 1, 1, 1, 256, 1, 1, 0, NULL, noisy_params, NULL), "cuLaunchKernel");
+      CK(cu->MemcpyDtoH(hn, nz, sizeof hn), "cuMemcpyDtoH");
+    }
     outf(out, "noisy first=%u last=%u", hn[1], hn[255]);
     CK(cu->MemFree(nz), "cuMemFree");
   }

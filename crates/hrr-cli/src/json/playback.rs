@@ -316,10 +316,8 @@ pub struct NondeterministicJson {
     pub differing: u64,
     /// The first of them.
     pub first_offset: u64,
-    /// Every replay held the recorded 4-byte values in another order (`differing`: bytes
-    /// differing from the recording).
-    #[serde(default)]
-    pub reordered: bool,
+    /// How it was told apart: `replays`, `reordered` or `same_copy` (docs/json.md).
+    pub how: String,
 }
 
 /// `allocations` of the replay summary.

@@ -128,7 +128,7 @@ impl Checks {
             return None;
         }
         if let Some(moved) = reordered(got, want).filter(|_| reordered(again, want).is_some()) {
-            return Some(self.settled(seq, call, want.len(), moved, true));
+            return Some(self.settled(seq, call, want.len(), moved, How::Reordered));
         }
         let unstable: Vec<usize> = (0..got.len()).filter(|&i| got[i] != again[i]).collect();
         let first = *unstable.first()?;
@@ -142,7 +142,32 @@ impl Checks {
             return None;
         }
         let differing = (unstable.len() as u64, first as u64);
-        Some(self.settled(seq, call, want.len(), differing, false))
+        Some(self.settled(seq, call, want.len(), differing, How::Replays))
+    }
+
+    /// A failed comparison whose every differing aligned 4-byte word is among `unstable`: the
+    /// words found nondeterministic in other results of the same copy (the same recorded
+    /// destination and size, [`super::recheck`]), which this one happened to repeat in every
+    /// replay. Judged like [`Self::settle`] otherwise; `None`: a word differs that no other
+    /// result of the copy showed unstable.
+    pub fn settle_like_copy(
+        &mut self,
+        (seq, call): (u64, &str),
+        got: &[u8],
+        want: &[u8],
+        unstable: &std::collections::BTreeSet<usize>,
+    ) -> Option<Nondeterministic> {
+        if got.len() != want.len() {
+            return None;
+        }
+        let words = differing_words(got, want);
+        if words.is_empty() || !words.iter().all(|w| unstable.contains(w)) {
+            return None;
+        }
+        let first = got.iter().zip(want).position(|(a, b)| a != b)?;
+        let differing = got.iter().zip(want).filter(|(a, b)| a != b).count();
+        let d = (differing as u64, first as u64);
+        Some(self.settled(seq, call, want.len(), d, How::SameCopy))
     }
 
     /// A failed check judged nondeterministic: out of `fail` and the mismatch list.
@@ -152,7 +177,7 @@ impl Checks {
         call: &str,
         bytes: usize,
         (differing, first_offset): (u64, u64),
-        reordered: bool,
+        how: How,
     ) -> Nondeterministic {
         self.fail -= 1;
         self.nondeterministic += 1;
@@ -166,9 +191,19 @@ impl Checks {
             bytes: bytes as u64,
             differing,
             first_offset,
-            reordered,
+            how,
         }
     }
+}
+
+/// The offsets of the aligned 4-byte words in which `a` and `b` differ.
+pub fn differing_words(a: &[u8], b: &[u8]) -> Vec<usize> {
+    a.chunks(WORD)
+        .zip(b.chunks(WORD))
+        .enumerate()
+        .filter(|(_, (x, y))| x != y)
+        .map(|(i, _)| i * WORD)
+        .collect()
 }
 
 /// When `got` holds exactly the aligned 4-byte words of `want` in another order (results whose
@@ -211,10 +246,32 @@ pub struct Nondeterministic {
     pub differing: u64,
     /// The first of them.
     pub first_offset: u64,
-    /// The result holds the recorded 4-byte values in another order (in every replay): an
-    /// order set by scheduling. `differing` and `first_offset` then count the bytes that
-    /// differ from the recording.
-    pub reordered: bool,
+    /// How it was told apart.
+    pub how: How,
+}
+
+/// How a failed D2H result was told to be the program's own nondeterminism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// Its differing bytes differed between two replays too.
+    Replays,
+    /// Every replay held the recorded 4-byte values in another order: an order set by
+    /// scheduling (`differing`, `first_offset`: bytes differing from the recording).
+    Reordered,
+    /// Stable across the replays, but every differing word is one that differed between
+    /// replays in other results of the same copy (the same recorded destination and size).
+    SameCopy,
+}
+
+impl How {
+    /// Its name in `--json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            How::Replays => "replays",
+            How::Reordered => "reordered",
+            How::SameCopy => "same_copy",
+        }
+    }
 }
 
 /// `got` with the bytes inside `ranges` (sorted, merged) taken from `want`.
@@ -318,7 +375,7 @@ mod tests {
         let n = c
             .settle((9, "d2h"), &got, &got, &want, exact)
             .expect("reordered");
-        assert!(n.reordered);
+        assert_eq!(n.how, How::Reordered);
         assert_eq!(
             (n.bytes, n.differing, c.fail, c.nondeterministic),
             (24, 17, 0, 1)
@@ -332,6 +389,32 @@ mod tests {
         // Sizes that are not whole words, and identical bytes, are no reordering.
         assert_eq!(reordered(b"abc", b"bca"), None);
         assert_eq!(reordered(&want, &want), None);
+    }
+
+    #[test]
+    fn a_stable_difference_is_settled_by_other_results_of_the_same_copy() {
+        let exact = Tolerance {
+            rtol: 0.0,
+            atol: 0.0,
+        };
+        let want = 1.0f64.to_le_bytes();
+        let got = (1.0f64 + f64::EPSILON).to_le_bytes(); // the low word differs
+        let mut c = Checks::default();
+        assert!(c.compare(5, "d2h", &got, Some(&want), exact));
+        let high_only: std::collections::BTreeSet<usize> = [4].into();
+        assert!(c
+            .settle_like_copy((5, "d2h"), &got, &want, &high_only)
+            .is_none());
+        let low: std::collections::BTreeSet<usize> = [0].into();
+        let n = c
+            .settle_like_copy((5, "d2h"), &got, &want, &low)
+            .expect("like the copy");
+        assert_eq!((n.how, n.differing, n.first_offset), (How::SameCopy, 1, 0));
+        assert_eq!((c.fail, c.nondeterministic), (0, 1));
+        assert_eq!(
+            differing_words(&[1, 2, 3, 4, 5, 6], &[1, 2, 3, 4, 5, 7]),
+            vec![4]
+        );
     }
 
     #[test]

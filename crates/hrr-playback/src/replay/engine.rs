@@ -699,7 +699,11 @@ pub(super) fn account(
                     .push(format!("#{} {}: {why}", ev.seq, call.name));
             }
         }
-        Ok(Outcome::D2h { got, expected }) => {
+        Ok(Outcome::D2h {
+            got,
+            expected,
+            site,
+        }) => {
             recheck::dump(cx.opts, pass, ev.seq, &got)?;
             let want = blobs(expected, None)?;
             let checks = &mut report.checks;
@@ -720,6 +724,7 @@ pub(super) fn account(
                     prog.kept.keep(Failed {
                         pass,
                         seq: ev.seq,
+                        site,
                         call: call.name.clone(),
                         got,
                         want: want.into_vec(),

@@ -2,14 +2,17 @@
 //! differ from one run to the next by itself (a clock, an atomic ticket, a race it tolerates):
 //! such bytes differ from the recording at replay, yet prove nothing. So when D2H checks fail,
 //! the archive is replayed again (up to [`RECHECK_REPLAYS`] times while failures stay
-//! unsettled) in a fresh `hrr-playback` (`super::fault::rerun_command`
+//! unsettled, and up to [`RECHECK_REPLAYS_MAX`] while each replay settles some) in a fresh `hrr-playback` (`super::fault::rerun_command`
 //! with the hidden `--dump-d2h DIR --dump-seqs …`, which writes the D2H results of those events
 //! into DIR, and `--perturb`, which makes its scheduling differ from the first replay's: a
 //! program whose results depend on scheduling may repeat them exactly in two undisturbed
 //! replays, yet differ from its recorded run), and each failed result is judged again ([`super::check::Checks::settle`]): bytes
 //! that differ between the two replays are the program's own nondeterminism (a `PASS` that
 //! says so; `MISMATCH` with `--strict`), bytes stable across them but differing from the
-//! recording stay a `MISMATCH`.
+//! recording stay a `MISMATCH` — unless every value in which they differ is one that differed
+//! between replays in at least two other results of the same copy (the same recorded host
+//! destination and size: a loop reading back a sum of floating-point atomics each iteration),
+//! the same nondeterminism repeated by chance in every replay ([`Checks::settle_like_copy`]).
 //!
 //! Partial: the results kept for the second look are bounded ([`KEEP_BYTES`]); failed checks
 //! beyond the bound stay failures, and the summary says how many were not rechecked.
@@ -19,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::check::{Checks, Nondeterministic, Tolerance};
+use super::check::{differing_words, Checks, How, Nondeterministic, Tolerance};
 use super::fault::rerun_command;
 use super::options::Options;
 
@@ -32,6 +35,9 @@ pub struct Failed {
     pub pass: u32,
     /// Its event.
     pub seq: u64,
+    /// The host address the recorded run copied it to (0: not known): the results of one
+    /// copy repeated share it.
+    pub site: u64,
     /// Its call.
     pub call: String,
     /// What this replay read (redacted ranges taken from the recording).
@@ -82,11 +88,17 @@ pub fn dump(opts: &Options, pass: u32, seq: u64, got: &[u8]) -> Result<()> {
 /// Perturbed replays a recheck runs at most: rare nondeterminism (one float of a sparse
 /// factorization, an atomic's order) may repeat exactly in one more replay and differ in the
 /// next.
+/// The first [`RECHECK_REPLAYS`] always run while failures stay unsettled; more (up to
+/// [`RECHECK_REPLAYS_MAX`]) only while each one settles some (a sum of floating-point atomics
+/// per iteration: most differ in the first replays, a few only in later ones).
 pub const RECHECK_REPLAYS: usize = 3;
+/// The most perturbed replays of a recheck.
+pub const RECHECK_REPLAYS_MAX: usize = 8;
 /// No further perturbed replay is started once the recheck has run this long.
 const RECHECK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// Replay `archive` again, up to [`RECHECK_REPLAYS`] times while failures remain unsettled (and
+/// Replay `archive` again, up to [`RECHECK_REPLAYS`] times while failures remain unsettled
+/// (more while each replay settles some, up to [`RECHECK_REPLAYS_MAX`]; and
 /// within [`RECHECK_BUDGET`]), and settle the `kept` failures against each replay's results:
 /// returns the nondeterministic ones, in event order. An error: a replay could not be run or
 /// produced no result for a kept check (those checks stay failures).
@@ -100,16 +112,38 @@ pub fn recheck(
     let start = std::time::Instant::now();
     let mut open: Vec<&Failed> = kept.failed.iter().collect();
     let mut found = Vec::new();
-    for _ in 0..RECHECK_REPLAYS {
-        let settled = replay_once(archive, opts, &open, checks, tol)?;
+    let mut copies = Copies::default();
+    for n in 1..=RECHECK_REPLAYS_MAX {
+        let settled = replay_once(archive, opts, &open, checks, tol, &mut copies)?;
+        let progress = !settled.is_empty();
         open.retain(|f| !settled.iter().any(|n| n.seq == f.seq));
         found.extend(settled);
-        if open.is_empty() || start.elapsed() > RECHECK_BUDGET {
+        let more = n < RECHECK_REPLAYS || progress;
+        if open.is_empty() || !more || start.elapsed() > RECHECK_BUDGET {
             break;
+        }
+    }
+    // What stayed stable in every replay, yet only in values other results of the same copy
+    // showed unstable: the same nondeterminism, which these results happened to repeat.
+    for f in open {
+        let key = (f.site, f.want.len());
+        if let Some(unstable) = copies.get(&key).filter(|c| f.site != 0 && c.results >= 2) {
+            let words = &unstable.words;
+            found.extend(checks.settle_like_copy((f.seq, &f.call), &f.got, &f.want, words));
         }
     }
     found.sort_by_key(|n| n.seq);
     Ok(found)
+}
+
+/// Per copy (recorded host destination, size): how many of its results were settled by
+/// differing between replays, and the aligned 4-byte words that differed.
+type Copies = HashMap<(u64, usize), CopyNoise>;
+
+#[derive(Default)]
+struct CopyNoise {
+    results: u32,
+    words: std::collections::BTreeSet<usize>,
 }
 
 /// One perturbed replay dumping the results of the `open` failures, each settled against it.
@@ -119,6 +153,7 @@ fn replay_once(
     open: &[&Failed],
     checks: &mut Checks,
     tol: Tolerance,
+    copies: &mut Copies,
 ) -> Result<Vec<Nondeterministic>> {
     let tmp = tempfile::tempdir().context("a folder for the second replay's results")?;
     let mut seqs: Vec<u64> = open.iter().map(|f| f.seq).collect();
@@ -149,6 +184,11 @@ fn replay_once(
     for f in open {
         if let Some(b) = again.get(&(f.pass, f.seq)) {
             if let Some(n) = checks.settle((f.seq, &f.call), &f.got, b, &f.want, tol) {
+                if n.how == How::Replays && f.site != 0 {
+                    let c = copies.entry((f.site, f.want.len())).or_default();
+                    c.results += 1;
+                    c.words.extend(differing_words(&f.got, b));
+                }
                 found.push(n);
             }
         }

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::check::{Checks, Nondeterministic};
+use super::check::{Checks, How, Nondeterministic};
 use super::fault::Site;
 use super::placement::Tally;
 use super::verdict::{RecordedFailure, Verdict};
@@ -191,10 +191,10 @@ impl Summary {
             "{} of {} bytes nondeterministic{} at event #{}{}",
             first.differing,
             first.bytes,
-            if first.reordered {
-                " (the recorded values in another order)"
-            } else {
-                ""
+            match first.how {
+                How::Replays => "",
+                How::Reordered => " (the recorded values in another order)",
+                How::SameCopy => " (as in other results of the same copy)",
             },
             first.seq,
             if more > 0 {
@@ -387,18 +387,21 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         writeln!(w, "[HRR] Mismatch {m}")?;
     }
     for n in &s.nondeterministic {
-        if n.reordered {
-            writeln!(
+        let (seq, call, differing, bytes, first) =
+            (n.seq, &n.call, n.differing, n.bytes, n.first_offset);
+        match n.how {
+            How::Replays => writeln!(
                 w,
-                "[HRR] Nondeterministic event #{} {}: the result holds the recorded 4-byte values in another order ({} of {} bytes moved, first at offset {}), an order set by scheduling (atomics, a work queue)",
-                n.seq, n.call, n.differing, n.bytes, n.first_offset
-            )?;
-        } else {
-            writeln!(
+                "[HRR] Nondeterministic event #{seq} {call}: {differing} of {bytes} bytes differ between two replays, first at offset {first}; the other bytes match the recording"
+            )?,
+            How::Reordered => writeln!(
                 w,
-                "[HRR] Nondeterministic event #{} {}: {} of {} bytes differ between two replays, first at offset {}; the other bytes match the recording",
-                n.seq, n.call, n.differing, n.bytes, n.first_offset
-            )?;
+                "[HRR] Nondeterministic event #{seq} {call}: the result holds the recorded 4-byte values in another order ({differing} of {bytes} bytes moved, first at offset {first}), an order set by scheduling (atomics, a work queue)"
+            )?,
+            How::SameCopy => writeln!(
+                w,
+                "[HRR] Nondeterministic event #{seq} {call}: {differing} of {bytes} bytes differ from the recording, first at offset {first}, all in values that differed between replays in other results of the same copy"
+            )?,
         }
     }
     if let Some(r) = &s.recheck_note {
@@ -551,7 +554,7 @@ fn batching_line(b: &super::batch::Batching) -> String {
 /// | `skipped_calls` | array of strings | the first 20 calls not reissued, `#<seq> <call>: <why>` |
 /// | `skipped_calls_total` | integer | calls not reissued, all of them |
 /// | `unreproducible_calls` | array of objects | recorded state-changing calls replay cannot reproduce (named before replay starts): `call`, `first_seq`, `count`, `why` |
-/// | `nondeterministic` | array of objects | D2H results part of which differed between two replays: `event`, `call`, `bytes` (its size), `differing` (bytes differing between the replays), `first_offset`, `reordered` (true: every replay's result holds the recorded 4-byte values in another order; `differing` then counts bytes differing from the recording) |
+/// | `nondeterministic` | array of objects | D2H results part of which differed between two replays: `event`, `call`, `bytes` (its size), `differing` (bytes differing between the replays), `first_offset`, `how` (`replays`: its differing bytes differed between two replays; `reordered`: every replay held the recorded 4-byte values in another order; `same_copy`: stable across replays, but every differing 4-byte value is one that differed between replays in other results of the same copy; for the last two `differing` counts bytes differing from the recording) |
 /// | `recheck_error` | string or null | why failed D2H checks could not (all) be rechecked by a second replay |
 /// | `allocations` | object | `placed` (integer: at their recorded address), `translated` (integer: elsewhere, pointers translated), `first_refusal` (string or null: why the first placement was refused) |
 /// | `error` | string or null | the failure that stopped the replay, `event #<seq> <call>: <error>` or `final synchronisation: <error>` |
@@ -607,7 +610,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             "call": u.call, "first_seq": u.first_seq, "count": u.count, "why": u.why})).collect::<Vec<_>>(),
         "nondeterministic": s.nondeterministic.iter().map(|n| serde_json::json!({
             "event": n.seq, "call": n.call, "bytes": n.bytes, "differing": n.differing,
-            "first_offset": n.first_offset, "reordered": n.reordered})).collect::<Vec<_>>(),
+            "first_offset": n.first_offset, "how": n.how.key()})).collect::<Vec<_>>(),
         "recheck_error": s.recheck_note,
         "allocations": {"placed": p.placed, "translated": p.translated,
                         "first_refusal": p.first_refusal},
@@ -734,7 +737,7 @@ mod tests {
             bytes: 1024,
             differing: 512,
             first_offset: 512,
-            reordered: false,
+            how: How::Replays,
         }];
         assert_eq!(
             s.verdict_line(),

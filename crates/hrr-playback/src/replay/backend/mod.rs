@@ -179,6 +179,10 @@ pub enum Outcome {
         got: Vec<u8>,
         /// The recorded blob.
         expected: Option<ObjectId>,
+        /// The host address the recorded run copied it to (0: not known): results of one
+        /// copy repeated (a loop's result read back each iteration) share it
+        /// (`crate::replay::recheck`).
+        site: u64,
     },
 }
 

@@ -424,7 +424,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
             launch: Default::default(),
         };
         let outcome = backend.replay(&ev, &blobs, opts);
-        if let (Ok(Outcome::D2h { got, expected }), true) = (&outcome, seq < seg.first) {
+        if let (Ok(Outcome::D2h { got, expected, .. }), true) = (&outcome, seq < seg.first) {
             let want = read_blob(dir, *expected, None)?;
             if want.as_ref().is_some_and(|w| **w != **got) {
                 prefix_mismatches += 1;

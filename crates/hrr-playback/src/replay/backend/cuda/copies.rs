@@ -96,7 +96,11 @@ impl Cuda {
             return Ok(Outcome::Done);
         }
         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
-        Ok(Outcome::D2h { got, expected })
+        Ok(Outcome::D2h {
+            got,
+            expected,
+            site: host,
+        })
     }
 
     /// A zeroed buffer of `n` bytes for a D2H result: the spare one handed back by the engine
@@ -137,6 +141,7 @@ impl Cuda {
         Ok(Outcome::D2h {
             got,
             expected: s.d2h_blob,
+            site: s.dst,
         })
     }
 
@@ -335,6 +340,7 @@ impl Cuda {
         Ok(Outcome::D2h {
             got: host,
             expected: s.d2h_blob,
+            site: 0,
         })
     }
 

@@ -816,6 +816,7 @@ impl Cuda {
         Ok(Outcome::D2h {
             got,
             expected: s.d2h_blob,
+            site: s.host_ptr,
         })
     }
 }

@@ -276,6 +276,7 @@ impl Cuda {
         Ok(Outcome::D2h {
             got: got.to_vec(),
             expected: s.d2h_blob,
+            site: s.ptr + s.offset,
         })
     }
 

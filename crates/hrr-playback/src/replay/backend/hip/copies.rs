@@ -73,7 +73,11 @@ impl Hip {
             self.pending_d2h.insert(ev.seq, got);
             return Ok(Outcome::Done);
         }
-        Ok(Outcome::D2h { got, expected })
+        Ok(Outcome::D2h {
+            got,
+            expected,
+            site: 0,
+        })
     }
 
     /// `hrrHipMemcpyResult`: the result of the async copy of event `copy`, compared now.
@@ -88,6 +92,7 @@ impl Hip {
         Ok(Outcome::D2h {
             got,
             expected: s.d2h_blob,
+            site: 0,
         })
     }
 
