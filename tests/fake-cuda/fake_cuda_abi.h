@@ -15,6 +15,7 @@
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
+typedef struct { char reserved[64]; } CUipcMemHandle; /* also CUipcEventHandle */
 typedef unsigned long long cuuint64_t;
 typedef unsigned long long CUmemGenericAllocationHandle;
 

@@ -101,7 +101,7 @@ struct chunk {
 };
 
 /* A region is one user-visible allocation. */
-enum { R_DEV = 1, R_GLOBAL, R_HOST, R_HOSTREG, R_VMM, R_MANAGED };
+enum { R_DEV = 1, R_GLOBAL, R_HOST, R_HOSTREG, R_VMM, R_MANAGED, R_IPC };
 
 struct fc_vmem;
 
@@ -356,6 +356,17 @@ void region_del(size_t i);
 int range_ok(uintptr_t p, size_t len, int want);
 int in_device_va(uintptr_t p);
 int is_device_kind(int k);
+/* The chunk holding p (its base and size; 0 when none). */
+int chunk_range(uintptr_t p, uintptr_t *base, size_t *size);
+/* Map len bytes of file fd shared at a fresh device address, a chunk of its own (0: failed). */
+uintptr_t dev_map_file(int fd, size_t len);
+/* Unmap a chunk dev_map_file made. */
+void dev_unmap_file(uintptr_t base);
+
+/* fake_cuda_ipc.c */
+CUresult i_ipc_get_mem_handle(void *handle, CUdeviceptr p);
+CUresult i_ipc_open_mem_handle(CUdeviceptr *p, const void *handle, unsigned flags);
+CUresult i_ipc_close_mem_handle(CUdeviceptr p);
 CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async);
 CUresult i_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem);
 CUresult i_mem_free(CUdeviceptr p, CUstream s, int async);

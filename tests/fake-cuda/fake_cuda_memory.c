@@ -146,7 +146,33 @@ int in_device_va(uintptr_t p) {
     if (p >= g_rv[i].base && p - g_rv[i].base < g_rv[i].size) return 1;
   return 0;
 }
-int is_device_kind(int k) { return k == R_DEV || k == R_GLOBAL || k == R_VMM || k == R_MANAGED; }
+int is_device_kind(int k) {
+  return k == R_DEV || k == R_GLOBAL || k == R_VMM || k == R_MANAGED || k == R_IPC;
+}
+
+int chunk_range(uintptr_t p, uintptr_t *base, size_t *size) {
+  struct chunk *c = chunk_containing(p);
+  if (!c) return 0;
+  *base = c->base;
+  *size = c->size;
+  return 1;
+}
+
+uintptr_t dev_map_file(int fd, size_t len) {
+  uintptr_t a = va_map(&g_dev, len, FC_GRAN, PROT_NONE);
+  if (!a) return 0;
+  if (mmap((void *)a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+    munmap((void *)a, len);
+    return 0;
+  }
+  chunk_add(a, len, len, 1, 0);
+  return a;
+}
+
+void dev_unmap_file(uintptr_t base) {
+  struct chunk *c = chunk_containing(base);
+  if (c && c->base == base) chunk_drop(c);
+}
 
 static long resv_find_exact(uintptr_t base, size_t size) {
   for (size_t i = 0; i < g_nrv; i++)

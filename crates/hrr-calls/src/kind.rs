@@ -77,6 +77,10 @@ pub enum Kind {
     /// Not a call: the source of an asynchronous H2D copy from page-locked memory, recorded
     /// after the call returned; replay takes it for the copy's own source.
     H2dSource,
+    /// Exports device memory or an event to other processes, or opens or closes what another
+    /// process exported (`cuIpc*`): replay re-pairs them between the processes it replays
+    /// together (`hrr-playback --all`).
+    Ipc,
 }
 
 impl Kind {

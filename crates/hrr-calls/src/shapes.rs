@@ -321,6 +321,15 @@ shapes! {
     /// A device's memory pool, asked or set.
     DevicePool { pool: Handle, device: I32 }
 
+    // Inter-process handles (issue 19): a handle's 64 bytes pair an export with its opens.
+    /// Device memory at `dptr` exported as `handle` (`cuIpcGetMemHandle`).
+    IpcMemHandle { handle: Bytes, dptr: Ptr }
+    /// Memory another process exported as `handle`, opened at `dptr`: the whole allocation,
+    /// `bytes` long (its range as the driver reported it after the call).
+    IpcOpenMem { dptr: Ptr, handle: Bytes, flags: U32, bytes: U64 }
+    /// An event exported as `handle`, or opened from it.
+    IpcEventHandle { handle: Bytes, event: Handle }
+
     // Asynchronous D2H results (async copies).
     /// What an asynchronous device-to-host copy produced, read when the copy completed (by a
     /// host function capture enqueues behind it): `copy` is the sequence number of the copy's

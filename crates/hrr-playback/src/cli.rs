@@ -62,6 +62,12 @@ pub struct Cli {
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
 
+    /// On a root or a pack: replay every process together, one replay process each (IPC
+    /// handles re-paired between them, results read in the recorded order); a verdict per
+    /// process and the worst one's exit code.
+    #[arg(long, conflicts_with_all = ["pid", "info", "events", "list", "repair"])]
+    pub all: bool,
+
     /// List the processes of a root, a pack or a pid-<pid>/ folder (no GPU needed).
     #[arg(long, conflicts_with_all = ["info", "events"])]
     pub list: bool,

@@ -10,6 +10,7 @@
 //! `hrr.error/1` object on stdout. A closed stdout (`| head`) ends the program quietly with
 //! status 0.
 
+mod all;
 mod cli;
 mod demangle;
 mod events;
@@ -339,6 +340,13 @@ fn archive(cli: &Cli, out: &mut dyn Write, path: &Path, shown: &str) -> Result<u
                 let dir = select(shown, &processes, pid)?.to_path_buf();
                 return process(cli, out, &dir);
             }
+            if cli.all {
+                if processes.is_empty() {
+                    anyhow::bail!("{}: the archive holds no process captures", root.display());
+                }
+                let archive = cli.archive.as_deref().unwrap_or(&root);
+                return all::replay_all(out, archive, &processes, cli.replay.json);
+            }
             if cli.info || cli.events {
                 return root_offline(cli, out, &root, &processes);
             }
@@ -361,10 +369,10 @@ fn archive(cli: &Cli, out: &mut dyn Write, path: &Path, shown: &str) -> Result<u
                 )
             };
             let msg = format!(
-                "{shown}: this archive holds {} processes; choose one: hrr-playback {shown} --pid <pid>{direct}",
+                "{shown}: this archive holds {} processes; choose one: hrr-playback {shown} --pid <pid>{direct}, or replay them together with --all",
                 processes.len(),
             );
-            writeln!(err, "[HRR] This archive holds {} processes; choose one: hrr-playback {shown} --pid <pid>{direct}", processes.len())?;
+            writeln!(err, "[HRR] This archive holds {} processes; choose one: hrr-playback {shown} --pid <pid>{direct}, or replay them together with --all", processes.len())?;
             drop(err);
             if cli.replay.json {
                 hrr_cli::print_error_json(&hrr_cli::Rendered {

@@ -238,7 +238,7 @@ fn a_root_with_several_processes_asks_to_choose() {
     assert!(o.stderr.contains("1180  0           yes"), "{}", o.stderr);
     assert!(o.stderr.contains("examples/demo.hrr/pid-1204"));
     assert!(o.stderr.ends_with(
-        "[HRR] This archive holds 2 processes; choose one: hrr-playback examples/demo.hrr --pid <pid> (or hrr-playback examples/demo.hrr/pid-<pid>/)\n"
+        "[HRR] This archive holds 2 processes; choose one: hrr-playback examples/demo.hrr --pid <pid> (or hrr-playback examples/demo.hrr/pid-<pid>/), or replay them together with --all\n"
     ), "{}", o.stderr);
 }
 
@@ -407,7 +407,7 @@ fn pid_and_list_on_roots_and_packs() {
     assert_eq!(o.code, 2);
     assert!(!o.stderr.contains("hrr-playback-"), "{}", o.stderr);
     assert!(o.stderr.contains(&format!(
-        "choose one: hrr-playback {} --pid <pid>\n",
+        "choose one: hrr-playback {} --pid <pid>, or replay them together with --all\n",
         pack.display()
     )));
     let o = run_in(&[

@@ -20,6 +20,20 @@ pub mod ffi {
     /// `CU_STREAM_PER_THREAD`.
     pub const CU_STREAM_PER_THREAD: u64 = 0x2;
 
+    /// `CUipcMemHandle` and `CUipcEventHandle`: 64 opaque bytes, passed by value.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct IpcHandle(pub [u8; IPC_HANDLE_BYTES]);
+
+    /// The size of an IPC handle.
+    pub const IPC_HANDLE_BYTES: usize = 64;
+
+    impl Default for IpcHandle {
+        fn default() -> Self {
+            IpcHandle([0; IPC_HANDLE_BYTES])
+        }
+    }
+
     /// `CUlaunchConfig`.
     #[repr(C)]
     #[derive(Debug, Clone, Copy)]

@@ -205,6 +205,12 @@ macro_rules! cuda_calls {
             // `copy` from page-locked memory, read after the call returned.
             MemcpySource [hrrMemcpySource] (copy: u64, src: u64, n: usize, stream: Handle) : CopySource, H2dSource => memcpy_source;
             StreamBeginCaptureToGraph [cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz] (s: Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, mode: c_int) : BeginCaptureToGraph, Capture => stream_begin_capture_to_graph;
+            // Several processes (issue 19): memory and events shared through IPC handles.
+            IpcGetMemHandle [cuIpcGetMemHandle] (handle: *mut IpcHandle => handle, dptr: u64 = dptr) : IpcMemHandle, Ipc;
+            IpcOpenMemHandle [cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle] (dptr: *mut u64, handle: IpcHandle, flags: c_uint) : IpcOpenMem, Ipc, ordered => ipc_open_mem_handle;
+            IpcCloseMemHandle [cuIpcCloseMemHandle] (dptr: u64 = dptr) : DevicePtr, Ipc, ordered;
+            IpcGetEventHandle [cuIpcGetEventHandle] (handle: *mut IpcHandle => handle, event: Handle = event) : IpcEventHandle, Ipc;
+            IpcOpenEventHandle [cuIpcOpenEventHandle] (event: *mut Handle => event, handle: IpcHandle = handle) : IpcEventHandle, Ipc, ordered;
         }
     };
 }

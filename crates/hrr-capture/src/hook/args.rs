@@ -26,6 +26,13 @@ into_field! {
     u32 => u64, u64 => u64, usize => u64,
 }
 
+impl IntoField<Vec<u8>> for hrr_calls::cuda::ffi::IpcHandle {
+    #[inline]
+    fn into_field(self) -> Vec<u8> {
+        self.0.to_vec()
+    }
+}
+
 impl<T> IntoField<u64> for *mut T {
     #[inline]
     fn into_field(self) -> u64 {

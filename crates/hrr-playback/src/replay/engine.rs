@@ -166,6 +166,7 @@ pub(super) fn decode_ahead<'s>(
             .flatten();
         let ev = Event {
             seq: rec.header.seq,
+            ts: rec.header.timestamp_ns,
             thread: rec.header.thread_id,
             id: rec.header.kind,
             name,
@@ -190,6 +191,35 @@ pub(super) fn decode_ahead<'s>(
     if !batch.is_empty() {
         let _ = tx.send(Ok(batch));
     }
+}
+
+/// The process id a process folder (`pid-<pid>`) was recorded with.
+fn recorded_pid(dir: &Path) -> Option<u32> {
+    dir.file_name()?
+        .to_str()?
+        .strip_prefix("pid-")?
+        .parse()
+        .ok()
+}
+
+/// The table kind of `ev`'s call, looked up once per record type into `cache`.
+fn kind_of(
+    cache: &mut Vec<Option<Option<hrr_calls::Kind>>>,
+    family: Family,
+    call: &CallDef,
+    ev: &Event,
+) -> Option<hrr_calls::Kind> {
+    let k = usize::from(ev.id);
+    if cache.len() <= k {
+        cache.resize(k + 1, None);
+    }
+    *cache[k].get_or_insert_with(|| {
+        let fields = call.fields.iter().map(|f| f.name.as_str());
+        match family {
+            Family::Cuda => resolve::<hrr_calls::cuda::Op>(ev.name, fields).map(|o| o.kind()),
+            Family::Hip => resolve::<hrr_calls::hip::Op>(ev.name, fields).map(|o| o.kind()),
+        }
+    })
 }
 
 /// Are `call`'s fields (its status aside) those of the launch shape (every API's kernel
@@ -222,6 +252,8 @@ pub(super) struct Scan {
     pub(super) runs: Vec<LaunchRun>,
     /// The blobs of recorded H2D sources, in event order (the candidates for preloading).
     pub(super) h2d_sources: Vec<ObjectId>,
+    /// Device memory exported to other processes (IPC): the allocations' recorded addresses.
+    pub(super) exported: Vec<u64>,
 }
 
 /// Why replay cannot reproduce a recorded call that changed state, from its table operation's
@@ -260,6 +292,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     let mut unrepro: Vec<Unreproducible> = Vec::new();
     let mut devices: Vec<i32> = Vec::new();
     let mut late_sources = HashMap::new();
+    let mut exported = Vec::new();
     let mut runs = batch.then(Runs::default);
     // What the prescan asks of a record type, answered once per type (not at every event):
     // why replay cannot reproduce it, what the prescan reads of it, and (batching) whether it
@@ -350,6 +383,12 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                     late_sources.insert(s.copy, id);
                 }
             }
+            Prescan::IpcExport => {
+                let s =
+                    <hrr_calls::shapes::IpcMemHandle as hrr_calls::shapes::Shape>::read(&fields)
+                        .map_err(|e| anyhow!("event #{}: {e}", rec.header.seq))?;
+                exported.push(s.dptr);
+            }
             Prescan::DeviceLookup => {
                 if let Some(o) = fields::device_ordinal(&fields).filter(|o| !devices.contains(o)) {
                     devices.push(o);
@@ -389,6 +428,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
         late_sources,
         runs: runs.map(Runs::finish).unwrap_or_default(),
         h2d_sources,
+        exported,
     })
 }
 
@@ -427,6 +467,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     let mut scan = prescan(dir, family, batch::enabled(opts))?;
     let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
+    backend.exported(&scan.exported);
     backend.preload(&scan.code)?;
     backend.prepare_runs(std::mem::take(&mut scan.runs));
     let runs = backend.prepared_runs();
@@ -523,6 +564,13 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         late_sources: &scan.late_sources,
         preloaded: &preloaded,
     };
+    // replayed beside other recorded processes (`--all`): the recorded order where results
+    // are read (`super::peers`)
+    let mut peers = match recorded_pid(dir) {
+        Some(pid) => super::peers::Peers::from_env(pid)?,
+        None => None,
+    };
+    let mut kinds: Vec<Option<Option<hrr_calls::Kind>>> = Vec::new();
     if opts.multi_thread {
         let threads =
             super::threads::run(&cx, (dir, family), &mut *backend, &mut report, &mut prog)?;
@@ -564,6 +612,9 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
                     }
                     if opts.verbose {
                         eprintln!("[HRR] #{} {}", ev.seq, call.name);
+                    }
+                    if let Some(p) = peers.as_mut() {
+                        p.before(ev.ts, kind_of(&mut kinds, family, call, ev));
                     }
                     let outcome = backend.replay(ev, &blobs, opts);
                     let mut recycle = |b| backend.recycle(b);

@@ -129,6 +129,9 @@ pub struct Placement {
     live: BTreeMap<u64, u64>,
     /// Recorded VMM handles → live ones.
     handles: HashMap<u64, u64>,
+    /// Recorded allocations made plainly, never placed: those exported to other processes
+    /// (an IPC handle is for memory of a plain allocation, not of mapped physical memory).
+    plain: std::collections::HashSet<u64>,
     tally: Tally,
 }
 
@@ -147,8 +150,14 @@ impl Placement {
             moved: BTreeMap::new(),
             live: BTreeMap::new(),
             handles: HashMap::new(),
+            plain: Default::default(),
             tally: Tally::default(),
         }
+    }
+
+    /// Allocate the recorded allocations at `addrs` plainly (translated), never placed.
+    pub fn allocate_plainly(&mut self, addrs: &[u64]) {
+        self.plain.extend(addrs.iter().copied());
     }
 
     /// The allocation properties of placed memory, when placement is on.
@@ -285,7 +294,7 @@ impl Placement {
     /// Recreate an allocation recorded at `addr` of `size` bytes.
     pub fn alloc(&mut self, vmm: &impl Vmm, addr: u64, size: u64) -> Result<()> {
         let size = size.max(1);
-        if self.prop.is_some() && self.place(vmm, addr, size)? {
+        if self.prop.is_some() && !self.plain.contains(&addr) && self.place(vmm, addr, size)? {
             self.tally.placed += 1;
         } else {
             let p = vmm.alloc(size)??;

@@ -28,7 +28,9 @@ use std::sync::OnceLock;
 use anyhow::Result;
 use hrr_archive::schema::Value;
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::{DeviceGet, LibraryLoad, MallocPitch, MemAllocPitch, RegisterFatBinary};
+use hrr_calls::shapes::{
+    DeviceGet, IpcMemHandle, LibraryLoad, MallocPitch, MemAllocPitch, RegisterFatBinary,
+};
 use hrr_calls::wire::FieldType;
 use hrr_calls::{Kind, Shape};
 
@@ -41,6 +43,8 @@ pub use shared::CallFailed;
 pub struct Event<'a> {
     /// Sequence number.
     pub seq: u64,
+    /// When it was recorded (ns since the epoch, the record header's).
+    pub ts: u64,
     /// The OS thread id of the recording thread (the record header's; `--multi-thread` replays
     /// each thread's events on a thread of its own).
     pub thread: u64,
@@ -260,6 +264,9 @@ pub trait Backend {
     /// starts; a run that cannot be prepared is issued launch by launch. Default: none is (HIP
     /// for now).
     fn prepare_runs(&mut self, _runs: Vec<crate::replay::batch::LaunchRun>) {}
+    /// The recorded allocations at `addrs` are exported to other processes (IPC): allocate
+    /// them so that they can be (the CUDA backend: plainly, not placed at their address).
+    fn exported(&mut self, _addrs: &[u64]) {}
     /// Does the backend upload from sources mapped before the clock (`blob_bytes::Preloaded`)?
     /// Where it does not (HIP for now), none are mapped.
     fn uses_preloaded_sources(&self) -> bool {
@@ -313,6 +320,8 @@ pub enum Prescan {
     /// The source of an earlier async H2D copy, recorded after it: the copy's event takes it
     /// (`CopySource` shape).
     LateSource,
+    /// It exported device memory to other processes (`IpcMemHandle` shape).
+    IpcExport,
 }
 
 /// The API families this build replays.
@@ -385,6 +394,7 @@ pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
         }
         Kind::Query if is(DeviceGet::FIELDS) => Some(Prescan::DeviceLookup),
         Kind::H2dSource => Some(Prescan::LateSource),
+        Kind::Ipc if is(IpcMemHandle::FIELDS) => Some(Prescan::IpcExport),
         _ => None,
     }
 }
@@ -540,6 +550,7 @@ mod tests {
         let mut ops = Ops::<Op>::default();
         let ev = |id, name| Event {
             seq: 1,
+            ts: 0,
             thread: 0,
             id,
             name,
@@ -559,6 +570,7 @@ mod tests {
         use hrr_calls::shapes::MemAlloc;
         let ev = Event {
             seq: 1,
+            ts: 0,
             thread: 0,
             id: 1,
             name: "cuMemAlloc",

@@ -416,6 +416,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         let (name, per_thread) = base_name(&call.name);
         let ev = Event {
             seq,
+            ts: rec.header.timestamp_ns,
             thread: rec.header.thread_id,
             id: rec.header.kind,
             name,

@@ -7,7 +7,7 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use hrr_calls::cuda::ffi::{CUresult, Handle};
+use hrr_calls::cuda::ffi::{CUresult, Handle, IpcHandle};
 use hrr_calls::shapes::*;
 
 use super::rec;
@@ -257,4 +257,40 @@ pub unsafe fn stream_synchronize(
     crate::hook::returned(hrr_calls::Kind::Sync);
     rec(h, r, |_| Stream { stream: s as u64 });
     r
+}
+
+/// `cuIpcOpenMemHandle`: memory another process exported, opened here; recorded with the
+/// handle's bytes (which pair it with the export at replay) and the size of the allocation
+/// the driver mapped (`cuMemGetAddressRange`), which replay translates as a whole.
+pub unsafe fn ipc_open_mem_handle(
+    h: Export,
+    dptr: *mut u64,
+    handle: IpcHandle,
+    flags: c_uint,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    let opened = out(dptr);
+    let bytes = if r == 0 { allocation_bytes(opened) } else { 0 };
+    rec(h, r, |_| IpcOpenMem {
+        dptr: opened,
+        handle: handle.0.to_vec(),
+        flags,
+        bytes,
+    });
+    r
+}
+
+/// The size of the allocation holding `dptr`, asked of the driver (0 when it cannot say).
+unsafe fn allocation_bytes(dptr: u64) -> u64 {
+    type GetRange = unsafe extern "C" fn(*mut u64, *mut usize, u64) -> CUresult;
+    let Some(get) = crate::api::cuda::loader::driver_fn::<GetRange>(c"cuMemGetAddressRange_v2")
+    else {
+        return 0;
+    };
+    let (mut base, mut size) = (0u64, 0usize);
+    match get(&mut base, &mut size, dptr) {
+        0 if base == dptr => size as u64,
+        _ => 0,
+    }
 }

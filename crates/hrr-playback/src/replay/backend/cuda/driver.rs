@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use hrr_calls::cuda::ffi::{Array3dDescriptor, ArrayDescriptor, Memcpy2D, Memcpy3D};
+use hrr_calls::cuda::ffi::{Array3dDescriptor, ArrayDescriptor, IpcHandle, Memcpy2D, Memcpy3D};
 
 use crate::replay::backend::shared::loaded_from;
 pub use crate::replay::backend::shared::H;
@@ -118,6 +118,9 @@ driver_api! {
     // Explicit graphs (graphs.rs).
     cuCtxGetCurrent: fn(*mut H);
     cuCtxEnablePeerAccess: fn(H, c_uint);
+    cuIpcGetMemHandle: fn(*mut IpcHandle, u64);
+    cuIpcOpenMemHandle_v2: fn(*mut u64, IpcHandle, c_uint);
+    cuIpcCloseMemHandle: fn(u64);
     cuCtxDisablePeerAccess: fn(H);
     cuMemAllocHost_v2: fn(*mut *mut c_void, usize);
     cuGraphCreate: fn(*mut H, c_uint);

@@ -34,6 +34,7 @@ mod driver;
 mod extract;
 mod graphs;
 mod hostmem;
+mod ipc;
 mod launch;
 mod memory;
 mod noise;
@@ -196,6 +197,10 @@ impl Backend for Cuda {
         self.prepare_batches(runs);
     }
 
+    fn exported(&mut self, addrs: &[u64]) {
+        self.mem.allocate_plainly(addrs);
+    }
+
     fn uses_preloaded_sources(&self) -> bool {
         true
     }
@@ -268,6 +273,10 @@ impl Backend for Cuda {
             Op::MemcpyPeer => self.copy_peer(ev, false),
             Op::MemcpyPeerAsync => self.copy_peer(ev, true),
             Op::CtxEnablePeerAccess => self.peer_access(ev, true),
+            Op::IpcGetMemHandle => self.ipc_get_mem_handle(ev),
+            Op::IpcOpenMemHandle => self.ipc_open_mem_handle(ev),
+            Op::IpcCloseMemHandle => self.ipc_close_mem_handle(ev),
+            Op::IpcGetEventHandle | Op::IpcOpenEventHandle => self.ipc_event(ev),
             Op::CtxDisablePeerAccess => self.peer_access(ev, false),
             Op::Memcpy => self.copy_any(ev, blobs, false),
             Op::MemcpyAsync => self.copy_any(ev, blobs, true),

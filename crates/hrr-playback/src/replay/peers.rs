@@ -1,0 +1,308 @@
+//! Several recorded processes replayed together (`hrr-playback ROOT --all`, `crate::all`): one
+//! replay process per recorded `pid-*` folder, all sharing a rendezvous folder named by
+//! [`PEERS_ENV`]. Through it they
+//!
+//! - **re-pair IPC handles**: a replayed `cuIpcGetMemHandle` publishes the handle the live driver
+//!   gave, under the recorded handle's bytes ([`Peers::publish`]); a replayed
+//!   `cuIpcOpenMemHandle` in another process waits for the live handle filed under the
+//!   recorded one it opened ([`Peers::wait_for`]);
+//! - **keep the recorded order across processes where results are read**: each process keeps
+//!   the recorded time of the event it is at in a shared progress slot (`progress-<pid>`, 8
+//!   bytes, mapped by all); before an event that reads results or opens what another process
+//!   exported (D2H copies and results, host reads of host-visible memory, synchronisations, IPC
+//!   calls), a process waits until every other one has reached that recorded time or ended
+//!   ([`Peers::before`]). Work the processes share (one writes, another reads after a pipe or a
+//!   socket told it to) then happens in the order it happened when recorded. Events are
+//!   timestamped with the host's realtime clock, so the processes must have been recorded on one
+//!   host. A peer that makes no progress for [`STALL`] stops being waited for (said on stderr).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use hrr_calls::Kind;
+
+/// The rendezvous folder of the replay processes of one `--all` replay.
+pub const PEERS_ENV: &str = "HRR_REPLAY_PEERS";
+
+/// A progress slot's value once its process has ended.
+const DONE: u64 = u64::MAX;
+
+/// How long a peer may make no progress before it is no longer waited for.
+const STALL: Duration = Duration::from_secs(60);
+
+/// How long a process waits for a handle another one must publish.
+const HANDLE_WAIT: Duration = Duration::from_secs(120);
+
+/// This replay process's progress, and the other processes'.
+pub struct Peers {
+    own: memmap2::MmapMut,
+    others: Vec<(String, memmap2::MmapMut)>,
+    /// Peers given up on (they stalled).
+    given_up: Vec<bool>,
+}
+
+/// The progress file of the process recorded with `pid` (created by `--all`, 8 zero bytes).
+pub fn progress_file(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("progress-{pid}"))
+}
+
+fn map(path: &Path) -> Result<memmap2::MmapMut> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    if f.metadata()?.len() != 8 {
+        bail!("{} is not a progress slot (8 bytes)", path.display());
+    }
+    // SAFETY: a file of this replay's own rendezvous folder, 8 bytes, only read and written
+    // through atomics.
+    unsafe { memmap2::MmapMut::map_mut(&f) }.with_context(|| format!("mapping {}", path.display()))
+}
+
+fn slot(m: &memmap2::MmapMut) -> &AtomicU64 {
+    // SAFETY: the mapping is 8 bytes, page-aligned.
+    unsafe { &*(m.as_ptr() as *const AtomicU64) }
+}
+
+impl Peers {
+    /// The rendezvous named by [`PEERS_ENV`], for the process recorded with `pid` (`None`: this
+    /// replay is alone).
+    pub fn from_env(pid: u32) -> Result<Option<Peers>> {
+        let Some(dir) = std::env::var_os(PEERS_ENV) else {
+            return Ok(None);
+        };
+        let dir = PathBuf::from(dir);
+        let own = map(&progress_file(&dir, pid))
+            .with_context(|| format!("{PEERS_ENV}: no progress slot of pid {pid}"))?;
+        let mut others = Vec::new();
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("progress-") && *n != format!("progress-{pid}"))
+            .collect();
+        entries.sort();
+        for name in entries {
+            others.push((name.clone(), map(&dir.join(&name))?));
+        }
+        let given_up = vec![false; others.len()];
+        Ok(Some(Peers {
+            own,
+            others,
+            given_up,
+        }))
+    }
+
+    /// Before an event recorded at `ts` whose call is of `kind`: note the progress, and for an
+    /// event that reads results or opens what another process exported, wait until every other
+    /// process reached `ts` or ended.
+    pub fn before(&mut self, ts: u64, kind: Option<Kind>) {
+        slot(&self.own).store(ts, Ordering::Release);
+        let reads = matches!(
+            kind,
+            Some(
+                Kind::D2h | Kind::Copy | Kind::D2hResult | Kind::HostCheck | Kind::Sync | Kind::Ipc
+            )
+        );
+        if reads {
+            self.wait_until(ts);
+        }
+    }
+
+    fn wait_until(&mut self, ts: u64) {
+        let mut last: Vec<u64> = self
+            .others
+            .iter()
+            .map(|(_, m)| slot(m).load(Ordering::Acquire))
+            .collect();
+        let mut since = Instant::now();
+        loop {
+            let mut behind = false;
+            for (i, (name, m)) in self.others.iter().enumerate() {
+                let at = slot(m).load(Ordering::Acquire);
+                if at != last[i] {
+                    last[i] = at;
+                    since = Instant::now();
+                }
+                if at < ts && !self.given_up[i] {
+                    behind = true;
+                    if since.elapsed() > STALL {
+                        eprintln!(
+                            "[HRR] {name}: no progress for {} s; no longer waited for",
+                            STALL.as_secs()
+                        );
+                        self.given_up[i] = true;
+                    }
+                }
+            }
+            if !behind {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// The rendezvous folder as the backend sees it: where IPC handles are published and found.
+pub struct Rendezvous {
+    dir: PathBuf,
+}
+
+impl Rendezvous {
+    /// The folder named by [`PEERS_ENV`] (`None`: this replay is alone).
+    pub fn from_env() -> Option<Rendezvous> {
+        std::env::var_os(PEERS_ENV).map(|d| Rendezvous { dir: d.into() })
+    }
+
+    /// Publish `live`, the handle the live driver gave for what the recording exported as
+    /// `recorded` (written whole, then renamed: a reader never sees part of it).
+    pub fn publish(&self, recorded: &[u8], live: &[u8]) -> Result<()> {
+        let path = self.dir.join(handle_name(recorded));
+        let tmp = self.dir.join(format!(
+            "{}.tmp-{}",
+            handle_name(recorded),
+            std::process::id()
+        ));
+        std::fs::write(&tmp, live).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("publishing {}", path.display()))
+    }
+
+    /// Every other replay process ended (at most one progress slot, this process's, is not
+    /// [`DONE`]): nobody is left to publish a handle.
+    fn alone(&self) -> bool {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return false;
+        };
+        let running = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("progress-"))
+            .filter(|e| {
+                std::fs::read(e.path())
+                    .ok()
+                    .and_then(|b| <[u8; 8]>::try_from(&b[..]).ok())
+                    .is_none_or(|b| u64::from_ne_bytes(b) != DONE)
+            })
+            .count();
+        running <= 1
+    }
+
+    /// The live handle another replay process published for the recorded handle `recorded`,
+    /// waited for (up to [`HANDLE_WAIT`]).
+    pub fn wait_for(&self, recorded: &[u8]) -> Result<Vec<u8>> {
+        let path = self.dir.join(handle_name(recorded));
+        let start = Instant::now();
+        loop {
+            match std::fs::read(&path) {
+                Ok(b) => return Ok(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            }
+            if start.elapsed() > HANDLE_WAIT || self.alone() {
+                bail!(
+                    "no other process of this replay exported the handle it opens (they ended, \
+                     or {} s passed): was the exporting process recorded in this archive?",
+                    HANDLE_WAIT.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+impl Drop for Peers {
+    /// This process ended: no other one waits for it any more.
+    fn drop(&mut self) {
+        slot(&self.own).store(DONE, Ordering::Release);
+    }
+}
+
+/// The file a handle is published under: its bytes in hex.
+fn handle_name(recorded: &[u8]) -> String {
+    let mut s = String::from("handle-");
+    for b in recorded {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendezvous(pids: &[u32]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for &p in pids {
+            std::fs::write(progress_file(d.path(), p), [0u8; 8]).unwrap();
+        }
+        d
+    }
+
+    fn peers(dir: &Path, pid: u32) -> Peers {
+        let own = map(&progress_file(dir, pid)).unwrap();
+        let others = [1u32, 2]
+            .iter()
+            .filter(|&&p| p != pid)
+            .map(|&p| {
+                (
+                    format!("progress-{p}"),
+                    map(&progress_file(dir, p)).unwrap(),
+                )
+            })
+            .collect::<Vec<_>>();
+        let given_up = vec![false; others.len()];
+        Peers {
+            own,
+            others,
+            given_up,
+        }
+    }
+
+    #[test]
+    fn a_reading_event_waits_until_the_other_process_passed_its_time() {
+        let d = rendezvous(&[1, 2]);
+        let mut a = peers(d.path(), 1);
+        // A launch does not wait.
+        a.before(100, Some(Kind::Launch));
+        let dir = d.path().to_path_buf();
+        let t = std::thread::spawn(move || {
+            let mut b = peers(&dir, 2);
+            std::thread::sleep(Duration::from_millis(50));
+            b.before(150, Some(Kind::Launch));
+            std::thread::sleep(Duration::from_millis(50));
+            drop(b); // ended
+        });
+        let start = Instant::now();
+        a.before(200, Some(Kind::D2h));
+        assert!(
+            start.elapsed() >= Duration::from_millis(90),
+            "{:?}",
+            start.elapsed()
+        );
+        t.join().unwrap();
+        assert_eq!(slot(&a.own).load(Ordering::Acquire), 200);
+    }
+
+    #[test]
+    fn handles_are_published_under_the_recorded_bytes() {
+        let d = rendezvous(&[1, 2]);
+        let (a, b) = (
+            Rendezvous {
+                dir: d.path().into(),
+            },
+            Rendezvous {
+                dir: d.path().into(),
+            },
+        );
+        a.publish(&[0xab; 64], b"live handle").unwrap();
+        assert_eq!(b.wait_for(&[0xab; 64]).unwrap(), b"live handle");
+        // no partial file left behind
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+    }
+}

@@ -1,0 +1,130 @@
+//! Several processes of one archive replayed together (`--all`): two processes of the fake
+//! driver share device memory through an IPC handle (`tests/fake-cuda/apps/ipc_app.c`; the fake
+//! backs exported memory with files of `$FAKE_CUDA_IPC_DIR`).
+
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::*;
+
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("ipc")
+}
+
+/// `ipc_app` captured into `run.hrr` of a new folder: the folder, the archive, the IPC folder,
+/// and the process folders (parent first: it started first).
+fn captured() -> (tempfile::TempDir, PathBuf, String, Vec<PathBuf>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ipc = tmp.path().join("ipc");
+    std::fs::create_dir(&ipc).unwrap();
+    let ipc = ipc.to_str().unwrap().to_string();
+    let arch = tmp.path().join("run.hrr");
+    let o = fake().capture_env(&arch, "ipc_app", &[], &[("FAKE_CUDA_IPC_DIR", &ipc)]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("child: pattern A seen") && out.contains("parent: child's half seen"),
+        "{out}"
+    );
+    let dirs = pid_dirs(&arch);
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    (tmp, arch, ipc, dirs)
+}
+
+fn replay(target: &Path, extra: &[&str], ipc: &str) -> (i32, String, String) {
+    fake().replay_env(target, extra, &[("FAKE_CUDA_IPC_DIR", ipc)])
+}
+
+#[test]
+fn the_handle_and_its_open_are_recorded_with_the_same_bytes() {
+    let (_tmp, _arch, _ipc, dirs) = captured();
+    let exported = all_named(&events_json(&dirs[0]), "cuIpcGetMemHandle")
+        .first()
+        .map(|e| e["fields"]["handle"].clone())
+        .expect("the parent's export");
+    let events = events_json(&dirs[1]);
+    let open = first_named(&events, "cuIpcOpenMemHandle_v2");
+    assert_eq!(open["fields"]["handle"], exported, "{open}");
+    assert_eq!(open["fields"]["bytes"], 3 << 20, "{open}");
+    assert_recorded(
+        &events,
+        &[
+            "cuIpcOpenMemHandle_v2",
+            "cuMemcpyDtoH_v2",
+            "cuIpcCloseMemHandle",
+        ],
+    );
+}
+
+#[test]
+fn all_processes_replay_together_and_each_sees_the_others_writes() {
+    let (_tmp, arch, ipc, dirs) = captured();
+    let (code, out, err) = replay(&arch, &["--all"], &ipc);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("[HRR] Replaying 2 processes together: pid-"),
+        "{out}"
+    );
+    for d in &dirs {
+        let name = d.file_name().unwrap().to_str().unwrap();
+        assert!(
+            out.contains(&format!("[HRR] {name}: PASS; D2H checks 1 pass, 0 fail")),
+            "{name}: {out}"
+        );
+    }
+    assert!(out.ends_with("[HRR] All 2 processes: 2 PASS\n"), "{out}");
+
+    let (code, out, err) = replay(&arch, &["--all", "--json"], &ipc);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect(&out);
+    assert_eq!(
+        (&v["schema"], &v["verdict"], &v["ok"]),
+        (&"hrr.replay-all/1".into(), &"PASS".into(), &true.into()),
+        "{v}"
+    );
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2, "{v}");
+    for p in procs {
+        assert_eq!(p["replay"]["d2h_checks"]["exact"], 1, "{p}");
+    }
+
+    // The parent alone: the child's writes never happen, its check fails.
+    let (code, out, _) = replay(&dirs[0], &[], &ipc);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("[HRR] MISMATCH: 1 of 1 D2H result differs"),
+        "{out}"
+    );
+    // The child alone cannot open what nobody exported: said, not a bare PASS.
+    let (code, out, err) = replay(&dirs[1], &[], &ipc);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("replay every process of the archive together (hrr-playback ROOT --all)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_root_of_several_processes_names_all_and_all_refuses_a_pid() {
+    let (_tmp, arch, ipc, dirs) = captured();
+    let (code, _, err) = replay(&arch, &[], &ipc);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(", or replay them together with --all"),
+        "{err}"
+    );
+    let pid = dirs[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_start_matches("pid-")
+        .to_string();
+    let (code, _, err) = replay(&arch, &["--all", "--pid", &pid], &ipc);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
+}

@@ -1,0 +1,102 @@
+/*
+ * ipc_app - two processes share device memory through an IPC handle (multi-process replay,
+ * `hrr-playback ROOT --all`). Linked with -lcuda; needs $FAKE_CUDA_IPC_DIR on the fake driver.
+ *
+ * The program forks before any CUDA call. The parent allocates 3 MiB, fills it with pattern A,
+ * exports it (cuIpcGetMemHandle) and sends the handle down a pipe; the child opens it, copies
+ * it back and checks pattern A, overwrites the second half with pattern B, synchronises, closes
+ * the handle and says so up another pipe; the parent then copies the whole buffer back and
+ * checks A then B. Each prints one line; exit 0 when both saw what they should.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef void *CUcontext;
+typedef struct { char reserved[64]; } CUipcMemHandle;
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(int *, int);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
+CUresult cuCtxSynchronize(void);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemFree_v2(CUdeviceptr);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuIpcGetMemHandle(CUipcMemHandle *, CUdeviceptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *, CUipcMemHandle, unsigned);
+CUresult cuIpcCloseMemHandle(CUdeviceptr);
+
+#define N (3u << 20)
+#define CK(x)                                                     \
+  do {                                                            \
+    CUresult r_ = (x);                                            \
+    if (r_) {                                                     \
+      fprintf(stderr, "%s: %s failed: %d\n", who, #x, r_);        \
+      exit(1);                                                    \
+    }                                                             \
+  } while (0)
+
+static const char *who = "ipc_app";
+static unsigned char pattern(size_t i, int b) { return (unsigned char)(b ? i * 13 + 5 : i * 7 + 1); }
+
+static void context(void) {
+  int dev;
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuCtxCreate_v2(&ctx, 0, dev));
+}
+
+static int child(int from_parent, int to_parent) {
+  who = "child";
+  CUipcMemHandle h;
+  if (read(from_parent, &h, sizeof h) != (ssize_t)sizeof h) return 1;
+  context();
+  CUdeviceptr d;
+  CK(cuIpcOpenMemHandle_v2(&d, h, 1));
+  unsigned char *buf = malloc(N);
+  CK(cuMemcpyDtoH_v2(buf, d, N));
+  int ok = 1;
+  for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, 0);
+  for (size_t i = N / 2; i < N; i++) buf[i] = pattern(i, 1);
+  CK(cuMemcpyHtoD_v2(d + N / 2, buf + N / 2, N / 2));
+  CK(cuCtxSynchronize());
+  CK(cuIpcCloseMemHandle(d));
+  printf("child: pattern A %s\n", ok ? "seen" : "NOT seen");
+  fflush(stdout);
+  char done = ok ? 'y' : 'n';
+  return write(to_parent, &done, 1) == 1 && ok ? 0 : 1;
+}
+
+int main(void) {
+  int down[2], up[2];
+  if (pipe(down) || pipe(up)) return 1;
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) return child(down[0], up[1]);
+  who = "parent";
+  context();
+  CUdeviceptr d;
+  CK(cuMemAlloc_v2(&d, N));
+  unsigned char *buf = malloc(N);
+  for (size_t i = 0; i < N; i++) buf[i] = pattern(i, 0);
+  CK(cuMemcpyHtoD_v2(d, buf, N));
+  CUipcMemHandle h;
+  CK(cuIpcGetMemHandle(&h, d));
+  if (write(down[1], &h, sizeof h) != (ssize_t)sizeof h) return 1;
+  char done = 0;
+  if (read(up[0], &done, 1) != 1) return 1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  memset(buf, 0, N);
+  CK(cuMemcpyDtoH_v2(buf, d, N));
+  int ok = done == 'y';
+  for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, i >= N / 2);
+  CK(cuMemFree_v2(d));
+  printf("parent: child's half %s\n", ok ? "seen" : "NOT seen");
+  return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
