@@ -41,7 +41,7 @@
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
 #                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
-#                         graph_conditional copies2d hostmem
+#                         graph_conditional copies2d hostmem ipc torch_ipc
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
 #   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
@@ -210,6 +210,10 @@ add_wl graph_nodes graph_nodes "gn_fill" "" "$B/graph_nodes"
 add_wl graph_conditional graph_conditional "" "" "$B/graph_conditional"
 add_wl copies2d copies2d "scale2d add3d tex2d_fetch surf2d_write tex3d_fetch" "" "$B/copies2d"
 add_wl hostmem hostmem "scale_add fill_index fill_slow check_fill" "" "$B/hostmem"
+# Two processes sharing memory through an IPC handle: replayed together (--all)
+add_wl ipc ipc "fill count_not_a" "" "$B/ipc"
+add_wl torch_ipc torch "elementwise" "" "$PY" "$root/tests/gpu/torch_ipc.py"
+WL_ALL=" ipc torch_ipc "
 
 selected=("${WL_NAMES[@]}")
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
@@ -420,17 +424,25 @@ if [ $plain_only = 0 ]; then
             fail_note "$name: --info exit status $info_rc; kernels not named:${missing:- none}"
         fi
 
-        target=$(pick_replay_target "$arch" "$d/info.txt")
-        echo "$target" >"$d/replay-target.txt"
-        run_timed "$d/replay" "" "$BIN/hrr-playback" "$target"
+        if [[ "$WL_ALL" == *" $name "* ]]; then # every process together; checks summed
+            echo "$arch --all" >"$d/replay-target.txt"
+            run_timed "$d/replay" "" "$BIN/hrr-playback" "$arch" --all
+            R_CHECKS[$name]=$(sed -n 's/^\[HRR\] pid-[0-9]*: .*; D2H checks \([0-9][0-9]*\) pass.*/\1/p' "$d/replay.out" |
+                awk '{ s += $1 } END { print s + 0 }')
+        else
+            target=$(pick_replay_target "$arch" "$d/info.txt")
+            echo "$target" >"$d/replay-target.txt"
+            run_timed "$d/replay" "" "$BIN/hrr-playback" "$target"
+            R_CHECKS[$name]=$(sed -n 's/^\[HRR\] D2H checks *: \([0-9][0-9]*\) pass.*/\1/p' "$d/replay.out" | tail -1)
+        fi
         R_REP[$name]=$LAST_SECS
         # Every workload copies results back: a PASS that compared nothing has not passed.
-        R_CHECKS[$name]=$(sed -n 's/^\[HRR\] D2H checks *: \([0-9][0-9]*\) pass.*/\1/p' "$d/replay.out" | tail -1)
         R_CHECKS[$name]=${R_CHECKS[$name]:-0}
-        if [ $LAST_RC = 0 ] && grep -q '\[HRR\] PASS' "$d/replay.out" "$d/replay.err" && [ "${R_CHECKS[$name]}" -eq 0 ]; then
+        # (--all: `[HRR] All N processes: ...` once every process's replay passed, exit 0)
+        if [ $LAST_RC = 0 ] && grep -qE '\[HRR\] (PASS|All [0-9]+ processes)' "$d/replay.out" "$d/replay.err" && [ "${R_CHECKS[$name]}" -eq 0 ]; then
             R_REPLAY[$name]=PASS-NO-CHECKS
             fail_note "$name: replay passed with 0 D2H checks: it compared nothing (see $d/replay.out)"
-        elif [ $LAST_RC = 0 ] && grep -q '\[HRR\] PASS' "$d/replay.out" "$d/replay.err"; then
+        elif [ $LAST_RC = 0 ] && grep -qE '\[HRR\] (PASS|All [0-9]+ processes)' "$d/replay.out" "$d/replay.err"; then
             R_REPLAY[$name]=PASS
         else
             R_REPLAY[$name]="FAIL($LAST_RC)"

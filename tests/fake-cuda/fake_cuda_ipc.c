@@ -3,8 +3,9 @@
  * With $FAKE_CUDA_IPC_DIR set, exporting an allocation moves the 2 MiB chunk that holds it into
  * a file of that folder (contents copied, then the file mapped shared at the same address), and
  * the handle names the file; another process opens the handle by mapping the file at a device
- * address of its own, so both see each other's writes. Without the folder: not supported. IPC
- * event handles are not supported.
+ * address of its own, so both see each other's writes. Without the folder: not supported. An
+ * IPC event handle (of an event created INTERPROCESS | DISABLE_TIMING) opens as an event of the
+ * opening process that has completed: waiting on it waits for nothing.
  */
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -112,4 +113,27 @@ CUresult i_ipc_close_mem_handle(CUdeviceptr p) {
       return E_SUCCESS;
     }
   return E_INVALID_VALUE;
+}
+
+CUresult i_ipc_get_event_handle(void *handle, CUevent e) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  (void)c;
+  struct fc_event *ev = e;
+  if (!handle || !obj_is(ev, T_EVENT)) return E_INVALID_HANDLE;
+  if ((ev->flags & 6) != 6) return E_INVALID_VALUE; /* not INTERPROCESS | DISABLE_TIMING */
+  struct ipc_handle h = {{0}, 0, 0, {0}};
+  memcpy(h.magic, "FCIPCEV", 8);
+  snprintf(h.name, sizeof h.name, "event-%d-%p", (int)getpid(), e);
+  memcpy(handle, &h, sizeof h);
+  return E_SUCCESS;
+}
+
+CUresult i_ipc_open_event_handle(CUevent *pe, const void *handle) {
+  struct ipc_handle h;
+  memcpy(&h, handle, sizeof h);
+  if (!pe || memcmp(h.magic, "FCIPCEV", 8)) return E_INVALID_VALUE;
+  CUresult r = i_event_create(pe, 6);
+  if (r == E_SUCCESS) ((struct fc_event *)*pe)->recorded = 1;
+  return r;
 }

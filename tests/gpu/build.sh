@@ -3,7 +3,7 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem
+# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc
 # nondeterministic (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
@@ -17,6 +17,7 @@
 #   graph_conditional (IF and WHILE conditional nodes, conditions set by kernels)
 #   copies2d (2D/3D copies, arrays, texture and surface objects)
 #   hostmem (zero-copy, managed and stream-ordered memory, self-checking)
+#   ipc (two processes sharing device memory through an IPC handle, self-checking)
 #   nondeterministic (half its result is the GPU's timer)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
@@ -29,7 +30,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem nondeterministic)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc nondeterministic)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -184,6 +185,7 @@ single graph_nodes
 single graph_conditional
 single copies2d
 single hostmem
+single ipc
 
 single nondeterministic
 

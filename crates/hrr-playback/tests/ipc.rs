@@ -54,9 +54,17 @@ fn the_handle_and_its_open_are_recorded_with_the_same_bytes() {
         &events,
         &[
             "cuIpcOpenMemHandle_v2",
+            "cuIpcOpenEventHandle",
+            "cuStreamWaitEvent",
             "cuMemcpyDtoH_v2",
             "cuIpcCloseMemHandle",
         ],
+    );
+    let exported_event =
+        first_named(&events_json(&dirs[0]), "cuIpcGetEventHandle")["fields"]["handle"].clone();
+    assert_eq!(
+        first_named(&events, "cuIpcOpenEventHandle")["fields"]["handle"],
+        exported_event
     );
 }
 

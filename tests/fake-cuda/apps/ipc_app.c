@@ -3,7 +3,9 @@
  * `hrr-playback ROOT --all`). Linked with -lcuda; needs $FAKE_CUDA_IPC_DIR on the fake driver.
  *
  * The program forks before any CUDA call. The parent allocates 3 MiB, fills it with pattern A,
- * exports it (cuIpcGetMemHandle) and sends the handle down a pipe; the child opens it, copies
+ * records an interprocess event behind the copy, exports both (cuIpcGetMemHandle,
+ * cuIpcGetEventHandle) and sends the handles down a pipe; the child opens both, makes its stream
+ * wait for the event, copies
  * it back and checks pattern A, overwrites the second half with pattern B, synchronises, closes
  * the handle and says so up another pipe; the parent then copies the whole buffer back and
  * checks A then B. Each prints one line; exit 0 when both saw what they should.
@@ -17,6 +19,8 @@
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 typedef void *CUcontext;
+typedef void *CUevent;
+typedef void *CUstream;
 typedef struct { char reserved[64]; } CUipcMemHandle;
 CUresult cuInit(unsigned);
 CUresult cuDeviceGet(int *, int);
@@ -29,6 +33,12 @@ CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuIpcGetMemHandle(CUipcMemHandle *, CUdeviceptr);
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *, CUipcMemHandle, unsigned);
 CUresult cuIpcCloseMemHandle(CUdeviceptr);
+CUresult cuEventCreate(CUevent *, unsigned);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuEventDestroy_v2(CUevent);
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+CUresult cuIpcGetEventHandle(CUipcMemHandle *, CUevent);
+CUresult cuIpcOpenEventHandle(CUevent *, CUipcMemHandle);
 
 #define N (3u << 20)
 #define CK(x)                                                     \
@@ -53,11 +63,14 @@ static void context(void) {
 
 static int child(int from_parent, int to_parent) {
   who = "child";
-  CUipcMemHandle h;
-  if (read(from_parent, &h, sizeof h) != (ssize_t)sizeof h) return 1;
+  CUipcMemHandle h[2];
+  if (read(from_parent, h, sizeof h) != (ssize_t)sizeof h) return 1;
   context();
   CUdeviceptr d;
-  CK(cuIpcOpenMemHandle_v2(&d, h, 1));
+  CUevent filled;
+  CK(cuIpcOpenMemHandle_v2(&d, h[0], 1));
+  CK(cuIpcOpenEventHandle(&filled, h[1]));
+  CK(cuStreamWaitEvent(NULL, filled, 0));
   unsigned char *buf = malloc(N);
   CK(cuMemcpyDtoH_v2(buf, d, N));
   int ok = 1;
@@ -66,6 +79,7 @@ static int child(int from_parent, int to_parent) {
   CK(cuMemcpyHtoD_v2(d + N / 2, buf + N / 2, N / 2));
   CK(cuCtxSynchronize());
   CK(cuIpcCloseMemHandle(d));
+  CK(cuEventDestroy_v2(filled));
   printf("child: pattern A %s\n", ok ? "seen" : "NOT seen");
   fflush(stdout);
   char done = ok ? 'y' : 'n';
@@ -85,9 +99,13 @@ int main(void) {
   unsigned char *buf = malloc(N);
   for (size_t i = 0; i < N; i++) buf[i] = pattern(i, 0);
   CK(cuMemcpyHtoD_v2(d, buf, N));
-  CUipcMemHandle h;
-  CK(cuIpcGetMemHandle(&h, d));
-  if (write(down[1], &h, sizeof h) != (ssize_t)sizeof h) return 1;
+  CUevent filled;
+  CK(cuEventCreate(&filled, 6)); /* INTERPROCESS | DISABLE_TIMING */
+  CK(cuEventRecord(filled, NULL));
+  CUipcMemHandle h[2];
+  CK(cuIpcGetMemHandle(&h[0], d));
+  CK(cuIpcGetEventHandle(&h[1], filled));
+  if (write(down[1], h, sizeof h) != (ssize_t)sizeof h) return 1;
   char done = 0;
   if (read(up[0], &done, 1) != 1) return 1;
   int status = 0;

@@ -121,6 +121,8 @@ driver_api! {
     cuIpcGetMemHandle: fn(*mut IpcHandle, u64);
     cuIpcOpenMemHandle_v2: fn(*mut u64, IpcHandle, c_uint);
     cuIpcCloseMemHandle: fn(u64);
+    cuIpcGetEventHandle: fn(*mut IpcHandle, H);
+    cuIpcOpenEventHandle: fn(*mut H, IpcHandle);
     cuCtxDisablePeerAccess: fn(H);
     cuMemAllocHost_v2: fn(*mut *mut c_void, usize);
     cuGraphCreate: fn(*mut H, c_uint);

@@ -2,19 +2,23 @@
 //! (`hrr-playback ROOT --all`, `crate::replay::peers`): an export publishes the live driver's
 //! handle under the recorded one, an open waits for it and maps what it names where the
 //! recording had it (translated like any moved allocation). Replayed alone, an open cannot be
-//! reproduced and is skipped with the reason. IPC event handles are not re-paired yet.
+//! reproduced and is skipped with the reason. Events exported and opened (`cuIpcGetEventHandle`,
+//! `cuIpcOpenEventHandle`) are re-paired the same way; the opened event then stands for the
+//! recorded one in this process's later calls.
 
 use anyhow::{bail, Result};
 use hrr_calls::cuda::ffi::{IpcHandle, IPC_HANDLE_BYTES};
 use hrr_calls::shapes::{DevicePtr, IpcEventHandle, IpcMemHandle, IpcOpenMem};
 
-use super::driver::cu;
+use super::driver::{cu, H};
 use super::{Cuda, Event, Outcome};
 use crate::replay::peers::Rendezvous;
 
 /// Why an open is skipped when the process is replayed alone.
 const ALONE: &str = "opens memory another process exported: replay every process of the \
                      archive together (hrr-playback ROOT --all)";
+const ALONE_EVENT: &str = "opens an event another process exported: replay every process of \
+                           the archive together (hrr-playback ROOT --all)";
 
 impl Cuda {
     /// `cuIpcGetMemHandle`: export the live allocation and publish its handle.
@@ -37,13 +41,7 @@ impl Cuda {
         let Some(rv) = Rendezvous::from_env() else {
             return Ok(Outcome::Skipped(ALONE.into()));
         };
-        let bytes = rv.wait_for(&s.handle)?;
-        let Ok(raw) = <[u8; IPC_HANDLE_BYTES]>::try_from(&bytes[..]) else {
-            bail!(
-                "the published handle has {} bytes, not {IPC_HANDLE_BYTES}",
-                bytes.len()
-            );
-        };
+        let raw = published(&rv.wait_for(&s.handle)?)?;
         let mut dptr = 0u64;
         cu!(
             self.api,
@@ -67,11 +65,41 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuIpcGetEventHandle`, `cuIpcOpenEventHandle`: not re-paired yet.
-    pub(super) fn ipc_event(&mut self, ev: &Event) -> Result<Outcome> {
-        let _: IpcEventHandle = ev.read()?;
-        Ok(Outcome::Skipped(
-            "IPC event handles are not re-paired by replay yet".into(),
-        ))
+    /// `cuIpcGetEventHandle`: export the live event and publish its handle.
+    pub(super) fn ipc_get_event_handle(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: IpcEventHandle = ev.read()?;
+        let Some(rv) = Rendezvous::from_env() else {
+            return Ok(Outcome::Done);
+        };
+        let event = self.handles.get(s.event)?;
+        let mut live = IpcHandle::default();
+        cu!(self.api, cuIpcGetEventHandle(&mut live, event))?;
+        rv.publish(&s.handle, &live.0)?;
+        Ok(Outcome::Done)
+    }
+
+    /// `cuIpcOpenEventHandle`: open the event another replay process published for the
+    /// recorded handle; the recorded event handle now means it.
+    pub(super) fn ipc_open_event_handle(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: IpcEventHandle = ev.read()?;
+        let Some(rv) = Rendezvous::from_env() else {
+            return Ok(Outcome::Skipped(ALONE_EVENT.into()));
+        };
+        let raw = published(&rv.wait_for(&s.handle)?)?;
+        let mut event: H = std::ptr::null_mut();
+        cu!(self.api, cuIpcOpenEventHandle(&mut event, IpcHandle(raw)))?;
+        self.handles.insert(s.event, event);
+        Ok(Outcome::Done)
+    }
+}
+
+/// A published handle's bytes, checked for size.
+fn published(bytes: &[u8]) -> Result<[u8; IPC_HANDLE_BYTES]> {
+    match <[u8; IPC_HANDLE_BYTES]>::try_from(bytes) {
+        Ok(raw) => Ok(raw),
+        Err(_) => bail!(
+            "the published handle has {} bytes, not {IPC_HANDLE_BYTES}",
+            bytes.len()
+        ),
     }
 }
