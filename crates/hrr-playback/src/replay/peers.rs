@@ -6,15 +6,17 @@
 //!   gave, under the recorded handle's bytes ([`Peers::publish`]); a replayed
 //!   `cuIpcOpenMemHandle` in another process waits for the live handle filed under the
 //!   recorded one it opened ([`Peers::wait_for`]);
-//! - **keep the recorded order across processes where results are read**: each process keeps
-//!   the recorded time of the event it is at in a shared progress slot (`progress-<pid>`, 8
-//!   bytes, mapped by all); before an event that reads results or opens what another process
-//!   exported (D2H copies and results, host reads of host-visible memory, synchronisations, IPC
-//!   calls), a process waits until every other one has reached that recorded time or ended
-//!   ([`Peers::before`]). Work the processes share (one writes, another reads after a pipe or a
-//!   socket told it to) then happens in the order it happened when recorded. Events are
-//!   timestamped with the host's realtime clock, so the processes must have been recorded on one
-//!   host. A peer that makes no progress for [`STALL`] stops being waited for (said on stderr).
+//! - **keep the recorded order across processes**: each process keeps the recorded time of the
+//!   event it is at in a shared progress slot (`progress-<pid>`, 8 bytes, mapped by all); before
+//!   an event that reaches the device (launches, copies, synchronisations, events, IPC calls:
+//!   every call but queries, look-ups, attributes and code loads), a process waits until every
+//!   other one has reached that recorded time or ended ([`Peers::before`]). Work the processes
+//!   share (one writes, another reads after a pipe or a socket told it to) then happens in the
+//!   order it happened when recorded. An event's time is when its call returned, so the process
+//!   at the earliest time always proceeds (no process waits for one that waits for it). Events
+//!   are timestamped with the host's realtime clock, so the processes must have been recorded on
+//!   one host. A peer that makes no progress for [`STALL`] stops being waited for (said on
+//!   stderr).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,18 +98,25 @@ impl Peers {
         }))
     }
 
-    /// Before an event recorded at `ts` whose call is of `kind`: note the progress, and for an
-    /// event that reads results or opens what another process exported, wait until every other
-    /// process reached `ts` or ended.
+    /// Before an event recorded at `ts` (when its call returned) whose call is of `kind`: note
+    /// the progress, and unless the call stays on the host (queries, look-ups, attributes, code
+    /// loads), wait until every other process reached `ts` or ended.
     pub fn before(&mut self, ts: u64, kind: Option<Kind>) {
         slot(&self.own).store(ts, Ordering::Release);
-        let reads = matches!(
+        let host_only = matches!(
             kind,
             Some(
-                Kind::D2h | Kind::Copy | Kind::D2hResult | Kind::HostCheck | Kind::Sync | Kind::Ipc
+                Kind::Query
+                    | Kind::Lookup
+                    | Kind::Attribute
+                    | Kind::Init
+                    | Kind::Load
+                    | Kind::Unload
+                    | Kind::Register
+                    | Kind::Configure
             )
         );
-        if reads {
+        if !host_only {
             self.wait_until(ts);
         }
     }
@@ -119,6 +128,7 @@ impl Peers {
             .map(|(_, m)| slot(m).load(Ordering::Acquire))
             .collect();
         let mut since = Instant::now();
+        let mut spins = 0u32;
         loop {
             let mut behind = false;
             for (i, (name, m)) in self.others.iter().enumerate() {
@@ -141,7 +151,12 @@ impl Peers {
             if !behind {
                 return;
             }
-            std::thread::sleep(Duration::from_micros(200));
+            spins += 1;
+            match spins {
+                0..=1000 => std::hint::spin_loop(),
+                1001..=2000 => std::thread::yield_now(),
+                _ => std::thread::sleep(Duration::from_micros(50)),
+            }
         }
     }
 }
@@ -264,8 +279,10 @@ mod tests {
     fn a_reading_event_waits_until_the_other_process_passed_its_time() {
         let d = rendezvous(&[1, 2]);
         let mut a = peers(d.path(), 1);
-        // A launch does not wait.
-        a.before(100, Some(Kind::Launch));
+        // A query stays on the host: it does not wait.
+        let start = Instant::now();
+        a.before(100, Some(Kind::Query));
+        assert!(start.elapsed() < Duration::from_millis(50));
         let dir = d.path().to_path_buf();
         let t = std::thread::spawn(move || {
             let mut b = peers(&dir, 2);
@@ -275,7 +292,7 @@ mod tests {
             drop(b); // ended
         });
         let start = Instant::now();
-        a.before(200, Some(Kind::D2h));
+        a.before(200, Some(Kind::Launch));
         assert!(
             start.elapsed() >= Duration::from_millis(90),
             "{:?}",
