@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
+use hrr_cli::json::{ReplayAllJson, ReplayJson, ReplayedProcessJson};
 
 use crate::replay::peers::{progress_file, PEERS_ENV};
 
@@ -22,7 +23,7 @@ use crate::replay::peers::{progress_file, PEERS_ENV};
 struct Replayed {
     pid: u32,
     exit: u8,
-    json: Option<serde_json::Value>,
+    json: Option<ReplayJson>,
     stderr_tail: String,
 }
 
@@ -101,25 +102,29 @@ pub fn replay_all(
     }
     let worst = done.iter().map(|r| r.exit).max().unwrap_or(0);
     if json {
-        let v = serde_json::json!({
-            "schema": "hrr.replay-all/1",
-            "processes": done.iter().map(|r| serde_json::json!({
-                "pid": r.pid, "exit_code": r.exit, "replay": r.json,
-            })).collect::<Vec<_>>(),
-            "verdict": verdict_of(&done),
-            "exit_code": worst,
-            "ok": worst == 0,
-        });
-        writeln!(out, "{v}")?;
+        let verdict = verdict_of(&done);
+        let v = ReplayAllJson {
+            schema: "hrr.replay-all/1".into(),
+            processes: done
+                .into_iter()
+                .map(|r| ReplayedProcessJson {
+                    pid: r.pid,
+                    exit_code: r.exit,
+                    replay: r.json,
+                })
+                .collect(),
+            verdict,
+            exit_code: worst,
+            ok: worst == 0,
+        };
+        writeln!(out, "{}", serde_json::to_string(&v)?)?;
         return Ok(worst);
     }
     for r in &done {
         let line = match &r.json {
             Some(v) => format!(
                 "{}; D2H checks {} pass, {} fail",
-                v["verdict_line"].as_str().unwrap_or("?"),
-                v["d2h_checks"]["pass"],
-                v["d2h_checks"]["fail"]
+                v.verdict_line, v.d2h_checks.pass, v.d2h_checks.fail
             ),
             None => format!("no summary (exit {}): {}", r.exit, r.stderr_tail),
         };
@@ -133,7 +138,7 @@ pub fn replay_all(
 fn verdict_of(done: &[Replayed]) -> String {
     done.iter()
         .max_by_key(|r| r.exit)
-        .and_then(|r| r.json.as_ref()?["verdict"].as_str().map(str::to_string))
+        .and_then(|r| Some(r.json.as_ref()?.verdict.clone()))
         .unwrap_or_else(|| "ERROR".into())
 }
 
@@ -144,8 +149,7 @@ fn tally(done: &[Replayed]) -> String {
         let v = r
             .json
             .as_ref()
-            .and_then(|j| j["verdict"].as_str())
-            .unwrap_or("ERROR")
+            .map_or("ERROR", |j| j.verdict.as_str())
             .to_string();
         match counts.iter_mut().find(|(k, _)| *k == v) {
             Some((_, n)) => *n += 1,

@@ -88,6 +88,8 @@ fn all_processes_replay_together_and_each_sees_the_others_writes() {
 
     let (code, out, err) = replay(&arch, &["--all", "--json"], &ipc);
     assert_eq!(code, 0, "{err}");
+    let typed: hrr_cli::json::ReplayAllJson = serde_json::from_str(out.trim()).expect(&out);
+    assert_eq!(typed.processes.len(), 2);
     let v: serde_json::Value = serde_json::from_str(out.trim()).expect(&out);
     assert_eq!(
         (&v["schema"], &v["verdict"], &v["ok"]),

@@ -533,3 +533,32 @@ pub struct ReplacedKernelJson {
     /// Launches that used the replacement.
     pub launches: u64,
 }
+
+/// `hrr-playback ROOT --all --json` (`hrr.replay-all/1`): every process replayed together
+/// (`crates/hrr-playback/src/all.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayAllJson {
+    /// `hrr.replay-all/1`.
+    pub schema: String,
+    /// Per process, in pid order.
+    pub processes: Vec<ReplayedProcessJson>,
+    /// The worst process's verdict (`ERROR` when one printed no summary).
+    pub verdict: String,
+    /// The worst process's exit code.
+    pub exit_code: u8,
+    /// Every process passed (`exit_code` 0).
+    pub ok: bool,
+}
+
+/// One process of `hrr.replay-all/1`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayedProcessJson {
+    /// The recorded pid (its `pid-<pid>/` folder).
+    pub pid: u32,
+    /// Its replay's exit code.
+    pub exit_code: u8,
+    /// Its replay summary; null when it printed none (it crashed).
+    pub replay: Option<ReplayJson>,
+}
