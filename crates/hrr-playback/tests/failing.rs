@@ -109,6 +109,36 @@ fn replay(target: &Path, extra: &[&str], env: &[(&str, &str)]) -> (i32, String, 
     fake().replay_env(target, extra, env)
 }
 
+/// A new folder holding a noise counter file (`FAKE_CUDA_NOISE_FILE`: every process the test
+/// starts, capture, replay and its rechecks, takes the next value): the folder, the file.
+fn noise_counter() -> (tempfile::TempDir, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let noise = tmp.path().join("noise");
+    std::fs::write(&noise, "1\n").unwrap();
+    let noise = noise.to_str().unwrap().to_string();
+    (tmp, noise)
+}
+
+/// `driver_app args` (a `noisy` mode) captured into `run.hrr` of `tmp` with `env`: its process
+/// folder and the D2H copy right after the first `noisy` launch.
+fn captured_noisy(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> (PathBuf, serde_json::Value) {
+    let arch = tmp.join("run.hrr");
+    let o = fake().capture_env(&arch, "driver_app", args, env);
+    assert!(o.status.success(), "{o:?}");
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let launch = events
+        .iter()
+        .position(|e| e["fields"]["kernel"] == "noisy")
+        .expect("the noisy launch");
+    let d2h = events[launch..]
+        .iter()
+        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
+        .expect("the copy after it")
+        .clone();
+    (dir, d2h)
+}
+
 #[test]
 fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
     let tmp = tempfile::tempdir().unwrap();
@@ -222,32 +252,11 @@ fn a_truncated_host_to_device_blob_is_an_error_naming_it() {
 
 #[test]
 fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismatches() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    // Every process (capture, replay, its second replay) takes the next noise counter.
-    let noise = tmp.path().join("noise");
-    std::fs::write(&noise, "1\n").unwrap();
-    let noise = noise.to_str().unwrap();
-    let o = fake().capture_env(
-        &arch,
-        "driver_app",
-        &["noisy"],
-        &[("FAKE_CUDA_NOISE_FILE", noise)],
-    );
-    assert!(o.status.success(), "{o:?}");
-    let dir = pid_dirs(&arch).remove(0);
-    let events = events_json(&dir);
+    let (tmp, noise) = noise_counter();
+    let env = [("FAKE_CUDA_NOISE_FILE", noise.as_str())];
     // The D2H copy right after the `noisy` launch: 1024 bytes, the second half noise.
-    let launch = events
-        .iter()
-        .position(|e| e["fields"]["kernel"] == "noisy")
-        .expect("the noisy launch");
-    let d2h = events[launch..]
-        .iter()
-        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
-        .unwrap();
+    let (dir, d2h) = captured_noisy(tmp.path(), &["noisy"], &env);
     let seq = d2h["seq"].as_u64().unwrap();
-    let env = [("FAKE_CUDA_NOISE_FILE", noise)];
 
     let (code, out, err) = replay(&dir, &[], &env);
     assert_eq!(code, 0, "{out}{err}");
@@ -337,27 +346,13 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
 
 #[test]
 fn results_holding_the_recorded_values_in_another_order_are_named_so() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let noise = tmp.path().join("noise");
-    std::fs::write(&noise, "1\n").unwrap();
+    let (tmp, noise) = noise_counter();
     let env = [
-        ("FAKE_CUDA_NOISE_FILE", noise.to_str().unwrap()),
+        ("FAKE_CUDA_NOISE_FILE", noise.as_str()),
         ("FAKE_CUDA_NOISE_ORDER", "1"),
     ];
-    let o = fake().capture_env(&arch, "driver_app", &["noisy"], &env);
-    assert!(o.status.success(), "{o:?}");
-    let dir = pid_dirs(&arch).remove(0);
-    let events = events_json(&dir);
-    let launch = events
-        .iter()
-        .position(|e| e["fields"]["kernel"] == "noisy")
-        .expect("the noisy launch");
-    let seq = events[launch..]
-        .iter()
-        .find(|e| e["name"] == "cuMemcpyDtoH_v2")
-        .and_then(|e| e["seq"].as_u64())
-        .unwrap();
+    let (dir, d2h) = captured_noisy(tmp.path(), &["noisy"], &env);
+    let seq = d2h["seq"].as_u64().unwrap();
 
     let (code, out, err) = replay(&dir, &[], &env);
     assert_eq!(code, 0, "{out}{err}");
@@ -388,11 +383,8 @@ fn results_holding_the_recorded_values_in_another_order_are_named_so() {
 
 #[test]
 fn a_result_stable_only_by_chance_is_settled_by_the_other_results_of_its_copy() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let noise = tmp.path().join("noise");
-    std::fs::write(&noise, "1\n").unwrap();
-    let noise = noise.to_str().unwrap();
+    let (tmp, noise) = noise_counter();
+    let noise = noise.as_str();
     // Launches 0 and 4 of 8 write the byte NOISE_CONST in every process given it: the
     // recording's 1, every replay's 2 (stable across replays, not the recording's); the
     // other six differ in every process.
@@ -403,9 +395,7 @@ fn a_result_stable_only_by_chance_is_settled_by_the_other_results_of_its_copy() 
             ("FAKE_CUDA_NOISE_CONST", k),
         ]
     };
-    let o = fake().capture_env(&arch, "driver_app", &["noisy", "8"], &env("1"));
-    assert!(o.status.success(), "{o:?}");
-    let dir = pid_dirs(&arch).remove(0);
+    let (dir, _) = captured_noisy(tmp.path(), &["noisy", "8"], &env("1"));
     let (code, v) = fake().replay_json_env(&dir, &[], &env("2"));
     assert_eq!(code, 0, "{v}");
     let hows: Vec<&str> = v["nondeterministic"]

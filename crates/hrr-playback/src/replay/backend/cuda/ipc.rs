@@ -24,14 +24,11 @@ impl Cuda {
     /// `cuIpcGetMemHandle`: export the live allocation and publish its handle.
     pub(super) fn ipc_get_mem_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: IpcMemHandle = ev.read()?;
-        let Some(rv) = Rendezvous::from_env() else {
-            return Ok(Outcome::Done); // no other process to open it
-        };
-        let mut live = IpcHandle::default();
         let dptr = self.mem.translate(s.dptr);
-        cu!(self.api, cuIpcGetMemHandle(&mut live, dptr))?;
-        rv.publish(&s.handle, &live.0)?;
-        Ok(Outcome::Done)
+        export(&s.handle, |live| {
+            cu!(self.api, cuIpcGetMemHandle(live, dptr))?;
+            Ok(())
+        })
     }
 
     /// `cuIpcOpenMemHandle`: open what another replay process published for the recorded
@@ -68,14 +65,11 @@ impl Cuda {
     /// `cuIpcGetEventHandle`: export the live event and publish its handle.
     pub(super) fn ipc_get_event_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: IpcEventHandle = ev.read()?;
-        let Some(rv) = Rendezvous::from_env() else {
-            return Ok(Outcome::Done);
-        };
         let event = self.handles.get(s.event)?;
-        let mut live = IpcHandle::default();
-        cu!(self.api, cuIpcGetEventHandle(&mut live, event))?;
-        rv.publish(&s.handle, &live.0)?;
-        Ok(Outcome::Done)
+        export(&s.handle, |live| {
+            cu!(self.api, cuIpcGetEventHandle(live, event))?;
+            Ok(())
+        })
     }
 
     /// `cuIpcOpenEventHandle`: open the event another replay process published for the
@@ -91,6 +85,18 @@ impl Cuda {
         self.handles.insert(s.event, event);
         Ok(Outcome::Done)
     }
+}
+
+/// An export replayed beside other processes: the live handle `get` fills is published under
+/// the `recorded` one. Replayed alone, there is no one to open it: nothing to do.
+fn export(recorded: &[u8], get: impl FnOnce(&mut IpcHandle) -> Result<()>) -> Result<Outcome> {
+    let Some(rv) = Rendezvous::from_env() else {
+        return Ok(Outcome::Done);
+    };
+    let mut live = IpcHandle::default();
+    get(&mut live)?;
+    rv.publish(recorded, &live.0)?;
+    Ok(Outcome::Done)
 }
 
 /// A published handle's bytes, checked for size.
