@@ -321,56 +321,69 @@ pub struct PayloadBuilder {
 
 impl PayloadBuilder {
     /// An empty payload.
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
     /// Reuse an existing buffer (cleared).
+    #[inline]
     pub fn with_buffer(mut buf: Vec<u8>) -> Self {
         buf.clear();
         PayloadBuilder { buf }
     }
     /// Append a `u8` field.
+    #[inline]
     pub fn u8(&mut self, v: u8) -> &mut Self {
         self.buf.push(v);
         self
     }
     /// Append a `u16` field.
+    #[inline]
     pub fn u16(&mut self, v: u16) -> &mut Self {
         self.put(&v.to_le_bytes())
     }
     /// Append a `u32` field.
+    #[inline]
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.put(&v.to_le_bytes())
     }
     /// Append a `u64`, `ptr` or `handle` field.
+    #[inline]
     pub fn u64(&mut self, v: u64) -> &mut Self {
         self.put(&v.to_le_bytes())
     }
     /// Append an `i32` or `result` field.
+    #[inline]
     pub fn i32(&mut self, v: i32) -> &mut Self {
         self.put(&v.to_le_bytes())
     }
     /// Append an `i64` field.
+    #[inline]
     pub fn i64(&mut self, v: i64) -> &mut Self {
         self.put(&v.to_le_bytes())
     }
     /// Append an `f64` field.
+    #[inline]
     pub fn f64(&mut self, v: f64) -> &mut Self {
         self.put(&v.to_le_bytes())
     }
     /// Append a `str` field.
+    #[inline]
     pub fn str(&mut self, s: &str) -> &mut Self {
         self.bytes(s.as_bytes())
     }
     /// Append a `bytes` field.
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
         self.put(&(b.len() as u32).to_le_bytes()).put(b)
     }
     /// Append a `blob` or `code` field.
+    #[inline]
     pub fn object(&mut self, id: Option<ObjectId>) -> &mut Self {
         self.put(&id.map_or([0u8; 16], |id| id.0))
     }
     /// Append a `u64s` field.
+    #[inline]
     pub fn u64s(&mut self, v: &[u64]) -> &mut Self {
         self.put(&(v.len() as u32).to_le_bytes());
         for x in v {
@@ -379,15 +392,18 @@ impl PayloadBuilder {
         self
     }
     /// Append raw bytes (a field already encoded).
+    #[inline]
     fn put(&mut self, b: &[u8]) -> &mut Self {
         self.buf.extend_from_slice(b);
         self
     }
     /// The encoded payload.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
     }
     /// Take the encoded payload.
+    #[inline]
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }

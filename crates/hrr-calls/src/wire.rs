@@ -81,6 +81,7 @@ fn int(fields: &Fields, name: &'static str) -> Result<u64, FieldError> {
 }
 
 impl Wire for u8 {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.u8(*self);
     }
@@ -90,6 +91,7 @@ impl Wire for u8 {
 }
 
 impl Wire for u32 {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.u32(*self);
     }
@@ -99,6 +101,7 @@ impl Wire for u32 {
 }
 
 impl Wire for i32 {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.i32(*self);
     }
@@ -108,6 +111,7 @@ impl Wire for i32 {
 }
 
 impl Wire for u64 {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.u64(*self);
     }
@@ -117,6 +121,7 @@ impl Wire for u64 {
 }
 
 impl Wire for String {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.str(self);
     }
@@ -129,6 +134,7 @@ impl Wire for String {
 }
 
 impl Wire for Vec<u8> {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.bytes(self);
     }
@@ -141,6 +147,7 @@ impl Wire for Vec<u8> {
 }
 
 impl Wire for Vec<u64> {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.u64s(self);
     }
@@ -153,6 +160,7 @@ impl Wire for Vec<u64> {
 }
 
 impl Wire for Option<ObjectId> {
+    #[inline]
     fn put(&self, p: &mut PayloadBuilder) {
         p.object(*self);
     }

@@ -62,7 +62,7 @@ thread_local! {
 }
 
 /// Is profiling on (`HRR_CAPTURE_PROFILE` set to anything but `0` or empty)?
-#[inline]
+#[inline(always)]
 pub fn enabled() -> bool {
     match STATE.load(Ordering::Relaxed) {
         ON => true,
@@ -79,7 +79,7 @@ fn decide() -> bool {
 }
 
 /// A wrapper starts its profiled part: the time, when profiling is on.
-#[inline]
+#[inline(always)]
 pub fn start() -> Option<Instant> {
     if !enabled() {
         return None;
@@ -89,7 +89,7 @@ pub fn start() -> Option<Instant> {
 }
 
 /// Make the real call `f`, adding its time to the running wrapper's driver time when on.
-#[inline]
+#[inline(always)]
 pub fn driver<R>(f: impl FnOnce() -> R) -> R {
     if STATE.load(Ordering::Relaxed) != ON {
         return f();
@@ -102,7 +102,7 @@ pub fn driver<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// The wrapper of export `index` of the table `names` ends, having started at `t0`.
-#[inline]
+#[inline(always)]
 pub fn end(names: &'static [&'static CStr], index: usize, t0: Option<Instant>) {
     if let Some(t0) = t0 {
         add(names, index, t0.elapsed().as_nanos() as u64);

@@ -301,7 +301,20 @@ pub unsafe fn func_get_module(
 /// (the program made no such call) lets replay look it up by name there. Else replay cannot
 /// bind it, and says so at the launch.
 pub(super) unsafe fn bind_unseen_function(f: Handle) {
-    if state::with(|st| st.kernels.contains_key(&(f as u64))) {
+    // Capture's state never forgets a function it knows (a handle redefined is still known),
+    // so a thread remembers the last ones it found known without asking the state again.
+    thread_local! {
+        static KNOWN: [std::cell::Cell<u64>; KNOWN_SLOTS] =
+            const { [const { std::cell::Cell::new(0) }; KNOWN_SLOTS] };
+    }
+    let key = f as u64;
+    let slot = (key >> 4) as usize % KNOWN_SLOTS;
+    if key != 0 && KNOWN.with(|k| k[slot].get()) == key {
+        return;
+    }
+    let remember = || KNOWN.with(|k| k[slot].set(key));
+    if state::with(|st| st.kernels.contains_key(&key)) {
+        remember();
         return;
     }
     let name = driver_func_name(f).unwrap_or_default();
@@ -328,7 +341,11 @@ pub(super) unsafe fn bind_unseen_function(f: Handle) {
             )
         });
     }
+    remember();
 }
+
+/// Functions a thread remembers as known ([`bind_unseen_function`]).
+const KNOWN_SLOTS: usize = 64;
 
 /// Record an enumeration of `owner`'s functions (or, `library`, its kernels) into `out`.
 unsafe fn enumerated(
