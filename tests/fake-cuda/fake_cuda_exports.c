@@ -206,6 +206,10 @@ DEF(cuMemAddressFree, (CUdeviceptr p, size_t size), i_mem_addr_free(p, size))
 DEF(cuMemCreate, (CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop,
                   unsigned long long flags), i_mem_create(h, size, prop, flags))
 DEF(cuMemRelease, (CUmemGenericAllocationHandle h), i_mem_release(h))
+DEF(cuMemExportToShareableHandle, (void *out, CUmemGenericAllocationHandle h, int type, unsigned long long flags),
+    i_mem_export_shareable(out, h, type, flags))
+DEF(cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *h, void *os, int type),
+    i_mem_import_shareable(h, os, type))
 DEF(cuMemMap, (CUdeviceptr p, size_t size, size_t offset, CUmemGenericAllocationHandle h, unsigned long long flags),
     i_mem_map(p, size, offset, h, flags))
 DEF(cuMemUnmap, (CUdeviceptr p, size_t size), i_mem_unmap(p, size))
@@ -534,6 +538,8 @@ static const struct pa_ent k_procs[] = {
   P("cuMemAddressFree", 10020, cuMemAddressFree)
   P("cuMemCreate", 10020, cuMemCreate)
   P("cuMemRelease", 10020, cuMemRelease)
+  P("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle)
+  P("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle)
   P("cuMemMap", 10020, cuMemMap)
   P("cuMemUnmap", 10020, cuMemUnmap)
   P("cuMemSetAccess", 10020, cuMemSetAccess)

@@ -368,6 +368,8 @@ CUresult i_ipc_get_mem_handle(void *handle, CUdeviceptr p);
 CUresult i_ipc_open_mem_handle(CUdeviceptr *p, const void *handle, unsigned flags);
 CUresult i_ipc_close_mem_handle(CUdeviceptr p);
 CUresult i_ipc_get_event_handle(void *handle, CUevent e);
+CUresult i_mem_export_shareable(void *out, CUmemGenericAllocationHandle h, int type, unsigned long long flags);
+CUresult i_mem_import_shareable(CUmemGenericAllocationHandle *h, void *os, int type);
 CUresult i_ipc_open_event_handle(CUevent *pe, const void *handle);
 CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async);
 CUresult i_mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned elem);

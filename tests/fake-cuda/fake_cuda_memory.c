@@ -6,6 +6,9 @@
  */
 #include "fake_cuda_internal.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 /* ------------------------------------------------------------------------ */
 /* Memory: address spaces, chunks, regions, reservations                     */
 /* ------------------------------------------------------------------------ */
@@ -579,6 +582,36 @@ CUresult i_mem_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemA
 static struct fc_vmem *vmem_get(CUmemGenericAllocationHandle h) {
   struct fc_vmem *vm = (struct fc_vmem *)(uintptr_t)h;
   return obj_is(vm, T_VMEM) ? vm : NULL;
+}
+/* cuMemExportToShareableHandle: a POSIX file descriptor of the memfd (type 1 only). */
+CUresult i_mem_export_shareable(void *out, CUmemGenericAllocationHandle h, int type,
+                                unsigned long long flags) {
+  struct fc_vmem *vm = vmem_get(h);
+  if (!out || !vm || vm->released || flags != 0) return E_INVALID_VALUE;
+  if (type != 1) return E_NOT_SUPPORTED;
+  int fd = fcntl(vm->fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return E_OUT_OF_MEMORY;
+  *(int *)out = fd;
+  return E_SUCCESS;
+}
+/* cuMemImportFromShareableHandle: physical memory of the file the descriptor refers to. */
+CUresult i_mem_import_shareable(CUmemGenericAllocationHandle *h, void *os, int type) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  (void)c;
+  if (!h) return E_INVALID_VALUE;
+  if (type != 1) return E_NOT_SUPPORTED;
+  struct stat st;
+  int fd = (int)(intptr_t)os;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size % FC_GRAN) return E_INVALID_VALUE;
+  struct fc_vmem *vm = calloc(1, sizeof *vm);
+  if (!vm) return E_OUT_OF_MEMORY;
+  vm->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (vm->fd < 0) { free(vm); return E_OUT_OF_MEMORY; }
+  vm->size = (size_t)st.st_size;
+  obj_add(vm, T_VMEM);
+  *h = (CUmemGenericAllocationHandle)(uintptr_t)vm;
+  return E_SUCCESS;
 }
 CUresult i_mem_release(CUmemGenericAllocationHandle h) {
   struct fc_vmem *vm = vmem_get(h);

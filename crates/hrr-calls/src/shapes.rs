@@ -329,6 +329,12 @@ shapes! {
     IpcOpenMem { dptr: Ptr, handle: Bytes, flags: U32, bytes: U64 }
     /// An event exported as `handle`, or opened from it.
     IpcEventHandle { handle: Bytes, event: Handle }
+    /// Physical memory (`cuMemCreate`'s handle) exported as an OS handle of type `kind`
+    /// (`CUmemAllocationHandleType`), or imported from one into `handle`. `key` pairs an
+    /// import with its export across processes: for a POSIX file descriptor, the device and
+    /// inode numbers of the file it refers to (16 bytes, as `fstat` gives them, the same in
+    /// every process holding it); for a fabric handle its 64 bytes; else empty.
+    Shareable { handle: Handle, kind: U32, flags: U64, key: Bytes }
 
     // Asynchronous D2H results (async copies).
     /// What an asynchronous device-to-host copy produced, read when the copy completed (by a

@@ -14,12 +14,17 @@ fn fake() -> &'static FakeCuda {
 /// `ipc_app` captured into `run.hrr` of a new folder: the folder, the archive, the IPC folder,
 /// and the process folders (parent first: it started first).
 fn captured() -> (tempfile::TempDir, PathBuf, String, Vec<PathBuf>) {
+    captured_app("ipc_app")
+}
+
+/// `app` (one of the two-process apps) captured the same way.
+fn captured_app(app: &str) -> (tempfile::TempDir, PathBuf, String, Vec<PathBuf>) {
     let tmp = tempfile::tempdir().unwrap();
     let ipc = tmp.path().join("ipc");
     std::fs::create_dir(&ipc).unwrap();
     let ipc = ipc.to_str().unwrap().to_string();
     let arch = tmp.path().join("run.hrr");
-    let o = fake().capture_env(&arch, "ipc_app", &[], &[("FAKE_CUDA_IPC_DIR", &ipc)]);
+    let o = fake().capture_env(&arch, app, &[], &[("FAKE_CUDA_IPC_DIR", &ipc)]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -137,4 +142,35 @@ fn a_root_of_several_processes_names_all_and_all_refuses_a_pid() {
     let (code, _, err) = replay(&arch, &["--all", "--pid", &pid], &ipc);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cannot be used with"), "{err}");
+}
+
+#[test]
+fn memory_shared_through_a_file_descriptor_is_imported_again_at_replay() {
+    let (_tmp, arch, ipc, dirs) = captured_app("shareable_app");
+    let export =
+        first_named(&events_json(&dirs[0]), "cuMemExportToShareableHandle")["fields"].clone();
+    let import =
+        first_named(&events_json(&dirs[1]), "cuMemImportFromShareableHandle")["fields"].clone();
+    // The descriptor's file, by device and inode, is the same in both processes.
+    assert_eq!(export["kind"], 1, "{export}");
+    assert_eq!(export["key"].as_str().map(str::len), Some(32), "{export}");
+    assert_eq!(import["key"], export["key"], "{import}");
+
+    let (code, out, err) = replay(&arch, &["--all"], &ipc);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.ends_with("[HRR] All 2 processes: 2 PASS\n"), "{out}");
+    assert_eq!(
+        out.matches("; D2H checks 1 pass, 0 fail").count(),
+        2,
+        "{out}"
+    );
+    // Alone, the parent never sees the child's half, and the child imports nothing.
+    let (code, out, _) = replay(&dirs[0], &[], &ipc);
+    assert_eq!(code, 1, "{out}");
+    let (code, out, err) = replay(&dirs[1], &[], &ipc);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("imports memory another process exported"),
+        "{out}"
+    );
 }

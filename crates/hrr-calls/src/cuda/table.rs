@@ -211,6 +211,8 @@ macro_rules! cuda_calls {
             IpcCloseMemHandle [cuIpcCloseMemHandle] (dptr: u64 = dptr) : DevicePtr, Ipc, ordered;
             IpcGetEventHandle [cuIpcGetEventHandle] (handle: *mut IpcHandle => handle, event: Handle = event) : IpcEventHandle, Ipc;
             IpcOpenEventHandle [cuIpcOpenEventHandle] (event: *mut Handle => event, handle: IpcHandle = handle) : IpcEventHandle, Ipc, ordered;
+            MemExportToShareableHandle [cuMemExportToShareableHandle] (out: *mut c_void, handle: u64, kind: c_int, flags: u64) : Shareable, Ipc => mem_export_to_shareable_handle;
+            MemImportFromShareableHandle [cuMemImportFromShareableHandle] (handle: *mut u64, os: *mut c_void, kind: c_int) : Shareable, Ipc, ordered => mem_import_from_shareable_handle;
         }
     };
 }

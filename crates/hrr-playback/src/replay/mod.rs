@@ -28,6 +28,7 @@ pub mod devices;
 pub mod engine;
 pub mod extract;
 mod fault;
+mod fd_pass;
 mod fields;
 pub mod options;
 pub mod peers;

@@ -175,14 +175,55 @@ impl Rendezvous {
     /// Publish `live`, the handle the live driver gave for what the recording exported as
     /// `recorded` (written whole, then renamed: a reader never sees part of it).
     pub fn publish(&self, recorded: &[u8], live: &[u8]) -> Result<()> {
-        let path = self.dir.join(handle_name(recorded));
-        let tmp = self.dir.join(format!(
-            "{}.tmp-{}",
-            handle_name(recorded),
-            std::process::id()
-        ));
-        std::fs::write(&tmp, live).with_context(|| format!("writing {}", tmp.display()))?;
+        self.publish_as(&handle_name(recorded), live)
+    }
+
+    /// The live handle another replay process published for the recorded handle `recorded`,
+    /// waited for (up to [`HANDLE_WAIT`]).
+    pub fn wait_for(&self, recorded: &[u8]) -> Result<Vec<u8>> {
+        self.wait_as(&handle_name(recorded))
+    }
+
+    /// Hand the file descriptor the live driver exported, for what the recording exported
+    /// under `key`, to whichever process imports it (`super::fd_pass`).
+    pub fn offer_fd(&self, key: &[u8], fd: std::os::fd::OwnedFd) -> Result<()> {
+        let socket = super::fd_pass::serve(&self.dir, key, fd)?;
+        use std::os::unix::ffi::OsStrExt;
+        self.publish_as(&fd_name(key), socket.as_os_str().as_bytes())
+    }
+
+    /// The file descriptor another replay process offered under `key`, waited for.
+    pub fn take_fd(&self, key: &[u8]) -> Result<std::os::fd::OwnedFd> {
+        use std::os::unix::ffi::OsStrExt;
+        let socket = self.wait_as(&fd_name(key))?;
+        super::fd_pass::fetch(Path::new(std::ffi::OsStr::from_bytes(&socket)), key)
+    }
+
+    fn publish_as(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.dir.join(name);
+        let tmp = self.dir.join(format!("{name}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, &path).with_context(|| format!("publishing {}", path.display()))
+    }
+
+    fn wait_as(&self, name: &str) -> Result<Vec<u8>> {
+        let path = self.dir.join(name);
+        let start = Instant::now();
+        loop {
+            match std::fs::read(&path) {
+                Ok(b) => return Ok(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            }
+            if start.elapsed() > HANDLE_WAIT || self.alone() {
+                bail!(
+                    "no other process of this replay exported the handle it opens (they ended, \
+                     or {} s passed): was the exporting process recorded in this archive?",
+                    HANDLE_WAIT.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Every other replay process ended (at most one progress slot, this process's, is not
@@ -203,28 +244,6 @@ impl Rendezvous {
             .count();
         running <= 1
     }
-
-    /// The live handle another replay process published for the recorded handle `recorded`,
-    /// waited for (up to [`HANDLE_WAIT`]).
-    pub fn wait_for(&self, recorded: &[u8]) -> Result<Vec<u8>> {
-        let path = self.dir.join(handle_name(recorded));
-        let start = Instant::now();
-        loop {
-            match std::fs::read(&path) {
-                Ok(b) => return Ok(b),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-            }
-            if start.elapsed() > HANDLE_WAIT || self.alone() {
-                bail!(
-                    "no other process of this replay exported the handle it opens (they ended, \
-                     or {} s passed): was the exporting process recorded in this archive?",
-                    HANDLE_WAIT.as_secs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
 }
 
 impl Drop for Peers {
@@ -236,11 +255,12 @@ impl Drop for Peers {
 
 /// The file a handle is published under: its bytes in hex.
 fn handle_name(recorded: &[u8]) -> String {
-    let mut s = String::from("handle-");
-    for b in recorded {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    format!("handle-{}", hrr_archive::blobs::hex(recorded))
+}
+
+/// The file naming the socket that serves the descriptor of `key`.
+fn fd_name(key: &[u8]) -> String {
+    format!("fd-{}", hrr_archive::blobs::hex(key))
 }
 
 #[cfg(test)]

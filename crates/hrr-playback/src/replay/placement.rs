@@ -511,6 +511,11 @@ impl Placement {
         self.handles.insert(recorded, live);
     }
 
+    /// The live handle of the recorded VMM handle `recorded`, if replay made or imported it.
+    pub fn live_handle(&self, recorded: u64) -> Option<u64> {
+        self.handles.get(&recorded).copied()
+    }
+
     /// `cuMemRelease` / `hipMemRelease` of the program.
     pub fn release_recorded(&mut self, vmm: &impl Vmm, recorded: u64) -> Result<()> {
         if let Some(h) = self.handles.remove(&recorded) {

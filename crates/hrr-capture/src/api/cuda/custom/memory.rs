@@ -294,3 +294,72 @@ unsafe fn allocation_bytes(dptr: u64) -> u64 {
         _ => 0,
     }
 }
+
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` and `CU_MEM_HANDLE_TYPE_FABRIC`.
+const HANDLE_POSIX_FD: c_int = 1;
+const HANDLE_FABRIC: c_int = 8;
+
+/// What pairs an OS handle of type `kind` at `os` (for a file descriptor, the descriptor
+/// itself) across processes: a descriptor's file by device and inode numbers, a fabric
+/// handle's 64 bytes; empty for other types.
+unsafe fn shareable_key(kind: c_int, os: *const c_void) -> Vec<u8> {
+    match kind {
+        HANDLE_POSIX_FD => {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(os as usize as c_int, &mut st) != 0 {
+                return Vec::new();
+            }
+            let mut key = (st.st_dev as u64).to_le_bytes().to_vec();
+            key.extend_from_slice(&(st.st_ino as u64).to_le_bytes());
+            key
+        }
+        HANDLE_FABRIC => bytes_at(os as *const u8, 64).to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// `cuMemExportToShareableHandle`: recorded with the key of the OS handle it made.
+pub unsafe fn mem_export_to_shareable_handle(
+    h: Export,
+    out: *mut c_void,
+    handle: u64,
+    kind: c_int,
+    flags: u64,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let r = call();
+    let key = match (r, kind) {
+        (0, HANDLE_POSIX_FD) if !out.is_null() => {
+            shareable_key(kind, *(out as *const c_int) as usize as *const c_void)
+        }
+        (0, _) if !out.is_null() => shareable_key(kind, out),
+        _ => Vec::new(),
+    };
+    rec(h, r, |_| Shareable {
+        handle,
+        kind: kind as u32,
+        flags,
+        key,
+    });
+    r
+}
+
+/// `cuMemImportFromShareableHandle`: recorded with the key of the OS handle it imported (read
+/// before the call, which may close a descriptor).
+pub unsafe fn mem_import_from_shareable_handle(
+    h: Export,
+    handle: *mut u64,
+    os: *mut c_void,
+    kind: c_int,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let key = shareable_key(kind, os);
+    let r = call();
+    rec(h, r, |_| Shareable {
+        handle: out(handle),
+        kind: kind as u32,
+        flags: 0,
+        key,
+    });
+    r
+}

@@ -123,6 +123,8 @@ driver_api! {
     cuIpcCloseMemHandle: fn(u64);
     cuIpcGetEventHandle: fn(*mut IpcHandle, H);
     cuIpcOpenEventHandle: fn(*mut H, IpcHandle);
+    cuMemExportToShareableHandle: fn(*mut c_void, u64, c_int, u64);
+    cuMemImportFromShareableHandle: fn(*mut u64, *mut c_void, c_int);
     cuCtxDisablePeerAccess: fn(H);
     cuMemAllocHost_v2: fn(*mut *mut c_void, usize);
     cuGraphCreate: fn(*mut H, c_uint);

@@ -4,11 +4,16 @@
 //! recording had it (translated like any moved allocation). Replayed alone, an open cannot be
 //! reproduced and is skipped with the reason. Events exported and opened (`cuIpcGetEventHandle`,
 //! `cuIpcOpenEventHandle`) are re-paired the same way; the opened event then stands for the
-//! recorded one in this process's later calls.
+//! recorded one in this process's later calls. Physical memory exported as a shareable handle
+//! (`cuMemExportToShareableHandle`: a POSIX file descriptor, handed over through
+//! `replay::fd_pass`, or a fabric handle) is imported the same way, by the key capture recorded.
 
-use anyhow::{bail, Result};
+use std::ffi::{c_int, c_void};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use anyhow::{anyhow, bail, Result};
 use hrr_calls::cuda::ffi::{IpcHandle, IPC_HANDLE_BYTES};
-use hrr_calls::shapes::{DevicePtr, IpcEventHandle, IpcMemHandle, IpcOpenMem};
+use hrr_calls::shapes::{DevicePtr, IpcEventHandle, IpcMemHandle, IpcOpenMem, Shareable};
 
 use super::driver::{cu, H};
 use super::{Cuda, Event, Outcome};
@@ -17,6 +22,9 @@ use crate::replay::peers::Rendezvous;
 /// Why an open is skipped when the process is replayed alone.
 const ALONE: &str = "opens memory another process exported: replay every process of the \
                      archive together (hrr-playback ROOT --all)";
+const ALONE_SHAREABLE: &str = "imports memory another process exported: replay every process \
+                               of the archive together (hrr-playback ROOT --all)";
+const NO_KEY: &str = "the recording could not tell which export this handle pairs with";
 const ALONE_EVENT: &str = "opens an event another process exported: replay every process of \
                            the archive together (hrr-playback ROOT --all)";
 
@@ -83,6 +91,95 @@ impl Cuda {
         let mut event: H = std::ptr::null_mut();
         cu!(self.api, cuIpcOpenEventHandle(&mut event, IpcHandle(raw)))?;
         self.handles.insert(s.event, event);
+        Ok(Outcome::Done)
+    }
+}
+
+/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` and `CU_MEM_HANDLE_TYPE_FABRIC`.
+const HANDLE_POSIX_FD: u32 = 1;
+const HANDLE_FABRIC: u32 = 8;
+
+impl Cuda {
+    /// `cuMemExportToShareableHandle`: export the live physical memory and offer it under the
+    /// recorded key (a file descriptor through the descriptor server, a fabric handle by its
+    /// bytes).
+    pub(super) fn mem_export_shareable(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: Shareable = ev.read()?;
+        let Some(rv) = Rendezvous::from_env() else {
+            return Ok(Outcome::Done);
+        };
+        if s.key.is_empty() {
+            return Ok(Outcome::Skipped(NO_KEY.into()));
+        }
+        let live = self
+            .mem
+            .live_handle(s.handle)
+            .ok_or_else(|| anyhow!("export of an unknown allocation handle 0x{:x}", s.handle))?;
+        match s.kind {
+            HANDLE_POSIX_FD => {
+                let mut fd: c_int = -1;
+                let out = &mut fd as *mut c_int as *mut c_void;
+                cu!(
+                    self.api,
+                    cuMemExportToShareableHandle(out, live, c_int::try_from(s.kind)?, s.flags)
+                )?;
+                // SAFETY: the driver handed this process a new descriptor.
+                rv.offer_fd(&s.key, unsafe { OwnedFd::from_raw_fd(fd) })?;
+            }
+            HANDLE_FABRIC => {
+                let mut h = IpcHandle::default();
+                let out = &mut h as *mut IpcHandle as *mut c_void;
+                cu!(
+                    self.api,
+                    cuMemExportToShareableHandle(out, live, c_int::try_from(s.kind)?, s.flags)
+                )?;
+                rv.publish(&s.key, &h.0)?;
+            }
+            k => {
+                return Ok(Outcome::Skipped(format!(
+                    "shareable handles of type {k} are not re-paired"
+                )))
+            }
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// `cuMemImportFromShareableHandle`: import what another replay process offered under the
+    /// recorded key; the recorded allocation handle now means it.
+    pub(super) fn mem_import_shareable(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: Shareable = ev.read()?;
+        let Some(rv) = Rendezvous::from_env() else {
+            return Ok(Outcome::Skipped(ALONE_SHAREABLE.into()));
+        };
+        if s.key.is_empty() {
+            return Ok(Outcome::Skipped(NO_KEY.into()));
+        }
+        let kind = c_int::try_from(s.kind)?;
+        let mut live = 0u64;
+        match s.kind {
+            HANDLE_POSIX_FD => {
+                let fd = rv.take_fd(&s.key)?;
+                let os = fd.as_raw_fd() as usize as *mut c_void;
+                cu!(
+                    self.api,
+                    cuMemImportFromShareableHandle(&mut live, os, kind)
+                )?;
+            }
+            HANDLE_FABRIC => {
+                let mut raw = IpcHandle(published(&rv.wait_for(&s.key)?)?);
+                let os = &mut raw as *mut IpcHandle as *mut c_void;
+                cu!(
+                    self.api,
+                    cuMemImportFromShareableHandle(&mut live, os, kind)
+                )?;
+            }
+            k => {
+                return Ok(Outcome::Skipped(format!(
+                    "shareable handles of type {k} are not re-paired"
+                )))
+            }
+        }
+        self.mem.adopt_handle(s.handle, live);
         Ok(Outcome::Done)
     }
 }

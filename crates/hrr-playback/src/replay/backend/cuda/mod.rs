@@ -278,6 +278,8 @@ impl Backend for Cuda {
             Op::IpcCloseMemHandle => self.ipc_close_mem_handle(ev),
             Op::IpcGetEventHandle => self.ipc_get_event_handle(ev),
             Op::IpcOpenEventHandle => self.ipc_open_event_handle(ev),
+            Op::MemExportToShareableHandle => self.mem_export_shareable(ev),
+            Op::MemImportFromShareableHandle => self.mem_import_shareable(ev),
             Op::CtxDisablePeerAccess => self.peer_access(ev, false),
             Op::Memcpy => self.copy_any(ev, blobs, false),
             Op::MemcpyAsync => self.copy_any(ev, blobs, true),

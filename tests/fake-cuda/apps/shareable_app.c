@@ -1,0 +1,164 @@
+/*
+ * shareable_app - two processes share physical memory through a POSIX file descriptor
+ * (cuMemExportToShareableHandle / cuMemImportFromShareableHandle, as NCCL does with the cuMem
+ * allocator), for multi-process replay (`hrr-playback ROOT --all`). Linked with -lcuda.
+ *
+ * The program forks before any CUDA call. The parent creates 2 MiB of physical memory (POSIX
+ * descriptor handle type), maps it, fills it with pattern A, exports it and sends the descriptor
+ * over a Unix socket (SCM_RIGHTS); the child imports it, maps it at an address of its own,
+ * checks pattern A, writes pattern B over the second half and says so; the parent then checks
+ * A, then B. Each prints one line; exit 0 when both saw what they should.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../fake_cuda_abi.h"
+
+CUresult cuInit(unsigned);
+CUresult cuDeviceGet(int *, int);
+CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+CUresult cuMemAddressFree(CUdeviceptr, size_t);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+CUresult cuMemRelease(CUmemGenericAllocationHandle);
+CUresult cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+CUresult cuMemUnmap(CUdeviceptr, size_t);
+CUresult cuMemSetAccess(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+CUresult cuMemExportToShareableHandle(void *, CUmemGenericAllocationHandle, int, unsigned long long);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *, void *, int);
+
+#define N ((size_t)2 << 20)
+#define CK(x)                                                     \
+  do {                                                            \
+    CUresult r_ = (x);                                            \
+    if (r_) {                                                     \
+      fprintf(stderr, "%s: %s failed: %d\n", who, #x, r_);        \
+      exit(1);                                                    \
+    }                                                             \
+  } while (0)
+
+static const char *who = "shareable_app";
+static unsigned char pattern(size_t i, int b) { return (unsigned char)(b ? i * 13 + 5 : i * 7 + 1); }
+
+static void context(void) {
+  int dev;
+  CUcontext ctx;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuCtxCreate_v2(&ctx, 0, dev));
+}
+
+/* Map the physical memory h at a fresh address, readable and writable by device 0. */
+static CUdeviceptr mapped(CUmemGenericAllocationHandle h) {
+  CUdeviceptr va;
+  CK(cuMemAddressReserve(&va, N, 0, 0, 0));
+  CK(cuMemMap(va, N, 0, h, 0));
+  CUmemAccessDesc acc = {{1, 0}, 3};
+  CK(cuMemSetAccess(va, N, &acc, 1));
+  return va;
+}
+
+static int send_fd(int sock, int fd) {
+  char byte = 1, control[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {&byte, 1};
+  struct msghdr msg = {0};
+  memset(control, 0, sizeof control);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock) {
+  char byte, control[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {&byte, 1};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(sock, &msg, 0) != 1) return -1;
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
+  int fd;
+  memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
+}
+
+static int child(int sock) {
+  who = "child";
+  int fd = recv_fd(sock);
+  if (fd < 0) return 1;
+  context();
+  CUmemGenericAllocationHandle h;
+  CK(cuMemImportFromShareableHandle(&h, (void *)(long)fd, 1));
+  close(fd);
+  CUdeviceptr va = mapped(h);
+  unsigned char *buf = malloc(N);
+  CK(cuMemcpyDtoH_v2(buf, va, N));
+  int ok = 1;
+  for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, 0);
+  for (size_t i = N / 2; i < N; i++) buf[i] = pattern(i, 1);
+  CK(cuMemcpyHtoD_v2(va + N / 2, buf + N / 2, N / 2));
+  CK(cuMemUnmap(va, N));
+  CK(cuMemAddressFree(va, N));
+  CK(cuMemRelease(h));
+  printf("child: pattern A %s\n", ok ? "seen" : "NOT seen");
+  fflush(stdout);
+  char done = ok ? 'y' : 'n';
+  return write(sock, &done, 1) == 1 && ok ? 0 : 1;
+}
+
+int main(void) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) return 1;
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    close(sv[0]);
+    return child(sv[1]);
+  }
+  close(sv[1]);
+  who = "parent";
+  context();
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = 1;                 /* pinned */
+  prop.requestedHandleTypes = 1; /* POSIX file descriptor */
+  prop.location.type = 1;        /* device 0 */
+  CUmemGenericAllocationHandle h;
+  CK(cuMemCreate(&h, N, &prop, 0));
+  CUdeviceptr va = mapped(h);
+  unsigned char *buf = malloc(N);
+  for (size_t i = 0; i < N; i++) buf[i] = pattern(i, 0);
+  CK(cuMemcpyHtoD_v2(va, buf, N));
+  int fd = -1;
+  CK(cuMemExportToShareableHandle(&fd, h, 1, 0));
+  if (send_fd(sv[0], fd)) return 1;
+  close(fd);
+  char done = 0;
+  if (read(sv[0], &done, 1) != 1) return 1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  memset(buf, 0, N);
+  CK(cuMemcpyDtoH_v2(buf, va, N));
+  int ok = done == 'y';
+  for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, i >= N / 2);
+  CK(cuMemUnmap(va, N));
+  CK(cuMemAddressFree(va, N));
+  CK(cuMemRelease(h));
+  printf("parent: child's half %s\n", ok ? "seen" : "NOT seen");
+  return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
