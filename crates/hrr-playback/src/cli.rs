@@ -65,7 +65,7 @@ pub struct Cli {
     /// On a root or a pack: replay every process together, one replay process each (IPC
     /// handles re-paired between them, results read in the recorded order); a verdict per
     /// process and the worst one's exit code.
-    #[arg(long, conflicts_with_all = ["pid", "info", "events", "list", "repair"])]
+    #[arg(long, conflicts_with_all = ["pid", "info", "events", "list", "repair", "extract"])]
     pub all: bool,
 
     /// List the processes of a root, a pack or a pid-<pid>/ folder (no GPU needed).

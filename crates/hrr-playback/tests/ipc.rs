@@ -142,6 +142,12 @@ fn a_root_of_several_processes_names_all_and_all_refuses_a_pid() {
     let (code, _, err) = replay(&arch, &["--all", "--pid", &pid], &ipc);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cannot be used with"), "{err}");
+    // One output archive cannot take every process's launch.
+    let out = arch.with_extension("one");
+    let out = out.to_str().unwrap();
+    let (code, _, err) = replay(&arch, &["--all", "--extract", "1", "-o", out], &ipc);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
 }
 
 #[test]
