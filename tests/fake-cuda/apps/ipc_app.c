@@ -5,31 +5,19 @@
  * The program forks before any CUDA call. The parent allocates 3 MiB, fills it with pattern A,
  * records an interprocess event behind the copy, exports both (cuIpcGetMemHandle,
  * cuIpcGetEventHandle) and sends the handles down a pipe; the child opens both, makes its stream
- * wait for the event, copies
- * it back and checks pattern A, overwrites the second half with pattern B, synchronises, closes
+ * wait for the event, copies it back and checks pattern A, overwrites the second half with pattern B, synchronises, closes
  * the handle and says so up another pipe; the parent then copies the whole buffer back and
  * checks A then B. Each prints one line; exit 0 when both saw what they should.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext;
-typedef void *CUevent;
-typedef void *CUstream;
-typedef struct { char reserved[64]; } CUipcMemHandle;
-CUresult cuInit(unsigned);
-CUresult cuDeviceGet(int *, int);
-CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
+#include "two_process.h"
+
 CUresult cuCtxSynchronize(void);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemFree_v2(CUdeviceptr);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
-CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuIpcGetMemHandle(CUipcMemHandle *, CUdeviceptr);
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *, CUipcMemHandle, unsigned);
 CUresult cuIpcCloseMemHandle(CUdeviceptr);
@@ -41,25 +29,6 @@ CUresult cuIpcGetEventHandle(CUipcMemHandle *, CUevent);
 CUresult cuIpcOpenEventHandle(CUevent *, CUipcMemHandle);
 
 #define N (3u << 20)
-#define CK(x)                                                     \
-  do {                                                            \
-    CUresult r_ = (x);                                            \
-    if (r_) {                                                     \
-      fprintf(stderr, "%s: %s failed: %d\n", who, #x, r_);        \
-      exit(1);                                                    \
-    }                                                             \
-  } while (0)
-
-static const char *who = "ipc_app";
-static unsigned char pattern(size_t i, int b) { return (unsigned char)(b ? i * 13 + 5 : i * 7 + 1); }
-
-static void context(void) {
-  int dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuCtxCreate_v2(&ctx, 0, dev));
-}
 
 static int child(int from_parent, int to_parent) {
   who = "child";

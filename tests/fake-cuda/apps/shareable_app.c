@@ -9,20 +9,13 @@
  * checks pattern A, writes pattern B over the second half and says so; the parent then checks
  * A, then B. Each prints one line; exit 0 when both saw what they should.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../fake_cuda_abi.h"
+#include "two_process.h"
 
-CUresult cuInit(unsigned);
-CUresult cuDeviceGet(int *, int);
-CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
-CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
-CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
 CUresult cuMemAddressFree(CUdeviceptr, size_t);
 CUresult cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
@@ -34,25 +27,6 @@ CUresult cuMemExportToShareableHandle(void *, CUmemGenericAllocationHandle, int,
 CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *, void *, int);
 
 #define N ((size_t)2 << 20)
-#define CK(x)                                                     \
-  do {                                                            \
-    CUresult r_ = (x);                                            \
-    if (r_) {                                                     \
-      fprintf(stderr, "%s: %s failed: %d\n", who, #x, r_);        \
-      exit(1);                                                    \
-    }                                                             \
-  } while (0)
-
-static const char *who = "shareable_app";
-static unsigned char pattern(size_t i, int b) { return (unsigned char)(b ? i * 13 + 5 : i * 7 + 1); }
-
-static void context(void) {
-  int dev;
-  CUcontext ctx;
-  CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
-  CK(cuCtxCreate_v2(&ctx, 0, dev));
-}
 
 /* Map the physical memory h at a fresh address, readable and writable by device 0. */
 static CUdeviceptr mapped(CUmemGenericAllocationHandle h) {

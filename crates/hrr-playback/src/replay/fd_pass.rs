@@ -81,9 +81,8 @@ pub fn fetch(socket: &Path, key: &[u8]) -> Result<OwnedFd> {
     }
 }
 
-/// Send one byte with `fd` attached (`SCM_RIGHTS`).
-fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
-    let mut byte = [1u8];
+/// Run `f` on a message of the one byte `byte` with room for one descriptor attached.
+fn with_message<R>(byte: &mut [u8; 1], f: impl FnOnce(&mut libc::msghdr) -> R) -> R {
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr() as *mut c_void,
         iov_len: 1,
@@ -91,55 +90,52 @@ fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
     // SAFETY: CMSG_SPACE only computes a size.
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) } as usize;
     let mut control = vec![0u8; space];
-    // SAFETY: a zeroed msghdr is valid; every pointer set below outlives the sendmsg call, and
-    // the control buffer has room for one header carrying one descriptor.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr() as *mut c_void;
-        msg.msg_controllen = space as _;
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = libc::SOL_SOCKET;
-        (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut c_int, fd);
-        if libc::sendmsg(sock, &msg, 0) < 0 {
-            return Err(std::io::Error::last_os_error());
+    // SAFETY: a zeroed msghdr is valid; the pointers set here outlive `f`.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut c_void;
+    msg.msg_controllen = space as _;
+    f(&mut msg)
+}
+
+/// Send one byte with `fd` attached (`SCM_RIGHTS`).
+fn send_fd(sock: RawFd, fd: RawFd) -> std::io::Result<()> {
+    with_message(&mut [1u8], |msg| {
+        // SAFETY: the control buffer has room for one header carrying one descriptor.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut c_int, fd);
+            if libc::sendmsg(sock, msg, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Receive one byte and the descriptor attached to it (`None`: the byte came alone).
 fn recv_fd(sock: RawFd) -> std::io::Result<Option<OwnedFd>> {
     let mut byte = [0u8];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr() as *mut c_void,
-        iov_len: 1,
-    };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: as in `send_fd`; the descriptor read from a SCM_RIGHTS header is a new one of
-    // this process, owned from here on.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr() as *mut c_void;
-        msg.msg_controllen = space as _;
-        let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
+    let (n, fd) = with_message(&mut byte, |msg| {
+        // SAFETY: a descriptor read from a SCM_RIGHTS header is a new one of this process.
+        unsafe {
+            let n = libc::recvmsg(sock, msg, libc::MSG_CMSG_CLOEXEC);
+            let c = libc::CMSG_FIRSTHDR(msg);
+            let fd = (n == 1 && !c.is_null() && (*c).cmsg_type == libc::SCM_RIGHTS)
+                .then(|| std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const c_int));
+            (n, fd)
         }
-        let c = libc::CMSG_FIRSTHDR(&msg);
-        if n == 1 && byte[0] == 1 && !c.is_null() && (*c).cmsg_type == libc::SCM_RIGHTS {
-            let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const c_int);
-            return Ok(Some(OwnedFd::from_raw_fd(fd)));
-        }
+    });
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    Ok(None)
+    // SAFETY: as above (owned, so closed even when the byte says no).
+    let fd = fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+    Ok(fd.filter(|_| byte[0] == 1))
 }
 
 #[cfg(test)]
