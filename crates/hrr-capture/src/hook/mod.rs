@@ -30,6 +30,27 @@ pub mod results;
 
 pub use record::{after, before, record, record_returning, returned};
 
+/// A wrapper's work once inside (capture on, not re-entered): the profile's clock (export
+/// `index` of the table `names`), [`before`], `body` (the real call and its recording) under
+/// the cross-thread ordering lock when `ordered`, then [`after`].
+#[inline(always)]
+pub fn around<R>(
+    kind: hrr_calls::Kind,
+    ordered: bool,
+    (names, index): (&'static [&'static std::ffi::CStr], usize),
+    body: impl FnOnce() -> R,
+) -> R {
+    let t0 = profile::start();
+    before(kind);
+    let r = guard::ordered(ordered, || {
+        let r = body();
+        after(kind);
+        r
+    });
+    profile::end(names, index, t0);
+    r
+}
+
 /// What a wrapper returns when the real entry point is missing.
 pub trait Missing {
     /// The value.
@@ -208,19 +229,15 @@ macro_rules! define_exports {
             let Some(_inside) = $crate::hook::guard::enter() else {
                 return real($($arg),*);
             };
-            let t0 = $crate::hook::profile::start();
-            $crate::hook::before(::hrr_calls::Kind::$kind);
-            let r = $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
+            let ordered = ::hrr_calls::has_flag!(ordered; $($flag)*);
+            $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || {
                 let r = $crate::hook::profile::driver(|| real($($arg),*));
                 $crate::hook::returned(::hrr_calls::Kind::$kind);
                 $crate::hook::record($api, $crate::hook::ApiExport::id(Export::$export), Some(r), |_| ::hrr_calls::shapes::$shape {
                     $( $($fin: $crate::hook::args::field($arg),)? $($fout: $crate::hook::args::out_field($arg),)? )*
                 });
-                $crate::hook::after(::hrr_calls::Kind::$kind);
                 r
-            });
-            $crate::hook::profile::end(NAMES, Export::$export as usize, t0);
-            r
+            })
         }
     };
 
@@ -241,16 +258,11 @@ macro_rules! define_exports {
             let Some(_inside) = $crate::hook::guard::enter() else {
                 return real($($arg),*);
             };
-            let t0 = $crate::hook::profile::start();
-            $crate::hook::before(::hrr_calls::Kind::$kind);
-            let r = $crate::hook::guard::ordered(::hrr_calls::has_flag!(ordered; $($flag)*), || {
-                let r = $cmod::$custom(Export::$export, $($arg,)*
-                    move || $crate::hook::profile::driver(|| real($($arg),*)));
-                $crate::hook::after(::hrr_calls::Kind::$kind);
-                r
-            });
-            $crate::hook::profile::end(NAMES, Export::$export as usize, t0);
-            r
+            let ordered = ::hrr_calls::has_flag!(ordered; $($flag)*);
+            $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || {
+                $cmod::$custom(Export::$export, $($arg,)*
+                    move || $crate::hook::profile::driver(|| real($($arg),*)))
+            })
         }
     };
 }

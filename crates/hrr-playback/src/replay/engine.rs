@@ -164,16 +164,7 @@ pub(super) fn decode_ahead<'s>(
         let launch = is_launch
             .then(|| <Launch as hrr_calls::shapes::Shape>::read(&fields).ok())
             .flatten();
-        let ev = Event {
-            seq: rec.header.seq,
-            ts: rec.header.timestamp_ns,
-            thread: rec.header.thread_id,
-            id: rec.header.kind,
-            name,
-            per_thread,
-            fields,
-            launch: launch.into(),
-        };
+        let ev = Event::of_record(&rec.header, (name, per_thread), fields, launch);
         let blobs = read_ahead(dir, &ev, pre);
         batch_bytes += blobs.iter().map(|(_, b)| b.len() as u64).sum::<u64>();
         batch.push((call, ev, blobs));

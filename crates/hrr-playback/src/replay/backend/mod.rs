@@ -61,7 +61,27 @@ pub struct Event<'a> {
     pub launch: std::cell::RefCell<Option<hrr_calls::shapes::Launch>>,
 }
 
-impl Event<'_> {
+impl<'a> Event<'a> {
+    /// The event of a record (its header), its call's base name and stream semantics, its
+    /// decoded fields and, when read ahead, its launch shape.
+    pub fn of_record(
+        header: &hrr_archive::framing::RecordHeader,
+        (name, per_thread): (&'a str, bool),
+        fields: Vec<(&'a str, Value)>,
+        launch: Option<hrr_calls::shapes::Launch>,
+    ) -> Self {
+        Event {
+            seq: header.seq,
+            ts: header.timestamp_ns,
+            thread: header.thread_id,
+            id: header.kind,
+            name,
+            per_thread,
+            fields,
+            launch: launch.into(),
+        }
+    }
+
     /// The event read as a launch: the shape read ahead, else read now.
     pub fn launch(&self) -> Result<hrr_calls::shapes::Launch> {
         match self.launch.take() {

@@ -414,16 +414,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
             continue; // failed during capture: not reissued
         }
         let (name, per_thread) = base_name(&call.name);
-        let ev = Event {
-            seq,
-            ts: rec.header.timestamp_ns,
-            thread: rec.header.thread_id,
-            id: rec.header.kind,
-            name,
-            per_thread,
-            fields,
-            launch: Default::default(),
-        };
+        let ev = Event::of_record(&rec.header, (name, per_thread), fields, None);
         let outcome = backend.replay(&ev, &blobs, opts);
         if let (Ok(Outcome::D2h { got, expected, .. }), true) = (&outcome, seq < seg.first) {
             let want = read_blob(dir, *expected, None)?;
