@@ -1,5 +1,5 @@
 //! `hrr-playback`: inspect (`--info`, `--events`, `--list`), repair (`--repair`) and replay hrr
-//! archives.
+//! archives, one process or every process of a root together (`--all`, `all.rs`).
 //!
 //! The offline modes read the archive through `hrr-archive` and never load a GPU library; replay
 //! loads the driver at run time. Exit status: 0 ok, 1 failure, 2 usage (and a root holding

@@ -15,7 +15,8 @@
 //! | `recheck` | a second replay on failed D2H checks: the program's own nondeterminism told apart from divergence |
 //! | `fault` | where a fault happened (kernel, arguments, allocations), localisation by a rerun |
 //! | `fields` | the status check and the prescan's reads (handlers read fields into their `hrr_calls` shape) |
-//! | [`peers`] | `--all`: the replay processes of one archive's processes, re-pairing IPC handles and keeping the recorded order where results are read |
+//! | [`peers`] | `--all`: the replay processes of one archive's processes, re-pairing IPC handles and keeping the recorded order across processes |
+//! | `fd_pass` | `--all`: file descriptors (shareable handles) handed from one replay process to another over a Unix socket |
 //! | `placement` | recorded allocations back at their addresses, generic over a `Vmm` trait |
 //! | `backend` | the `Backend` trait, the API families, helpers both backends share |
 //! | `backend/cuda`, `backend/hip` | where each call is replayed: the dispatch in their `mod.rs` |
