@@ -1,6 +1,6 @@
 //! `hrr-playback ROOT --all`: every process of an archive replayed together, one replay process
 //! (this program on the process's `pid-<pid>/` folder, with the other flags given) per recorded
-//! process, all started at once and sharing a rendezvous folder ([`replay::peers`]): IPC handles
+//! process, all started at once and sharing a rendezvous folder ([`crate::replay::peers`]): IPC handles
 //! one process exported are re-paired with the opens of another, and results are read in the
 //! order the recording read them. The summary: each process's verdict, then the totals; exit
 //! code: the worst of the processes' (ERROR 5 > HANG 4 > FAULT 3 > MISMATCH 1 > PASS 0).

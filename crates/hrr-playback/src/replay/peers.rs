@@ -3,9 +3,9 @@
 //! [`PEERS_ENV`]. Through it they
 //!
 //! - **re-pair IPC handles**: a replayed `cuIpcGetMemHandle` publishes the handle the live driver
-//!   gave, under the recorded handle's bytes ([`Peers::publish`]); a replayed
+//!   gave, under the recorded handle's bytes ([`Rendezvous::publish`]); a replayed
 //!   `cuIpcOpenMemHandle` in another process waits for the live handle filed under the
-//!   recorded one it opened ([`Peers::wait_for`]);
+//!   recorded one it opened ([`Rendezvous::wait_for`]);
 //! - **keep the recorded order across processes**: each process keeps the recorded time of the
 //!   event it is at in a shared progress slot (`progress-<pid>`, 8 bytes, mapped by all); before
 //!   an event that reaches the device (launches, copies, synchronisations, events, IPC calls:
