@@ -63,8 +63,8 @@ pub struct Cli {
     pub pid: Option<u32>,
 
     /// On a root or a pack: replay every process together, one replay process each (IPC
-    /// handles re-paired between them, results read in the recorded order); a verdict per
-    /// process and the worst one's exit code.
+    /// handles re-paired between them, calls issued in the recorded order across them); a
+    /// verdict per process and the worst one's exit code.
     #[arg(long, conflicts_with_all = ["pid", "info", "events", "list", "repair", "extract"])]
     pub all: bool,
 
