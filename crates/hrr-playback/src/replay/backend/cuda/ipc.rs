@@ -19,14 +19,26 @@ use super::driver::{cu, H};
 use super::{Cuda, Event, Outcome};
 use crate::replay::peers::Rendezvous;
 
-/// Why an open is skipped when the process is replayed alone.
-const ALONE: &str = "opens memory another process exported: replay every process of the \
-                     archive together (hrr-playback ROOT --all)";
-const ALONE_SHAREABLE: &str = "imports memory another process exported: replay every process \
-                               of the archive together (hrr-playback ROOT --all)";
+/// Why an import is skipped when it cannot be paired with its export.
 const NO_KEY: &str = "the recording could not tell which export this handle pairs with";
-const ALONE_EVENT: &str = "opens an event another process exported: replay every process of \
-                           the archive together (hrr-playback ROOT --all)";
+
+/// Why a call that opens what another process exported (`what`: "opens memory") is skipped
+/// when the process is replayed alone.
+fn alone(what: &str) -> Outcome {
+    Outcome::Skipped(format!(
+        "{what} another process exported: replay every process of the archive together \
+         (hrr-playback ROOT --all)"
+    ))
+}
+
+/// The live handle another replay process published under `recorded`, waited for; replayed
+/// alone, the skipped outcome saying why (`what` the call does).
+fn peer_handle(recorded: &[u8], what: &str) -> Result<std::result::Result<IpcHandle, Outcome>> {
+    let Some(rv) = Rendezvous::from_env() else {
+        return Ok(Err(alone(what)));
+    };
+    Ok(Ok(IpcHandle(published(&rv.wait_for(recorded)?)?)))
+}
 
 impl Cuda {
     /// `cuIpcGetMemHandle`: export the live allocation and publish its handle.
@@ -43,15 +55,12 @@ impl Cuda {
     /// handle; the recorded range now means the opened one.
     pub(super) fn ipc_open_mem_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: IpcOpenMem = ev.read()?;
-        let Some(rv) = Rendezvous::from_env() else {
-            return Ok(Outcome::Skipped(ALONE.into()));
+        let handle = match peer_handle(&s.handle, "opens memory")? {
+            Ok(h) => h,
+            Err(skipped) => return Ok(skipped),
         };
-        let raw = published(&rv.wait_for(&s.handle)?)?;
         let mut dptr = 0u64;
-        cu!(
-            self.api,
-            cuIpcOpenMemHandle_v2(&mut dptr, IpcHandle(raw), s.flags)
-        )?;
+        cu!(self.api, cuIpcOpenMemHandle_v2(&mut dptr, handle, s.flags))?;
         if s.bytes == 0 && dptr != s.dptr {
             bail!("the opened memory moved and its recorded size is unknown: cannot translate it");
         }
@@ -63,7 +72,7 @@ impl Cuda {
     pub(super) fn ipc_close_mem_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: DevicePtr = ev.read()?;
         if Rendezvous::from_env().is_none() {
-            return Ok(Outcome::Skipped(ALONE.into()));
+            return Ok(alone("closes memory"));
         }
         cu!(self.api, cuIpcCloseMemHandle(self.mem.translate(s.dptr)))?;
         self.mem.forget(s.dptr);
@@ -84,12 +93,12 @@ impl Cuda {
     /// recorded handle; the recorded event handle now means it.
     pub(super) fn ipc_open_event_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: IpcEventHandle = ev.read()?;
-        let Some(rv) = Rendezvous::from_env() else {
-            return Ok(Outcome::Skipped(ALONE_EVENT.into()));
+        let handle = match peer_handle(&s.handle, "opens an event")? {
+            Ok(h) => h,
+            Err(skipped) => return Ok(skipped),
         };
-        let raw = published(&rv.wait_for(&s.handle)?)?;
         let mut event: H = std::ptr::null_mut();
-        cu!(self.api, cuIpcOpenEventHandle(&mut event, IpcHandle(raw)))?;
+        cu!(self.api, cuIpcOpenEventHandle(&mut event, handle))?;
         self.handles.insert(s.event, event);
         Ok(Outcome::Done)
     }
@@ -149,7 +158,7 @@ impl Cuda {
     pub(super) fn mem_import_shareable(&mut self, ev: &Event) -> Result<Outcome> {
         let s: Shareable = ev.read()?;
         let Some(rv) = Rendezvous::from_env() else {
-            return Ok(Outcome::Skipped(ALONE_SHAREABLE.into()));
+            return Ok(alone("imports memory"));
         };
         if s.key.is_empty() {
             return Ok(Outcome::Skipped(NO_KEY.into()));
