@@ -42,6 +42,7 @@
 #                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
 #                         graph_conditional copies2d hostmem ipc torch_ipc
+#                         two_devices ddp (these two need two GPUs)
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
 #   HRR_E2E_ZERO_WORKLOAD workload whose archive the zeroed-blob check uses
@@ -157,6 +158,7 @@ have_triton=0
 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1 && have_torch=1
 [ $have_torch = 1 ] && "$PY" -c 'import triton' >/dev/null 2>&1 && have_triton=1
 have_cupy=0
+gpu_count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 "$PY" -c 'import cupy; cupy.cuda.runtime.getDeviceCount()' >/dev/null 2>&1 && have_cupy=1
 {
     echo "python: $PY torch=$have_torch triton=$have_triton"
@@ -213,9 +215,23 @@ add_wl hostmem hostmem "scale_add fill_index fill_slow check_fill" "" "$B/hostme
 # Two processes sharing memory through an IPC handle: replayed together (--all)
 add_wl ipc ipc "fill count_not_a" "" "$B/ipc"
 add_wl torch_ipc torch "elementwise" "" "$PY" "$root/tests/gpu/torch_ipc.py"
-WL_ALL=" ipc torch_ipc "
+# Two GPUs (skipped, said so, on a machine with one): one process driving both (peer access and
+# copies), and a two-process NCCL data-parallel step started by torchrun (replayed with --all).
+add_wl two_devices two_devices "fill add_peer scale" "" "$B/two_devices"
+add_wl ddp torch2 "nccl|gemm" "NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1" \
+    "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 "$root/tests/gpu/ddp_step.py"
+WL_ALL=" ipc torch_ipc ddp "
 
 selected=("${WL_NAMES[@]}")
+if [ -z "${HRR_E2E_WORKLOADS:-}" ] && [ "$gpu_count" -lt 2 ]; then
+    # not failures: the default list on a machine of one GPU leaves the two-GPU workloads out
+    selected=()
+    for w in "${WL_NAMES[@]}"; do
+        case $w in two_devices | ddp) ;; *) selected+=("$w") ;; esac
+    done
+    log "two_devices and ddp not run: they need two GPUs (this machine has $gpu_count)"
+    echo "two_devices ddp: not run (this machine has $gpu_count GPU(s); they need two)" >"$OUT/not-run.txt"
+fi
 if [ -n "${HRR_E2E_WORKLOADS:-}" ]; then
     read -r -a selected <<<"$HRR_E2E_WORKLOADS"
     for w in "${selected[@]}"; do
@@ -229,6 +245,8 @@ available() { # available NAME -> 0 if it can run, else prints why not
     torch) [ $have_torch = 1 ] || { echo "no torch with CUDA in $PY"; return 1; } ;;
     triton) [ $have_triton = 1 ] || { echo "no triton in $PY"; return 1; } ;;
     cupy) [ $have_cupy = 1 ] || { echo "no cupy in $PY"; return 1; } ;;
+    torch2) [ $have_torch = 1 ] && [ "$gpu_count" -ge 2 ] || { echo "needs torch and two GPUs (this machine has $gpu_count)"; return 1; } ;;
+    two_devices) [ "$gpu_count" -ge 2 ] || { echo "needs two GPUs (this machine has $gpu_count)"; return 1; } ;;&
     *) built "$need" || { echo "build of $need failed"; return 1; } ;;
     esac
     return 0
