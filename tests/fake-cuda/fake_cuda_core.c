@@ -66,7 +66,8 @@ int obj_is(const void *p, int type) { return p && obj_type(p) == type; }
 /* Contexts                                                                 */
 /* ------------------------------------------------------------------------ */
 
-static struct fc_ctx g_primary = {0, 1, 0, 0, 0};
+/* One primary context per device. */
+static struct fc_ctx g_primaries[64];
 
 #define CTX_STACK_MAX 64
 static __thread struct fc_ctx *t_ctx[CTX_STACK_MAX];
@@ -134,7 +135,11 @@ CUresult i_init(unsigned flags) {
   if (g_fork_broken) return E_NOT_INITIALIZED;
   if (!g_inited) {
     g_inited = 1;
-    if (!obj_is(&g_primary, T_CTX)) obj_add(&g_primary, T_CTX);
+    for (int d = 0; d < g_ndev; d++) {
+      g_primaries[d].dev = d;
+      g_primaries[d].primary = 1;
+      if (!obj_is(&g_primaries[d], T_CTX)) obj_add(&g_primaries[d], T_CTX);
+    }
   }
   return E_SUCCESS;
 }
@@ -281,22 +286,22 @@ static CUresult ctx_push(struct fc_ctx *c) {
 CUresult i_primary_retain(CUcontext *pctx, CUdevice d) {
   if (!pctx) return E_INVALID_VALUE;
   if (chk_dev(d)) return E_INVALID_DEVICE;
-  g_primary.refcnt++;
-  g_primary.active = 1;
-  *pctx = &g_primary;
+  g_primaries[d].refcnt++;
+  g_primaries[d].active = 1;
+  *pctx = &g_primaries[d];
   return E_SUCCESS;
 }
 CUresult i_primary_release(CUdevice d) {
   if (chk_dev(d)) return E_INVALID_DEVICE;
-  if (g_primary.refcnt <= 0) return E_INVALID_CONTEXT;
-  if (--g_primary.refcnt == 0) g_primary.active = 0;
+  if (g_primaries[d].refcnt <= 0) return E_INVALID_CONTEXT;
+  if (--g_primaries[d].refcnt == 0) g_primaries[d].active = 0;
   return E_SUCCESS;
 }
 CUresult i_primary_state(CUdevice d, unsigned *flags, int *active) {
   if (!flags || !active) return E_INVALID_VALUE;
   if (chk_dev(d)) return E_INVALID_DEVICE;
-  *flags = g_primary.flags;
-  *active = g_primary.active;
+  *flags = g_primaries[d].flags;
+  *active = g_primaries[d].active;
   return E_SUCCESS;
 }
 
@@ -353,6 +358,18 @@ static CUresult ctx_or_current(CUcontext c, struct fc_ctx **out) {
   if (c == NULL) return cur_ctx(out);
   if (!obj_is(c, T_CTX)) return E_INVALID_CONTEXT;
   *out = c;
+  return E_SUCCESS;
+}
+/* cuCtxEnablePeerAccess / cuCtxDisablePeerAccess: kernels of the current context may (or may
+   no longer) touch the peer context's device's memory. */
+CUresult i_peer_access(CUcontext peer, unsigned flags, int enable) {
+  struct fc_ctx *c;
+  if (flags) return E_INVALID_VALUE;
+  if (!obj_is(peer, T_CTX)) return E_INVALID_CONTEXT;
+  NEED_CTX(c);
+  unsigned long long bit = 1ull << peer->dev;
+  if (enable) c->peers |= bit;
+  else c->peers &= ~bit;
   return E_SUCCESS;
 }
 CUresult i_ctx_get_device(CUdevice *d, CUcontext c) {

@@ -64,11 +64,11 @@ DEF(cuCtxPopCurrent_v2, (CUcontext *pc), i_ctx_pop(pc))
 DEF(cuCtxGetDevice, (CUdevice *d), i_ctx_get_device(d, NULL))
 DEF(cuCtxGetDevice_v2, (CUdevice *d, CUcontext c), i_ctx_get_device(d, c))
 DEF(cuCtxSynchronize, (void), i_ctx_sync(NULL))
-/* Peer access: every device shares one memory here, so access is always possible; a peer
-   context must be a context. Peer copies are device-to-device copies. */
-DEF(cuCtxEnablePeerAccess, (CUcontext peer, unsigned flags),
-    (flags ? E_INVALID_VALUE : obj_is(peer, T_CTX) ? E_SUCCESS : E_INVALID_CONTEXT))
-DEF(cuCtxDisablePeerAccess, (CUcontext peer), (obj_is(peer, T_CTX) ? E_SUCCESS : E_INVALID_CONTEXT))
+/* Peer access: kernels of the current context may touch the peer's device's memory (kernel_ok).
+   Peer copies are device-to-device copies (copies reach every device, as with unified
+   addressing). */
+DEF(cuCtxEnablePeerAccess, (CUcontext peer, unsigned flags), i_peer_access(peer, flags, 1))
+DEF(cuCtxDisablePeerAccess, (CUcontext peer), i_peer_access(peer, 0, 0))
 DEF(cuMemcpyPeer, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n),
     (!obj_is(dc, T_CTX) || !obj_is(sc, T_CTX)) ? E_INVALID_CONTEXT : D2D(d, s, n, NULL, 0))
 DEF(cuMemcpyPeerAsync, (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st),

@@ -77,6 +77,8 @@ struct fc_ctx {
   int refcnt;
   int active;
   unsigned flags;
+  /* devices whose memory kernels of this context may touch besides its own (peer access) */
+  unsigned long long peers;
 };
 
 #define NEED_CTX(c)                               \
@@ -98,6 +100,7 @@ struct chunk {
   size_t size, used;
   int live;
   int open;
+  int dev; /* small allocations share a chunk only with those of the same device */
 };
 
 /* A region is one user-visible allocation. */
@@ -111,6 +114,10 @@ struct region {
   int kind;
   int access; /* bit 1 read, bit 2 write */
   struct fc_ctx *ctx;
+  /* the device the memory is on (-1: host memory, any device), and for VMM mappings the
+     devices cuMemSetAccess let touch it */
+  int dev;
+  unsigned long long reach;
   size_t charged; /* bytes charged to g_used (R_DEV/R_GLOBAL) or mapped (R_HOST) */
   unsigned long long id;
   struct fc_vmem *vm;
@@ -121,6 +128,7 @@ struct resv { uintptr_t base; size_t size; };
 
 /* Physical memory created with cuMemCreate: a memfd. */
 struct fc_vmem {
+  int dev; /* the device of its location */
   int fd;
   size_t size;
   int released;
@@ -240,6 +248,7 @@ struct fc_global {
 
 struct fc_module {
   struct fc_library *lib; /* owning library, or NULL for cuModuleLoad* modules */
+  struct fc_ctx *ctx;     /* the context a cuModuleLoad* module was loaded in */
   int nf, capf;
   struct fc_func **f;
   int ng, capg;
@@ -353,7 +362,11 @@ size_t region_add(uintptr_t base, size_t size, int kind, int access, struct fc_c
 long region_find(uintptr_t p);
 long region_find_base(uintptr_t p, int kind);
 void region_del(size_t i);
+CUresult i_peer_access(CUcontext peer, unsigned flags, int enable);
 int range_ok(uintptr_t p, size_t len, int want);
+/* range_ok, and may a kernel on device `dev` touch it (its own device's memory, a peer's it
+   enabled access to, a VMM mapping cuMemSetAccess let it touch, host memory)? dev -1: any. */
+int kernel_ok(uintptr_t p, size_t len, int want, int dev);
 int in_device_va(uintptr_t p);
 int is_device_kind(int k);
 /* The chunk holding p (its base and size; 0 when none). */

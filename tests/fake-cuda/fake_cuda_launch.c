@@ -49,13 +49,16 @@ static uint8_t noise_byte(void) {
 }
 
 CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long long threads) {
+  struct fc_ctx *cx = NULL;
+  int dev = cur_ctx(&cx) ? -1 : cx->dev; /* the device it runs on (-1: not known, unchecked) */
+  if (g_trace) fprintf(stderr, "[fake-cuda] kernel %s on device %d\n", f->name, dev);
   switch (f->kid) {
   case K_AXPY:
   case K_AXMY: { /* a*x + y, or a*x - y (exactly: y times -1 is exact, and nothing is fused) */
     float a = RD(float, 0), sign = f->kid == K_AXPY ? 1.0f : -1.0f;
     uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
     unsigned long long n = count_of(RD(int32_t, 24), threads);
-    if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    if (!kernel_ok(x, n * 4, 1, dev) || !kernel_ok(y, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
     const float *X = (const float *)(uintptr_t)x;
     float *Y = (float *)(uintptr_t)y;
     for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + sign * Y[i];
@@ -67,7 +70,7 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     float a = RD(float, 0);
     unsigned long long n = count_of(RD(int32_t, 4), threads);
     uint64_t x = RD(uint64_t, 8), y = RD(uint64_t, 16);
-    if (!range_ok(x, n * 4, 1) || !range_ok(y, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    if (!kernel_ok(x, n * 4, 1, dev) || !kernel_ok(y, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
     const float *X = (const float *)(uintptr_t)x;
     float *Y = (float *)(uintptr_t)y;
     for (unsigned long long i = 0; i < n; i++) Y[i] = a * X[i] + Y[i];
@@ -78,7 +81,7 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     uint32_t v = RD(uint32_t, 8);
     uint64_t n64 = RD(uint64_t, 16);
     unsigned long long n = n64 < threads ? n64 : threads;
-    if (n > (1ull << 40) || !range_ok(p, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    if (n > (1ull << 40) || !kernel_ok(p, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
     uint32_t *P = (uint32_t *)(uintptr_t)p;
     for (unsigned long long i = 0; i < n; i++) P[i] = v;
     return E_SUCCESS;
@@ -86,10 +89,10 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
   case K_GATHER: {
     uint64_t t = RD(uint64_t, 0), o = RD(uint64_t, 8);
     unsigned long long n = count_of(RD(int32_t, 16), threads);
-    if (!range_ok(t, n * 8, 1) || !range_ok(o, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    if (!kernel_ok(t, n * 8, 1, dev) || !kernel_ok(o, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
     const uint64_t *T = (const uint64_t *)(uintptr_t)t;
     for (unsigned long long i = 0; i < n; i++)
-      if (!range_ok(T[i], 4, 1)) return E_ILLEGAL_ADDRESS;
+      if (!kernel_ok(T[i], 4, 1, dev)) return E_ILLEGAL_ADDRESS;
     float *O = (float *)(uintptr_t)o;
     for (unsigned long long i = 0; i < n; i++) O[i] = *(const float *)(uintptr_t)T[i];
     return E_SUCCESS;
@@ -99,7 +102,7 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     unsigned long long n = count_of(RD(int32_t, 8), threads);
     struct fc_global *g = mod_find_global(f->mod, "g_bias");
     if (!g || g->size < 4) return E_LAUNCH_FAILED;
-    if (!range_ok(o, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    if (!kernel_ok(o, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
     float b;
     memcpy(&b, (const void *)g->ptr, 4);
     float *O = (float *)(uintptr_t)o;
@@ -116,7 +119,7 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     if (n > count) n = count;
     if (f->kid == K_TEX_FETCH) {
       uint64_t o = RD(uint64_t, 8);
-      if (!range_ok(o, n * elem, 2)) return E_ILLEGAL_ADDRESS;
+      if (!kernel_ok(o, n * elem, 2, dev)) return E_ILLEGAL_ADDRESS;
       for (unsigned long long i = 0; i < n; i++)
         memcpy((void *)(uintptr_t)(o + i * elem), (const void *)(base + (i / row) * pitch + (i % row) * elem), elem);
     } else {
@@ -136,7 +139,7 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
        $FAKE_CUDA_NOISE_ORDER set, the whole output is 0..n-1 in a new order instead. */
     uint64_t p = RD(uint64_t, 0), n64 = RD(uint64_t, 8);
     unsigned long long n = n64 < threads ? n64 : threads;
-    if (n > (1ull << 40) || !range_ok(p, n * 4, 2)) return E_ILLEGAL_ADDRESS;
+    if (n > (1ull << 40) || !kernel_ok(p, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
     uint32_t *P = (uint32_t *)(uintptr_t)p;
     if (getenv("FAKE_CUDA_NOISE_ORDER")) {
       /* The values 0..n-1 in an order new at every launch (a rotation), like slots taken
@@ -210,6 +213,7 @@ CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, unsigned b
   struct fc_func *f = func_or_kernel(h);
   if (!f) return E_INVALID_HANDLE;
   NEED_CTX(c);
+  if (f->mod && f->mod->ctx && f->mod->ctx != c) return E_INVALID_HANDLE; /* another context's module */
   CUresult e = chk_stream(s);
   if (e) return e;
   if ((e = launch_dims(f, gx, gy, gz, bx, by, bz, shmem))) return e;

@@ -56,10 +56,14 @@ static uintptr_t va_map(struct vspace *vs, size_t len, size_t align, int prot) {
   return fake_map_aligned(len, align, prot);
 }
 
+/* The device of the allocation being made (the current context's). */
+static int g_alloc_dev;
+
 static struct chunk *chunk_add(uintptr_t base, size_t size, size_t used, int live, int open) {
   GROW(g_ch, g_nch, g_capch);
   struct chunk *c = &g_ch[g_nch++];
   c->base = base; c->size = size; c->used = used; c->live = live; c->open = open;
+  c->dev = g_alloc_dev;
   return c;
 }
 static struct chunk *chunk_containing(uintptr_t p) {
@@ -84,7 +88,7 @@ uintptr_t dev_alloc(struct vspace *vs, size_t size, size_t *charged) {
   }
   size_t r = round_up(size ? size : 1, FC_SMALL_ALIGN);
   struct chunk *c = vs->open_chunk ? chunk_containing(vs->open_chunk) : NULL;
-  if (!c || c->used + r > c->size) {
+  if (!c || c->used + r > c->size || c->dev != g_alloc_dev) {
     if (c) {
       c->open = 0;
       if (c->live == 0) chunk_drop(c);
@@ -113,6 +117,9 @@ size_t region_add(uintptr_t base, size_t size, int kind, int access, struct fc_c
   GROW(g_reg, g_nreg, g_capreg);
   struct region *r = &g_reg[g_nreg];
   r->base = base; r->size = size; r->kind = kind; r->access = access; r->ctx = ctx;
+  r->dev = kind == R_HOST || kind == R_HOSTREG || kind == R_MANAGED || kind == R_GLOBAL ? -1
+           : vm ? vm->dev : ctx ? ctx->dev : 0;
+  r->reach = 0;
   r->charged = charged; r->id = g_next_id++; r->vm = vm;
   return g_nreg++;
 }
@@ -138,6 +145,21 @@ int range_ok(uintptr_t p, size_t len, int want) {
     if (i < 0) return 0;
     if ((g_reg[i].access & want) != want) return 0;
     p = g_reg[i].base + g_reg[i].size;
+  }
+  return 1;
+}
+
+int kernel_ok(uintptr_t p, size_t len, int want, int dev) {
+  if (!range_ok(p, len, want)) return 0;
+  if (dev < 0 || len == 0) return 1;
+  struct fc_ctx *c = NULL;
+  cur_ctx(&c);
+  unsigned long long peers = c ? c->peers : 0;
+  for (uintptr_t end = p + len; p < end;) {
+    struct region *r = &g_reg[region_find(p)];
+    int ok = r->dev < 0 || (r->vm ? (r->reach >> dev & 1) : (r->dev == dev || (peers >> r->dev & 1)));
+    if (!ok) return 0;
+    p = r->base + r->size;
   }
   return 1;
 }
@@ -224,6 +246,7 @@ CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async) {
   }
   if (size == 0) return E_INVALID_VALUE;
   if (!async) NO_STRICT_CAPTURE();
+  g_alloc_dev = c->dev;
   if (async)
     for (size_t i = 0; i < g_npooled; i++)
       if (g_pooled[i].size == size) {
@@ -574,6 +597,8 @@ CUresult i_mem_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemA
   if (!vm) { close(fd); return E_OUT_OF_MEMORY; }
   vm->fd = fd;
   vm->size = size;
+  vm->dev = prop->location.id;
+  if (g_trace) fprintf(stderr, "[fake-cuda] cuMemCreate on device %d\n", vm->dev);
   obj_add(vm, T_VMEM);
   g_used += size;
   *h = (CUmemGenericAllocationHandle)(uintptr_t)vm;
@@ -598,7 +623,6 @@ CUresult i_mem_export_shareable(void *out, CUmemGenericAllocationHandle h, int t
 CUresult i_mem_import_shareable(CUmemGenericAllocationHandle *h, void *os, int type) {
   struct fc_ctx *c;
   NEED_CTX(c);
-  (void)c;
   if (!h) return E_INVALID_VALUE;
   if (type != 1) return E_NOT_SUPPORTED;
   struct stat st;
@@ -609,6 +633,7 @@ CUresult i_mem_import_shareable(CUmemGenericAllocationHandle *h, void *os, int t
   vm->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (vm->fd < 0) { free(vm); return E_OUT_OF_MEMORY; }
   vm->size = (size_t)st.st_size;
+  vm->dev = c->dev;
   obj_add(vm, T_VMEM);
   *h = (CUmemGenericAllocationHandle)(uintptr_t)vm;
   return E_SUCCESS;
@@ -657,16 +682,21 @@ CUresult i_mem_unmap(CUdeviceptr ptr, size_t size) {
 CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
   if (!desc || count == 0) return E_INVALID_VALUE;
   int flags = 0;
+  unsigned long long reach = 0;
   for (size_t k = 0; k < count; k++) {
     if (desc[k].location.type != 1) return E_INVALID_VALUE;
     if (chk_dev(desc[k].location.id)) return E_INVALID_DEVICE;
     if (desc[k].flags != 0 && desc[k].flags != 1 && desc[k].flags != 3) return E_INVALID_VALUE;
     flags = desc[k].flags;
+    if (flags) reach |= 1ull << desc[k].location.id;
   }
   if (!vmm_tiles(ptr, size)) return E_INVALID_VALUE;
   int prot = flags == 3 ? PROT_READ | PROT_WRITE : flags == 1 ? PROT_READ : PROT_NONE;
   if (mprotect((void *)(uintptr_t)ptr, size, prot) != 0) return E_INVALID_VALUE;
   for (size_t i = 0; i < g_nreg; i++)
-    if (g_reg[i].kind == R_VMM && overlaps(g_reg[i].base, g_reg[i].size, ptr, size)) g_reg[i].access = flags;
+    if (g_reg[i].kind == R_VMM && overlaps(g_reg[i].base, g_reg[i].size, ptr, size)) {
+      g_reg[i].access = flags;
+      g_reg[i].reach = reach;
+    }
   return E_SUCCESS;
 }

@@ -226,7 +226,9 @@ CUresult i_module_load_data(CUmodule *pm, const void *image) {
   struct fc_ctx *c;
   if (!pm || !image) return E_INVALID_VALUE;
   NEED_CTX(c);
-  return mod_from_image(image, NULL, pm);
+  CUresult e = mod_from_image(image, NULL, pm);
+  if (!e) (*pm)->ctx = c;
+  return e;
 }
 CUresult i_module_load(CUmodule *pm, const char *path) {
   struct fc_ctx *c;

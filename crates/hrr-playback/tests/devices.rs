@@ -30,9 +30,14 @@ fn captured_with(args: &[&str], env: &[(&str, &str)]) -> ((tempfile::TempDir, Pa
 /// Replayed with `--device-map 1=0` on a machine of one device: PASS, with checks, none failed
 /// (the summary, for more).
 fn passes_on_device_0_of_one(dir: &std::path::Path) -> serde_json::Value {
+    passes_on_device_0_of_one_map(dir, "1=0")
+}
+
+/// Replayed with `--device-map MAP` on a machine of one device: PASS, with checks, none failed.
+fn passes_on_device_0_of_one_map(dir: &std::path::Path, map: &str) -> serde_json::Value {
     let (code, v) = FakeCuda::get("").replay_json_env(
         dir,
-        &["--device-map", "1=0"],
+        &["--device-map", map],
         &[("FAKE_CUDA_DEVICES", "1")],
     );
     assert_eq!(code, 0, "{v}");
@@ -116,29 +121,96 @@ fn a_capture_on_device_0_moves_to_device_1_and_bad_maps_are_refused() {
     }
 }
 
+/// Devices the fake's trace says work landed on: (kernels, physical memory) per device ordinal
+/// seen, as counts indexed by ordinal.
+fn work_by_device(trace: &str) -> (Vec<usize>, Vec<usize>) {
+    let mut kernels = vec![0; 4];
+    let mut memory = vec![0; 4];
+    for line in trace.lines() {
+        let Some(rest) = line.strip_prefix("[fake-cuda] ") else {
+            continue;
+        };
+        let Some((what, dev)) = rest.rsplit_once(" on device ") else {
+            continue;
+        };
+        let Ok(dev) = dev.trim().parse::<usize>() else {
+            continue;
+        };
+        if what.starts_with("kernel ") {
+            kernels[dev] += 1;
+        } else if what == "cuMemCreate" {
+            memory[dev] += 1;
+        }
+    }
+    (kernels, memory)
+}
+
 #[test]
-fn a_capture_on_two_devices_replays_on_one_with_its_peer_copies() {
+fn a_capture_on_two_devices_replays_on_two_or_on_one_with_its_peer_copies() {
     let ((_tmp, dir), out) = captured_with(&["two_devices"], &[("FAKE_CUDA_DEVICES", "2")]);
     assert!(out.contains("two devices sum="), "{out}");
     let events = common::events_json(&dir);
     common::assert_recorded(
         &events,
-        &["cuCtxEnablePeerAccess", "cuMemcpyPeer", "cuMemcpyPeerAsync"],
+        &[
+            "cuCtxSetCurrent",
+            "cuCtxEnablePeerAccess",
+            "cuMemcpyPeer",
+            "cuMemcpyPeerAsync",
+        ],
     );
 
-    // two devices here too: refused, naming the map that puts them on one
-    let (code, out, err) = replay_on(&dir, "2", &[]);
+    // two devices here too: each recorded device on its own, the contexts followed (device 1's
+    // kernels run on device 1, its allocations are placed there, the module loaded in its
+    // context is loaded there again), PASS with the checks
+    for extra in [&[][..], &["--no-placement"][..]] {
+        let env = [("FAKE_CUDA_DEVICES", "2"), ("FAKE_CUDA_TRACE", "1")];
+        let (code, out, err) = FakeCuda::get("").replay_env(&dir, extra, &env);
+        assert_eq!(code, 0, "{extra:?}: {out}{err}");
+        assert!(out.contains("[HRR] PASS"), "{extra:?}: {out}");
+        assert!(
+            out.contains("D2H checks      : 1 pass") || out.contains("D2H checks      : 2 pass"),
+            "{extra:?}: {out}"
+        );
+        assert!(device_line(&out).ends_with(", devices 0, 1"), "{out}");
+        let (kernels, memory) = work_by_device(&err);
+        assert!(
+            kernels[0] >= 2 && kernels[1] >= 2,
+            "{extra:?}: kernels by device {kernels:?}"
+        );
+        if extra.is_empty() {
+            assert!(
+                memory[0] >= 1 && memory[1] >= 1,
+                "memory by device {memory:?}"
+            );
+        }
+    }
+
+    // the devices swapped: recorded device 1's kernels run on device 0
+    let env = [("FAKE_CUDA_DEVICES", "2"), ("FAKE_CUDA_TRACE", "1")];
+    let (code, out, err) = FakeCuda::get("").replay_env(&dir, &["--device-map", "0=1,1=0"], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        device_line(&out).ends_with(", devices 1, 0 replaying recorded devices 0, 1"),
+        "{out}"
+    );
+    let (kernels, _) = work_by_device(&err);
+    assert!(kernels[0] >= 2 && kernels[1] >= 2, "{kernels:?}");
+
+    // one device here: refused, naming the map that puts them on one
+    let (code, out, err) = replay_on(&dir, "1", &[]);
     assert_ne!(code, 0, "{out}{err}");
     let said = format!("{out}{err}");
     assert!(
-        said.contains("Several devices: the archive used devices 0, 1")
-            && said.contains("--device-map 0=0,1=0"),
+        said.contains(
+            "Device missing: the archive used devices 0, 1; this machine has 1 device (0)"
+        ) && said.contains("--device-map 0=0,1=0"),
         "{said}"
     );
 
     // on one device: the second half of the result is what the peer copies brought over from
     // device 1's buffer, so the check passes only if they were replayed
-    let v = passes_on_device_0_of_one(&dir);
+    let v = passes_on_device_0_of_one_map(&dir, "0=0,1=0");
     assert_eq!(v["skipped_calls_total"], 0, "{v}");
     let device = v["device"].as_str().unwrap();
     assert!(

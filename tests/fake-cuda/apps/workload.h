@@ -54,9 +54,10 @@ static void chain_workload(long launches) {
 
 /* The `two_devices` mode (run the fake with FAKE_CUDA_DEVICES=2): the primary contexts of
  * devices 0 and 1, a buffer filled on each (the context made current before each allocation
- * and launch), peer access enabled from device 0 to 1, device 1's buffer copied into the second
- * half of device 0's with cuMemcpyPeer and cuMemcpyPeerAsync, then device 0's buffer copied
- * back. */
+ * and launch), device 1's tripled by a kernel of a module loaded in device 1's context, peer
+ * access enabled from device 0 to 1, a kernel on device 0 adding device 1's buffer into the
+ * first half of its own, device 1's buffer copied into the second half of device 0's with
+ * cuMemcpyPeer and cuMemcpyPeerAsync, then device 0's buffer copied back. */
 static void two_devices_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
@@ -85,9 +86,24 @@ static void two_devices_workload(struct outbuf *out) {
   unsigned long long nb = n;
   void *pb[] = {&b, &vb, &nb};
   CK(cu->LaunchKernel((CUfunction)k_fill, grid / 2 + 1, 1, 1, BLOCK, 1, 1, 0, NULL, pb, NULL), "cuLaunchKernel");
+  /* a module loaded in device 1's context: its functions are that context's */
+  CUmodule mod1;
+  CUfunction f_axpy1;
+  CK(cu->ModuleLoadData(&mod1, k_ptx_text), "cuModuleLoadData");
+  CK(cu->ModuleGetFunction(&f_axpy1, mod1, "axpy"), "cuModuleGetFunction");
+  float two = 2.0f;
+  int ni = n;
+  void *pt[] = {&two, &b, &b, &ni};
+  CK(cu->LaunchKernel(f_axpy1, grid / 2 + 1, 1, 1, BLOCK, 1, 1, 0, NULL, pt, NULL), "cuLaunchKernel");
   CK(cu->CtxSynchronize(), "cuCtxSynchronize");
   CK(cu->CtxSetCurrent(c0), "cuCtxSetCurrent");
   CK(cu->CtxEnablePeerAccess(c1, 0), "cuCtxEnablePeerAccess");
+  /* device 0 reads device 1's buffer directly (peer access) */
+  CUkernel k_axpy;
+  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
+  float one = 1.0f;
+  void *pp[] = {&one, &b, &a, &ni};
+  CK(cu->LaunchKernel((CUfunction)k_axpy, grid / 2 + 1, 1, 1, BLOCK, 1, 1, 0, NULL, pp, NULL), "cuLaunchKernel");
   CK(cu->MemcpyPeer(a + bytes, c0, b, c1, bytes / 2), "cuMemcpyPeer");
   CUstream s;
   CK(cu->StreamCreate(&s, 1), "cuStreamCreate");

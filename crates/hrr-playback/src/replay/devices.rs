@@ -1,10 +1,10 @@
-//! Which device a replay opens: the `--device-map REC=LIVE[,REC=LIVE...]` pairs ([`DeviceMap`],
+//! Which devices a replay opens: the `--device-map REC=LIVE[,REC=LIVE...]` pairs ([`DeviceMap`],
 //! parsed here for the command line and the library alike), and the choice of the live device
-//! for a capture that used one device ([`choose`]), from the recorded ordinals the prescan
-//! found (`super::engine::prescan`) and the devices this machine has. The refusals are said
-//! here, before any event replays: a capture that used several devices unless the map puts
-//! them all on one device (replaying them on several is not available yet), a recorded device
-//! this machine lacks, a mapped live ordinal beyond this machine's devices.
+//! of each recorded one ([`choose`]), from the recorded ordinals the prescan found
+//! (`super::engine::prescan`: the devices whose contexts the capture opened) and the devices
+//! this machine has. The refusals are said here, before any event replays: a recorded device
+//! this machine lacks (with the map that would put it on device 0), a mapped live ordinal
+//! beyond this machine's devices.
 
 use anyhow::{bail, Result};
 
@@ -66,36 +66,65 @@ impl std::fmt::Display for DeviceMap {
     }
 }
 
-/// The device a replay opens.
+/// The devices a replay opens: each recorded ordinal the capture used and the live one it
+/// replays on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
-    /// The ordinals the capture used, ascending (`[0]` when it looked up none).
+    /// The ordinals the capture used, ascending (`[0]` when it used none).
     pub recorded: Vec<i32>,
-    /// The ordinal they all replay on.
-    pub live: i32,
+    /// The live ordinal each of `recorded` replays on (same order).
+    pub lives: Vec<i32>,
 }
 
 impl Choice {
-    /// What the summary's `Device` line adds: empty when the capture's one device is replayed
-    /// on the device of the same ordinal.
-    pub fn note(&self) -> String {
-        if self.recorded == [self.live] {
-            return String::new();
+    /// The live ordinal recorded ordinal `rec` replays on, if the capture used it.
+    pub fn live_of(&self, rec: i32) -> Option<i32> {
+        let i = self.recorded.iter().position(|&r| r == rec)?;
+        Some(self.lives[i])
+    }
+
+    /// The live devices to open, each once, in the order of the recorded ones (the first is
+    /// current when replay starts).
+    pub fn live_devices(&self) -> Vec<i32> {
+        let mut v: Vec<i32> = Vec::new();
+        for &l in &self.lives {
+            if !v.contains(&l) {
+                v.push(l);
+            }
         }
-        let list: Vec<String> = self.recorded.iter().map(i32::to_string).collect();
-        let s = if list.len() == 1 { "" } else { "s" };
-        format!(
-            ", device {} replaying recorded device{s} {}",
-            self.live,
-            list.join(", ")
-        )
+        v
+    }
+
+    /// What the summary's `Device` line adds: empty when the capture's one device is replayed
+    /// on the device of the same ordinal; the live devices when there are several; which
+    /// recorded devices they replay when the ordinals differ.
+    pub fn note(&self) -> String {
+        let list = |v: &[i32]| v.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
+        let lives = self.live_devices();
+        let s = if self.recorded.len() == 1 { "" } else { "s" };
+        let moved = self.recorded != self.lives;
+        match (lives.len(), moved) {
+            (1, false) => String::new(),
+            (1, true) => format!(
+                ", device {} replaying recorded device{s} {}",
+                lives[0],
+                list(&self.recorded)
+            ),
+            (_, false) => format!(", devices {}", list(&lives)),
+            (_, true) => format!(
+                ", devices {} replaying recorded devices {}",
+                list(&self.lives),
+                list(&self.recorded)
+            ),
+        }
     }
 }
 
-/// The live device for a capture that looked up the device ordinals `recorded` (successful
-/// look-ups, any order), with `map` and `live_count` devices here; refused (a message for the
-/// user) when the capture used several devices, when a mapped live ordinal is not a device
-/// here, or when the capture's device is not here and was not mapped.
+/// The live devices for a capture that used the device ordinals `recorded` (any order), with
+/// `map` and `live_count` devices here: each recorded device replays on the device of its
+/// ordinal unless the map says otherwise (several may share one). Refused (a message for the
+/// user) when a mapped live ordinal is not a device here, or when a device the capture used is
+/// not here and was not mapped (the message names the map that would run it on device 0).
 pub fn choose(recorded: &[i32], map: &DeviceMap, live_count: i32) -> Result<Choice> {
     let here = |n: i32| match n {
         0 => "this machine has no device".to_string(),
@@ -117,32 +146,44 @@ pub fn choose(recorded: &[i32], map: &DeviceMap, live_count: i32) -> Result<Choi
         used.push(0);
     }
     let lives: Vec<i32> = used.iter().map(|&r| map.live(r)).collect();
-    if lives.iter().any(|&l| l != lives[0]) {
+    if lives.iter().any(|&l| l >= live_count) {
         let list: Vec<String> = used.iter().map(i32::to_string).collect();
-        let onto: Vec<String> = used.iter().map(|r| format!("{r}=0")).collect();
-        bail!(
-            "[HRR] Several devices: the archive used devices {}; replay on several devices is not available yet. Replay it on one device with --device-map {} (peer copies become copies within that device).",
-            list.join(", "),
-            onto.join(",")
-        );
-    }
-    let live = lives[0];
-    if live >= live_count {
-        let rec = used[0];
+        let (s, onto) = match used.len() {
+            1 => ("", format!("{}=0", used[0])),
+            _ => (
+                "s",
+                used.iter()
+                    .map(|r| format!("{r}=0"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        };
         if live_count == 0 {
             bail!(
-                "[HRR] Device missing: the archive used device {rec}; {}.",
+                "[HRR] Device missing: the archive used device{s} {}; {}.",
+                list.join(", "),
                 here(0)
             );
         }
+        let them = if used.len() == 1 {
+            "it".to_string()
+        } else {
+            "them".to_string()
+        };
+        let peer = if used.len() == 1 {
+            ""
+        } else {
+            " (peer copies become copies within that device)"
+        };
         bail!(
-            "[HRR] Device missing: the archive used device {rec}; {}. Replay with --device-map {rec}=0 to run it on device 0.",
+            "[HRR] Device missing: the archive used device{s} {}; {}. Replay with --device-map {onto} to run {them} on device 0{peer}.",
+            list.join(", "),
             here(live_count)
         );
     }
     Ok(Choice {
         recorded: used,
-        live,
+        lives,
     })
 }
 
@@ -173,42 +214,54 @@ mod tests {
     }
 
     #[test]
-    fn the_live_device_is_chosen_or_refused() {
+    fn the_live_devices_are_chosen_or_refused() {
         let none = DeviceMap::default();
         let c = |rec: &[i32], m: &DeviceMap, n| choose(rec, m, n);
-        let pick = |rec, live| Choice {
-            recorded: vec![rec],
-            live,
+        let pick = |rec: &[i32], live: &[i32]| Choice {
+            recorded: rec.to_vec(),
+            lives: live.to_vec(),
         };
-        assert_eq!(c(&[], &none, 1).unwrap(), pick(0, 0));
-        assert_eq!(c(&[1, 1], &none, 2).unwrap(), pick(1, 1));
+        assert_eq!(c(&[], &none, 1).unwrap(), pick(&[0], &[0]));
+        assert_eq!(c(&[1, 1], &none, 2).unwrap(), pick(&[1], &[1]));
         let to0 = DeviceMap::parse("1=0").unwrap();
-        assert_eq!(c(&[1], &to0, 1).unwrap(), pick(1, 0));
+        assert_eq!(c(&[1], &to0, 1).unwrap(), pick(&[1], &[0]));
         let e = c(&[1], &none, 1).unwrap_err().to_string();
         assert!(
-            e.contains("used device 1") && e.contains("--device-map 1=0"),
+            e.contains("used device 1;") && e.contains("--device-map 1=0 to run it"),
             "{e}"
         );
         assert!(e.contains("has 1 device (0)"), "{e}");
-        let e = c(&[0, 2], &none, 4).unwrap_err().to_string();
+        // several devices replay on several devices, each on its own or where the map says
+        let two = c(&[2, 0], &none, 4).unwrap();
+        assert_eq!(two, pick(&[0, 2], &[0, 2]));
+        assert_eq!(two.live_devices(), vec![0, 2]);
+        assert_eq!(two.live_of(2), Some(2));
+        assert_eq!(two.live_of(1), None);
+        assert_eq!(two.note(), ", devices 0, 2");
+        let swapped = c(&[0, 1], &DeviceMap::parse("0=1,1=0").unwrap(), 2).unwrap();
+        assert_eq!(swapped.live_devices(), vec![1, 0]);
+        assert_eq!(
+            swapped.note(),
+            ", devices 1, 0 replaying recorded devices 0, 1"
+        );
+        // fewer devices here than the capture used: refused, naming the map onto device 0
+        let e = c(&[0, 1], &none, 1).unwrap_err().to_string();
         assert!(
-            e.contains("devices 0, 2")
-                && e.contains("not available yet")
-                && e.contains("--device-map 0=0,2=0"),
+            e.contains("used devices 0, 1;")
+                && e.contains("has 1 device (0)")
+                && e.contains("--device-map 0=0,1=0 to run them on device 0"),
             "{e}"
         );
         // several devices mapped onto one replay there
         let both = c(&[2, 0, 2], &DeviceMap::parse("2=0").unwrap(), 1).unwrap();
-        assert_eq!(
-            both,
-            Choice {
-                recorded: vec![0, 2],
-                live: 0
-            }
-        );
+        assert_eq!(both, pick(&[0, 2], &[0, 0]));
+        assert_eq!(both.live_devices(), vec![0]);
         assert_eq!(both.note(), ", device 0 replaying recorded devices 0, 2");
-        assert_eq!(pick(0, 0).note(), "");
-        assert_eq!(pick(1, 0).note(), ", device 0 replaying recorded device 1");
+        assert_eq!(pick(&[0], &[0]).note(), "");
+        assert_eq!(
+            pick(&[1], &[0]).note(),
+            ", device 0 replaying recorded device 1"
+        );
         let e = c(&[0], &DeviceMap::parse("0=3").unwrap(), 2).unwrap_err();
         let e = e.to_string();
         assert!(

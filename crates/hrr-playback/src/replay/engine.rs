@@ -233,7 +233,8 @@ pub(super) struct Scan {
     pub(super) recorded_failure: Option<RecordedFailure>,
     /// Recorded calls that changed state and that replay cannot reproduce, by call.
     unreproducible: Vec<Unreproducible>,
-    /// The device ordinals the capture's successful device look-ups asked for, ascending.
+    /// The devices the capture opened contexts on, ascending (or, when it opened none, those
+    /// its successful device look-ups asked for).
     pub(super) devices: Vec<i32>,
     /// Sources of async H2D copies recorded after them (`hrrMemcpySource`), by the copy's
     /// event: the decoding thread puts each into its copy's event.
@@ -282,6 +283,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     let mut recorded_failure = None;
     let mut unrepro: Vec<Unreproducible> = Vec::new();
     let mut devices: Vec<i32> = Vec::new();
+    let mut context_devices: Vec<i32> = Vec::new();
     let mut late_sources = HashMap::new();
     let mut exported = Vec::new();
     let mut runs = batch.then(Runs::default);
@@ -385,6 +387,13 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                     devices.push(o);
                 }
             }
+            Prescan::ContextOpen => {
+                if let Some(d) =
+                    fields::context_device(&fields).filter(|d| !context_devices.contains(d))
+                {
+                    context_devices.push(d);
+                }
+            }
             Prescan::CodeLoad { as_library } => {
                 let Some(id) = fields::code_object(&fields) else {
                     continue;
@@ -408,6 +417,11 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                 }
             }
         }
+    }
+    // cudart looks every device up at start: a process that opened a context on one device
+    // of two replays on that one
+    if !context_devices.is_empty() {
+        devices = context_devices;
     }
     devices.sort_unstable();
     Ok(Scan {

@@ -10,7 +10,8 @@
 use hrr_archive::schema::{field, Value};
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    DeviceGet, LibraryLoad, MallocPitch, MemAlloc, ModuleLoad, Range, RegisterFatBinary,
+    CtxCreate, DeviceGet, LibraryLoad, MallocPitch, MemAlloc, ModuleLoad, PrimaryCtx, Range,
+    RegisterFatBinary,
 };
 use hrr_calls::wire::Fields;
 use hrr_calls::Shape;
@@ -74,4 +75,13 @@ pub fn extent(fields: &Fields, kind: Extent) -> (u64, u64) {
 /// reads.
 pub fn device_ordinal(fields: &Fields) -> Option<i32> {
     DeviceGet::read(fields).ok().map(|s| s.ordinal)
+}
+
+/// The device a context was opened on (the `device` of shape `PrimaryCtx` or `CtxCreate`: a
+/// device handle, which is the device's ordinal), if it reads.
+pub fn context_device(fields: &Fields) -> Option<i32> {
+    PrimaryCtx::read(fields)
+        .map(|s| s.device)
+        .or_else(|_| CtxCreate::read(fields).map(|s| s.device))
+        .ok()
 }

@@ -115,7 +115,11 @@ pub struct Placement {
     policy: Policy,
     /// Allocation properties of placed memory; `None`: placement is off.
     prop: Option<[u8; 32]>,
+    /// The device placed memory is made on (the current one).
     dev: i32,
+    /// The devices placed memory is made accessible to (all the replay opened; `[dev]` unless
+    /// [`Placement::share_with`] said otherwise).
+    access: Vec<i32>,
     /// The driver's allocation granularity: the unit of placement.
     page: u64,
     /// Address ranges this replay reserved: start → length.
@@ -143,6 +147,7 @@ impl Placement {
             policy,
             prop,
             dev,
+            access: vec![dev],
             page: gran.max(4096),
             reservations: BTreeMap::new(),
             pages: HashMap::new(),
@@ -153,6 +158,29 @@ impl Placement {
             plain: Default::default(),
             tally: Tally::default(),
         }
+    }
+
+    /// Make placed memory accessible to every device of `devs` (a replay on several devices:
+    /// a kernel on one reads another's memory once the program enabled peer access).
+    pub fn share_with(&mut self, devs: &[i32]) {
+        if !devs.is_empty() {
+            self.access = devs.to_vec();
+        }
+    }
+
+    /// Place memory on device `dev` from now on (the current context's device changed).
+    pub fn set_device(&mut self, dev: i32) {
+        self.dev = dev;
+        if let Some(p) = self.prop.as_mut() {
+            p[12..16].copy_from_slice(&dev.to_le_bytes());
+        }
+    }
+
+    /// Read/write access descriptors for every device of [`Placement::share_with`], and
+    /// their count.
+    fn access_descriptors(&self) -> (Vec<u8>, usize) {
+        let desc = self.access.iter().flat_map(|&d| rw_access(d)).collect();
+        (desc, self.access.len())
     }
 
     /// Allocate the recorded allocations at `addrs` plainly (translated), never placed.
@@ -383,7 +411,8 @@ impl Placement {
             }
             return Ok(false);
         }
-        vmm.set_access(start, len, &rw_access(self.dev), 1)??;
+        let (desc, n) = self.access_descriptors();
+        vmm.set_access(start, len, &desc, n)??;
         self.segments.insert(
             start,
             Segment {
@@ -546,8 +575,8 @@ impl Placement {
         Ok(())
     }
 
-    /// `cuMemSetAccess` / `hipMemSetAccess` of the program: read/write for device 0, `count`
-    /// descriptors (at least one).
+    /// `cuMemSetAccess` / `hipMemSetAccess` of the program: read/write for the current device,
+    /// `count` descriptors (at least one); on several devices, for every device opened.
     pub fn set_access_recorded(
         &mut self,
         vmm: &impl Vmm,
@@ -555,8 +584,13 @@ impl Placement {
         addr: u64,
         size: u64,
     ) -> Result<()> {
-        let n = count.max(1) as usize;
-        let desc: Vec<u8> = (0..n).flat_map(|_| rw_access(self.dev)).collect();
+        let (desc, n) = match self.access.len() {
+            1 => {
+                let n = count.max(1) as usize;
+                ((0..n).flat_map(|_| rw_access(self.dev)).collect(), n)
+            }
+            _ => self.access_descriptors(),
+        };
         vmm.set_access(self.translate(addr), size, &desc, n)??;
         Ok(())
     }

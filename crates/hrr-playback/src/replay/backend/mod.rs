@@ -29,7 +29,8 @@ use anyhow::Result;
 use hrr_archive::schema::Value;
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    DeviceGet, IpcMemHandle, LibraryLoad, MallocPitch, MemAllocPitch, RegisterFatBinary,
+    CtxCreate, DeviceGet, IpcMemHandle, LibraryLoad, MallocPitch, MemAllocPitch, PrimaryCtx,
+    RegisterFatBinary,
 };
 use hrr_calls::wire::FieldType;
 use hrr_calls::{Kind, Shape};
@@ -337,6 +338,9 @@ pub enum Prescan {
     /// It looked a device up by ordinal: the ordinals a capture used choose the device replay
     /// opens (`crate::replay::devices`).
     DeviceLookup,
+    /// It opened a context on a device (`PrimaryCtx` or `CtxCreate` shape): the devices a
+    /// capture opened contexts on are the ones replay opens (look-ups alone open none).
+    ContextOpen,
     /// The source of an earlier async H2D copy, recorded after it: the copy's event takes it
     /// (`CopySource` shape).
     LateSource,
@@ -413,6 +417,9 @@ pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
             Some(Prescan::CodeLoad { as_library: false })
         }
         Kind::Query if is(DeviceGet::FIELDS) => Some(Prescan::DeviceLookup),
+        Kind::Context if is(PrimaryCtx::FIELDS) || is(CtxCreate::FIELDS) => {
+            Some(Prescan::ContextOpen)
+        }
         Kind::H2dSource => Some(Prescan::LateSource),
         Kind::Ipc if is(IpcMemHandle::FIELDS) => Some(Prescan::IpcExport),
         _ => None,
@@ -487,6 +494,11 @@ mod tests {
         );
         assert_eq!(hip.classify("hipLaunchKernel"), None);
         assert_eq!(cuda.classify("cuDeviceGet"), Some(Prescan::DeviceLookup));
+        assert_eq!(
+            cuda.classify("cuDevicePrimaryCtxRetain"),
+            Some(Prescan::ContextOpen)
+        );
+        assert_eq!(cuda.classify("cuCtxCreate"), Some(Prescan::ContextOpen));
         assert_eq!(cuda.classify("cuDeviceGetCount"), None);
         assert_eq!(hip.classify("hipDeviceGet"), Some(Prescan::DeviceLookup));
     }

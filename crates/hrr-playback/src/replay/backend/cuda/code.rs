@@ -76,11 +76,36 @@ impl Cuda {
         };
         let what = if library { "library" } else { "module" };
         let id = code.ok_or_else(|| anyhow!("the {what} image was not recorded"))?;
-        let h = *loaded
+        let mut h = *loaded
             .get(&id)
             .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
+        if !library && self.current != 0 {
+            h = self.module_on_current_device(id)?;
+        }
         self.handles.insert(rec, h);
         Ok(Outcome::Done)
+    }
+
+    /// A module belongs to the context it was loaded in: code object `id` loaded again in the
+    /// current context, another device's than the first (once per device). A library needs
+    /// none of this (its kernels are for every context).
+    fn module_on_current_device(&mut self, id: ObjectId) -> Result<H> {
+        if let Some(&h) = self.modules_elsewhere.get(&(id, self.current)) {
+            return Ok(h);
+        }
+        let path = self
+            .code_paths
+            .get(&id)
+            .ok_or_else(|| anyhow!("code object {id} missing from the archive"))?;
+        let image = read_code(path)?;
+        let mut h: H = std::ptr::null_mut();
+        cu!(
+            self.api,
+            cuModuleLoadData(&mut h, image.as_ptr() as *const c_void)
+        )
+        .with_context(|| format!("loading code object {id} on device {}", self.current))?;
+        self.modules_elsewhere.insert((id, self.current), h);
+        Ok(h)
     }
 
     /// `cuModuleGetFunction`.
@@ -197,13 +222,13 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuKernelSetAttribute` (for device 0).
+    /// `cuKernelSetAttribute`, for the live device of the recorded one.
     pub(super) fn kernel_set_attribute(&mut self, ev: &Event) -> Result<Outcome> {
         let s: KernelSetAttribute = ev.read()?;
         let kernel = self.handles.get(s.kernel)?;
         cu!(
             self.api,
-            cuKernelSetAttribute(s.attrib, s.value, kernel, self.dev)
+            cuKernelSetAttribute(s.attrib, s.value, kernel, self.live_device(s.device))
         )?;
         Ok(Outcome::Done)
     }

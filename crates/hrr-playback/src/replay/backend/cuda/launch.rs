@@ -68,10 +68,12 @@ impl Cuda {
         let mut size = args.len();
         let mut extra = packed_args_extra(args.as_ptr(), &mut size);
         let capturing = self.capturing(stream);
+        // the noise kernel is loaded in the first device's context
+        let first = self.current == 0;
         if let Some(Ok(n)) = self
             .noise
             .as_mut()
-            .filter(|_| l.cooperative == 0 && !capturing)
+            .filter(|_| l.cooperative == 0 && !capturing && first)
         {
             n.before_launch(&self.api)?;
         }

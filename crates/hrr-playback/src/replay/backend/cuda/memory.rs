@@ -51,12 +51,13 @@ impl_device_memory!(Api, cu, managed: cuMemAllocManaged, host: cuMemHostAlloc,
     memset8: cuMemsetD8Async, memset16: cuMemsetD16Async, memset32: cuMemsetD32Async);
 
 impl Cuda {
-    /// `cuMemCreate`: with the recorded properties, on device 0.
+    /// `cuMemCreate`: with the recorded properties, on the live device of the recorded one.
     pub(super) fn vmm_create(&mut self, ev: &Event) -> Result<Outcome> {
         let s: MemCreate = ev.read()?;
         let mut prop = s.prop.clone();
         if prop.len() >= 16 {
-            prop[12..16].copy_from_slice(&self.dev.to_le_bytes());
+            let rec = i32::from_le_bytes(prop[12..16].try_into().expect("4 bytes"));
+            prop[12..16].copy_from_slice(&self.live_device(rec).to_le_bytes());
         }
         memory_calls::create(&mut self.mem, &self.api, &s, &prop)
     }

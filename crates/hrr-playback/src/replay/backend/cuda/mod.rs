@@ -8,7 +8,8 @@
 //! | file | owns |
 //! | --- | --- |
 //! | `driver.rs` | the entry-point table loaded with libloading, the `cu!` macro |
-//! | `open.rs` | loading the driver, the device (`--device-map`) and its primary context, preflight checks, device look-ups |
+//! | `open.rs` | loading the driver, the devices (`--device-map`) and their primary contexts, preflight checks, device look-ups |
+//! | `devices.rs` | several devices: recorded ordinals to live devices, each recorded thread's current context followed |
 //! | `memory.rs` | allocations, host memory, the program's VMM calls, the `Vmm` and `DeviceMemory` (memset) implementations |
 //! | `copies.rs` | memcpy: 1D, 2D/3D (pitched), to, from and between arrays |
 //! | `arrays.rs` | arrays, mipmapped arrays, texture and surface objects (values substituted in launch arguments) |
@@ -30,6 +31,7 @@ mod arrays;
 mod batch;
 mod code;
 mod copies;
+mod devices;
 mod driver;
 mod extract;
 mod graphs;
@@ -64,11 +66,24 @@ use streams::stream_of;
 /// Replays CUDA driver events.
 pub struct Cuda {
     api: Api,
+    /// The current device (of `opened`): where memory is placed and pools are looked up.
     dev: c_int,
-    /// The recorded device ordinal and the live one replay opened for it.
+    /// The recorded device ordinals and the live ones replay opened for them.
     chosen: crate::replay::devices::Choice,
-    /// The opened device's primary context, made current on every replay thread.
+    /// The current device's primary context (the first device's is made current on every
+    /// replay thread).
     primary: H,
+    /// The live devices opened, the first current at start (`devices.rs`).
+    opened: Vec<devices::Opened>,
+    /// Index in `opened` of the current device.
+    current: usize,
+    /// With several devices: each recorded thread's stack of current contexts (live).
+    contexts: HashMap<u64, Vec<H>>,
+    /// Code objects loaded as modules again in the context of another device than the first:
+    /// (code object, index in `opened`) → module.
+    modules_elsewhere: HashMap<(ObjectId, usize), H>,
+    /// Where each code object's file is (a module is loaded again per device).
+    code_paths: HashMap<ObjectId, std::path::PathBuf>,
     device_name: String,
     cc: (i32, i32),
     mem: Placement,
@@ -171,7 +186,10 @@ impl Backend for Cuda {
     }
 
     fn enter_thread(&mut self) -> Result<()> {
-        Ok(driver::cu!(self.api, cuCtxSetCurrent(self.primary))?)
+        let first = self.opened[0].primary;
+        driver::cu!(self.api, cuCtxSetCurrent(first))?;
+        devices::note_current(first);
+        Ok(())
     }
 
     fn runtime(&self) -> String {
@@ -185,6 +203,7 @@ impl Backend for Cuda {
     fn preload(&mut self, code: &[CodeObject]) -> Result<()> {
         for c in code {
             self.load_code(c.id, &c.path, c.as_library)?;
+            self.code_paths.insert(c.id, c.path.clone());
         }
         Ok(())
     }
@@ -194,7 +213,10 @@ impl Backend for Cuda {
     }
 
     fn prepare_runs(&mut self, runs: Vec<crate::replay::batch::LaunchRun>) {
-        self.prepare_batches(runs);
+        // runs are prepared in the first device's context: not on several devices
+        if !self.several_devices() {
+            self.prepare_batches(runs);
+        }
     }
 
     fn exported(&mut self, addrs: &[u64]) {
@@ -223,9 +245,16 @@ impl Backend for Cuda {
         };
         let filter = opts.kernel_filter.as_deref();
         let per_thread = ev.per_thread;
+        if self.opened.len() > 1 {
+            self.follow_context(ev)?;
+        }
         match op {
-            Op::DeviceGet => self.device_get(ev, opts),
-            Op::DevicePrimaryCtxRetain | Op::CtxCreate => self.retain_context(ev),
+            Op::DeviceGet => self.device_get(ev),
+            Op::DevicePrimaryCtxRetain => self.retain_context(ev, false),
+            Op::CtxCreate => self.retain_context(ev, true),
+            Op::CtxSetCurrent | Op::CtxPushCurrent | Op::CtxPopCurrent => {
+                self.select_context(ev, op)
+            }
             Op::MemAlloc => self.alloc(ev, Extent::Bytes),
             Op::MemAllocAsync => {
                 let s: hrr_calls::shapes::MemAllocAsync = ev.read()?;
@@ -418,7 +447,7 @@ impl Backend for Cuda {
         if self.waiter.after_launch() {
             self.wait(std::ptr::null_mut(), "the final synchronisation")?;
         }
-        self.ctx_synchronize()?;
+        self.synchronize_all()?;
         self.drop_batches()?;
         self.free_ring()?;
         self.unpin_sources()?;

@@ -31,20 +31,27 @@ impl Cuda {
         let mut count: c_int = 0;
         cu!(api, cuDeviceGetCount(&mut count))?;
         let chosen = choose(devices, &opts.device_map, count)?;
-        let mut dev: c_int = 0;
-        cu!(api, cuDeviceGet(&mut dev, chosen.live))?;
-        let mut ctx: H = std::ptr::null_mut();
-        cu!(api, cuDevicePrimaryCtxRetain(&mut ctx, dev))?;
-        cu!(api, cuCtxSetCurrent(ctx))?;
+        let opened = super::devices::open_all(&api, &chosen.live_devices())?;
+        let (dev, ctx) = (opened[0].dev, opened[0].primary);
         let mut name = [0 as std::ffi::c_char; 256];
         cu!(api, cuDeviceGetName(name.as_mut_ptr(), 255, dev))?;
         // SAFETY: NUL-terminated by the driver within 255 bytes.
         let device_name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .into_owned();
-        let (mut major, mut minor) = (0, 0);
-        cu!(api, cuDeviceGetAttribute(&mut major, 75, dev))?;
-        cu!(api, cuDeviceGetAttribute(&mut minor, 76, dev))?;
+        let cc_of = |dev: c_int| -> Result<(i32, i32)> {
+            let (mut major, mut minor) = (0, 0);
+            cu!(api, cuDeviceGetAttribute(&mut major, 75, dev))?;
+            cu!(api, cuDeviceGetAttribute(&mut minor, 76, dev))?;
+            Ok((major, minor))
+        };
+        let (major, minor) = cc_of(dev)?;
+        for o in &opened[1..] {
+            let other = cc_of(o.dev)?;
+            if other != (major, minor) {
+                bail!("[HRR] Architecture mismatch: device {} is compute capability {}.{} and device {} is {major}.{minor}; the devices an archive replays on must be of one architecture.", o.ordinal, other.0, other.1, opened[0].ordinal);
+            }
+        }
         let prop = device_prop(dev);
         let mut gran = 0usize;
         if cu!(
@@ -57,15 +64,22 @@ impl Cuda {
             gran = 2 << 20;
         }
         let placement = (!opts.no_placement).then_some(prop);
+        let mut mem = Placement::new(POLICY, dev, placement, gran as u64);
+        mem.share_with(&opened.iter().map(|o| o.dev).collect::<Vec<_>>());
         let noise = opts
             .perturb
             .then(|| super::noise::Noise::new(&api, dev).map_err(|e| format!("{e:#}")));
         let mut cuda = Cuda {
-            mem: Placement::new(POLICY, dev, placement, gran as u64),
+            mem,
             api,
             dev,
             chosen,
             primary: ctx,
+            opened,
+            current: 0,
+            contexts: HashMap::new(),
+            modules_elsewhere: HashMap::new(),
+            code_paths: HashMap::new(),
             device_name,
             cc: (major, minor),
             module_of_code: HashMap::new(),
@@ -126,27 +140,35 @@ impl Cuda {
         Ok(())
     }
 
-    /// `cuDeviceGet`: the recorded ordinal looked up as the live one it maps to (`--device-map`,
-    /// else the same ordinal), which must be the device replay opened (every recorded device
-    /// handle stands for it).
-    pub(super) fn device_get(&mut self, ev: &Event, opts: &Options) -> Result<Outcome> {
-        let rec = ev.read::<shapes::DeviceGet>()?.ordinal;
-        let live = opts.device_map.live(rec);
-        let mut dev: c_int = 0;
-        cu!(self.api, cuDeviceGet(&mut dev, live))?;
-        if dev != self.dev {
-            bail!("device {rec} (replayed as device {live}) is not the device replay opened (device {}): replay of a capture on more than one device is not available yet", self.chosen.live);
-        }
+    /// `cuDeviceGet`: nothing to do (the recorded device handle is its ordinal, mapped where a
+    /// call names a device). A device the capture only looked up need not exist here.
+    pub(super) fn device_get(&mut self, ev: &Event) -> Result<Outcome> {
+        ev.read::<shapes::DeviceGet>()?;
         Ok(Outcome::Done)
     }
 
-    /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate`: the opened device's primary context (the `ctx` of
-    /// `PrimaryCtx` or `CtxCreate`, read through `shapes::Ctx`).
-    pub(super) fn retain_context(&mut self, ev: &Event) -> Result<Outcome> {
-        let rec = ev.read::<shapes::Ctx>()?.ctx;
+    /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate` (`created`: current on its thread now): the
+    /// primary context of the live device the recorded one maps to.
+    pub(super) fn retain_context(&mut self, ev: &Event, created: bool) -> Result<Outcome> {
+        let (rec, device) = match created {
+            false => {
+                let s = ev.read::<shapes::PrimaryCtx>()?;
+                (s.ctx, s.device)
+            }
+            true => {
+                let s = ev.read::<shapes::CtxCreate>()?;
+                (s.ctx, s.device)
+            }
+        };
         let mut ctx: H = std::ptr::null_mut();
-        cu!(self.api, cuDevicePrimaryCtxRetain(&mut ctx, self.dev))?;
+        cu!(
+            self.api,
+            cuDevicePrimaryCtxRetain(&mut ctx, self.live_device(device))
+        )?;
         self.handles.insert(rec, ctx);
+        if created {
+            self.push_created(ev, ctx);
+        }
         Ok(Outcome::Done)
     }
 

@@ -25,8 +25,7 @@ impl Cuda {
         let s: PoolCreate = ev.read()?;
         let mut props = s.props.clone();
         props.resize(props.len().max(88), 0);
-        let id = POOL_PROPS_LOCATION_ID;
-        props[id..id + 4].copy_from_slice(&self.dev.to_le_bytes());
+        self.map_location(&mut props[POOL_PROPS_LOCATION_ID..]);
         let mut pool: H = std::ptr::null_mut();
         cu!(self.api, cuMemPoolCreate(&mut pool, props.as_ptr()))?;
         self.handles.insert(s.pool, pool);
@@ -64,29 +63,37 @@ impl Cuda {
         Ok(Outcome::Done)
     }
 
-    /// `cuMemPoolSetAccess`: the recorded descriptors, for device 0.
+    /// `cuMemPoolSetAccess`: the recorded descriptors, for the live devices of the recorded
+    /// ones.
     pub(super) fn pool_set_access(&mut self, ev: &Event) -> Result<Outcome> {
         let s: PoolSetAccess = ev.read()?;
         let pool = self.handles.get(s.pool)?;
         let mut desc = s.desc.clone();
         for d in desc.chunks_exact_mut(ACCESS_DESC_BYTES) {
-            let id = ACCESS_DESC_LOCATION_ID;
-            d[id..id + 4].copy_from_slice(&self.dev.to_le_bytes());
+            self.map_location(&mut d[ACCESS_DESC_LOCATION_ID..]);
         }
         let count = desc.len() / ACCESS_DESC_BYTES;
         cu!(self.api, cuMemPoolSetAccess(pool, desc.as_ptr(), count))?;
         Ok(Outcome::Done)
     }
 
+    /// The recorded device ordinal in the first 4 bytes of `at` (a `location.id`) replaced by
+    /// its live device.
+    fn map_location(&self, at: &mut [u8]) {
+        let rec = i32::from_le_bytes(at[..4].try_into().expect("4 bytes"));
+        at[..4].copy_from_slice(&self.live_device(rec).to_le_bytes());
+    }
+
     /// `cuDeviceGetDefaultMemPool` (`default`) and `cuDeviceGetMemPool`: the recorded handle
-    /// is the live pool of device 0.
+    /// is the live pool of the live device of the recorded one.
     pub(super) fn device_pool(&mut self, ev: &Event, default: bool) -> Result<Outcome> {
         let s: DevicePool = ev.read()?;
+        let dev = self.live_device(s.device);
         let mut pool: H = std::ptr::null_mut();
         if default {
-            cu!(self.api, cuDeviceGetDefaultMemPool(&mut pool, self.dev))?;
+            cu!(self.api, cuDeviceGetDefaultMemPool(&mut pool, dev))?;
         } else {
-            cu!(self.api, cuDeviceGetMemPool(&mut pool, self.dev))?;
+            cu!(self.api, cuDeviceGetMemPool(&mut pool, dev))?;
         }
         self.handles.insert(s.pool, pool);
         Ok(Outcome::Done)
@@ -96,7 +103,10 @@ impl Cuda {
     pub(super) fn device_set_pool(&mut self, ev: &Event) -> Result<Outcome> {
         let s: DevicePool = ev.read()?;
         let pool = self.handles.get(s.pool)?;
-        cu!(self.api, cuDeviceSetMemPool(self.dev, pool))?;
+        cu!(
+            self.api,
+            cuDeviceSetMemPool(self.live_device(s.device), pool)
+        )?;
         Ok(Outcome::Done)
     }
 }

@@ -175,9 +175,10 @@ impl Cuda {
     }
 
     /// Copy `data` to `dst` on `stream` through the ring, async; `false` (nothing issued) when
-    /// there is no ring.
+    /// there is no ring (nor on several devices: its events belong to the first device's
+    /// context).
     pub(super) fn h2d_staged(&mut self, dst: u64, data: &[u8], stream: H) -> Result<bool> {
-        if !self.ring_ready()? {
+        if self.several_devices() || !self.ring_ready()? {
             return Ok(false);
         }
         for (i, piece) in data.chunks(SLOT_BYTES).enumerate() {
