@@ -19,12 +19,22 @@ fn captured() -> (tempfile::TempDir, PathBuf, String, Vec<PathBuf>) {
 
 /// `app` (one of the two-process apps) captured the same way.
 fn captured_app(app: &str) -> (tempfile::TempDir, PathBuf, String, Vec<PathBuf>) {
+    captured_app_env(app, &[])
+}
+
+/// `app` captured with `env` too.
+fn captured_app_env(
+    app: &str,
+    env: &[(&str, &str)],
+) -> (tempfile::TempDir, PathBuf, String, Vec<PathBuf>) {
     let tmp = tempfile::tempdir().unwrap();
     let ipc = tmp.path().join("ipc");
     std::fs::create_dir(&ipc).unwrap();
     let ipc = ipc.to_str().unwrap().to_string();
     let arch = tmp.path().join("run.hrr");
-    let o = fake().capture_env(&arch, app, &[], &[("FAKE_CUDA_IPC_DIR", &ipc)]);
+    let mut env = env.to_vec();
+    env.push(("FAKE_CUDA_IPC_DIR", &ipc));
+    let o = fake().capture_env(&arch, app, &[], &env);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -179,4 +189,33 @@ fn memory_shared_through_a_file_descriptor_is_imported_again_at_replay() {
         out.contains("imports memory another process exported"),
         "{out}"
     );
+}
+
+/// One process a device, as in a data-parallel job: the child opens its context on device 1
+/// (having looked every device up, as cudart does). `--all` replays each process on the device
+/// it worked on, the child on device 1 only.
+#[test]
+fn processes_on_two_devices_replay_each_on_its_own() {
+    let two = [("FAKE_CUDA_DEVICES", "2"), ("FAKE_APP_CHILD_DEVICE", "1")];
+    let (_tmp, arch, ipc, _dirs) = captured_app_env("ipc_app", &two);
+    let env = [
+        ("FAKE_CUDA_IPC_DIR", ipc.as_str()),
+        ("FAKE_CUDA_DEVICES", "2"),
+    ];
+    let (code, v) = fake().replay_json_env(&arch, &["--all"], &env);
+    assert_eq!(code, 0, "{v}");
+    let procs = v["processes"].as_array().unwrap();
+    let devices: Vec<&str> = procs
+        .iter()
+        .map(|p| p["replay"]["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        devices,
+        ["HRR Fake GPU (sm_90)", "HRR Fake GPU #1 (sm_90)"],
+        "{v}"
+    );
+    for p in procs {
+        assert_eq!(p["replay"]["verdict"], "PASS", "{p}");
+        assert_eq!(p["replay"]["d2h_checks"]["pass"], 1, "{p}");
+    }
 }

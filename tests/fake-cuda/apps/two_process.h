@@ -7,6 +7,7 @@
 #define TWO_PROCESS_H
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../fake_cuda_abi.h"
 
@@ -31,12 +32,16 @@ static const char *who = "app";
 /* Byte i of pattern A (b = 0: the exporter's) or B (b = 1: the importer's). */
 static unsigned char pattern(size_t i, int b) { return (unsigned char)(b ? i * 13 + 5 : i * 7 + 1); }
 
-/* A context on device 0 for this process. */
+/* A context for this process: on device 0, or for the child on device $FAKE_APP_CHILD_DEVICE
+   (one process a device, as in a data-parallel job; run the fake with FAKE_CUDA_DEVICES=2). */
 static void context(void) {
   int dev;
   CUcontext ctx;
+  const char *c = getenv("FAKE_APP_CHILD_DEVICE");
+  int ordinal = c && !strcmp(who, "child") ? atoi(c) : 0;
   CK(cuInit(0));
-  CK(cuDeviceGet(&dev, 0));
+  CK(cuDeviceGet(&dev, 0)); /* every device looked up, as cudart does */
+  CK(cuDeviceGet(&dev, ordinal));
   CK(cuCtxCreate_v2(&ctx, 0, dev));
 }
 #endif
