@@ -33,6 +33,7 @@
 # HRR_BENCH_SAMPLES (the OUT_DIR of a scripts/cuda-samples.sh run: its samples' own figures,
 # plain and captured, through scripts/samples-bench.sh),
 # HRR_BENCH_BASELINE, HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
+# HRR_BENCH_TRANSFORMER_STEPS (30),
 # HRR_BENCH_STEP_TIMEOUT (300 s per step), HRR_BENCH_KEEP=1 keeps the work
 # directory, PYTHON (python3), NVCC / HRR_GPU_ARCH (see tests/gpu/build.sh).
 set -euo pipefail
@@ -47,6 +48,9 @@ BIN=$(cd "$1" 2>/dev/null && pwd) || { echo "gpu-bench: BIN_DIR $1 does not exis
 mkdir -p "$2"
 OUT=$(cd "$2" && pwd)
 REPS=${HRR_BENCH_REPS:-3}
+# timed transformer steps per run: a step is ~30 ms on the H200, and runs differ by more than
+# the capture's cost in 10 steps
+TSTEPS=${HRR_BENCH_TRANSFORMER_STEPS:-30}
 TINY_COUNT=${HRR_BENCH_TINY_COUNT:-100000}
 STEP_TIMEOUT=${HRR_BENCH_STEP_TIMEOUT:-300}
 PY=${PYTHON:-python3}
@@ -267,9 +271,9 @@ fi
 if ! case_on transformer; then :
 elif "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
     log "== transformer x$REPS"
-    overhead transformer "steps in" CUBLAS_WORKSPACE_CONFIG=:4096:8 -- "$PY" "$root/tests/gpu/transformer.py" --steps 10
-    # 12 steps recorded (2 warm-up), 10 timed
-    replay_timing transformer "${RES[transformer.archive]}" 1.2
+    overhead transformer "steps in" CUBLAS_WORKSPACE_CONFIG=:4096:8 -- "$PY" "$root/tests/gpu/transformer.py" --steps "$TSTEPS"
+    # TSTEPS + 2 steps recorded (2 warm-up), TSTEPS timed
+    replay_timing transformer "${RES[transformer.archive]}" "$(awk -v n="$TSTEPS" 'BEGIN { printf "%.4f", (n + 2) / n }')"
 else
     fail_note "transformer: no torch with CUDA in $PY"
 fi
