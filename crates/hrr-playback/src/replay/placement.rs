@@ -412,7 +412,11 @@ impl Placement {
             return Ok(false);
         }
         let (desc, n) = self.access_descriptors();
-        vmm.set_access(start, len, &desc, n)??;
+        match vmm.set_access(start, len, &desc, n)? {
+            // devices without peer access to each other: the current one only
+            Err(_) if n > 1 => vmm.set_access(start, len, &rw_access(self.dev), 1)??,
+            r => r?,
+        }
         self.segments.insert(
             start,
             Segment {
@@ -643,6 +647,10 @@ mod tests {
         calls: RefCell<Vec<String>>,
         /// Reservations land this much above the hint.
         shift: u64,
+        /// Access for more than one device is refused (devices without peer access).
+        no_peers: bool,
+        /// The location of the last physical memory created.
+        created_on: std::cell::Cell<i32>,
     }
 
     impl Fake {
@@ -663,8 +671,10 @@ mod tests {
             self.log(format!("free_reservation {addr:x}+{size:x}"));
             Ok(Ok(()))
         }
-        fn create(&self, size: u64, _prop: &[u8], _flags: u64) -> Call<u64> {
+        fn create(&self, size: u64, prop: &[u8], _flags: u64) -> Call<u64> {
             self.log(format!("create {size:x}"));
+            self.created_on
+                .set(i32::from_le_bytes(prop[12..16].try_into().unwrap()));
             Ok(Ok(7))
         }
         fn release(&self, handle: u64) -> Call<()> {
@@ -681,6 +691,13 @@ mod tests {
         }
         fn set_access(&self, addr: u64, size: u64, _desc: &[u8], n: usize) -> Call<()> {
             self.log(format!("access {addr:x}+{size:x} x{n}"));
+            if self.no_peers && n > 1 {
+                return Ok(Err(crate::replay::backend::shared::CallFailed {
+                    call: "set_access",
+                    code: 217,
+                    name: "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED".into(),
+                }));
+            }
             Ok(Ok(()))
         }
         fn alloc(&self, size: u64) -> Call<u64> {
@@ -705,6 +722,31 @@ mod tests {
             per_page: false,
             refuse_unbackable: true,
             sync_before_unmap: true,
+        }
+    }
+
+    #[test]
+    fn memory_is_placed_on_the_current_device_for_every_device_or_its_own() {
+        for no_peers in [false, true] {
+            let v = Fake {
+                no_peers,
+                ..Fake::default()
+            };
+            let mut p = Placement::new(exact(), 0, Some([0; 32]), PAGE);
+            p.share_with(&[0, 1]);
+            p.prereserve(&v, &[(0x10_0000, 4 * PAGE)]).unwrap();
+            v.take();
+            p.set_device(1);
+            p.alloc(&v, 0x10_0000, PAGE).unwrap();
+            assert_eq!(v.created_on.get(), 1);
+            let mut want = vec!["create 1000", "map 100000+1000", "access 100000+1000 x2"];
+            if no_peers {
+                want.push("access 100000+1000 x1");
+            }
+            assert_eq!(v.take(), want);
+            p.set_device(0);
+            p.alloc(&v, 0x10_2000, PAGE).unwrap();
+            assert_eq!(v.created_on.get(), 0);
         }
     }
 
