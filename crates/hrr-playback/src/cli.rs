@@ -160,7 +160,7 @@ pub struct ReplayOptions {
 
     /// Replay recorded device REC on this machine's device LIVE (pairs such as 0=1,1=0; an
     /// ordinal not mapped replays on the device of that ordinal). A capture that used several
-    /// devices is refused (not available yet).
+    /// devices replays on several; mapping them to one device (0=0,1=0) replays it there.
     #[arg(long, value_name = "REC=LIVE[,REC=LIVE...]",
           value_parser = crate::replay::devices::DeviceMap::parse)]
     pub device_map: Option<crate::replay::devices::DeviceMap>,
