@@ -22,6 +22,8 @@
 #   - bulk copies (tests/gpu/bulk_copies): the copy times the program measures, plain and
 #     captured alternated, and replay's execute time against the plain copy time (goals:
 #     capture <= 1.5, replay <= 1.0);
+#   - a multi-threaded program (tests/gpu/threads): replay's execute time single-threaded and
+#     with --multi-thread against the program's own threaded section;
 #   - replay's execute time (the summary's `execute_ms`: events issued, results compared)
 #     against the program's own launch loop for tiny_launches (goal: <= 0.8); with
 #     HRR_BENCH_BASELINE=DIR (another build's hrr-playback), replays with it alternate and the
@@ -29,7 +31,8 @@
 # Results go to OUT_DIR/bench.txt (and bench.tsv, raw numbers); logs beside.
 # Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
 #
-# Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp transformer gemm async_copies bulk_copies"),
+# Environment: HRR_BENCH_CASES (the cases run, default "tiny_launches mlp transformer gemm async_copies
+# bulk_copies threads"),
 # HRR_BENCH_SAMPLES (the OUT_DIR of a scripts/cuda-samples.sh run: its samples' own figures,
 # plain and captured, through scripts/samples-bench.sh),
 # HRR_BENCH_BASELINE, HRR_BENCH_REPS (3), HRR_BENCH_TINY_COUNT (100000),
@@ -72,8 +75,8 @@ trap cleanup EXIT
 
 # the programs of the cases asked for (CASES is set below; read here first)
 built=()
-for p in tiny_launches gemm async_copies bulk_copies; do
-    [[ " ${HRR_BENCH_CASES:-tiny_launches gemm async_copies bulk_copies} " == *" $p "* ]] && built+=("$p")
+for p in tiny_launches gemm async_copies bulk_copies threads; do
+    [[ " ${HRR_BENCH_CASES:-tiny_launches gemm async_copies bulk_copies threads} " == *" $p "* ]] && built+=("$p")
 done
 if [ ${#built[@]} -gt 0 ]; then
     log "building ${built[*]}"
@@ -221,14 +224,17 @@ print(j["execute_ms"]/1000 if ok else "-", sum(k["total_ms"] for k in t)/1000 if
     RES[$name.t_orig]=$(awk -v s="${RES[$name.plain_self]:--}" -v k="$scale" 'BEGIN { if (s == "-") print "-"; else printf "%.6f", s * k }')
 }
 
-# replay_exec NAME ARCH: replay REPS times (alternating with HRR_BENCH_BASELINE's build when
-# set); RES[NAME.exec] (median execute_ms in s), RES[NAME.exec_base], RES[NAME.exec_vs_base].
+# replay_exec NAME ARCH [FLAG...]: replay REPS times with FLAGs (alternating with
+# HRR_BENCH_BASELINE's build when set); RES[NAME.exec] (median execute_ms in s),
+# RES[NAME.exec_base], RES[NAME.exec_vs_base].
 replay_exec() {
     local name=$1 arch=$2 r e b
+    shift 2
+    local -a flags=("$@")
     local d=$OUT/$name target
     target=$(find "$arch" -mindepth 1 -maxdepth 1 -type d -name 'pid-*' | head -1)
     local -a ex=() bx=() rx=()
-    exec_s() { "$1/hrr-playback" "$target" --json --no-progress 2>/dev/null |
+    exec_s() { "$1/hrr-playback" "$target" "${flags[@]}" --json --no-progress 2>/dev/null |
         "$PY" -c 'import json,sys; j=json.load(sys.stdin); print(j["execute_ms"] / 1000 if j["verdict"] == "PASS" else "-")'; }
     for r in $(seq 1 "$REPS"); do
         e=$(exec_s "$BIN")
@@ -246,7 +252,7 @@ replay_exec() {
     return 0
 }
 
-CASES=${HRR_BENCH_CASES:-tiny_launches mlp transformer gemm async_copies bulk_copies}
+CASES=${HRR_BENCH_CASES:-tiny_launches mlp transformer gemm async_copies bulk_copies threads}
 BASE=${HRR_BENCH_BASELINE:-}
 case_on() { [[ " $CASES " == *" $1 "* ]]; }
 
@@ -276,6 +282,17 @@ elif "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
     replay_timing transformer "${RES[transformer.archive]}" "$(awk -v n="$TSTEPS" 'BEGIN { printf "%.4f", (n + 2) / n }')"
 else
     fail_note "transformer: no torch with CUDA in $PY"
+fi
+
+# ---- a multi-threaded program: replay single-threaded and with --multi-thread ----
+if ! case_on threads; then :
+elif [ -x "$B/threads" ]; then
+    log "== threads x$REPS"
+    overhead threads "iterations in" -- "$B/threads"
+    replay_exec threads "${RES[threads.archive]}"
+    replay_exec threads_mt "${RES[threads.archive]}" --multi-thread
+else
+    fail_note "threads did not build"
 fi
 
 # ---- replay vs original: gemm (plain and one capture come from overhead) ----
@@ -406,6 +423,14 @@ v() { echo "${RES[$1]:--}"; }
     printf '%-15s %10s %10s %8s %12s %16s\n' case loop_s execute_s ratio baseline_s current/baseline
     printf '%-15s %10s %10s %8s %12s %16s\n' tiny_launches "$(v tiny_launches.plain_self)" "$(v tiny_launches.exec)" \
         "$(ratio "$(v tiny_launches.exec)" "$(v tiny_launches.plain_self)")" "$(v tiny_launches.exec_base)" "$(v tiny_launches.exec_vs_base)"
+    echo
+    echo "multi-threaded program (tests/gpu/threads: 4 host threads, a stream each, kernels of ~100 us and"
+    echo "stream waits overlapping): replay execute vs the program's threaded section; baseline: HRR_BENCH_BASELINE's"
+    printf '%-15s %10s %10s %8s %12s %16s\n' replay program_s execute_s ratio baseline_s current/baseline
+    printf '%-15s %10s %10s %8s %12s %16s\n' single-thread "$(v threads.plain_self)" "$(v threads.exec)" \
+        "$(ratio "$(v threads.exec)" "$(v threads.plain_self)")" "$(v threads.exec_base)" "$(v threads.exec_vs_base)"
+    printf '%-15s %10s %10s %8s %12s %16s\n' multi-thread "$(v threads.plain_self)" "$(v threads_mt.exec)" \
+        "$(ratio "$(v threads_mt.exec)" "$(v threads.plain_self)")" "$(v threads_mt.exec_base)" "$(v threads_mt.exec_vs_base)"
     echo
     echo "tiny launches issued other ways (loop_s of tests/gpu/tiny_launches MODE; ratio to runtime)"
     printf '%-15s %10s %8s\n' mode loop_s ratio

@@ -42,6 +42,7 @@
 #                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
 #                         graph_conditional copies2d hostmem ipc torch_ipc
+#                         threads (replayed with --multi-thread)
 #                         two_devices ddp (these two need two GPUs)
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
 #   HRR_E2E_KEEP=1        keep the work directory (builds, archives)
@@ -218,9 +219,12 @@ add_wl torch_ipc torch "elementwise" "" "$PY" "$root/tests/gpu/torch_ipc.py"
 # Two GPUs (skipped, said so, on a machine with one): one process driving both (peer access and
 # copies), and a two-process NCCL data-parallel step started by torchrun (replayed with --all).
 add_wl two_devices two_devices "fill add_peer scale" "" "$B/two_devices"
+# Host threads with a stream each: replayed with --multi-thread
+add_wl threads threads "step" "" "$B/threads"
 add_wl ddp torch2 "nccl|gemm" "NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1" \
     "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 "$root/tests/gpu/ddp_step.py"
 WL_ALL=" ipc torch_ipc ddp "
+WL_MT=" threads "
 
 selected=("${WL_NAMES[@]}")
 if [ -z "${HRR_E2E_WORKLOADS:-}" ] && [ "$gpu_count" -lt 2 ]; then
@@ -450,7 +454,9 @@ if [ $plain_only = 0 ]; then
         else
             target=$(pick_replay_target "$arch" "$d/info.txt")
             echo "$target" >"$d/replay-target.txt"
-            run_timed "$d/replay" "" "$BIN/hrr-playback" "$target"
+            mt=()
+            [[ "$WL_MT" == *" $name "* ]] && mt=(--multi-thread)
+            run_timed "$d/replay" "" "$BIN/hrr-playback" "$target" "${mt[@]}"
             R_CHECKS[$name]=$(sed -n 's/^\[HRR\] D2H checks *: \([0-9][0-9]*\) pass.*/\1/p' "$d/replay.out" | tail -1)
         fi
         R_REP[$name]=$LAST_SECS

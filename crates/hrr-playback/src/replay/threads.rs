@@ -17,10 +17,14 @@
 //! cannot deadlock; the events in flight (handed out, not yet issued) are bounded
 //! ([`MAX_IN_FLIGHT`], [`MAX_IN_FLIGHT_BYTES`] of blobs read ahead).
 //!
-//! Driver calls themselves are issued one at a time: the backend is shared behind a lock (a
-//! synchronisation holds it while it waits). What runs concurrently is the GPU work the threads
-//! enqueue and their host work between calls. Every outcome is accounted for by the same
-//! `engine::account` as in the single-threaded replay.
+//! Driver calls themselves are issued one at a time: the backend is shared behind a lock. A
+//! stream or event synchronisation (`Backend::detached_wait`) is a barrier for its turn, but
+//! once every event recorded before it was issued it counts as issued and its thread waits
+//! without the lock: the other threads issue their later events while it waits, as the
+//! program's threads did (a device-wide synchronisation, and every wait under
+//! `--sync-after-launch` or a watchdog, still holds the lock). What runs concurrently is the GPU
+//! work the threads enqueue, their waits and their host work between calls. Every outcome is
+//! accounted for by the same `engine::account` as in the single-threaded replay.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -32,7 +36,7 @@ use hrr_archive::schema::CallDef;
 use hrr_archive::ObjectId;
 use hrr_calls::Kind;
 
-use super::backend::{base_name, resolve, Backend, Family, TableOp};
+use super::backend::{base_name, resolve, Backend, Family, Outcome, TableOp};
 use super::blob_bytes::BlobBytes;
 use super::engine::{account, decode_ahead, read_blob, Cx, Decoded, Progress, DECODE_AHEAD};
 use super::fields;
@@ -296,14 +300,28 @@ fn replay_thread(
         }
         let ahead = Mutex::new(read);
         let blobs = |id: Option<ObjectId>, expected: Option<u64>| taken(dir, &ahead, id, expected);
-        let outcome = lock().0.replay(&ev, &blobs, cx.opts);
+        // A stream or event synchronisation is issued once everything recorded before it was,
+        // then waited for without the backend: the other threads go on meanwhile, as they did
+        // while the program's thread waited.
+        let detached = lock().0.detached_wait(&ev);
+        let issued_early = matches!(detached, Some(Ok(_)));
+        let outcome = match detached {
+            None => lock().0.replay(&ev, &blobs, cx.opts),
+            Some(Err(e)) => Err(e),
+            Some(Ok(wait)) => {
+                gate.issued(ev.seq, bytes);
+                wait.run().map(|()| Outcome::Done)
+            }
+        };
         let stop = {
             let mut b = books.lock().unwrap_or_else(PoisonError::into_inner);
             let (report, prog) = &mut *b;
             let st = &mut (&mut **report, &mut **prog);
             account(cx, st, (pass, call, &ev), outcome, &blobs, &mut drop)
         };
-        gate.issued(ev.seq, bytes);
+        if !issued_early {
+            gate.issued(ev.seq, bytes);
+        }
         match stop {
             Ok(false) => {}
             Ok(true) => return gate.stop(),

@@ -228,6 +228,21 @@ pub struct CodeObject {
     pub as_library: bool,
 }
 
+/// A wait a replay thread runs without holding the backend (see [`Backend::detached_wait`]).
+pub struct DetachedWait(Box<dyn FnOnce() -> Result<()> + Send>);
+
+impl DetachedWait {
+    /// The wait `f`.
+    pub fn new(f: impl FnOnce() -> Result<()> + Send + 'static) -> Self {
+        DetachedWait(Box::new(f))
+    }
+
+    /// Wait.
+    pub fn run(self) -> Result<()> {
+        (self.0)()
+    }
+}
+
 /// A GPU API backend.
 pub trait Backend {
     /// Device description for the summary.
@@ -243,6 +258,12 @@ pub trait Backend {
     fn enter_thread(&mut self) -> Result<()>;
     /// Reissue one event.
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome>;
+    /// `--multi-thread`: a stream or event synchronisation waited for outside the shared
+    /// backend, so that the other replay threads go on meanwhile ([`DetachedWait`]); `None`:
+    /// replayed in place by [`Backend::replay`] (other calls, or a watchdog is set).
+    fn detached_wait(&mut self, _ev: &Event) -> Option<Result<DetachedWait>> {
+        None
+    }
     /// Wait for all work.
     fn finish(&mut self) -> Result<()>;
     /// Where the recorded allocations live now (the backend's placement of them).

@@ -441,6 +441,15 @@ impl Backend for Cuda {
         }
     }
 
+    fn detached_wait(&mut self, ev: &Event) -> Option<Result<super::DetachedWait>> {
+        if self.opened.len() > 1 {
+            if let Err(e) = self.follow_context(ev) {
+                return Some(Err(e));
+            }
+        }
+        self.detached(ev)
+    }
+
     fn finish(&mut self) -> Result<()> {
         // Under the watchdog, first wait for the legacy default stream (which waits for every
         // blocking stream) the way the watchdog can give up on; then for the whole context.

@@ -7,10 +7,10 @@ use std::ffi::c_int;
 
 use anyhow::Result;
 
-use super::driver::{cu, Api, H};
+use super::driver::{cu, Api, CUresult, H};
 use super::Cuda;
 use crate::replay::backend::shared::{impl_streams, Handles};
-use crate::replay::backend::{Event, Outcome};
+use crate::replay::backend::{CallFailed, DetachedWait, Event, Outcome};
 
 /// `CUDA_ERROR_NOT_READY`.
 const CUDA_ERROR_NOT_READY: c_int = 600;
@@ -59,6 +59,61 @@ impl Cuda {
     /// Wait for `stream`; `what` names the work in errors.
     pub(super) fn wait(&mut self, stream: H, what: &str) -> Result<()> {
         self.waiter.wait(&self.api, stream, what)
+    }
+
+    /// `--multi-thread`: `cuStreamSynchronize` / `cuEventSynchronize` as a wait the replay
+    /// thread runs without holding the backend (`None`: another call, or `--sync-after-launch`
+    /// or a watchdog is set, whose waits are the backend's).
+    pub(super) fn detached(&mut self, ev: &Event) -> Option<Result<DetachedWait>> {
+        if self.waiter.after_launch() {
+            return None;
+        }
+        type Wait = unsafe extern "C" fn(H) -> CUresult;
+        type Name = unsafe extern "C" fn(CUresult, *mut *const std::ffi::c_char) -> CUresult;
+        let (f, call, handle): (Option<Wait>, &'static str, Result<H>) = match self.ops.of(ev)? {
+            hrr_calls::cuda::Op::StreamSynchronize => (
+                self.api.cuStreamSynchronize,
+                "cuStreamSynchronize",
+                ev.read::<hrr_calls::shapes::Stream>()
+                    .map_err(Into::into)
+                    .and_then(|s| self.stream(ev, s.stream)),
+            ),
+            hrr_calls::cuda::Op::EventSynchronize => (
+                self.api.cuEventSynchronize,
+                "cuEventSynchronize",
+                ev.read::<hrr_calls::shapes::Event>()
+                    .map_err(Into::into)
+                    .and_then(|s| self.handles.get(s.event)),
+            ),
+            _ => return None,
+        };
+        let f = f?;
+        let names: Option<Name> = self.api.cuGetErrorName;
+        let what = format!("{} (event #{})", ev.name, ev.seq);
+        Some(handle.map(|h| {
+            let h = h as usize; // a handle, waited for on another thread
+            DetachedWait::new(move || {
+                // SAFETY: a live stream or event of this replay; the driver is thread-safe.
+                let r = unsafe { f(h as H) };
+                if r == 0 {
+                    return Ok(());
+                }
+                let mut p: *const std::ffi::c_char = std::ptr::null();
+                // SAFETY: out-pointer to a local; the driver returns a static string.
+                let name = match names.filter(|n| unsafe { n(r, &mut p) } == 0 && !p.is_null()) {
+                    Some(_) => unsafe { std::ffi::CStr::from_ptr(p) }
+                        .to_string_lossy()
+                        .into_owned(),
+                    None => format!("CUDA error {r}"),
+                };
+                Err(anyhow::Error::new(CallFailed {
+                    call,
+                    code: r,
+                    name,
+                })
+                .context(what))
+            })
+        }))
     }
 
     /// `cuCtxSynchronize`, also the final wait.
