@@ -75,14 +75,12 @@ impl Cuda {
                 self.api.cuStreamSynchronize,
                 "cuStreamSynchronize",
                 ev.read::<hrr_calls::shapes::Stream>()
-                    .map_err(Into::into)
                     .and_then(|s| self.stream(ev, s.stream)),
             ),
             hrr_calls::cuda::Op::EventSynchronize => (
                 self.api.cuEventSynchronize,
                 "cuEventSynchronize",
                 ev.read::<hrr_calls::shapes::Event>()
-                    .map_err(Into::into)
                     .and_then(|s| self.handles.get(s.event)),
             ),
             _ => return None,
