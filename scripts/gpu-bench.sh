@@ -424,7 +424,7 @@ v() { echo "${RES[$1]:--}"; }
     printf '%-15s %10s %10s %8s %12s %16s\n' tiny_launches "$(v tiny_launches.plain_self)" "$(v tiny_launches.exec)" \
         "$(ratio "$(v tiny_launches.exec)" "$(v tiny_launches.plain_self)")" "$(v tiny_launches.exec_base)" "$(v tiny_launches.exec_vs_base)"
     echo
-    echo "multi-threaded program (tests/gpu/threads: 4 host threads, a stream each, kernels of ~100 us and"
+    echo "multi-threaded program (tests/gpu/threads: 4 host threads, a stream each, kernels of ~0.1 ms and"
     echo "stream waits overlapping): replay execute vs the program's threaded section; baseline: HRR_BENCH_BASELINE's"
     printf '%-15s %10s %10s %8s %12s %16s\n' replay program_s execute_s ratio baseline_s current/baseline
     printf '%-15s %10s %10s %8s %12s %16s\n' single-thread "$(v threads.plain_self)" "$(v threads.exec)" \

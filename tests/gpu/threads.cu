@@ -1,6 +1,6 @@
 // A multi-threaded program (issue 16's `--multi-thread`), for scripts/gpu-e2e.sh (workload
 // `threads`) and scripts/gpu-bench.sh: THREADS host threads, each with a stream and a buffer of
-// its own, ITERS times launching a kernel of ~100 us and waiting for its stream, so that the
+// its own, ITERS times launching a kernel of ~0.1 ms and waiting for its stream, so that the
 // threads' kernels and waits overlap; then each copies its buffer back. Prints the buffers'
 // sums (a function of the data only) on stdout and "[threads] T threads x I iterations in X s"
 // on stderr (the threaded section, timed).
@@ -35,7 +35,7 @@ static void *run(void *arg) {
     CK(cudaMalloc(&d, N * sizeof(unsigned)));
     CK(cudaMemsetAsync(d, w->id, N * sizeof(unsigned), s));
     for (int it = 0; it < w->iters; it++) {
-        step<<<N / 256, 256, 0, s>>>(d, (unsigned)(w->id * 1000 + it), 2000);
+        step<<<N / 256, 256, 0, s>>>(d, (unsigned)(w->id * 1000 + it), 40000);
         CK(cudaStreamSynchronize(s));
     }
     unsigned *h = (unsigned *)malloc(N * sizeof(unsigned));
