@@ -482,6 +482,16 @@ fn signal_the_launcher(dir: &Path, script: &str, sig: i32) -> (ExitStatus, i32) 
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(pid_alive(pid));
+    // A shell that writes its pid and then execs the program: signal the program, not the
+    // shell on its way to it (a signal there meets the shell's own dispositions).
+    let comm = format!("/proc/{pid}/comm");
+    let shell = |c: &str| matches!(c.trim(), "sh" | "dash" | "bash");
+    while script.contains("exec ")
+        && std::fs::read_to_string(&comm).is_ok_and(|c| shell(&c))
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // SAFETY: sends a signal to the launcher we started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
     let status = wait_bounded(&mut child, Duration::from_secs(10));
