@@ -14,6 +14,6 @@ $cc $flags -o "$out/driver_app" "$here/apps/driver_app.c" -ldl -lpthread
 $cc $flags -o "$out/direct_app" "$here/apps/direct_app.c" -L"$out" -lcuda -ldl -lpthread
 $cc $flags -o "$out/copies_app" "$here/apps/copies_app.c" -L"$out" -lcuda
 $cc $flags -o "$out/hostmem_app" "$here/apps/hostmem_app.c" -L"$out" -lcuda -ldl -lpthread
-$cc $flags -o "$out/copy_app" "$here/apps/copy_app.c" -L"$out" -lcuda
+$cc $flags -o "$out/copy_app" "$here/apps/copy_app.c" -L"$out" -lcuda -lpthread
 $cc $flags -o "$out/ipc_app" "$here/apps/ipc_app.c" -L"$out" -lcuda
 $cc $flags -o "$out/shareable_app" "$here/apps/shareable_app.c" -L"$out" -lcuda

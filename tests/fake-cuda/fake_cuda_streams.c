@@ -66,7 +66,12 @@ static int async_busy(void) {
 }
 static void async_wait(void) {
   if (!async_on()) return;
-  sleep_until(g_busy_until);
+  /* other threads' calls go on meanwhile, as with the real driver (the export lock, held once
+     by the export that waits, is let go while it sleeps) */
+  uint64_t until = g_busy_until;
+  fc_unlock();
+  sleep_until(until);
+  fc_lock();
   pthread_mutex_lock(&g_hf_mu);
   while (g_hf_head || g_hf_running) pthread_cond_wait(&g_hf_cv, &g_hf_mu);
   pthread_mutex_unlock(&g_hf_mu);

@@ -309,3 +309,34 @@ fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
         assert_eq!(pinned, preload != "0", "{err}");
     }
 }
+
+/// `--multi-thread`: a thread's stream wait does not hold up the other threads. The first
+/// thread of `copy_app waiting` waits ~80 ms for a copy on the device (the fake asynchronous at
+/// 0.1 GB/s); the second thread's memset was recorded after that wait returned. Replayed with
+/// a thread each, the memset is issued while the first thread still waits (the fake's trace
+/// shows it before the first `cuStreamSynchronize` returns); replayed on one thread, after.
+#[test]
+fn a_stream_wait_lets_the_other_threads_go_on_under_multi_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("waiting.hrr");
+    let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1")];
+    let o = fake().capture_env(&arch, "copy_app", &["waiting"], &env);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let order = |extra: &[&str]| {
+        let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1"), ("FAKE_CUDA_TRACE", "1")];
+        let (code, out, err) = fake().replay_env(&arch, extra, &env);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+        let at = |call: &str| {
+            err.lines()
+                .position(|l| l.starts_with(&format!("[fake-cuda] {call} ->")))
+                .unwrap_or_else(|| panic!("no {call} in the trace: {err}"))
+        };
+        at("cuMemsetD32Async") < at("cuStreamSynchronize")
+    };
+    assert!(
+        order(&["--multi-thread"]),
+        "the memset waited for the other thread's wait"
+    );
+    assert!(!order(&[]), "one replay thread issues in recorded order");
+}

@@ -12,10 +12,17 @@
  *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
  *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
  *                                      have made durable)
+ *   copy_app waiting                   two threads, a stream each: the first copies 8 MiB on the
+ *                                      device and waits for its stream; once that wait returned, the second
+ *                                      sets its buffer (cuMemsetD32Async), waits and copies it
+ *                                      back (run it with FAKE_CUDA_ASYNC_GBPS: the first wait
+ *                                      takes the copy's time)
  *
  * Prints one result line; exit 0 on success.
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +49,8 @@ CUresult cuEventCreate(CUevent *, unsigned);
 CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuEventQuery(CUevent);
 CUresult cuCtxSynchronize(void);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
 
 #define CK(x)                                                      \
   do {                                                             \
@@ -63,6 +72,44 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
     unsigned long long v = (i * 0x9e3779b97f4a7c15ull) ^ seed;
     memcpy(p + i, &v, n - i < 8 ? n - i : 8);
   }
+}
+
+/* The `waiting` mode's threads. */
+static CUcontext g_ctx;
+static atomic_int g_waited;
+static unsigned g_back_sum;
+
+static void *waiting_first(void *arg) {
+  (void)arg;
+  size_t n = (size_t)8 << 20;
+  CUstream s;
+  CUdeviceptr d;
+  CK(cuCtxSetCurrent(g_ctx));
+  CK(cuStreamCreate(&s, 1));
+  CK(cuMemAlloc_v2(&d, 2 * n));
+  CK(cuMemcpyAsync(d + n, d, n, s));
+  CK(cuStreamSynchronize(s));
+  atomic_store(&g_waited, 1);
+  return NULL;
+}
+
+static void *waiting_second(void *arg) {
+  (void)arg;
+  size_t n = 1 << 16;
+  CUstream s;
+  CUdeviceptr d;
+  unsigned *back;
+  CK(cuCtxSetCurrent(g_ctx));
+  CK(cuStreamCreate(&s, 1));
+  CK(cuMemAlloc_v2(&d, n * 4));
+  CK(cuMemAllocHost_v2((void **)&back, n * 4));
+  while (!atomic_load(&g_waited)) usleep(1000);
+  CK(cuMemsetD32Async(d, 0x5eed, n, s));
+  CK(cuStreamSynchronize(s));
+  CK(cuMemcpyDtoHAsync_v2(back, d, n * 4, s));
+  CK(cuStreamSynchronize(s));
+  for (size_t i = 0; i < n; i++) g_back_sum += back[i];
+  return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -182,6 +229,16 @@ int main(int argc, char **argv) {
     kill(getpid(), SIGKILL);
     return 1;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync\n");
+  if (!strcmp(mode, "waiting")) {
+    pthread_t a, b;
+    g_ctx = ctx;
+    pthread_create(&a, NULL, waiting_first, NULL);
+    pthread_create(&b, NULL, waiting_second, NULL);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    printf("waiting sum=%u\n", g_back_sum);
+    return 0;
+  }
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync | waiting\n");
   return 2;
 }
