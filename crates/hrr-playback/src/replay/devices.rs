@@ -165,15 +165,9 @@ pub fn choose(recorded: &[i32], map: &DeviceMap, live_count: i32) -> Result<Choi
                 here(0)
             );
         }
-        let them = if used.len() == 1 {
-            "it".to_string()
-        } else {
-            "them".to_string()
-        };
-        let peer = if used.len() == 1 {
-            ""
-        } else {
-            " (peer copies become copies within that device)"
+        let (them, peer) = match used.len() {
+            1 => ("it", ""),
+            _ => ("them", " (peer copies become copies within that device)"),
         };
         bail!(
             "[HRR] Device missing: the archive used device{s} {}; {}. Replay with --device-map {onto} to run {them} on device 0{peer}.",

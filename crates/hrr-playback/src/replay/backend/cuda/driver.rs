@@ -272,18 +272,27 @@ pub struct LaunchConfig {
     pub num_attrs: c_uint,
 }
 
+/// `cuGetErrorName`'s signature.
+pub type ErrorNameFn = unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult;
+
+/// The name `get` (the driver's `cuGetErrorName`, when it has one) gives error `code`, else
+/// `CUDA error N`. A free function so that a wait run on another thread names its error too.
+pub fn error_name_with(get: Option<ErrorNameFn>, code: CUresult) -> String {
+    let mut p: *const c_char = std::ptr::null();
+    if let Some(f) = get {
+        // SAFETY: out-pointer to a local.
+        if unsafe { f(code, &mut p) } == 0 && !p.is_null() {
+            // SAFETY: the driver returns a static string.
+            return unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        }
+    }
+    format!("CUDA error {code}")
+}
+
 impl Api {
     /// The driver's name for an error code.
     pub fn error_name(&self, code: CUresult) -> String {
-        let mut p: *const c_char = std::ptr::null();
-        if let Some(f) = self.cuGetErrorName {
-            // SAFETY: out-pointer to a local.
-            if unsafe { f(code, &mut p) } == 0 && !p.is_null() {
-                // SAFETY: the driver returns a static string.
-                return unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
-            }
-        }
-        format!("CUDA error {code}")
+        error_name_with(self.cuGetErrorName, code)
     }
 }
 

@@ -69,7 +69,6 @@ impl Cuda {
             return None;
         }
         type Wait = unsafe extern "C" fn(H) -> CUresult;
-        type Name = unsafe extern "C" fn(CUresult, *mut *const std::ffi::c_char) -> CUresult;
         let (f, call, handle): (Option<Wait>, &'static str, Result<H>) = match self.ops.of(ev)? {
             hrr_calls::cuda::Op::StreamSynchronize => (
                 self.api.cuStreamSynchronize,
@@ -86,7 +85,7 @@ impl Cuda {
             _ => return None,
         };
         let f = f?;
-        let names: Option<Name> = self.api.cuGetErrorName;
+        let names = self.api.cuGetErrorName;
         let what = format!("{} (event #{})", ev.name, ev.seq);
         Some(handle.map(|h| {
             let h = h as usize; // a handle, waited for on another thread
@@ -96,14 +95,7 @@ impl Cuda {
                 if r == 0 {
                     return Ok(());
                 }
-                let mut p: *const std::ffi::c_char = std::ptr::null();
-                // SAFETY: out-pointer to a local; the driver returns a static string.
-                let name = match names.filter(|n| unsafe { n(r, &mut p) } == 0 && !p.is_null()) {
-                    Some(_) => unsafe { std::ffi::CStr::from_ptr(p) }
-                        .to_string_lossy()
-                        .into_owned(),
-                    None => format!("CUDA error {r}"),
-                };
+                let name = super::driver::error_name_with(names, r);
                 Err(anyhow::Error::new(CallFailed {
                     call,
                     code: r,
