@@ -4,6 +4,8 @@
  * managed and pinned host memory, pointer attributes; virtual memory management (cuMemCreate,
  * cuMemAddressReserve, cuMemMap, cuMemSetAccess).
  */
+#include <stdatomic.h>
+
 #include "fake_cuda_internal.h"
 
 #include <fcntl.h>
@@ -124,8 +126,15 @@ size_t region_add(uintptr_t base, size_t size, int kind, int access, struct fc_c
   return g_nreg++;
 }
 long region_find(uintptr_t p) {
+  /* kernels walk one region many times: try the last hit first */
+  static _Atomic size_t last_hit;
+  size_t l = atomic_load_explicit(&last_hit, memory_order_relaxed);
+  if (l < g_nreg && p >= g_reg[l].base && p - g_reg[l].base < g_reg[l].size) return (long)l;
   for (size_t i = 0; i < g_nreg; i++)
-    if (p >= g_reg[i].base && p - g_reg[i].base < g_reg[i].size) return (long)i;
+    if (p >= g_reg[i].base && p - g_reg[i].base < g_reg[i].size) {
+      atomic_store_explicit(&last_hit, i, memory_order_relaxed);
+      return (long)i;
+    }
   return -1;
 }
 long region_find_base(uintptr_t p, int kind) {
@@ -149,15 +158,24 @@ int range_ok(uintptr_t p, size_t len, int want) {
   return 1;
 }
 
+/* May a kernel on device `dev` (-1: any) touch [p, p+len) for `want`? The range must lie in
+   allocations allowing it, each on that device, opened to it (VMM), on a peer it has access to,
+   or on none (host memory). */
 int kernel_ok(uintptr_t p, size_t len, int want, int dev) {
-  if (!range_ok(p, len, want)) return 0;
-  if (dev < 0 || len == 0) return 1;
-  struct fc_ctx *c = NULL;
-  cur_ctx(&c);
-  unsigned long long peers = c ? c->peers : 0;
-  for (uintptr_t end = p + len; p < end;) {
-    struct region *r = &g_reg[region_find(p)];
-    int ok = r->dev < 0 || (r->vm ? (r->reach >> dev & 1) : (r->dev == dev || (peers >> r->dev & 1)));
+  if (len == 0) return 1;
+  uintptr_t end = p + len;
+  if (end < p) return 0;
+  while (p < end) {
+    long i = region_find(p);
+    if (i < 0) return 0;
+    struct region *r = &g_reg[i];
+    if ((r->access & want) != want) return 0;
+    int ok = dev < 0 || r->dev < 0 || (r->vm ? (r->reach >> dev & 1) : r->dev == dev);
+    if (!ok && !r->vm) { /* another device's memory: reachable after peer access */
+      struct fc_ctx *c = NULL;
+      cur_ctx(&c);
+      ok = c && (c->peers >> r->dev & 1);
+    }
     if (!ok) return 0;
     p = r->base + r->size;
   }

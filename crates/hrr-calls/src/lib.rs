@@ -11,8 +11,11 @@
 //! - its record [shape](shapes): the ordered, typed fields of its events;
 //! - its [`Kind`] (what it does, for capture and replay alike) and flags (`ordered`: runs and is
 //!   recorded under the capture's cross-thread ordering lock);
-//! - optionally `=> custom_fn`: a function of the capture crate that receives the typed
-//!   arguments when the call needs more than copying arguments into its shape.
+//! - optionally `=> custom_fn`: a function of the capture crate, for a call that needs more
+//!   than copying arguments into its shape. It receives the row's arguments as one struct
+//!   (`args::Op`, generated from the row: `fn module_load(h, a: args::ModuleLoad, call)`), or
+//!   with `=> custom_fn(..)` one by one (a function several rows or both APIs share, whose
+//!   rows' arguments differ in type).
 //!
 //! The tables are "X-macros": `cuda_calls!(m)` expands to `m! { rows }`, so each consumer
 //! generates what it needs from the same rows. This crate generates the [`cuda::Op`] and
@@ -46,7 +49,7 @@ macro_rules! define_api {
         $(
             $(#[$meta:meta])*
             $op:ident [$($export:ident),+ $(,)?] $sig:tt $(-> $ret:ty)?
-                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident)? ;
+                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident $(($($each:tt)*))?)? ;
         )*
     ) => {
         /// One operation of the API: every exported ABI variant of one call.

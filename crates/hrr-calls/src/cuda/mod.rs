@@ -194,7 +194,7 @@ pub mod ffi {
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default)]
     #[allow(missing_docs)]
-    pub struct Memcpy2D {
+    pub struct CudaMemcpy2D {
         pub src_x: usize,
         pub src_y: usize,
         pub src_type: u32,
@@ -217,7 +217,7 @@ pub mod ffi {
     #[repr(C)]
     #[derive(Debug, Clone, Copy, Default)]
     #[allow(missing_docs)]
-    pub struct Memcpy3D {
+    pub struct CudaMemcpy3D {
         pub src_x: usize,
         pub src_y: usize,
         pub src_z: usize,
@@ -284,8 +284,8 @@ pub mod ffi {
     /// `CU_RESOURCE_TYPE_PITCH2D`: offset 8 is a device pointer.
     pub const CU_RESOURCE_TYPE_PITCH2D: u32 = 3;
 
-    const _: () = assert!(std::mem::size_of::<Memcpy2D>() == 128);
-    const _: () = assert!(std::mem::size_of::<Memcpy3D>() == 200);
+    const _: () = assert!(std::mem::size_of::<CudaMemcpy2D>() == 128);
+    const _: () = assert!(std::mem::size_of::<CudaMemcpy3D>() == 200);
     const _: () = assert!(std::mem::size_of::<ArrayDescriptor>() == 24);
     const _: () = assert!(std::mem::size_of::<Array3dDescriptor>() == 40);
 }

@@ -3,7 +3,7 @@
 //! calls by record type within their own schema, but goldens and old readers expect stability).
 //!
 //! Row: `Op [exports…] (typed C arguments, annotated) [-> non-status return] : Shape, Kind
-//! [, ordered] [=> custom_fn];` where an argument `= field` records its value, `=> field` reads
+//! [, ordered] [=> custom_fn | => custom_fn(..)];` where an argument `= field` records its value, `=> field` reads
 //! an out-pointer after the call, and a bare argument is not recorded.
 
 /// The CUDA driver call table: `cuda_calls!(m)` expands to `m! { rows }`.
@@ -15,13 +15,13 @@ macro_rules! cuda_calls {
             DriverGetVersion [cuDriverGetVersion] (v: *mut c_int => version) : Version, Query;
             DeviceGet [cuDeviceGet] (dev: *mut c_int => device, ordinal: c_int = ordinal) : DeviceGet, Query;
             DeviceGetCount [cuDeviceGetCount] (count: *mut c_int => count) : DeviceCount, Query;
-            DeviceGetName [cuDeviceGetName] (name: *mut c_char, len: c_int, dev: c_int) : DeviceName, Query => device_get_name;
+            DeviceGetName [cuDeviceGetName] (name: *mut c_char, len: c_int, dev: c_int) : DeviceName, Query => device_get_name(..);
             DeviceTotalMem [cuDeviceTotalMem_v2] (bytes: *mut usize => bytes, dev: c_int = device) : DeviceTotalMem, Query;
             DeviceGetAttribute [cuDeviceGetAttribute] (v: *mut c_int => value, attrib: c_int = attrib, dev: c_int = device) : DeviceAttribute, Query;
             DeviceGetUuid [cuDeviceGetUuid, cuDeviceGetUuid_v2] (uuid: *mut u8, dev: c_int) : DeviceUuid, Query => device_get_uuid;
             DevicePrimaryCtxRetain [cuDevicePrimaryCtxRetain] (ctx: *mut Handle => ctx, dev: c_int = device) : PrimaryCtx, Context, ordered;
-            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int) : Device, Context => device_context_gone;
-            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int) : Device, Context => device_context_gone;
+            DevicePrimaryCtxRelease [cuDevicePrimaryCtxRelease_v2] (dev: c_int) : Device, Context => device_context_gone(..);
+            DevicePrimaryCtxReset [cuDevicePrimaryCtxReset_v2] (dev: c_int) : Device, Context => device_context_gone(..);
             CtxCreate [cuCtxCreate_v2] (ctx: *mut Handle => ctx, flags: c_uint = flags, dev: c_int = device) : CtxCreate, Context, ordered;
             CtxDestroy [cuCtxDestroy_v2] (ctx: Handle) : Ctx, Context, ordered => ctx_destroy;
             CtxSetCurrent [cuCtxSetCurrent] (ctx: Handle = ctx) : Ctx, Context, ordered;
@@ -44,38 +44,38 @@ macro_rules! cuda_calls {
             MemHostGetDevicePointer [cuMemHostGetDevicePointer_v2] (dptr: *mut u64, p: *mut c_void, flags: c_uint) : HostDevicePointer, HostMem => host_get_device_pointer;
             MemAddressReserve [cuMemAddressReserve] (ptr: *mut u64 => ptr, size: usize = size, align: usize = alignment, addr: u64 = addr, flags: u64 = flags) : AddressReserve, Reserve, ordered;
             MemAddressFree [cuMemAddressFree] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
-            MemCreate [cuMemCreate] (handle: *mut u64, size: usize, prop: *const u8, flags: u64) : MemCreate, Vmm, ordered => mem_create;
+            MemCreate [cuMemCreate] (handle: *mut u64, size: usize, prop: *const u8, flags: u64) : MemCreate, Vmm, ordered => mem_create(..);
             MemRelease [cuMemRelease] (handle: u64 = handle) : MemHandle, Vmm, ordered;
             MemMap [cuMemMap] (ptr: u64 = ptr, size: usize = size, offset: usize = offset, handle: u64 = handle, flags: u64 = flags) : MemMap, Vmm, ordered;
             MemUnmap [cuMemUnmap] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
-            MemSetAccess [cuMemSetAccess] (ptr: u64, size: usize, desc: *const u8, count: usize) : MemSetAccess, Vmm => mem_set_access;
-            MemcpyHtoD [cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds] (dst: u64, src: *const c_void, n: usize) : CopyH2d, H2d => memcpy_htod;
+            MemSetAccess [cuMemSetAccess] (ptr: u64, size: usize, desc: *const u8, count: usize) : MemSetAccess, Vmm => mem_set_access(..);
+            MemcpyHtoD [cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds] (dst: u64, src: *const c_void, n: usize) : CopyH2d, H2d => memcpy_htod(..);
             MemcpyHtoDAsync [cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz] (dst: u64, src: *const c_void, n: usize, stream: Handle) : CopyH2d, H2d => memcpy_htod_async;
-            MemcpyDtoH [cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds] (dst: *mut c_void, src: u64, n: usize) : CopyD2h, D2h => memcpy_dtoh;
+            MemcpyDtoH [cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds] (dst: *mut c_void, src: u64, n: usize) : CopyD2h, D2h => memcpy_dtoh(..);
             MemcpyDtoHAsync [cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz] (dst: *mut c_void, src: u64, n: usize, stream: Handle) : CopyD2h, D2h => memcpy_dtoh_async;
-            MemcpyDtoD [cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds] (dst: u64, src: u64, n: usize) : CopyD2d, D2d => memcpy_dtod;
+            MemcpyDtoD [cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds] (dst: u64, src: u64, n: usize) : CopyD2d, D2d => memcpy_dtod(..);
             MemcpyDtoDAsync [cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz] (dst: u64 = dst, src: u64 = src, n: usize = bytes, stream: Handle = stream) : CopyD2d, D2d;
             Memcpy [cuMemcpy, cuMemcpy_ptds] (dst: u64, src: u64, n: usize) : CopyAny, Copy => memcpy;
             MemcpyAsync [cuMemcpyAsync, cuMemcpyAsync_ptsz] (dst: u64, src: u64, n: usize, stream: Handle) : CopyAny, Copy => memcpy_async;
-            MemsetD8 [cuMemsetD8_v2, cuMemsetD8_v2_ptds] (dst: u64, v: c_uchar, n: usize) : Memset, Memset => memset;
-            MemsetD16 [cuMemsetD16_v2] (dst: u64, v: c_ushort, n: usize) : Memset, Memset => memset;
-            MemsetD32 [cuMemsetD32_v2, cuMemsetD32_v2_ptds] (dst: u64, v: c_uint, n: usize) : Memset, Memset => memset;
-            MemsetD8Async [cuMemsetD8Async, cuMemsetD8Async_ptsz] (dst: u64, v: c_uchar, n: usize, stream: Handle) : Memset, Memset => memset_async;
-            MemsetD16Async [cuMemsetD16Async] (dst: u64, v: c_ushort, n: usize, stream: Handle) : Memset, Memset => memset_async;
-            MemsetD32Async [cuMemsetD32Async, cuMemsetD32Async_ptsz] (dst: u64, v: c_uint, n: usize, stream: Handle) : Memset, Memset => memset_async;
+            MemsetD8 [cuMemsetD8_v2, cuMemsetD8_v2_ptds] (dst: u64, v: c_uchar, n: usize) : Memset, Memset => memset(..);
+            MemsetD16 [cuMemsetD16_v2] (dst: u64, v: c_ushort, n: usize) : Memset, Memset => memset(..);
+            MemsetD32 [cuMemsetD32_v2, cuMemsetD32_v2_ptds] (dst: u64, v: c_uint, n: usize) : Memset, Memset => memset(..);
+            MemsetD8Async [cuMemsetD8Async, cuMemsetD8Async_ptsz] (dst: u64, v: c_uchar, n: usize, stream: Handle) : Memset, Memset => memset_async(..);
+            MemsetD16Async [cuMemsetD16Async] (dst: u64, v: c_ushort, n: usize, stream: Handle) : Memset, Memset => memset_async(..);
+            MemsetD32Async [cuMemsetD32Async, cuMemsetD32Async_ptsz] (dst: u64, v: c_uint, n: usize, stream: Handle) : Memset, Memset => memset_async(..);
             ModuleLoad [cuModuleLoad] (m: *mut Handle, fname: *const c_char) : ModuleLoad, Load, ordered => module_load;
-            ModuleLoadData [cuModuleLoadData] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data;
+            ModuleLoadData [cuModuleLoadData] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data(..);
             ModuleLoadDataEx [cuModuleLoadDataEx] (m: *mut Handle, image: *const c_void, n: c_uint, opts: *mut c_int, vals: *mut *mut c_void) : ModuleLoad, Load, ordered => module_load_data_ex;
-            ModuleLoadFatBinary [cuModuleLoadFatBinary] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data;
+            ModuleLoadFatBinary [cuModuleLoadFatBinary] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data(..);
             ModuleUnload [cuModuleUnload] (m: Handle = module) : Module, Unload, ordered;
             ModuleGetFunction [cuModuleGetFunction] (f: *mut Handle, m: Handle, name: *const c_char) : ModuleGetFunction, Lookup, ordered => module_get_function;
-            ModuleGetGlobal [cuModuleGetGlobal_v2] (dptr: *mut u64, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup, ordered => get_global;
+            ModuleGetGlobal [cuModuleGetGlobal_v2] (dptr: *mut u64, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup, ordered => get_global(..);
             LibraryLoadData [cuLibraryLoadData] (lib: *mut Handle, code: *const c_void, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) : LibraryLoad, Load, ordered => library_load_data;
             LibraryLoadFromFile [cuLibraryLoadFromFile] (lib: *mut Handle, fname: *const c_char, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) : LibraryLoad, Load, ordered => library_load_from_file;
             LibraryUnload [cuLibraryUnload] (lib: Handle = library) : Library, Unload, ordered;
             LibraryGetKernel [cuLibraryGetKernel] (k: *mut Handle, lib: Handle, name: *const c_char) : LibraryGetKernel, Lookup, ordered => library_get_kernel;
             LibraryGetModule [cuLibraryGetModule] (m: *mut Handle, lib: Handle) : LibraryGetModule, Lookup, ordered => library_get_module;
-            LibraryGetGlobal [cuLibraryGetGlobal] (dptr: *mut u64, bytes: *mut usize, lib: Handle, name: *const c_char) : Global, Lookup, ordered => get_global;
+            LibraryGetGlobal [cuLibraryGetGlobal] (dptr: *mut u64, bytes: *mut usize, lib: Handle, name: *const c_char) : Global, Lookup, ordered => get_global(..);
             KernelGetFunction [cuKernelGetFunction] (f: *mut Handle, k: Handle) : KernelGetFunction, Lookup, ordered => kernel_get_function;
             FuncSetAttribute [cuFuncSetAttribute] (f: Handle, attrib: c_int, value: c_int) : FuncSetAttribute, Attribute => func_set_attribute;
             KernelSetAttribute [cuKernelSetAttribute] (attrib: c_int = attrib, value: c_int = value, k: Handle = kernel, dev: c_int = device) : KernelSetAttribute, Attribute;
@@ -140,14 +140,14 @@ macro_rules! cuda_calls {
             GraphClone [cuGraphClone] (clone: *mut Handle, g: Handle) : GraphClone, Graph, ordered => graph_clone;
             GraphDestroyNode [cuGraphDestroyNode] (node: Handle = node) : GraphNodeHandle, Graph, ordered;
             GraphConditionalHandleCreate [cuGraphConditionalHandleCreate] (h: *mut u64 => handle, g: Handle = graph, ctx: Handle = ctx, default_value: c_uint = default_value, flags: c_uint = flags) : ConditionalHandle, Graph, ordered;
-            GraphHostSource [hrrGraphHostSource] (exec: Handle, host: u64, n: u64) : GraphHostSource, H2d => graph_host_record;
-            GraphHostResult [hrrGraphHostResult] (exec: Handle, host: u64, n: u64) : GraphHostResult, D2h => graph_host_record;
+            GraphHostSource [hrrGraphHostSource] (exec: Handle, host: u64, n: u64) : GraphHostSource, H2d => graph_host_record(..);
+            GraphHostResult [hrrGraphHostResult] (exec: Handle, host: u64, n: u64) : GraphHostResult, D2h => graph_host_record(..);
             // 2D/3D copies, arrays, texture and surface objects (wt-copies).
-            Memcpy2D [cuMemcpy2D_v2, cuMemcpy2D_v2_ptds] (p: *const Memcpy2D) : CopyPitched, Copy => memcpy_2d;
-            Memcpy2DUnaligned [cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds] (p: *const Memcpy2D) : CopyPitched, Copy => memcpy_2d;
-            Memcpy2DAsync [cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz] (p: *const Memcpy2D, stream: Handle) : CopyPitched, Copy => memcpy_2d_async;
-            Memcpy3D [cuMemcpy3D_v2, cuMemcpy3D_v2_ptds] (p: *const Memcpy3D) : CopyPitched, Copy => memcpy_3d;
-            Memcpy3DAsync [cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz] (p: *const Memcpy3D, stream: Handle) : CopyPitched, Copy => memcpy_3d_async;
+            Memcpy2D [cuMemcpy2D_v2, cuMemcpy2D_v2_ptds] (p: *const CudaMemcpy2D) : CopyPitched, Copy => memcpy_2d(..);
+            Memcpy2DUnaligned [cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds] (p: *const CudaMemcpy2D) : CopyPitched, Copy => memcpy_2d(..);
+            Memcpy2DAsync [cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz] (p: *const CudaMemcpy2D, stream: Handle) : CopyPitched, Copy => memcpy_2d_async;
+            Memcpy3D [cuMemcpy3D_v2, cuMemcpy3D_v2_ptds] (p: *const CudaMemcpy3D) : CopyPitched, Copy => memcpy_3d;
+            Memcpy3DAsync [cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz] (p: *const CudaMemcpy3D, stream: Handle) : CopyPitched, Copy => memcpy_3d_async;
             MemcpyHtoA [cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds] (dst: Handle, off: usize, src: *const c_void, n: usize) : CopyPitched, H2d => memcpy_htoa;
             MemcpyHtoAAsync [cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz] (dst: Handle, off: usize, src: *const c_void, n: usize, stream: Handle) : CopyPitched, H2d => memcpy_htoa_async;
             MemcpyAtoH [cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds] (dst: *mut c_void, src: Handle, off: usize, n: usize) : CopyPitched, D2h => memcpy_atoh;
@@ -167,12 +167,12 @@ macro_rules! cuda_calls {
             SurfObjectDestroy [cuSurfObjectDestroy] (o: u64 = object) : Object, Array, ordered;
             // Host-visible memory (pseudo-calls: no driver export; capture records them itself)
             // and stream-ordered memory pools (hostmem).
-            HostMemWrite [hrrHostMemWrite] () -> () : HostMemWrite, HostWrite => pseudo_call;
-            HostMemCheck [hrrHostMemCheck] () -> () : HostMemCheck, HostCheck => pseudo_call;
+            HostMemWrite [hrrHostMemWrite] () -> () : HostMemWrite, HostWrite => pseudo_call(..);
+            HostMemCheck [hrrHostMemCheck] () -> () : HostMemCheck, HostCheck => pseudo_call(..);
             MemPoolCreate [cuMemPoolCreate] (pool: *mut Handle, props: *const u8) : PoolCreate, Pool, ordered => mem_pool_create;
             MemPoolDestroy [cuMemPoolDestroy] (pool: Handle = pool) : Pool, Pool, ordered;
-            MemPoolSetAttribute [cuMemPoolSetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Pool => mem_pool_attribute;
-            MemPoolGetAttribute [cuMemPoolGetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Query => mem_pool_attribute;
+            MemPoolSetAttribute [cuMemPoolSetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Pool => mem_pool_attribute(..);
+            MemPoolGetAttribute [cuMemPoolGetAttribute] (pool: Handle, attr: c_int, value: *mut c_void) : PoolAttribute, Query => mem_pool_attribute(..);
             MemPoolTrimTo [cuMemPoolTrimTo] (pool: Handle = pool, keep: usize = bytes) : PoolTrim, Pool;
             MemPoolSetAccess [cuMemPoolSetAccess] (pool: Handle, desc: *const u8, count: usize) : PoolSetAccess, Pool => mem_pool_set_access;
             DeviceGetDefaultMemPool [cuDeviceGetDefaultMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
@@ -199,8 +199,8 @@ macro_rules! cuda_calls {
             StreamUpdateCaptureDependencies [cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_ptsz] (s: Handle, deps: *const Handle, n: usize, flags: c_uint) : CaptureDeps, Capture => stream_update_capture_dependencies;
             StreamUpdateCaptureDependenciesV2 [cuStreamUpdateCaptureDependencies_v2, cuStreamUpdateCaptureDependencies_v2_ptsz] (s: Handle, deps: *const Handle, edges: *const u8, n: usize, flags: c_uint) : CaptureDeps, Capture => stream_update_capture_dependencies_v2;
             // Not recorded: a query that says work is done lets async D2H results be recorded first.
-            EventQuery [cuEventQuery] (e: Handle) : Event, Query => query_done;
-            StreamQuery [cuStreamQuery, cuStreamQuery_ptsz] (s: Handle) : Stream, Query => query_done;
+            EventQuery [cuEventQuery] (e: Handle) : Event, Query => query_done(..);
+            StreamQuery [cuStreamQuery, cuStreamQuery_ptsz] (s: Handle) : Stream, Query => query_done(..);
             // Pseudo-call (no driver export): the source bytes of the async H2D copy of event
             // `copy` from page-locked memory, read after the call returned.
             MemcpySource [hrrMemcpySource] (copy: u64, src: u64, n: usize, stream: Handle) : CopySource, H2dSource => memcpy_source;

@@ -14,7 +14,7 @@ macro_rules! hip_calls {
             SetDevice [hipSetDevice] (dev: c_int = device) : Device, Context;
             GetDevice [hipGetDevice] (dev: *mut c_int => device) : Device, Query;
             DeviceGet [hipDeviceGet] (dev: *mut c_int => device, ordinal: c_int = ordinal) : DeviceGet, Query;
-            DeviceGetName [hipDeviceGetName] (name: *mut c_char, len: c_int, dev: c_int) : DeviceName, Query => device_get_name;
+            DeviceGetName [hipDeviceGetName] (name: *mut c_char, len: c_int, dev: c_int) : DeviceName, Query => device_get_name(..);
             DeviceTotalMem [hipDeviceTotalMem] (bytes: *mut usize => bytes, dev: c_int = device) : DeviceTotalMem, Query;
             DeviceGetAttribute [hipDeviceGetAttribute] (v: *mut c_int => value, attrib: c_int = attrib, dev: c_int = device) : DeviceAttribute, Query;
             GetDeviceProperties [hipGetDeviceProperties] (prop: *mut u8, dev: c_int) : DeviceProperties, Query => get_device_properties;
@@ -30,33 +30,33 @@ macro_rules! hip_calls {
             FreeAsync [hipFreeAsync] (ptr: Ptr, stream: Handle) : MemFreeAsync, Free, ordered => free_async;
             HostMalloc [hipHostMalloc] (ptr: *mut Ptr => host_ptr, size: usize = bytesize, flags: c_uint = flags) : HostAlloc, HostMem, ordered;
             HostFree [hipHostFree] (ptr: Ptr = host_ptr) : HostPtr, HostMem, ordered;
-            HostRegister [hipHostRegister] (ptr: Ptr, size: usize, flags: c_uint) : HostRegister, HostMem => host_register;
+            HostRegister [hipHostRegister] (ptr: Ptr, size: usize, flags: c_uint) : HostRegister, HostMem => host_register(..);
             HostUnregister [hipHostUnregister] (ptr: Ptr = host_ptr) : HostPtr, HostMem, ordered;
-            HostGetDevicePointer [hipHostGetDevicePointer] (dptr: *mut Ptr, ptr: Ptr, flags: c_uint) : HostDevicePointer, HostMem => host_get_device_pointer;
+            HostGetDevicePointer [hipHostGetDevicePointer] (dptr: *mut Ptr, ptr: Ptr, flags: c_uint) : HostDevicePointer, HostMem => host_get_device_pointer(..);
             MemAddressReserve [hipMemAddressReserve] (ptr: *mut Ptr => ptr, size: usize = size, align: usize = alignment, addr: Ptr = addr, flags: u64 = flags) : AddressReserve, Reserve, ordered;
             MemAddressFree [hipMemAddressFree] (ptr: Ptr = ptr, size: usize = size) : Range, Vmm, ordered;
-            MemCreate [hipMemCreate] (handle: *mut u64, size: usize, prop: *const u8, flags: u64) : MemCreate, Vmm, ordered => mem_create;
+            MemCreate [hipMemCreate] (handle: *mut u64, size: usize, prop: *const u8, flags: u64) : MemCreate, Vmm, ordered => mem_create(..);
             MemRelease [hipMemRelease] (handle: u64 = handle) : MemHandle, Vmm, ordered;
             MemMap [hipMemMap] (ptr: Ptr, size: usize, offset: usize, handle: u64, flags: u64) : MemMap, Vmm, ordered => mem_map;
             MemUnmap [hipMemUnmap] (ptr: Ptr, size: usize) : Range, Vmm, ordered => mem_unmap;
-            MemSetAccess [hipMemSetAccess] (ptr: Ptr, size: usize, desc: *const u8, count: usize) : MemSetAccess, Vmm => mem_set_access;
+            MemSetAccess [hipMemSetAccess] (ptr: Ptr, size: usize, desc: *const u8, count: usize) : MemSetAccess, Vmm => mem_set_access(..);
             Memcpy [hipMemcpy] (dst: Ptr, src: Ptr, n: usize, kind: c_int) : CopyKind, Copy => memcpy;
-            MemcpyAsync [hipMemcpyAsync] (dst: Ptr, src: Ptr, n: usize, kind: c_int, stream: Handle) : CopyKind, Copy => memcpy_async;
-            MemcpyWithStream [hipMemcpyWithStream] (dst: Ptr, src: Ptr, n: usize, kind: c_int, stream: Handle) : CopyKind, Copy => memcpy_async;
-            MemcpyHtoD [hipMemcpyHtoD] (dst: Ptr, src: Ptr, n: usize) : CopyH2d, H2d => memcpy_htod;
-            MemcpyHtoDAsync [hipMemcpyHtoDAsync] (dst: Ptr, src: Ptr, n: usize, stream: Handle) : CopyH2d, H2d => memcpy_htod_async;
-            MemcpyDtoH [hipMemcpyDtoH] (dst: Ptr, src: Ptr, n: usize) : CopyD2h, D2h => memcpy_dtoh;
+            MemcpyAsync [hipMemcpyAsync] (dst: Ptr, src: Ptr, n: usize, kind: c_int, stream: Handle) : CopyKind, Copy => memcpy_async(..);
+            MemcpyWithStream [hipMemcpyWithStream] (dst: Ptr, src: Ptr, n: usize, kind: c_int, stream: Handle) : CopyKind, Copy => memcpy_async(..);
+            MemcpyHtoD [hipMemcpyHtoD] (dst: Ptr, src: Ptr, n: usize) : CopyH2d, H2d => memcpy_htod(..);
+            MemcpyHtoDAsync [hipMemcpyHtoDAsync] (dst: Ptr, src: Ptr, n: usize, stream: Handle) : CopyH2d, H2d => memcpy_htod_async(..);
+            MemcpyDtoH [hipMemcpyDtoH] (dst: Ptr, src: Ptr, n: usize) : CopyD2h, D2h => memcpy_dtoh(..);
             MemcpyDtoHAsync [hipMemcpyDtoHAsync] (dst: Ptr, src: Ptr, n: usize, stream: Handle) : CopyD2h, D2h => memcpy_dtoh_async;
-            MemcpyDtoD [hipMemcpyDtoD] (dst: Ptr, src: Ptr, n: usize) : CopyD2d, D2d => memcpy_dtod;
+            MemcpyDtoD [hipMemcpyDtoD] (dst: Ptr, src: Ptr, n: usize) : CopyD2d, D2d => memcpy_dtod(..);
             MemcpyDtoDAsync [hipMemcpyDtoDAsync] (dst: Ptr = dst, src: Ptr = src, n: usize = bytes, stream: Handle = stream) : CopyD2d, D2d;
             Memset [hipMemset] (dst: Ptr, v: c_int, n: usize) : Memset, Memset => memset_bytes;
             MemsetAsync [hipMemsetAsync] (dst: Ptr, v: c_int, n: usize, stream: Handle) : Memset, Memset => memset_bytes_async;
-            MemsetD8 [hipMemsetD8] (dst: Ptr, v: u8, n: usize) : Memset, Memset => memset;
-            MemsetD8Async [hipMemsetD8Async] (dst: Ptr, v: u8, n: usize, stream: Handle) : Memset, Memset => memset_async;
-            MemsetD16 [hipMemsetD16] (dst: Ptr, v: u16, n: usize) : Memset, Memset => memset;
-            MemsetD16Async [hipMemsetD16Async] (dst: Ptr, v: u16, n: usize, stream: Handle) : Memset, Memset => memset_async;
-            MemsetD32 [hipMemsetD32] (dst: Ptr, v: c_int, n: usize) : Memset, Memset => memset;
-            MemsetD32Async [hipMemsetD32Async] (dst: Ptr, v: c_int, n: usize, stream: Handle) : Memset, Memset => memset_async;
+            MemsetD8 [hipMemsetD8] (dst: Ptr, v: u8, n: usize) : Memset, Memset => memset(..);
+            MemsetD8Async [hipMemsetD8Async] (dst: Ptr, v: u8, n: usize, stream: Handle) : Memset, Memset => memset_async(..);
+            MemsetD16 [hipMemsetD16] (dst: Ptr, v: u16, n: usize) : Memset, Memset => memset(..);
+            MemsetD16Async [hipMemsetD16Async] (dst: Ptr, v: u16, n: usize, stream: Handle) : Memset, Memset => memset_async(..);
+            MemsetD32 [hipMemsetD32] (dst: Ptr, v: c_int, n: usize) : Memset, Memset => memset(..);
+            MemsetD32Async [hipMemsetD32Async] (dst: Ptr, v: c_int, n: usize, stream: Handle) : Memset, Memset => memset_async(..);
             MemcpyToSymbol [hipMemcpyToSymbol] (symbol: Ptr, src: Ptr, n: usize, offset: usize, kind: c_int) : CopyToSymbol, H2d => memcpy_to_symbol;
             MemcpyToSymbolAsync [hipMemcpyToSymbolAsync] (symbol: Ptr, src: Ptr, n: usize, offset: usize, kind: c_int, stream: Handle) : CopyToSymbol, H2d => memcpy_to_symbol_async;
             MemcpyFromSymbol [hipMemcpyFromSymbol] (dst: Ptr, symbol: Ptr, n: usize, offset: usize, kind: c_int) : CopyFromSymbol, D2h => memcpy_from_symbol;
@@ -71,7 +71,7 @@ macro_rules! hip_calls {
             ModuleLoadDataEx [hipModuleLoadDataEx] (m: *mut Handle, image: *const c_void, n: c_uint, opts: *mut c_int, vals: *mut Ptr) : ModuleLoad, Load, ordered => module_load_data_ex;
             ModuleUnload [hipModuleUnload] (m: Handle) : Module, Unload, ordered => module_unload;
             ModuleGetFunction [hipModuleGetFunction] (f: *mut Handle, m: Handle, name: *const c_char) : ModuleGetFunction, Lookup, ordered => module_get_function;
-            ModuleGetGlobal [hipModuleGetGlobal] (dptr: *mut Ptr, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup => get_global;
+            ModuleGetGlobal [hipModuleGetGlobal] (dptr: *mut Ptr, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup => get_global(..);
             PushCallConfiguration [__hipPushCallConfiguration] (grid: Dim3, block: Dim3, shmem: usize, stream: Handle) : CallConfiguration, Configure => push_call_configuration;
             LaunchKernel [hipLaunchKernel] (f: *const c_void, grid: Dim3, block: Dim3, args: *mut Ptr, shmem: usize, stream: Handle) : Launch, Launch => launch_kernel;
             LaunchCooperativeKernel [hipLaunchCooperativeKernel] (f: *const c_void, grid: Dim3, block: Dim3, args: *mut Ptr, shmem: c_uint, stream: Handle) : Launch, Launch => launch_cooperative;
@@ -91,14 +91,14 @@ macro_rules! hip_calls {
             StreamBeginCapture [hipStreamBeginCapture] (s: Handle, mode: c_int) : BeginCapture, Capture => stream_begin_capture;
             StreamEndCapture [hipStreamEndCapture] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture;
             GraphLaunch [hipGraphLaunch] (exec: Handle, s: Handle) : GraphLaunch, GraphLaunch => graph_launch;
-            LaunchHostFunc [hipLaunchHostFunc] (s: Handle, func: Ptr, data: Ptr) : HostFunc, HostFunc => launch_host_func;
+            LaunchHostFunc [hipLaunchHostFunc] (s: Handle, func: Ptr, data: Ptr) : HostFunc, HostFunc => launch_host_func(..);
             // Asynchronous D2H results (async copies). A pseudo-row, as CUDA's `hrrMemcpyResult`:
             // no runtime entry point; recorded by the host function capture enqueues behind an
             // async D2H copy (`hipMemcpyAsync` to host, `hipMemcpyDtoHAsync`).
             MemcpyResult [hrrHipMemcpyResult] (copy: u64, dst: Ptr, n: usize, stream: Handle) : CopyResult, D2hResult => memcpy_result;
             // Not recorded: a query that says work is done lets async D2H results be recorded first.
-            EventQuery [hipEventQuery] (e: Handle) : Event, Query => query_done;
-            StreamQuery [hipStreamQuery] (s: Handle) : Stream, Query => query_done;
+            EventQuery [hipEventQuery] (e: Handle) : Event, Query => query_done(..);
+            StreamQuery [hipStreamQuery] (s: Handle) : Stream, Query => query_done(..);
         }
     };
 }

@@ -130,9 +130,17 @@ macro_rules! define_exports {
         $(
             $(#[$meta:meta])*
             $op:ident [$first:ident $(, $more:ident)* $(,)?] $sig:tt $(-> $ret:ty)?
-                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident)? ;
+                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident $(($($each:tt)*))?)? ;
         )*
     ) => {
+        /// The typed arguments of each row (named after its operation), as the row's custom
+        /// function receives them.
+        #[allow(non_snake_case, dead_code, unused_imports)]
+        pub mod args {
+            use super::*;
+            $( $crate::define_exports!(@args $op $sig); )*
+        }
+
         /// One variant per exported name, in table order (record type = index + 1).
         #[allow(non_camel_case_types, dead_code)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,19 +210,31 @@ macro_rules! define_exports {
 
         $(
             $crate::define_exports!(@row $api, $cmod;
-                [$first $(, $more)*] $sig [$($ret)?] $shape $kind [$($flag)*] [$($custom)?]);
+                $op [$first $(, $more)*] $sig [$($ret)?] $shape $kind [$($flag)*] [$($custom $(($($each)*))?)?]);
         )*
     };
 
-    (@row $api:expr, $cmod:ident; [$($export:ident),+] $sig:tt $ret:tt $shape:ident
+    (@invoke $f:path, $h:expr, $op:ident [$($arg:ident)*] [] $call:expr) => {
+        $f($h, args::$op { $($arg,)* }, $call)
+    };
+    (@invoke $f:path, $h:expr, $op:ident [$($arg:ident)*] [$each:tt] $call:expr) => {
+        $f($h, $($arg,)* $call)
+    };
+
+    (@args $op:ident ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)) => {
+        #[derive(Clone, Copy)]
+        pub struct $op { $(pub $arg: $ty,)* }
+    };
+
+    (@row $api:expr, $cmod:ident; $op:ident [$($export:ident),+] $sig:tt $ret:tt $shape:ident
         $kind:ident $flags:tt $custom:tt) => {
         $(
-            $crate::define_exports!(@fn $api, $cmod; $export $sig $ret $shape $kind $flags $custom);
+            $crate::define_exports!(@fn $api, $cmod; $op $export $sig $ret $shape $kind $flags $custom);
         )+
     };
 
     // A row recorded from its annotated arguments.
-    (@fn $api:expr, $cmod:ident; $export:ident
+    (@fn $api:expr, $cmod:ident; $op:ident $export:ident
         ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)
         [] $shape:ident $kind:ident [$($flag:ident)*] []) => {
         #[no_mangle]
@@ -241,10 +261,11 @@ macro_rules! define_exports {
         }
     };
 
-    // A row recorded by its custom function.
-    (@fn $api:expr, $cmod:ident; $export:ident
+    // A row recorded by its custom function: it receives the row's `args` struct, or with
+    // `=> name(..)` (a function several rows or APIs share) the arguments one by one.
+    (@fn $api:expr, $cmod:ident; $op:ident $export:ident
         ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)
-        [$($ret:ty)?] $shape:ident $kind:ident [$($flag:ident)*] [$custom:ident]) => {
+        [$($ret:ty)?] $shape:ident $kind:ident [$($flag:ident)*] [$custom:ident $($each:tt)?]) => {
         #[no_mangle]
         #[allow(clippy::missing_safety_doc)]
         pub unsafe extern "C" fn $export($($arg: $ty),*) -> $crate::ret_or_status!($($ret)?) {
@@ -260,7 +281,7 @@ macro_rules! define_exports {
             };
             let ordered = ::hrr_calls::has_flag!(ordered; $($flag)*);
             $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || {
-                $cmod::$custom(Export::$export, $($arg,)*
+                $crate::define_exports!(@invoke $cmod::$custom, Export::$export, $op [$($arg)*] [$($each)?]
                     move || $crate::hook::profile::driver(|| real($($arg),*)))
             })
         }

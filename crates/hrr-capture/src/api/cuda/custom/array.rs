@@ -2,13 +2,14 @@
 //! (arrays) or as the bytes of their C structs (resource, texture and resource view descriptors,
 //! whose handles replay re-maps), and the created handle or 64-bit object value.
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
-use std::ffi::c_uint;
+use super::Call;
+use crate::api::cuda::calls::args;
 
 use hrr_calls::cuda::ffi::{
-    Array3dDescriptor, ArrayDescriptor, CUresult, Handle, RESOURCE_DESC_BYTES,
-    RESOURCE_VIEW_DESC_BYTES, TEXTURE_DESC_BYTES,
+    Array3dDescriptor, CUresult, Handle, RESOURCE_DESC_BYTES, RESOURCE_VIEW_DESC_BYTES,
+    TEXTURE_DESC_BYTES,
 };
 use hrr_calls::shapes::{ArrayCreate, ObjectCreate};
 
@@ -31,12 +32,8 @@ macro_rules! array_fields {
     };
 }
 
-pub unsafe fn array_create(
-    h: Export,
-    a: *mut Handle,
-    d: *const ArrayDescriptor,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn array_create(h: Export, a: args::ArrayCreate, call: impl Call) -> CUresult {
+    let args::ArrayCreate { a, d } = a;
     let r = call();
     let d = d.as_ref().copied().unwrap_or_default();
     rec(h, r, |_| array_fields!(a, d));
@@ -54,12 +51,8 @@ unsafe fn fields_3d(a: *mut Handle, d: *const Array3dDescriptor, levels: u32) ->
     }
 }
 
-pub unsafe fn array_3d_create(
-    h: Export,
-    a: *mut Handle,
-    d: *const Array3dDescriptor,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn array_3d_create(h: Export, a: args::Array3DCreate, call: impl Call) -> CUresult {
+    let args::Array3DCreate { a, d } = a;
     let r = call();
     rec(h, r, |_| fields_3d(a, d, 0));
     r
@@ -67,11 +60,10 @@ pub unsafe fn array_3d_create(
 
 pub unsafe fn mipmapped_array_create(
     h: Export,
-    a: *mut Handle,
-    d: *const Array3dDescriptor,
-    levels: c_uint,
-    call: impl FnOnce() -> CUresult,
+    a: args::MipmappedArrayCreate,
+    call: impl Call,
 ) -> CUresult {
+    let args::MipmappedArrayCreate { a, d, levels } = a;
     let r = call();
     rec(h, r, |_| fields_3d(a, d, levels));
     r
@@ -94,14 +86,8 @@ unsafe fn object_fields(o: *mut u64, res: *const u8) -> ObjectCreate {
     }
 }
 
-pub unsafe fn tex_object_create(
-    h: Export,
-    o: *mut u64,
-    res: *const u8,
-    tex: *const u8,
-    view: *const u8,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn tex_object_create(h: Export, a: args::TexObjectCreate, call: impl Call) -> CUresult {
+    let args::TexObjectCreate { o, res, tex, view } = a;
     let r = call();
     rec(h, r, |_| ObjectCreate {
         tex_desc: bytes_at(tex, TEXTURE_DESC_BYTES).to_vec(),
@@ -113,10 +99,10 @@ pub unsafe fn tex_object_create(
 
 pub unsafe fn surf_object_create(
     h: Export,
-    o: *mut u64,
-    res: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::SurfObjectCreate,
+    call: impl Call,
 ) -> CUresult {
+    let args::SurfObjectCreate { o, res } = a;
     let r = call();
     rec(h, r, |_| object_fields(o, res));
     r

@@ -2,9 +2,11 @@
 //! look-ups (remembered in the state), enumerations, and the binding of a launched function
 //! capture never saw looked up (through its module, [`bind_unseen_function`]).
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use super::Call;
+use crate::api::cuda::calls::args;
+use std::ffi::{c_char, c_uint, c_void, CStr};
 
 use hrr_archive::{CodeKind, ObjectId};
 use hrr_calls::cuda::ffi::{CUresult, Handle};
@@ -58,7 +60,7 @@ unsafe fn load(
     m: *mut Handle,
     code: Option<ObjectId>,
     library: bool,
-    call: impl FnOnce() -> CUresult,
+    call: impl Call,
 ) -> CUresult {
     let r = call();
     let handle = out_addr(m);
@@ -83,12 +85,8 @@ unsafe fn load(
     r
 }
 
-pub unsafe fn module_load(
-    h: Export,
-    m: *mut Handle,
-    fname: *const c_char,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn module_load(h: Export, a: args::ModuleLoad, call: impl Call) -> CUresult {
+    let args::ModuleLoad { m, fname } = a;
     load(h, m, store_image_file(fname), false, call)
 }
 
@@ -96,50 +94,31 @@ pub unsafe fn module_load_data(
     h: Export,
     m: *mut Handle,
     image: *const c_void,
-    call: impl FnOnce() -> CUresult,
+    call: impl Call,
 ) -> CUresult {
     load(h, m, store_image(image), false, call)
 }
 
 pub unsafe fn module_load_data_ex(
     h: Export,
-    m: *mut Handle,
-    image: *const c_void,
-    _n: c_uint,
-    _opts: *mut c_int,
-    _vals: *mut *mut c_void,
-    call: impl FnOnce() -> CUresult,
+    a: args::ModuleLoadDataEx,
+    call: impl Call,
 ) -> CUresult {
+    let args::ModuleLoadDataEx { m, image, .. } = a;
     module_load_data(h, m, image, call)
 }
 
-pub unsafe fn library_load_data(
-    h: Export,
-    lib: *mut Handle,
-    code: *const c_void,
-    _jo: *mut c_int,
-    _jv: *mut *mut c_void,
-    _njo: c_uint,
-    _lo: *mut c_int,
-    _lv: *mut *mut c_void,
-    _nlo: c_uint,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn library_load_data(h: Export, a: args::LibraryLoadData, call: impl Call) -> CUresult {
+    let args::LibraryLoadData { lib, code, .. } = a;
     load(h, lib, store_image(code), true, call)
 }
 
 pub unsafe fn library_load_from_file(
     h: Export,
-    lib: *mut Handle,
-    fname: *const c_char,
-    _jo: *mut c_int,
-    _jv: *mut *mut c_void,
-    _njo: c_uint,
-    _lo: *mut c_int,
-    _lv: *mut *mut c_void,
-    _nlo: c_uint,
-    call: impl FnOnce() -> CUresult,
+    a: args::LibraryLoadFromFile,
+    call: impl Call,
 ) -> CUresult {
+    let args::LibraryLoadFromFile { lib, fname, .. } = a;
     load(h, lib, store_image_file(fname), true, call)
 }
 
@@ -178,11 +157,10 @@ unsafe fn looked_up<S: hrr_calls::Shape>(
 
 pub unsafe fn module_get_function(
     h: Export,
-    f: *mut Handle,
-    m: Handle,
-    name: *const c_char,
-    call: impl FnOnce() -> CUresult,
+    a: args::ModuleGetFunction,
+    call: impl Call,
 ) -> CUresult {
+    let args::ModuleGetFunction { f, m, name } = a;
     let r = call();
     looked_up(h, r, (f, m, name), false, |function, module, name| {
         ModuleGetFunction {
@@ -196,11 +174,10 @@ pub unsafe fn module_get_function(
 
 pub unsafe fn library_get_kernel(
     h: Export,
-    k: *mut Handle,
-    lib: Handle,
-    name: *const c_char,
-    call: impl FnOnce() -> CUresult,
+    a: args::LibraryGetKernel,
+    call: impl Call,
 ) -> CUresult {
+    let args::LibraryGetKernel { k, lib, name } = a;
     let r = call();
     looked_up(h, r, (k, lib, name), true, |kernel, library, name| {
         LibraryGetKernel {
@@ -214,10 +191,10 @@ pub unsafe fn library_get_kernel(
 
 pub unsafe fn library_get_module(
     h: Export,
-    m: *mut Handle,
-    lib: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::LibraryGetModule,
+    call: impl Call,
 ) -> CUresult {
+    let args::LibraryGetModule { m, lib } = a;
     let r = call();
     rec(h, r, |_| {
         let module = out_addr(m);
@@ -235,10 +212,10 @@ pub unsafe fn library_get_module(
 
 pub unsafe fn kernel_get_function(
     h: Export,
-    f: *mut Handle,
-    k: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::KernelGetFunction,
+    call: impl Call,
 ) -> CUresult {
+    let args::KernelGetFunction { f, k } = a;
     let r = call();
     rec(h, r, |_| {
         let function = out_addr(f);
@@ -280,12 +257,8 @@ unsafe fn driver_kernel_name(k: Handle) -> Option<String> {
     driver_name(c"cuKernelGetName", k)
 }
 
-pub unsafe fn func_get_module(
-    h: Export,
-    m: *mut Handle,
-    f: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn func_get_module(h: Export, a: args::FuncGetModule, call: impl Call) -> CUresult {
+    let args::FuncGetModule { m, f } = a;
     let r = call();
     rec(h, r, |_| FuncGetModule {
         module: out_addr(m),
@@ -385,11 +358,10 @@ unsafe fn enumerated(
 
 pub unsafe fn module_enumerate_functions(
     h: Export,
-    fns: *mut Handle,
-    n: c_uint,
-    m: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::ModuleEnumerateFunctions,
+    call: impl Call,
 ) -> CUresult {
+    let args::ModuleEnumerateFunctions { fns, n, m } = a;
     let r = call();
     enumerated(h, r, fns, n, m, false);
     r
@@ -397,11 +369,10 @@ pub unsafe fn module_enumerate_functions(
 
 pub unsafe fn library_enumerate_kernels(
     h: Export,
-    ks: *mut Handle,
-    n: c_uint,
-    lib: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::LibraryEnumerateKernels,
+    call: impl Call,
 ) -> CUresult {
+    let args::LibraryEnumerateKernels { ks, n, lib } = a;
     let r = call();
     enumerated(h, r, ks, n, lib, true);
     r
@@ -411,11 +382,10 @@ pub unsafe fn library_enumerate_kernels(
 /// attributes of the functions it got through its private path before launching them).
 pub unsafe fn func_set_attribute(
     h: Export,
-    f: Handle,
-    attrib: c_int,
-    value: c_int,
-    call: impl FnOnce() -> CUresult,
+    a: args::FuncSetAttribute,
+    call: impl Call,
 ) -> CUresult {
+    let args::FuncSetAttribute { f, attrib, value } = a;
     let r = call();
     bind_unseen_function(f);
     rec(h, r, |_| FuncSetAttribute {
@@ -429,10 +399,10 @@ pub unsafe fn func_set_attribute(
 /// `cuFuncSetCacheConfig`, binding the function first like [`func_set_attribute`].
 pub unsafe fn func_set_cache_config(
     h: Export,
-    f: Handle,
-    config: c_int,
-    call: impl FnOnce() -> CUresult,
+    a: args::FuncSetCacheConfig,
+    call: impl Call,
 ) -> CUresult {
+    let args::FuncSetCacheConfig { f, config } = a;
     let r = call();
     bind_unseen_function(f);
     rec(h, r, |_| FuncSetCacheConfig {

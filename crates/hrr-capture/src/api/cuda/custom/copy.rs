@@ -13,8 +13,10 @@
 //! writes (`graph/`). Where the host function cannot be enqueued, the stream is synchronised
 //! and the result recorded at once.
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
+use super::Call;
+use crate::api::cuda::calls::args;
 use std::ffi::{c_int, c_uint, c_void};
 
 use hrr_calls::cuda::ffi::{CUresult, Handle, CUDA_ERROR_NOT_FOUND};
@@ -96,14 +98,13 @@ pub(super) unsafe fn note_captured_copy(
 /// `cuMemcpyHtoDAsync`: as every H2D copy (`hook::common`), and inside a stream capture the
 /// source region is remembered for the graph's launches. A large source in page-locked memory
 /// outside a capture is read after the call returns (`hook::common::source_later`).
-pub unsafe fn memcpy_htod_async(
-    h: Export,
-    dst: u64,
-    src: *const c_void,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_htod_async(h: Export, a: args::MemcpyHtoDAsync, call: impl Call) -> CUresult {
+    let args::MemcpyHtoDAsync {
+        dst,
+        src,
+        n,
+        stream,
+    } = a;
     if source_later_applies(h, src as u64, n, stream) {
         let r = call();
         let seq = rec_seq(h, r, |_| CopyH2d {
@@ -167,14 +168,7 @@ unsafe fn pointer_attribute(ptr: u64, attr: c_int) -> Option<c_uint> {
 
 /// The `hrrMemcpySource` pseudo-row's wrapper (no real entry point: never runs; the events are
 /// recorded by `hook::common::source_later`).
-pub unsafe fn memcpy_source(
-    _h: Export,
-    _copy: u64,
-    _src: u64,
-    _n: usize,
-    _stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_source(_h: Export, _: args::MemcpySource, call: impl Call) -> CUresult {
     call()
 }
 
@@ -218,14 +212,13 @@ unsafe fn is_pageable(ptr: u64) -> bool {
         && pointer_attribute(ptr, ATTR_MEMORY_TYPE).is_none()
 }
 
-pub unsafe fn memcpy_dtoh_async(
-    h: Export,
-    dst: *mut c_void,
-    src: u64,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_dtoh_async(h: Export, a: args::MemcpyDtoHAsync, call: impl Call) -> CUresult {
+    let args::MemcpyDtoHAsync {
+        dst,
+        src,
+        n,
+        stream,
+    } = a;
     crate::hook::results::claim(dst as usize, n);
     let r = call();
     let seq = rec_seq(h, r, |_| CopyD2h {
@@ -245,14 +238,7 @@ pub unsafe fn memcpy_dtoh_async(
 
 /// The `hrrMemcpyResult` pseudo-row's wrapper (it has no real entry point, so this never runs:
 /// the events are recorded by the host function of `hook::common::result_at_completion`).
-pub unsafe fn memcpy_result(
-    _h: Export,
-    _copy: u64,
-    _dst: u64,
-    _n: usize,
-    _stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_result(_h: Export, _: args::MemcpyResult, call: impl Call) -> CUresult {
     call()
 }
 
@@ -261,25 +247,13 @@ pub(super) unsafe fn is_device_ptr(ptr: u64) -> bool {
     pointer_attribute(ptr, ATTR_MEMORY_TYPE).is_some_and(|t| t != MEMORYTYPE_HOST)
 }
 
-pub unsafe fn memcpy(
-    h: Export,
-    dst: u64,
-    src: u64,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy(h: Export, a: args::Memcpy, call: impl Call) -> CUresult {
+    let args::Memcpy { dst, src, n } = a;
     generic_copy(h, dst, src, n, None, call)
 }
 
-pub unsafe fn memcpy_async(
-    h: Export,
-    dst: u64,
-    src: u64,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    generic_copy(h, dst, src, n, Some(stream), call)
+pub unsafe fn memcpy_async(h: Export, a: args::MemcpyAsync, call: impl Call) -> CUresult {
+    generic_copy(h, a.dst, a.src, a.n, Some(a.stream), call)
 }
 
 unsafe fn generic_copy(
@@ -288,7 +262,7 @@ unsafe fn generic_copy(
     src: u64,
     n: usize,
     stream: Option<Handle>,
-    call: impl FnOnce() -> CUresult,
+    call: impl Call,
 ) -> CUresult {
     let dir = direction::of(is_device_ptr(src), is_device_ptr(dst));
     if dir == direction::D2H {

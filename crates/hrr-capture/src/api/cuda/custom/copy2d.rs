@@ -6,13 +6,15 @@
 //! as the D2H check (async copies: after synchronising the stream, never on a capturing one;
 //! the same rules as the 1D copies of `copy.rs`).
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
+use super::Call;
+use crate::api::cuda::calls::args;
 use std::ffi::c_void;
 
 use hrr_archive::ObjectId;
 use hrr_calls::cuda::ffi::{
-    CUresult, Handle, Memcpy2D, Memcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE,
+    CUresult, CudaMemcpy2D, CudaMemcpy3D, Handle, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE,
     CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_UNIFIED,
 };
 use hrr_calls::shapes::{direction, CopyPitched};
@@ -120,7 +122,7 @@ unsafe fn pitched(
     h: Export,
     mut c: CopyPitched,
     stream: Option<Handle>,
-    call: impl FnOnce() -> CUresult,
+    call: impl Call,
 ) -> CUresult {
     let src_dev = side_is_device(c.src_type, c.src_device);
     let dst_dev = side_is_device(c.dst_type, c.dst_device);
@@ -174,7 +176,7 @@ macro_rules! planar_fields {
 }
 
 /// The recorded fields of a `CUDA_MEMCPY2D` (z, LOD and heights 0, depth 1).
-unsafe fn fields_2d(p: *const Memcpy2D) -> Option<CopyPitched> {
+unsafe fn fields_2d(p: *const CudaMemcpy2D) -> Option<CopyPitched> {
     let d = p.as_ref()?;
     Some(CopyPitched {
         depth: 1,
@@ -183,7 +185,7 @@ unsafe fn fields_2d(p: *const Memcpy2D) -> Option<CopyPitched> {
 }
 
 /// The recorded fields of a `CUDA_MEMCPY3D`.
-unsafe fn fields_3d(p: *const Memcpy3D) -> Option<CopyPitched> {
+unsafe fn fields_3d(p: *const CudaMemcpy3D) -> Option<CopyPitched> {
     let d = p.as_ref()?;
     Some(CopyPitched {
         src_z: d.src_z as u64,
@@ -202,37 +204,22 @@ fn or_empty(c: Option<CopyPitched>) -> CopyPitched {
     c.unwrap_or_default()
 }
 
-pub unsafe fn memcpy_2d(
-    h: Export,
-    p: *const Memcpy2D,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_2d(h: Export, p: *const CudaMemcpy2D, call: impl Call) -> CUresult {
     pitched(h, or_empty(fields_2d(p)), None, call)
 }
 
-pub unsafe fn memcpy_2d_async(
-    h: Export,
-    p: *const Memcpy2D,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_2d_async(h: Export, a: args::Memcpy2DAsync, call: impl Call) -> CUresult {
+    let args::Memcpy2DAsync { p, stream } = a;
     pitched(h, or_empty(fields_2d(p)), Some(stream), call)
 }
 
-pub unsafe fn memcpy_3d(
-    h: Export,
-    p: *const Memcpy3D,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_3d(h: Export, a: args::Memcpy3D, call: impl Call) -> CUresult {
+    let args::Memcpy3D { p } = a;
     pitched(h, or_empty(fields_3d(p)), None, call)
 }
 
-pub unsafe fn memcpy_3d_async(
-    h: Export,
-    p: *const Memcpy3D,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_3d_async(h: Export, a: args::Memcpy3DAsync, call: impl Call) -> CUresult {
+    let args::Memcpy3DAsync { p, stream } = a;
     pitched(h, or_empty(fields_3d(p)), Some(stream), call)
 }
 
@@ -271,64 +258,30 @@ fn array_side(a: Handle, off: usize) -> Side1d {
     (CU_MEMORYTYPE_ARRAY, 0, 0, a as u64, off as u64)
 }
 
-pub unsafe fn memcpy_htoa(
-    h: Export,
-    dst: Handle,
-    off: usize,
-    src: *const c_void,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_htoa(h: Export, a: args::MemcpyHtoA, call: impl Call) -> CUresult {
+    let args::MemcpyHtoA { dst, off, src, n } = a;
     let c = fields_1d(host_side(src as u64), array_side(dst, off), n);
     pitched(h, c, None, call)
 }
 
-pub unsafe fn memcpy_htoa_async(
-    h: Export,
-    dst: Handle,
-    off: usize,
-    src: *const c_void,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let c = fields_1d(host_side(src as u64), array_side(dst, off), n);
-    pitched(h, c, Some(stream), call)
+pub unsafe fn memcpy_htoa_async(h: Export, a: args::MemcpyHtoAAsync, call: impl Call) -> CUresult {
+    let c = fields_1d(host_side(a.src as u64), array_side(a.dst, a.off), a.n);
+    pitched(h, c, Some(a.stream), call)
 }
 
-pub unsafe fn memcpy_atoh(
-    h: Export,
-    dst: *mut c_void,
-    src: Handle,
-    off: usize,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_atoh(h: Export, a: args::MemcpyAtoH, call: impl Call) -> CUresult {
+    let args::MemcpyAtoH { dst, src, off, n } = a;
     let c = fields_1d(array_side(src, off), host_side(dst as u64), n);
     pitched(h, c, None, call)
 }
 
-pub unsafe fn memcpy_atoh_async(
-    h: Export,
-    dst: *mut c_void,
-    src: Handle,
-    off: usize,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let c = fields_1d(array_side(src, off), host_side(dst as u64), n);
-    pitched(h, c, Some(stream), call)
+pub unsafe fn memcpy_atoh_async(h: Export, a: args::MemcpyAtoHAsync, call: impl Call) -> CUresult {
+    let c = fields_1d(array_side(a.src, a.off), host_side(a.dst as u64), a.n);
+    pitched(h, c, Some(a.stream), call)
 }
 
-pub unsafe fn memcpy_atod(
-    h: Export,
-    dst: u64,
-    src: Handle,
-    off: usize,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_atod(h: Export, a: args::MemcpyAtoD, call: impl Call) -> CUresult {
+    let args::MemcpyAtoD { dst, src, off, n } = a;
     pitched(
         h,
         fields_1d(array_side(src, off), device_side(dst), n),
@@ -337,14 +290,8 @@ pub unsafe fn memcpy_atod(
     )
 }
 
-pub unsafe fn memcpy_dtoa(
-    h: Export,
-    dst: Handle,
-    off: usize,
-    src: u64,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn memcpy_dtoa(h: Export, a: args::MemcpyDtoA, call: impl Call) -> CUresult {
+    let args::MemcpyDtoA { dst, off, src, n } = a;
     pitched(
         h,
         fields_1d(device_side(src), array_side(dst, off), n),
@@ -353,15 +300,7 @@ pub unsafe fn memcpy_dtoa(
     )
 }
 
-pub unsafe fn memcpy_atoa(
-    h: Export,
-    dst: Handle,
-    doff: usize,
-    src: Handle,
-    soff: usize,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    let c = fields_1d(array_side(src, soff), array_side(dst, doff), n);
+pub unsafe fn memcpy_atoa(h: Export, a: args::MemcpyAtoA, call: impl Call) -> CUresult {
+    let c = fields_1d(array_side(a.src, a.soff), array_side(a.dst, a.doff), a.n);
     pitched(h, c, None, call)
 }

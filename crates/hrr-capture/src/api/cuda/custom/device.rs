@@ -1,8 +1,9 @@
 //! Initialisation and device queries that need logic.
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_int, c_uint};
+use super::Call;
+use crate::api::cuda::calls::args;
 
 use hrr_calls::cuda::ffi::CUresult;
 use hrr_calls::shapes::*;
@@ -13,7 +14,8 @@ use crate::api::cuda::API;
 use crate::hook::args::bytes_at;
 use crate::recorder::{self};
 
-pub unsafe fn init(h: Export, flags: c_uint, call: impl FnOnce() -> CUresult) -> CUresult {
+pub unsafe fn init(h: Export, a: args::Init, call: impl Call) -> CUresult {
+    let args::Init { flags } = a;
     let r = call();
     rec(h, r, |_| Init { flags });
     if r == 0 {
@@ -22,12 +24,8 @@ pub unsafe fn init(h: Export, flags: c_uint, call: impl FnOnce() -> CUresult) ->
     r
 }
 
-pub unsafe fn device_get_uuid(
-    h: Export,
-    uuid: *mut u8,
-    dev: c_int,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn device_get_uuid(h: Export, a: args::DeviceGetUuid, call: impl Call) -> CUresult {
+    let args::DeviceGetUuid { uuid, dev } = a;
     let r = call();
     rec(h, r, |_| DeviceUuid {
         uuid: if r == 0 {

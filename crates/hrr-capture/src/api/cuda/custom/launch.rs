@@ -3,11 +3,13 @@
 //! [`crate::hook::launch`]). Graph kernel nodes (`graph/nodes.rs`) record their parameters
 //! through the same [`launch_fields`].
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_uint, c_void};
+use super::Call;
+use crate::api::cuda::calls::args;
+use std::ffi::c_void;
 
-use hrr_calls::cuda::ffi::{CUresult, Handle, LaunchConfig, LAUNCH_ATTR_BYTES};
+use hrr_calls::cuda::ffi::{CUresult, LAUNCH_ATTR_BYTES};
 use hrr_calls::shapes::Launch;
 
 use super::code::bind_unseen_function;
@@ -94,35 +96,27 @@ pub(super) unsafe fn launch_fields(
     l.record_into(bufs, code, layout, known, in_capture)
 }
 
-pub unsafe fn launch_kernel(
-    h: Export,
-    f: Handle,
-    gx: c_uint,
-    gy: c_uint,
-    gz: c_uint,
-    bx: c_uint,
-    by: c_uint,
-    bz: c_uint,
-    shmem: c_uint,
-    stream: Handle,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> CUresult {
     let r = call();
-    let l = LaunchCall::grid(f, [gx, gy, gz], [bx, by, bz], shmem, stream, false);
-    record_launch(h, r, l, params, extra);
+    let l = LaunchCall::grid(
+        a.f,
+        [a.gx, a.gy, a.gz],
+        [a.bx, a.by, a.bz],
+        a.shmem,
+        a.stream,
+        false,
+    );
+    record_launch(h, r, l, a.params, a.extra);
     r
 }
 
-pub unsafe fn launch_kernel_ex(
-    h: Export,
-    config: *const LaunchConfig,
-    f: Handle,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn launch_kernel_ex(h: Export, a: args::LaunchKernelEx, call: impl Call) -> CUresult {
+    let args::LaunchKernelEx {
+        config,
+        f,
+        params,
+        extra,
+    } = a;
     let r = call();
     if let Some(c) = config.as_ref() {
         let l = LaunchCall {
@@ -141,20 +135,18 @@ pub unsafe fn launch_kernel_ex(
 
 pub unsafe fn launch_cooperative(
     h: Export,
-    f: Handle,
-    gx: c_uint,
-    gy: c_uint,
-    gz: c_uint,
-    bx: c_uint,
-    by: c_uint,
-    bz: c_uint,
-    shmem: c_uint,
-    stream: Handle,
-    params: *mut *mut c_void,
-    call: impl FnOnce() -> CUresult,
+    a: args::LaunchCooperativeKernel,
+    call: impl Call,
 ) -> CUresult {
     let r = call();
-    let l = LaunchCall::grid(f, [gx, gy, gz], [bx, by, bz], shmem, stream, true);
-    record_launch(h, r, l, params, std::ptr::null_mut());
+    let l = LaunchCall::grid(
+        a.f,
+        [a.gx, a.gy, a.gz],
+        [a.bx, a.by, a.bz],
+        a.shmem,
+        a.stream,
+        true,
+    );
+    record_launch(h, r, l, a.params, std::ptr::null_mut());
     r
 }

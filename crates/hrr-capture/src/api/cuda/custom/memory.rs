@@ -3,11 +3,13 @@
 //! (contents stored), the host-visible memory pseudo-calls, and memory pools (properties,
 //! attribute values and access descriptors read from their structs).
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
+use super::Call;
+use crate::api::cuda::calls::args;
 use std::ffi::{c_int, c_uint, c_void};
 
-use hrr_calls::cuda::ffi::{CUresult, Handle, IpcHandle};
+use hrr_calls::cuda::ffi::{CUresult, Handle};
 use hrr_calls::shapes::*;
 
 use super::rec;
@@ -23,13 +25,8 @@ const POOL_PROPS_BYTES: usize = 88;
 /// `sizeof(CUmemAccessDesc)`.
 const ACCESS_DESC_BYTES: usize = 12;
 
-pub unsafe fn mem_alloc_managed(
-    h: Export,
-    dptr: *mut u64,
-    size: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, call: impl Call) -> CUresult {
+    let args::MemAllocManaged { dptr, size, flags } = a;
     let r = call();
     let p = out(dptr);
     host_visible(r, p, size, true);
@@ -55,13 +52,8 @@ fn host_visible(r: CUresult, p: u64, size: usize, mapped: bool) {
     }
 }
 
-pub unsafe fn mem_host_alloc(
-    h: Export,
-    pp: *mut *mut c_void,
-    size: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn mem_host_alloc(h: Export, a: args::MemHostAlloc, call: impl Call) -> CUresult {
+    let args::MemHostAlloc { pp, size, flags } = a;
     let r = call();
     let p = out_addr(pp);
     host_visible(r, p, size, flags & DEVICEMAP != 0);
@@ -73,12 +65,8 @@ pub unsafe fn mem_host_alloc(
     r
 }
 
-pub unsafe fn mem_alloc_host(
-    h: Export,
-    pp: *mut *mut c_void,
-    size: usize,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn mem_alloc_host(h: Export, a: args::MemAllocHost, call: impl Call) -> CUresult {
+    let args::MemAllocHost { pp, size } = a;
     let r = call();
     let p = out_addr(pp);
     host_visible(r, p, size, false);
@@ -89,13 +77,8 @@ pub unsafe fn mem_alloc_host(
     r
 }
 
-pub unsafe fn host_register(
-    h: Export,
-    p: *mut c_void,
-    size: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn host_register(h: Export, a: args::MemHostRegister, call: impl Call) -> CUresult {
+    let args::MemHostRegister { p, size, flags } = a;
     let r = common::host_register(h, p, size, flags, call);
     host_visible(r, p as u64, size, flags & DEVICEMAP != 0);
     r
@@ -103,11 +86,10 @@ pub unsafe fn host_register(
 
 pub unsafe fn host_get_device_pointer(
     h: Export,
-    dptr: *mut u64,
-    p: *mut c_void,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
+    a: args::MemHostGetDevicePointer,
+    call: impl Call,
 ) -> CUresult {
+    let args::MemHostGetDevicePointer { dptr, p, flags } = a;
     let r = call();
     if r == 0 {
         hostmem::promote(p as u64);
@@ -121,45 +103,35 @@ pub unsafe fn host_get_device_pointer(
 }
 
 /// A free of host-visible memory stops its tracking before the memory goes.
-unsafe fn freeing<S: hrr_calls::Shape>(
-    h: Export,
-    p: u64,
-    call: impl FnOnce() -> CUresult,
-    shape: S,
-) -> CUresult {
+unsafe fn freeing<S: hrr_calls::Shape>(h: Export, p: u64, call: impl Call, shape: S) -> CUresult {
     hostmem::untrack(p);
     let r = call();
     rec(h, r, |_| shape);
     r
 }
 
-pub unsafe fn mem_free_host(
-    h: Export,
-    p: *mut c_void,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn mem_free_host(h: Export, a: args::MemFreeHost, call: impl Call) -> CUresult {
+    let args::MemFreeHost { p } = a;
     freeing(h, p as u64, call, HostPtr { host_ptr: p as u64 })
 }
 
 pub unsafe fn mem_host_unregister(
     h: Export,
-    p: *mut c_void,
-    call: impl FnOnce() -> CUresult,
+    a: args::MemHostUnregister,
+    call: impl Call,
 ) -> CUresult {
+    let args::MemHostUnregister { p } = a;
     freeing(h, p as u64, call, HostPtr { host_ptr: p as u64 })
 }
 
-pub unsafe fn mem_free(h: Export, dptr: u64, call: impl FnOnce() -> CUresult) -> CUresult {
+pub unsafe fn mem_free(h: Export, a: args::MemFree, call: impl Call) -> CUresult {
+    let args::MemFree { dptr } = a;
     freeing(h, dptr, call, DevicePtr { dptr })
 }
 
 /// `cuDevicePrimaryCtxRelease`, `cuDevicePrimaryCtxReset`: host-visible memory may go with
 /// the context, so it is no longer tracked (before the call frees it).
-pub unsafe fn device_context_gone(
-    h: Export,
-    dev: c_int,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn device_context_gone(h: Export, dev: c_int, call: impl Call) -> CUresult {
     hostmem::untrack_all();
     let r = call();
     rec(h, r, |_| Device { device: dev });
@@ -167,7 +139,8 @@ pub unsafe fn device_context_gone(
 }
 
 /// `cuCtxDestroy`: as [`device_context_gone`].
-pub unsafe fn ctx_destroy(h: Export, ctx: Handle, call: impl FnOnce() -> CUresult) -> CUresult {
+pub unsafe fn ctx_destroy(h: Export, a: args::CtxDestroy, call: impl Call) -> CUresult {
+    let args::CtxDestroy { ctx } = a;
     hostmem::untrack_all();
     let r = call();
     rec(h, r, |_| Ctx { ctx: ctx as u64 });
@@ -180,12 +153,8 @@ pub unsafe fn pseudo_call(_h: Export, call: impl FnOnce()) {
     call()
 }
 
-pub unsafe fn mem_pool_create(
-    h: Export,
-    pool: *mut Handle,
-    props: *const u8,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn mem_pool_create(h: Export, a: args::MemPoolCreate, call: impl Call) -> CUresult {
+    let args::MemPoolCreate { pool, props } = a;
     let r = call();
     rec(h, r, |_| PoolCreate {
         pool: out_addr(pool),
@@ -209,7 +178,7 @@ pub unsafe fn mem_pool_attribute(
     pool: Handle,
     attr: c_int,
     value: *mut c_void,
-    call: impl FnOnce() -> CUresult,
+    call: impl Call,
 ) -> CUresult {
     let set = h == Export::cuMemPoolSetAttribute;
     let before = if set { pool_value(attr, value) } else { 0 };
@@ -231,11 +200,10 @@ pub unsafe fn mem_pool_attribute(
 
 pub unsafe fn mem_pool_set_access(
     h: Export,
-    pool: Handle,
-    desc: *const u8,
-    count: usize,
-    call: impl FnOnce() -> CUresult,
+    a: args::MemPoolSetAccess,
+    call: impl Call,
 ) -> CUresult {
+    let args::MemPoolSetAccess { pool, desc, count } = a;
     let r = call();
     rec(h, r, |_| PoolSetAccess {
         pool: pool as u64,
@@ -249,9 +217,10 @@ pub unsafe fn mem_pool_set_access(
 /// so that regions launches on other streams may still be writing are not read now.
 pub unsafe fn stream_synchronize(
     h: Export,
-    s: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamSynchronize,
+    call: impl Call,
 ) -> CUresult {
+    let args::StreamSynchronize { s } = a;
     hostmem::synchronising_stream(s as u64);
     let r = call();
     crate::hook::returned(hrr_calls::Kind::Sync);
@@ -264,11 +233,14 @@ pub unsafe fn stream_synchronize(
 /// the driver mapped (`cuMemGetAddressRange`), which replay translates as a whole.
 pub unsafe fn ipc_open_mem_handle(
     h: Export,
-    dptr: *mut u64,
-    handle: IpcHandle,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
+    a: args::IpcOpenMemHandle,
+    call: impl Call,
 ) -> CUresult {
+    let args::IpcOpenMemHandle {
+        dptr,
+        handle,
+        flags,
+    } = a;
     let r = call();
     let opened = out(dptr);
     let bytes = if r == 0 { allocation_bytes(opened) } else { 0 };
@@ -321,12 +293,15 @@ unsafe fn shareable_key(kind: c_int, os: *const c_void) -> Vec<u8> {
 /// `cuMemExportToShareableHandle`: recorded with the key of the OS handle it made.
 pub unsafe fn mem_export_to_shareable_handle(
     h: Export,
-    out: *mut c_void,
-    handle: u64,
-    kind: c_int,
-    flags: u64,
-    call: impl FnOnce() -> CUresult,
+    a: args::MemExportToShareableHandle,
+    call: impl Call,
 ) -> CUresult {
+    let args::MemExportToShareableHandle {
+        out,
+        handle,
+        kind,
+        flags,
+    } = a;
     let r = call();
     let key = match (r, kind) {
         (0, HANDLE_POSIX_FD) if !out.is_null() => {
@@ -348,11 +323,10 @@ pub unsafe fn mem_export_to_shareable_handle(
 /// before the call, which may close a descriptor).
 pub unsafe fn mem_import_from_shareable_handle(
     h: Export,
-    handle: *mut u64,
-    os: *mut c_void,
-    kind: c_int,
-    call: impl FnOnce() -> CUresult,
+    a: args::MemImportFromShareableHandle,
+    call: impl Call,
 ) -> CUresult {
+    let args::MemImportFromShareableHandle { handle, os, kind } = a;
     let key = shareable_key(kind, os);
     let r = call();
     rec(h, r, |_| Shareable {

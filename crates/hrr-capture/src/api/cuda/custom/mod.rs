@@ -1,6 +1,7 @@
-//! The CUDA calls that need more than copying arguments into their shape: each receives the
-//! typed arguments of its row in `hrr_calls::cuda_calls!` and `call`, which makes the real
-//! call, and records the row's shape.
+//! The CUDA calls that need more than copying arguments into their shape: each receives
+//! its row's typed arguments (its row in `hrr_calls::cuda_calls!`, as the generated struct
+//! `calls::args::<Op>`, or one by one for a row saying `=> name(..)`) and `call`, which makes
+//! the real call, and records the row's shape.
 //!
 //! Recording rules (FORMAT.md, README): H2D sources are stored as blobs before the call; D2H
 //! results after it (async copies: after synchronising the stream, never on a capturing one);
@@ -37,6 +38,11 @@ use hrr_archive::ObjectId;
 use super::API;
 pub(crate) use crate::hook::common::rec;
 use crate::recorder;
+
+/// The closure a custom function is handed to make the real call (it returns the call's
+/// status).
+pub trait Call: FnOnce() -> hrr_calls::cuda::ffi::CUresult {}
+impl<F: FnOnce() -> hrr_calls::cuda::ffi::CUresult> Call for F {}
 
 /// Store `len` host bytes at `ptr` as a blob.
 pub(crate) unsafe fn host_blob(ptr: *const c_void, len: usize) -> Option<ObjectId> {

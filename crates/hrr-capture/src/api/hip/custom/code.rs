@@ -2,10 +2,12 @@
 //! module loads (images stored as code objects, argument layouts read from them), function and
 //! global look-ups.
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use super::Call;
+use crate::api::hip::calls::args;
+use std::ffi::{c_char, c_void};
 
 use hrr_archive::{CodeKind, ObjectId};
-use hrr_calls::hip::ffi::{Dim3, Handle, HipError, Ptr};
+use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
 use hrr_calls::shapes::{Module, ModuleGetFunction, ModuleLoad};
 
 use super::{call_tracking, rec};
@@ -16,9 +18,10 @@ use crate::recorder;
 
 pub unsafe fn register_fat_binary(
     _h: Export,
-    data: *const c_void,
+    a: args::RegisterFatBinary,
     call: impl FnOnce() -> *mut Ptr,
 ) -> *mut Ptr {
+    let args::RegisterFatBinary { data } = a;
     let handle = call();
     if !handle.is_null() {
         state::note_fat_binary(handle as u64, data);
@@ -36,43 +39,20 @@ unsafe fn registered_name(device: *const c_char, host: *const c_char) -> String 
     }
 }
 
-pub unsafe fn register_function(
-    _h: Export,
-    modules: *mut Ptr,
-    host_function: *const c_void,
-    device_function: *mut c_char,
-    device_name: *const c_char,
-    _thread_limit: c_uint,
-    _tid: *mut c_void,
-    _bid: *mut c_void,
-    _block: *mut Dim3,
-    _grid: *mut Dim3,
-    _wsize: *mut c_int,
-    call: impl FnOnce(),
-) {
+pub unsafe fn register_function(_h: Export, a: args::RegisterFunction, call: impl FnOnce()) {
     call();
-    let name = registered_name(device_name, device_function);
-    state::note_function(modules as u64, host_function as u64, &name);
+    let name = registered_name(a.device_name, a.device_function);
+    state::note_function(a.modules as u64, a.host_function as u64, &name);
 }
 
-pub unsafe fn register_var(
-    _h: Export,
-    modules: *mut Ptr,
-    var: *mut c_void,
-    host_var: *mut c_char,
-    device_var: *const c_char,
-    _ext: c_int,
-    _size: usize,
-    _constant: c_int,
-    _global: c_int,
-    call: impl FnOnce(),
-) {
+pub unsafe fn register_var(_h: Export, a: args::RegisterVar, call: impl FnOnce()) {
     call();
-    let name = registered_name(device_var, host_var);
-    state::note_variable(modules as u64, var as u64, &name);
+    let name = registered_name(a.device_var, a.host_var);
+    state::note_variable(a.modules as u64, a.var as u64, &name);
 }
 
-pub unsafe fn unregister_fat_binary(_h: Export, modules: *mut Ptr, call: impl FnOnce()) {
+pub unsafe fn unregister_fat_binary(_h: Export, a: args::UnregisterFatBinary, call: impl FnOnce()) {
+    let args::UnregisterFatBinary { modules } = a;
     state::forget_fat_binary(modules as u64);
     call();
 }
@@ -104,12 +84,8 @@ unsafe fn loaded(
     rec(h, r, |_| ModuleLoad { module, code });
 }
 
-pub unsafe fn module_load(
-    h: Export,
-    m: *mut Handle,
-    fname: *const c_char,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn module_load(h: Export, a: args::ModuleLoad, call: impl Call) -> HipError {
+    let args::ModuleLoad { m, fname } = a;
     let file = file_at(fname);
     let code = file
         .as_deref()
@@ -119,12 +95,8 @@ pub unsafe fn module_load(
     r
 }
 
-pub unsafe fn module_load_data(
-    h: Export,
-    m: *mut Handle,
-    image: *const c_void,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn module_load_data(h: Export, a: args::ModuleLoadData, call: impl Call) -> HipError {
+    let args::ModuleLoadData { m, image } = a;
     let (code, bytes) = store_image(image);
     let r = call();
     loaded(h, r, m, code, bytes);
@@ -133,17 +105,15 @@ pub unsafe fn module_load_data(
 
 pub unsafe fn module_load_data_ex(
     h: Export,
-    m: *mut Handle,
-    image: *const c_void,
-    _n: c_uint,
-    _opts: *mut c_int,
-    _vals: *mut Ptr,
-    call: impl FnOnce() -> HipError,
+    a: args::ModuleLoadDataEx,
+    call: impl Call,
 ) -> HipError {
-    module_load_data(h, m, image, call)
+    let args::ModuleLoadDataEx { m, image, .. } = a;
+    module_load_data(h, args::ModuleLoadData { m, image }, call)
 }
 
-pub unsafe fn module_unload(h: Export, m: Handle, call: impl FnOnce() -> HipError) -> HipError {
+pub unsafe fn module_unload(h: Export, a: args::ModuleUnload, call: impl Call) -> HipError {
+    let args::ModuleUnload { m } = a;
     call_tracking(
         h,
         call,
@@ -154,11 +124,10 @@ pub unsafe fn module_unload(h: Export, m: Handle, call: impl FnOnce() -> HipErro
 
 pub unsafe fn module_get_function(
     h: Export,
-    f: *mut Handle,
-    m: Handle,
-    name: *const c_char,
-    call: impl FnOnce() -> HipError,
+    a: args::ModuleGetFunction,
+    call: impl Call,
 ) -> HipError {
+    let args::ModuleGetFunction { f, m, name } = a;
     let r = call();
     let (function, name) = (out_addr(f), cstr(name));
     if r == 0 {

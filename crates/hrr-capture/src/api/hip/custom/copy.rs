@@ -6,6 +6,8 @@
 //! on a capturing stream nothing is enqueued. `hipMemcpyWithStream` and the symbol copies wait
 //! for the stream at the call, as before.
 
+use super::Call;
+use crate::api::hip::calls::args;
 use std::ffi::c_int;
 
 use hrr_archive::ObjectId;
@@ -64,7 +66,7 @@ unsafe fn generic_copy(
     n: usize,
     kind: c_int,
     stream: Option<Handle>,
-    call: impl FnOnce() -> HipError,
+    call: impl Call,
 ) -> HipError {
     let dir = direction_of(kind, dst, src);
     if dir == direction::D2H {
@@ -123,25 +125,12 @@ unsafe fn result_later(copy: u64, dst: Ptr, n: usize, stream: Handle) {
 }
 
 /// The `hrrHipMemcpyResult` pseudo-row's wrapper (no runtime entry point: never runs).
-pub unsafe fn memcpy_result(
-    _h: Export,
-    _copy: u64,
-    _dst: Ptr,
-    _n: usize,
-    _stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn memcpy_result(_h: Export, _: args::MemcpyResult, call: impl Call) -> HipError {
     call()
 }
 
-pub unsafe fn memcpy(
-    h: Export,
-    dst: Ptr,
-    src: Ptr,
-    n: usize,
-    kind: c_int,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn memcpy(h: Export, a: args::Memcpy, call: impl Call) -> HipError {
+    let args::Memcpy { dst, src, n, kind } = a;
     generic_copy(h, dst, src, n, kind, None, call)
 }
 
@@ -152,19 +141,18 @@ pub unsafe fn memcpy_async(
     n: usize,
     kind: c_int,
     stream: Handle,
-    call: impl FnOnce() -> HipError,
+    call: impl Call,
 ) -> HipError {
     generic_copy(h, dst, src, n, kind, Some(stream), call)
 }
 
-pub unsafe fn memcpy_dtoh_async(
-    h: Export,
-    dst: Ptr,
-    src: Ptr,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn memcpy_dtoh_async(h: Export, a: args::MemcpyDtoHAsync, call: impl Call) -> HipError {
+    let args::MemcpyDtoHAsync {
+        dst,
+        src,
+        n,
+        stream,
+    } = a;
     crate::hook::results::claim(dst as usize, n);
     let r = call();
     let later = !capturing(stream);
@@ -206,25 +194,15 @@ fn memset_event(
 }
 
 /// `hipMemset`: bytes, the value given as an `int`.
-pub unsafe fn memset_bytes(
-    h: Export,
-    dst: Ptr,
-    v: c_int,
-    n: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    memset_bytes_async(h, dst, v, n, std::ptr::null_mut(), call)
+pub unsafe fn memset_bytes(h: Export, a: args::Memset, call: impl Call) -> HipError {
+    let args::Memset { dst, v, n } = a;
+    let stream = std::ptr::null_mut();
+    memset_bytes_async(h, args::MemsetAsync { dst, v, n, stream }, call)
 }
 
 /// `hipMemsetAsync`: bytes, the value given as an `int`.
-pub unsafe fn memset_bytes_async(
-    h: Export,
-    dst: Ptr,
-    v: c_int,
-    n: usize,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn memset_bytes_async(h: Export, a: args::MemsetAsync, call: impl Call) -> HipError {
+    let args::MemsetAsync { dst, v, n, stream } = a;
     let r = call();
     memset_event(h, r, dst, v as u8 as u32, 1, n, stream);
     r

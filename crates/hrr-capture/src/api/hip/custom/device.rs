@@ -1,5 +1,7 @@
 //! Device queries and resets that need logic.
 
+use super::Call;
+use crate::api::hip::calls::args;
 use std::ffi::{c_int, CStr};
 
 use hrr_calls::hip::ffi::HipError;
@@ -20,7 +22,7 @@ unsafe fn properties(
     prop: *mut u8,
     dev: c_int,
     read: usize,
-    call: impl FnOnce() -> HipError,
+    call: impl Call,
 ) -> HipError {
     let r = call();
     rec(h, r, |_| {
@@ -43,23 +45,23 @@ unsafe fn properties(
 
 pub unsafe fn get_device_properties(
     h: Export,
-    prop: *mut u8,
-    dev: c_int,
-    call: impl FnOnce() -> HipError,
+    a: args::GetDeviceProperties,
+    call: impl Call,
 ) -> HipError {
+    let args::GetDeviceProperties { prop, dev } = a;
     properties(h, prop, dev, PROPS_READ, call)
 }
 
 pub unsafe fn get_device_properties_r0600(
     h: Export,
-    prop: *mut u8,
-    dev: c_int,
-    call: impl FnOnce() -> HipError,
+    a: args::GetDevicePropertiesR0600,
+    call: impl Call,
 ) -> HipError {
+    let args::GetDevicePropertiesR0600 { prop, dev } = a;
     properties(h, prop, dev, PROPS_READ_R0600, call)
 }
 
-pub unsafe fn device_reset(h: Export, call: impl FnOnce() -> HipError) -> HipError {
+pub unsafe fn device_reset(h: Export, _: args::DeviceReset, call: impl Call) -> HipError {
     let r = call();
     rec(h, r, |rc| {
         rc.note_unreplayable(

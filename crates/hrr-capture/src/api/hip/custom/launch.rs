@@ -2,7 +2,9 @@
 //! `extra` or laid out from the code object's metadata (the record built by the APIs' shared
 //! [`crate::hook::launch`]); `<<<>>>`'s pushed configuration.
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use super::Call;
+use crate::api::hip::calls::args;
+use std::ffi::{c_char, c_void};
 
 use hrr_calls::hip::ffi::{Dim3, Handle, HipError, Ptr};
 use hrr_calls::shapes::CallConfiguration;
@@ -113,12 +115,15 @@ unsafe fn record_launch(h: Export, r: HipError, l: LaunchCall, args: *mut Ptr, e
 /// failed push is recorded: it is the launch that never happened.
 pub unsafe fn push_call_configuration(
     h: Export,
-    grid: Dim3,
-    block: Dim3,
-    shmem: usize,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
+    a: args::PushCallConfiguration,
+    call: impl Call,
 ) -> HipError {
+    let args::PushCallConfiguration {
+        grid,
+        block,
+        shmem,
+        stream,
+    } = a;
     let r = call();
     if r != 0 {
         rec(h, r, |_| CallConfiguration {
@@ -135,16 +140,15 @@ pub unsafe fn push_call_configuration(
     r
 }
 
-pub unsafe fn launch_kernel(
-    h: Export,
-    f: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut Ptr,
-    shmem: usize,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> HipError {
+    let args::LaunchKernel {
+        f,
+        grid,
+        block,
+        args,
+        shmem,
+        stream,
+    } = a;
     let r = call();
     record_launch(
         h,
@@ -158,14 +162,17 @@ pub unsafe fn launch_kernel(
 
 pub unsafe fn launch_cooperative(
     h: Export,
-    f: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut Ptr,
-    shmem: c_uint,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
+    a: args::LaunchCooperativeKernel,
+    call: impl Call,
 ) -> HipError {
+    let args::LaunchCooperativeKernel {
+        f,
+        grid,
+        block,
+        args,
+        shmem,
+        stream,
+    } = a;
     let r = call();
     let l = LaunchCall {
         cooperative: true,
@@ -175,37 +182,48 @@ pub unsafe fn launch_cooperative(
     r
 }
 
-pub unsafe fn ext_launch_kernel(
-    h: Export,
-    f: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut Ptr,
-    shmem: usize,
-    stream: Handle,
-    _start: Handle,
-    _stop: Handle,
-    _flags: c_int,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    launch_kernel(h, f, grid, block, args, shmem, stream, call)
+pub unsafe fn ext_launch_kernel(h: Export, a: args::ExtLaunchKernel, call: impl Call) -> HipError {
+    let args::ExtLaunchKernel {
+        f,
+        grid,
+        block,
+        args,
+        shmem,
+        stream,
+        ..
+    } = a;
+    launch_kernel(
+        h,
+        args::LaunchKernel {
+            f,
+            grid,
+            block,
+            args,
+            shmem,
+            stream,
+        },
+        call,
+    )
 }
 
 pub unsafe fn module_launch_kernel(
     h: Export,
-    f: Handle,
-    gx: c_uint,
-    gy: c_uint,
-    gz: c_uint,
-    bx: c_uint,
-    by: c_uint,
-    bz: c_uint,
-    shmem: c_uint,
-    stream: Handle,
-    params: *mut Ptr,
-    extra: *mut Ptr,
-    call: impl FnOnce() -> HipError,
+    a: args::ModuleLaunchKernel,
+    call: impl Call,
 ) -> HipError {
+    let args::ModuleLaunchKernel {
+        f,
+        gx,
+        gy,
+        gz,
+        bx,
+        by,
+        bz,
+        shmem,
+        stream,
+        params,
+        extra,
+    } = a;
     let r = call();
     let (grid, block) = (
         Dim3 {

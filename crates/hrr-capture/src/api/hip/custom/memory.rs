@@ -1,9 +1,10 @@
 //! Allocations (their live ranges remembered for `hipMemcpyDefault`), host memory and VMM calls
 //! that need logic.
 
-use std::ffi::c_uint;
+use super::Call;
+use crate::api::hip::calls::args;
 
-use hrr_calls::hip::ffi::{Handle, HipError, Ptr};
+use hrr_calls::hip::ffi::{HipError, Ptr};
 use hrr_calls::shapes::*;
 
 use super::{call_tracking, rec};
@@ -32,18 +33,14 @@ unsafe fn allocated<S: hrr_calls::Shape>(
 unsafe fn released<S: hrr_calls::Shape>(
     h: Export,
     ptr: Ptr,
-    call: impl FnOnce() -> HipError,
+    call: impl Call,
     fill: impl FnOnce() -> S,
 ) -> HipError {
     call_tracking(h, call, || state::forget_device(ptr as u64), |_| fill())
 }
 
-pub unsafe fn malloc(
-    h: Export,
-    ptr: *mut Ptr,
-    size: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn malloc(h: Export, a: args::Malloc, call: impl Call) -> HipError {
+    let args::Malloc { ptr, size } = a;
     let r = call();
     allocated(h, r, ptr, size as u64, |_, dptr| MemAlloc {
         dptr,
@@ -52,13 +49,8 @@ pub unsafe fn malloc(
     r
 }
 
-pub unsafe fn malloc_flags(
-    h: Export,
-    ptr: *mut Ptr,
-    size: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn malloc_flags(h: Export, a: args::ExtMallocWithFlags, call: impl Call) -> HipError {
+    let args::ExtMallocWithFlags { ptr, size, flags } = a;
     let r = call();
     allocated(h, r, ptr, size as u64, |_, dptr| MemAllocFlags {
         dptr,
@@ -68,13 +60,8 @@ pub unsafe fn malloc_flags(
     r
 }
 
-pub unsafe fn malloc_managed(
-    h: Export,
-    ptr: *mut Ptr,
-    size: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn malloc_managed(h: Export, a: args::MallocManaged, call: impl Call) -> HipError {
+    let args::MallocManaged { ptr, size, flags } = a;
     let r = call();
     allocated(h, r, ptr, size as u64, |rc, dptr| {
         rc.note_unreplayable(
@@ -90,13 +77,8 @@ pub unsafe fn malloc_managed(
     r
 }
 
-pub unsafe fn malloc_async(
-    h: Export,
-    ptr: *mut Ptr,
-    size: usize,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn malloc_async(h: Export, a: args::MallocAsync, call: impl Call) -> HipError {
+    let args::MallocAsync { ptr, size, stream } = a;
     let r = call();
     allocated(h, r, ptr, size as u64, |_, dptr| MemAllocAsync {
         dptr,
@@ -106,14 +88,13 @@ pub unsafe fn malloc_async(
     r
 }
 
-pub unsafe fn malloc_pitch(
-    h: Export,
-    ptr: *mut Ptr,
-    pitch: *mut usize,
-    width: usize,
-    height: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn malloc_pitch(h: Export, a: args::MallocPitch, call: impl Call) -> HipError {
+    let args::MallocPitch {
+        ptr,
+        pitch,
+        width,
+        height,
+    } = a;
     let r = call();
     let pitch = out(pitch) as u64;
     allocated(h, r, ptr, pitch.saturating_mul(height as u64), |_, dptr| {
@@ -127,31 +108,27 @@ pub unsafe fn malloc_pitch(
     r
 }
 
-pub unsafe fn free(h: Export, ptr: Ptr, call: impl FnOnce() -> HipError) -> HipError {
+pub unsafe fn free(h: Export, a: args::Free, call: impl Call) -> HipError {
+    let args::Free { ptr } = a;
     released(h, ptr, call, || DevicePtr { dptr: ptr as u64 })
 }
 
-pub unsafe fn free_async(
-    h: Export,
-    ptr: Ptr,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn free_async(h: Export, a: args::FreeAsync, call: impl Call) -> HipError {
+    let args::FreeAsync { ptr, stream } = a;
     released(h, ptr, call, || MemFreeAsync {
         dptr: ptr as u64,
         stream: stream as u64,
     })
 }
 
-pub unsafe fn mem_map(
-    h: Export,
-    ptr: Ptr,
-    size: usize,
-    offset: usize,
-    handle: u64,
-    flags: u64,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn mem_map(h: Export, a: args::MemMap, call: impl Call) -> HipError {
+    let args::MemMap {
+        ptr,
+        size,
+        offset,
+        handle,
+        flags,
+    } = a;
     call_tracking(
         h,
         call,
@@ -166,12 +143,8 @@ pub unsafe fn mem_map(
     )
 }
 
-pub unsafe fn mem_unmap(
-    h: Export,
-    ptr: Ptr,
-    size: usize,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn mem_unmap(h: Export, a: args::MemUnmap, call: impl Call) -> HipError {
+    let args::MemUnmap { ptr, size } = a;
     released(h, ptr, call, || Range {
         ptr: ptr as u64,
         size: size as u64,

@@ -1,7 +1,8 @@
-//! The HIP calls that need more than copying arguments into their shape: each receives the
-//! typed arguments of its row in `hrr_calls::hip_calls!` and `call`, which makes the real call,
-//! and records the row's shape. Field names and meanings follow the CUDA side wherever they are
-//! the same, so `--info`, `--events` and replay read both alike.
+//! The HIP calls that need more than copying arguments into their shape: each receives
+//! its row's typed arguments (its row in `hrr_calls::hip_calls!`, as the generated struct
+//! `calls::args::<Op>`, or one by one for a row saying `=> name(..)`) and `call`, which makes
+//! the real call, and records the row's shape. Field names and meanings follow the CUDA side
+//! wherever they are the same, so `--info`, `--events` and replay read both alike.
 //!
 //! Recording rules: H2D sources are stored as blobs before the call, D2H results after it
 //! (async copies: after synchronising the stream); module images and fat binaries as code
@@ -9,7 +10,7 @@
 //! object's `amdhsa.kernels[].args`). Registrations are written when first used (see
 //! [`super::state`]).
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
 mod code;
 mod copy;
@@ -42,6 +43,11 @@ use super::API;
 pub(crate) use crate::hook::common::rec;
 use crate::recorder::{self, Recorder};
 
+/// The closure a custom function is handed to make the real call (it returns the call's
+/// status).
+pub trait Call: FnOnce() -> HipError {}
+impl<F: FnOnce() -> HipError> Call for F {}
+
 /// Store `len` host bytes at `ptr` as a blob.
 pub(crate) unsafe fn host_blob(ptr: *const c_void, len: usize) -> Option<ObjectId> {
     recorder::put_host_blob(&API, ptr, len)
@@ -51,7 +57,7 @@ pub(crate) unsafe fn host_blob(ptr: *const c_void, len: usize) -> Option<ObjectI
 /// the shape `fill` builds.
 pub(crate) unsafe fn call_tracking<S: hrr_calls::Shape>(
     h: Export,
-    call: impl FnOnce() -> HipError,
+    call: impl Call,
     track: impl FnOnce(),
     fill: impl FnOnce(&mut Recorder) -> S,
 ) -> HipError {

@@ -1,9 +1,10 @@
 //! Streams, events, stream capture and graphs that need logic (HIP graphs are recorded, not yet
 //! replayed), host functions.
 
-use std::ffi::c_int;
+use super::Call;
+use crate::api::hip::calls::args;
 
-use hrr_calls::hip::ffi::{Handle, HipError};
+use hrr_calls::hip::ffi::HipError;
 use hrr_calls::shapes::{BeginCapture, EndCapture, EventCreate, GraphLaunch, StreamCreate};
 
 use super::{call_tracking, rec};
@@ -13,11 +14,8 @@ use crate::hook::args::out_addr;
 
 const GRAPHS_UNREPLAYED: &str = "HIP graphs and stream capture are recorded but not replayed yet";
 
-pub unsafe fn stream_create(
-    h: Export,
-    s: *mut Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn stream_create(h: Export, a: args::StreamCreate, call: impl Call) -> HipError {
+    let args::StreamCreate { s } = a;
     let r = call();
     rec(h, r, |_| StreamCreate {
         stream: out_addr(s),
@@ -26,7 +24,8 @@ pub unsafe fn stream_create(
     r
 }
 
-pub unsafe fn event_create(h: Export, e: *mut Handle, call: impl FnOnce() -> HipError) -> HipError {
+pub unsafe fn event_create(h: Export, a: args::EventCreate, call: impl Call) -> HipError {
+    let args::EventCreate { e } = a;
     let r = call();
     rec(h, r, |_| EventCreate {
         event: out_addr(e),
@@ -37,10 +36,10 @@ pub unsafe fn event_create(h: Export, e: *mut Handle, call: impl FnOnce() -> Hip
 
 pub unsafe fn stream_begin_capture(
     h: Export,
-    s: Handle,
-    mode: c_int,
-    call: impl FnOnce() -> HipError,
+    a: args::StreamBeginCapture,
+    call: impl Call,
 ) -> HipError {
+    let args::StreamBeginCapture { s, mode } = a;
     call_tracking(
         h,
         call,
@@ -57,10 +56,10 @@ pub unsafe fn stream_begin_capture(
 
 pub unsafe fn stream_end_capture(
     h: Export,
-    s: Handle,
-    g: *mut Handle,
-    call: impl FnOnce() -> HipError,
+    a: args::StreamEndCapture,
+    call: impl Call,
 ) -> HipError {
+    let args::StreamEndCapture { s, g } = a;
     let r = call();
     state::set_capturing(s as u64, false);
     rec(h, r, |_| EndCapture {
@@ -70,12 +69,8 @@ pub unsafe fn stream_end_capture(
     r
 }
 
-pub unsafe fn graph_launch(
-    h: Export,
-    exec: Handle,
-    s: Handle,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
+pub unsafe fn graph_launch(h: Export, a: args::GraphLaunch, call: impl Call) -> HipError {
+    let args::GraphLaunch { exec, s } = a;
     let r = call();
     rec(h, r, |rc| {
         rc.note_unreplayable("hipGraphLaunch", GRAPHS_UNREPLAYED);

@@ -1,6 +1,8 @@
 //! `__device__` variables: copies to and from them and their addresses, named by the variable's
 //! registration (its fat binary's registration is written on first use).
 
+use super::Call;
+use crate::api::hip::calls::args;
 use std::ffi::c_int;
 use std::sync::Arc;
 
@@ -45,16 +47,21 @@ fn symbol_direction(kind: c_int, other: Ptr, host: u8) -> u8 {
     }
 }
 
+/// A copy to a symbol, on `stream` when `Some` (`a.stream` is then that stream).
 unsafe fn to_symbol(
     h: Export,
-    symbol: Ptr,
-    src: Ptr,
-    n: usize,
-    offset: usize,
-    kind: c_int,
+    a: args::MemcpyToSymbolAsync,
     stream: Option<Handle>,
-    call: impl FnOnce() -> HipError,
+    call: impl Call,
 ) -> HipError {
+    let args::MemcpyToSymbolAsync {
+        symbol,
+        src,
+        n,
+        offset,
+        kind,
+        ..
+    } = a;
     let dir = symbol_direction(kind, src, direction::H2D);
     let h2d_blob = if dir == direction::H2D {
         host_blob(src, n)
@@ -81,41 +88,49 @@ unsafe fn to_symbol(
     r
 }
 
-pub unsafe fn memcpy_to_symbol(
-    h: Export,
-    symbol: Ptr,
-    src: Ptr,
-    n: usize,
-    offset: usize,
-    kind: c_int,
-    call: impl FnOnce() -> HipError,
-) -> HipError {
-    to_symbol(h, symbol, src, n, offset, kind, None, call)
+pub unsafe fn memcpy_to_symbol(h: Export, a: args::MemcpyToSymbol, call: impl Call) -> HipError {
+    let args::MemcpyToSymbol {
+        symbol,
+        src,
+        n,
+        offset,
+        kind,
+    } = a;
+    let stream = std::ptr::null_mut();
+    let a = args::MemcpyToSymbolAsync {
+        symbol,
+        src,
+        n,
+        offset,
+        kind,
+        stream,
+    };
+    to_symbol(h, a, None, call)
 }
 
 pub unsafe fn memcpy_to_symbol_async(
     h: Export,
-    symbol: Ptr,
-    src: Ptr,
-    n: usize,
-    offset: usize,
-    kind: c_int,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
+    a: args::MemcpyToSymbolAsync,
+    call: impl Call,
 ) -> HipError {
-    to_symbol(h, symbol, src, n, offset, kind, Some(stream), call)
+    to_symbol(h, a, Some(a.stream), call)
 }
 
+/// A copy from a symbol, on `stream` when `Some` (`a.stream` is then that stream).
 unsafe fn from_symbol(
     h: Export,
-    dst: Ptr,
-    symbol: Ptr,
-    n: usize,
-    offset: usize,
-    kind: c_int,
+    a: args::MemcpyFromSymbolAsync,
     stream: Option<Handle>,
-    call: impl FnOnce() -> HipError,
+    call: impl Call,
 ) -> HipError {
+    let args::MemcpyFromSymbolAsync {
+        dst,
+        symbol,
+        n,
+        offset,
+        kind,
+        ..
+    } = a;
     let dir = symbol_direction(kind, dst, direction::D2H);
     let sym = state::symbol(symbol as u64);
     let r = call();
@@ -144,35 +159,42 @@ unsafe fn from_symbol(
 
 pub unsafe fn memcpy_from_symbol(
     h: Export,
-    dst: Ptr,
-    symbol: Ptr,
-    n: usize,
-    offset: usize,
-    kind: c_int,
-    call: impl FnOnce() -> HipError,
+    a: args::MemcpyFromSymbol,
+    call: impl Call,
 ) -> HipError {
-    from_symbol(h, dst, symbol, n, offset, kind, None, call)
+    let args::MemcpyFromSymbol {
+        dst,
+        symbol,
+        n,
+        offset,
+        kind,
+    } = a;
+    let stream = std::ptr::null_mut();
+    let a = args::MemcpyFromSymbolAsync {
+        dst,
+        symbol,
+        n,
+        offset,
+        kind,
+        stream,
+    };
+    from_symbol(h, a, None, call)
 }
 
 pub unsafe fn memcpy_from_symbol_async(
     h: Export,
-    dst: Ptr,
-    symbol: Ptr,
-    n: usize,
-    offset: usize,
-    kind: c_int,
-    stream: Handle,
-    call: impl FnOnce() -> HipError,
+    a: args::MemcpyFromSymbolAsync,
+    call: impl Call,
 ) -> HipError {
-    from_symbol(h, dst, symbol, n, offset, kind, Some(stream), call)
+    from_symbol(h, a, Some(a.stream), call)
 }
 
 pub unsafe fn get_symbol_address(
     h: Export,
-    dptr: *mut Ptr,
-    symbol: Ptr,
-    call: impl FnOnce() -> HipError,
+    a: args::GetSymbolAddress,
+    call: impl Call,
 ) -> HipError {
+    let args::GetSymbolAddress { dptr, symbol } = a;
     let r = call();
     let sym = state::symbol(symbol as u64);
     rec(h, r, |rc| {

@@ -18,7 +18,7 @@ use anyhow::Context;
 use anyhow::{bail, Result};
 use hrr_archive::ObjectId;
 use hrr_calls::cuda::ffi::{
-    Memcpy2D, Memcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
+    CudaMemcpy2D, CudaMemcpy3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
 };
 use hrr_calls::cuda::Op;
 use hrr_calls::shapes::{
@@ -265,7 +265,7 @@ impl Cuda {
         let (n, api) = (w as usize, &self.api);
         match op {
             Op::Memcpy2D | Op::Memcpy2DAsync | Op::Memcpy2DUnaligned => {
-                let mut d = Memcpy2D {
+                let mut d = CudaMemcpy2D {
                     width_bytes: n,
                     height: s.height as usize,
                     ..Default::default()
@@ -278,7 +278,7 @@ impl Cuda {
                 }
             }
             Op::Memcpy3D | Op::Memcpy3DAsync => {
-                let mut d = Memcpy3D {
+                let mut d = CudaMemcpy3D {
                     src_z: src.z as usize,
                     src_lod: s.src_lod as usize,
                     src_height: src.height as usize,

@@ -6,7 +6,9 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use hrr_calls::cuda::ffi::{Array3dDescriptor, ArrayDescriptor, IpcHandle, Memcpy2D, Memcpy3D};
+use hrr_calls::cuda::ffi::{
+    Array3dDescriptor, ArrayDescriptor, CudaMemcpy2D, CudaMemcpy3D, IpcHandle,
+};
 
 use crate::replay::backend::shared::loaded_from;
 pub use crate::replay::backend::shared::H;
@@ -153,9 +155,9 @@ driver_api! {
     cuGraphClone: fn(*mut H, H);
     cuGraphDestroyNode: fn(H);
     // 2D/3D copies, arrays, texture and surface objects (wt-copies).
-    cuMemcpy2DAsync_v2: fn(*const Memcpy2D, H);
-    cuMemcpy2DUnaligned_v2: fn(*const Memcpy2D);
-    cuMemcpy3DAsync_v2: fn(*const Memcpy3D, H);
+    cuMemcpy2DAsync_v2: fn(*const CudaMemcpy2D, H);
+    cuMemcpy2DUnaligned_v2: fn(*const CudaMemcpy2D);
+    cuMemcpy3DAsync_v2: fn(*const CudaMemcpy3D, H);
     cuMemcpyHtoAAsync_v2: fn(H, usize, *const c_void, usize, H);
     cuMemcpyAtoHAsync_v2: fn(*mut c_void, H, usize, usize, H);
     cuMemcpyAtoD_v2: fn(u64, H, usize, usize);

@@ -12,14 +12,16 @@
 //! A graph made by stream capture gets the host regions of the copies issued into the capture
 //! (`copy.rs`), so its launches record the same two events.
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use crate::api::cuda::calls::args;
+use crate::api::cuda::custom::Call;
+use std::ffi::{c_int, c_uint, c_void};
 
 use hrr_calls::cuda::ffi::{
-    copy_side, node_type, set_copy_side, CUresult, Handle, InstantiateParams, CUDA_ERROR_NOT_FOUND,
-    EDGE_DATA_BYTES, MEMCPY3D_BYTES, MEMORYTYPE_DEVICE, MEMORYTYPE_HOST, MEMORYTYPE_UNIFIED,
-    MEMSET_NODE_BYTES, MEM_ALLOC_BYTESIZE_AT,
+    copy_side, node_type, set_copy_side, CUresult, Handle, CUDA_ERROR_NOT_FOUND, EDGE_DATA_BYTES,
+    MEMCPY3D_BYTES, MEMORYTYPE_DEVICE, MEMORYTYPE_HOST, MEMORYTYPE_UNIFIED, MEMSET_NODE_BYTES,
+    MEM_ALLOC_BYTESIZE_AT,
 };
 use hrr_calls::shapes::*;
 
@@ -115,10 +117,10 @@ fn capture_begun(s: Handle, into: Option<Handle>) {
 
 pub unsafe fn stream_begin_capture(
     h: Export,
-    s: Handle,
-    mode: c_int,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamBeginCapture,
+    call: impl Call,
 ) -> CUresult {
+    let args::StreamBeginCapture { s, mode } = a;
     let r = call();
     rec(h, r, |_| {
         if r == 0 {
@@ -136,14 +138,17 @@ pub unsafe fn stream_begin_capture(
 /// node's body), after nodes `deps` of it.
 pub unsafe fn stream_begin_capture_to_graph(
     h: Export,
-    s: Handle,
-    g: Handle,
-    deps: *const Handle,
-    _edges: *const u8,
-    n: usize,
-    mode: c_int,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamBeginCaptureToGraph,
+    call: impl Call,
 ) -> CUresult {
+    let args::StreamBeginCaptureToGraph {
+        s,
+        g,
+        deps,
+        n,
+        mode,
+        ..
+    } = a;
     let r = call();
     rec(h, r, |_| {
         if r == 0 {
@@ -162,33 +167,42 @@ pub unsafe fn stream_begin_capture_to_graph(
 /// `cuStreamGetCaptureInfo_v3`: see [`capture_info`].
 pub unsafe fn stream_get_capture_info_v3(
     h: Export,
-    s: Handle,
-    status: *mut c_int,
-    _id: *mut u64,
-    g: *mut Handle,
-    deps: *mut *const Handle,
-    _edges: *mut *const u8,
-    n: *mut usize,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamGetCaptureInfo,
+    call: impl Call,
 ) -> CUresult {
     let r = call();
-    capture_info(h, r, s, status, g, deps, n);
+    capture_info(h, r, a.s, a.status, a.g, a.deps, a.n);
     r
 }
 
 /// `cuStreamGetCaptureInfo_v2`: `_v3` without edge data.
 pub unsafe fn stream_get_capture_info_v2(
     h: Export,
-    s: Handle,
-    status: *mut c_int,
-    id: *mut u64,
-    g: *mut Handle,
-    deps: *mut *const Handle,
-    n: *mut usize,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamGetCaptureInfoV2,
+    call: impl Call,
 ) -> CUresult {
+    let args::StreamGetCaptureInfoV2 {
+        s,
+        status,
+        id,
+        g,
+        deps,
+        n,
+    } = a;
     let edges = std::ptr::null_mut();
-    stream_get_capture_info_v3(h, s, status, id, g, deps, edges, n, call)
+    stream_get_capture_info_v3(
+        h,
+        args::StreamGetCaptureInfo {
+            s,
+            status,
+            id,
+            g,
+            deps,
+            edges,
+            n,
+        },
+        call,
+    )
 }
 
 /// Records what the program learnt of an active capture (its graph, the nodes the next work
@@ -221,12 +235,10 @@ unsafe fn capture_info(
 /// `cuStreamUpdateCaptureDependencies`.
 pub unsafe fn stream_update_capture_dependencies(
     h: Export,
-    s: Handle,
-    deps: *const Handle,
-    n: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamUpdateCaptureDependencies,
+    call: impl Call,
 ) -> CUresult {
+    let args::StreamUpdateCaptureDependencies { s, deps, n, flags } = a;
     let r = call();
     rec(h, r, |_| CaptureDeps {
         stream: s as u64,
@@ -239,22 +251,25 @@ pub unsafe fn stream_update_capture_dependencies(
 /// `cuStreamUpdateCaptureDependencies_v2` (edge data is not recorded: default edges).
 pub unsafe fn stream_update_capture_dependencies_v2(
     h: Export,
-    s: Handle,
-    deps: *const Handle,
-    _edges: *const u8,
-    n: usize,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamUpdateCaptureDependenciesV2,
+    call: impl Call,
 ) -> CUresult {
-    stream_update_capture_dependencies(h, s, deps, n, flags, call)
+    let args::StreamUpdateCaptureDependenciesV2 {
+        s, deps, n, flags, ..
+    } = a;
+    stream_update_capture_dependencies(
+        h,
+        args::StreamUpdateCaptureDependencies { s, deps, n, flags },
+        call,
+    )
 }
 
 pub unsafe fn stream_end_capture(
     h: Export,
-    s: Handle,
-    g: *mut Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::StreamEndCapture,
+    call: impl Call,
 ) -> CUresult {
+    let args::StreamEndCapture { s, g } = a;
     let id = capture_id(h, s);
     let r = call();
     rec(h, r, |_| {
@@ -288,11 +303,10 @@ pub unsafe fn stream_end_capture(
 
 pub unsafe fn graph_instantiate(
     h: Export,
-    exec: *mut Handle,
-    g: Handle,
-    flags: u64,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphInstantiateWithFlags,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphInstantiateWithFlags { exec, g, flags } = a;
     let r = call();
     rec(h, r, |rc| {
         if r == 0 {
@@ -310,13 +324,10 @@ pub unsafe fn graph_instantiate(
 /// CUDA 11's `cuGraphInstantiate` (error node and log buffer; no flags).
 pub unsafe fn graph_instantiate_v2(
     h: Export,
-    exec: *mut Handle,
-    g: Handle,
-    _err_node: *mut Handle,
-    _log: *mut c_char,
-    _log_size: usize,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphInstantiate,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphInstantiate { exec, g, .. } = a;
     let r = call();
     rec(h, r, |rc| {
         if r == 0 {
@@ -333,11 +344,10 @@ pub unsafe fn graph_instantiate_v2(
 
 pub unsafe fn graph_instantiate_params(
     h: Export,
-    exec: *mut Handle,
-    g: Handle,
-    params: *mut InstantiateParams,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphInstantiateWithParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphInstantiateWithParams { exec, g, params } = a;
     let r = call();
     rec(h, r, |rc| {
         if r == 0 {
@@ -356,12 +366,8 @@ pub unsafe fn graph_instantiate_params(
     r
 }
 
-pub unsafe fn graph_create(
-    h: Export,
-    g: *mut Handle,
-    flags: c_uint,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn graph_create(h: Export, a: args::GraphCreate, call: impl Call) -> CUresult {
+    let args::GraphCreate { g, flags } = a;
     let r = call();
     rec(h, r, |_| {
         let graph = out_addr(g);
@@ -374,13 +380,8 @@ pub unsafe fn graph_create(
 }
 
 /// `cuGraphExecUpdate`: the instantiation's nodes now have graph `g`'s parameters.
-pub unsafe fn graph_exec_update(
-    h: Export,
-    exec: Handle,
-    g: Handle,
-    _info: *mut u8,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn graph_exec_update(h: Export, a: args::GraphExecUpdate, call: impl Call) -> CUresult {
+    let args::GraphExecUpdate { exec, g, .. } = a;
     let r = call();
     rec(h, r, |_| {
         if r == 0 {
@@ -397,12 +398,8 @@ pub unsafe fn graph_exec_update(
     r
 }
 
-pub unsafe fn graph_clone(
-    h: Export,
-    clone: *mut Handle,
-    g: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn graph_clone(h: Export, a: args::GraphClone, call: impl Call) -> CUresult {
+    let args::GraphClone { clone, g } = a;
     let r = call();
     rec(h, r, |_| {
         let c = out_addr(clone);
@@ -428,7 +425,7 @@ pub unsafe fn graph_host_record(
     _exec: Handle,
     _host: u64,
     _n: u64,
-    _call: impl FnOnce() -> CUresult,
+    _call: impl Call,
 ) -> CUresult {
     CUDA_ERROR_NOT_FOUND
 }
@@ -436,12 +433,8 @@ pub unsafe fn graph_host_record(
 /// `cuGraphLaunch`: the bytes of the instantiation's host source regions before the launch;
 /// after it, once the launch stream is synchronised (never a capturing one), the bytes of its
 /// host destination regions.
-pub unsafe fn graph_launch(
-    h: Export,
-    exec: Handle,
-    s: Handle,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn graph_launch(h: Export, a: args::GraphLaunch, call: impl Call) -> CUresult {
+    let args::GraphLaunch { exec, s } = a;
     let x = exec as u64;
     let mut regions: Vec<HostRegion> = state::with(|st| {
         st.exec_nodes

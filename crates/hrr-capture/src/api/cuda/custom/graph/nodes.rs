@@ -2,9 +2,11 @@
 //! (`cuGraphAdd*Node`, the generic `cuGraphAddNode[_v2]`, dependencies), with the host regions
 //! their memcpy nodes read and write remembered per graph (`super` records them at launches).
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
 use super::*;
+use crate::api::cuda::calls::args;
+use crate::api::cuda::custom::Call;
 
 /// A kernel node's `CUDA_KERNEL_NODE_PARAMS` at `p` (`v2`: with `kern` and `ctx` after
 /// `extra`), recorded as `cuLaunchKernel` records a launch.
@@ -290,13 +292,16 @@ pub(super) unsafe fn set_node(
 /// `cuGraphAddKernelNode` (v1 parameters) and `_v2` (with `kern` and `ctx`).
 pub unsafe fn graph_add_kernel_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddKernelNode,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphAddKernelNode {
+        node,
+        g,
+        deps,
+        n,
+        p,
+    } = a;
     let r = call();
     let v2 = h == Export::cuGraphAddKernelNode_v2;
     bind_node_function(p, v2);
@@ -309,14 +314,17 @@ pub unsafe fn graph_add_kernel_node(
 
 pub unsafe fn graph_add_memcpy_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    p: *const u8,
-    ctx: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddMemcpyNode,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphAddMemcpyNode {
+        node,
+        g,
+        deps,
+        n,
+        p,
+        ctx,
+    } = a;
     let r = call();
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
         fill_memcpy(nd, p, ctx)
@@ -326,14 +334,17 @@ pub unsafe fn graph_add_memcpy_node(
 
 pub unsafe fn graph_add_memset_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    p: *const u8,
-    ctx: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddMemsetNode,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphAddMemsetNode {
+        node,
+        g,
+        deps,
+        n,
+        p,
+        ctx,
+    } = a;
     let r = call();
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
         fill_memset(nd, p, ctx as u64);
@@ -344,13 +355,16 @@ pub unsafe fn graph_add_memset_node(
 
 pub unsafe fn graph_add_host_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddHostNode,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphAddHostNode {
+        node,
+        g,
+        deps,
+        n,
+        p,
+    } = a;
     let deps = handles(deps, n);
     // the D2H regions of the nodes it follows: kept before the program's code runs
     let follows: Vec<(u64, u64)> = state::with(|st| {
@@ -388,13 +402,8 @@ pub unsafe fn graph_add_host_node(
 
 /// `cuLaunchHostFunc`: recorded as every host function (`hook::common`); inside a stream
 /// capture, one following D2H copies of the capture is wrapped (`host_node.rs`).
-pub unsafe fn launch_host_func(
-    h: Export,
-    s: Handle,
-    func: *mut c_void,
-    data: *mut c_void,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn launch_host_func(h: Export, a: args::LaunchHostFunc, call: impl Call) -> CUresult {
+    let args::LaunchHostFunc { s, func, data } = a;
     let follows: Vec<(u64, u64)> = match capture_id(h, s) {
         Some(id) => state::with(|st| {
             let regions = st.capture_regions.get(&id).into_iter().flatten();
@@ -421,26 +430,22 @@ pub unsafe fn launch_host_func(
 
 pub unsafe fn graph_add_mem_alloc_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    p: *mut u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddMemAllocNode,
+    call: impl Call,
 ) -> CUresult {
-    add_plain_node(h, (node, g), (deps, n), call, |nd| fill_mem_alloc(nd, p))
+    add_plain_node(h, (a.node, a.g), (a.deps, a.n), call, |nd| {
+        fill_mem_alloc(nd, a.p)
+    })
 }
 
 pub unsafe fn graph_add_mem_free_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    dptr: u64,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddMemFreeNode,
+    call: impl Call,
 ) -> CUresult {
-    add_plain_node(h, (node, g), (deps, n), call, |nd| fill_mem_free(nd, dptr))
+    add_plain_node(h, (a.node, a.g), (a.deps, a.n), call, |nd| {
+        fill_mem_free(nd, a.dptr)
+    })
 }
 
 /// A node without edge data or host regions, after `call`: `fill` sets its type's fields.
@@ -448,7 +453,7 @@ pub(super) unsafe fn add_plain_node(
     h: Export,
     (node, g): (*mut Handle, Handle),
     (deps, n): (*const Handle, usize),
-    call: impl FnOnce() -> CUresult,
+    call: impl Call,
     fill: impl FnOnce(&mut GraphNode),
 ) -> CUresult {
     let r = call();
@@ -461,12 +466,10 @@ pub(super) unsafe fn add_plain_node(
 
 pub unsafe fn graph_add_empty_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddEmptyNode,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphAddEmptyNode { node, g, deps, n } = a;
     add_plain_node(h, (node, g), (deps, n), call, |nd| {
         nd.node_type = node_type::EMPTY
     })
@@ -478,7 +481,7 @@ pub(super) unsafe fn add_event_node(
     (node, g): (*mut Handle, Handle),
     (deps, n): (*const Handle, usize),
     (e, ty): (Handle, i32),
-    call: impl FnOnce() -> CUresult,
+    call: impl Call,
 ) -> CUresult {
     let r = call();
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
@@ -491,37 +494,44 @@ pub(super) unsafe fn add_event_node(
 
 pub unsafe fn graph_add_event_record_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    e: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddEventRecordNode,
+    call: impl Call,
 ) -> CUresult {
-    add_event_node(h, (node, g), (deps, n), (e, node_type::EVENT_RECORD), call)
+    add_event_node(
+        h,
+        (a.node, a.g),
+        (a.deps, a.n),
+        (a.e, node_type::EVENT_RECORD),
+        call,
+    )
 }
 
 pub unsafe fn graph_add_event_wait_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    e: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddEventWaitNode,
+    call: impl Call,
 ) -> CUresult {
-    add_event_node(h, (node, g), (deps, n), (e, node_type::WAIT_EVENT), call)
+    add_event_node(
+        h,
+        (a.node, a.g),
+        (a.deps, a.n),
+        (a.e, node_type::WAIT_EVENT),
+        call,
+    )
 }
 
 pub unsafe fn graph_add_child_graph_node(
     h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    child: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddChildGraphNode,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphAddChildGraphNode {
+        node,
+        g,
+        deps,
+        n,
+        child,
+    } = a;
     let r = call();
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
         fill_child(nd, child)
@@ -529,15 +539,14 @@ pub unsafe fn graph_add_child_graph_node(
     r
 }
 
-pub unsafe fn graph_add_node(
-    h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    n: usize,
-    p: *mut u8,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn graph_add_node(h: Export, a: args::GraphAddNode, call: impl Call) -> CUresult {
+    let args::GraphAddNode {
+        node,
+        g,
+        deps,
+        n,
+        p,
+    } = a;
     let r = call();
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |rc, nd| {
         fill_generic(rc, nd, p, "cuGraphAddNode")
@@ -545,16 +554,15 @@ pub unsafe fn graph_add_node(
     r
 }
 
-pub unsafe fn graph_add_node_v2(
-    h: Export,
-    node: *mut Handle,
-    g: Handle,
-    deps: *const Handle,
-    edges: *const u8,
-    n: usize,
-    p: *mut u8,
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
+pub unsafe fn graph_add_node_v2(h: Export, a: args::GraphAddNodeV2, call: impl Call) -> CUresult {
+    let args::GraphAddNodeV2 {
+        node,
+        g,
+        deps,
+        edges,
+        n,
+        p,
+    } = a;
     let r = call();
     let edges = bytes_at(edges, n.min(1 << 16) * EDGE_DATA_BYTES).to_vec();
     add_node(h, r, (node, g), (handles(deps, n), edges), |rc, nd| {
@@ -565,24 +573,36 @@ pub unsafe fn graph_add_node_v2(
 
 pub unsafe fn graph_add_dependencies(
     h: Export,
-    g: Handle,
-    from: *const Handle,
-    to: *const Handle,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddDependencies,
+    call: impl Call,
 ) -> CUresult {
-    graph_add_dependencies_v2(h, g, from, to, std::ptr::null(), n, call)
+    let args::GraphAddDependencies { g, from, to, n } = a;
+    let edges = std::ptr::null();
+    graph_add_dependencies_v2(
+        h,
+        args::GraphAddDependenciesV2 {
+            g,
+            from,
+            to,
+            edges,
+            n,
+        },
+        call,
+    )
 }
 
 pub unsafe fn graph_add_dependencies_v2(
     h: Export,
-    g: Handle,
-    from: *const Handle,
-    to: *const Handle,
-    edges: *const u8,
-    n: usize,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphAddDependenciesV2,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphAddDependenciesV2 {
+        g,
+        from,
+        to,
+        edges,
+        n,
+    } = a;
     let r = call();
     rec(h, r, |_| GraphEdges {
         graph: g as u64,

@@ -1,17 +1,19 @@
 //! Node parameter updates, of a graph (`cuGraph*NodeSetParams`) or of an instantiation
 //! (`cuGraphExec*NodeSetParams`): recorded as `GraphNode` events like the nodes they change.
 
-#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
+#![allow(clippy::missing_safety_doc)]
 
 use super::*;
+use crate::api::cuda::calls::args;
+use crate::api::cuda::custom::Call;
 
 /// `cuGraphKernelNodeSetParams` (v1 parameters) and `_v2`.
 pub unsafe fn graph_kernel_node_set_params(
     h: Export,
-    node: Handle,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphKernelNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphKernelNodeSetParams { node, p } = a;
     let r = call();
     let v2 = h == Export::cuGraphKernelNodeSetParams_v2;
     bind_node_function(p, v2);
@@ -24,10 +26,10 @@ pub unsafe fn graph_kernel_node_set_params(
 
 pub unsafe fn graph_memcpy_node_set_params(
     h: Export,
-    node: Handle,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphMemcpyNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphMemcpyNodeSetParams { node, p } = a;
     let r = call();
     set_node(h, r, (std::ptr::null_mut(), node), |_, nd| {
         fill_memcpy(nd, p, std::ptr::null_mut())
@@ -37,10 +39,10 @@ pub unsafe fn graph_memcpy_node_set_params(
 
 pub unsafe fn graph_memset_node_set_params(
     h: Export,
-    node: Handle,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphMemsetNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphMemsetNodeSetParams { node, p } = a;
     let r = call();
     set_node(h, r, (std::ptr::null_mut(), node), |_, nd| {
         fill_memset(nd, p, 0);
@@ -51,10 +53,10 @@ pub unsafe fn graph_memset_node_set_params(
 
 pub unsafe fn graph_host_node_set_params(
     h: Export,
-    node: Handle,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphHostNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphHostNodeSetParams { node, p } = a;
     let r = call();
     set_node(h, r, (std::ptr::null_mut(), node), |rc, nd| {
         fill_host(rc, nd, p, "cuGraphHostNodeSetParams");
@@ -66,11 +68,10 @@ pub unsafe fn graph_host_node_set_params(
 /// `cuGraphExecKernelNodeSetParams` (v1 parameters) and `_v2`.
 pub unsafe fn graph_exec_kernel_node_set_params(
     h: Export,
-    exec: Handle,
-    node: Handle,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphExecKernelNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphExecKernelNodeSetParams { exec, node, p } = a;
     let r = call();
     let v2 = h == Export::cuGraphExecKernelNodeSetParams_v2;
     bind_node_function(p, v2);
@@ -83,12 +84,10 @@ pub unsafe fn graph_exec_kernel_node_set_params(
 
 pub unsafe fn graph_exec_memcpy_node_set_params(
     h: Export,
-    exec: Handle,
-    node: Handle,
-    p: *const u8,
-    ctx: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphExecMemcpyNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphExecMemcpyNodeSetParams { exec, node, p, ctx } = a;
     let r = call();
     set_node(h, r, (exec, node), |_, nd| fill_memcpy(nd, p, ctx));
     r
@@ -96,12 +95,10 @@ pub unsafe fn graph_exec_memcpy_node_set_params(
 
 pub unsafe fn graph_exec_memset_node_set_params(
     h: Export,
-    exec: Handle,
-    node: Handle,
-    p: *const u8,
-    ctx: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphExecMemsetNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphExecMemsetNodeSetParams { exec, node, p, ctx } = a;
     let r = call();
     set_node(h, r, (exec, node), |_, nd| {
         fill_memset(nd, p, ctx as u64);
@@ -112,11 +109,10 @@ pub unsafe fn graph_exec_memset_node_set_params(
 
 pub unsafe fn graph_exec_host_node_set_params(
     h: Export,
-    exec: Handle,
-    node: Handle,
-    p: *const u8,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphExecHostNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphExecHostNodeSetParams { exec, node, p } = a;
     let r = call();
     set_node(h, r, (exec, node), |rc, nd| {
         fill_host(rc, nd, p, "cuGraphExecHostNodeSetParams");
@@ -127,11 +123,10 @@ pub unsafe fn graph_exec_host_node_set_params(
 
 pub unsafe fn graph_exec_child_graph_node_set_params(
     h: Export,
-    exec: Handle,
-    node: Handle,
-    child: Handle,
-    call: impl FnOnce() -> CUresult,
+    a: args::GraphExecChildGraphNodeSetParams,
+    call: impl Call,
 ) -> CUresult {
+    let args::GraphExecChildGraphNodeSetParams { exec, node, child } = a;
     let r = call();
     set_node(h, r, (exec, node), |_, nd| fill_child(nd, child));
     r
