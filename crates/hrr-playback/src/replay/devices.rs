@@ -1,7 +1,7 @@
 //! Which devices a replay opens: the `--device-map REC=LIVE[,REC=LIVE...]` pairs ([`DeviceMap`],
 //! parsed here for the command line and the library alike), and the choice of the live device
 //! of each recorded one ([`choose`]), from the recorded ordinals the prescan found
-//! (`super::engine::prescan`: the devices whose contexts the capture opened) and the devices
+//! (`super::prescan`: the devices whose contexts the capture opened) and the devices
 //! this machine has. The refusals are said here, before any event replays: a recorded device
 //! this machine lacks (with the map that would put it on device 0), a mapped live ordinal
 //! beyond this machine's devices.

@@ -34,6 +34,7 @@ mod fields;
 pub mod options;
 pub mod peers;
 mod placement;
+mod prescan;
 mod recheck;
 mod replace;
 pub mod report;

@@ -52,9 +52,10 @@ use hrr_calls::wire::FieldType as WireType;
 use hrr_calls::{Kind, Shape};
 
 use super::backend::{base_name, resolve, Backend, Event, Family, Outcome, TableOp};
-use super::engine::{prescan, read_blob};
+use super::engine::read_blob;
 use super::fields;
 use super::options::Options;
+use super::prescan::prescan;
 use super::replace::names;
 use super::verdict::{self, Stop};
 use crate::demangle::demangle;
