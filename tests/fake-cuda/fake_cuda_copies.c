@@ -83,6 +83,37 @@ CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, CUstream
   return memset_run(d, v, n, width);
 }
 
+/* Stream memory operations: a 32- or 64-bit value written to device memory in stream order
+   (`wait` 0), or a wait until the word there compares to `v` as `flags` say (GEQ, EQ, AND, NOR).
+   Work runs at once here, so a wait whose condition does not hold now would wait forever: it
+   fails with CUDA_ERROR_ILLEGAL_STATE instead, which a replay that missed a write shows. */
+CUresult stream_value(CUstream s, CUdeviceptr addr, uint64_t v, unsigned flags, int width, int wait) {
+  struct fc_ctx *c;
+  NEED_CTX(c);
+  CUresult e = chk_stream(s);
+  if (e) return e;
+  if (stream_graph(s)) return E_NOT_SUPPORTED;
+  if (addr % (unsigned)width || !range_ok(addr, (size_t)width, wait ? 1 : 2)) return E_INVALID_VALUE;
+  if (!wait) {
+    if (width == 4)
+      *(uint32_t *)(uintptr_t)addr = (uint32_t)v;
+    else
+      *(uint64_t *)(uintptr_t)addr = v;
+    return E_SUCCESS;
+  }
+  uint64_t cur = width == 4 ? *(const uint32_t *)(uintptr_t)addr : *(const uint64_t *)(uintptr_t)addr;
+  if (width == 4) v = (uint32_t)v;
+  int ok;
+  switch (flags & 0xf) {
+  case 0: ok = width == 4 ? (int32_t)(uint32_t)(cur - v) >= 0 : (int64_t)(cur - v) >= 0; break;
+  case 1: ok = cur == v; break;
+  case 2: ok = (cur & v) != 0; break;
+  case 3: ok = (width == 4 ? (uint32_t)~(cur | v) : ~(cur | v)) != 0; break;
+  default: return E_INVALID_VALUE;
+  }
+  return ok ? E_SUCCESS : E_ILLEGAL_STATE;
+}
+
 /* ---- 2D/3D copies: each side resolved to a base address, a pitch and a slice height ---- */
 
 void plan_run(const struct plan *p) {

@@ -196,6 +196,21 @@ DEF(cuMemsetD16Async, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), m
 DEF(cuMemsetD16Async_ptsz, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), memset_checked(d, v, n, 2, s, 1))
 DEF(cuMemsetD32Async, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
 DEF(cuMemsetD32Async_ptsz, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
+/* stream memory operations (the legacy names are the same calls here) */
+#define STREAM_VALUE(name, T, width, wait) \
+  DEF(name, (CUstream s, CUdeviceptr a, T v, unsigned f), stream_value(s, a, v, f, width, wait))
+STREAM_VALUE(cuStreamWriteValue32_v2, uint32_t, 4, 0)
+STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, uint32_t, 4, 0)
+STREAM_VALUE(cuStreamWriteValue32, uint32_t, 4, 0)
+STREAM_VALUE(cuStreamWriteValue64_v2, uint64_t, 8, 0)
+STREAM_VALUE(cuStreamWriteValue64_v2_ptsz, uint64_t, 8, 0)
+STREAM_VALUE(cuStreamWriteValue64, uint64_t, 8, 0)
+STREAM_VALUE(cuStreamWaitValue32_v2, uint32_t, 4, 1)
+STREAM_VALUE(cuStreamWaitValue32_v2_ptsz, uint32_t, 4, 1)
+STREAM_VALUE(cuStreamWaitValue32, uint32_t, 4, 1)
+STREAM_VALUE(cuStreamWaitValue64_v2, uint64_t, 8, 1)
+STREAM_VALUE(cuStreamWaitValue64_v2_ptsz, uint64_t, 8, 1)
+STREAM_VALUE(cuStreamWaitValue64, uint64_t, 8, 1)
 
 /* virtual memory management (no context needed) */
 DEF(cuMemGetAllocationGranularity, (size_t *g, const CUmemAllocationProp *prop, int option),
@@ -533,6 +548,10 @@ static const struct pa_ent k_procs[] = {
   PT("cuMemsetD8Async", 3020, cuMemsetD8Async, cuMemsetD8Async_ptsz)
   PT("cuMemsetD16Async", 3020, cuMemsetD16Async, cuMemsetD16Async_ptsz)
   PT("cuMemsetD32Async", 3020, cuMemsetD32Async, cuMemsetD32Async_ptsz)
+  PT("cuStreamWriteValue32", 12000, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz)
+  PT("cuStreamWriteValue64", 12000, cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz)
+  PT("cuStreamWaitValue32", 12000, cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz)
+  PT("cuStreamWaitValue64", 12000, cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz)
   P("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity)
   P("cuMemAddressReserve", 10020, cuMemAddressReserve)
   P("cuMemAddressFree", 10020, cuMemAddressFree)

@@ -13,6 +13,9 @@
  *     table of buffer addresses), so replay must place every allocation at its
  *     recorded address,
  *   - a stream with async copies through page-locked host memory,
+ *   - stream memory operations: 32- and 64-bit values written to device memory
+ *     in stream order (cuStreamWriteValue32/64) and waited for
+ *     (cuStreamWaitValue32/64),
  *   - optionally a PTX module (JIT-compiled by the driver).
  * Every result comes back with a device-to-host copy and is printed as a sum
  * and an FNV-1a hash of its bytes. No address is printed, so the output of a
@@ -250,6 +253,22 @@ int main(int argc, char **argv) {
     CU(cuMemcpyDtoHAsync(hp, d_y, sizeof(float) * N, s));
     CU(cuStreamSynchronize(s));
     report("stream", hp, N);
+
+    /* ---- 4b. stream memory operations: values written and waited for in stream order ---- */
+    {
+        CUdeviceptr d_vals;
+        uint32_t vals[4];
+        CU(cuMemAlloc(&d_vals, sizeof vals));
+        CU(cuMemsetD32Async(d_vals, 0, 4, s));
+        CU(cuStreamWriteValue32(s, d_vals, 0x600dcafeu, CU_STREAM_WRITE_VALUE_DEFAULT));
+        CU(cuStreamWriteValue64(s, d_vals + 8, 0x1122334455667788ull, CU_STREAM_WRITE_VALUE_DEFAULT));
+        CU(cuStreamWaitValue32(s, d_vals, 0x600dcafeu, CU_STREAM_WAIT_VALUE_EQ));
+        CU(cuStreamWaitValue64(s, d_vals + 8, 0x1122334455667700ull, CU_STREAM_WAIT_VALUE_GEQ));
+        CU(cuStreamSynchronize(s));
+        CU(cuMemcpyDtoH(vals, d_vals, sizeof vals));
+        printf("driver_api values %08x %08x %08x %08x\n", vals[0], vals[1], vals[2], vals[3]);
+        CU(cuMemFree(d_vals));
+    }
 
     /* ---- 5. optional: PTX text through cuModuleLoadData (driver JIT) ---- */
     CUmodule pmod = NULL;

@@ -1,5 +1,6 @@
-//! 2D/3D copies, CUDA arrays, mipmapped arrays, texture and surface objects, captured and
-//! replayed on the CPU against the fake `libcuda.so.1` (`tests/fake-cuda/apps/copies_app.c`).
+//! 2D/3D copies, CUDA arrays, mipmapped arrays, texture and surface objects, and stream memory
+//! operations, captured and replayed on the CPU against the fake `libcuda.so.1`
+//! (`tests/fake-cuda/apps/copies_app.c`).
 //!
 //! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
 //! --workspace` first) and a C compiler.
@@ -10,8 +11,8 @@ mod common;
 use common::*;
 
 /// The D2H results `copies_app` reads back (2D x3, 3D, array 2D, texture, surface, 1D array x2,
-/// mipmap level, mipmap texture).
-const CHECKS: u64 = 11;
+/// mipmap level, mipmap texture, stream values).
+const CHECKS: u64 = 12;
 
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-copies")
@@ -105,6 +106,30 @@ fn pitched_and_array_copies_replay_with_every_d2h_checked() {
     assert_eq!(v["result"], "PASS", "{v}");
     assert_eq!(v["d2h_checks"]["pass"], CHECKS, "{v}");
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+}
+
+#[test]
+fn stream_values_are_written_and_waited_for_again_at_replay() {
+    let (_tmp, arch) = captured("0x5000");
+    let events = events_json(&arch);
+    let names = [
+        "cuStreamWriteValue32_v2",
+        "cuStreamWriteValue64_v2",
+        "cuStreamWaitValue32_v2",
+        "cuStreamWaitValue64_v2",
+    ];
+    assert_recorded(&events, &names);
+    let write = first_named(&events, "cuStreamWriteValue64_v2");
+    assert_eq!(write["fields"]["value"], 0x1122334455667788u64, "{write}");
+    let wait = first_named(&events, "cuStreamWaitValue32_v2");
+    assert_eq!(wait["fields"]["value"], 0x600dcafeu64, "{wait}");
+    assert_eq!(wait["fields"]["flags"], 1, "{wait}");
+    // The values come back only if replay writes them (the fake also fails a wait whose
+    // condition does not hold: a replay that skipped the writes stops at the first wait).
+    let (code, v) = replay(&arch, "0x5000");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], CHECKS, "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
 }
 
 #[test]

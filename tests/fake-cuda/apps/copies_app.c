@@ -1,6 +1,7 @@
 /*
  * copies_app - 2D/3D copies, CUDA arrays, mipmapped arrays, texture and
- * surface objects through the driver API (linked with -lcuda, versioned
+ * surface objects, and stream memory operations (values written and waited
+ * for in stream order) through the driver API (linked with -lcuda, versioned
  * export names).  Prints one line per result, a function of the data only,
  * and "copies_app: OK" when every result matched what the host computed.
  *
@@ -87,6 +88,11 @@ CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamDestroy_v2(CUstream);
+CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
+CUresult cuStreamWriteValue32_v2(CUstream, CUdeviceptr, uint32_t, unsigned);
+CUresult cuStreamWriteValue64_v2(CUstream, CUdeviceptr, uint64_t, unsigned);
+CUresult cuStreamWaitValue32_v2(CUstream, CUdeviceptr, uint32_t, unsigned);
+CUresult cuStreamWaitValue64_v2(CUstream, CUdeviceptr, uint64_t, unsigned);
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *);
 CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *);
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream);
@@ -384,6 +390,21 @@ int main(void) {
   CK(cuMemcpyDtoH_v2(mfetch, dout, sizeof fetched));
   expect("mipmap texture", mfetch, lev, AW * AH);
   CK(cuTexObjectDestroy(tex));
+
+  /* Stream memory operations: values written in stream order, then waited for (EQ, GEQ). */
+  CUdeviceptr dvals;
+  CK(cuMemAlloc_v2(&dvals, 16));
+  CK(cuMemsetD32Async(dvals, 0, 4, st));
+  CK(cuStreamWriteValue32_v2(st, dvals, 0x600dcafeu, 0));
+  CK(cuStreamWriteValue64_v2(st, dvals + 8, 0x1122334455667788ull, 0));
+  CK(cuStreamWaitValue32_v2(st, dvals, 0x600dcafeu, 1));
+  CK(cuStreamWaitValue64_v2(st, dvals + 8, 0x1122334455667700ull, 0));
+  CK(cuStreamSynchronize(st));
+  static uint32_t vals[4];
+  static const uint32_t wantvals[4] = {0x600dcafeu, 0, 0x55667788u, 0x11223344u};
+  CK(cuMemcpyDtoH_v2(vals, dvals, sizeof vals));
+  expect("stream values", vals, wantvals, 4);
+  CK(cuMemFree_v2(dvals));
 
   CK(cuMipmappedArrayDestroy(mm));
   CK(cuArrayDestroy(a1));

@@ -213,6 +213,12 @@ macro_rules! cuda_calls {
             IpcOpenEventHandle [cuIpcOpenEventHandle] (event: *mut Handle => event, handle: IpcHandle = handle) : IpcEventHandle, Ipc, ordered;
             MemExportToShareableHandle [cuMemExportToShareableHandle] (out: *mut c_void, handle: u64, kind: c_int, flags: u64) : Shareable, Ipc => mem_export_to_shareable_handle;
             MemImportFromShareableHandle [cuMemImportFromShareableHandle] (handle: *mut u64, os: *mut c_void, kind: c_int) : Shareable, Ipc, ordered => mem_import_from_shareable_handle;
+            // Stream memory operations: a value written to device memory in stream order, and a
+            // stream waiting until a word of device memory compares to a value.
+            StreamWriteValue32 [cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz, cuStreamWriteValue32, cuStreamWriteValue32_ptsz] (s: Handle = stream, addr: u64 = addr, value: c_uint = value, flags: c_uint = flags) : StreamValue, Memset;
+            StreamWriteValue64 [cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz, cuStreamWriteValue64, cuStreamWriteValue64_ptsz] (s: Handle = stream, addr: u64 = addr, value: u64 = value, flags: c_uint = flags) : StreamValue, Memset;
+            StreamWaitValue32 [cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz, cuStreamWaitValue32, cuStreamWaitValue32_ptsz] (s: Handle = stream, addr: u64 = addr, value: c_uint = value, flags: c_uint = flags) : StreamValue, Event;
+            StreamWaitValue64 [cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64, cuStreamWaitValue64_ptsz] (s: Handle = stream, addr: u64 = addr, value: u64 = value, flags: c_uint = flags) : StreamValue, Event;
         }
     };
 }

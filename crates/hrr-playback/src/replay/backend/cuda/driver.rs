@@ -101,6 +101,10 @@ driver_api! {
     cuStreamDestroy_v2: fn(H);
     cuStreamSynchronize: fn(H);
     cuStreamWaitEvent: fn(H, H, c_uint);
+    cuStreamWriteValue32_v2: fn(H, u64, u32, c_uint);
+    cuStreamWriteValue64_v2: fn(H, u64, u64, c_uint);
+    cuStreamWaitValue32_v2: fn(H, u64, u32, c_uint);
+    cuStreamWaitValue64_v2: fn(H, u64, u64, c_uint);
     cuEventCreate: fn(*mut H, c_uint);
     cuEventRecord: fn(H, H);
     cuEventSynchronize: fn(H);

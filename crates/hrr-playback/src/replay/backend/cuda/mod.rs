@@ -378,6 +378,10 @@ impl Backend for Cuda {
                     stream_of(&self.handles, per_thread, s)
                 })
             }
+            Op::StreamWriteValue32
+            | Op::StreamWriteValue64
+            | Op::StreamWaitValue32
+            | Op::StreamWaitValue64 => self.stream_value(ev, op),
             Op::EventCreate => stream_calls::event_create(&mut self.handles, &self.api, ev),
             Op::EventRecord | Op::EventRecordWithFlags => {
                 stream_calls::event_record(&self.handles, &self.api, ev, |s| {

@@ -1,11 +1,14 @@
 //! CUDA streams: the `Streams` implementation of the driver table (the program's stream and
 //! event calls are replayed by `backend::stream_calls` through it), the stream an event names
 //! (per-thread default streams), waiting for a stream (under the `--sync-watchdog-ms` watchdog
-//! through the shared `Waiter`), and whether a stream is capturing into a graph now.
+//! through the shared `Waiter`), whether a stream is capturing into a graph now, and stream
+//! memory operations (a value written or waited for in stream order).
 
 use std::ffi::c_int;
 
 use anyhow::Result;
+use hrr_calls::cuda::Op;
+use hrr_calls::shapes::StreamValue;
 
 use super::driver::{cu, Api, CUresult, H};
 use super::Cuda;
@@ -43,6 +46,28 @@ pub(super) fn stream_of(handles: &Handles, per_thread: bool, recorded: u64) -> R
 }
 
 impl Cuda {
+    /// `cuStreamWriteValue32/64`, `cuStreamWaitValue32/64`: the recorded address translated,
+    /// on the stream replay made for the recorded one, with the recorded flags.
+    pub(super) fn stream_value(&mut self, ev: &Event, op: Op) -> Result<Outcome> {
+        let s: StreamValue = ev.read()?;
+        let stream = self.stream(ev, s.stream)?;
+        let addr = self.mem.translate(s.addr);
+        let (value, flags) = (s.value, s.flags);
+        match op {
+            Op::StreamWriteValue32 => {
+                cu!(self.api, cuStreamWriteValue32_v2(stream, addr, value as u32, flags))?
+            }
+            Op::StreamWriteValue64 => {
+                cu!(self.api, cuStreamWriteValue64_v2(stream, addr, value, flags))?
+            }
+            Op::StreamWaitValue32 => {
+                cu!(self.api, cuStreamWaitValue32_v2(stream, addr, value as u32, flags))?
+            }
+            _ => cu!(self.api, cuStreamWaitValue64_v2(stream, addr, value, flags))?,
+        }
+        Ok(Outcome::Done)
+    }
+
     /// The live stream of an event's recorded stream `recorded` (see [`stream_of`]).
     pub(super) fn stream(&self, ev: &Event, recorded: u64) -> Result<H> {
         stream_of(&self.handles, ev.per_thread, recorded)
