@@ -54,15 +54,18 @@ impl Cuda {
         let addr = self.mem.translate(s.addr);
         let (value, flags) = (s.value, s.flags);
         match op {
-            Op::StreamWriteValue32 => {
-                cu!(self.api, cuStreamWriteValue32_v2(stream, addr, value as u32, flags))?
-            }
-            Op::StreamWriteValue64 => {
-                cu!(self.api, cuStreamWriteValue64_v2(stream, addr, value, flags))?
-            }
-            Op::StreamWaitValue32 => {
-                cu!(self.api, cuStreamWaitValue32_v2(stream, addr, value as u32, flags))?
-            }
+            Op::StreamWriteValue32 => cu!(
+                self.api,
+                cuStreamWriteValue32_v2(stream, addr, value as u32, flags)
+            )?,
+            Op::StreamWriteValue64 => cu!(
+                self.api,
+                cuStreamWriteValue64_v2(stream, addr, value, flags)
+            )?,
+            Op::StreamWaitValue32 => cu!(
+                self.api,
+                cuStreamWaitValue32_v2(stream, addr, value as u32, flags)
+            )?,
             _ => cu!(self.api, cuStreamWaitValue64_v2(stream, addr, value, flags))?,
         }
         Ok(Outcome::Done)
