@@ -106,6 +106,33 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
     panic!("the capture waited for the copies: {outs:?}");
 }
 
+/// An async D2H copy into page-locked memory gets an event behind it, not a host function: its
+/// stream never waits for the host (a host function holds a stream for a round trip through
+/// the driver's callback thread). Its result is still recorded after the copy and before the
+/// synchronisation that showed the program it completed, and replay compares it.
+#[test]
+fn async_d2h_results_put_no_host_function_on_the_stream() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("copy.hrr");
+    let env = [("FAKE_CUDA_ASYNC_GBPS", "5"), ("FAKE_CUDA_TRACE", "1")];
+    let o = fake().capture_env(&arch, "copy_app", &["overlap", "3", "4"], &env);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let trace = String::from_utf8_lossy(&o.stderr);
+    let calls = |name: &str| trace.matches(&format!("] {name} -> 0")).count();
+    let copies = results_follow_copies_and_precede_syncs(&events_json(&arch));
+    assert_eq!(copies, 3);
+    assert_eq!(calls("cuLaunchHostFunc"), 0, "{trace}");
+    assert!(calls("cuEventRecord") >= copies, "{trace}");
+    assert_eq!(
+        calls("cuEventCreate"),
+        calls("cuEventDestroy_v2") + 1,
+        "{trace}"
+    );
+    let (code, out, err) = fake().replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(" 0 fail, 0 skipped"), "{out}");
+}
+
 /// An async H2D copy of 1 MiB or more from page-locked memory returns without its source being
 /// hashed: the copy's event has no bytes, and exactly one `hrrMemcpySource` event after it
 /// names it, before the event query that tells the program the copy is done (the program

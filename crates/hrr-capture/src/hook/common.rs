@@ -77,17 +77,32 @@ unsafe extern "C" fn d2h_completed<E: ApiExport>(data: *mut c_void) {
 pub type LaunchHostFn =
     unsafe extern "C" fn(*mut c_void, unsafe extern "C" fn(*mut c_void), *mut c_void) -> c_int;
 
+/// The driver's event calls that let an async D2H result learn its copy completed without a
+/// host function on the copy's stream ([`results::Deferred`]): creating an event (flags),
+/// recording it on a stream, and those the pending result needs later.
+#[derive(Clone, Copy)]
+pub struct EventOps {
+    pub create: unsafe extern "C" fn(*mut *mut c_void, c_uint) -> c_int,
+    pub record: unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int,
+    pub fns: results::EventFns,
+}
+
+/// `CU_EVENT_DISABLE_TIMING` (`hipEventDisableTiming` is the same value).
+const EVENT_DISABLE_TIMING: c_uint = 2;
+
 /// After the async D2H copy recorded as event `copy` was issued on `stream` (the handle the
 /// API's host-function call understands): have the bytes at `dst` recorded in a `result`
-/// event (the API's `hrrMemcpyResult` pseudo-export) when the copy has completed, by a host
-/// function enqueued behind it with `launch`. Where that cannot be enqueued, `sync` waits for
-/// the stream (true: done) and the result is recorded at once.
+/// event (the API's `hrrMemcpyResult` pseudo-export) when the copy has completed: with
+/// `events`, once a synchronisation finds an event recorded behind the copy complete
+/// ([`results::Deferred`]: the stream does not wait for the host), else by a host function
+/// enqueued behind it with `launch`. Where neither can be set up, `sync` waits for the stream
+/// (true: done) and the result is recorded at once.
 pub unsafe fn result_at_completion<E: ApiExport>(
     result: E,
     copy: u64,
     (dst, n): (*mut c_void, usize),
     stream: *mut c_void,
-    launch: Option<LaunchHostFn>,
+    (launch, events): (Option<LaunchHostFn>, Option<EventOps>),
     sync: impl FnOnce() -> bool,
 ) {
     let p = Box::into_raw(Box::new(PendingResult {
@@ -98,6 +113,24 @@ pub unsafe fn result_at_completion<E: ApiExport>(
         n,
         stream,
     }));
+    let id = (*p).pending;
+    if let Some(ops) = events.filter(|_| launch.is_some()) {
+        let mut event = std::ptr::null_mut();
+        if (ops.create)(&mut event, EVENT_DISABLE_TIMING) == 0 {
+            if (ops.record)(event, stream) == 0 {
+                let d = results::Deferred {
+                    event,
+                    stream,
+                    data: p as *mut c_void,
+                    fire: d2h_completed::<E>,
+                    fns: ops.fns,
+                };
+                results::defer(id, d);
+                return;
+            }
+            (ops.fns.destroy)(event);
+        }
+    }
     let launched = match launch {
         Some(f) => f(stream, d2h_completed::<E>, p as *mut c_void) == 0,
         None => false,

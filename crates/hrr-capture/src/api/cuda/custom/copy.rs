@@ -200,9 +200,27 @@ unsafe fn result_at_completion(h: Export, copy: u64, dst: *mut c_void, n: usize,
         copy,
         (dst, n),
         effective_stream(h, stream),
-        real_fn::<LaunchHostFn>(Export::cuLaunchHostFunc).filter(|_| !pageable),
+        (
+            real_fn::<LaunchHostFn>(Export::cuLaunchHostFunc).filter(|_| !pageable),
+            event_ops(),
+        ),
         || pageable || sync_stream(h, stream) == 0,
     );
+}
+
+/// The driver's event calls, for results learnt from an event behind their copy
+/// (`hook::results::Deferred`); `None` where one is missing.
+unsafe fn event_ops() -> Option<crate::hook::common::EventOps> {
+    Some(crate::hook::common::EventOps {
+        create: real_fn(Export::cuEventCreate)?,
+        record: real_fn(Export::cuEventRecord)?,
+        fns: crate::hook::results::EventFns {
+            query: real_fn(Export::cuEventQuery)?,
+            synchronize: real_fn(Export::cuEventSynchronize)?,
+            destroy: real_fn(Export::cuEventDestroy_v2)?,
+            launch_host_fn: real_fn(Export::cuLaunchHostFunc)?,
+        },
+    })
 }
 
 /// Is `ptr` host memory the driver does not know (neither pinned, registered, managed nor

@@ -119,7 +119,7 @@ unsafe fn result_later(copy: u64, dst: Ptr, n: usize, stream: Handle) {
         copy,
         (dst, n),
         stream,
-        real_fn::<LaunchHostFn>(Export::hipLaunchHostFunc),
+        (real_fn::<LaunchHostFn>(Export::hipLaunchHostFunc), None),
         || sync_stream(stream) == 0,
     );
 }
