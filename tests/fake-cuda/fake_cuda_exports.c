@@ -196,20 +196,15 @@ DEF(cuMemsetD16Async, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), m
 DEF(cuMemsetD16Async_ptsz, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), memset_checked(d, v, n, 2, s, 1))
 DEF(cuMemsetD32Async, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
 DEF(cuMemsetD32Async_ptsz, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
-/* stream memory operations (the legacy names are the same calls here) */
-#define STREAM_VALUE(name, T, width, wait) \
+/* stream memory operations: NAME_v2, its _ptsz and the legacy NAME (the same calls here) */
+#define STREAM_VALUE1(name, T, width, wait) \
   DEF(name, (CUstream s, CUdeviceptr a, T v, unsigned f), stream_value(s, a, v, f, width, wait))
-STREAM_VALUE(cuStreamWriteValue32_v2, uint32_t, 4, 0)
-STREAM_VALUE(cuStreamWriteValue32_v2_ptsz, uint32_t, 4, 0)
+#define STREAM_VALUE(name, T, width, wait) \
+  STREAM_VALUE1(name##_v2, T, width, wait)   \
+  STREAM_VALUE1(name##_v2_ptsz, T, width, wait) STREAM_VALUE1(name, T, width, wait)
 STREAM_VALUE(cuStreamWriteValue32, uint32_t, 4, 0)
-STREAM_VALUE(cuStreamWriteValue64_v2, uint64_t, 8, 0)
-STREAM_VALUE(cuStreamWriteValue64_v2_ptsz, uint64_t, 8, 0)
 STREAM_VALUE(cuStreamWriteValue64, uint64_t, 8, 0)
-STREAM_VALUE(cuStreamWaitValue32_v2, uint32_t, 4, 1)
-STREAM_VALUE(cuStreamWaitValue32_v2_ptsz, uint32_t, 4, 1)
 STREAM_VALUE(cuStreamWaitValue32, uint32_t, 4, 1)
-STREAM_VALUE(cuStreamWaitValue64_v2, uint64_t, 8, 1)
-STREAM_VALUE(cuStreamWaitValue64_v2_ptsz, uint64_t, 8, 1)
 STREAM_VALUE(cuStreamWaitValue64, uint64_t, 8, 1)
 
 /* virtual memory management (no context needed) */

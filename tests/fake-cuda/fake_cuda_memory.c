@@ -145,18 +145,7 @@ long region_find_base(uintptr_t p, int kind) {
 void region_del(size_t i) { g_reg[i] = g_reg[--g_nreg]; }
 
 /* Is [p, p+len) entirely inside allocations that allow `want` (1 read, 2 write)? */
-int range_ok(uintptr_t p, size_t len, int want) {
-  if (len == 0) return 1;
-  uintptr_t end = p + len;
-  if (end < p) return 0;
-  while (p < end) {
-    long i = region_find(p);
-    if (i < 0) return 0;
-    if ((g_reg[i].access & want) != want) return 0;
-    p = g_reg[i].base + g_reg[i].size;
-  }
-  return 1;
-}
+int range_ok(uintptr_t p, size_t len, int want) { return kernel_ok(p, len, want, -1); }
 
 /* May a kernel on device `dev` (-1: any) touch [p, p+len) for `want`? The range must lie in
    allocations allowing it, each on that device, opened to it (VMM), on a peer it has access to,

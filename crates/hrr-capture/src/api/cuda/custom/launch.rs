@@ -98,14 +98,8 @@ pub(super) unsafe fn launch_fields(
 
 pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> CUresult {
     let r = call();
-    let l = LaunchCall::grid(
-        a.f,
-        [a.gx, a.gy, a.gz],
-        [a.bx, a.by, a.bz],
-        a.shmem,
-        a.stream,
-        false,
-    );
+    let (grid, block) = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
+    let l = LaunchCall::grid(a.f, grid, block, a.shmem, a.stream, false);
     record_launch(h, r, l, a.params, a.extra);
     r
 }
@@ -139,14 +133,8 @@ pub unsafe fn launch_cooperative(
     call: impl Call,
 ) -> CUresult {
     let r = call();
-    let l = LaunchCall::grid(
-        a.f,
-        [a.gx, a.gy, a.gz],
-        [a.bx, a.by, a.bz],
-        a.shmem,
-        a.stream,
-        true,
-    );
+    let (grid, block) = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
+    let l = LaunchCall::grid(a.f, grid, block, a.shmem, a.stream, true);
     record_launch(h, r, l, a.params, std::ptr::null_mut());
     r
 }

@@ -141,22 +141,9 @@ pub unsafe fn push_call_configuration(
 }
 
 pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> HipError {
-    let args::LaunchKernel {
-        f,
-        grid,
-        block,
-        args,
-        shmem,
-        stream,
-    } = a;
     let r = call();
-    record_launch(
-        h,
-        r,
-        launch_of(f, grid, block, shmem as u32, stream),
-        args,
-        std::ptr::null_mut(),
-    );
+    let l = launch_of(a.f, a.grid, a.block, a.shmem as u32, a.stream);
+    record_launch(h, r, l, a.args, std::ptr::null_mut());
     r
 }
 
@@ -165,20 +152,13 @@ pub unsafe fn launch_cooperative(
     a: args::LaunchCooperativeKernel,
     call: impl Call,
 ) -> HipError {
-    let args::LaunchCooperativeKernel {
-        f,
-        grid,
-        block,
-        args,
-        shmem,
-        stream,
-    } = a;
     let r = call();
+    let l = launch_of(a.f, a.grid, a.block, a.shmem, a.stream);
     let l = LaunchCall {
         cooperative: true,
-        ..launch_of(f, grid, block, shmem, stream)
+        ..l
     };
-    record_launch(h, r, l, args, std::ptr::null_mut());
+    record_launch(h, r, l, a.args, std::ptr::null_mut());
     r
 }
 
