@@ -133,6 +133,26 @@ fn async_d2h_results_put_no_host_function_on_the_stream() {
     assert!(out.contains(" 0 fail, 0 skipped"), "{out}");
 }
 
+/// An async D2H call is no synchronisation: it does not wait for results of earlier copies to
+/// be recorded (that wait held each copy of a loop for the previous one's hashing). With the
+/// fake synchronous, `copy_app reuse`'s first copy has completed when the second is issued into
+/// the same buffer; nothing told the program so, so its result is dropped, never recorded.
+#[test]
+fn an_async_d2h_call_does_not_record_earlier_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "copy_app", &["reuse"], 0);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let events = events_json(&arch);
+    let copies = all_named(&events, "cuMemcpyDtoHAsync_v2");
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert_eq!(copies.len(), 2);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results[0]["fields"]["copy"], copies[1]["seq"]);
+    let (code, out, err) = fake().replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
 /// An async H2D copy of 1 MiB or more from page-locked memory returns without its source being
 /// hashed: the copy's event has no bytes, and exactly one `hrrMemcpySource` event after it
 /// names it, before the event query that tells the program the copy is done (the program

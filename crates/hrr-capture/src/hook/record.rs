@@ -73,10 +73,13 @@ pub fn before(kind: Kind) {
 /// After a call of `kind` returned: a blocking call hands buffered events to the kernel after
 /// the queued blobs are written, so a `kill -9` after it loses nothing recorded before. Both also
 /// let the tracker of host-visible memory record what the host wrote and read
-/// ([`crate::api::cuda::hostmem`]).
+/// ([`crate::api::cuda::hostmem`]). A copy that returned with its copy still running (an async
+/// D2H into page-locked memory) tells the program nothing completed: results are not waited
+/// for there (that wait held every async copy of a loop for the previous one's hashing).
 #[inline]
 pub fn after(kind: Kind) {
-    if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) {
+    let synchronises = !crate::api::cuda::hostmem::copy_left_running();
+    if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) && synchronises {
         super::results::wait_recorded();
     }
     crate::api::cuda::hostmem::after(kind);

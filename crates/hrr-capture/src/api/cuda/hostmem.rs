@@ -301,6 +301,12 @@ pub fn async_copy() {
     ASYNC_COPY.with(|a| a.set(true));
 }
 
+/// Whether the D2H call being made on this thread leaves its copy running ([`async_copy`]):
+/// then it is no synchronisation.
+pub fn copy_left_running() -> bool {
+    ASYNC_COPY.with(|a| a.get())
+}
+
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 pub fn after(kind: Kind) {
     let running = ASYNC_COPY.with(|a| a.replace(false));
