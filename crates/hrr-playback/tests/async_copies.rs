@@ -153,6 +153,24 @@ fn an_async_d2h_call_does_not_record_earlier_results() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// A context destroyed while an async D2H copy into page-locked memory is still running, with
+/// no synchronisation before: the result is waited for and recorded before the context goes
+/// (its event would go with it), ahead of the `cuCtxDestroy` event.
+#[test]
+fn a_context_destroyed_behind_a_running_copy_still_records_its_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let o = capture(&arch, "copy_app", &["destroy"], 1);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let events = events_json(&arch);
+    let copy = first_named(&events, "cuMemcpyDtoHAsync_v2");
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert_eq!(results[0]["fields"]["copy"], copy["seq"]);
+    let destroy = first_named(&events, "cuCtxDestroy_v2");
+    assert!(seq(results[0]) < seq(destroy), "{destroy}");
+}
+
 /// An async H2D copy of 1 MiB or more from page-locked memory returns without its source being
 /// hashed: the copy's event has no bytes, and exactly one `hrrMemcpySource` event after it
 /// names it, before the event query that tells the program the copy is done (the program

@@ -51,6 +51,7 @@ CUresult cuEventQuery(CUevent);
 CUresult cuCtxSynchronize(void);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
+CUresult cuCtxDestroy_v2(CUcontext);
 
 #define CK(x)                                                      \
   do {                                                             \
@@ -172,6 +173,20 @@ int main(int argc, char **argv) {
            now_s() - t0);
     return 0;
   }
+  if (!strcmp(mode, "destroy")) {
+    /* An async D2H copy into page-locked memory, then the context destroyed without any
+     * synchronisation (the copy is still running at 1 GB/s). */
+    size_t n = (size_t)8 << 20;
+    unsigned *back;
+    CUdeviceptr d;
+    CK(cuMemAllocHost_v2((void **)&back, n * 4));
+    CK(cuMemAlloc_v2(&d, n * 4));
+    CK(cuMemsetD32Async(d, 0xd0d0, n, s));
+    CK(cuMemcpyDtoHAsync_v2(back, d, n * 4, s));
+    CK(cuCtxDestroy_v2(ctx));
+    printf("destroy done\n");
+    return 0;
+  }
   if (!strcmp(mode, "pageable")) {
     /* Async D2H copies into pageable memory complete before the call returns (CUDA's rules),
      * so the program may reuse the buffer at once, as it would a stack variable. */
@@ -239,6 +254,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync | waiting\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync | waiting | destroy\n");
   return 2;
 }

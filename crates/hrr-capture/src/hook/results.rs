@@ -248,6 +248,27 @@ pub fn defer(id: u64, d: Deferred) {
     }
 }
 
+/// A context goes (destroyed, reset, its primary context released), and its events with it:
+/// every deferred result is waited for (its copy completes first, as the teardown itself would
+/// make it) and handed over now, so that no event of a gone context is asked about later.
+pub fn settle_deferred() {
+    own();
+    let all: Vec<Deferred> = table()
+        .pending
+        .iter_mut()
+        .filter_map(|p| p.deferred.take())
+        .collect();
+    for d in all {
+        // SAFETY: taken out of the table under its lock: this thread alone has it; the event
+        // is live (its context is not gone yet).
+        unsafe {
+            (d.fns.synchronize)(d.event);
+            d.fire();
+        }
+    }
+    wait_recorded();
+}
+
 /// Hand over the deferred results whose copies completed (their event says so): after a
 /// synchronisation or a query that may have told the program so.
 fn fire_completed() {
