@@ -244,9 +244,20 @@ pub fn defer(id: u64, d: Deferred) {
             drop(t);
             // SAFETY: not in the table: nobody else can take it.
             unsafe { d.fire() }
+            return;
         }
     }
+    // A program that never synchronises (it polls memory the device writes, say) would pile
+    // up events: past a bound, those whose copies completed are handed over here.
+    let deferred = t.pending.iter().filter(|p| p.deferred.is_some()).count();
+    drop(t);
+    if deferred > MAX_DEFERRED {
+        fire_completed();
+    }
 }
+
+/// Deferred results beyond which [`defer`] hands over those whose copies completed.
+const MAX_DEFERRED: usize = 256;
 
 /// A context goes (destroyed, reset, its primary context released), and its events with it:
 /// every deferred result is waited for (its copy completes first, as the teardown itself would
