@@ -153,6 +153,36 @@ fn an_async_d2h_call_does_not_record_earlier_results() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// 300 async D2H copies into one buffer and no synchronisation until the end: past 256 results
+/// waiting for their event, those whose copies completed are handed over (all but the newest
+/// dropped: later copies overwrote them unseen), so events do not pile up; the last copy's
+/// result is recorded, and hardly any other.
+#[test]
+fn results_waiting_for_their_event_are_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let env = [("FAKE_CUDA_ASYNC_GBPS", "0"), ("FAKE_CUDA_TRACE", "1")];
+    let o = fake().capture_env(&arch, "copy_app", &["many"], &env);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("many last=299"));
+    let trace = String::from_utf8_lossy(&o.stderr);
+    let before_sync = trace
+        .split("] cuStreamSynchronize")
+        .next()
+        .unwrap_or_default();
+    let destroyed = before_sync.matches("] cuEventDestroy_v2 -> 0").count();
+    assert!(destroyed >= 1, "no event let go before the synchronisation");
+    let events = events_json(&arch);
+    assert_eq!(all_named(&events, "cuMemcpyDtoHAsync_v2").len(), 300);
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert!((1..=3).contains(&results.len()), "{results:?}");
+    let last = all_named(&events, "cuMemcpyDtoHAsync_v2")[299]["seq"].clone();
+    assert!(
+        results.iter().any(|r| r["fields"]["copy"] == last),
+        "{results:?}"
+    );
+}
+
 /// A context destroyed while an async D2H copy into page-locked memory is still running, with
 /// no synchronisation before: the result is waited for and recorded before the context goes
 /// (its event would go with it), ahead of the `cuCtxDestroy` event.

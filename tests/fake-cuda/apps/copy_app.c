@@ -173,6 +173,21 @@ int main(int argc, char **argv) {
            now_s() - t0);
     return 0;
   }
+  if (!strcmp(mode, "many")) {
+    /* 300 async D2H copies into one page-locked buffer, then one synchronisation. */
+    size_t n = 4096;
+    unsigned *back;
+    CUdeviceptr d;
+    CK(cuMemAllocHost_v2((void **)&back, n * 4));
+    CK(cuMemAlloc_v2(&d, n * 4));
+    for (unsigned i = 0; i < 300; i++) {
+      CK(cuMemsetD32Async(d, i, n, s));
+      CK(cuMemcpyDtoHAsync_v2(back, d, n * 4, s));
+    }
+    CK(cuStreamSynchronize(s));
+    printf("many last=%u\n", back[0]);
+    return 0;
+  }
   if (!strcmp(mode, "destroy")) {
     /* An async D2H copy into page-locked memory, then the context destroyed without any
      * synchronisation (the copy is still running at 1 GB/s). */
@@ -254,6 +269,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync | waiting | destroy\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync | waiting | destroy | many\n");
   return 2;
 }
