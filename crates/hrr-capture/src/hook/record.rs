@@ -78,8 +78,9 @@ pub fn before(kind: Kind) {
 /// for there (that wait held every async copy of a loop for the previous one's hashing).
 #[inline]
 pub fn after(kind: Kind) {
-    let synchronises = !crate::api::cuda::hostmem::copy_left_running();
-    if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) && synchronises {
+    if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy)
+        && !crate::api::cuda::hostmem::copy_left_running()
+    {
         super::results::wait_recorded();
     }
     crate::api::cuda::hostmem::after(kind);

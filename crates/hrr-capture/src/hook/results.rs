@@ -92,9 +92,12 @@ impl Deferred {
     /// Program code may run behind the copy: enqueue the host function now (behind the copy
     /// and before that code, on the copy's stream), or, where that fails, wait for the copy.
     unsafe fn enqueue(self) {
-        (self.fns.destroy)(self.event);
-        if (self.fns.launch_host_fn)(self.stream, self.fire, self.data) != 0 {
+        let launched = (self.fns.launch_host_fn)(self.stream, self.fire, self.data) == 0;
+        if !launched {
             (self.fns.synchronize)(self.event);
+        }
+        (self.fns.destroy)(self.event);
+        if !launched {
             (self.fire)(self.data);
         }
     }

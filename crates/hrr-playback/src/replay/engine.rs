@@ -23,7 +23,7 @@ use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::{summary, ObjectId};
 use hrr_calls::shapes::Launch;
 
-use super::backend::{base_name, resolve, Event, Family, Outcome};
+use super::backend::{base_name, table_facts, Event, Family, Outcome};
 use super::batch::{self};
 use super::blob_bytes::{self, BlobBytes, Preloaded};
 use super::check::{mask, Tolerance};
@@ -203,10 +203,7 @@ fn kind_of(
     }
     *cache[k].get_or_insert_with(|| {
         let fields = call.fields.iter().map(|f| f.name.as_str());
-        match family {
-            Family::Cuda => resolve::<hrr_calls::cuda::Op>(ev.name, fields).map(|o| o.kind()),
-            Family::Hip => resolve::<hrr_calls::hip::Op>(ev.name, fields).map(|o| o.kind()),
-        }
+        table_facts(family, ev.name, fields).map(|(kind, _)| kind)
     })
 }
 

@@ -16,7 +16,7 @@ use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{CopySource, Launch};
 
-use super::backend::{base_name, resolve, CodeObject, Family, Prescan, TableOp};
+use super::backend::{base_name, table_facts, CodeObject, Family, Prescan};
 use super::batch::{LaunchRun, Runs};
 use super::fields;
 use super::report::Unreproducible;
@@ -231,27 +231,21 @@ pub(super) fn has_launch_shape(call: &CallDef) -> bool {
 /// kind and shape (`None`: replay reissues it, or it changes nothing replay depends on). A call
 /// the table does not know at all (an archive of a newer recorder) is named too.
 fn unreproducible(family: Family, call: &hrr_archive::schema::CallDef) -> Option<&'static str> {
-    use hrr_calls::Kind;
-    fn why<O: TableOp>(op: Option<O>) -> Option<&'static str> {
-        let Some(op) = op else {
-            return Some("not a call of this build's table: not reissued");
-        };
-        match op.kind() {
-            Kind::HostFunc => Some("host functions run program code the archive does not hold"),
-            _ => None,
-        }
-    }
     let name = base_name(&call.name).0;
     let fields = call.fields.iter().map(|f| f.name.as_str());
-    match family {
-        Family::Cuda => why(resolve::<hrr_calls::cuda::Op>(name, fields)),
-        Family::Hip => why(resolve::<hrr_calls::hip::Op>(name, fields)),
+    match table_facts(family, name, fields) {
+        None => Some("not a call of this build's table: not reissued"),
+        Some((hrr_calls::Kind::HostFunc, _)) => {
+            Some("host functions run program code the archive does not hold")
+        }
+        Some(_) => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::backend::TableOp;
     use hrr_archive::schema::{CallClass, CallDef};
 
     fn call(name: &str, fields: &[&str]) -> CallDef {

@@ -36,7 +36,7 @@ use hrr_archive::schema::CallDef;
 use hrr_archive::ObjectId;
 use hrr_calls::Kind;
 
-use super::backend::{base_name, resolve, Backend, Family, Outcome, TableOp};
+use super::backend::{base_name, table_facts, Backend, Family, Outcome};
 use super::blob_bytes::BlobBytes;
 use super::engine::{account, decode_ahead, read_blob, Cx, Decoded, Progress, DECODE_AHEAD};
 use super::fields;
@@ -52,29 +52,25 @@ pub const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
 /// Is a call of record type `call` a barrier across replay threads (see the module doc)? A
 /// call this build's table does not know is one.
 pub fn is_barrier(family: Family, call: &CallDef) -> bool {
-    fn of<O: TableOp>(op: Option<O>) -> bool {
-        let Some(op) = op else { return true };
-        let concurrent = matches!(
-            op.kind(),
-            Kind::Launch
-                | Kind::GraphLaunch
-                | Kind::H2d
-                | Kind::D2d
-                | Kind::Memset
-                | Kind::Query
-                | Kind::Lookup
-                | Kind::Attribute
-                | Kind::Configure
-                | Kind::HostFunc
-        );
-        op.ordered() || !concurrent
-    }
     let name = base_name(&call.name).0;
     let fields = call.fields.iter().map(|f| f.name.as_str());
-    match family {
-        Family::Cuda => of(resolve::<hrr_calls::cuda::Op>(name, fields)),
-        Family::Hip => of(resolve::<hrr_calls::hip::Op>(name, fields)),
-    }
+    let Some((kind, ordered)) = table_facts(family, name, fields) else {
+        return true;
+    };
+    let concurrent = matches!(
+        kind,
+        Kind::Launch
+            | Kind::GraphLaunch
+            | Kind::H2d
+            | Kind::D2d
+            | Kind::Memset
+            | Kind::Query
+            | Kind::Lookup
+            | Kind::Attribute
+            | Kind::Configure
+            | Kind::HostFunc
+    );
+    ordered || !concurrent
 }
 
 /// Which events in flight may be issued now (see the module doc).

@@ -153,6 +153,23 @@ pub fn resolve<'n, O: TableOp>(
     Some(candidates.find(|&op| same_fields(op)).unwrap_or(first))
 }
 
+/// What this build's table says of a recorded call of `family` named `name` (a base name)
+/// with fields `field_names`: its kind and whether capture ordered it across threads (`None`:
+/// not a call of the table).
+pub fn table_facts<'n>(
+    family: Family,
+    name: &str,
+    field_names: impl Iterator<Item = &'n str> + Clone,
+) -> Option<(Kind, bool)> {
+    fn facts<O: TableOp>(op: Option<O>) -> Option<(Kind, bool)> {
+        op.map(|o| (o.kind(), o.ordered()))
+    }
+    match family {
+        Family::Cuda => facts(resolve::<hrr_calls::cuda::Op>(name, field_names)),
+        Family::Hip => facts(resolve::<hrr_calls::hip::Op>(name, field_names)),
+    }
+}
+
 /// Events resolved to their table operation once per record type (the schema's call id), so
 /// dispatch costs an index per event, never a name search.
 pub struct Ops<O> {
