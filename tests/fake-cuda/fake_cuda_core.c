@@ -291,6 +291,11 @@ CUresult i_primary_retain(CUcontext *pctx, CUdevice d) {
   *pctx = &g_primaries[d];
   return E_SUCCESS;
 }
+/* Device d's primary context, reached the way cudart reaches it privately (no driver API call
+ * to record): test programs make it current before retaining it. */
+__attribute__((visibility("default"))) CUcontext fakeCudaPrimaryContext(CUdevice d) {
+  return chk_dev(d) ? NULL : (CUcontext)&g_primaries[d];
+}
 CUresult i_primary_release(CUdevice d) {
   if (chk_dev(d)) return E_INVALID_DEVICE;
   if (g_primaries[d].refcnt <= 0) return E_INVALID_CONTEXT;

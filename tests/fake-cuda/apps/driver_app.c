@@ -38,6 +38,7 @@ static void resolve(void) {
   CUresult r = first("cuGetProcAddress", &p, 12000, 0, &status);
   if (r != 0 || !p) die_call("cuGetProcAddress(cuGetProcAddress)", r ? r : -1);
   g_gpa = (gpa_v2_fn)p;
+  g_cu.PrimaryContextPrivately = (CUcontext(*)(CUdevice))dlsym(h, "fakeCudaPrimaryContext");
 
   GET(Init, "cuInit");
   GET(DriverGetVersion, "cuDriverGetVersion");

@@ -57,7 +57,9 @@ static void chain_workload(long launches) {
  * and launch), device 1's tripled by a kernel of a module loaded in device 1's context, peer
  * access enabled from device 0 to 1, a kernel on device 0 adding device 1's buffer into the
  * first half of its own, device 1's buffer copied into the second half of device 0's with
- * cuMemcpyPeer and cuMemcpyPeerAsync, then device 0's buffer copied back. */
+ * cuMemcpyPeer and cuMemcpyPeerAsync, then device 0's buffer copied back. As cudart does,
+ * device 1's primary context is made current before the retain that opens it is recorded (taken
+ * through the fake's private entry point first). */
 static void two_devices_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
@@ -66,6 +68,7 @@ static void two_devices_workload(struct outbuf *out) {
   CK(cu->Init(0), "cuInit");
   CK(cu->DeviceGet(&d0, 0), "cuDeviceGet");
   CK(cu->DeviceGet(&d1, 1), "cuDeviceGet");
+  if (cu->PrimaryContextPrivately) CK(cu->CtxSetCurrent(cu->PrimaryContextPrivately(d1)), "cuCtxSetCurrent");
   CK(cu->DevicePrimaryCtxRetain(&c0, d0), "cuDevicePrimaryCtxRetain");
   CK(cu->DevicePrimaryCtxRetain(&c1, d1), "cuDevicePrimaryCtxRetain");
   CK(cu->CtxSetCurrent(c0), "cuCtxSetCurrent");

@@ -34,6 +34,9 @@ struct cu_api {
   CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*DeviceTotalMem)(size_t *, CUdevice);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  /* the fake's private way to a device's primary context, no call of the driver API (as cudart
+   * has one): NULL where the app did not look it up */
+  CUcontext (*PrimaryContextPrivately)(CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
   CUresult (*CtxSetCurrent)(CUcontext);
   CUresult (*CtxEnablePeerAccess)(CUcontext, unsigned);

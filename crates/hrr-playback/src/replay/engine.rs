@@ -243,6 +243,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.exported(&scan.exported);
+    backend.contexts(&scan.contexts)?;
     backend.preload(&scan.code)?;
     backend.prepare_runs(std::mem::take(&mut scan.runs));
     let runs = backend.prepared_runs();

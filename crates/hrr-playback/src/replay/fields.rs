@@ -77,11 +77,12 @@ pub fn device_ordinal(fields: &Fields) -> Option<i32> {
     DeviceGet::read(fields).ok().map(|s| s.ordinal)
 }
 
-/// The device a context was opened on (the `device` of shape `PrimaryCtx` or `CtxCreate`: a
-/// device handle, which is the device's ordinal), if it reads.
-pub fn context_device(fields: &Fields) -> Option<i32> {
+/// The recorded context a context-opening call returned and the device it was opened on (the
+/// `device` of shape `PrimaryCtx` or `CtxCreate`: a device handle, which is the device's
+/// ordinal), if they read.
+pub fn context_opened(fields: &Fields) -> Option<(u64, i32)> {
     PrimaryCtx::read(fields)
-        .map(|s| s.device)
-        .or_else(|_| CtxCreate::read(fields).map(|s| s.device))
+        .map(|s| (s.ctx, s.device))
+        .or_else(|_| CtxCreate::read(fields).map(|s| (s.ctx, s.device)))
         .ok()
 }

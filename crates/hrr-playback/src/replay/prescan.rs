@@ -48,6 +48,11 @@ pub(super) struct Scan {
     pub(super) h2d_sources: Vec<ObjectId>,
     /// Device memory exported to other processes (IPC): the allocations' recorded addresses.
     pub(super) exported: Vec<u64>,
+    /// The contexts the capture opened, each with its device (the first device a recorded
+    /// context value was opened on): a thread may make a context current before the call
+    /// that opened it is recorded (cudart sets the primary context current while its retain
+    /// is still running), so replay knows them all before the first event.
+    pub(super) contexts: Vec<(u64, i32)>,
 }
 
 /// One pass over the capture for its code objects and device address ranges (and, with
@@ -64,6 +69,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     let mut unrepro: Vec<Unreproducible> = Vec::new();
     let mut devices: Vec<i32> = Vec::new();
     let mut context_devices: Vec<i32> = Vec::new();
+    let mut contexts: Vec<(u64, i32)> = Vec::new();
     let mut late_sources = HashMap::new();
     let mut exported = Vec::new();
     let mut runs = batch.then(Runs::default);
@@ -168,10 +174,13 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                 }
             }
             Prescan::ContextOpen => {
-                if let Some(d) =
-                    fields::context_device(&fields).filter(|d| !context_devices.contains(d))
-                {
-                    context_devices.push(d);
+                if let Some((ctx, d)) = fields::context_opened(&fields) {
+                    if !context_devices.contains(&d) {
+                        context_devices.push(d);
+                    }
+                    if !contexts.iter().any(|&(c, _)| c == ctx) {
+                        contexts.push((ctx, d));
+                    }
                 }
             }
             Prescan::CodeLoad { as_library } => {
@@ -214,6 +223,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
         runs: runs.map(Runs::finish).unwrap_or_default(),
         h2d_sources,
         exported,
+        contexts,
     })
 }
 

@@ -326,6 +326,12 @@ pub trait Backend {
     /// The recorded allocations at `addrs` are exported to other processes (IPC): allocate
     /// them so that they can be (the CUDA backend: plainly, not placed at their address).
     fn exported(&mut self, _addrs: &[u64]) {}
+    /// The contexts the capture opened (recorded value, recorded device), known before the
+    /// first event: a context may be made current before the call that opened it was
+    /// recorded.
+    fn contexts(&mut self, _opened: &[(u64, i32)]) -> Result<()> {
+        Ok(())
+    }
     /// Does the backend upload from sources mapped before the clock (`blob_bytes::Preloaded`)?
     /// Where it does not (HIP for now), none are mapped.
     fn uses_preloaded_sources(&self) -> bool {

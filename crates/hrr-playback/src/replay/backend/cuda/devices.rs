@@ -59,6 +59,20 @@ pub(super) fn open_all(api: &Api, lives: &[i32]) -> Result<Vec<Opened>> {
     Ok(opened)
 }
 
+/// Rewrite the `CUmemLocation` at the start of `location` (type, then id): a device location's
+/// id is a recorded device ordinal, replaced by `live` of it; host and NUMA-node locations (a
+/// NUMA node's id is no device) are kept as recorded.
+pub(super) fn remap_location(location: &mut [u8], live: impl Fn(i32) -> c_int) {
+    const CU_MEM_LOCATION_TYPE_DEVICE: i32 = 1;
+    let Some((ty, id)) = location.get_mut(..8).map(|l| l.split_at_mut(4)) else {
+        return;
+    };
+    if i32::from_le_bytes((&*ty).try_into().expect("4 bytes")) == CU_MEM_LOCATION_TYPE_DEVICE {
+        let rec = i32::from_le_bytes((&*id).try_into().expect("4 bytes"));
+        id.copy_from_slice(&live(rec).to_le_bytes());
+    }
+}
+
 impl Cuda {
     /// Replay drives several live devices.
     pub(super) fn several_devices(&self) -> bool {
@@ -74,6 +88,18 @@ impl Cuda {
             .find(|o| Some(o.ordinal) == live)
             .copied()
             .unwrap_or(self.opened[self.current])
+    }
+
+    /// The primary context (retained at open) of the live device recorded device `rec`
+    /// replays on (see [`Cuda::opened_for`]).
+    pub(super) fn primary_of(&self, rec: i32) -> H {
+        self.opened_for(rec).primary
+    }
+
+    /// Rewrite the `CUmemLocation` at the start of `location` for this machine
+    /// ([`remap_location`]).
+    pub(super) fn map_location(&self, location: &mut [u8]) {
+        remap_location(location, |rec| self.live_device(rec));
     }
 
     /// The live device handle of recorded device `rec` (see [`Cuda::opened_for`]).
@@ -164,6 +190,24 @@ impl Cuda {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_device_locations_are_remapped() {
+        let loc = |ty: i32, id: i32| [ty.to_le_bytes(), id.to_le_bytes()].concat();
+        let swap = |rec: i32| 1 - rec;
+        let mut device = loc(1, 0);
+        remap_location(&mut device, swap);
+        assert_eq!(device, loc(1, 1));
+        for ty in [2, 3, 4] {
+            // host, host NUMA node 0, the current thread's NUMA node
+            let mut host = loc(ty, 0);
+            remap_location(&mut host, swap);
+            assert_eq!(host, loc(ty, 0), "type {ty}");
+        }
+        let mut short = vec![1u8, 0, 0, 0];
+        remap_location(&mut short, swap);
+        assert_eq!(short, [1, 0, 0, 0]);
+    }
 
     #[test]
     fn the_current_context_is_noted_per_thread() {

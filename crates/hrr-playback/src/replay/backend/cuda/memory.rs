@@ -12,6 +12,9 @@ use crate::replay::backend::shared::{impl_device_memory, impl_vmm, H};
 use crate::replay::backend::{memory_calls, Event, Outcome};
 use crate::replay::placement::{Policy, Reserve};
 
+/// Offset of `location` in `CUmemAllocationProp` and in `CUmemPoolProps`.
+pub(super) const PROP_LOCATION: usize = 8;
+
 /// `CUmemAllocationProp` for pinned device memory on `dev` (32 bytes).
 pub fn device_prop(dev: i32) -> [u8; 32] {
     let mut p = [0u8; 32];
@@ -55,9 +58,8 @@ impl Cuda {
     pub(super) fn vmm_create(&mut self, ev: &Event) -> Result<Outcome> {
         let s: MemCreate = ev.read()?;
         let mut prop = s.prop.clone();
-        if prop.len() >= 16 {
-            let rec = i32::from_le_bytes(prop[12..16].try_into().expect("4 bytes"));
-            prop[12..16].copy_from_slice(&self.live_device(rec).to_le_bytes());
+        if let Some(location) = prop.get_mut(PROP_LOCATION..) {
+            self.map_location(location);
         }
         memory_calls::create(&mut self.mem, &self.api, &s, &prop)
     }

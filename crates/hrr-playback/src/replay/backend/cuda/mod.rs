@@ -223,6 +223,16 @@ impl Backend for Cuda {
         self.mem.allocate_plainly(addrs);
     }
 
+    fn contexts(&mut self, opened: &[(u64, i32)]) -> Result<()> {
+        // replay opens a primary context per device (contexts created with cuCtxCreate are
+        // replayed as the primary context of their device too)
+        for &(rec, device) in opened {
+            let primary = self.primary_of(device);
+            self.handles.insert(rec, primary);
+        }
+        Ok(())
+    }
+
     fn uses_preloaded_sources(&self) -> bool {
         true
     }

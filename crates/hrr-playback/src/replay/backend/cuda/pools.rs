@@ -14,9 +14,7 @@ use super::driver::{cu, H};
 use super::Cuda;
 use crate::replay::backend::{Event, Outcome};
 
-/// Offset of `location.id` in `CUmemPoolProps` and in `CUmemAccessDesc`.
-const POOL_PROPS_LOCATION_ID: usize = 12;
-const ACCESS_DESC_LOCATION_ID: usize = 4;
+/// Size of a `CUmemAccessDesc` (its `location` first).
 const ACCESS_DESC_BYTES: usize = 12;
 
 impl Cuda {
@@ -25,7 +23,7 @@ impl Cuda {
         let s: PoolCreate = ev.read()?;
         let mut props = s.props.clone();
         props.resize(props.len().max(88), 0);
-        self.map_location(&mut props[POOL_PROPS_LOCATION_ID..]);
+        self.map_location(&mut props[super::memory::PROP_LOCATION..]);
         let mut pool: H = std::ptr::null_mut();
         cu!(self.api, cuMemPoolCreate(&mut pool, props.as_ptr()))?;
         self.handles.insert(s.pool, pool);
@@ -70,18 +68,11 @@ impl Cuda {
         let pool = self.handles.get(s.pool)?;
         let mut desc = s.desc.clone();
         for d in desc.chunks_exact_mut(ACCESS_DESC_BYTES) {
-            self.map_location(&mut d[ACCESS_DESC_LOCATION_ID..]);
+            self.map_location(d);
         }
         let count = desc.len() / ACCESS_DESC_BYTES;
         cu!(self.api, cuMemPoolSetAccess(pool, desc.as_ptr(), count))?;
         Ok(Outcome::Done)
-    }
-
-    /// The recorded device ordinal in the first 4 bytes of `at` (a `location.id`) replaced by
-    /// its live device.
-    fn map_location(&self, at: &mut [u8]) {
-        let rec = i32::from_le_bytes(at[..4].try_into().expect("4 bytes"));
-        at[..4].copy_from_slice(&self.live_device(rec).to_le_bytes());
     }
 
     /// `cuDeviceGetDefaultMemPool` (`default`) and `cuDeviceGetMemPool`: the recorded handle
