@@ -615,13 +615,32 @@ static struct fc_vmem *vmem_get(CUmemGenericAllocationHandle h) {
   struct fc_vmem *vm = (struct fc_vmem *)(uintptr_t)h;
   return obj_is(vm, T_VMEM) ? vm : NULL;
 }
+/* FAKE_CUDA_EXPORT_ONE_FILE=PATH: every export is a descriptor of the one file PATH, as the
+ * NVIDIA driver's are (one device and inode for all), its own open file description telling the
+ * allocation apart: its offset holds the exporting process and its memfd's descriptor number,
+ * reopened through /proc by the importer. */
+static int export_one_file(const struct fc_vmem *vm) {
+  const char *path = getenv("FAKE_CUDA_EXPORT_ONE_FILE");
+  if (!path || !*path) return fcntl(vm->fd, F_DUPFD_CLOEXEC, 0);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  if (lseek(fd, ((off_t)getpid() << 20) | vm->fd, SEEK_SET) < 0) { close(fd); return -1; }
+  return fd;
+}
+static int import_one_file(int fd) {
+  if (!getenv("FAKE_CUDA_EXPORT_ONE_FILE")) return fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  off_t at = lseek(fd, 0, SEEK_CUR);
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/%ld/fd/%ld", (long)(at >> 20), (long)(at & 0xfffff));
+  return open(proc, O_RDWR | O_CLOEXEC);
+}
 /* cuMemExportToShareableHandle: a POSIX file descriptor of the memfd (type 1 only). */
 CUresult i_mem_export_shareable(void *out, CUmemGenericAllocationHandle h, int type,
                                 unsigned long long flags) {
   struct fc_vmem *vm = vmem_get(h);
   if (!out || !vm || vm->released || flags != 0) return E_INVALID_VALUE;
   if (type != 1) return E_NOT_SUPPORTED;
-  int fd = fcntl(vm->fd, F_DUPFD_CLOEXEC, 0);
+  int fd = export_one_file(vm);
   if (fd < 0) return E_OUT_OF_MEMORY;
   *(int *)out = fd;
   return E_SUCCESS;
@@ -633,12 +652,12 @@ CUresult i_mem_import_shareable(CUmemGenericAllocationHandle *h, void *os, int t
   if (!h) return E_INVALID_VALUE;
   if (type != 1) return E_NOT_SUPPORTED;
   struct stat st;
-  int fd = (int)(intptr_t)os;
-  if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size % FC_GRAN) return E_INVALID_VALUE;
+  int fd = import_one_file((int)(intptr_t)os);
+  if (fd < 0) return E_INVALID_VALUE;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size % FC_GRAN) { close(fd); return E_INVALID_VALUE; }
   struct fc_vmem *vm = calloc(1, sizeof *vm);
-  if (!vm) return E_OUT_OF_MEMORY;
-  vm->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (vm->fd < 0) { free(vm); return E_OUT_OF_MEMORY; }
+  if (!vm) { close(fd); return E_OUT_OF_MEMORY; }
+  vm->fd = fd;
   vm->size = (size_t)st.st_size;
   vm->dev = c->dev;
   obj_add(vm, T_VMEM);

@@ -61,6 +61,7 @@ pub fn replay_all(
         let p = progress_file(rendezvous.path(), *pid);
         std::fs::write(&p, [0u8; 8]).with_context(|| format!("writing {}", p.display()))?;
     }
+    crate::replay::pairing::write(rendezvous.path(), processes)?;
     let exe = std::env::current_exe().context("finding hrr-playback itself")?;
     let args = forwarded(archive);
     if !json {

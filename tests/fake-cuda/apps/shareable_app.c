@@ -7,7 +7,10 @@
  * descriptor handle type), maps it, fills it with pattern A, exports it and sends the descriptor
  * over a Unix socket (SCM_RIGHTS); the child imports it, maps it at an address of its own,
  * checks pattern A, writes pattern B over the second half and says so; the parent then checks
- * A, then B. Each prints one line; exit 0 when both saw what they should.
+ * A, then B. A second allocation (pattern C) is exported and imported right after the first, so
+ * that a replay pairing imports with the wrong export fails (with FAKE_CUDA_EXPORT_ONE_FILE the
+ * fake exports every allocation as a descriptor of one file, as the NVIDIA driver does, and the
+ * recorded keys are all the same). Each prints one line; exit 0 when both saw what they should.
  */
 #include <string.h>
 #include <sys/socket.h>
@@ -71,25 +74,36 @@ static int recv_fd(int sock) {
   return fd;
 }
 
+/* Import the next descriptor on sock: its memory mapped. */
+static CUdeviceptr imported(int sock, CUmemGenericAllocationHandle *h) {
+  int fd = recv_fd(sock);
+  if (fd < 0) exit(1);
+  CK(cuMemImportFromShareableHandle(h, (void *)(long)fd, 1));
+  close(fd);
+  return mapped(*h);
+}
+
 static int child(int sock) {
   who = "child";
-  int fd = recv_fd(sock);
-  if (fd < 0) return 1;
   context();
-  CUmemGenericAllocationHandle h;
-  CK(cuMemImportFromShareableHandle(&h, (void *)(long)fd, 1));
-  close(fd);
-  CUdeviceptr va = mapped(h);
+  CUmemGenericAllocationHandle h, h2;
+  CUdeviceptr va = imported(sock, &h);
+  CUdeviceptr va2 = imported(sock, &h2);
   unsigned char *buf = malloc(N);
-  CK(cuMemcpyDtoH_v2(buf, va, N));
+  CK(cuMemcpyDtoH_v2(buf, va2, N));
   int ok = 1;
+  for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, 2);
+  CK(cuMemcpyDtoH_v2(buf, va, N));
   for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, 0);
   for (size_t i = N / 2; i < N; i++) buf[i] = pattern(i, 1);
   CK(cuMemcpyHtoD_v2(va + N / 2, buf + N / 2, N / 2));
   CK(cuMemUnmap(va, N));
   CK(cuMemAddressFree(va, N));
   CK(cuMemRelease(h));
-  printf("child: pattern A %s\n", ok ? "seen" : "NOT seen");
+  CK(cuMemUnmap(va2, N));
+  CK(cuMemAddressFree(va2, N));
+  CK(cuMemRelease(h2));
+  printf("child: patterns A and C %s\n", ok ? "seen" : "NOT seen");
   fflush(stdout);
   char done = ok ? 'y' : 'n';
   return write(sock, &done, 1) == 1 && ok ? 0 : 1;
@@ -118,10 +132,17 @@ int main(void) {
   unsigned char *buf = malloc(N);
   for (size_t i = 0; i < N; i++) buf[i] = pattern(i, 0);
   CK(cuMemcpyHtoD_v2(va, buf, N));
-  int fd = -1;
-  CK(cuMemExportToShareableHandle(&fd, h, 1, 0));
-  if (send_fd(sv[0], fd)) return 1;
-  close(fd);
+  CUmemGenericAllocationHandle h2;
+  CK(cuMemCreate(&h2, N, &prop, 0));
+  CUdeviceptr va2 = mapped(h2);
+  for (size_t i = 0; i < N; i++) buf[i] = pattern(i, 2);
+  CK(cuMemcpyHtoD_v2(va2, buf, N));
+  for (CUmemGenericAllocationHandle *e = &h; e; e = e == &h ? &h2 : NULL) {
+    int fd = -1;
+    CK(cuMemExportToShareableHandle(&fd, *e, 1, 0));
+    if (send_fd(sv[0], fd)) return 1;
+    close(fd);
+  }
   char done = 0;
   if (read(sv[0], &done, 1) != 1) return 1;
   int status = 0;
@@ -133,6 +154,9 @@ int main(void) {
   CK(cuMemUnmap(va, N));
   CK(cuMemAddressFree(va, N));
   CK(cuMemRelease(h));
+  CK(cuMemUnmap(va2, N));
+  CK(cuMemAddressFree(va2, N));
+  CK(cuMemRelease(h2));
   printf("parent: child's half %s\n", ok ? "seen" : "NOT seen");
   return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

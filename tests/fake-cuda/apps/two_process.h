@@ -29,8 +29,11 @@ static const char *who = "app";
     }                                                             \
   } while (0)
 
-/* Byte i of pattern A (b = 0: the exporter's) or B (b = 1: the importer's). */
-static unsigned char pattern(size_t i, int b) { return (unsigned char)(b ? i * 13 + 5 : i * 7 + 1); }
+/* Byte i of pattern A (b = 0: the exporter's), B (b = 1: the importer's) or C (b = 2: the
+ * exporter's second allocation, where there is one). */
+static unsigned char pattern(size_t i, int b) {
+  return (unsigned char)(b == 2 ? i * 3 + 11 : b ? i * 13 + 5 : i * 7 + 1);
+}
 
 /* A context for this process: on device 0, or for the child on device $FAKE_APP_CHILD_DEVICE
    (one process a device, as in a data-parallel job; run the fake with FAKE_CUDA_DEVICES=2). */

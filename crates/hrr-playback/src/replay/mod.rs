@@ -32,6 +32,7 @@ mod fault;
 mod fd_pass;
 mod fields;
 pub mod options;
+pub mod pairing;
 pub mod peers;
 mod placement;
 mod prescan;

@@ -28,6 +28,10 @@ use hrr_calls::Kind;
 /// The rendezvous folder of the replay processes of one `--all` replay.
 pub const PEERS_ENV: &str = "HRR_REPLAY_PEERS";
 
+/// The process this replay process replays (its `pid-<pid>` folder's), once
+/// [`Peers::from_env`] knew it.
+static RECORDED_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
 /// A progress slot's value once its process has ended.
 const DONE: u64 = u64::MAX;
 
@@ -79,6 +83,7 @@ impl Peers {
         let dir = PathBuf::from(dir);
         let own = map(&progress_file(&dir, pid))
             .with_context(|| format!("{PEERS_ENV}: no progress slot of pid {pid}"))?;
+        let _ = RECORDED_PID.set(pid);
         let mut others = Vec::new();
         let mut entries: Vec<_> = std::fs::read_dir(&dir)
             .with_context(|| format!("reading {}", dir.display()))?
@@ -197,6 +202,31 @@ impl Rendezvous {
         use std::os::unix::ffi::OsStrExt;
         let socket = self.wait_as(&fd_name(key))?;
         super::fd_pass::fetch(Path::new(std::ffi::OsStr::from_bytes(&socket)), key)
+    }
+
+    /// The name a descriptor exported at this process's event `seq` is offered under (its
+    /// imports find it through the pairs `--all` wrote, [`super::pairing`]).
+    pub fn export_name(&self, seq: u64) -> Result<Vec<u8>> {
+        let pid = RECORDED_PID
+            .get()
+            .context("the recorded process of this replay is not known")?;
+        Ok(format!("x{pid}-{seq}").into_bytes())
+    }
+
+    /// The name of the export this process's import at event `seq` is paired with.
+    pub fn paired_export(&self, seq: u64) -> Result<Vec<u8>> {
+        let pid = *RECORDED_PID
+            .get()
+            .context("the recorded process of this replay is not known")?;
+        let path = self.dir.join(super::pairing::PAIRS_FILE);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        match super::pairing::paired(&text, (pid, seq)) {
+            Some((p, s)) => Ok(format!("x{p}-{s}").into_bytes()),
+            None => bail!(
+                "no recorded process of this archive exported memory this import can be paired with"
+            ),
+        }
     }
 
     fn publish_as(&self, name: &str, bytes: &[u8]) -> Result<()> {

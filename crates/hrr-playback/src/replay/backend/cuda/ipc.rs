@@ -17,6 +17,7 @@ use hrr_calls::shapes::{DevicePtr, IpcEventHandle, IpcMemHandle, IpcOpenMem, Sha
 
 use super::driver::{cu, H};
 use super::{Cuda, Event, Outcome};
+use crate::replay::pairing::HANDLE_POSIX_FD;
 use crate::replay::peers::Rendezvous;
 
 /// Why an import is skipped when it cannot be paired with its export.
@@ -104,8 +105,7 @@ impl Cuda {
     }
 }
 
-/// `CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR` and `CU_MEM_HANDLE_TYPE_FABRIC`.
-const HANDLE_POSIX_FD: u32 = 1;
+/// `CU_MEM_HANDLE_TYPE_FABRIC`.
 const HANDLE_FABRIC: u32 = 8;
 
 impl Cuda {
@@ -133,7 +133,9 @@ impl Cuda {
                     cuMemExportToShareableHandle(out, live, c_int::try_from(s.kind)?, s.flags)
                 )?;
                 // SAFETY: the driver handed this process a new descriptor.
-                rv.offer_fd(&s.key, unsafe { OwnedFd::from_raw_fd(fd) })?;
+                rv.offer_fd(&rv.export_name(ev.seq)?, unsafe {
+                    OwnedFd::from_raw_fd(fd)
+                })?;
             }
             HANDLE_FABRIC => {
                 let mut h = IpcHandle::default();
@@ -167,7 +169,7 @@ impl Cuda {
         let mut live = 0u64;
         match s.kind {
             HANDLE_POSIX_FD => {
-                let fd = rv.take_fd(&s.key)?;
+                let fd = rv.take_fd(&rv.paired_export(ev.seq)?)?;
                 let os = fd.as_raw_fd() as usize as *mut c_void;
                 cu!(
                     self.api,
