@@ -29,6 +29,7 @@ use super::blob_bytes::{self, BlobBytes, Preloaded};
 use super::check::{mask, Tolerance};
 use super::fault;
 use super::fields;
+use super::host_ranges::HostRanges;
 use super::options::Options;
 use super::prescan::{has_launch_shape, prescan, H2D_BLOB};
 use super::recheck::{self, Failed, Kept};
@@ -240,7 +241,12 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     };
     let load_start = Instant::now();
     let mut scan = prescan(dir, family, batch::enabled(opts))?;
-    let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
+    // host memory's recorded addresses held first, before the driver maps anything
+    let held = match opts.no_placement {
+        true => HostRanges::default(),
+        false => HostRanges::reserve(&scan.host_ranges),
+    };
+    let mut backend = family.open(opts, &scan.ranges, &scan.devices, held)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.exported(&scan.exported);
     backend.contexts(&scan.contexts)?;

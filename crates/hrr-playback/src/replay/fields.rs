@@ -77,6 +77,17 @@ pub fn device_ordinal(fields: &Fields) -> Option<i32> {
     DeviceGet::read(fields).ok().map(|s| s.ordinal)
 }
 
+/// The host range (address, length) a pinned allocation or registration made visible to the
+/// device (shapes `HostAlloc`, `HostAllocPlain`, `HostRegister`), if it reads.
+pub fn host_range(fields: &Fields) -> Option<(u64, u64)> {
+    use hrr_calls::shapes::{HostAlloc, HostAllocPlain, HostRegister};
+    HostAlloc::read(fields)
+        .map(|s| (s.host_ptr, s.bytesize))
+        .or_else(|_| HostAllocPlain::read(fields).map(|s| (s.host_ptr, s.bytesize)))
+        .or_else(|_| HostRegister::read(fields).map(|s| (s.host_ptr, s.bytesize)))
+        .ok()
+}
+
 /// The recorded context a context-opening call returned and the device it was opened on (the
 /// `device` of shape `PrimaryCtx` or `CtxCreate`: a device handle, which is the device's
 /// ordinal), if they read.

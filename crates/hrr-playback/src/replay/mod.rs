@@ -31,6 +31,7 @@ pub mod extract;
 mod fault;
 mod fd_pass;
 mod fields;
+mod host_ranges;
 pub mod options;
 pub mod pairing;
 pub mod peers;

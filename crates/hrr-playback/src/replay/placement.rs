@@ -136,6 +136,9 @@ pub struct Placement {
     /// Recorded allocations made plainly, never placed: those exported to other processes
     /// (an IPC handle is for memory of a plain allocation, not of mapped physical memory).
     plain: std::collections::HashSet<u64>,
+    /// Address ranges reservations keep out of, `(start, end)` ascending (the host addresses
+    /// held for host memory: `super::host_ranges`).
+    keep_out: Vec<(u64, u64)>,
     tally: Tally,
 }
 
@@ -156,8 +159,41 @@ impl Placement {
             live: BTreeMap::new(),
             handles: HashMap::new(),
             plain: Default::default(),
+            keep_out: Vec::new(),
             tally: Tally::default(),
         }
+    }
+
+    /// Keep reservations out of `spans` (`(start, end)`): they hold host memory's addresses.
+    pub fn keep_out_of(&mut self, spans: &[(u64, u64)]) {
+        self.keep_out = spans.to_vec();
+        self.keep_out.sort_unstable();
+    }
+
+    /// Does `[start, start+len)` overlap a kept-out span?
+    fn meets_kept_out(&self, start: u64, len: u64) -> bool {
+        let end = start.saturating_add(len);
+        self.keep_out.iter().any(|&(a, b)| a < end && start < b)
+    }
+
+    /// `[s, e)` without the kept-out spans (each rounded out to `g`): the pieces left.
+    fn without_kept_out(&self, (s, e): (u64, u64), g: u64) -> Vec<(u64, u64)> {
+        let mut pieces = Vec::new();
+        let mut from = s;
+        for &(a, b) in &self.keep_out {
+            let (a, b) = (a / g * g, b.div_ceil(g) * g);
+            if b <= from || a >= e {
+                continue;
+            }
+            if a > from {
+                pieces.push((from, a));
+            }
+            from = b;
+        }
+        if from < e {
+            pieces.push((from, e));
+        }
+        pieces
     }
 
     /// Make placed memory accessible to every device of `devs` (a replay on several devices:
@@ -233,7 +269,11 @@ impl Placement {
                 _ => merged.push((s, e)),
             }
         }
-        for (s, e) in merged {
+        let pieces: Vec<(u64, u64)> = merged
+            .into_iter()
+            .flat_map(|span| self.without_kept_out(span, self.page))
+            .collect();
+        for (s, e) in pieces {
             match self.policy.reserve {
                 Reserve::Covering { .. } => {
                     if !self.reserve_covering(vmm, s, e - s)? {
@@ -288,7 +328,18 @@ impl Placement {
         }
         let mut last = None;
         let c = self.reserve_unit();
-        let (chunk_start, chunk_end) = (start / c * c, (start + len).div_ceil(c) * c);
+        let (mut chunk_start, mut chunk_end) = (start / c * c, (start + len).div_ceil(c) * c);
+        // a chunk stops short of the kept-out spans around the range
+        let g = self.page;
+        for &(a, b) in &self.keep_out {
+            if b <= start && b > chunk_start {
+                chunk_start = b.div_ceil(g) * g;
+            }
+            if a >= start + len && a < chunk_end {
+                chunk_end = a / g * g;
+            }
+        }
+        let (chunk_start, chunk_end) = (chunk_start.min(start), chunk_end.max(start + len));
         // The driver was seen to put a reservation one chunk above an aligned hint; asking up
         // to two chunks lower (and that much longer) still covers the range when it does.
         let span = chunk_end - chunk_start;
@@ -299,6 +350,9 @@ impl Placement {
             (start, len),
         ];
         for (hint, size) in attempts {
+            if self.meets_kept_out(hint, size) && (hint, size) != (start, len) {
+                continue;
+            }
             match vmm.reserve(size, 0, hint)? {
                 Ok(got) if got <= start && got + size >= start + len => {
                     self.reservations.insert(got, size);
@@ -804,6 +858,34 @@ mod tests {
                 "release 7"
             ]
         );
+    }
+
+    #[test]
+    fn covering_reservations_keep_out_of_host_memory() {
+        let v = Fake::default();
+        let policy = Policy {
+            reserve: Reserve::Covering { chunk: 0x10_0000 },
+            per_page: true,
+            refuse_unbackable: false,
+            sync_before_unmap: false,
+        };
+        let mut p = Placement::new(policy, 0, Some([0; 32]), PAGE);
+        // host memory held right after a device range, as the driver laid them out for NCCL
+        p.keep_out_of(&[(0x20_2000, 0x20_3000)]);
+        p.prereserve(&v, &[(0x20_0000, 2 * PAGE), (0x20_8000, PAGE)])
+            .unwrap();
+        // one chunk would have covered all three: two reservations around the host page
+        assert_eq!(v.take(), ["reserve 200000+2000", "reserve 203000+fd000"]);
+        p.alloc(&v, 0x20_1000, PAGE).unwrap();
+        assert_eq!(
+            v.take(),
+            ["create 1000", "map 201000+1000", "access 201000+1000 x1"]
+        );
+        // a range reserved later stops short of the host page too
+        let mut p = Placement::new(policy, 0, Some([0; 32]), PAGE);
+        p.keep_out_of(&[(0x30_5000, 0x30_6000)]);
+        assert!(p.reserve_covering(&v, 0x30_0000, PAGE).unwrap());
+        assert_eq!(v.take(), ["reserve 300000+5000"]);
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub(super) struct Scan {
     /// that opened it is recorded (cudart sets the primary context current while its retain
     /// is still running), so replay knows them all before the first event.
     pub(super) contexts: Vec<(u64, i32)>,
+    /// Host memory the capture made visible to the device (address, length): held before
+    /// the driver loads (`super::host_ranges`).
+    pub(super) host_ranges: Vec<(u64, u64)>,
 }
 
 /// One pass over the capture for its code objects and device address ranges (and, with
@@ -70,6 +73,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     let mut devices: Vec<i32> = Vec::new();
     let mut context_devices: Vec<i32> = Vec::new();
     let mut contexts: Vec<(u64, i32)> = Vec::new();
+    let mut host_ranges: Vec<(u64, u64)> = Vec::new();
     let mut late_sources = HashMap::new();
     let mut exported = Vec::new();
     let mut runs = batch.then(Runs::default);
@@ -183,6 +187,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                     }
                 }
             }
+            Prescan::HostRange => host_ranges.extend(fields::host_range(&fields)),
             Prescan::CodeLoad { as_library } => {
                 let Some(id) = fields::code_object(&fields) else {
                     continue;
@@ -224,6 +229,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
         h2d_sources,
         exported,
         contexts,
+        host_ranges,
     })
 }
 

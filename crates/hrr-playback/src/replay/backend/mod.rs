@@ -29,12 +29,13 @@ use anyhow::Result;
 use hrr_archive::schema::Value;
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    CtxCreate, DeviceGet, IpcMemHandle, LibraryLoad, MallocPitch, MemAllocPitch, PrimaryCtx,
-    RegisterFatBinary,
+    CtxCreate, DeviceGet, HostAlloc, HostAllocPlain, HostRegister, IpcMemHandle, LibraryLoad,
+    MallocPitch, MemAllocPitch, PrimaryCtx, RegisterFatBinary,
 };
 use hrr_calls::wire::FieldType;
 use hrr_calls::{Kind, Shape};
 
+use super::host_ranges::HostRanges;
 use super::options::Options;
 use super::placement::{Placement, Tally};
 
@@ -390,6 +391,10 @@ pub enum Prescan {
     LateSource,
     /// It exported device memory to other processes (`IpcMemHandle` shape).
     IpcExport,
+    /// It made host memory visible to the device at a host address (pinned or registered:
+    /// `HostAlloc`, `HostAllocPlain`, `HostRegister` shapes): the address is kept free for it
+    /// before anything else takes it.
+    HostRange,
 }
 
 /// The API families this build replays.
@@ -425,16 +430,21 @@ impl Family {
 
     /// Load the runtime and open the device to replay on (CUDA: the one the capture's device
     /// ordinals `devices` map to, `crate::replay::devices`; HIP: device 0); `ranges` are the
-    /// recorded device address ranges, reserved before anything else.
+    /// recorded device address ranges, reserved before anything else, around the `host`
+    /// ranges held for host memory (CUDA; HIP lets them go).
     pub fn open(
         self,
         opts: &Options,
         ranges: &[(u64, u64)],
         devices: &[i32],
+        host: HostRanges,
     ) -> Result<Box<dyn Backend>> {
         Ok(match self {
-            Family::Cuda => Box::new(cuda::Cuda::open(opts, ranges, devices)?),
-            Family::Hip => Box::new(hip::Hip::open(opts, ranges)?),
+            Family::Cuda => Box::new(cuda::Cuda::open(opts, ranges, devices, host)?),
+            Family::Hip => {
+                drop(host);
+                Box::new(hip::Hip::open(opts, ranges)?)
+            }
         })
     }
 }
@@ -466,6 +476,11 @@ pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
         }
         Kind::H2dSource => Some(Prescan::LateSource),
         Kind::Ipc if is(IpcMemHandle::FIELDS) => Some(Prescan::IpcExport),
+        Kind::HostMem
+            if is(HostAlloc::FIELDS) || is(HostAllocPlain::FIELDS) || is(HostRegister::FIELDS) =>
+        {
+            Some(Prescan::HostRange)
+        }
         _ => None,
     }
 }

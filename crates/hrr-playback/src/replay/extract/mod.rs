@@ -34,6 +34,7 @@
 //! refused alone (a range from the capture's start to the graph's launch extracts). Both
 //! backends read snapshots; `--replace-kernel` is CUDA only.
 
+use crate::replay::host_ranges::HostRanges;
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -374,7 +375,8 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let sync = synthetic_call(&schema, sync_name, NoFields::FIELDS)?;
 
     let scan = prescan(dir, family, false)?;
-    let mut backend = family.open(opts, &scan.ranges, &scan.devices)?;
+    let held = HostRanges::reserve(&scan.host_ranges);
+    let mut backend = family.open(opts, &scan.ranges, &scan.devices, held)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;
 

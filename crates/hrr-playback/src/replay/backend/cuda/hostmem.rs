@@ -41,6 +41,9 @@ const PAGE: u64 = 4096;
 pub enum How {
     /// Mapped and registered at its recorded address: `[start, start+len)` page-rounded.
     AtAddress { start: u64, len: u64 },
+    /// At its recorded address inside a block held for it from the start
+    /// (`crate::replay::host_ranges`), registered with the block, which stays until the end.
+    InBlock,
     /// Pinned elsewhere (`cuMemHostAlloc`), translated.
     Elsewhere,
     /// Managed memory, translated.
@@ -122,10 +125,53 @@ impl Cuda {
         }))
     }
 
-    /// Pinned host memory recorded at `addr`: at its address, else elsewhere and translated;
-    /// `contents` written into it.
+    /// `[addr, addr+len)` inside a block held for host memory: the block made usable and
+    /// registered for the device when it is first used (given up, `None`, when the driver's
+    /// device pointer would differ), `contents` written.
+    fn in_held_block(
+        &mut self,
+        addr: u64,
+        len: u64,
+        contents: Option<&[u8]>,
+    ) -> Result<Option<How>> {
+        let Some((start, size, usable)) = self.host_held.block_of(addr, len) else {
+            return Ok(None);
+        };
+        if !usable {
+            self.host_held.make_usable(start)?;
+            let p = start as *mut c_void;
+            let registered = cu!(
+                self.api,
+                cuMemHostRegister_v2(p, size as usize, REGISTER_FLAGS)
+            );
+            let mut d = 0u64;
+            let same = registered.is_ok()
+                && cu!(self.api, cuMemHostGetDevicePointer_v2(&mut d, p, 0)).is_ok()
+                && d == start;
+            if !same {
+                if registered.is_ok() {
+                    cu!(self.api, cuMemHostUnregister(p))?;
+                }
+                self.host_held.give_up(start);
+                return Ok(None);
+            }
+        }
+        if let Some(c) = contents {
+            let n = c.len().min(len as usize);
+            // SAFETY: inside the block, mapped readable and writable.
+            unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), addr as *mut u8, n) };
+        }
+        Ok(Some(How::InBlock))
+    }
+
+    /// Pinned host memory recorded at `addr`: at its address (in the block held for it, else
+    /// mapped now), else elsewhere and translated; `contents` written into it.
     fn host_region(&mut self, addr: u64, len: u64, contents: Option<&[u8]>) -> Result<()> {
-        let region = match self.map_at(addr, len, contents)? {
+        let placed = match self.in_held_block(addr, len, contents)? {
+            Some(how) => Some(how),
+            None => self.map_at(addr, len, contents)?,
+        };
+        let region = match placed {
             Some(how) => Region {
                 live: addr,
                 len,
@@ -193,6 +239,7 @@ impl Cuda {
                 // SAFETY: the mapping `map_at` made.
                 unsafe { libc::munmap(start as *mut c_void, len as usize) };
             }
+            How::InBlock => {} // the block stays registered until the end
             How::Elsewhere => cu!(self.api, cuMemFreeHost(r.live as *mut c_void))?,
             How::Managed => cu!(self.api, cuMemFree_v2(r.live))?,
         }

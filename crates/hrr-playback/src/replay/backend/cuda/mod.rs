@@ -118,6 +118,8 @@ pub struct Cuda {
     timer: timer::Timer,
     /// Host-visible memory re-created for the program.
     host: hostmem::HostRegions,
+    /// Host addresses held for the recorded host memory (`crate::replay::host_ranges`).
+    host_held: crate::replay::host_ranges::HostRanges,
     /// Stream-ordered frees not released yet.
     deferred: Deferred,
     /// `--perturb`: the noise kernel launched before each launch, or why it could not be

@@ -17,6 +17,7 @@ use super::Cuda;
 use crate::replay::backend::shared::{Handles, Waiter};
 use crate::replay::backend::{Event, Ops, Outcome};
 use crate::replay::devices::choose;
+use crate::replay::host_ranges::HostRanges;
 use crate::replay::options::Options;
 use crate::replay::placement::Placement;
 
@@ -24,8 +25,13 @@ impl Cuda {
     /// Load the driver, initialise it and make the primary context of the device the
     /// capture's device ordinals (`devices`, of its successful `cuDeviceGet` calls) map to
     /// current. `ranges` are the recorded device address ranges, reserved before anything
-    /// else.
-    pub fn open(opts: &Options, ranges: &[(u64, u64)], devices: &[i32]) -> Result<Self> {
+    /// else but outside the host addresses held for host memory (`host_held`).
+    pub fn open(
+        opts: &Options,
+        ranges: &[(u64, u64)],
+        devices: &[i32],
+        host_held: HostRanges,
+    ) -> Result<Self> {
         let api = Api::load(opts.runtime.as_deref())?;
         cu!(api, cuInit(0))?;
         let mut count: c_int = 0;
@@ -66,6 +72,7 @@ impl Cuda {
         let placement = (!opts.no_placement).then_some(prop);
         let mut mem = Placement::new(POLICY, dev, placement, gran as u64);
         mem.share_with(&opened.iter().map(|o| o.dev).collect::<Vec<_>>());
+        mem.keep_out_of(&host_held.spans());
         let noise = opts
             .perturb
             .then(|| super::noise::Noise::new(&api, dev).map_err(|e| format!("{e:#}")));
@@ -101,6 +108,7 @@ impl Cuda {
             batches: Default::default(),
             pinned_sources: Vec::new(),
             host: Default::default(),
+            host_held,
             deferred: Default::default(),
             graph_mem: Default::default(),
             captures: 0,
