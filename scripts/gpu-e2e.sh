@@ -447,7 +447,8 @@ if [ $plain_only = 0 ]; then
         fi
 
         if [[ "$WL_ALL" == *" $name "* ]]; then # every process together; checks summed
-            echo "$arch --all" >"$d/replay-target.txt"
+            target="$arch --all"
+            echo "$target" >"$d/replay-target.txt"
             run_timed "$d/replay" "" "$BIN/hrr-playback" "$arch" --all
             R_CHECKS[$name]=$(sed -n 's/^\[HRR\] pid-[0-9]*: .*; D2H checks \([0-9][0-9]*\) pass.*/\1/p' "$d/replay.out" |
                 awk '{ s += $1 } END { print s + 0 }')

@@ -28,7 +28,7 @@ struct Replayed {
 }
 
 /// The flags a replay process gets: the command line's, without the archive and `--all`, with
-/// `--json` (its summary is read back).
+/// `--json` (its summary is read back), `--no-localize` and `--no-recheck`.
 fn forwarded(archive: &Path) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     let mut dropped_archive = false;
@@ -43,6 +43,13 @@ fn forwarded(archive: &Path) -> Vec<OsString> {
         args.push(a);
     }
     args.push("--json".into());
+    // a process replayed again alone (to name a faulting kernel, or to tell nondeterminism
+    // apart) would wait for peers that are not there: collective kernels never return
+    for flag in ["--no-localize", "--no-recheck"] {
+        if !args.iter().any(|a| a == flag) {
+            args.push(flag.into());
+        }
+    }
     args
 }
 
