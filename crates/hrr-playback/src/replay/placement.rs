@@ -249,11 +249,11 @@ impl Placement {
         }
     }
 
-    /// Reserve every recorded range before anything else takes device addresses (code loading
-    /// allocates too): ranges are rounded to the reservation unit and merged.
-    pub fn prereserve(&mut self, vmm: &impl Vmm, ranges: &[(u64, u64)]) -> Result<()> {
+    /// The spans [`Placement::prereserve`] reserves for recorded `ranges`: rounded to the
+    /// reservation unit and merged (`(start, end)`, ascending; none without placement).
+    pub fn spans_to_reserve(&self, ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
         if self.prop.is_none() {
-            return Ok(());
+            return Vec::new();
         }
         let g = self.reserve_unit();
         let mut spans: Vec<(u64, u64)> = ranges
@@ -269,6 +269,15 @@ impl Placement {
                 _ => merged.push((s, e)),
             }
         }
+        merged
+    }
+
+    /// Reserve every recorded range before anything else takes device addresses (code loading
+    /// allocates too): ranges are rounded to the reservation unit and merged, kept-out spans
+    /// left out.
+    pub fn prereserve(&mut self, vmm: &impl Vmm, ranges: &[(u64, u64)]) -> Result<()> {
+        let merged = self.spans_to_reserve(ranges);
+        let g = self.reserve_unit();
         let pieces: Vec<(u64, u64)> = merged
             .into_iter()
             .flat_map(|span| self.without_kept_out(span, self.page))

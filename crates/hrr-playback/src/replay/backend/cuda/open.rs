@@ -30,7 +30,7 @@ impl Cuda {
         opts: &Options,
         ranges: &[(u64, u64)],
         devices: &[i32],
-        host_held: HostRanges,
+        mut host_held: HostRanges,
     ) -> Result<Self> {
         let api = Api::load(opts.runtime.as_deref())?;
         cu!(api, cuInit(0))?;
@@ -72,6 +72,8 @@ impl Cuda {
         let placement = (!opts.no_placement).then_some(prop);
         let mut mem = Placement::new(POLICY, dev, placement, gran as u64);
         mem.share_with(&opened.iter().map(|o| o.dev).collect::<Vec<_>>());
+        // device memory first: host blocks inside the chunks it needs are let go
+        host_held.give_up_meeting(&mem.spans_to_reserve(ranges));
         mem.keep_out_of(&host_held.spans());
         let noise = opts
             .perturb
