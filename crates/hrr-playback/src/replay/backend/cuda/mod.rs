@@ -17,7 +17,8 @@
 //! | `launch.rs` | kernel launches |
 //! | `batch.rs` | runs of launches prepared as graphs before the clock (launch batching) |
 //! | `streams.rs` | streams, events, waiting (watchdog), stream-capture state |
-//! | `graphs.rs` | graphs rebuilt from recorded stream captures or node by node |
+//! | `graph_capture.rs` | stream captures begun, queried and ended again (the driver rebuilds their graphs) |
+//! | `graphs.rs` | graphs rebuilt node by node, instantiated, updated and launched |
 //! | `hostmem.rs` | host-visible memory (pinned, registered, managed) and the host's recorded writes and reads of it |
 //! | `pools.rs` | stream-ordered memory pools |
 //! | `extract.rs` | snapshot reads for `--extract`, replacement kernels for `--replace-kernel` |
@@ -34,6 +35,7 @@ mod copies;
 mod devices;
 mod driver;
 mod extract;
+mod graph_capture;
 mod graphs;
 mod hostmem;
 mod ipc;
