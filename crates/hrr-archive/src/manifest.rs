@@ -103,12 +103,27 @@ pub struct DeviceFacts {
 impl DeviceFacts {
     /// Pick the facts out of a manifest's `metadata` object.
     pub fn from_metadata(meta: Option<&Value>) -> Self {
+        Self::from_places(meta, None)
+    }
+
+    /// The facts of the device with ordinal `ordinal` (its entry of `devices`, where one says
+    /// so, looked at first), else as [`Self::from_metadata`].
+    pub fn of_device(meta: Option<&Value>, ordinal: i64) -> Self {
+        let entry = meta
+            .and_then(|m| m.get("devices"))
+            .and_then(Value::as_array)
+            .and_then(|d| d.iter().find(|e| e["ordinal"].as_i64() == Some(ordinal)));
+        Self::from_places(meta, entry)
+    }
+
+    fn from_places(meta: Option<&Value>, first: Option<&Value>) -> Self {
+        let text = |keys: &[&str]| meta_text(first, keys).or_else(|| meta_text(meta, keys));
         DeviceFacts {
-            name: meta_text(meta, &["device_name", "name"]),
-            architecture: meta_text(meta, &["compute_capability", "gcn_arch_name"]),
-            uuid: meta_text(meta, &["uuid"]),
-            total_memory: meta_text(meta, &["total_global_mem"]).and_then(|t| t.parse().ok()),
-            driver_version: meta_text(meta, &["driver_version"]),
+            name: text(&["device_name", "name"]),
+            architecture: text(&["compute_capability", "gcn_arch_name"]),
+            uuid: text(&["uuid"]),
+            total_memory: text(&["total_global_mem"]).and_then(|t| t.parse().ok()),
+            driver_version: text(&["driver_version"]),
         }
     }
 
@@ -530,6 +545,21 @@ mod tests {
                 .as_deref(),
             Some("gfx90a")
         );
+    }
+
+    #[test]
+    fn the_facts_of_one_device_come_from_its_entry() {
+        let m = serde_json::json!({"driver_version": 13000, "devices": [
+            {"ordinal": 0, "name": "GPU A", "compute_capability": "9.0"},
+            {"ordinal": 1, "name": "GPU B", "compute_capability": "8.0"}]});
+        let b = DeviceFacts::of_device(Some(&m), 1);
+        assert_eq!(b.name.as_deref(), Some("GPU B"));
+        assert_eq!(b.architecture.as_deref(), Some("8.0"));
+        assert_eq!(b.driver_version_number(), Some(13000)); // from the top level
+                                                            // an ordinal no entry names: the first device's, as from_metadata gives them
+        let other = DeviceFacts::of_device(Some(&m), 5);
+        assert_eq!(other, DeviceFacts::from_metadata(Some(&m)));
+        assert_eq!(other.name.as_deref(), Some("GPU A"));
     }
 
     #[test]

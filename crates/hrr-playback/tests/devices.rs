@@ -218,3 +218,51 @@ fn a_capture_on_two_devices_replays_on_two_or_on_one_with_its_peer_copies() {
         "{device}"
     );
 }
+
+/// The capture's device facts, edited in its manifest: another compute capability, or a newer
+/// driver than this one, is refused before any event with what to do; the facts of the
+/// recorded device are the ones its entry of `devices` gives.
+#[test]
+fn another_architecture_or_a_newer_driver_is_refused() {
+    let (_tmp, dir) = captured_on("2", "1");
+    let path = dir.join("manifest.json");
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let edited = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut m = original.clone();
+        f(&mut m["metadata"]);
+        std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+        replay_on(&dir, "2", &[])
+    };
+    let devices = original["metadata"]["devices"].as_array().unwrap();
+    assert!(devices.iter().any(|d| d["ordinal"] == 1), "{devices:?}");
+
+    // device 1, the recorded one, is of another architecture (device 0's entry is not)
+    let (code, out, err) = edited(&|meta| {
+        for d in meta["devices"].as_array_mut().unwrap() {
+            if d["ordinal"] == 1 {
+                d["compute_capability"] = "8.0".into();
+            }
+        }
+    });
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains(
+            "[HRR] Architecture mismatch: the archive was captured on compute capability 8.0"
+        ),
+        "{out}{err}"
+    );
+
+    let (code, out, err) = edited(&|meta| meta["driver_version"] = 999_000.into());
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        format!("{out}{err}")
+            .contains("[HRR] Driver too old: the archive was captured with CUDA driver 999000"),
+        "{out}{err}"
+    );
+
+    // as recorded: it replays
+    std::fs::write(&path, serde_json::to_string(&original).unwrap()).unwrap();
+    let (code, out, err) = replay_on(&dir, "2", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}

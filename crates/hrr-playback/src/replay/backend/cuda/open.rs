@@ -16,6 +16,8 @@ use super::memory::{device_prop, POLICY};
 use super::Cuda;
 use crate::replay::backend::shared::{Handles, Waiter};
 use crate::replay::backend::{Event, Ops, Outcome};
+use hrr_archive::manifest::DeviceFacts;
+
 use crate::replay::devices::choose;
 use crate::replay::host_ranges::HostRanges;
 use crate::replay::options::Options;
@@ -122,28 +124,19 @@ impl Cuda {
 
     /// Refuse archives from another compute capability or a newer driver.
     pub(super) fn check_archive(&self, meta: Option<&serde_json::Value>) -> Result<()> {
-        let Some(meta) = meta else { return Ok(()) };
         // the facts of the device the capture used (the first listed when none says its ordinal)
-        let listed = meta["devices"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let recorded = i64::from(self.chosen.recorded[0]);
-        let device = listed
-            .iter()
-            .find(|d| d["ordinal"].as_i64() == Some(recorded))
-            .unwrap_or(&meta["devices"][0]);
-        if let Some(cc) = device["compute_capability"].as_str() {
+        let facts = DeviceFacts::of_device(meta, i64::from(self.chosen.recorded[0]));
+        if let Some(cc) = facts.architecture.as_deref() {
             let here = format!("{}.{}", self.cc.0, self.cc.1);
             if cc != here {
-                let name = device["name"].as_str().unwrap_or("unknown device");
+                let name = facts.name.as_deref().unwrap_or("unknown device");
                 bail!("[HRR] Architecture mismatch: the archive was captured on compute capability {cc} ({name}); this device is {here} ({}). Replay on a GPU of the same architecture.", self.device_name);
             }
         }
-        if let Some(recorded) = meta["driver_version"].as_i64() {
+        if let Some(recorded) = facts.driver_version_number() {
             let mut v = 0;
             cu!(self.api, cuDriverGetVersion(&mut v))?;
-            if recorded > v as i64 {
+            if recorded > v as u64 {
                 bail!("[HRR] Driver too old: the archive was captured with CUDA driver {recorded}; this driver is {v}. Replay with a driver at least as new.");
             }
         }

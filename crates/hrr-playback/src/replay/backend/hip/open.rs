@@ -3,6 +3,7 @@
 //! placement needs (their layout changed in ROCm 6; without them placement is off), reserve
 //! the recorded ranges; and the preflight notes of an archive against this device and runtime.
 
+use hrr_archive::manifest::DeviceFacts;
 use std::collections::HashMap;
 use std::ffi::c_int;
 
@@ -134,7 +135,8 @@ impl Hip {
     pub(super) fn check_archive(&self, meta: Option<&serde_json::Value>) {
         let Some(meta) = meta else { return };
         let base = |a: &str| a.split(':').next().unwrap_or("").to_string();
-        if let Some(arch) = meta["devices"][0]["gcn_arch_name"].as_str() {
+        let facts = DeviceFacts::from_metadata(Some(meta));
+        if let Some(arch) = facts.architecture.as_deref() {
             if !self.arch.is_empty() && base(arch) != base(&self.arch) {
                 // A fat binary may hold code for this GPU too: loading the code objects decides.
                 eprintln!("[HRR] Note: the archive was captured on {arch}; this device is {}. Code objects without code for it will fail to load.", self.arch);
