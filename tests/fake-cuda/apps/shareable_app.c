@@ -74,6 +74,13 @@ static int recv_fd(int sock) {
   return fd;
 }
 
+/* Unmap the memory mapped at va, free its addresses, release h. */
+static void unmapped(CUdeviceptr va, CUmemGenericAllocationHandle h) {
+  CK(cuMemUnmap(va, N));
+  CK(cuMemAddressFree(va, N));
+  CK(cuMemRelease(h));
+}
+
 /* Import the next descriptor on sock: its memory mapped. */
 static CUdeviceptr imported(int sock, CUmemGenericAllocationHandle *h) {
   int fd = recv_fd(sock);
@@ -97,12 +104,8 @@ static int child(int sock) {
   for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, 0);
   for (size_t i = N / 2; i < N; i++) buf[i] = pattern(i, 1);
   CK(cuMemcpyHtoD_v2(va + N / 2, buf + N / 2, N / 2));
-  CK(cuMemUnmap(va, N));
-  CK(cuMemAddressFree(va, N));
-  CK(cuMemRelease(h));
-  CK(cuMemUnmap(va2, N));
-  CK(cuMemAddressFree(va2, N));
-  CK(cuMemRelease(h2));
+  unmapped(va, h);
+  unmapped(va2, h2);
   printf("child: patterns A and C %s\n", ok ? "seen" : "NOT seen");
   fflush(stdout);
   char done = ok ? 'y' : 'n';
@@ -151,12 +154,8 @@ int main(void) {
   CK(cuMemcpyDtoH_v2(buf, va, N));
   int ok = done == 'y';
   for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, i >= N / 2);
-  CK(cuMemUnmap(va, N));
-  CK(cuMemAddressFree(va, N));
-  CK(cuMemRelease(h));
-  CK(cuMemUnmap(va2, N));
-  CK(cuMemAddressFree(va2, N));
-  CK(cuMemRelease(h2));
+  unmapped(va, h);
+  unmapped(va2, h2);
   printf("parent: child's half %s\n", ok ? "seen" : "NOT seen");
   return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
