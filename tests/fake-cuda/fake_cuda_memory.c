@@ -420,13 +420,17 @@ CUresult i_mem_addr_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr p) {
   return E_SUCCESS;
 }
 
+/* FAKE_CUDA_HOST_IN_DEVICE_SPACE=1: pinned memory comes from the addresses device memory comes
+ * from, next to it, as the NVIDIA driver lays them out. */
 CUresult i_host_alloc(void **pp, size_t size, unsigned flags) {
   struct fc_ctx *c;
   if (!pp || size == 0 || flags > 7) return E_INVALID_VALUE;
   NEED_CTX(c);
   size_t m = round_up(size, 4096);
-  void *p = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return E_OUT_OF_MEMORY;
+  const char *near = getenv("FAKE_CUDA_HOST_IN_DEVICE_SPACE");
+  void *p = near && *near == '1' ? (void *)va_map(&g_dev, m, 4096, PROT_READ | PROT_WRITE)
+                                 : mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED || !p) return E_OUT_OF_MEMORY;
   region_add((uintptr_t)p, size, R_HOST, 3, c, m, NULL);
   *pp = p;
   return E_SUCCESS;
@@ -533,9 +537,12 @@ CUresult i_ptr_get_attrs(unsigned n, int *attrs, void **data, CUdeviceptr p) {
 /* Virtual memory management                                                */
 /* ------------------------------------------------------------------------ */
 
+/* Pinned memory on a device, or on the host's one NUMA node (type 3, node 0: a NUMA node is
+ * no device, and node 1 does not exist). */
 static CUresult chk_prop(const CUmemAllocationProp *prop) {
-  if (!prop) return E_INVALID_VALUE;
-  if (prop->type != 1 || prop->location.type != 1) return E_INVALID_VALUE;
+  if (!prop || prop->type != 1) return E_INVALID_VALUE;
+  if (prop->location.type == 3) return prop->location.id == 0 ? E_SUCCESS : E_INVALID_VALUE;
+  if (prop->location.type != 1) return E_INVALID_VALUE;
   if (chk_dev(prop->location.id)) return E_INVALID_DEVICE;
   return E_SUCCESS;
 }
@@ -604,8 +611,9 @@ CUresult i_mem_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemA
   if (!vm) { close(fd); return E_OUT_OF_MEMORY; }
   vm->fd = fd;
   vm->size = size;
-  vm->dev = prop->location.id;
-  if (g_trace) fprintf(stderr, "[fake-cuda] cuMemCreate on device %d\n", vm->dev);
+  vm->dev = prop->location.type == 3 ? 0 : prop->location.id;
+  if (g_trace && prop->location.type == 3) fprintf(stderr, "[fake-cuda] cuMemCreate on the host\n");
+  else if (g_trace) fprintf(stderr, "[fake-cuda] cuMemCreate on device %d\n", vm->dev);
   obj_add(vm, T_VMEM);
   g_used += size;
   *h = (CUmemGenericAllocationHandle)(uintptr_t)vm;

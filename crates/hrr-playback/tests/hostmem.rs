@@ -94,6 +94,35 @@ fn zero_copy_memory_replays_with_host_writes_and_reads_checked() {
     assert_mismatch(&dir);
 }
 
+/// Pinned memory the driver put among device memory (`FAKE_CUDA_HOST_IN_DEVICE_SPACE`, as the
+/// NVIDIA driver lays them out): replay reserves that range for device memory, so the host
+/// memory is backed there by the driver's host memory mapped like device memory (the fake's
+/// trace: created on the host), written and read through copies; PASS with the host writes
+/// and reads checked, and MISMATCH without the write between the kernels.
+#[test]
+fn zero_copy_memory_among_device_memory_stays_at_its_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("near.hrr");
+    let near = [("FAKE_CUDA_HOST_IN_DEVICE_SPACE", "1")];
+    let o = fake().capture_env(&arch, "hostmem_app", &["zerocopy"], &near);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = pid_dirs(&arch).remove(0);
+    let env = [near[0], ("FAKE_CUDA_TRACE", "1")];
+    let (code, out, err) = fake().replay_env(&dir, &[], &env);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("[HRR] PASS"), "{out}");
+    assert!(out.contains("D2H checks      : 4 pass"), "{out}");
+    assert!(err.contains("[fake-cuda] cuMemCreate on the host"), "{err}");
+    zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
+    let (code, v) = fake().replay_json_env(&dir, &[], &near);
+    assert_eq!((code, &v["verdict"]), (1, &"MISMATCH".into()), "{v}");
+}
+
 #[test]
 fn zero_copy_host_reads_are_checked() {
     let tmp = tempfile::tempdir().unwrap();

@@ -20,9 +20,10 @@
 //! only whole (asked for a piece that stops short of a held host block, it put the whole piece
 //! past the block: NCCL's 190 MiB of reservations went 192 MiB higher and its kernels faulted
 //! reading them). So a block inside a chunk device memory needs is given up before the device
-//! ranges are reserved ([`HostRanges::give_up_meeting`]), and its memory goes where it did
-//! before (at its address if free then, else elsewhere, translated). Known gap: NCCL's pinned
-//! flags share a chunk with its reservations, so a two-rank NCCL job still faults.
+//! ranges are reserved ([`HostRanges::give_up_meeting`]); its memory is then backed inside
+//! that reservation by the driver's host memory mapped like device memory, at its address
+//! (`Placement::map_host`; the host reaches it through copies), and only where that fails
+//! goes elsewhere, translated.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;

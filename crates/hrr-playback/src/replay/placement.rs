@@ -136,6 +136,10 @@ pub struct Placement {
     /// Recorded allocations made plainly, never placed: those exported to other processes
     /// (an IPC handle is for memory of a plain allocation, not of mapped physical memory).
     plain: std::collections::HashSet<u64>,
+    /// Pages backed by host memory (the driver's, mapped like device memory: host memory the
+    /// capture had inside what replay reserved for device memory) → their handles; kept until
+    /// the end.
+    host_pages: HashMap<u64, u64>,
     /// Address ranges reservations keep out of, `(start, end)` ascending (the host addresses
     /// held for host memory: `super::host_ranges`).
     keep_out: Vec<(u64, u64)>,
@@ -160,6 +164,7 @@ impl Placement {
             handles: HashMap::new(),
             plain: Default::default(),
             keep_out: Vec::new(),
+            host_pages: HashMap::new(),
             tally: Tally::default(),
         }
     }
@@ -404,6 +409,12 @@ impl Placement {
         let (first, end) = (addr / g * g, (addr + size).div_ceil(g) * g);
         let mut made = Vec::new();
         let mut page = first;
+        if (first..end)
+            .step_by(g as usize)
+            .any(|p| self.host_pages.contains_key(&p))
+        {
+            return Ok(false); // host memory there
+        }
         while page < end {
             if self.pages.contains_key(&page) {
                 page += g;
@@ -432,6 +443,66 @@ impl Placement {
             }
             page += g;
         }
+        Ok(true)
+    }
+
+    /// Back recorded host memory `[addr, addr+len)` inside this replay's reservations with the
+    /// driver's host memory (`host_prop`: pinned memory on a host NUMA node), mapped at its
+    /// address and made accessible to the devices, page by page (pages backed so before are
+    /// kept). False, with nothing left mapped by this call, when a page is outside the
+    /// reservations, holds device memory, or the driver refuses.
+    pub fn map_host(
+        &mut self,
+        vmm: &impl Vmm,
+        (addr, len): (u64, u64),
+        host_prop: &[u8],
+    ) -> Result<bool> {
+        let g = self.page;
+        let (first, end) = (
+            addr / g * g,
+            addr.saturating_add(len.max(1)).div_ceil(g) * g,
+        );
+        let pages: Vec<u64> = (first..end).step_by(g as usize).collect();
+        if self.prop.is_none()
+            || pages
+                .iter()
+                .any(|&p| !self.covered(p, g) || self.pages.contains_key(&p))
+        {
+            return Ok(false);
+        }
+        let mut made: Vec<(u64, u64)> = Vec::new();
+        let (desc, n) = self.access_descriptors();
+        for &page in pages.iter().filter(|p| !self.host_pages.contains_key(p)) {
+            let backed = match vmm.create(g, host_prop, 0)? {
+                Ok(h) => match vmm.map(page, g, 0, h)? {
+                    Ok(()) => match vmm.set_access(page, g, &desc, n)? {
+                        Ok(()) => Ok(h),
+                        Err(e) => {
+                            vmm.unmap(page, g)??;
+                            vmm.release(h)??;
+                            Err(e)
+                        }
+                    },
+                    Err(e) => {
+                        vmm.release(h)??;
+                        Err(e)
+                    }
+                },
+                Err(e) => Err(e),
+            };
+            match backed {
+                Ok(h) => made.push((page, h)),
+                Err(e) => {
+                    self.refuse(format!("backing host memory at 0x{page:x}: {e}"));
+                    for (p, h) in made {
+                        vmm.unmap(p, g)??;
+                        vmm.release(h)??;
+                    }
+                    return Ok(false);
+                }
+            }
+        }
+        self.host_pages.extend(made);
         Ok(true)
     }
 

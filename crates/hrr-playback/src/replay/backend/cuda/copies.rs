@@ -137,7 +137,7 @@ impl Cuda {
             stream,
             &format!("D2H copy (event #{}, result #{})", s.copy, ev.seq),
         )?;
-        self.mirror_d2h(s.dst, &got);
+        self.mirror_d2h(s.dst, &got)?;
         Ok(Outcome::D2h {
             got,
             expected: s.d2h_blob,
@@ -178,7 +178,7 @@ impl Cuda {
             later,
         )?;
         if let Outcome::D2h { got, .. } = &out {
-            self.mirror_d2h(s.dst, got);
+            self.mirror_d2h(s.dst, got)?;
         }
         Ok(out)
     }
@@ -227,7 +227,7 @@ impl Cuda {
                 let src = self.mem.translate(s.src);
                 let out = self.d2h(ev, (src, n, s.dst), stream, s.d2h_blob, later)?;
                 if let Outcome::D2h { got, .. } = &out {
-                    self.mirror_d2h(s.dst, got);
+                    self.mirror_d2h(s.dst, got)?;
                 }
                 return Ok(out);
             }

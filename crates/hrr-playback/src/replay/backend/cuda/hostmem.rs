@@ -44,6 +44,10 @@ pub enum How {
     /// At its recorded address inside a block held for it from the start
     /// (`crate::replay::host_ranges`), registered with the block, which stays until the end.
     InBlock,
+    /// At its recorded address inside what replay reserved for device memory (the driver had
+    /// put the two side by side): the driver's host memory mapped there like device memory
+    /// (`Placement::map_host`), which the host reaches only through copies; kept until the end.
+    InReservation,
     /// Pinned elsewhere (`cuMemHostAlloc`), translated.
     Elsewhere,
     /// Managed memory, translated.
@@ -66,11 +70,20 @@ pub struct Region {
 pub struct HostRegions(BTreeMap<u64, Region>);
 
 impl HostRegions {
-    /// The live range for recorded `[addr, addr+n)` if it lies inside one region.
-    pub fn live_range(&self, addr: u64, n: u64) -> Option<u64> {
+    /// The live range for recorded `[addr, addr+n)` if it lies inside one region, and how that
+    /// region was made.
+    pub fn live_range(&self, addr: u64, n: u64) -> Option<(u64, How)> {
         let (&base, r) = self.0.range(..=addr).next_back()?;
-        (addr.checked_add(n)? <= base + r.len).then(|| r.live + (addr - base))
+        (addr.checked_add(n)? <= base + r.len).then(|| (r.live + (addr - base), r.how))
     }
+}
+
+/// `CUmemAllocationProp` of pinned memory on host NUMA node 0 (32 bytes), as NCCL creates it.
+fn host_numa_prop() -> [u8; 32] {
+    let mut p = [0u8; 32];
+    p[0..4].copy_from_slice(&1i32.to_le_bytes()); // CU_MEM_ALLOCATION_TYPE_PINNED
+    p[8..12].copy_from_slice(&3i32.to_le_bytes()); // CU_MEM_LOCATION_TYPE_HOST_NUMA, node 0
+    p
 }
 
 impl Cuda {
@@ -164,12 +177,70 @@ impl Cuda {
         Ok(Some(How::InBlock))
     }
 
-    /// Pinned host memory recorded at `addr`: at its address (in the block held for it, else
-    /// mapped now), else elsewhere and translated; `contents` written into it.
+    /// `[addr, addr+len)` inside what replay reserved for device memory: backed by the
+    /// driver's host memory mapped there (`None` when it cannot be), `contents` copied in.
+    fn in_reservation(
+        &mut self,
+        addr: u64,
+        len: u64,
+        contents: Option<&[u8]>,
+    ) -> Result<Option<How>> {
+        if !self
+            .mem
+            .map_host(&self.api, (addr, len), &host_numa_prop())?
+        {
+            return Ok(None);
+        }
+        if let Some(c) = contents {
+            self.write_host((addr, How::InReservation), &c[..c.len().min(len as usize)])?;
+        }
+        Ok(Some(How::InReservation))
+    }
+
+    /// Write `bytes` at live host-visible `at` (made as `how`): directly, or through a copy
+    /// for memory the host cannot reach (the device idle around it, as when the capture's
+    /// host wrote).
+    fn write_host(&self, (at, how): (u64, How), bytes: &[u8]) -> Result<()> {
+        if how == How::InReservation {
+            let null: *mut c_void = std::ptr::null_mut();
+            cu!(self.api, cuCtxSynchronize())?;
+            let src = bytes.as_ptr() as *const c_void;
+            cu!(self.api, cuMemcpyHtoDAsync_v2(at, src, bytes.len(), null))?;
+            cu!(self.api, cuCtxSynchronize())?;
+            return Ok(());
+        }
+        // SAFETY: inside a live host-visible region of at least `bytes.len()` bytes (the
+        // caller's look-up).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
+        Ok(())
+    }
+
+    /// Read `n` bytes at live host-visible `at` (made as `how`), as [`Cuda::write_host`].
+    fn read_host(&self, (at, how): (u64, How), n: usize) -> Result<Vec<u8>> {
+        if how == How::InReservation {
+            let mut got = vec![0u8; n];
+            let null: *mut c_void = std::ptr::null_mut();
+            cu!(self.api, cuCtxSynchronize())?;
+            let dst = got.as_mut_ptr() as *mut c_void;
+            cu!(self.api, cuMemcpyDtoHAsync_v2(dst, at, n, null))?;
+            cu!(self.api, cuCtxSynchronize())?;
+            return Ok(got);
+        }
+        // SAFETY: inside a live host-visible region of at least `n` bytes (the caller's
+        // look-up).
+        Ok(unsafe { std::slice::from_raw_parts(at as *const u8, n) }.to_vec())
+    }
+
+    /// Pinned host memory recorded at `addr`: at its address (in the block held for it, in
+    /// replay's device reservations, else mapped now), else elsewhere and translated;
+    /// `contents` written into it.
     fn host_region(&mut self, addr: u64, len: u64, contents: Option<&[u8]>) -> Result<()> {
         let placed = match self.in_held_block(addr, len, contents)? {
             Some(how) => Some(how),
-            None => self.map_at(addr, len, contents)?,
+            None => match self.in_reservation(addr, len, contents)? {
+                Some(how) => Some(how),
+                None => self.map_at(addr, len, contents)?,
+            },
         };
         let region = match placed {
             Some(how) => Region {
@@ -239,7 +310,7 @@ impl Cuda {
                 // SAFETY: the mapping `map_at` made.
                 unsafe { libc::munmap(start as *mut c_void, len as usize) };
             }
-            How::InBlock => {} // the block stays registered until the end
+            How::InBlock | How::InReservation => {} // stays until the end
             How::Elsewhere => cu!(self.api, cuMemFreeHost(r.live as *mut c_void))?,
             How::Managed => cu!(self.api, cuMemFree_v2(r.live))?,
         }
@@ -287,8 +358,9 @@ impl Cuda {
             .is_some_and(|r| r.how == How::Managed)
     }
 
-    /// The live address of recorded `[ptr+offset, +bytes)`, inside a host-visible region.
-    fn host_bytes(&self, ev: &Event, ptr: u64, offset: u64, bytes: u64) -> Result<u64> {
+    /// The live address of recorded `[ptr+offset, +bytes)`, inside a host-visible region, and
+    /// how the region was made.
+    fn host_bytes(&self, ev: &Event, ptr: u64, offset: u64, bytes: u64) -> Result<(u64, How)> {
         ptr.checked_add(offset)
             .and_then(|a| self.host.live_range(a, bytes))
             .ok_or_else(|| {
@@ -309,8 +381,8 @@ impl Cuda {
             );
         };
         let dst = self.host_bytes(ev, s.ptr, s.offset, s.bytes)?;
-        // SAFETY: inside a live host-visible region of `bytes` bytes (checked above).
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len()) };
+        let n = data.len().min(s.bytes as usize);
+        self.write_host(dst, &data[..n])?;
         Ok(Outcome::Done)
     }
 
@@ -318,10 +390,9 @@ impl Cuda {
     pub(super) fn host_check(&mut self, ev: &Event) -> Result<Outcome> {
         let s: HostMemCheck = ev.read()?;
         let src = self.host_bytes(ev, s.ptr, s.offset, s.bytes)?;
-        // SAFETY: inside a live host-visible region of `bytes` bytes (checked above).
-        let got = unsafe { std::slice::from_raw_parts(src as *const u8, s.bytes as usize) };
+        let got = self.read_host(src, s.bytes as usize)?;
         Ok(Outcome::D2h {
-            got: got.to_vec(),
+            got,
             expected: s.d2h_blob,
             site: s.ptr + s.offset,
         })
@@ -330,10 +401,10 @@ impl Cuda {
     /// A D2H copy's result `got` for recorded destination `dst`: written into host-visible
     /// memory when the destination is there (the capture's copy wrote it; later host reads
     /// and kernels see it).
-    pub(super) fn mirror_d2h(&self, dst: u64, got: &[u8]) {
-        if let Some(live) = self.host.live_range(dst, got.len() as u64) {
-            // SAFETY: inside a live host-visible region (checked by `live_range`).
-            unsafe { std::ptr::copy_nonoverlapping(got.as_ptr(), live as *mut u8, got.len()) };
+    pub(super) fn mirror_d2h(&self, dst: u64, got: &[u8]) -> Result<()> {
+        match self.host.live_range(dst, got.len() as u64) {
+            Some(live) => self.write_host(live, got),
+            None => Ok(()),
         }
     }
 }
