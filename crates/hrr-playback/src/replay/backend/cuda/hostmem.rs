@@ -179,20 +179,38 @@ impl Cuda {
 
     /// `[addr, addr+len)` inside what replay reserved for device memory: backed by the
     /// driver's host memory mapped there (`None` when it cannot be), `contents` copied in.
+    /// The first time, the memory is checked by a round trip through copies; where that fails
+    /// the way is not taken again (the memory goes elsewhere, translated, as before).
     fn in_reservation(
         &mut self,
         addr: u64,
         len: u64,
         contents: Option<&[u8]>,
     ) -> Result<Option<How>> {
-        if !self
-            .mem
-            .map_host(&self.api, (addr, len), &host_numa_prop())?
+        if self.host_in_reservation == Some(false)
+            || !self
+                .mem
+                .map_host(&self.api, (addr, len), &host_numa_prop())?
         {
             return Ok(None);
         }
+        let at = (addr, How::InReservation);
+        if self.host_in_reservation.is_none() {
+            let probe: Vec<u8> = (0..len.clamp(1, 64) as u8).map(|i| i ^ 0x5a).collect();
+            let works = self.write_host(at, &probe).is_ok()
+                && self
+                    .read_host(at, probe.len())
+                    .is_ok_and(|got| got == probe);
+            self.host_in_reservation = Some(works);
+            if !works {
+                self.mem.refuse(format!(
+                    "host memory at 0x{addr:x} inside a device reservation did not read back"
+                ));
+                return Ok(None);
+            }
+        }
         if let Some(c) = contents {
-            self.write_host((addr, How::InReservation), &c[..c.len().min(len as usize)])?;
+            self.write_host(at, &c[..c.len().min(len as usize)])?;
         }
         Ok(Some(How::InReservation))
     }

@@ -122,6 +122,9 @@ pub struct Cuda {
     host: hostmem::HostRegions,
     /// Host addresses held for the recorded host memory (`crate::replay::host_ranges`).
     host_held: crate::replay::host_ranges::HostRanges,
+    /// Host memory backed inside device reservations works here (`None`: not tried yet; the
+    /// first one is checked by a round trip, and a failure turns the way off).
+    host_in_reservation: Option<bool>,
     /// Stream-ordered frees not released yet.
     deferred: Deferred,
     /// `--perturb`: the noise kernel launched before each launch, or why it could not be

@@ -113,6 +113,7 @@ impl Cuda {
             pinned_sources: Vec::new(),
             host: Default::default(),
             host_held,
+            host_in_reservation: None,
             deferred: Default::default(),
             graph_mem: Default::default(),
             captures: 0,
