@@ -328,6 +328,12 @@ pub struct AllocationsJson {
     pub placed: u64,
     /// Elsewhere, pointers translated.
     pub translated: u64,
+    /// Host-visible memory (pinned, registered) at its recorded address.
+    #[serde(default)]
+    pub host_placed: u64,
+    /// Host-visible memory elsewhere (managed memory always), pointers translated.
+    #[serde(default)]
+    pub host_translated: u64,
     /// Why the first placement was refused, or null.
     pub first_refusal: Option<String>,
 }

@@ -87,6 +87,10 @@ pub struct Tally {
     pub placed: u64,
     /// Placed elsewhere, pointers translated.
     pub translated: u64,
+    /// Host-visible memory (pinned, registered) re-created at its recorded address.
+    pub host_placed: u64,
+    /// Host-visible memory made elsewhere, pointers translated (managed memory always is).
+    pub host_translated: u64,
     /// Why the first refused placement was refused.
     pub first_refusal: Option<String>,
 }
@@ -240,6 +244,14 @@ impl Placement {
     }
 
     /// Note why placement is refused, unless an earlier reason was noted.
+    /// Count host-visible memory re-created at its address (`placed`) or elsewhere.
+    pub fn note_host(&mut self, placed: bool) {
+        match placed {
+            true => self.tally.host_placed += 1,
+            false => self.tally.host_translated += 1,
+        }
+    }
+
     pub fn refuse(&mut self, why: String) {
         if self.tally.first_refusal.is_none() {
             self.tally.first_refusal = Some(why);

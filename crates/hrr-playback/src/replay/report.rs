@@ -493,9 +493,20 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             "[HRR] Placement       : {} allocations at their recorded address, {} translated",
             p.placed, p.translated
         )?;
-        if let Some(why) = &p.first_refusal {
-            writeln!(w, "[HRR] First refusal   : {why}")?;
-        }
+    }
+    if p.host_translated > 0 {
+        writeln!(
+            w,
+            "[HRR] Host memory     : {} regions at their recorded address, {} translated (pointers to them stored in memory are not)",
+            p.host_placed, p.host_translated
+        )?;
+    }
+    if let Some(why) = p
+        .first_refusal
+        .as_ref()
+        .filter(|_| p.translated + p.host_translated > 0)
+    {
+        writeln!(w, "[HRR] First refusal   : {why}")?;
     }
     writeln!(w, "[HRR] {}", s.verdict_line())
 }
@@ -613,6 +624,7 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             "first_offset": n.first_offset, "how": n.how.key()})).collect::<Vec<_>>(),
         "recheck_error": s.recheck_note,
         "allocations": {"placed": p.placed, "translated": p.translated,
+                        "host_placed": p.host_placed, "host_translated": p.host_translated,
                         "first_refusal": p.first_refusal},
         "error": s.error, "result": s.result(),
         "verdict": s.verdict.word(), "verdict_line": s.verdict_line(),

@@ -261,11 +261,14 @@ impl Cuda {
             },
         };
         let region = match placed {
-            Some(how) => Region {
-                live: addr,
-                len,
-                how,
-            },
+            Some(how) => {
+                self.mem.note_host(true);
+                Region {
+                    live: addr,
+                    len,
+                    how,
+                }
+            }
             None => {
                 let mut p: *mut c_void = std::ptr::null_mut();
                 cu!(
@@ -278,6 +281,7 @@ impl Cuda {
                     unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), p as *mut u8, n) };
                 }
                 self.mem.note_moved(addr, len, p as u64);
+                self.mem.note_host(false);
                 Region {
                     live: p as u64,
                     len,
@@ -359,6 +363,7 @@ impl Cuda {
     pub(super) fn alloc_managed(&mut self, ev: &Event) -> Result<Outcome> {
         let s: MemAllocFlags = ev.read()?;
         memory_calls::alloc_managed(&mut self.mem, &self.api, ev)?;
+        self.mem.note_host(false);
         let region = Region {
             live: self.mem.translate(s.dptr),
             len: s.bytesize,
