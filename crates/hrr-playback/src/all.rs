@@ -130,10 +130,25 @@ pub fn replay_all(
     }
     for r in &done {
         let line = match &r.json {
-            Some(v) => format!(
-                "{}; D2H checks {} pass, {} fail",
-                v.verdict_line, v.d2h_checks.pass, v.d2h_checks.fail
-            ),
+            Some(v) => {
+                let a = &v.allocations;
+                let moved = match a.translated + a.host_translated {
+                    0 => String::new(),
+                    _ => format!(
+                        "; translated: {} allocations, {} host regions{}",
+                        a.translated,
+                        a.host_translated,
+                        a.first_refusal
+                            .as_deref()
+                            .map(|w| format!(" (first refusal: {w})"))
+                            .unwrap_or_default()
+                    ),
+                };
+                format!(
+                    "{}; D2H checks {} pass, {} fail{moved}",
+                    v.verdict_line, v.d2h_checks.pass, v.d2h_checks.fail
+                )
+            }
             None => format!("no summary (exit {}): {}", r.exit, r.stderr_tail),
         };
         writeln!(out, "[HRR] pid-{}: {line}", r.pid)?;

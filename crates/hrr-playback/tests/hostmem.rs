@@ -120,7 +120,10 @@ fn zero_copy_memory_among_device_memory_stays_at_its_address() {
     assert!(err.contains("[fake-cuda] cuMemCreate on the host"), "{err}");
     let (_, v) = fake().replay_json_env(&dir, &[], &near);
     let host = |k: &str| v["allocations"][k].as_u64().unwrap();
-    assert!(host("host_placed") >= 2 && host("host_translated") == 0, "{v}");
+    assert!(
+        host("host_placed") >= 2 && host("host_translated") == 0,
+        "{v}"
+    );
     zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
     let (code, v) = fake().replay_json_env(&dir, &[], &near);
     assert_eq!((code, &v["verdict"]), (1, &"MISMATCH".into()), "{v}");
