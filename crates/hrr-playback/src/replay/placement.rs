@@ -243,7 +243,6 @@ impl Placement {
         self.tally.clone()
     }
 
-    /// Note why placement is refused, unless an earlier reason was noted.
     /// Count host-visible memory re-created at its address (`placed`) or elsewhere.
     pub fn note_host(&mut self, placed: bool) {
         match placed {
@@ -252,6 +251,7 @@ impl Placement {
         }
     }
 
+    /// Note why placement is refused, unless an earlier reason was noted.
     pub fn refuse(&mut self, why: String) {
         if self.tally.first_refusal.is_none() {
             self.tally.first_refusal = Some(why);

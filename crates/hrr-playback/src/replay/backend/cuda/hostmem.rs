@@ -6,9 +6,13 @@
 //! Pinned and registered memory is re-created at its recorded host address: an anonymous
 //! `mmap` with `MAP_FIXED_NOREPLACE`, registered with `DEVICEMAP | PORTABLE`, kept only when
 //! the driver's device pointer equals the host pointer (unified addressing, as in the capture),
-//! so pointers to it anywhere (kernel arguments, structs in device memory) stay valid. When the
-//! address is taken in this process, the memory is allocated elsewhere and translated (kernel
-//! pointer arguments and copies are translated; pointers stored in memory are not).
+//! so pointers to it anywhere (kernel arguments, structs in device memory) stay valid. The
+//! addresses were held from before the driver loaded (`crate::replay::host_ranges`: the
+//! memory goes into its held block); host memory the capture had among device memory, inside
+//! what replay reserves for device memory, is backed there by the driver's host memory mapped
+//! like device memory, and the host reaches it through copies. When the address is taken in
+//! this process, the memory is allocated elsewhere and translated (kernel pointer arguments and
+//! copies are translated; pointers stored in memory are not).
 //!
 //! Managed memory cannot be given an address (`cuMemAllocManaged` has no hint, and the
 //! driver's managed ranges cannot be reserved ahead), so it is allocated anywhere and
