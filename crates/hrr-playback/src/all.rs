@@ -94,15 +94,34 @@ pub fn replay_all(
             .with_context(|| format!("starting the replay of pid-{pid}"))?;
         children.push((*pid, child));
     }
+    // every child's output read at once, each on threads of its own: read one child after
+    // another, a child whose pipe filled (`-v` traces) stopped, and the others waited for it
+    let outputs: Vec<Result<std::process::Output>> = std::thread::scope(|scope| {
+        let waits: Vec<_> = children
+            .into_iter()
+            .map(|(pid, child)| {
+                scope.spawn(move || {
+                    child
+                        .wait_with_output()
+                        .with_context(|| format!("waiting for the replay of pid-{pid}"))
+                })
+            })
+            .collect();
+        waits
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a waiting thread panicked")))
+            })
+            .collect()
+    });
     let mut done = Vec::new();
-    for (pid, child) in children {
-        let o = child
-            .wait_with_output()
-            .with_context(|| format!("waiting for the replay of pid-{pid}"))?;
+    for ((pid, _), o) in processes.iter().zip(outputs) {
+        let o = o?;
         let stderr = String::from_utf8_lossy(&o.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
         done.push(Replayed {
-            pid,
+            pid: *pid,
             exit: o.status.code().map_or(5, |c| c as u8),
             json: serde_json::from_slice(&o.stdout).ok(),
             stderr_tail: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
