@@ -15,7 +15,9 @@
 #      the workload's kernels,
 #   5. replay it with `hrr-playback` (the archive itself for one process, else
 #      the pid-* directory with the most events) and expect exit 0 and
-#      "[HRR] PASS".
+#      "[HRR] PASS". A failed `--all` replay (several processes) is run again with
+#      --json (OUT_DIR/<workload>/replay-all.json: what each process translated and why)
+#      and under compute-sanitizer where there is one (sanitizer.txt: what a kernel read).
 # Then (issue 18) a GEMM launch of the mlp capture is extracted (--extract,
 # reach all and args) and must replay PASS alone (sizes in the summary); the
 # failing fault's launch extracted must replay REPRODUCED, and the fault
@@ -472,6 +474,15 @@ if [ $plain_only = 0 ]; then
         else
             R_REPLAY[$name]="FAIL($LAST_RC)"
             fail_note "$name: replay of $target: exit status $LAST_RC (see $d/replay.out)"
+            if [[ "$WL_ALL" == *" $name "* ]]; then
+                # what each process translated and why (allocations, first refusal), and where
+                # a faulting kernel read
+                timeout "$STEP_TIMEOUT" "$BIN/hrr-playback" "$arch" --all --json >"$d/replay-all.json" 2>/dev/null || true
+                if command -v compute-sanitizer >/dev/null; then
+                    timeout "$STEP_TIMEOUT" compute-sanitizer --target-processes all --print-limit 8 \
+                        --show-backtrace no "$BIN/hrr-playback" "$arch" --all >"$d/sanitizer.txt" 2>&1 || true
+                fi
+            fi
         fi
         log "   same-output=${R_SAME[$name]} info=${R_INFO[$name]} replay=${R_REPLAY[$name]}" \
             "plain=${R_PLAIN[$name]}s captured=${R_CAP[$name]}s replay=${R_REP[$name]}s bytes=${R_BYTES[$name]}"
