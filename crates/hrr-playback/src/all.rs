@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use hrr_cli::json::{ReplayAllJson, ReplayJson, ReplayedProcessJson};
@@ -25,6 +26,89 @@ struct Replayed {
     exit: u8,
     json: Option<ReplayJson>,
     stderr_tail: String,
+    /// Why `--all` stopped it (it made no progress after another process failed).
+    stopped: Option<String>,
+}
+
+/// The exit code of a replay stopped for making no progress (HANG's).
+const HANG_EXIT: u8 = 4;
+
+/// How long a replay process may make no progress once another one failed before it is
+/// stopped: a kernel waiting for a peer that died (a collective) never returns.
+const GRACE_AFTER_FAILURE: Duration = Duration::from_secs(10);
+
+/// Wait for every replay process of `children` (pid, child) at once, each on a thread of its
+/// own (one after another, a process whose output pipe filled could stop while the others
+/// waited for it). Once one has failed, a process whose progress slot in `rendezvous` stays
+/// the same for [`GRACE_AFTER_FAILURE`] is killed: their outputs, in order, and why each was
+/// stopped.
+fn watch(
+    children: Vec<(u32, std::process::Child)>,
+    rendezvous: &Path,
+) -> Result<(Vec<std::process::Output>, Vec<Option<String>>)> {
+    let n = children.len();
+    let ids: Vec<(u32, u32)> = children.iter().map(|(p, c)| (*p, c.id())).collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for (i, (pid, child)) in children.into_iter().enumerate() {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name(format!("hrr-all-{pid}"))
+            .spawn(move || {
+                let o = child
+                    .wait_with_output()
+                    .with_context(|| format!("waiting for the replay of pid-{pid}"));
+                let _ = tx.send((i, o));
+            })
+            .context("starting a waiting thread")?;
+    }
+    drop(tx);
+    let mut outputs: Vec<Option<std::process::Output>> = (0..n).map(|_| None).collect();
+    let mut stopped: Vec<Option<String>> = vec![None; n];
+    let mut failed: Option<(u32, Instant)> = None;
+    // progress seen per process: (slot value, since when)
+    let mut progress: Vec<(Option<u64>, Instant)> = vec![(None, Instant::now()); n];
+    while outputs.iter().any(Option::is_none) {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok((i, o)) => {
+                let o = o?;
+                if failed.is_none() && stopped[i].is_none() && !o.status.success() {
+                    failed = Some((ids[i].0, Instant::now()));
+                }
+                outputs[i] = Some(o);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let Some((failed_pid, at)) = failed else {
+            continue;
+        };
+        for i in 0..n {
+            if outputs[i].is_some() || stopped[i].is_some() {
+                continue;
+            }
+            let slot = std::fs::read(progress_file(rendezvous, ids[i].0))
+                .ok()
+                .and_then(|b| <[u8; 8]>::try_from(&b[..]).ok())
+                .map(u64::from_ne_bytes);
+            if slot != progress[i].0 {
+                progress[i] = (slot, Instant::now());
+            }
+            let still = progress[i].1.max(at).elapsed();
+            if still >= GRACE_AFTER_FAILURE {
+                // SAFETY: signalling a child this process started and has not reaped.
+                unsafe { libc::kill(ids[i].1 as libc::pid_t, libc::SIGKILL) };
+                stopped[i] = Some(format!(
+                    "stopped: no progress for {} s after pid-{failed_pid} failed (waiting for it on the GPU?)",
+                    still.as_secs()
+                ));
+            }
+        }
+    }
+    let outputs = outputs
+        .into_iter()
+        .map(|o| o.ok_or_else(|| anyhow::anyhow!("a replay process was not waited for")))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((outputs, stopped))
 }
 
 /// The flags a replay process gets: the command line's, without the archive and `--all`, with
@@ -94,37 +178,21 @@ pub fn replay_all(
             .with_context(|| format!("starting the replay of pid-{pid}"))?;
         children.push((*pid, child));
     }
-    // every child's output read at once, each on threads of its own: read one child after
-    // another, a child whose pipe filled (`-v` traces) stopped, and the others waited for it
-    let outputs: Vec<Result<std::process::Output>> = std::thread::scope(|scope| {
-        let waits: Vec<_> = children
-            .into_iter()
-            .map(|(pid, child)| {
-                scope.spawn(move || {
-                    child
-                        .wait_with_output()
-                        .with_context(|| format!("waiting for the replay of pid-{pid}"))
-                })
-            })
-            .collect();
-        waits
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a waiting thread panicked")))
-            })
-            .collect()
-    });
+    let (outputs, stopped) = watch(children, rendezvous.path())?;
     let mut done = Vec::new();
-    for ((pid, _), o) in processes.iter().zip(outputs) {
-        let o = o?;
+    for (((pid, _), o), stop) in processes.iter().zip(outputs).zip(stopped) {
         let stderr = String::from_utf8_lossy(&o.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+        let exit = match stop {
+            Some(_) => HANG_EXIT,
+            None => o.status.code().map_or(5, |c| c as u8),
+        };
         done.push(Replayed {
             pid: *pid,
-            exit: o.status.code().map_or(5, |c| c as u8),
+            exit,
             json: serde_json::from_slice(&o.stdout).ok(),
             stderr_tail: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
+            stopped: stop,
         });
     }
     let worst = done.iter().map(|r| r.exit).max().unwrap_or(0);
@@ -138,6 +206,7 @@ pub fn replay_all(
                     pid: r.pid,
                     exit_code: r.exit,
                     replay: r.json,
+                    stopped: r.stopped,
                 })
                 .collect(),
             verdict,
@@ -168,7 +237,10 @@ pub fn replay_all(
                     v.verdict_line, v.d2h_checks.pass, v.d2h_checks.fail
                 )
             }
-            None => format!("no summary (exit {}): {}", r.exit, r.stderr_tail),
+            None => match &r.stopped {
+                Some(why) => format!("HANG: {why}"),
+                None => format!("no summary (exit {}): {}", r.exit, r.stderr_tail),
+            },
         };
         writeln!(out, "[HRR] pid-{}: {line}", r.pid)?;
     }
@@ -176,23 +248,29 @@ pub fn replay_all(
     Ok(worst)
 }
 
-/// The verdict of the worst process (`ERROR` when one printed no summary).
+/// A process's verdict: its summary's, `HANG` when `--all` stopped it, else `ERROR` (it
+/// printed no summary).
+fn verdict(r: &Replayed) -> &str {
+    match (&r.json, &r.stopped) {
+        (Some(j), _) => j.verdict.as_str(),
+        (None, Some(_)) => "HANG",
+        (None, None) => "ERROR",
+    }
+}
+
+/// The verdict of the worst process.
 fn verdict_of(done: &[Replayed]) -> String {
     done.iter()
         .max_by_key(|r| r.exit)
-        .and_then(|r| Some(r.json.as_ref()?.verdict.clone()))
-        .unwrap_or_else(|| "ERROR".into())
+        .map_or("ERROR", verdict)
+        .to_string()
 }
 
 /// `2 PASS, 1 MISMATCH`, in the order first seen.
 fn tally(done: &[Replayed]) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
     for r in done {
-        let v = r
-            .json
-            .as_ref()
-            .map_or("ERROR", |j| j.verdict.as_str())
-            .to_string();
+        let v = verdict(r).to_string();
         match counts.iter_mut().find(|(k, _)| *k == v) {
             Some((_, n)) => *n += 1,
             None => counts.push((v, 1)),

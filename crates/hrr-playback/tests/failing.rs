@@ -422,3 +422,53 @@ fn a_result_stable_only_by_chance_is_settled_by_the_other_results_of_its_copy() 
         "{v}"
     );
 }
+
+/// `--all` on a process whose replay fails and one left waiting on the GPU (here the fake's
+/// `spin` kernel; in a real job a collective waiting for the failed peer): the waiting one is
+/// stopped once it made no progress for 10 s after the failure, HANG, instead of never ending.
+#[test]
+fn all_stops_a_process_left_waiting_after_another_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // recorded first: its replay waits for nobody
+    let failing = fake().captured(&tmp.path().join("x.hrr"), "driver_app", &[]);
+    let blob = events_json(&failing)
+        .into_iter()
+        .find_map(|e| e["fields"]["d2h_blob"].as_str().map(str::to_string))
+        .expect("a D2H result");
+    zero_blob(&failing, &blob);
+    let (_hung_tmp, hung) = hung(libc::SIGTERM);
+    let root = tmp.path().join("root.hrr");
+    std::fs::create_dir(&root).unwrap();
+    for dir in [&failing, &hung] {
+        let o = Command::new("cp")
+            .arg("-r")
+            .arg(dir)
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+    }
+    let name = |d: &Path| d.file_name().unwrap().to_string_lossy().into_owned();
+    let start = std::time::Instant::now();
+    let (code, out, err) = replay(&root, &["--all"], &[]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(50),
+        "{out}{err}"
+    );
+    assert!(
+        out.contains(&format!("[HRR] {}: MISMATCH", name(&failing))),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "[HRR] {}: HANG: stopped: no progress for 1",
+            name(&hung)
+        )) && out.contains(&format!("s after {} failed", name(&failing))),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("[HRR] All 2 processes: 1 MISMATCH, 1 HANG\n"),
+        "{out}"
+    );
+}

@@ -565,6 +565,9 @@ pub struct ReplayedProcessJson {
     pub pid: u32,
     /// Its replay's exit code.
     pub exit_code: u8,
-    /// Its replay summary; null when it printed none (it crashed).
+    /// Its replay summary; null when it printed none (it crashed, or was stopped).
     pub replay: Option<ReplayJson>,
+    /// Why `--all` stopped it (no progress after another process failed), or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
