@@ -1,13 +1,16 @@
 //! `hrr-playback ROOT --all`: every process of an archive replayed together, one replay process
 //! (this program on the process's `pid-<pid>/` folder, with the other flags given) per recorded
 //! process, all started at once and sharing a rendezvous folder ([`crate::replay::peers`]): IPC handles
-//! one process exported are re-paired with the opens of another, and results are read in the
-//! order the recording read them. The summary: each process's verdict, then the totals; exit
-//! code: the worst of the processes' (ERROR 5 > HANG 4 > FAULT 3 > MISMATCH 1 > PASS 0).
+//! one process exported are re-paired with the opens of another (memory shared as file
+//! descriptors by the pairs [`crate::replay::pairing`] writes first), and results are read in
+//! the order the recording read them. Once a process failed, one that makes no progress for
+//! [`GRACE_AFTER_FAILURE`] is stopped (HANG). The summary: each process's verdict, then the
+//! totals; exit code: the worst of the processes' (ERROR 5 > HANG 4 > FAULT 3 > MISMATCH 1 >
+//! PASS 0).
 //!
 //! `--json` prints one object: `schema` (`hrr.replay-all/1`), `processes` (per process: `pid`,
-//! `exit_code`, `replay`: its own replay object, or null when it printed none), `verdict`,
-//! `exit_code`, `ok`.
+//! `exit_code`, `replay`: its own replay object, or null when it printed none, `stopped` where
+//! it was stopped), `verdict`, `exit_code`, `ok`.
 
 use std::ffi::OsString;
 use std::io::Write;
