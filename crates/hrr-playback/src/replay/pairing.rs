@@ -12,7 +12,7 @@
 //! preferring, in this order, one of the same size (the allocation the export's handle was
 //! created with, the first mapping of the imported handle), one of another process, one
 //! recorded before the import (every process is timestamped by the same realtime clock).
-//! The pairs are written to the rendezvous folder ([`write`]); a replay process reads the
+//! The pairs are written to the rendezvous folder ([`write()`]); a replay process reads the
 //! export its import is paired with from there (`super::peers::Rendezvous`).
 
 use std::collections::HashMap;
