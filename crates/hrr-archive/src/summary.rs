@@ -50,6 +50,10 @@ pub struct ProcessSummary {
     pub active_marker: bool,
     /// Payloads that did not match their schema entry.
     pub undecodable: u64,
+    /// The devices the capture opened contexts on (the `device` of successful calls that
+    /// return a `ctx` from a `device`: a primary context retained, a context created),
+    /// ascending.
+    pub context_devices: Vec<i64>,
 }
 
 impl ProcessSummary {
@@ -117,6 +121,7 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
         recovery: Recovery::default(),
         active_marker: layout::has_active_marker(dir),
         undecodable: 0,
+        context_devices: Vec::new(),
     };
     let mut seen_threads: HashSet<u64, BuildHasherDefault<IdHasher>> = HashSet::default();
     // Counted by record type (no name allocated per event), named at the end.
@@ -157,6 +162,17 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
                 *s.kernels.entry(kernel).or_default() += 1;
             }
             CallClass::GraphLaunch => s.graph_launches += 1,
+            _ if !ev.failed() && opens_a_context(call) => {
+                if let Ok(f) = ev.fields().expect("the call is known") {
+                    if let (Some(Value::Handle(_)), Some(&Value::I64(d))) =
+                        (field(&f, "ctx"), field(&f, "device"))
+                    {
+                        if let Err(at) = s.context_devices.binary_search(&d) {
+                            s.context_devices.insert(at, d);
+                        }
+                    }
+                }
+            }
             CallClass::D2h => {
                 // Only copies that left a result to check: a generic copy (`cuMemcpy`,
                 // `hipMemcpy`) is classed D2H but may have gone another way, or failed.
@@ -175,4 +191,11 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
     s.recovery = reader.recovery().clone();
     s.events = s.recovery.records;
     Ok(s)
+}
+
+/// Does `call` return a context opened on a device (its fields hold `ctx` and `device`: a
+/// primary context retained, a context created)?
+fn opens_a_context(call: &crate::schema::CallDef) -> bool {
+    let has = |n: &str| call.fields.iter().any(|f| f.name == n);
+    has("ctx") && has("device")
 }

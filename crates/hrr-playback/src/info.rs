@@ -533,6 +533,7 @@ fn process_json(v: &ProcessView<'_>) -> InfoProcessJson {
         passthrough_calls: m.map(|m| m.passthrough_calls.clone()).unwrap_or_default(),
         active_marker: s.active_marker,
         extracted_from: extracted_from(s).cloned(),
+        context_devices: s.context_devices.clone(),
     }
 }
 
@@ -647,6 +648,17 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     };
     kv(out, arch_label, cc.as_deref().unwrap_or("-"))?;
     kv(out, "Driver version", driver.as_deref().unwrap_or("-"))?;
+    if s.context_devices.len() > 1 {
+        let list: Vec<String> = s.context_devices.iter().map(i64::to_string).collect();
+        kv(
+            out,
+            "Devices used",
+            &format!(
+                "{} (a context on each: replay opens as many, or --device-map puts them on fewer)",
+                list.join(", ")
+            ),
+        )?;
+    }
     if let Some(x) = extracted_from(s) {
         let text = |k: &str| {
             x.get(k)

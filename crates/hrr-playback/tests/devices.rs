@@ -61,6 +61,13 @@ fn device_line(out: &str) -> &str {
 #[test]
 fn a_capture_on_device_1_replays_there_or_where_the_map_says() {
     let (_tmp, dir) = captured_on("2", "1");
+    let (_, v) = FakeCuda::get("").replay_json_env(&dir, &["--info"], &[]);
+    assert_eq!(v["context_devices"], serde_json::json!([1]), "{v}");
+    let (_, info, _) = replay_on(&dir, "2", &["--info"]);
+    assert!(
+        !info.contains("Devices used"),
+        "one device: no line: {info}"
+    );
 
     // the same machine: device 1, no map needed
     let (code, out, err) = replay_on(&dir, "2", &[]);
@@ -159,6 +166,14 @@ fn a_capture_on_two_devices_replays_on_two_or_on_one_with_its_peer_copies() {
             "cuMemcpyPeerAsync",
         ],
     );
+    // --info says which devices the capture used (a replay opens as many)
+    let (_, info, _) = replay_on(&dir, "2", &["--info"]);
+    assert!(
+        info.contains("Devices used:       0, 1 (a context on each"),
+        "{info}"
+    );
+    let (_, v) = FakeCuda::get("").replay_json_env(&dir, &["--info"], &[]);
+    assert_eq!(v["context_devices"], serde_json::json!([0, 1]), "{v}");
 
     // two devices here too: each recorded device on its own, the contexts followed (device 1's
     // kernels run on device 1, its allocations are placed there, the module loaded in its

@@ -207,6 +207,9 @@ pub struct InfoProcessJson {
     /// `fault`); absent for a capture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extracted_from: Option<serde_json::Value>,
+    /// The devices the capture opened contexts on, ascending (replay opens as many).
+    #[serde(default)]
+    pub context_devices: Vec<i64>,
 }
 
 /// `hrr-playback ROOT --info --json` on an archive root (`hrr.info/1`, `kind` `root`).
