@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use hrr_cli::json::{ReplayAllJson, ReplayJson, ReplayedProcessJson};
 
-use crate::replay::peers::{progress_file, PEERS_ENV};
+use crate::replay::peers::{mark_ended, progress_file, PEERS_ENV};
 
 /// One process's replay, as its replay process reported it.
 struct Replayed {
@@ -73,6 +73,7 @@ fn watch(
     while outputs.iter().any(Option::is_none) {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok((i, o)) => {
+                mark_ended(rendezvous, ids[i].0);
                 let o = o?;
                 if failed.is_none() && stopped[i].is_none() && !o.status.success() {
                     failed = Some((ids[i].0, Instant::now()));

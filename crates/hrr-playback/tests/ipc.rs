@@ -255,3 +255,17 @@ fn processes_on_two_devices_replay_each_on_its_own() {
         assert_eq!(p["replay"]["d2h_checks"]["pass"], 1, "{p}");
     }
 }
+
+/// A process whose events cannot be read does not stop `--all`: the others replay, and that
+/// one's own replay says what is wrong.
+#[test]
+fn all_replays_beside_a_process_whose_events_are_unreadable() {
+    let (_tmp, arch, ipc, dirs) = captured_app("shareable_app");
+    std::fs::write(dirs[1].join("events.bin"), b"not an events file").unwrap();
+    let (code, out, err) = replay(&arch, &["--all"], &ipc);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(out.contains("[HRR] All 2 processes: "), "{out}{err}");
+    // the other one is not left waiting for it (it ended without saying so itself)
+    assert!(!out.contains("HANG"), "{out}");
+    assert!(out.contains("Bad magic"), "{out}");
+}

@@ -54,6 +54,12 @@ pub fn progress_file(dir: &Path, pid: u32) -> PathBuf {
     dir.join(format!("progress-{pid}"))
 }
 
+/// Mark the replay process of `pid` ended (`--all`, once it exited: one that failed before it
+/// mapped its slot never marked itself, and the others would wait for it).
+pub fn mark_ended(dir: &Path, pid: u32) {
+    let _ = map(&progress_file(dir, pid)).map(|m| slot(&m).store(DONE, Ordering::Release));
+}
+
 fn map(path: &Path) -> Result<memmap2::MmapMut> {
     let f = std::fs::OpenOptions::new()
         .read(true)
