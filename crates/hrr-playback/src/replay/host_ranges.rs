@@ -104,8 +104,9 @@ impl HostRanges {
         held
     }
 
-    /// The held blocks, `(start, end)`: device reservations keep out of them.
-    pub fn spans(&self) -> Vec<(u64, u64)> {
+    /// The held blocks, `(start, end)`.
+    #[cfg(test)]
+    fn spans(&self) -> Vec<(u64, u64)> {
         self.blocks.iter().map(|(&s, b)| (s, s + b.len)).collect()
     }
 

@@ -144,9 +144,6 @@ pub struct Placement {
     /// capture had inside what replay reserved for device memory) → their handles; kept until
     /// the end.
     host_pages: HashMap<u64, u64>,
-    /// Address ranges reservations keep out of, `(start, end)` ascending (the host addresses
-    /// held for host memory: `super::host_ranges`).
-    keep_out: Vec<(u64, u64)>,
     tally: Tally,
 }
 
@@ -167,42 +164,9 @@ impl Placement {
             live: BTreeMap::new(),
             handles: HashMap::new(),
             plain: Default::default(),
-            keep_out: Vec::new(),
             host_pages: HashMap::new(),
             tally: Tally::default(),
         }
-    }
-
-    /// Keep reservations out of `spans` (`(start, end)`): they hold host memory's addresses.
-    pub fn keep_out_of(&mut self, spans: &[(u64, u64)]) {
-        self.keep_out = spans.to_vec();
-        self.keep_out.sort_unstable();
-    }
-
-    /// Does `[start, start+len)` overlap a kept-out span?
-    fn meets_kept_out(&self, start: u64, len: u64) -> bool {
-        let end = start.saturating_add(len);
-        self.keep_out.iter().any(|&(a, b)| a < end && start < b)
-    }
-
-    /// `[s, e)` without the kept-out spans (each rounded out to `g`): the pieces left.
-    fn without_kept_out(&self, (s, e): (u64, u64), g: u64) -> Vec<(u64, u64)> {
-        let mut pieces = Vec::new();
-        let mut from = s;
-        for &(a, b) in &self.keep_out {
-            let (a, b) = (a / g * g, b.div_ceil(g) * g);
-            if b <= from || a >= e {
-                continue;
-            }
-            if a > from {
-                pieces.push((from, a));
-            }
-            from = b;
-        }
-        if from < e {
-            pieces.push((from, e));
-        }
-        pieces
     }
 
     /// Make placed memory accessible to every device of `devs` (a replay on several devices:
@@ -290,16 +254,10 @@ impl Placement {
     }
 
     /// Reserve every recorded range before anything else takes device addresses (code loading
-    /// allocates too): ranges are rounded to the reservation unit and merged, kept-out spans
-    /// left out.
+    /// allocates too): ranges are rounded to the reservation unit and merged.
     pub fn prereserve(&mut self, vmm: &impl Vmm, ranges: &[(u64, u64)]) -> Result<()> {
-        let merged = self.spans_to_reserve(ranges);
         let g = self.reserve_unit();
-        let pieces: Vec<(u64, u64)> = merged
-            .into_iter()
-            .flat_map(|span| self.without_kept_out(span, self.page))
-            .collect();
-        for (s, e) in pieces {
+        for (s, e) in self.spans_to_reserve(ranges) {
             match self.policy.reserve {
                 Reserve::Covering { .. } => {
                     if !self.reserve_covering(vmm, s, e - s)? {
@@ -354,18 +312,7 @@ impl Placement {
         }
         let mut last = None;
         let c = self.reserve_unit();
-        let (mut chunk_start, mut chunk_end) = (start / c * c, (start + len).div_ceil(c) * c);
-        // a chunk stops short of the kept-out spans around the range
-        let g = self.page;
-        for &(a, b) in &self.keep_out {
-            if b <= start && b > chunk_start {
-                chunk_start = b.div_ceil(g) * g;
-            }
-            if a >= start + len && a < chunk_end {
-                chunk_end = a / g * g;
-            }
-        }
-        let (chunk_start, chunk_end) = (chunk_start.min(start), chunk_end.max(start + len));
+        let (chunk_start, chunk_end) = (start / c * c, (start + len).div_ceil(c) * c);
         // The driver was seen to put a reservation one chunk above an aligned hint; asking up
         // to two chunks lower (and that much longer) still covers the range when it does.
         let span = chunk_end - chunk_start;
@@ -376,9 +323,6 @@ impl Placement {
             (start, len),
         ];
         for (hint, size) in attempts {
-            if self.meets_kept_out(hint, size) && (hint, size) != (start, len) {
-                continue;
-            }
             match vmm.reserve(size, 0, hint)? {
                 Ok(got) if got <= start && got + size >= start + len => {
                     self.reservations.insert(got, size);

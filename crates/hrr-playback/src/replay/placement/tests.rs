@@ -172,29 +172,6 @@ fn covering_maps_page_by_page_inside_kept_chunks() {
 }
 
 #[test]
-fn covering_reservations_keep_out_of_host_memory() {
-    let v = Fake::default();
-    let policy = covering_1mib();
-    let mut p = Placement::new(policy, 0, Some([0; 32]), PAGE);
-    // host memory held right after a device range, as the driver laid them out for NCCL
-    p.keep_out_of(&[(0x20_2000, 0x20_3000)]);
-    p.prereserve(&v, &[(0x20_0000, 2 * PAGE), (0x20_8000, PAGE)])
-        .unwrap();
-    // one chunk would have covered all three: two reservations around the host page
-    assert_eq!(v.take(), ["reserve 200000+2000", "reserve 203000+fd000"]);
-    p.alloc(&v, 0x20_1000, PAGE).unwrap();
-    assert_eq!(
-        v.take(),
-        ["create 1000", "map 201000+1000", "access 201000+1000 x1"]
-    );
-    // a range reserved later stops short of the host page too
-    let mut p = Placement::new(policy, 0, Some([0; 32]), PAGE);
-    p.keep_out_of(&[(0x30_5000, 0x30_6000)]);
-    assert!(p.reserve_covering(&v, 0x30_0000, PAGE).unwrap());
-    assert_eq!(v.take(), ["reserve 300000+5000"]);
-}
-
-#[test]
 fn a_refused_address_falls_back_to_translation() {
     let v = Fake {
         shift: PAGE,

@@ -74,9 +74,9 @@ impl Cuda {
         let placement = (!opts.no_placement).then_some(prop);
         let mut mem = Placement::new(POLICY, dev, placement, gran as u64);
         mem.share_with(&opened.iter().map(|o| o.dev).collect::<Vec<_>>());
-        // device memory first: host blocks inside the chunks it needs are let go
+        // device memory first: host blocks inside the chunks it needs are let go (the driver
+        // reserves only whole chunks at an address)
         host_held.give_up_meeting(&mem.spans_to_reserve(ranges));
-        mem.keep_out_of(&host_held.spans());
         let noise = opts
             .perturb
             .then(|| super::noise::Noise::new(&api, dev).map_err(|e| format!("{e:#}")));
