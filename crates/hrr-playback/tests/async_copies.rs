@@ -20,6 +20,14 @@ fn capture(archive: &Path, app: &str, args: &[&str], gbps: u32) -> Output {
     fake().capture_env(archive, app, args, &[("FAKE_CUDA_ASYNC_GBPS", &gbps)])
 }
 
+/// `copy_app ARGS` captured into `archive` with the fake's copies taking time at `gbps`
+/// (0: synchronous), which must succeed.
+fn copy_app(archive: &Path, args: &[&str], gbps: u32) -> Output {
+    let o = capture(archive, "copy_app", args, gbps);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 /// The number that follows `after` in `text` (0 when there is none).
 fn number_after(text: &str, after: &str) -> u64 {
     text.split(after)
@@ -141,8 +149,7 @@ fn async_d2h_results_put_no_host_function_on_the_stream() {
 fn an_async_d2h_call_does_not_record_earlier_results() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let o = capture(&arch, "copy_app", &["reuse"], 0);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    copy_app(&arch, &["reuse"], 0);
     let events = events_json(&arch);
     let copies = all_named(&events, "cuMemcpyDtoHAsync_v2");
     let results = all_named(&events, "hrrMemcpyResult");
@@ -190,8 +197,7 @@ fn results_waiting_for_their_event_are_bounded() {
 fn a_context_destroyed_behind_a_running_copy_still_records_its_result() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let o = capture(&arch, "copy_app", &["destroy"], 1);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    copy_app(&arch, &["destroy"], 1);
     let events = events_json(&arch);
     let copy = first_named(&events, "cuMemcpyDtoHAsync_v2");
     let results = all_named(&events, "hrrMemcpyResult");
@@ -211,8 +217,7 @@ fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
     let tmp = tempfile::tempdir().unwrap();
     // cuMemcpyAsync to the device takes the same path
     let arch = tmp.path().join("any.hrr");
-    let o = capture(&arch, "copy_app", &["overlap", "2", "2", "any"], 5);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    copy_app(&arch, &["overlap", "2", "2", "any"], 5);
     let events = events_json(&arch);
     let any: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyAsync");
     assert_eq!(any.len(), 2);
@@ -225,8 +230,7 @@ fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
     assert_eq!(v["d2h_checks"]["pass"], 2, "{v}");
 
     let arch = tmp.path().join("run.hrr");
-    let o = capture(&arch, "copy_app", &["overlap", "3", "2"], 5);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    copy_app(&arch, &["overlap", "3", "2"], 5);
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
     let copies: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyHtoDAsync_v2");
@@ -287,8 +291,7 @@ fn a_result_overwritten_before_any_synchronisation_is_not_recorded() {
     let mut seen = Vec::new();
     let dir = loop {
         let _ = std::fs::remove_dir_all(&arch);
-        let o = capture(&arch, "copy_app", &["reuse"], 1);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let o = copy_app(&arch, &["reuse"], 1);
         assert!(String::from_utf8_lossy(&o.stdout).contains("same=1"));
         let dir = pid_dirs(&arch).remove(0);
         let events = events_json(&dir);
@@ -363,8 +366,7 @@ fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
     // host function, with the fake asynchronous) would hold the reused bytes.
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("pageable.hrr");
-    let o = capture(&arch, "copy_app", &["pageable"], 1);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    copy_app(&arch, &["pageable"], 1);
     let results = events_json(&arch)
         .into_iter()
         .filter(|e| e["name"] == "hrrMemcpyResult")
@@ -383,8 +385,7 @@ fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
 fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("large.hrr");
-    let o = capture(&arch, "copy_app", &["overlap", "1", "72"], 0);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    copy_app(&arch, &["overlap", "1", "72"], 0);
     let events = events_json(&pid_dirs(&arch).remove(0));
     assert!(
         events.iter().any(|e| {

@@ -233,10 +233,7 @@ fn a_call_that_worked_when_recorded_and_fails_now_is_an_error() {
 fn a_truncated_host_to_device_blob_is_an_error_naming_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = fake().captured(&tmp.path().join("ok.hrr"), "driver_app", &[]);
-    let h2d = events_json(&dir)
-        .into_iter()
-        .find_map(|e| e["fields"]["h2d_blob"].as_str().map(str::to_string))
-        .expect("an H2D copy");
+    let h2d = first_blob(&dir, "h2d_blob");
     let p = blob_path(&dir, &h2d);
     let len = std::fs::metadata(&p).unwrap().len();
     let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
@@ -431,11 +428,7 @@ fn all_stops_a_process_left_waiting_after_another_failed() {
     let tmp = tempfile::tempdir().unwrap();
     // recorded first: its replay waits for nobody
     let failing = fake().captured(&tmp.path().join("x.hrr"), "driver_app", &[]);
-    let blob = events_json(&failing)
-        .into_iter()
-        .find_map(|e| e["fields"]["d2h_blob"].as_str().map(str::to_string))
-        .expect("a D2H result");
-    zero_blob(&failing, &blob);
+    zero_blob(&failing, &first_blob(&failing, "d2h_blob"));
     let (_hung_tmp, hung) = hung(libc::SIGTERM);
     let root = tmp.path().join("root.hrr");
     std::fs::create_dir(&root).unwrap();

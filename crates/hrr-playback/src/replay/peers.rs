@@ -213,22 +213,16 @@ impl Rendezvous {
     /// The name a descriptor exported at this process's event `seq` is offered under (its
     /// imports find it through the pairs `--all` wrote, [`super::pairing`]).
     pub fn export_name(&self, seq: u64) -> Result<Vec<u8>> {
-        let pid = RECORDED_PID
-            .get()
-            .context("the recorded process of this replay is not known")?;
-        Ok(format!("x{pid}-{seq}").into_bytes())
+        Ok(export_name((recorded_pid()?, seq)))
     }
 
     /// The name of the export this process's import at event `seq` is paired with.
     pub fn paired_export(&self, seq: u64) -> Result<Vec<u8>> {
-        let pid = *RECORDED_PID
-            .get()
-            .context("the recorded process of this replay is not known")?;
         let path = self.dir.join(super::pairing::PAIRS_FILE);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        match super::pairing::paired(&text, (pid, seq)) {
-            Some((p, s)) => Ok(format!("x{p}-{s}").into_bytes()),
+        match super::pairing::paired(&text, (recorded_pid()?, seq)) {
+            Some(export) => Ok(export_name(export)),
             None => bail!(
                 "no recorded process of this archive exported memory this import can be paired with"
             ),
@@ -287,6 +281,19 @@ impl Drop for Peers {
     fn drop(&mut self) {
         slot(&self.own).store(DONE, Ordering::Release);
     }
+}
+
+/// The process this replay process replays, as [`Peers::from_env`] learnt it.
+fn recorded_pid() -> Result<u32> {
+    RECORDED_PID
+        .get()
+        .copied()
+        .context("the recorded process of this replay is not known")
+}
+
+/// The name a descriptor exported at event `(pid, seq)` is served under.
+fn export_name((pid, seq): (u32, u64)) -> Vec<u8> {
+    format!("x{pid}-{seq}").into_bytes()
 }
 
 /// The file a handle is published under: its bytes in hex.

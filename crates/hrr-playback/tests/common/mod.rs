@@ -138,6 +138,14 @@ pub fn manifest_json(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
 }
 
+/// The blob id in field `field` of the first event of `dir` that has one.
+pub fn first_blob(dir: &Path, field: &str) -> String {
+    events_json(dir)
+        .into_iter()
+        .find_map(|e| e["fields"][field].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no event with a {field}"))
+}
+
 /// The blob file of `id` in the process capture `dir`.
 pub fn blob_path(dir: &Path, id: &str) -> PathBuf {
     dir.join("blobs").join(&id[..2]).join(format!("{id}.blob"))
