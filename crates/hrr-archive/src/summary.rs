@@ -126,6 +126,8 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
     let mut seen_threads: HashSet<u64, BuildHasherDefault<IdHasher>> = HashSet::default();
     // Counted by record type (no name allocated per event), named at the end.
     let mut by_type: HashMap<u16, (String, u64)> = HashMap::new();
+    // whether a record type opens a context, asked once per type
+    let mut opens: HashMap<u16, bool> = HashMap::new();
     for ev in reader.decoded(schema.as_ref()) {
         let ev = ev?;
         let h = ev.header;
@@ -162,7 +164,7 @@ pub fn summarize(dir: &Path) -> Result<ProcessSummary> {
                 *s.kernels.entry(kernel).or_default() += 1;
             }
             CallClass::GraphLaunch => s.graph_launches += 1,
-            _ if !ev.failed() && opens_a_context(call) => {
+            _ if !ev.failed() && *opens.entry(h.kind).or_insert_with(|| opens_a_context(call)) => {
                 if let Ok(f) = ev.fields().expect("the call is known") {
                     if let (Some(Value::Handle(_)), Some(&Value::I64(d))) =
                         (field(&f, "ctx"), field(&f, "device"))
