@@ -244,7 +244,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     // host memory's recorded addresses held first, before the driver maps anything
     let held = match opts.no_placement {
         true => HostRanges::default(),
-        false => HostRanges::reserve(&scan.host_ranges),
+        false => HostRanges::reserve(&scan.host_ranges, &family.device_spans(&scan.ranges)),
     };
     let mut backend = family.open(opts, &scan.ranges, &scan.devices, held)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;

@@ -67,10 +67,20 @@ fn merged_pages(ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
 
 impl HostRanges {
     /// Hold the recorded host ranges `ranges` (address, length): each merged block is mapped
-    /// inaccessible at its address, where that address is free now (others are left out).
-    pub fn reserve(ranges: &[(u64, u64)]) -> HostRanges {
+    /// inaccessible at its address, where that address is free now (others are left out),
+    /// except blocks meeting `device` (`(start, end)`: the spans device memory will be
+    /// reserved in). Those are never held: a block held there from before the driver loads
+    /// moves the driver's own mappings into the span, and the device reservation then fails
+    /// even after the block is let go (seen on the H200: a 256 KiB pinned buffer among a
+    /// VMM range and `cuMemAlloc` blocks sent their 32 MiB chunk elsewhere, and a kernel
+    /// following pointers stored in device memory faulted).
+    pub fn reserve(ranges: &[(u64, u64)], device: &[(u64, u64)]) -> HostRanges {
         let mut held = HostRanges::default();
+        let meets_device = |s: u64, e: u64| device.iter().any(|&(a, b)| a < e && s < b);
         for (s, e) in merged_pages(ranges) {
+            if meets_device(s, e) {
+                continue;
+            }
             // SAFETY: a fresh inaccessible mapping that replaces nothing (MAP_FIXED_NOREPLACE).
             let p = unsafe {
                 libc::mmap(
@@ -206,8 +216,10 @@ mod tests {
     fn a_held_block_is_free_for_its_memory_only() {
         // an address far from anything this test process maps
         let base = 0x6f00_0000_0000u64;
-        let mut held =
-            HostRanges::reserve(&[(base, 10), (base + 100, 3000), (base + 0x10_0000, 1)]);
+        let mut held = HostRanges::reserve(
+            &[(base, 10), (base + 100, 3000), (base + 0x10_0000, 1)],
+            &[],
+        );
         assert_eq!(
             held.spans(),
             [(base, base + 4096), (base + 0x10_0000, base + 0x10_1000)]
@@ -239,7 +251,7 @@ mod tests {
         // a block inside a span device memory needs is given up, one outside it kept
         held.give_up_meeting(&[(base + 0x8_0000, base + 0x20_0000)]);
         assert!(held.spans().is_empty());
-        let mut held = HostRanges::reserve(&[(base, 1), (base + 0x40_0000, 1)]);
+        let mut held = HostRanges::reserve(&[(base, 1), (base + 0x40_0000, 1)], &[]);
         held.give_up_meeting(&[(base + 0x20_0000, base + 0x40_0000)]);
         assert_eq!(
             held.spans(),
@@ -247,5 +259,30 @@ mod tests {
         );
         held.give_up_meeting(&[(base + 0x20_0000, base + 0x40_0001)]);
         assert_eq!(held.spans(), [(base, base + 4096)]);
+    }
+
+    #[test]
+    fn blocks_among_device_memory_are_never_held() {
+        let base = 0x6e00_0000_0000u64;
+        // device memory's chunk [base + 32 MiB, base + 64 MiB): the pinned buffer inside it is
+        // left to the driver; the ones outside are held
+        let device = [(base + (32 << 20), base + (64 << 20))];
+        let held = HostRanges::reserve(
+            &[
+                (base, 1),
+                (base + (40 << 20), 1 << 18),
+                (base + (64 << 20), 8),
+            ],
+            &device,
+        );
+        assert_eq!(
+            held.spans(),
+            [
+                (base, base + 4096),
+                (base + (64 << 20), base + (64 << 20) + 4096)
+            ]
+        );
+        // nothing of this process holds the address inside the chunk
+        assert_eq!(held.block_of(base + (40 << 20), 1), None);
     }
 }

@@ -236,21 +236,7 @@ impl Placement {
         if self.prop.is_none() {
             return Vec::new();
         }
-        let g = self.reserve_unit();
-        let mut spans: Vec<(u64, u64)> = ranges
-            .iter()
-            .filter(|(s, l)| *s != 0 && *l != 0)
-            .map(|&(s, l)| (s / g * g, s.saturating_add(l).div_ceil(g) * g))
-            .collect();
-        spans.sort();
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (s, e) in spans {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        merged
+        spans_in_units(self.reserve_unit(), ranges)
     }
 
     /// Reserve every recorded range before anything else takes device addresses (code loading
@@ -724,6 +710,26 @@ impl Placement {
     pub fn live(&self) -> Vec<(u64, u64)> {
         self.live.iter().map(|(&s, &l)| (s, l)).collect()
     }
+}
+
+/// `ranges` (start, length) rounded out to multiples of `unit` and merged: `(start, end)`,
+/// ascending (what device memory is reserved in, [`Placement::spans_to_reserve`]).
+pub fn spans_in_units(unit: u64, ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let g = unit.max(1);
+    let mut spans: Vec<(u64, u64)> = ranges
+        .iter()
+        .filter(|(s, l)| *s != 0 && *l != 0)
+        .map(|&(s, l)| (s / g * g, s.saturating_add(l).div_ceil(g) * g))
+        .collect();
+    spans.sort();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in spans {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
 }
 
 #[cfg(test)]

@@ -428,6 +428,17 @@ impl Family {
         calls.iter().find(|(n, _)| *n == name).map(|&(_, p)| p)
     }
 
+    /// The spans device memory will be reserved in for the recorded device `ranges`, known
+    /// before the driver loads (CUDA: 32 MiB chunks; HIP, which holds no host ranges: the
+    /// ranges themselves): host blocks meeting them are not held ([`HostRanges::reserve`]).
+    pub fn device_spans(self, ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+        let unit = match self {
+            Family::Cuda => cuda::memory::RESERVE_CHUNK,
+            Family::Hip => 1,
+        };
+        crate::replay::placement::spans_in_units(unit, ranges)
+    }
+
     /// Load the runtime and open the device to replay on (CUDA: the one the capture's device
     /// ordinals `devices` map to, `crate::replay::devices`; HIP: device 0); `ranges` are the
     /// recorded device address ranges, reserved before anything else, around the `host`

@@ -375,7 +375,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let sync = synthetic_call(&schema, sync_name, NoFields::FIELDS)?;
 
     let scan = prescan(dir, family, false)?;
-    let held = HostRanges::reserve(&scan.host_ranges);
+    let held = HostRanges::reserve(&scan.host_ranges, &family.device_spans(&scan.ranges));
     let mut backend = family.open(opts, &scan.ranges, &scan.devices, held)?;
     backend.preflight(sum.manifest.as_ref().and_then(|m| m.metadata.as_ref()))?;
     backend.preload(&scan.code)?;

@@ -40,7 +40,7 @@ mod graphs;
 mod hostmem;
 mod ipc;
 mod launch;
-mod memory;
+pub(super) mod memory;
 mod noise;
 mod open;
 mod pools;
