@@ -390,6 +390,7 @@ CUresult i_ctx_sync(CUcontext c) {
   CUresult e = ctx_or_current(c, &x);
   if (e) return e;
   busy_done(NULL, ~0ull);
+  g_launches_since_sync = 0;
   return gpu_wait();
 }
 /* Context limits: STACK_SIZE, PRINTF_FIFO_SIZE, MALLOC_HEAP_SIZE, DEV_RUNTIME_SYNC_DEPTH,

@@ -419,6 +419,8 @@ CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *d
 
 /* fake_cuda_streams.c */
 extern int g_hung;
+/* Kernels run since the last cuCtxSynchronize/cuStreamSynchronize (0: the device was idle). */
+extern unsigned long g_launches_since_sync;
 extern CUresult g_sticky;
 extern int g_strict_captures;
 void async_copy(size_t n);

@@ -49,6 +49,7 @@ static uint8_t noise_byte(void) {
 }
 
 CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long long threads) {
+  int idle = g_launches_since_sync++ == 0; /* launched right after a synchronisation */
   struct fc_ctx *cx = NULL;
   int dev = cur_ctx(&cx) ? -1 : cx->dev; /* the device it runs on (-1: not known, unchecked) */
   if (g_trace) fprintf(stderr, "[fake-cuda] kernel %s on device %d\n", f->name, dev);
@@ -136,7 +137,11 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     /* noisy(unsigned *out, unsigned long long n): the first half of `out` deterministic, the
        second half (rounded up) a value new at every launch, like a kernel writing a clock or
        an atomic ticket: the program's own nondeterminism, for replay to tell apart. With
-       $FAKE_CUDA_NOISE_ORDER set, the whole output is 0..n-1 in a new order instead. */
+       $FAKE_CUDA_NOISE_ORDER set, the whole output is 0..n-1 in a new order instead. With
+       $FAKE_CUDA_NOISE_IDLE set, the second half says whether the device was idle at the
+       launch (right after a synchronisation; `always`: every launch, as in a recording whose
+       launches were each slowed until the device was idle): a result that depends on when
+       the launch came, the same in every replay issued alike. */
     uint64_t p = RD(uint64_t, 0), n64 = RD(uint64_t, 8);
     unsigned long long n = n64 < threads ? n64 : threads;
     if (n > (1ull << 40) || !kernel_ok(p, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
@@ -148,7 +153,9 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
       for (unsigned long long i = 0; i < n; i++) P[i] = (uint32_t)((i + r) % n);
       return E_SUCCESS;
     }
-    uint32_t noise = noise_byte() * 0x01010101u;
+    const char *by_idle = getenv("FAKE_CUDA_NOISE_IDLE");
+    uint32_t noise = by_idle ? ((idle || !strcmp(by_idle, "always")) ? 0xa1u : 0x5bu) * 0x01010101u
+                             : noise_byte() * 0x01010101u;
     for (unsigned long long i = 0; i < n; i++) P[i] = i < n / 2 ? (uint32_t)i * 2654435761u : noise;
     return E_SUCCESS;
   }

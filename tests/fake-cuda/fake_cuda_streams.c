@@ -9,6 +9,7 @@
    `spin` (a kernel that never finishes) every wait blocks forever; after `fault` every wait
    returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky, as on a GPU). */
 int g_hung;
+unsigned long g_launches_since_sync;
 CUresult g_sticky;
 
 /* Asynchronous mode (FAKE_CUDA_ASYNC_GBPS=G, for benchmarks and ordering tests): a copy on a
@@ -211,6 +212,7 @@ CUresult i_stream_sync(CUstream s) {
   if (e) return e;
   if (stream_graph(s)) return E_STREAM_CAPTURE_UNSUPPORTED;
   busy_done(s, ~0ull);
+  g_launches_since_sync = 0;
   return gpu_wait();
 }
 CUresult i_stream_query(CUstream s) {

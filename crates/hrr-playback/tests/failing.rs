@@ -420,6 +420,45 @@ fn a_result_stable_only_by_chance_is_settled_by_the_other_results_of_its_copy() 
     );
 }
 
+/// A result that depends on when its launch came (here: whether the device was idle, as every
+/// launch was in a recording that capture slowed): every replay issued back to back agrees on
+/// other bytes, perturbed or not; the recheck's replay with every kernel alone on a drained
+/// device produces the recorded ones, so they are told apart as the program's own.
+#[test]
+fn a_result_depending_on_launch_timing_is_settled_by_a_drained_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    // four launches back to back: the first follows a synchronisation in every run, the
+    // other three find the device busy in a replay issuing them back to back
+    let (dir, _) = captured_noisy(
+        tmp.path(),
+        &["noisy_burst", "4"],
+        &[("FAKE_CUDA_NOISE_IDLE", "always")],
+    );
+    let env = [("FAKE_CUDA_NOISE_IDLE", "sync")];
+    let (code, v) = fake().replay_json_env(&dir, &[], &env);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    assert_eq!(v["d2h_checks"]["nondeterministic"], 3, "{v}");
+    assert!(
+        v["nondeterministic"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["how"] == "replays"),
+        "{v}"
+    );
+    // Replays issued back to back, perturbed or not, differ from the recording (a perturbed
+    // one in the first launch too: its noise kernel ran just before).
+    for extra in [&["--no-recheck"][..], &["--no-recheck", "--perturb"]] {
+        let (code, p) = fake().replay_json_env(&dir, extra, &env);
+        let fail = p["d2h_checks"]["fail"].as_u64().unwrap();
+        assert!(code == 1 && fail >= 3, "{extra:?}: {p}");
+    }
+    let (code, _, _) = replay(&dir, &["--strict"], &env);
+    assert_eq!(code, 1, "--strict fails on nondeterminism");
+}
+
 /// `--all` on a process whose replay fails and one left waiting on the GPU (here the fake's
 /// `spin` kernel; in a real job a collective waiting for the failed peer): the waiting one is
 /// stopped once it made no progress for 10 s after the failure, HANG, instead of never ending.

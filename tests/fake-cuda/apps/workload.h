@@ -130,7 +130,7 @@ static void *thread_main(void *arg) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N|chain N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N|chain N]\n", g_prog);
   exit(2);
 }
 
@@ -159,8 +159,9 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
-    else if (!strcmp(argv[1], "noisy")) {
+    else if (!strcmp(argv[1], "noisy") || !strcmp(argv[1], "noisy_burst")) {
       g_opts.mode = MODE_NOISY;
+      g_opts.noisy_burst = !strcmp(argv[1], "noisy_burst");
       if (argc > 2) {
         char *end;
         g_opts.noisy = strtol(argv[2], &end, 10);

@@ -140,6 +140,7 @@ struct opts {
   int mode;
   long loops;
   long noisy; /* `noisy N`: launches of the noisy kernel (0: one) */
+  int noisy_burst; /* `noisy_burst N`: the N launches back to back, each into a buffer of its own, read back after */
 };
 static struct opts g_opts = {MODE_NORMAL, 1};
 

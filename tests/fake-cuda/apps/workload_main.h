@@ -102,8 +102,24 @@ static void workload(struct outbuf *out) {
     CK(cu->LibraryGetKernel(&k_noisy, lib, "noisy"), "cuLibraryGetKernel");
     CK(cu->MemAlloc(&nz, sizeof hn), "cuMemAlloc");
     void *noisy_params[] = {&nz, &nn};
+    if (g_opts.noisy_burst) {
+      /* `noisy_burst N`: N launches back to back, each into a buffer of its own, then each
+         read back (a launch after the first finds the device busy unless replay drains it) */
+      enum { MAX_BURST = 16 };
+      CUdeviceptr outs[MAX_BURST];
+      long count = g_opts.noisy > MAX_BURST ? MAX_BURST : (g_opts.noisy > 1 ? g_opts.noisy : 1);
+      for (long i = 0; i < count; i++) {
+        CK(cu->MemAlloc(&outs[i], sizeof hn), "cuMemAlloc");
+        void *params[] = {&outs[i], &nn};
+        CK(cu->LaunchKernel((CUfunction)k_noisy, 1, 1, 1, 256, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+      }
+      for (long i = 0; i < count; i++) {
+        CK(cu->MemcpyDtoH(hn, outs[i], sizeof hn), "cuMemcpyDtoH");
+        CK(cu->MemFree(outs[i]), "cuMemFree");
+      }
+    }
     /* `noisy N`: N times, each result read back into the same host buffer (one copy repeated) */
-    for (long i = 0; i < (g_opts.noisy > 1 ? g_opts.noisy : 1); i++) {
+    for (long i = 0; i < (g_opts.noisy > 1 && !g_opts.noisy_burst ? g_opts.noisy : 1); i++) {
       CK(cu->LaunchKernel((CUfunction)k_noisy, 1, 1, 1, 256, 1, 1, 0, NULL, noisy_params, NULL), "cuLaunchKernel");
       CK(cu->MemcpyDtoH(hn, nz, sizeof hn), "cuMemcpyDtoH");
     }

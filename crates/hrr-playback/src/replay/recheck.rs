@@ -4,9 +4,10 @@
 //! the archive is replayed again (up to [`RECHECK_REPLAYS`] times while failures stay
 //! unsettled, and up to [`RECHECK_REPLAYS_MAX`] while each replay settles some) in a fresh `hrr-playback` (`super::fault::rerun_command`
 //! with the hidden `--dump-d2h DIR --dump-seqs …`, which writes the D2H results of those events
-//! into DIR, and `--perturb`, which makes its scheduling differ from the first replay's: a
-//! program whose results depend on scheduling may repeat them exactly in two undisturbed
-//! replays, yet differ from its recorded run), and each failed result is judged again ([`super::check::Checks::settle`]): bytes
+//! into DIR, and either `--perturb` or `--sync-after-launch` ([`Variant`]), which make its
+//! scheduling differ from the first replay's: a program whose results depend on scheduling
+//! may repeat them exactly in two undisturbed replays, yet differ from its recorded run,
+//! whose launches capture slowed), and each failed result is judged again ([`super::check::Checks::settle`]): bytes
 //! that differ between the two replays are the program's own nondeterminism (a `PASS` that
 //! says so; `MISMATCH` with `--strict`), bytes stable across them but differing from the
 //! recording stay a `MISMATCH` — unless every value in which they differ is one that differed
@@ -114,7 +115,15 @@ pub fn recheck(
     let mut found = Vec::new();
     let mut copies = Copies::default();
     for n in 1..=RECHECK_REPLAYS_MAX {
-        let settled = replay_once(archive, opts, &open, checks, tol, &mut copies)?;
+        let settled = replay_once(
+            archive,
+            opts,
+            Variant::of(n),
+            &open,
+            checks,
+            tol,
+            &mut copies,
+        )?;
         let progress = !settled.is_empty();
         open.retain(|f| !settled.iter().any(|n| n.seq == f.seq));
         found.extend(settled);
@@ -146,10 +155,43 @@ struct CopyNoise {
     words: std::collections::BTreeSet<usize>,
 }
 
-/// One perturbed replay dumping the results of the `open` failures, each settled against it.
+/// How a replay of the recheck is made to run otherwise than the first one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// `--perturb`: noise kernels and host pauses around the launches.
+    Perturbed,
+    /// `--sync-after-launch`: every kernel alone on an idle device, as in a recording whose
+    /// launches were each slowed (capture's cost) until the device had drained: a result that
+    /// depends on what else ran beside the kernel (the order of atomic updates by blocks of
+    /// back-to-back launches, a library's reduction that races its own previous kernel) can
+    /// come out as recorded only then, and differ in every replay issued back to back.
+    Drained,
+}
+
+impl Variant {
+    /// The `n`th (1-based) replay of a recheck: perturbed, drained, then perturbed again.
+    fn of(n: usize) -> Variant {
+        if n == 2 {
+            Variant::Drained
+        } else {
+            Variant::Perturbed
+        }
+    }
+
+    fn flag(self) -> &'static str {
+        match self {
+            Variant::Perturbed => "--perturb",
+            Variant::Drained => "--sync-after-launch",
+        }
+    }
+}
+
+/// One replay, run otherwise than the first (`variant`), dumping the results of the `open`
+/// failures, each settled against it.
 fn replay_once(
     archive: &Path,
     opts: &Options,
+    variant: Variant,
     open: &[&Failed],
     checks: &mut Checks,
     tol: Tolerance,
@@ -161,7 +203,7 @@ fn replay_once(
     seqs.dedup();
     let list: Vec<String> = seqs.iter().map(u64::to_string).collect();
     let mut c = rerun_command(archive, opts)?;
-    c.arg("--perturb")
+    c.arg(variant.flag())
         .arg("--dump-d2h")
         .arg(tmp.path())
         .arg("--dump-seqs")
