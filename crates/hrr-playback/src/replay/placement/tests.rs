@@ -194,3 +194,30 @@ fn a_refused_address_falls_back_to_translation() {
     p.free(&v, 0x30_0000).unwrap();
     assert_eq!(v.take(), ["free 90000000"]);
 }
+
+#[test]
+fn spans_are_whole_units_merged_where_they_meet() {
+    const M: u64 = 1 << 20;
+    let unit = 32 * M;
+    let base = 0x7f00_0000_0000u64;
+    // two allocations in one chunk, one straddling the next chunk's end, one far off, one null
+    let spans = spans_in_units(
+        unit,
+        &[
+            (base + 3 * M, 4096),
+            (base + 40 * M, 30 * M),
+            (base + 5 * M, 1),
+            (base + 200 * M, 1),
+            (0, 8),
+        ],
+    );
+    assert_eq!(
+        spans,
+        [(base, base + 3 * unit), (base + 6 * unit, base + 7 * unit)]
+    );
+    // HIP's unit of 1: the ranges themselves, merged where they touch
+    assert_eq!(
+        spans_in_units(1, &[(base, 10), (base + 10, 5), (base + 20, 1)]),
+        [(base, base + 15), (base + 20, base + 21)]
+    );
+}
