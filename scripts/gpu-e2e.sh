@@ -214,7 +214,7 @@ add_wl graph_nodes graph_nodes "gn_fill" "" "$B/graph_nodes"
 # conditional nodes: their kernels run only inside the graph (--info lists launches: none)
 add_wl graph_conditional graph_conditional "" "" "$B/graph_conditional"
 add_wl copies2d copies2d "scale2d add3d tex2d_fetch surf2d_write tex3d_fetch" "" "$B/copies2d"
-add_wl hostmem hostmem "scale_add fill_index fill_slow check_fill" "" "$B/hostmem"
+add_wl hostmem hostmem "scale_add via_table fill_index fill_slow check_fill" "" "$B/hostmem"
 # Two processes sharing memory through an IPC handle: replayed together (--all)
 add_wl ipc ipc "fill count_not_a" "" "$B/ipc"
 add_wl torch_ipc torch "elementwise" "" "$PY" "$root/tests/gpu/torch_ipc.py"

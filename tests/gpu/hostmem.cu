@@ -6,6 +6,12 @@
 //               device pointer, read by the host after cudaDeviceSynchronize and written by the
 //               host between kernels; cudaHostRegister(cudaHostRegisterMapped) memory written
 //               by a kernel through the host pointer (unified addressing)
+//   table       cudaHostAlloc(cudaHostAllocMapped) flags between device allocations (the driver
+//               lays pinned memory out among device memory), reached by a kernel only through
+//               a pointer kept in device memory, as NCCL keeps its pinned flags' addresses:
+//               replay must re-create the flags at their recorded address; the kernel's reads
+//               are copied back and checked (stderr says whether the flags lay within 32 MiB
+//               of the device allocations, i.e. inside a chunk replay reserves for device memory)
 //   managed     cudaMallocManaged memory written by the host between kernels and read after a
 //               synchronisation
 //   async       cudaMallocAsync/cudaFreeAsync on the default pool and cudaMallocFromPoolAsync on
@@ -34,6 +40,12 @@ static void expect(const char *what, long long got, long long want) {
 __global__ void scale_add(float *y, int n, float a, float b) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = y[i] * a + b;
+}
+
+__global__ void via_table(unsigned *const *table, unsigned *out) {
+    unsigned *flags = table[0];
+    out[threadIdx.x] = flags[threadIdx.x] * 3 + 1;
+    if (threadIdx.x == 0) flags[64] = 7; // the device writes the host's flags through it too
 }
 
 __global__ void fill_index(unsigned *p, int n, unsigned base) {
@@ -174,9 +186,43 @@ static void async_alloc() {
     std::printf("async: %d rounds, %llu wrong elements\n", 2 * rounds, total);
 }
 
+static void pointer_table() {
+    unsigned *before = nullptr, *flags = nullptr, *out = nullptr, **table = nullptr;
+    CK(cudaMalloc(&before, 1 << 20));
+    CK(cudaHostAlloc(&flags, 4096, cudaHostAllocMapped));
+    CK(cudaMalloc(&out, 64 * sizeof(unsigned)));
+    CK(cudaMalloc(&table, sizeof(unsigned *)));
+    for (int i = 0; i < 65; i++) flags[i] = 100 + i;
+    unsigned *dflags = nullptr;
+    CK(cudaHostGetDevicePointer((void **)&dflags, flags, 0));
+    CK(cudaMemcpy(table, &dflags, sizeof dflags, cudaMemcpyHostToDevice));
+    via_table<<<1, 64>>>(table, out);
+    unsigned h[64];
+    CK(cudaMemcpy(h, out, sizeof h, cudaMemcpyDeviceToHost));
+    CK(cudaDeviceSynchronize());
+    unsigned long long sum = 0;
+    for (int i = 0; i < 64; i++) sum += h[i];
+    expect("pointer table read", h[5], 316);
+    expect("pointer table write", flags[64], 7);
+    auto apart = [](const void *a, const void *b) {
+        uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+        return x > y ? x - y : y - x;
+    };
+    const uintptr_t chunk = 32u << 20;
+    std::fprintf(stderr, "hostmem: flags at %p, %s device memory (%p, %p)\n", (void *)flags,
+                 apart(flags, before) < chunk || apart(flags, out) < chunk ? "among" : "apart from",
+                 (void *)before, (void *)out);
+    CK(cudaFree(table));
+    CK(cudaFree(out));
+    CK(cudaFreeHost(flags));
+    CK(cudaFree(before));
+    std::printf("pointer table: %llu\n", sum);
+}
+
 int main() {
     CK(cudaSetDeviceFlags(cudaDeviceMapHost));
     zero_copy();
+    pointer_table();
     managed();
     async_alloc();
     if (g_bad) {
