@@ -69,6 +69,9 @@ parse_replay() {
     nd=$(sed -n 's/.*"d2h_checks":{[^}]*"nondeterministic":\([0-9]*\).*/\1/p' <<<"$j")
     kernels=$(sed -n 's/.*"kernels_launched":\([0-9]*\).*/\1/p' <<<"$j")
     err=$(sed -n 's/.*"error":"\(\([^"\\]\|\\.\)*\)".*/\1/p' <<<"$j")
+    if [ -z "$err" ]; then # no error: the first result that differed, if any
+        err=$(sed -n 's/.*"mismatches":\["\(\([^"\\]\|\\.\)*\)".*/\1/p' <<<"$j")
+    fi
     if [ -z "$verdict" ]; then # an error object (hrr.error/1)
         verdict=ERROR
     fi
