@@ -595,6 +595,32 @@ fn replay_flags_filter_loop_and_sync() {
     );
 }
 
+/// `--timing` on HIP: every launch timed (events around it on its stream), by kernel name, in
+/// `--json` and as the summary's table; none without the flag.
+#[test]
+fn timing_lists_every_hip_launch_by_gpu_time() {
+    let dir = fake_or_skip!();
+    let (_tmp, arch, _) = captured_run(dir, "module_launch");
+    let (code, v) = replay_json(dir, &arch, &["--timing"]);
+    assert_eq!(code, 0, "{v}");
+    let timing = v["timing"].as_array().expect("a timing list");
+    let launches: u64 = timing.iter().map(|t| t["launches"].as_u64().unwrap()).sum();
+    assert_eq!(Some(launches), v["kernels_launched"].as_u64(), "{v}");
+    assert!(launches > 0, "{v}");
+    assert!(
+        timing.iter().all(|t| {
+            let (min, max) = (t["min_ms"].as_f64().unwrap(), t["max_ms"].as_f64().unwrap());
+            0.0 < min && min <= max
+        }),
+        "{v}"
+    );
+    let (code, out, _) = replay(dir, &arch, &["--timing"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("[HRR] GPU time"), "{out}");
+    let (_, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(v["timing"], serde_json::json!([]), "{v}");
+}
+
 #[test]
 fn processes_that_only_register_fat_binaries_get_no_pid_dir() {
     let dir = fake_or_skip!();

@@ -21,6 +21,7 @@ pub mod hip;
 pub mod memory_calls;
 pub mod shared;
 pub mod stream_calls;
+pub mod timer;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -141,6 +141,8 @@ pub trait Streams {
     fn query_event(&self, event: H) -> Call<bool>;
     /// Destroy an event.
     fn destroy_event(&self, event: H) -> Call<()>;
+    /// Milliseconds between two completed events recorded with timing.
+    fn elapsed_ms(&self, start: H, end: H) -> Call<f32>;
 }
 
 /// Waiting for streams: plainly, or polling an event under the `--sync-watchdog-ms` watchdog.
@@ -368,7 +370,7 @@ macro_rules! impl_streams {
      destroy: $destroy:ident, synchronize: $sync:ident, wait_event: $wait:ident,
      create_event: $ecreate:ident, record_event: $record:ident,
      synchronize_event: $esync:ident, query_event: $query:ident,
-     destroy_event: $edestroy:ident, not_ready: $not_ready:expr) => {
+     destroy_event: $edestroy:ident, elapsed: $elapsed:ident, not_ready: $not_ready:expr) => {
         impl $crate::replay::backend::shared::Streams for $api {
             fn create_stream(
                 &self,
@@ -419,6 +421,10 @@ macro_rules! impl_streams {
             }
             fn destroy_event(&self, event: H) -> $crate::replay::backend::shared::Call<()> {
                 Ok($call!(self, $edestroy(event)))
+            }
+            fn elapsed_ms(&self, start: H, end: H) -> $crate::replay::backend::shared::Call<f32> {
+                let mut ms = 0f32;
+                Ok($call!(self, $elapsed(&mut ms, start, end)).map(|()| ms))
             }
         }
     };

@@ -46,7 +46,6 @@ mod open;
 mod pools;
 mod staging;
 mod streams;
-mod timer;
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -117,7 +116,7 @@ pub struct Cuda {
     /// Table operations of the archive's record types.
     ops: Ops<Op>,
     /// `--timing`: GPU time of each launch.
-    timer: timer::Timer,
+    timer: crate::replay::backend::timer::Timer,
     /// Host-visible memory re-created for the program.
     host: hostmem::HostRegions,
     /// Host addresses held for the recorded host memory (`crate::replay::host_ranges`).

@@ -107,7 +107,7 @@ impl Cuda {
             arg_ptrs: Vec::new(),
             ring: Default::default(),
             ops: Ops::default(),
-            timer: super::timer::Timer::new(opts.timing),
+            timer: crate::replay::backend::timer::Timer::new(opts.timing),
             replaced: HashMap::new(),
             batches: Default::default(),
             pinned_sources: Vec::new(),

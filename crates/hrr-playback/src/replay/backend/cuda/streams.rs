@@ -22,7 +22,7 @@ impl_streams!(Api, cu, create: cuStreamCreate, create_with_priority: cuStreamCre
     destroy: cuStreamDestroy_v2, synchronize: cuStreamSynchronize, wait_event: cuStreamWaitEvent,
     create_event: cuEventCreate, record_event: cuEventRecord,
     synchronize_event: cuEventSynchronize, query_event: cuEventQuery,
-    destroy_event: cuEventDestroy_v2, not_ready: CUDA_ERROR_NOT_READY);
+    destroy_event: cuEventDestroy_v2, elapsed: cuEventElapsedTime, not_ready: CUDA_ERROR_NOT_READY);
 
 impl Api {
     /// Is `stream` capturing into a graph now?

@@ -1,7 +1,8 @@
 //! HIP kernel launches: `<<<>>>` launches bind their function by (code object, kernel name),
 //! module launches through the recorded look-up; the recorded argument buffer (8-byte pointer
 //! arguments translated when ranges moved) is passed as `extra`, cooperative launches as
-//! argument pointers; a wait after it with `--sync-after-launch` or a watchdog.
+//! argument pointers; timed with `--timing`; a wait after it with `--sync-after-launch` or a
+//! watchdog.
 
 use std::ffi::c_void;
 
@@ -40,6 +41,7 @@ impl Hip {
         let mut args = std::mem::take(&mut l.args);
         let offs = &l.arg_offsets;
         translate_pointer_args(&mut args, offs, &l.arg_sizes, &self.mem);
+        let timed = self.timer.start(&self.api, stream, false)?;
         let api = &self.api;
         let result = if l.cooperative != 0 {
             let mut ptrs: Vec<*mut c_void> = offs
@@ -79,6 +81,9 @@ impl Hip {
                 extra.as_mut_ptr()
             )
         };
+        if result.is_ok() {
+            self.timer.stop(&self.api, stream, timed, &l.kernel)?;
+        }
         let stream = (stream, || false);
         self.waiter
             .launched(&self.api, result, stream, &l.kernel, ev.seq)

@@ -57,6 +57,8 @@ pub struct Hip {
     functions: HashMap<(ObjectId, String), H>,
     handles: Handles,
     waiter: Waiter,
+    /// `--timing`: GPU time of each launch.
+    timer: crate::replay::backend::timer::Timer,
     /// Async D2H copies whose result comes in a later `hrrHipMemcpyResult` event: the bytes
     /// copied now, by the copy's sequence number.
     pending_d2h: HashMap<u64, Vec<u8>>,
@@ -189,8 +191,13 @@ impl Backend for Hip {
 
     fn finish(&mut self) -> Result<()> {
         self.device_synchronize()?;
+        self.timer.resolve(&self.api)?;
         let api = &self.api;
         self.deferred.reap(&mut self.mem, api, api, None, true)
+    }
+
+    fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {
+        self.timer.sums().by_total()
     }
 
     fn memory(&self) -> &Placement {

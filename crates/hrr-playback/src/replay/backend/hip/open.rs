@@ -124,6 +124,7 @@ impl Hip {
             functions: HashMap::new(),
             handles: Handles::default(),
             waiter: Waiter::new(opts.sync_after_launch, opts.sync_watchdog_ms),
+            timer: crate::replay::backend::timer::Timer::new(opts.timing),
             pending_d2h: HashMap::new(),
             ops: Ops::default(),
             deferred: Default::default(),

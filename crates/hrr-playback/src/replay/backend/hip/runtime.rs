@@ -108,6 +108,7 @@ hip_api! {
     hipEventSynchronize: fn(H);
     hipEventQuery: fn(H);
     hipEventDestroy: fn(H);
+    hipEventElapsedTime: fn(*mut f32, H, H);
 }
 
 impl HipApi {

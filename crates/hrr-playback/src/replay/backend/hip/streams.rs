@@ -15,7 +15,7 @@ impl_streams!(HipApi, hip, create: hipStreamCreateWithFlags,
     synchronize: hipStreamSynchronize, wait_event: hipStreamWaitEvent,
     create_event: hipEventCreateWithFlags, record_event: hipEventRecord,
     synchronize_event: hipEventSynchronize, query_event: hipEventQuery,
-    destroy_event: hipEventDestroy, not_ready: HIP_ERROR_NOT_READY);
+    destroy_event: hipEventDestroy, elapsed: hipEventElapsedTime, not_ready: HIP_ERROR_NOT_READY);
 
 impl Hip {
     /// The live stream of recorded stream `recorded`.

@@ -1,11 +1,11 @@
-//! `--timing` for CUDA: an event pair recorded around each kernel and graph launch on its stream
-//! (events are reused), resolved in batches with `cuEventElapsedTime` once the end event has
-//! completed, and summed by name in [`Timings`]. Launches on a capturing stream are not timed
-//! (they only become graph nodes).
+//! `--timing`, for either API: an event pair recorded around each kernel and graph launch on its
+//! stream (events are reused), resolved in batches once the end event has completed, and summed
+//! by name in [`Timings`]. Launches on a capturing stream are not timed (they only become graph
+//! nodes).
 
 use anyhow::Result;
 
-use super::driver::{cu, Api, H};
+use super::shared::{Streams, H};
 use crate::replay::timing::Timings;
 
 /// Timed launches waiting for their end event before they are read.
@@ -30,27 +30,33 @@ impl Timer {
     }
 
     /// Before a launch on `stream`: its start event, recorded (`None`: not timed).
-    pub fn start(&mut self, api: &Api, stream: H, capturing: bool) -> Result<Option<(H, H)>> {
+    pub fn start(
+        &mut self,
+        api: &impl Streams,
+        stream: H,
+        capturing: bool,
+    ) -> Result<Option<(H, H)>> {
         if !self.on || capturing {
             return Ok(None);
         }
         let pair = match self.free.pop() {
             Some(p) => p,
-            None => {
-                let (mut a, mut b): (H, H) = (std::ptr::null_mut(), std::ptr::null_mut());
-                cu!(api, cuEventCreate(&mut a, 0))?;
-                cu!(api, cuEventCreate(&mut b, 0))?;
-                (a, b)
-            }
+            None => (api.create_event(0)??, api.create_event(0)??), // with timing
         };
-        cu!(api, cuEventRecord(pair.0, stream))?;
+        api.record_event(pair.0, stream)??;
         Ok(Some(pair))
     }
 
     /// After the launch `name` on `stream` that `start` began.
-    pub fn stop(&mut self, api: &Api, stream: H, pair: Option<(H, H)>, name: &str) -> Result<()> {
+    pub fn stop(
+        &mut self,
+        api: &impl Streams,
+        stream: H,
+        pair: Option<(H, H)>,
+        name: &str,
+    ) -> Result<()> {
         let Some(pair) = pair else { return Ok(()) };
-        cu!(api, cuEventRecord(pair.1, stream))?;
+        api.record_event(pair.1, stream)??;
         self.pending.push((pair.0, pair.1, name.to_string()));
         if self.pending.len() >= BATCH {
             self.resolve(api)?;
@@ -59,12 +65,10 @@ impl Timer {
     }
 
     /// Read every pending launch's time (waiting for its end event).
-    pub fn resolve(&mut self, api: &Api) -> Result<()> {
+    pub fn resolve(&mut self, api: &impl Streams) -> Result<()> {
         for (a, b, name) in std::mem::take(&mut self.pending) {
-            cu!(api, cuEventSynchronize(b))?;
-            let mut ms = 0f32;
-            cu!(api, cuEventElapsedTime(&mut ms, a, b))?;
-            self.sums.add(&name, ms as f64);
+            api.synchronize_event(b)??;
+            self.sums.add(&name, api.elapsed_ms(a, b)?? as f64);
             self.free.push((a, b));
         }
         Ok(())
