@@ -214,6 +214,41 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
   RET(r);
 }
 
+/* Sizes in work-items (grid times block), as Tensile launches: a global size that is not a
+   multiple of the work-group size is refused here (the real runtime runs a partial group).
+   ROCm 5 exports these two with C++ linkage only, later releases by their C names: both here. */
+hipError_t hipExtModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned lx,
+                                    unsigned ly, unsigned lz, size_t shmem, hipStream_t s, void **params,
+                                    void **extra, hipEvent_t start, hipEvent_t stop, unsigned flags) {
+  (void)flags;
+  if (!lx || !ly || !lz || gx % lx || gy % ly || gz % lz) RET(E_INVALID_VALUE);
+  if (start) hipEventRecord(start, s);
+  hipError_t r = hipModuleLaunchKernel(f, gx / lx, gy / ly, gz / lz, lx, ly, lz, (unsigned)shmem, s, params, extra);
+  if (stop) hipEventRecord(stop, s);
+  return r;
+}
+hipError_t hipHccModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned lx,
+                                    unsigned ly, unsigned lz, size_t shmem, hipStream_t s, void **params,
+                                    void **extra, hipEvent_t start, hipEvent_t stop) {
+  return hipExtModuleLaunchKernel(f, gx, gy, gz, lx, ly, lz, shmem, s, params, extra, start, stop, 0);
+}
+hipError_t ext_module_launch_cxx(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, size_t,
+                                 hipStream_t, void **, void **, hipEvent_t, hipEvent_t, unsigned)
+    __asm__("_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j");
+hipError_t ext_module_launch_cxx(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned lx, unsigned ly,
+                                 unsigned lz, size_t shmem, hipStream_t s, void **params, void **extra,
+                                 hipEvent_t start, hipEvent_t stop, unsigned flags) {
+  return hipExtModuleLaunchKernel(f, gx, gy, gz, lx, ly, lz, shmem, s, params, extra, start, stop, flags);
+}
+hipError_t hcc_module_launch_cxx(hipFunction_t, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, size_t,
+                                 hipStream_t, void **, void **, hipEvent_t, hipEvent_t)
+    __asm__("_Z24hipHccModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_");
+hipError_t hcc_module_launch_cxx(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned lx, unsigned ly,
+                                 unsigned lz, size_t shmem, hipStream_t s, void **params, void **extra,
+                                 hipEvent_t start, hipEvent_t stop) {
+  return hipExtModuleLaunchKernel(f, gx, gy, gz, lx, ly, lz, shmem, s, params, extra, start, stop, 0);
+}
+
 /* <<<>>>: the configuration is pushed by the caller and popped by the kernel's host stub. */
 struct config { dim3 grid, block; size_t shmem; hipStream_t stream; };
 static __thread struct config t_cfg[16];

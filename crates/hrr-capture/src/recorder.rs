@@ -378,6 +378,20 @@ pub unsafe fn put_host_blob(
     }
 }
 
+/// Note, outside an event, a call of `api` replay cannot reproduce exactly and why (listed in
+/// the manifest's `unreplayable_apis`).
+pub fn note_unreplayable_now(api: &'static ApiDef, call: &str, why: &str) {
+    if !active() {
+        return;
+    }
+    let mut state = lock();
+    if open(&mut state, api) {
+        if let Some(rec) = state.as_mut() {
+            rec.note_unreplayable(call, why);
+        }
+    }
+}
+
 /// Store a code object; `None` if recording is off or failed.
 pub fn put_code(api: &'static ApiDef, bytes: &[u8], kind: CodeKind) -> Option<ObjectId> {
     if !active() {

@@ -595,6 +595,47 @@ fn replay_flags_filter_loop_and_sync() {
     );
 }
 
+/// `hipExtModuleLaunchKernel` and `hipHccModuleLaunchKernel` (sizes in work-items, as rocBLAS's
+/// Tensile GEMMs launch; exported with C++ linkage by ROCm 5, as the program here calls them):
+/// recorded as launches of global / local work-groups, replayed, their results checked.
+#[test]
+fn ext_module_launches_in_work_items_round_trip() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let (code, plain, _) = run(app(dir, "module_launch", &["ext"]));
+    assert_eq!(code, 0, "{plain}");
+    let o = capture(dir, &arch, "module_launch", &["ext"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let events = events_json(&arch);
+    let launch = |name: &str| {
+        // recorded under the name the program called (here the C++ one)
+        events
+            .iter()
+            .find(|e| e["name"].as_str().unwrap().contains(name))
+            .unwrap_or_else(|| panic!("{name} not recorded"))
+            .clone()
+    };
+    let ext = launch("hipExtModuleLaunchKernel");
+    assert_eq!(ext["fields"]["kernel"], "fill_u32", "{ext}");
+    // 777 elements in work-groups of 128: 7 groups of the 896 work-items asked for
+    assert_eq!(
+        (&ext["fields"]["grid_x"], &ext["fields"]["block_x"]),
+        (&7.into(), &128.into()),
+        "{ext}"
+    );
+    assert_eq!(
+        launch("hipHccModuleLaunchKernel")["fields"]["kernel"],
+        "affine"
+    );
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["kernels_launched"], 5, "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 5, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+}
+
 /// `--timing` on HIP: every launch timed (events around it on its stream), by kernel name, in
 /// `--json` and as the summary's table; none without the flag.
 #[test]

@@ -1,8 +1,11 @@
 // The module API: hipModuleLoadData (from bytes the program then overwrites and frees) and
 // hipModuleLoad (from a file), hipModuleGetFunction, and hipModuleLaunchKernel with
-// kernelParams and with an `extra` argument buffer, on the null stream and on a stream.
-//   module_launch KERNELS.CO
+// kernelParams and with an `extra` argument buffer, on the null stream and on a stream; with
+// `ext`, also hipExtModuleLaunchKernel and hipHccModuleLaunchKernel (sizes in work-items, as
+// Tensile launches, with a start and a stop event).
+//   module_launch KERNELS.CO [ext]
 #include "common.h"
+#include <hip/hip_ext.h>
 
 struct Affine {
   float scale;
@@ -81,6 +84,28 @@ int main(int argc, char **argv) {
   CHECK(hipMemcpyDtoHAsync(hu, du, n * sizeof(unsigned), s));
   CHECK(hipStreamSynchronize(s));
   show_u32("fill_u32", hu, n);
+
+  if (argc > 2 && !strcmp(argv[2], "ext")) {
+    hipEvent_t start, stop;
+    CHECK(hipEventCreate(&start));
+    CHECK(hipEventCreate(&stop));
+    unsigned w = 2000;
+    void *eparams[] = {&du, &w, (void *)&n};
+    CHECK(hipExtModuleLaunchKernel(f_fill, blocks * 128, 1, 1, 128, 1, 1, 0, s, eparams, NULL, start, stop, 0));
+    CHECK(hipMemcpyDtoHAsync(hu, du, n * sizeof(unsigned), s));
+    CHECK(hipStreamSynchronize(s));
+    show_u32("ext fill_u32", hu, n);
+    Affine q = {-0.5f, n, 3.0};
+    void *qparams[] = {&q, &din, &dout};
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    CHECK(hipHccModuleLaunchKernel(f_affine, blocks * 128, 1, 1, 128, 1, 1, 0, 0, qparams, NULL, NULL, NULL));
+#pragma clang diagnostic pop
+    CHECK(hipMemcpy(out, dout, bytes, hipMemcpyDeviceToHost));
+    show_f32("hcc affine", out, n);
+    CHECK(hipEventDestroy(start));
+    CHECK(hipEventDestroy(stop));
+  }
 
   CHECK(hipStreamDestroy(s));
   CHECK(hipModuleUnload(m2));

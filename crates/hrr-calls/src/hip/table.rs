@@ -99,6 +99,10 @@ macro_rules! hip_calls {
             // Not recorded: a query that says work is done lets async D2H results be recorded first.
             EventQuery [hipEventQuery] (e: Handle) : Event, Query => query_done(..);
             StreamQuery [hipStreamQuery] (s: Handle) : Stream, Query => query_done(..);
+            // Sizes in work-items (grid times block), as Tensile's GEMMs (rocBLAS) launch. ROCm 5
+            // declares these two with C++ linkage: their mangled names are exported too.
+            ExtModuleLaunchKernel [hipExtModuleLaunchKernel, _Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: usize, stream: Handle, params: *mut Ptr, extra: *mut Ptr, start: Handle, stop: Handle, flags: c_uint) : Launch, Launch => ext_module_launch_kernel;
+            HccModuleLaunchKernel [hipHccModuleLaunchKernel, _Z24hipHccModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: usize, stream: Handle, params: *mut Ptr, extra: *mut Ptr, start: Handle, stop: Handle) : Launch, Launch => hcc_module_launch_kernel;
         }
     };
 }

@@ -78,7 +78,11 @@ unsafe fn runtime_kernel_name(f: u64, stream: Handle) -> Option<String> {
 /// Record a launch whose arguments are `args` (pointers per argument) or `extra`.
 unsafe fn record_launch(h: Export, r: HipError, l: LaunchCall, args: *mut Ptr, extra: *mut Ptr) {
     let f = l.f as u64;
-    let k = if h == Export::hipModuleLaunchKernel {
+    let module_function = matches!(
+        h.base_name(),
+        "hipModuleLaunchKernel" | "hipExtModuleLaunchKernel" | "hipHccModuleLaunchKernel"
+    );
+    let k = if module_function {
         state::kernel_of_function(f)
     } else {
         state::kernel_of_host_function(f)
@@ -225,6 +229,74 @@ pub unsafe fn module_launch_kernel(
         extra,
     );
     r
+}
+
+/// `hipExtModuleLaunchKernel`: a module function launched with its sizes in work-items
+/// ([`module_launch_in_work_items`]); its start and stop events are not recorded.
+pub unsafe fn ext_module_launch_kernel(
+    h: Export,
+    a: args::ExtModuleLaunchKernel,
+    call: impl Call,
+) -> HipError {
+    let r = call();
+    let sizes = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
+    module_launch_in_work_items(h, r, a.f, sizes, (a.shmem, a.stream), (a.params, a.extra));
+    r
+}
+
+/// `hipHccModuleLaunchKernel`, the deprecated name of `hipExtModuleLaunchKernel` (no flags).
+pub unsafe fn hcc_module_launch_kernel(
+    h: Export,
+    a: args::HccModuleLaunchKernel,
+    call: impl Call,
+) -> HipError {
+    let r = call();
+    let sizes = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
+    module_launch_in_work_items(h, r, a.f, sizes, (a.shmem, a.stream), (a.params, a.extra));
+    r
+}
+
+/// Record a module launch given its global size in work-items and its work-group size: as a
+/// launch of `global / local` work-groups. A global size that is not a multiple of the
+/// work-group size (the last work-group partial) is recorded with that work-group whole, and
+/// the launch noted as not reproducible exactly (replay would run the extra work-items).
+unsafe fn module_launch_in_work_items(
+    h: Export,
+    r: HipError,
+    f: Handle,
+    (global, local): ([u32; 3], [u32; 3]),
+    (shmem, stream): (usize, Handle),
+    (params, extra): (*mut Ptr, *mut Ptr),
+) {
+    let groups = |i: usize| {
+        global[i]
+            .checked_div(local[i])
+            .map_or(0, |_| global[i].div_ceil(local[i]))
+    };
+    let grid = Dim3 {
+        x: groups(0),
+        y: groups(1),
+        z: groups(2),
+    };
+    let block = Dim3 {
+        x: local[0],
+        y: local[1],
+        z: local[2],
+    };
+    if r == 0 && (0..3).any(|i| local[i] != 0 && global[i] % local[i] != 0) {
+        let why = format!(
+            "a partial work-group (global size {global:?} is not a multiple of {local:?}): replay launches it whole"
+        );
+        crate::recorder::note_unreplayable_now(&crate::api::hip::API, h.base_name(), &why);
+    }
+    let shmem = u32::try_from(shmem).unwrap_or(u32::MAX);
+    record_launch(
+        h,
+        r,
+        launch_of(f, grid, block, shmem, stream),
+        params,
+        extra,
+    );
 }
 
 #[cfg(test)]

@@ -156,7 +156,9 @@ impl Backend for Hip {
             Op::LaunchKernel | Op::LaunchCooperativeKernel | Op::ExtLaunchKernel => {
                 self.launch(ev, filter, false)
             }
-            Op::ModuleLaunchKernel => self.launch(ev, filter, true),
+            Op::ModuleLaunchKernel | Op::ExtModuleLaunchKernel | Op::HccModuleLaunchKernel => {
+                self.launch(ev, filter, true)
+            }
             Op::StreamCreate | Op::StreamCreateWithFlags => {
                 stream_calls::stream_create(&mut self.handles, &self.api, ev, false)
             }
