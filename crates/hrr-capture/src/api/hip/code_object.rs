@@ -10,8 +10,12 @@
 //!   MessagePack map whose `amdhsa.kernels[]` give `.name`, `.symbol`, `.kernarg_segment_size` and
 //!   `.args[]` with `.offset`, `.size` and `.value_kind` (`hidden_*` kinds are filled in by the
 //!   runtime, not passed by the program).
-//! - A compressed bundle (`CCOB`, versions 2 and 3) is sized from its header but not read: its
-//!   kernels' layouts are unknown to the recorder.
+//! - A compressed bundle (`CCOB`, clang's `--offload-compress`): `CCOB`, `u16` version, `u16`
+//!   method (0 zlib, 1 zstd), then the total length (version 2: `u32`, 3: `u64`; version 1 has
+//!   none), the uncompressed length (`u32`, version 3 `u64`) and an 8-byte hash, then the
+//!   compressed offload bundle ([`decompress_bundle`]). Sized from its header in memory
+//!   (versions 2 and 3), stored as it is, and decompressed (bounded by [`MAX_IMAGE`]) to read
+//!   its kernels' layouts.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -196,6 +200,57 @@ pub fn compressed_len(head: &[u8]) -> Option<u64> {
     (16..=MAX_IMAGE).contains(&len).then_some(len)
 }
 
+/// The offload bundle a compressed one (`CCOB`) holds: versions 1 to 3, zstd or zlib, its
+/// length the one the header declares (at most [`MAX_IMAGE`]).
+pub fn decompress_bundle(image: &[u8]) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let short = || Error("compressed offload bundle header truncated".into());
+    let version = u16_at(image, 4).ok_or_else(short)?;
+    let method = u16_at(image, 6).ok_or_else(short)?;
+    let (header, want) = match version {
+        1 => (20, u32_at(image, 8).map(u64::from)),
+        2 => (24, u32_at(image, 12).map(u64::from)),
+        3 => (32, u64_at(image, 16)),
+        v => return err(format!("compressed offload bundle version {v} unknown")),
+    };
+    let want = want.ok_or_else(short)?;
+    if want > MAX_IMAGE {
+        return err(format!(
+            "compressed offload bundle of {want} bytes uncompressed"
+        ));
+    }
+    let end = match compressed_len(image) {
+        Some(n) if n as usize <= image.len() => n as usize,
+        Some(n) => return err(format!("compressed offload bundle of {n} bytes truncated")),
+        None => image.len(), // version 1 records no length
+    };
+    let data = image.get(header..end).ok_or_else(short)?;
+    let out = match method {
+        1 => zstd::bulk::decompress(data, want as usize)
+            .map_err(|e| Error(format!("compressed offload bundle (zstd): {e}")))?,
+        0 => {
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(data)
+                .take(want + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| Error(format!("compressed offload bundle (zlib): {e}")))?;
+            out
+        }
+        m => {
+            return err(format!(
+                "compressed offload bundle: compression method {m} unknown"
+            ))
+        }
+    };
+    if out.len() as u64 != want {
+        return err(format!(
+            "compressed offload bundle: {} bytes uncompressed, its header says {want}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
 /// The description of the `NT_AMDGPU_METADATA` note of an ELF code object, if it has one.
 pub fn elf_metadata_note(elf: &[u8]) -> Result<Option<&[u8]>, Error> {
     if !elf.starts_with(b"\x7fELF") {
@@ -329,7 +384,11 @@ pub fn kernels(image: &[u8]) -> Result<HashMap<String, Kernel>, Error> {
             out.entry(k.name.clone()).or_insert(k);
         }
     } else if image.starts_with(CCOB_MAGIC) {
-        return err("compressed offload bundle: kernel metadata not read");
+        let inner = decompress_bundle(image)?;
+        if !inner.starts_with(BUNDLE_MAGIC) {
+            return err("a compressed offload bundle that holds no offload bundle");
+        }
+        return kernels(&inner);
     } else {
         return err("neither an offload bundle nor an ELF code object");
     }
@@ -526,6 +585,65 @@ pub(crate) mod tests {
         assert_eq!(got.1, elf.len());
     }
 
+    /// A compressed offload bundle (`CCOB`) of `bundle`, as clang writes it: header `version`,
+    /// `method` 0 zlib or 1 zstd.
+    pub(crate) fn ccob(version: u16, method: u16, bundle: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let data = if method == 0 {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(bundle).unwrap();
+            z.finish().unwrap()
+        } else {
+            zstd::bulk::compress(bundle, 3).unwrap()
+        };
+        let header = match version {
+            1 => 20,
+            2 => 24,
+            _ => 32,
+        };
+        let total = (header + data.len()) as u64;
+        let mut out = b"CCOB".to_vec();
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&method.to_le_bytes());
+        match version {
+            1 => out.extend_from_slice(&(bundle.len() as u32).to_le_bytes()),
+            2 => {
+                out.extend_from_slice(&(total as u32).to_le_bytes());
+                out.extend_from_slice(&(bundle.len() as u32).to_le_bytes());
+            }
+            _ => {
+                out.extend_from_slice(&total.to_le_bytes());
+                out.extend_from_slice(&(bundle.len() as u64).to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&0x0123_4567_89ab_cdefu64.to_le_bytes()); // the hash, unchecked
+        out.extend_from_slice(&data);
+        out
+    }
+
+    #[test]
+    fn reads_kernel_layouts_from_a_compressed_bundle() {
+        let elf = elf_with_note(&sample_metadata());
+        let b = bundle(&[
+            ("host-x86_64-unknown-linux", &[]),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", &elf),
+        ]);
+        let want = kernels(&b).unwrap();
+        for (version, method) in [(1, 1), (2, 1), (3, 1), (2, 0), (3, 0)] {
+            let c = ccob(version, method, &b);
+            assert_eq!(
+                kernels(&c).unwrap(),
+                want,
+                "version {version}, method {method}"
+            );
+            if version > 1 {
+                // sized in memory from its header
+                let got = unsafe { identify(c.as_ptr()) }.unwrap();
+                assert_eq!(got.1, c.len());
+            }
+        }
+    }
+
     #[test]
     fn damaged_images_are_errors() {
         let elf = elf_with_note(&sample_metadata());
@@ -537,6 +655,13 @@ pub(crate) mod tests {
         bad[64 + 20] = 0xc1; // a reserved msgpack tag inside the note
         assert!(kernels(&bad).is_err());
         assert!(kernels(b"CCOB\x03\x00\x01\x00").is_err());
+        // a compressed bundle whose data is not what its header says
+        let mut liar = ccob(3, 1, &b);
+        liar[16] ^= 1; // uncompressed length
+        assert!(kernels(&liar).is_err());
+        assert!(kernels(&ccob(3, 7, &b)).is_err(), "an unknown method");
+        let cut = ccob(2, 1, &b);
+        assert!(kernels(&cut[..cut.len() - 1]).is_err(), "truncated");
         assert!(kernels(b"garbage").is_err());
         assert_eq!(elf_kernels(&elf_with_note(&[0x80])).unwrap(), vec![]);
         let mut ccob = b"CCOB".to_vec();
