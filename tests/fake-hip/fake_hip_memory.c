@@ -300,6 +300,24 @@ hipError_t hipMemcpyHtoDAsync(void *d, void *s, size_t n, hipStream_t st) { retu
 hipError_t hipMemcpyDtoHAsync(void *d, void *s, size_t n, hipStream_t st) { return hipMemcpyAsync(d, s, n, K_D2H, st); }
 hipError_t hipMemcpyDtoDAsync(void *d, void *s, size_t n, hipStream_t st) { return hipMemcpyAsync(d, s, n, K_D2D, st); }
 
+/* hipMemcpy2D: `height` rows of `width` bytes, each row checked as a copy of its own. */
+static hipError_t copy_2d(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int kind) {
+  if (h > 1 && (w > dp || w > sp)) return E_INVALID_VALUE;
+  for (size_t r = 0; r < h; r++) {
+    hipError_t e = copy((char *)d + r * dp, (const char *)s + r * sp, w, kind);
+    if (e) return e;
+  }
+  return E_SUCCESS;
+}
+hipError_t hipMemcpy2D(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int kind) {
+  RET(copy_2d(d, dp, s, sp, w, h, kind));
+}
+hipError_t hipMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h, int kind,
+                            hipStream_t st) {
+  if (!stream_ok(st)) RET(E_INVALID_HANDLE);
+  RET(copy_2d(d, dp, s, sp, w, h, kind));
+}
+
 static hipError_t fill(void *dst, unsigned v, size_t count, int width, hipStream_t st) {
   if (!stream_ok(st)) return E_INVALID_HANDLE;
   lock();

@@ -636,6 +636,61 @@ fn ext_module_launches_in_work_items_round_trip() {
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
 }
 
+/// Pitched copies (`hipMemcpy2D`, `hipMemcpy2DAsync`) between a wider host matrix and
+/// `hipMallocPitch` memory: the host source rows recorded packed, the host results checked, the
+/// device-to-device copy replayed; zeroing the source blob makes the checks fail.
+#[test]
+fn pitched_copies_round_trip() {
+    let dir = fake_or_skip!();
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("run.hrr");
+    let (code, plain, _) = run(app(dir, "streams", &["2d"]));
+    assert_eq!(code, 0, "{plain}");
+    let o = capture(dir, &arch, "streams", &["2d"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let events = events_json(&arch);
+    let copies: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"].as_str().unwrap().starts_with("hipMemcpy2D"))
+        .collect();
+    assert_eq!(copies.len(), 4, "{copies:?}");
+    let upload = copies[0];
+    assert_eq!(upload["fields"]["width_bytes"], 192, "{upload}");
+    assert_eq!(upload["fields"]["src_pitch"], 256, "{upload}");
+    assert!(upload["fields"]["h2d_blob"].is_string(), "{upload}");
+    // both reads back carry their packed result
+    assert!(
+        copies[2]["fields"]["d2h_blob"].is_string() && copies[3]["fields"]["d2h_blob"].is_string(),
+        "{copies:?}"
+    );
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    let (_plain_tmp, plain_arch, _) = captured_run(dir, "streams");
+    let (code, p) = replay_json(dir, &plain_arch, &[]);
+    assert_eq!(code, 0, "{p}");
+    let without = p["d2h_checks"]["pass"].as_u64().unwrap();
+    assert_eq!(
+        v["d2h_checks"]["pass"].as_u64(),
+        Some(without + 2),
+        "the two 2D reads are checked: {v}"
+    );
+    let blob = upload["fields"]["h2d_blob"].as_str().unwrap();
+    let pid = pid_dirs(&arch).remove(0);
+    let path = pid
+        .join("blobs")
+        .join(&blob[..2])
+        .join(format!("{blob}.blob"));
+    let len = std::fs::metadata(&path).unwrap().len() as usize;
+    std::fs::write(&path, vec![0u8; len]).unwrap();
+    let (code, v) = replay_json(dir, &arch, &["--no-recheck"]);
+    assert_eq!(
+        (code, v["verdict"].as_str()),
+        (1, Some("MISMATCH")),
+        "a zeroed upload must change the results: {v}"
+    );
+}
+
 /// `--timing` on HIP: every launch timed (events around it on its stream), by kernel name, in
 /// `--json` and as the summary's table; none without the flag.
 #[test]

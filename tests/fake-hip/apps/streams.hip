@@ -1,6 +1,8 @@
 // Streams and events ordering work between two streams, pinned host memory, async copies and
 // memsets, stream-ordered allocation, an entry point found with dlsym, and the virtual memory
-// API (reserve, create, map, set access, unmap, release, free).
+// API (reserve, create, map, set access, unmap, release, free); with `2d`, also pitched copies
+// (hipMemcpy2D and hipMemcpy2DAsync) between a wider host matrix and hipMallocPitch memory.
+//   streams [2d]
 #include <dlfcn.h>
 
 #include "common.h"
@@ -15,7 +17,7 @@ __global__ void add_into(float *d, const float *s, int n) {
   if (i < n) d[i] += s[i];
 }
 
-int main() {
+int main(int argc, char **argv) {
   require_device();
   const int n = 4096;
   const size_t bytes = n * sizeof(float);
@@ -106,6 +108,35 @@ int main() {
   CHECK(hipMemRelease(h1));
   CHECK(hipMemRelease(h2));
   CHECK(hipMemAddressFree(va, 2 * chunk));
+
+  if (argc > 1 && !strcmp(argv[1], "2d")) {
+    // a 48 x 20 tile of a host matrix 64 floats wide: uploaded into pitched memory, scaled,
+    // copied device to device, read back into another host matrix (async, then blocking with
+    // hipMemcpyDefault)
+    const int w = 48, h = 20, hw = 64;
+    const size_t row = w * sizeof(float), hrow = hw * sizeof(float);
+    float *host = (float *)malloc(hrow * h), *back = (float *)calloc(hw * h, sizeof(float));
+    for (int i = 0; i < hw * h; i++) host[i] = (float)(i % 113) * 0.5f;
+    float *dp1, *dp2;
+    size_t p1, p2;
+    CHECK(hipMallocPitch((void **)&dp1, &p1, row, h));
+    CHECK(hipMallocPitch((void **)&dp2, &p2, row, h));
+    CHECK(hipMemcpy2D(dp1, p1, host, hrow, row, h, hipMemcpyHostToDevice));
+    int cells = (int)(p1 / sizeof(float)) * h;
+    scale<<<(cells + 255) / 256, 256>>>(dp1, 3.0f, cells);
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipMemcpy2DAsync(dp2, p2, dp1, p1, row, h, hipMemcpyDeviceToDevice, s1));
+    CHECK(hipMemcpy2DAsync(back, hrow, dp2, p2, row, h, hipMemcpyDeviceToHost, s1));
+    CHECK(hipStreamSynchronize(s1));
+    show_f32("2d async", back, hw * h);
+    memset(back, 0, hrow * h);
+    CHECK(hipMemcpy2D(back + 3, hrow, dp1, p1, row - 3 * sizeof(float), h - 1, hipMemcpyDefault));
+    show_f32("2d default", back, hw * h);
+    CHECK(hipFree(dp1));
+    CHECK(hipFree(dp2));
+    free(host);
+    free(back);
+  }
 
   CHECK(hipEventDestroy(e0));
   CHECK(hipEventDestroy(e1));

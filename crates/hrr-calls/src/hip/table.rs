@@ -103,6 +103,9 @@ macro_rules! hip_calls {
             // declares these two with C++ linkage: their mangled names are exported too.
             ExtModuleLaunchKernel [hipExtModuleLaunchKernel, _Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: usize, stream: Handle, params: *mut Ptr, extra: *mut Ptr, start: Handle, stop: Handle, flags: c_uint) : Launch, Launch => ext_module_launch_kernel;
             HccModuleLaunchKernel [hipHccModuleLaunchKernel, _Z24hipHccModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: usize, stream: Handle, params: *mut Ptr, extra: *mut Ptr, start: Handle, stop: Handle) : Launch, Launch => hcc_module_launch_kernel;
+            // Pitched copies between linear memory (arrays are not recorded on HIP).
+            Memcpy2D [hipMemcpy2D] (dst: Ptr, dpitch: usize, src: Ptr, spitch: usize, width: usize, height: usize, kind: c_int) : CopyPitched, Copy => memcpy_2d;
+            Memcpy2DAsync [hipMemcpy2DAsync] (dst: Ptr, dpitch: usize, src: Ptr, spitch: usize, width: usize, height: usize, kind: c_int, stream: Handle) : CopyPitched, Copy => memcpy_2d_async;
         }
     };
 }

@@ -24,6 +24,7 @@ pub mod dlsym;
 pub mod forward;
 pub mod guard;
 pub mod launch;
+pub mod pitched;
 pub mod profile;
 pub mod record;
 pub mod results;

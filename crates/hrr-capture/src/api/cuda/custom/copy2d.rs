@@ -10,9 +10,7 @@
 
 use super::Call;
 use crate::api::cuda::calls::args;
-use std::ffi::c_void;
 
-use hrr_archive::ObjectId;
 use hrr_calls::cuda::ffi::{
     CUresult, CudaMemcpy2D, CudaMemcpy3D, Handle, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE,
     CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_UNIFIED,
@@ -20,13 +18,11 @@ use hrr_calls::cuda::ffi::{
 use hrr_calls::shapes::{direction, CopyPitched};
 
 use super::copy::{is_device_ptr, sync_stream};
-use super::{host_blob, rec};
+use super::rec;
 use crate::api::cuda::calls::Export;
+use crate::api::cuda::API;
+use crate::hook::pitched::HostSide;
 use crate::recorder;
-
-/// The largest copy whose host side is packed into a blob (larger ones are recorded without:
-/// replay skips their H2D or cannot check their D2H).
-const MAX_PACKED: u64 = 1 << 34;
 
 /// Is one side of a copy device memory (device, array, or a unified pointer the driver calls
 /// device memory)?
@@ -35,84 +31,6 @@ unsafe fn side_is_device(ty: u32, device: u64) -> bool {
         CU_MEMORYTYPE_DEVICE | CU_MEMORYTYPE_ARRAY => true,
         CU_MEMORYTYPE_UNIFIED => is_device_ptr(device),
         _ => false,
-    }
-}
-
-/// One host side of a copy: base address, offsets, pitch and height (of a 3D slice).
-struct HostSide {
-    base: u64,
-    x: u64,
-    y: u64,
-    z: u64,
-    pitch: u64,
-    height: u64,
-}
-
-impl HostSide {
-    fn src(c: &CopyPitched) -> HostSide {
-        HostSide {
-            base: if c.src_type == CU_MEMORYTYPE_HOST {
-                c.src_host
-            } else {
-                c.src_device
-            },
-            x: c.src_x,
-            y: c.src_y,
-            z: c.src_z,
-            pitch: c.src_pitch,
-            height: c.src_height,
-        }
-    }
-
-    fn dst(c: &CopyPitched) -> HostSide {
-        HostSide {
-            base: if c.dst_type == CU_MEMORYTYPE_HOST {
-                c.dst_host
-            } else {
-                c.dst_device
-            },
-            x: c.dst_x,
-            y: c.dst_y,
-            z: c.dst_z,
-            pitch: c.dst_pitch,
-            height: c.dst_height,
-        }
-    }
-
-    /// Store the rows the copy covers, packed, as a blob; `None` when the geometry is one the
-    /// driver refuses (rows wider than the pitch, slices taller than their height), so nothing
-    /// outside the program's buffer is read.
-    unsafe fn packed(&self, width: u64, height: u64, depth: u64) -> Option<ObjectId> {
-        let total = width.checked_mul(height)?.checked_mul(depth)?;
-        if self.base == 0 || total == 0 || total > MAX_PACKED {
-            return None;
-        }
-        let many_rows = height > 1 || depth > 1;
-        if many_rows && self.x.checked_add(width)? > self.pitch {
-            return None;
-        }
-        if depth > 1 && self.y.checked_add(height)? > self.height {
-            return None;
-        }
-        let start = |row: u64, slice: u64| -> Option<u64> {
-            let rows = (self.z + slice)
-                .checked_mul(self.height)?
-                .checked_add(self.y + row)?;
-            self.base
-                .checked_add(rows.checked_mul(self.pitch)?)?
-                .checked_add(self.x)
-        };
-        if !many_rows {
-            return host_blob(start(0, 0)? as *const c_void, width as usize);
-        }
-        let mut buf = Vec::with_capacity(total as usize);
-        for slice in 0..depth {
-            for row in 0..height {
-                let p = start(row, slice)? as *const u8;
-                buf.extend_from_slice(std::slice::from_raw_parts(p, width as usize));
-            }
-        }
-        host_blob(buf.as_ptr() as *const c_void, buf.len())
     }
 }
 
@@ -130,7 +48,7 @@ unsafe fn pitched(
     c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
     let (w, rows, depth) = (c.width_bytes, c.height.max(1), c.depth.max(1));
     if c.direction == direction::H2D {
-        c.h2d_blob = HostSide::src(&c).packed(w, rows, depth);
+        c.h2d_blob = HostSide::src(&c).packed(&API, w, rows, depth);
     }
     let r = call();
     let d2h = c.direction == direction::D2H && r == 0;
@@ -139,7 +57,7 @@ unsafe fn pitched(
         None => d2h,
     };
     if synced {
-        c.d2h_blob = HostSide::dst(&c).packed(w, rows, depth);
+        c.d2h_blob = HostSide::dst(&c).packed(&API, w, rows, depth);
     }
     rec(h, r, |_| c);
     if d2h && stream.is_none() {

@@ -207,3 +207,102 @@ pub unsafe fn memset_bytes_async(h: Export, a: args::MemsetAsync, call: impl Cal
     memset_event(h, r, dst, v as u8 as u32, 1, n, stream);
     r
 }
+
+/// `hipMemcpy2D`: a pitched copy between linear memory, recorded as [`CopyPitched`] (memory types
+/// of `CUDA_MEMCPY2D`), its host source rows packed before the call and its host destination
+/// rows after it (the D2H check).
+pub unsafe fn memcpy_2d(h: Export, a: args::Memcpy2D, call: impl Call) -> HipError {
+    let args::Memcpy2D {
+        dst,
+        dpitch,
+        src,
+        spitch,
+        width,
+        height,
+        kind,
+    } = a;
+    let c = pitched_fields((dst, dpitch), (src, spitch), (width, height), kind);
+    pitched(h, c, None, call)
+}
+
+/// `hipMemcpy2DAsync`: as [`memcpy_2d`]; a D2H result is read after waiting for its stream
+/// (never on a capturing one).
+pub unsafe fn memcpy_2d_async(h: Export, a: args::Memcpy2DAsync, call: impl Call) -> HipError {
+    let args::Memcpy2DAsync {
+        dst,
+        dpitch,
+        src,
+        spitch,
+        width,
+        height,
+        kind,
+        stream,
+    } = a;
+    let c = pitched_fields((dst, dpitch), (src, spitch), (width, height), kind);
+    pitched(h, c, Some(stream), call)
+}
+
+/// The recorded fields of a 2D copy of `width` bytes by `height` rows between linear memory.
+fn pitched_fields(
+    (dst, dpitch): (Ptr, usize),
+    (src, spitch): (Ptr, usize),
+    (width, height): (usize, usize),
+    kind: c_int,
+) -> CopyPitched {
+    use hrr_calls::cuda::ffi::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    let direction = direction_of(kind, dst, src);
+    let ty = |device: bool| {
+        if device {
+            CU_MEMORYTYPE_DEVICE
+        } else {
+            CU_MEMORYTYPE_HOST
+        }
+    };
+    let src_dev = matches!(direction, direction::D2H | direction::D2D);
+    let dst_dev = matches!(direction, direction::H2D | direction::D2D);
+    CopyPitched {
+        src_type: ty(src_dev),
+        src_host: if src_dev { 0 } else { src as u64 },
+        src_device: if src_dev { src as u64 } else { 0 },
+        src_pitch: spitch as u64,
+        dst_type: ty(dst_dev),
+        dst_host: if dst_dev { 0 } else { dst as u64 },
+        dst_device: if dst_dev { dst as u64 } else { 0 },
+        dst_pitch: dpitch as u64,
+        width_bytes: width as u64,
+        height: height as u64,
+        depth: 1,
+        direction,
+        ..Default::default()
+    }
+}
+
+/// Run a pitched copy and record it (`stream` `None`: the blocking form).
+unsafe fn pitched(
+    h: Export,
+    mut c: CopyPitched,
+    stream: Option<Handle>,
+    call: impl Call,
+) -> HipError {
+    use crate::api::hip::API;
+    use crate::hook::pitched::HostSide;
+    c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
+    let (w, rows) = (c.width_bytes, c.height.max(1));
+    if c.direction == direction::H2D {
+        c.h2d_blob = HostSide::src(&c).packed(&API, w, rows, 1);
+    }
+    let r = call();
+    let d2h = c.direction == direction::D2H && r == 0;
+    let readable = match stream {
+        Some(s) => d2h && !capturing(s) && sync_stream(s) == 0,
+        None => d2h,
+    };
+    if readable {
+        c.d2h_blob = HostSide::dst(&c).packed(&API, w, rows, 1);
+    }
+    rec(h, r, |_| c);
+    if d2h && stream.is_none() {
+        recorder::flush_soft(); // the program may act on the result
+    }
+    r
+}

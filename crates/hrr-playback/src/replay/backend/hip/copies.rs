@@ -1,5 +1,5 @@
-//! HIP copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyKind` rows and the symbol copies,
-//! `CopyToSymbol` and `CopyFromSymbol`; memsets are `backend::memory_calls`'): host-to-device
+//! HIP copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyKind` rows, the symbol copies,
+//! `CopyToSymbol` and `CopyFromSymbol`, and `hipMemcpy2D*`'s `CopyPitched`; memsets are `backend::memory_calls`'): host-to-device
 //! sources come from their recorded blobs, device
 //! pointers are translated, device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]); copies to and from symbols go to the variable of the recorded code
@@ -10,7 +10,8 @@
 use anyhow::{bail, Result};
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::{
-    direction, CopyD2d, CopyD2h, CopyFromSymbol, CopyH2d, CopyKind, CopyResult, CopyToSymbol,
+    direction, CopyD2d, CopyD2h, CopyFromSymbol, CopyH2d, CopyKind, CopyPitched, CopyResult,
+    CopyToSymbol,
 };
 
 use super::runtime::{hip, kind, H};
@@ -146,6 +147,71 @@ impl Hip {
             _ => return Ok(Outcome::Skipped(H2H.into())),
         }
         Ok(Outcome::Done)
+    }
+
+    /// `hipMemcpy2D*`: rows of `width_bytes` between pitched linear memory, with
+    /// `hipMemcpy2DAsync`; a host side is this replay's packed buffer (the recorded source, or
+    /// the result to check), its pitch the row width.
+    pub(super) fn copy_pitched(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
+        let s: CopyPitched = ev.read()?;
+        let (width, height) = (s.width_bytes as usize, s.height.max(1) as usize);
+        let Some(n) = width.checked_mul(height) else {
+            bail!("a pitched copy of {width} x {height} bytes");
+        };
+        let stream = self.stream(s.stream)?;
+        let at = |addr: u64, x: u64, y: u64, pitch: u64| addr + y * pitch + x;
+        let what = format!("2D copy (event #{})", ev.seq);
+        match s.direction {
+            direction::H2D => {
+                let Some(data) = blobs(s.h2d_blob, Some(n as u64))? else {
+                    return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
+                };
+                let dst = self
+                    .mem
+                    .translate(at(s.dst_device, s.dst_x, s.dst_y, s.dst_pitch));
+                let pitch = s.dst_pitch as usize;
+                let src = data.as_ptr() as u64;
+                hip!(
+                    self.api,
+                    hipMemcpy2DAsync(dst, pitch, src, width, width, height, kind::H2D, stream)
+                )?;
+                self.wait(stream, &what)?;
+                Ok(Outcome::Done)
+            }
+            direction::D2H => {
+                let src = self
+                    .mem
+                    .translate(at(s.src_device, s.src_x, s.src_y, s.src_pitch));
+                let pitch = s.src_pitch as usize;
+                let mut got = vec![0u8; n];
+                let dst = got.as_mut_ptr() as u64;
+                hip!(
+                    self.api,
+                    hipMemcpy2DAsync(dst, width, src, pitch, width, height, kind::D2H, stream)
+                )?;
+                self.wait(stream, &what)?;
+                Ok(Outcome::D2h {
+                    got,
+                    expected: s.d2h_blob,
+                    site: 0,
+                })
+            }
+            direction::D2D => {
+                let dst = self
+                    .mem
+                    .translate(at(s.dst_device, s.dst_x, s.dst_y, s.dst_pitch));
+                let src = self
+                    .mem
+                    .translate(at(s.src_device, s.src_x, s.src_y, s.src_pitch));
+                let (dpitch, spitch) = (s.dst_pitch as usize, s.src_pitch as usize);
+                hip!(
+                    self.api,
+                    hipMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind::D2D, stream)
+                )?;
+                Ok(Outcome::Done)
+            }
+            _ => Ok(Outcome::Skipped(H2H.into())),
+        }
     }
 
     /// `hipMemcpyToSymbol*`: into the variable of the recorded code object.

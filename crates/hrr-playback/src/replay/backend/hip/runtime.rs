@@ -90,6 +90,7 @@ hip_api! {
     hipMemUnmap: fn(u64, usize);
     hipMemSetAccess: fn(u64, usize, *const u8, usize);
     hipMemcpyAsync: fn(u64, u64, usize, c_int, H);
+    hipMemcpy2DAsync: fn(u64, usize, u64, usize, usize, usize, c_int, H);
     hipMemsetD8Async: fn(u64, u8, usize, H);
     hipMemsetD16Async: fn(u64, u16, usize, H);
     hipMemsetD32Async: fn(u64, c_int, usize, H);

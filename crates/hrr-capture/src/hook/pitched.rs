@@ -1,0 +1,106 @@
+//! The host side of a pitched (2D/3D) copy, for every API: which rows the copy covers and their
+//! bytes packed into one blob (`width_bytes` per row, rows x depth), the H2D source before the
+//! call and the D2H result after it. Sides use the memory types of `CUDA_MEMCPY2D` (host 1,
+//! device 2), as [`CopyPitched`] records them.
+
+use std::ffi::c_void;
+
+use hrr_archive::ObjectId;
+use hrr_calls::cuda::ffi::CU_MEMORYTYPE_HOST;
+use hrr_calls::shapes::CopyPitched;
+
+use crate::api::ApiDef;
+use crate::recorder;
+
+/// The largest copy whose host side is packed into a blob (larger ones are recorded without:
+/// replay skips their H2D or cannot check their D2H).
+const MAX_PACKED: u64 = 1 << 34;
+
+/// One host side of a copy: base address, offsets, pitch and height (of a 3D slice).
+pub struct HostSide {
+    base: u64,
+    x: u64,
+    y: u64,
+    z: u64,
+    pitch: u64,
+    height: u64,
+}
+
+impl HostSide {
+    /// The source side of `c`.
+    pub fn src(c: &CopyPitched) -> HostSide {
+        HostSide {
+            base: if c.src_type == CU_MEMORYTYPE_HOST {
+                c.src_host
+            } else {
+                c.src_device
+            },
+            x: c.src_x,
+            y: c.src_y,
+            z: c.src_z,
+            pitch: c.src_pitch,
+            height: c.src_height,
+        }
+    }
+
+    /// The destination side of `c`.
+    pub fn dst(c: &CopyPitched) -> HostSide {
+        HostSide {
+            base: if c.dst_type == CU_MEMORYTYPE_HOST {
+                c.dst_host
+            } else {
+                c.dst_device
+            },
+            x: c.dst_x,
+            y: c.dst_y,
+            z: c.dst_z,
+            pitch: c.dst_pitch,
+            height: c.dst_height,
+        }
+    }
+
+    /// Store the rows the copy covers, packed, as a blob; `None` when the geometry is one the
+    /// driver refuses (rows wider than the pitch, slices taller than their height), so nothing
+    /// outside the program's buffer is read.
+    ///
+    /// # Safety
+    /// The side's rows must be readable host memory (the program's own buffer).
+    pub unsafe fn packed(
+        &self,
+        api: &'static ApiDef,
+        width: u64,
+        height: u64,
+        depth: u64,
+    ) -> Option<ObjectId> {
+        let total = width.checked_mul(height)?.checked_mul(depth)?;
+        if self.base == 0 || total == 0 || total > MAX_PACKED {
+            return None;
+        }
+        let many_rows = height > 1 || depth > 1;
+        if many_rows && self.x.checked_add(width)? > self.pitch {
+            return None;
+        }
+        if depth > 1 && self.y.checked_add(height)? > self.height {
+            return None;
+        }
+        let start = |row: u64, slice: u64| -> Option<u64> {
+            let rows = (self.z + slice)
+                .checked_mul(self.height)?
+                .checked_add(self.y + row)?;
+            self.base
+                .checked_add(rows.checked_mul(self.pitch)?)?
+                .checked_add(self.x)
+        };
+        if !many_rows {
+            return recorder::put_host_blob(api, start(0, 0)? as *const c_void, width as usize);
+        }
+        let mut buf = Vec::with_capacity(total as usize);
+        for slice in 0..depth {
+            for row in 0..height {
+                let p = start(row, slice)? as *const u8;
+                buf.extend_from_slice(std::slice::from_raw_parts(p, width as usize));
+            }
+        }
+        recorder::put_host_blob(api, buf.as_ptr() as *const c_void, buf.len())
+    }
+}
