@@ -102,11 +102,12 @@ fn replay_json(dir: &Path, target: &Path, extra: &[&str]) -> (i32, serde_json::V
     (code, summary(&out, &err))
 }
 
-/// Capture `name` on the fake runtime: the program's output is what it prints without capture.
-fn captured(dir: &Path, arch: &Path, name: &str) -> Vec<serde_json::Value> {
-    let (code, plain, _) = run(app(dir, name, &[]));
+/// Capture `name` (with `extra` arguments) on the fake runtime: the program's output is what it
+/// prints without capture.
+fn captured(dir: &Path, arch: &Path, name: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    let (code, plain, _) = run(app(dir, name, extra));
     assert_eq!(code, 0, "{name} fails on the fake runtime: {plain}");
-    let o = capture(dir, arch, name, &[]);
+    let o = capture(dir, arch, name, extra);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
@@ -118,12 +119,16 @@ fn captured(dir: &Path, arch: &Path, name: &str) -> Vec<serde_json::Value> {
     events_json(arch)
 }
 
-/// Capture `name` on the fake runtime as `captured` does, into `run.hrr` of a new temporary
-/// folder: the folder (kept alive), the archive and its events.
-fn captured_run(dir: &Path, name: &str) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+/// Capture `name` as `captured` does, into `run.hrr` of a new temporary folder: the folder
+/// (kept alive), the archive and its events.
+fn captured_run(
+    dir: &Path,
+    name: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, name);
+    let events = captured(dir, &arch, name, extra);
     (tmp, arch, events)
 }
 
@@ -304,7 +309,7 @@ fn check_layouts(archive: &Path, events: &[serde_json::Value]) -> (usize, usize)
 #[test]
 fn vector_add_round_trip() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "vector_add");
+    let (_tmp, arch, events) = captured_run(dir, "vector_add", &[]);
     assert_recorded(
         &events,
         &[
@@ -385,7 +390,7 @@ fn vector_add_round_trip() {
 #[test]
 fn module_launch_round_trip() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "module_launch");
+    let (_tmp, arch, events) = captured_run(dir, "module_launch", &[]);
     assert_recorded(
         &events,
         &[
@@ -430,7 +435,7 @@ fn module_launch_round_trip() {
 #[test]
 fn streams_events_vmm_round_trip() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "streams");
+    let (_tmp, arch, events) = captured_run(dir, "streams", &[]);
     assert_recorded(
         &events,
         &[
@@ -503,7 +508,7 @@ fn a_runtime_loaded_rtld_local_by_a_plugin_is_found_and_recorded() {
     // find the loaded runtime by name instead. Its hipMemset comes from hipGetProcAddress,
     // which hands out the wrapper.
     let dir = &built().0;
-    let (_tmp, arch, events) = captured_run(dir, "plugin_host");
+    let (_tmp, arch, events) = captured_run(dir, "plugin_host", &[]);
     assert_eq!(
         names(&events),
         [
@@ -528,7 +533,7 @@ fn replay_without_placement_translates_pointers() {
     let tmp = tempfile::tempdir().unwrap();
     for name in ["vector_add", "streams"] {
         let arch = tmp.path().join(format!("{name}.hrr"));
-        captured(dir, &arch, name);
+        captured(dir, &arch, name, &[]);
         // The fake hands out addresses from another window: every pointer moves.
         let mut c = playback();
         c.arg(&arch)
@@ -547,7 +552,7 @@ fn replay_without_placement_translates_pointers() {
 #[test]
 fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "vector_add");
+    let (_tmp, arch, events) = captured_run(dir, "vector_add", &[]);
     let pid = pid_dirs(&arch).remove(0);
     let ev = first_named(&events, "hipMemcpyDtoH");
     flip_blob_byte(&pid, ev["fields"]["d2h_blob"].as_str().unwrap(), 9, 0xff);
@@ -559,7 +564,7 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
 #[test]
 fn replay_really_runs_the_work_zeroed_inputs_fail() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "module_launch");
+    let (_tmp, arch, events) = captured_run(dir, "module_launch", &[]);
     let pid = pid_dirs(&arch).remove(0);
     for e in &events {
         if let Some(id) = e["fields"]["h2d_blob"].as_str() {
@@ -575,7 +580,7 @@ fn replay_really_runs_the_work_zeroed_inputs_fail() {
 #[test]
 fn replay_flags_filter_loop_and_sync() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, _) = captured_run(dir, "module_launch");
+    let (_tmp, arch, _) = captured_run(dir, "module_launch", &[]);
     let (code, v) = replay_json(dir, &arch, &["--loop", "2"]);
     assert_eq!((code, v["kernels_launched"].as_u64()), (0, Some(6)), "{v}");
     let (code, v) = replay_json(
@@ -601,14 +606,7 @@ fn replay_flags_filter_loop_and_sync() {
 #[test]
 fn ext_module_launches_in_work_items_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let (code, plain, _) = run(app(dir, "module_launch", &["ext"]));
-    assert_eq!(code, 0, "{plain}");
-    let o = capture(dir, &arch, "module_launch", &["ext"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
-    let events = events_json(&arch);
+    let (_tmp, arch, events) = captured_run(dir, "module_launch", &["ext"]);
     let launch = |name: &str| {
         // recorded under the name the program called (here the C++ one)
         events
@@ -642,14 +640,7 @@ fn ext_module_launches_in_work_items_round_trip() {
 #[test]
 fn pitched_copies_round_trip() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let (code, plain, _) = run(app(dir, "streams", &["2d"]));
-    assert_eq!(code, 0, "{plain}");
-    let o = capture(dir, &arch, "streams", &["2d"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
-    let events = events_json(&arch);
+    let (_tmp, arch, events) = captured_run(dir, "streams", &["2d"]);
     let copies: Vec<&serde_json::Value> = events
         .iter()
         .filter(|e| e["name"].as_str().unwrap().starts_with("hipMemcpy2D"))
@@ -666,7 +657,7 @@ fn pitched_copies_round_trip() {
     );
     let (code, v) = replay_json(dir, &arch, &[]);
     assert_eq!(code, 0, "{v}");
-    let (_plain_tmp, plain_arch, _) = captured_run(dir, "streams");
+    let (_plain_tmp, plain_arch, _) = captured_run(dir, "streams", &[]);
     let (code, p) = replay_json(dir, &plain_arch, &[]);
     assert_eq!(code, 0, "{p}");
     let without = p["d2h_checks"]["pass"].as_u64().unwrap();
@@ -696,7 +687,7 @@ fn pitched_copies_round_trip() {
 #[test]
 fn timing_lists_every_hip_launch_by_gpu_time() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, _) = captured_run(dir, "module_launch");
+    let (_tmp, arch, _) = captured_run(dir, "module_launch", &[]);
     let (code, v) = replay_json(dir, &arch, &["--timing"]);
     assert_eq!(code, 0, "{v}");
     let timing = v["timing"].as_array().expect("a timing list");
@@ -841,7 +832,7 @@ fn extracted_hip_launches_replay_alone() {
     let tmp = tempfile::tempdir().unwrap();
     for (app, kernel) in [("vector_add", "poly"), ("module_launch", "grid_stride")] {
         let arch = tmp.path().join(format!("{app}.hrr"));
-        captured(dir, &arch, app);
+        captured(dir, &arch, app, &[]);
         let small = tmp.path().join(format!("{app}-{kernel}.hrr"));
         let o = small.to_str().unwrap();
         let (code, out, err) = replay(dir, &arch, &["--extract", kernel, "-o", o]);

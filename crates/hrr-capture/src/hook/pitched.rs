@@ -29,33 +29,35 @@ pub struct HostSide {
 impl HostSide {
     /// The source side of `c`.
     pub fn src(c: &CopyPitched) -> HostSide {
-        HostSide {
-            base: if c.src_type == CU_MEMORYTYPE_HOST {
-                c.src_host
-            } else {
-                c.src_device
-            },
-            x: c.src_x,
-            y: c.src_y,
-            z: c.src_z,
-            pitch: c.src_pitch,
-            height: c.src_height,
-        }
+        HostSide::of(c, false)
     }
 
     /// The destination side of `c`.
     pub fn dst(c: &CopyPitched) -> HostSide {
+        HostSide::of(c, true)
+    }
+
+    /// The source or (`dst`) destination side of `c`.
+    fn of(c: &CopyPitched, dst: bool) -> Self {
+        let (ty, host, device) = match dst {
+            false => (c.src_type, c.src_host, c.src_device),
+            true => (c.dst_type, c.dst_host, c.dst_device),
+        };
+        let [x, y, z, pitch, height] = match dst {
+            false => [c.src_x, c.src_y, c.src_z, c.src_pitch, c.src_height],
+            true => [c.dst_x, c.dst_y, c.dst_z, c.dst_pitch, c.dst_height],
+        };
         HostSide {
-            base: if c.dst_type == CU_MEMORYTYPE_HOST {
-                c.dst_host
+            base: if ty == CU_MEMORYTYPE_HOST {
+                host
             } else {
-                c.dst_device
+                device
             },
-            x: c.dst_x,
-            y: c.dst_y,
-            z: c.dst_z,
-            pitch: c.dst_pitch,
-            height: c.dst_height,
+            x,
+            y,
+            z,
+            pitch,
+            height,
         }
     }
 

@@ -212,34 +212,25 @@ pub unsafe fn memset_bytes_async(h: Export, a: args::MemsetAsync, call: impl Cal
 /// of `CUDA_MEMCPY2D`), its host source rows packed before the call and its host destination
 /// rows after it (the D2H check).
 pub unsafe fn memcpy_2d(h: Export, a: args::Memcpy2D, call: impl Call) -> HipError {
-    let args::Memcpy2D {
-        dst,
-        dpitch,
-        src,
-        spitch,
-        width,
-        height,
-        kind,
-    } = a;
-    let c = pitched_fields((dst, dpitch), (src, spitch), (width, height), kind);
+    let c = pitched_fields(
+        (a.dst, a.dpitch),
+        (a.src, a.spitch),
+        (a.width, a.height),
+        a.kind,
+    );
     pitched(h, c, None, call)
 }
 
 /// `hipMemcpy2DAsync`: as [`memcpy_2d`]; a D2H result is read after waiting for its stream
 /// (never on a capturing one).
 pub unsafe fn memcpy_2d_async(h: Export, a: args::Memcpy2DAsync, call: impl Call) -> HipError {
-    let args::Memcpy2DAsync {
-        dst,
-        dpitch,
-        src,
-        spitch,
-        width,
-        height,
-        kind,
-        stream,
-    } = a;
-    let c = pitched_fields((dst, dpitch), (src, spitch), (width, height), kind);
-    pitched(h, c, Some(stream), call)
+    let c = pitched_fields(
+        (a.dst, a.dpitch),
+        (a.src, a.spitch),
+        (a.width, a.height),
+        a.kind,
+    );
+    pitched(h, c, Some(a.stream), call)
 }
 
 /// The recorded fields of a 2D copy of `width` bytes by `height` rows between linear memory.

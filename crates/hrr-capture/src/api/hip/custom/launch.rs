@@ -231,16 +231,30 @@ pub unsafe fn module_launch_kernel(
     r
 }
 
-/// `hipExtModuleLaunchKernel`: a module function launched with its sizes in work-items
-/// ([`module_launch_in_work_items`]); its start and stop events are not recorded.
+/// Record a launch of the module function of `$a`, a row whose sizes are in work-items, after
+/// the call `$r` returned ([`module_launch_in_work_items`]).
+macro_rules! in_work_items {
+    ($h:expr, $r:expr, $a:expr) => {
+        module_launch_in_work_items(
+            $h,
+            $r,
+            $a.f,
+            ([$a.gx, $a.gy, $a.gz], [$a.bx, $a.by, $a.bz]),
+            ($a.shmem, $a.stream),
+            ($a.params, $a.extra),
+        )
+    };
+}
+
+/// `hipExtModuleLaunchKernel`: a module function launched with its sizes in work-items; its
+/// start and stop events are not recorded.
 pub unsafe fn ext_module_launch_kernel(
     h: Export,
     a: args::ExtModuleLaunchKernel,
     call: impl Call,
 ) -> HipError {
     let r = call();
-    let sizes = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
-    module_launch_in_work_items(h, r, a.f, sizes, (a.shmem, a.stream), (a.params, a.extra));
+    in_work_items!(h, r, a);
     r
 }
 
@@ -251,8 +265,7 @@ pub unsafe fn hcc_module_launch_kernel(
     call: impl Call,
 ) -> HipError {
     let r = call();
-    let sizes = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
-    module_launch_in_work_items(h, r, a.f, sizes, (a.shmem, a.stream), (a.params, a.extra));
+    in_work_items!(h, r, a);
     r
 }
 

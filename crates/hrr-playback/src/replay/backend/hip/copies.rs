@@ -159,59 +159,53 @@ impl Hip {
             bail!("a pitched copy of {width} x {height} bytes");
         };
         let stream = self.stream(s.stream)?;
-        let at = |addr: u64, x: u64, y: u64, pitch: u64| addr + y * pitch + x;
-        let what = format!("2D copy (event #{})", ev.seq);
-        match s.direction {
+        let dst_at = self
+            .mem
+            .translate(s.dst_device + s.dst_y * s.dst_pitch + s.dst_x);
+        let src_at = self
+            .mem
+            .translate(s.src_device + s.src_y * s.src_pitch + s.src_x);
+        let (dpitch, spitch) = (s.dst_pitch as usize, s.src_pitch as usize);
+        let source;
+        let mut got = Vec::new();
+        // (destination, its pitch), (source, its pitch), kind; a host side is packed rows
+        let (dst, src, k) = match s.direction {
             direction::H2D => {
                 let Some(data) = blobs(s.h2d_blob, Some(n as u64))? else {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
-                let dst = self
-                    .mem
-                    .translate(at(s.dst_device, s.dst_x, s.dst_y, s.dst_pitch));
-                let pitch = s.dst_pitch as usize;
-                let src = data.as_ptr() as u64;
-                hip!(
-                    self.api,
-                    hipMemcpy2DAsync(dst, pitch, src, width, width, height, kind::H2D, stream)
-                )?;
-                self.wait(stream, &what)?;
-                Ok(Outcome::Done)
+                source = data;
+                ((dst_at, dpitch), (source.as_ptr() as u64, width), kind::H2D)
             }
             direction::D2H => {
-                let src = self
-                    .mem
-                    .translate(at(s.src_device, s.src_x, s.src_y, s.src_pitch));
-                let pitch = s.src_pitch as usize;
-                let mut got = vec![0u8; n];
-                let dst = got.as_mut_ptr() as u64;
-                hip!(
-                    self.api,
-                    hipMemcpy2DAsync(dst, width, src, pitch, width, height, kind::D2H, stream)
-                )?;
-                self.wait(stream, &what)?;
-                Ok(Outcome::D2h {
-                    got,
-                    expected: s.d2h_blob,
-                    site: 0,
-                })
+                got = vec![0u8; n];
+                (
+                    (got.as_mut_ptr() as u64, width),
+                    (src_at, spitch),
+                    kind::D2H,
+                )
             }
-            direction::D2D => {
-                let dst = self
-                    .mem
-                    .translate(at(s.dst_device, s.dst_x, s.dst_y, s.dst_pitch));
-                let src = self
-                    .mem
-                    .translate(at(s.src_device, s.src_x, s.src_y, s.src_pitch));
-                let (dpitch, spitch) = (s.dst_pitch as usize, s.src_pitch as usize);
-                hip!(
-                    self.api,
-                    hipMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind::D2D, stream)
-                )?;
-                Ok(Outcome::Done)
-            }
-            _ => Ok(Outcome::Skipped(H2H.into())),
+            direction::D2D => ((dst_at, dpitch), (src_at, spitch), kind::D2D),
+            _ => return Ok(Outcome::Skipped(H2H.into())),
+        };
+        let ((d, dp), (s_, sp)) = (dst, src);
+        hip!(
+            self.api,
+            hipMemcpy2DAsync(d, dp, s_, sp, width, height, k, stream)
+        )?;
+        if k == kind::D2D {
+            return Ok(Outcome::Done);
         }
+        // the host side is this replay's buffer: wait until the copy is done with it
+        self.wait(stream, &format!("2D copy (event #{})", ev.seq))?;
+        Ok(match k {
+            kind::D2H => Outcome::D2h {
+                got,
+                expected: s.d2h_blob,
+                site: 0,
+            },
+            _ => Outcome::Done,
+        })
     }
 
     /// `hipMemcpyToSymbol*`: into the variable of the recorded code object.
