@@ -557,13 +557,19 @@ pub(crate) mod tests {
         out
     }
 
-    #[test]
-    fn reads_kernel_layouts_from_a_bundle() {
+    /// A code object with the sample metadata, and a bundle of it beside an empty host entry.
+    fn sample_bundle() -> (Vec<u8>, Vec<u8>) {
         let elf = elf_with_note(&sample_metadata());
         let b = bundle(&[
             ("host-x86_64-unknown-linux", &[]),
             ("hipv4-amdgcn-amd-amdhsa--gfx90a", &elf),
         ]);
+        (elf, b)
+    }
+
+    #[test]
+    fn reads_kernel_layouts_from_a_bundle() {
+        let (elf, b) = sample_bundle();
         let ks = kernels(&b).unwrap();
         let k = &ks["_Z5saxpyfPKfPfi"];
         assert_eq!(k.kernarg_segment_size, 56);
@@ -623,11 +629,7 @@ pub(crate) mod tests {
 
     #[test]
     fn reads_kernel_layouts_from_a_compressed_bundle() {
-        let elf = elf_with_note(&sample_metadata());
-        let b = bundle(&[
-            ("host-x86_64-unknown-linux", &[]),
-            ("hipv4-amdgcn-amd-amdhsa--gfx90a", &elf),
-        ]);
+        let (_, b) = sample_bundle();
         let want = kernels(&b).unwrap();
         for (version, method) in [(1, 1), (2, 1), (3, 1), (2, 0), (3, 0)] {
             let c = ccob(version, method, &b);
