@@ -16,17 +16,21 @@ CUresult copy_run(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t
   memmove((void *)dst, (const void *)src, n);
   return E_SUCCESS;
 }
-CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n,
-                             CUstream s, int check_stream) {
+/* What every copy and memset checks first: a current context, then its stream (the async
+   forms, `check_stream`) or that no strict stream capture is under way (the blocking forms). */
+static CUresult stream_op_checks(CUstream s, int check_stream) {
   struct fc_ctx *c;
   NEED_CTX(c);
-  if (check_stream) {
-    CUresult e = chk_stream(s);
-    if (e) return e;
-  } else {
-    NO_STRICT_CAPTURE();
-    busy_done(NULL, ~0ull); /* a blocking copy waits for the legacy stream */
-  }
+  if (check_stream) return chk_stream(s);
+  NO_STRICT_CAPTURE();
+  return E_SUCCESS;
+}
+
+CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n,
+                             CUstream s, int check_stream) {
+  CUresult e = stream_op_checks(s, check_stream);
+  if (e) return e;
+  if (!check_stream) busy_done(NULL, ~0ull); /* a blocking copy waits for the legacy stream */
   if (n == 0) return E_SUCCESS;
   if (!dst || !src) return E_INVALID_VALUE;
   struct fc_graph *g = check_stream ? stream_graph(s) : NULL;
@@ -59,14 +63,8 @@ CUresult memset_run(CUdeviceptr d, unsigned v, size_t n, int width) {
   return E_SUCCESS;
 }
 CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, CUstream s, int check_stream) {
-  struct fc_ctx *c;
-  NEED_CTX(c);
-  if (check_stream) {
-    CUresult e = chk_stream(s);
-    if (e) return e;
-  } else {
-    NO_STRICT_CAPTURE();
-  }
+  CUresult e = stream_op_checks(s, check_stream);
+  if (e) return e;
   if (n == 0) return E_SUCCESS;
   if (d % (unsigned)width) return E_INVALID_VALUE;
   if (n > SIZE_MAX / (size_t)width) return E_INVALID_VALUE;

@@ -237,6 +237,16 @@ static struct fatbin_wrapper lib_image(unsigned char *fatbin, size_t cap) {
   return (struct fatbin_wrapper){0x466243B1, 1, fatbin, NULL};
 }
 
+/* The library of k_lib_text loaded (from a fatbin that lives as long as the program), with its
+ * `axpy` and `fill_u32` kernels. */
+static void load_axpy_fill(CUlibrary *lib, CUkernel *k_axpy, CUkernel *k_fill) {
+  static unsigned char fatbin[512] __attribute__((aligned(16)));
+  struct fatbin_wrapper wrapper = lib_image(fatbin, sizeof fatbin);
+  CK(g_cu.LibraryLoadData(lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+  CK(g_cu.LibraryGetKernel(k_axpy, *lib, "axpy"), "cuLibraryGetKernel");
+  CK(g_cu.LibraryGetKernel(k_fill, *lib, "fill_u32"), "cuLibraryGetKernel");
+}
+
 /* The device ordinal the workload runs on: FAKE_APP_DEVICE=K (default 0; run the fake driver
  * with FAKE_CUDA_DEVICES above K). */
 static int app_device(void) {

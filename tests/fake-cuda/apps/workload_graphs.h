@@ -19,13 +19,9 @@ static void graph_workload(struct outbuf *out) {
   CK(cu->DriverGetVersion(&ver), "cuDriverGetVersion");
   use_primary_ctx(&dev, &ctx);
 
-  unsigned char fatbin[512] __attribute__((aligned(16)));
-  struct fatbin_wrapper wrapper = lib_image(fatbin, sizeof fatbin);
   CUlibrary lib;
   CUkernel k_axpy, k_fill;
-  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
-  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
-  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  load_axpy_fill(&lib, &k_axpy, &k_fill);
 
   float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
   unsigned *hz = malloc(n * sizeof(unsigned));
@@ -232,13 +228,9 @@ static void graph_nodes_workload(struct outbuf *out) {
   CUdevice dev;
   CUcontext ctx;
   use_primary_ctx(&dev, &ctx);
-  unsigned char fatbin[512] __attribute__((aligned(16)));
-  struct fatbin_wrapper wrapper = lib_image(fatbin, sizeof fatbin);
   CUlibrary lib;
   CUkernel k_axpy, k_fill;
-  CK(cu->LibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
-  CK(cu->LibraryGetKernel(&k_axpy, lib, "axpy"), "cuLibraryGetKernel");
-  CK(cu->LibraryGetKernel(&k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
+  load_axpy_fill(&lib, &k_axpy, &k_fill);
 
   float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
   unsigned *hz = malloc(n * sizeof(unsigned));
