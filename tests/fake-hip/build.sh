@@ -3,7 +3,8 @@
 #   tests/fake-hip/build.sh OUTDIR
 # produces OUTDIR/libamdhip64.so.5 (+ libamdhip64.so link), OUTDIR/libplugin.so and
 # OUTDIR/plugin_host with cc, then with hipcc
-# OUTDIR/vector_add, OUTDIR/module_launch, OUTDIR/streams and OUTDIR/kernels.co (the code
+# OUTDIR/vector_add, OUTDIR/vector_add_spt (built with -fgpu-default-stream=per-thread),
+# OUTDIR/module_launch, OUTDIR/streams and OUTDIR/kernels.co (the code
 # object module_launch loads). Run the programs with LD_LIBRARY_PATH=OUTDIR for the fake,
 # without it for the real runtime. Exit status 3: the fake was built but hipcc is missing, so
 # the programs were not. Silent on success; honours $CC, $CFLAGS, $HIPCC and $HIP_ARCHS.
@@ -33,4 +34,6 @@ hflags="-O2 -ffp-contract=off $offload"
 for app in vector_add module_launch streams; do
   $hipcc $hflags -o "$out/$app" "$here/apps/$app.hip"
 done
+# The same program built with the per-thread default stream: it calls the `*_spt` forms.
+$hipcc $hflags -fgpu-default-stream=per-thread -o "$out/vector_add_spt" "$here/apps/vector_add.hip"
 $hipcc $hflags --genco -o "$out/kernels.co" "$here/apps/kernels.hip"

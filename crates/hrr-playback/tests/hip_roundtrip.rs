@@ -682,6 +682,34 @@ fn pitched_copies_round_trip() {
     );
 }
 
+/// The program built with `-fgpu-default-stream=per-thread` calls the `*_spt` forms for its
+/// launches, copies and memsets: each recorded under its own name and replayed as the plain
+/// call, with the same launches and checks as the plain build.
+#[test]
+fn per_thread_default_stream_calls_round_trip() {
+    let dir = fake_or_skip!();
+    let (_tmp, arch, events) = captured_run(dir, "vector_add_spt", &[]);
+    assert_recorded(
+        &events,
+        &[
+            "hipLaunchKernel_spt",
+            "hipMemcpy_spt",
+            "hipMemset_spt",
+            "hipMemcpyToSymbol_spt",
+            "hipMemcpyFromSymbol_spt",
+        ],
+    );
+    let (_plain_tmp, plain_arch, _) = captured_run(dir, "vector_add", &[]);
+    let (code, want) = replay_json(dir, &plain_arch, &[]);
+    assert_eq!(code, 0, "{want}");
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    for k in ["kernels_launched", "d2h_checks"] {
+        assert_eq!(v[k], want[k], "{k}: {v}");
+    }
+    assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
+}
+
 /// `--timing` on HIP: every launch timed (events around it on its stream), by kernel name, in
 /// `--json` and as the summary's table; none without the flag.
 #[test]

@@ -106,6 +106,27 @@ macro_rules! hip_calls {
             // Pitched copies between linear memory (arrays are not recorded on HIP).
             Memcpy2D [hipMemcpy2D] (dst: Ptr, dpitch: usize, src: Ptr, spitch: usize, width: usize, height: usize, kind: c_int) : CopyPitched, Copy => memcpy_2d;
             Memcpy2DAsync [hipMemcpy2DAsync] (dst: Ptr, dpitch: usize, src: Ptr, spitch: usize, width: usize, height: usize, kind: c_int, stream: Handle) : CopyPitched, Copy => memcpy_2d_async;
+            // The per-thread default stream forms (`-fgpu-default-stream=per-thread`).
+            MemcpySpt [hipMemcpy_spt] (dst: Ptr, src: Ptr, n: usize, kind: c_int) : CopyKind, Copy => memcpy_spt;
+            MemcpyToSymbolSpt [hipMemcpyToSymbol_spt] (symbol: Ptr, src: Ptr, n: usize, offset: usize, kind: c_int) : CopyToSymbol, H2d => memcpy_to_symbol_spt;
+            MemcpyFromSymbolSpt [hipMemcpyFromSymbol_spt] (dst: Ptr, symbol: Ptr, n: usize, offset: usize, kind: c_int) : CopyFromSymbol, D2h => memcpy_from_symbol_spt;
+            Memcpy2DSpt [hipMemcpy2D_spt] (dst: Ptr, dpitch: usize, src: Ptr, spitch: usize, width: usize, height: usize, kind: c_int) : CopyPitched, Copy => memcpy_2d_spt;
+            MemsetSpt [hipMemset_spt] (dst: Ptr, v: c_int, n: usize) : Memset, Memset => memset_bytes_spt;
+            MemcpyAsyncSpt [hipMemcpyAsync_spt] (dst: Ptr, src: Ptr, n: usize, kind: c_int, stream: Handle) : CopyKind, Copy => memcpy_async(..);
+            MemsetAsyncSpt [hipMemsetAsync_spt] (dst: Ptr, v: c_int, n: usize, stream: Handle) : Memset, Memset => memset_bytes_async_spt;
+            Memcpy2DAsyncSpt [hipMemcpy2DAsync_spt] (dst: Ptr, dpitch: usize, src: Ptr, spitch: usize, width: usize, height: usize, kind: c_int, stream: Handle) : CopyPitched, Copy => memcpy_2d_async_spt;
+            MemcpyFromSymbolAsyncSpt [hipMemcpyFromSymbolAsync_spt] (dst: Ptr, symbol: Ptr, n: usize, offset: usize, kind: c_int, stream: Handle) : CopyFromSymbol, D2h => memcpy_from_symbol_async_spt;
+            MemcpyToSymbolAsyncSpt [hipMemcpyToSymbolAsync_spt] (symbol: Ptr, src: Ptr, n: usize, offset: usize, kind: c_int, stream: Handle) : CopyToSymbol, H2d => memcpy_to_symbol_async_spt;
+            StreamQuerySpt [hipStreamQuery_spt] (s: Handle) : Stream, Query => query_done(..);
+            StreamSynchronizeSpt [hipStreamSynchronize_spt] (s: Handle = stream) : Stream, Sync;
+            StreamWaitEventSpt [hipStreamWaitEvent_spt] (s: Handle = stream, e: Handle = event, flags: c_uint = flags) : StreamWaitEvent, Event;
+            EventRecordSpt [hipEventRecord_spt] (e: Handle = event, s: Handle = stream) : EventRecord, Event;
+            LaunchCooperativeKernelSpt [hipLaunchCooperativeKernel_spt] (f: *const c_void, grid: Dim3, block: Dim3, args: *mut Ptr, shmem: c_uint, stream: Handle) : Launch, Launch => launch_cooperative_spt;
+            LaunchKernelSpt [hipLaunchKernel_spt] (f: *const c_void, grid: Dim3, block: Dim3, args: *mut Ptr, shmem: usize, stream: Handle) : Launch, Launch => launch_kernel_spt;
+            GraphLaunchSpt [hipGraphLaunch_spt] (exec: Handle, s: Handle) : GraphLaunch, GraphLaunch => graph_launch_spt;
+            StreamBeginCaptureSpt [hipStreamBeginCapture_spt] (s: Handle, mode: c_int) : BeginCapture, Capture => stream_begin_capture_spt;
+            StreamEndCaptureSpt [hipStreamEndCapture_spt] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture_spt;
+            LaunchHostFuncSpt [hipLaunchHostFunc_spt] (s: Handle, func: Ptr, data: Ptr) : HostFunc, HostFunc => launch_host_func(..);
         }
     };
 }

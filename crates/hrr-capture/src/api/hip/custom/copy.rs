@@ -79,7 +79,8 @@ unsafe fn generic_copy(
     };
     let r = call();
     // `hipMemcpyAsync`'s result is recorded when the copy completes (`later`).
-    let later = h == Export::hipMemcpyAsync && stream.is_some_and(|s| !capturing(s));
+    let later = matches!(h, Export::hipMemcpyAsync | Export::hipMemcpyAsync_spt)
+        && stream.is_some_and(|s| !capturing(s));
     let d2h_blob = if dir == direction::D2H && !later {
         result_blob(r, dst, n, stream)
     } else {

@@ -17,6 +17,7 @@ mod copy;
 mod device;
 mod launch;
 mod memory;
+mod spt;
 mod stream;
 mod symbol;
 
@@ -30,6 +31,7 @@ pub use copy::*;
 pub use device::*;
 pub use launch::*;
 pub use memory::*;
+pub use spt::*;
 pub use stream::*;
 pub use symbol::*;
 

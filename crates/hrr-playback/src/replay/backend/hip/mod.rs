@@ -68,6 +68,34 @@ pub struct Hip {
     deferred: memory_calls::Deferred,
 }
 
+/// The call a per-thread default stream form (`*_spt`, `-fgpu-default-stream=per-thread`)
+/// stands for: it replays as that call (its null stream, the thread's own, as the null stream).
+fn plain(op: Op) -> Op {
+    match op {
+        Op::MemcpySpt => Op::Memcpy,
+        Op::MemcpyToSymbolSpt => Op::MemcpyToSymbol,
+        Op::MemcpyFromSymbolSpt => Op::MemcpyFromSymbol,
+        Op::Memcpy2DSpt => Op::Memcpy2D,
+        Op::MemsetSpt => Op::Memset,
+        Op::MemcpyAsyncSpt => Op::MemcpyAsync,
+        Op::MemsetAsyncSpt => Op::MemsetAsync,
+        Op::Memcpy2DAsyncSpt => Op::Memcpy2DAsync,
+        Op::MemcpyFromSymbolAsyncSpt => Op::MemcpyFromSymbolAsync,
+        Op::MemcpyToSymbolAsyncSpt => Op::MemcpyToSymbolAsync,
+        Op::StreamQuerySpt => Op::StreamQuery,
+        Op::StreamSynchronizeSpt => Op::StreamSynchronize,
+        Op::StreamWaitEventSpt => Op::StreamWaitEvent,
+        Op::EventRecordSpt => Op::EventRecord,
+        Op::LaunchCooperativeKernelSpt => Op::LaunchCooperativeKernel,
+        Op::LaunchKernelSpt => Op::LaunchKernel,
+        Op::GraphLaunchSpt => Op::GraphLaunch,
+        Op::StreamBeginCaptureSpt => Op::StreamBeginCapture,
+        Op::StreamEndCaptureSpt => Op::StreamEndCapture,
+        Op::LaunchHostFuncSpt => Op::LaunchHostFunc,
+        other => other,
+    }
+}
+
 impl Hip {
     /// An allocation, after the deferred frees of its range were released.
     fn alloc(&mut self, ev: &Event, extent: Extent) -> Result<Outcome> {
@@ -106,7 +134,7 @@ impl Backend for Hip {
     }
 
     fn replay(&mut self, ev: &Event, blobs: &Blobs, opts: &Options) -> Result<Outcome> {
-        let Some(op) = self.ops.of(ev) else {
+        let Some(op) = self.ops.of(ev).map(plain) else {
             return Ok(Outcome::Ignored); // not a call of the table
         };
         let filter = opts.kernel_filter.as_deref();
