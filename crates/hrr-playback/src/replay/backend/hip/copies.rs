@@ -1,6 +1,6 @@
 //! HIP copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyKind` rows, the symbol copies,
-//! `CopyToSymbol` and `CopyFromSymbol`, and `hipMemcpy2D*`'s `CopyPitched`; memsets are `backend::memory_calls`'): host-to-device
-//! sources come from their recorded blobs, device
+//! `CopyToSymbol` and `CopyFromSymbol`, and `hipMemcpy2D*`'s `CopyPitched`; memsets are
+//! `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]); copies to and from symbols go to the variable of the recorded code
 //! object. A copy with a host side waits (the host buffer is this replay's). An async D2H copy
@@ -159,12 +159,16 @@ impl Hip {
             bail!("a pitched copy of {width} x {height} bytes");
         };
         let stream = self.stream(s.stream)?;
+        // (wrapping: an archive's values are not trusted; a wrong address fails the copy)
+        let at = |base: u64, x: u64, y: u64, pitch: u64| {
+            base.wrapping_add(y.wrapping_mul(pitch)).wrapping_add(x)
+        };
         let dst_at = self
             .mem
-            .translate(s.dst_device + s.dst_y * s.dst_pitch + s.dst_x);
+            .translate(at(s.dst_device, s.dst_x, s.dst_y, s.dst_pitch));
         let src_at = self
             .mem
-            .translate(s.src_device + s.src_y * s.src_pitch + s.src_x);
+            .translate(at(s.src_device, s.src_x, s.src_y, s.src_pitch));
         let (dpitch, spitch) = (s.dst_pitch as usize, s.src_pitch as usize);
         let source;
         let mut got = Vec::new();
