@@ -38,6 +38,7 @@ typedef int hipError_t;
 typedef struct { unsigned x, y, z; } dim3;
 typedef struct fh_stream *hipStream_t;
 typedef struct fh_event *hipEvent_t;
+typedef struct fh_pool *hipMemPool_t;
 typedef struct fh_module *hipModule_t;
 typedef struct fh_func *hipFunction_t;
 typedef struct fh_vmem *hipMemGenericAllocationHandle_t;

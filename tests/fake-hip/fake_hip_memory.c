@@ -107,6 +107,52 @@ hipError_t hipMallocAsync(void **p, size_t size, hipStream_t s) {
   if (!stream_ok(s)) RET(E_INVALID_HANDLE);
   return hipMalloc(p, size);
 }
+/* Stream-ordered pools: a pool is a handle whose allocations are plain allocations here. */
+struct fh_pool {
+  int magic;
+};
+static struct fh_pool g_default_pool = {0x706f6f6c};
+static hipMemPool_t g_current_pool = &g_default_pool;
+static int pool_ok(hipMemPool_t p) { return p && p->magic == 0x706f6f6c; }
+hipError_t hipMemPoolCreate(hipMemPool_t *p, const void *props) {
+  if (!p || !props) RET(E_INVALID_VALUE);
+  struct fh_pool *np = malloc(sizeof *np);
+  if (!np) RET(E_OUT_OF_MEMORY);
+  np->magic = 0x706f6f6c;
+  *p = np;
+  RET(E_SUCCESS);
+}
+hipError_t hipMemPoolDestroy(hipMemPool_t p) {
+  if (!pool_ok(p) || p == &g_default_pool) RET(E_INVALID_VALUE);
+  p->magic = 0;
+  free(p);
+  RET(E_SUCCESS);
+}
+hipError_t hipMemPoolTrimTo(hipMemPool_t p, size_t keep) { (void)keep; RET(pool_ok(p) ? E_SUCCESS : E_INVALID_VALUE); }
+hipError_t hipMemPoolSetAttribute(hipMemPool_t p, int attr, void *v) {
+  (void)attr;
+  RET(pool_ok(p) && v ? E_SUCCESS : E_INVALID_VALUE);
+}
+hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *p, int dev) {
+  if (!p || dev != 0) RET(E_INVALID_VALUE);
+  *p = &g_default_pool;
+  RET(E_SUCCESS);
+}
+hipError_t hipDeviceGetMemPool(hipMemPool_t *p, int dev) {
+  if (!p || dev != 0) RET(E_INVALID_VALUE);
+  *p = g_current_pool;
+  RET(E_SUCCESS);
+}
+hipError_t hipDeviceSetMemPool(int dev, hipMemPool_t p) {
+  if (dev != 0 || !pool_ok(p)) RET(E_INVALID_VALUE);
+  g_current_pool = p;
+  RET(E_SUCCESS);
+}
+hipError_t hipMallocFromPoolAsync(void **ptr, size_t size, hipMemPool_t p, hipStream_t s) {
+  if (!pool_ok(p)) RET(E_INVALID_VALUE);
+  return hipMallocAsync(ptr, size, s);
+}
+
 hipError_t hipMallocPitch(void **p, size_t *pitch, size_t width, size_t height) {
   if (!pitch) RET(E_INVALID_VALUE);
   *pitch = round_up(width ? width : 1, 256);

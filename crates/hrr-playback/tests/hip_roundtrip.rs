@@ -710,6 +710,33 @@ fn per_thread_default_stream_calls_round_trip() {
     assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
 }
 
+/// Allocations from memory pools (`hipMallocFromPoolAsync`, from a pool of the program's own and
+/// from the device's default one) are recorded as allocations and replayed at their addresses;
+/// the pool calls are recorded; the result computed in them is checked.
+#[test]
+fn pool_allocations_round_trip() {
+    let dir = fake_or_skip!();
+    let (_tmp, arch, events) = captured_run(dir, "streams", &["pool"]);
+    assert_recorded(
+        &events,
+        &[
+            "hipMemPoolCreate",
+            "hipDeviceGetDefaultMemPool",
+            "hipMallocFromPoolAsync",
+            "hipMemPoolTrimTo",
+            "hipMemPoolDestroy",
+        ],
+    );
+    let (_plain_tmp, plain_arch, _) = captured_run(dir, "streams", &[]);
+    let (code, p) = replay_json(dir, &plain_arch, &[]);
+    assert_eq!(code, 0, "{p}");
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    let pass = |v: &serde_json::Value| v["d2h_checks"]["pass"].as_u64().unwrap();
+    assert_eq!(pass(&v), pass(&p) + 1, "the pool's result is checked: {v}");
+    assert_eq!(v["allocations"]["translated"], 0, "{v}");
+}
+
 /// `--timing` on HIP: every launch timed (events around it on its stream), by kernel name, in
 /// `--json` and as the summary's table; none without the flag.
 #[test]

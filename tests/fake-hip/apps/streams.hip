@@ -1,8 +1,10 @@
 // Streams and events ordering work between two streams, pinned host memory, async copies and
 // memsets, stream-ordered allocation, an entry point found with dlsym, and the virtual memory
 // API (reserve, create, map, set access, unmap, release, free); with `2d`, also pitched copies
-// (hipMemcpy2D and hipMemcpy2DAsync) between a wider host matrix and hipMallocPitch memory.
-//   streams [2d]
+// (hipMemcpy2D and hipMemcpy2DAsync) between a wider host matrix and hipMallocPitch memory;
+// with `pool`, allocations from a memory pool of the program's own (hipMemPoolCreate,
+// hipMallocFromPoolAsync, hipFreeAsync, hipMemPoolTrimTo, hipMemPoolDestroy).
+//   streams [2d | pool]
 #include <dlfcn.h>
 
 #include "common.h"
@@ -136,6 +138,36 @@ int main(int argc, char **argv) {
     CHECK(hipFree(dp2));
     free(host);
     free(back);
+  }
+
+  if (argc > 1 && !strcmp(argv[1], "pool")) {
+    hipMemPoolProps props = {};
+    props.allocType = hipMemAllocationTypePinned;
+    props.location.type = hipMemLocationTypeDevice;
+    props.location.id = 0;
+    hipMemPool_t pool, dflt;
+    CHECK(hipMemPoolCreate(&pool, &props));
+    CHECK(hipDeviceGetDefaultMemPool(&dflt, 0));
+    uint64_t keep = 1 << 20;
+    CHECK(hipMemPoolSetAttribute(pool, hipMemPoolAttrReleaseThreshold, &keep));
+    float *pa, *pb;
+    CHECK(hipMallocFromPoolAsync((void **)&pa, bytes, pool, s1));
+    CHECK(hipMallocFromPoolAsync((void **)&pb, bytes, dflt, s1));
+    for (int i = 0; i < n; i++) pinned[i] = (float)(i % 29);
+    CHECK(hipMemcpyAsync(pa, pinned, bytes, hipMemcpyHostToDevice, s1));
+    CHECK(hipMemcpyAsync(pb, pinned, bytes, hipMemcpyHostToDevice, s1));
+    CHECK(hipStreamSynchronize(s1));
+    scale<<<grid, block>>>(pa, 4.0f, n);
+    add_into<<<grid, block>>>(pb, pa, n);
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipMemcpyAsync(pinned, pb, bytes, hipMemcpyDeviceToHost, s1));
+    CHECK(hipStreamSynchronize(s1));
+    show_f32("pool", pinned, n);
+    CHECK(hipFreeAsync(pa, s1));
+    CHECK(hipFreeAsync(pb, s1));
+    CHECK(hipStreamSynchronize(s1));
+    CHECK(hipMemPoolTrimTo(pool, 0));
+    CHECK(hipMemPoolDestroy(pool));
   }
 
   CHECK(hipEventDestroy(e0));

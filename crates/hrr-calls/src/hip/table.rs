@@ -127,6 +127,15 @@ macro_rules! hip_calls {
             StreamBeginCaptureSpt [hipStreamBeginCapture_spt] (s: Handle, mode: c_int) : BeginCapture, Capture => stream_begin_capture_spt;
             StreamEndCaptureSpt [hipStreamEndCapture_spt] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture_spt;
             LaunchHostFuncSpt [hipLaunchHostFunc_spt] (s: Handle, func: Ptr, data: Ptr) : HostFunc, HostFunc => launch_host_func(..);
+            // Stream-ordered memory pools: allocations from a pool are placed at their recorded
+            // addresses like every allocation; the pool calls are recorded for what they say.
+            MallocFromPoolAsync [hipMallocFromPoolAsync] (ptr: *mut Ptr, size: usize, pool: Handle, stream: Handle) : MemAllocFromPool, Alloc, ordered => malloc_from_pool_async;
+            MemPoolCreate [hipMemPoolCreate] (pool: *mut Handle, props: *const u8) : PoolCreate, Pool, ordered => mem_pool_create;
+            MemPoolDestroy [hipMemPoolDestroy] (pool: Handle = pool) : Pool, Pool, ordered;
+            MemPoolTrimTo [hipMemPoolTrimTo] (pool: Handle = pool, keep: usize = bytes) : PoolTrim, Pool;
+            DeviceGetDefaultMemPool [hipDeviceGetDefaultMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
+            DeviceGetMemPool [hipDeviceGetMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
+            DeviceSetMemPool [hipDeviceSetMemPool] (dev: c_int = device, pool: Handle = pool) : DevicePool, Pool;
         }
     };
 }

@@ -88,6 +88,33 @@ pub unsafe fn malloc_async(h: Export, a: args::MallocAsync, call: impl Call) -> 
     r
 }
 
+pub unsafe fn malloc_from_pool_async(
+    h: Export,
+    a: args::MallocFromPoolAsync,
+    call: impl Call,
+) -> HipError {
+    let r = call();
+    allocated(h, r, a.ptr, a.size as u64, |_, dptr| MemAllocFromPool {
+        dptr,
+        bytesize: a.size as u64,
+        pool: a.pool as u64,
+        stream: a.stream as u64,
+    });
+    r
+}
+
+/// Bytes of a `hipMemPoolProps` (as `CUmemPoolProps`).
+const POOL_PROPS_BYTES: usize = 88;
+
+pub unsafe fn mem_pool_create(h: Export, a: args::MemPoolCreate, call: impl Call) -> HipError {
+    let r = call();
+    rec(h, r, |_| PoolCreate {
+        pool: out_addr(a.pool),
+        props: crate::hook::args::bytes_at(a.props, POOL_PROPS_BYTES).to_vec(),
+    });
+    r
+}
+
 pub unsafe fn malloc_pitch(h: Export, a: args::MallocPitch, call: impl Call) -> HipError {
     let args::MallocPitch {
         ptr,

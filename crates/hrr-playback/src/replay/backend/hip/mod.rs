@@ -139,7 +139,9 @@ impl Backend for Hip {
         };
         let filter = opts.kernel_filter.as_deref();
         match op {
-            Op::Malloc | Op::ExtMallocWithFlags | Op::MallocAsync => self.alloc(ev, Extent::Bytes),
+            Op::Malloc | Op::ExtMallocWithFlags | Op::MallocAsync | Op::MallocFromPoolAsync => {
+                self.alloc(ev, Extent::Bytes)
+            }
             Op::MallocPitch => self.alloc(ev, Extent::Pitched),
             Op::MallocManaged => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
             Op::Free => memory_calls::free(&mut self.mem, &self.api, ev),
