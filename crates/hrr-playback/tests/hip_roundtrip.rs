@@ -688,26 +688,34 @@ fn pitched_copies_round_trip() {
 #[test]
 fn per_thread_default_stream_calls_round_trip() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "vector_add_spt", &[]);
-    assert_recorded(
-        &events,
-        &[
-            "hipLaunchKernel_spt",
-            "hipMemcpy_spt",
-            "hipMemset_spt",
-            "hipMemcpyToSymbol_spt",
-            "hipMemcpyFromSymbol_spt",
-        ],
-    );
-    let (_plain_tmp, plain_arch, _) = captured_run(dir, "vector_add", &[]);
-    let (code, want) = replay_json(dir, &plain_arch, &[]);
-    assert_eq!(code, 0, "{want}");
-    let (code, v) = replay_json(dir, &arch, &[]);
-    assert_eq!(code, 0, "{v}");
+    let calls = [
+        "hipLaunchKernel_spt",
+        "hipMemcpy_spt",
+        "hipMemset_spt",
+        "hipMemcpyToSymbol_spt",
+        "hipMemcpyFromSymbol_spt",
+    ];
+    let (v, want) = replayed_beside(dir, ("vector_add_spt", &[]), &calls, "vector_add");
     for k in ["kernels_launched", "d2h_checks"] {
         assert_eq!(v[k], want[k], "{k}: {v}");
     }
     assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
+}
+
+/// `(name, extra)` captured (its events holding `calls`) and replayed, and `plain` (without
+/// arguments) captured and replayed: both replays' `--json` summaries, each a PASS.
+fn replayed_beside(
+    dir: &Path,
+    (name, extra): (&str, &[&str]),
+    calls: &[&str],
+    plain: &str,
+) -> (serde_json::Value, serde_json::Value) {
+    let (_tmp, arch, events) = captured_run(dir, name, extra);
+    assert_recorded(&events, calls);
+    let (_plain_tmp, plain_arch, _) = captured_run(dir, plain, &[]);
+    let [(code, v), (plain_code, p)] = [&arch, &plain_arch].map(|a| replay_json(dir, a, &[]));
+    assert_eq!((code, plain_code), (0, 0), "{v}\n{p}");
+    (v, p)
 }
 
 /// Allocations from memory pools (`hipMallocFromPoolAsync`, from a pool of the program's own and
@@ -716,22 +724,14 @@ fn per_thread_default_stream_calls_round_trip() {
 #[test]
 fn pool_allocations_round_trip() {
     let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "streams", &["pool"]);
-    assert_recorded(
-        &events,
-        &[
-            "hipMemPoolCreate",
-            "hipDeviceGetDefaultMemPool",
-            "hipMallocFromPoolAsync",
-            "hipMemPoolTrimTo",
-            "hipMemPoolDestroy",
-        ],
-    );
-    let (_plain_tmp, plain_arch, _) = captured_run(dir, "streams", &[]);
-    let (code, p) = replay_json(dir, &plain_arch, &[]);
-    assert_eq!(code, 0, "{p}");
-    let (code, v) = replay_json(dir, &arch, &[]);
-    assert_eq!(code, 0, "{v}");
+    let calls = [
+        "hipMemPoolCreate",
+        "hipDeviceGetDefaultMemPool",
+        "hipMallocFromPoolAsync",
+        "hipMemPoolTrimTo",
+        "hipMemPoolDestroy",
+    ];
+    let (v, p) = replayed_beside(dir, ("streams", &["pool"]), &calls, "streams");
     let pass = |v: &serde_json::Value| v["d2h_checks"]["pass"].as_u64().unwrap();
     assert_eq!(pass(&v), pass(&p) + 1, "the pool's result is checked: {v}");
     assert_eq!(v["allocations"]["translated"], 0, "{v}");
