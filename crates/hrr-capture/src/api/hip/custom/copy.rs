@@ -209,29 +209,29 @@ pub unsafe fn memset_bytes_async(h: Export, a: args::MemsetAsync, call: impl Cal
     r
 }
 
+/// [`pitched_fields`] of a 2D copy row's arguments `$a` (the rows name them alike).
+macro_rules! pitched_fields {
+    ($a:expr) => {
+        pitched_fields(
+            ($a.dst, $a.dpitch),
+            ($a.src, $a.spitch),
+            ($a.width, $a.height),
+            $a.kind,
+        )
+    };
+}
+
 /// `hipMemcpy2D`: a pitched copy between linear memory, recorded as [`CopyPitched`] (memory types
 /// of `CUDA_MEMCPY2D`), its host source rows packed before the call and its host destination
 /// rows after it (the D2H check).
 pub unsafe fn memcpy_2d(h: Export, a: args::Memcpy2D, call: impl Call) -> HipError {
-    let c = pitched_fields(
-        (a.dst, a.dpitch),
-        (a.src, a.spitch),
-        (a.width, a.height),
-        a.kind,
-    );
-    pitched(h, c, None, call)
+    pitched(h, pitched_fields!(a), None, call)
 }
 
 /// `hipMemcpy2DAsync`: as [`memcpy_2d`]; a D2H result is read after waiting for its stream
 /// (never on a capturing one).
 pub unsafe fn memcpy_2d_async(h: Export, a: args::Memcpy2DAsync, call: impl Call) -> HipError {
-    let c = pitched_fields(
-        (a.dst, a.dpitch),
-        (a.src, a.spitch),
-        (a.width, a.height),
-        a.kind,
-    );
-    pitched(h, c, Some(a.stream), call)
+    pitched(h, pitched_fields!(a), Some(a.stream), call)
 }
 
 /// The recorded fields of a 2D copy of `width` bytes by `height` rows between linear memory.
