@@ -33,10 +33,8 @@ CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, si
   if (!check_stream) busy_done(NULL, ~0ull); /* a blocking copy waits for the legacy stream */
   if (n == 0) return E_SUCCESS;
   if (!dst || !src) return E_INVALID_VALUE;
-  struct fc_graph *g = check_stream ? stream_graph(s) : NULL;
-  if (g) { /* captured: the source is read when the graph runs, as with the real driver */
-    struct fc_node *nd = graph_add(g);
-    nd->kind = N_COPY;
+  struct fc_node *nd = check_stream ? captured_node(s, N_COPY) : NULL;
+  if (nd) { /* captured: the source is read when the graph runs, as with the real driver */
     nd->dst = dst;
     nd->dst_dev = dst_dev;
     nd->src = src;
@@ -68,10 +66,8 @@ CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, CUstream
   if (n == 0) return E_SUCCESS;
   if (d % (unsigned)width) return E_INVALID_VALUE;
   if (n > SIZE_MAX / (size_t)width) return E_INVALID_VALUE;
-  struct fc_graph *g = check_stream ? stream_graph(s) : NULL;
-  if (g) {
-    struct fc_node *nd = graph_add(g);
-    nd->kind = N_MEMSET;
+  struct fc_node *nd = check_stream ? captured_node(s, N_MEMSET) : NULL;
+  if (nd) {
     nd->dst = d;
     nd->v = v;
     nd->n = n;
@@ -161,27 +157,19 @@ static CUresult side_resolve(int type, uintptr_t host, CUdeviceptr dev, void *ar
   return E_SUCCESS;
 }
 CUresult copy3d(const CUDA_MEMCPY3D *c, CUstream s, int async) {
-  struct fc_ctx *ctx;
   if (!c) return E_INVALID_VALUE;
-  NEED_CTX(ctx);
-  if (async) {
-    CUresult e = chk_stream(s);
-    if (e) return e;
-  } else {
-    NO_STRICT_CAPTURE();
-  }
+  CUresult e = stream_op_checks(s, async);
+  if (e) return e;
   struct plan p = {0, 0, 0, 0, 0, 0, c->WidthInBytes, c->Height, c->Depth};
   if (!p.w || !p.h || !p.d) return E_SUCCESS;
-  CUresult e = side_resolve(c->srcMemoryType, (uintptr_t)c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes,
-                            c->srcY, c->srcZ, c->srcLOD, c->srcPitch, c->srcHeight, &p, 1, &p.src, &p.spitch, &p.ssh);
+  e = side_resolve(c->srcMemoryType, (uintptr_t)c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY,
+                   c->srcZ, c->srcLOD, c->srcPitch, c->srcHeight, &p, 1, &p.src, &p.spitch, &p.ssh);
   if (!e)
     e = side_resolve(c->dstMemoryType, (uintptr_t)c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY,
                      c->dstZ, c->dstLOD, c->dstPitch, c->dstHeight, &p, 2, &p.dst, &p.dpitch, &p.dsh);
   if (e) return e;
-  struct fc_graph *g = async ? stream_graph(s) : NULL;
-  if (g) { /* captured: rows are copied when the graph runs */
-    struct fc_node *nd = graph_add(g);
-    nd->kind = N_PLAN;
+  struct fc_node *nd = async ? captured_node(s, N_PLAN) : NULL;
+  if (nd) { /* captured: rows are copied when the graph runs */
     nd->pb = calloc(1, FC_PARAM_BUF);
     if (!nd->pb) abort();
     memcpy(nd->pb, &p, sizeof p);

@@ -15,6 +15,7 @@
  * even when an LD_PRELOAD interposer defines the same name.  Every export
  * (including _ptsz/_ptds/_vN variants) is a distinct function, so dladdr()
  * on a returned pointer names exactly the variant chosen. */
+#define SELF_ALIAS(name) extern __typeof__(name) name##__self __attribute__((alias(#name), visibility("hidden")));
 #define DEF_(name, params, call, needinit)                                   \
   FC_EXPORT CUresult name params;                                            \
   CUresult name params {                                                     \
@@ -26,9 +27,13 @@
     if (g_trace) fc_trace(#name, r__);                                       \
     return r__;                                                              \
   }                                                                          \
-  extern __typeof__(name) name##__self __attribute__((alias(#name), visibility("hidden")));
+  SELF_ALIAS(name)
 #define DEF(name, params, call) DEF_(name, params, call, 1)
 #define DEF0(name, params, call) DEF_(name, params, call, 0)
+/* NAME and its per-thread default stream twin NAME_ptsz (or NAME_ptds): the same parameters
+ * and implementation. */
+#define DEF_PTSZ(name, params, call) DEF(name, params, call) DEF(name##_ptsz, params, call)
+#define DEF_PTDS(name, params, call) DEF(name, params, call) DEF(name##_ptds, params, call)
 
 /* init / version / errors */
 DEF0(cuInit, (unsigned flags), i_init(flags))
@@ -85,13 +90,10 @@ DEF(cuMemAlloc_v2, (CUdeviceptr *p, size_t n), i_mem_alloc(p, n, NULL, 0))
 DEF(cuMemAllocPitch_v2, (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned elem),
     i_mem_alloc_pitch(p, pitch, w, h, elem))
 DEF(cuMemFree_v2, (CUdeviceptr p), i_mem_free(p, NULL, 0))
-DEF(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
-DEF(cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
-DEF(cuMemFreeAsync, (CUdeviceptr p, CUstream s), i_mem_free(p, s, 1))
-DEF(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), i_mem_free(p, s, 1))
+DEF_PTSZ(cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), i_mem_alloc(p, n, s, 1))
+DEF_PTSZ(cuMemFreeAsync, (CUdeviceptr p, CUstream s), i_mem_free(p, s, 1))
 DEF(cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned flags), i_mem_alloc_managed(p, n, flags))
-DEF(cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t n, struct fc_pool *pool, CUstream s), i_alloc_from_pool(p, n, pool, s))
-DEF(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr *p, size_t n, struct fc_pool *pool, CUstream s), i_alloc_from_pool(p, n, pool, s))
+DEF_PTSZ(cuMemAllocFromPoolAsync, (CUdeviceptr *p, size_t n, struct fc_pool *pool, CUstream s), i_alloc_from_pool(p, n, pool, s))
 DEF(cuMemPoolCreate, (struct fc_pool **p, const CUmemPoolProps *props), i_pool_create(p, props))
 DEF(cuMemPoolDestroy, (struct fc_pool *p), i_pool_destroy(p))
 DEF(cuMemPoolSetAttribute, (struct fc_pool *p, int attr, void *v), i_pool_attr(p, attr, v, 1))
@@ -119,22 +121,14 @@ DEF(cuPointerGetAttribute, (void *data, int attr, CUdeviceptr p), i_ptr_get_attr
 DEF(cuPointerGetAttributes, (unsigned n, int *attrs, void **data, CUdeviceptr p), i_ptr_get_attrs(n, attrs, data, p))
 
 /* copies */
-DEF(cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), UVA(d, s, n, NULL, 0))
-DEF(cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), UVA(d, s, n, NULL, 0))
-DEF(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), UVA(d, s, n, st, 1))
-DEF(cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), UVA(d, s, n, st, 1))
-DEF(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), H2D(d, s, n, NULL, 0))
-DEF(cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), H2D(d, s, n, NULL, 0))
-DEF(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), gpu_wait() ?: D2H(d, s, n, NULL, 0))
-DEF(cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), gpu_wait() ?: D2H(d, s, n, NULL, 0))
-DEF(cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), D2D(d, s, n, NULL, 0))
-DEF(cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), D2D(d, s, n, NULL, 0))
-DEF(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream st), H2D(d, s, n, st, 1))
-DEF(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream st), H2D(d, s, n, st, 1))
-DEF(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream st), D2H(d, s, n, st, 1))
-DEF(cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream st), D2H(d, s, n, st, 1))
-DEF(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), D2D(d, s, n, st, 1))
-DEF(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), D2D(d, s, n, st, 1))
+DEF_PTDS(cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), UVA(d, s, n, NULL, 0))
+DEF_PTSZ(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), UVA(d, s, n, st, 1))
+DEF_PTDS(cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), H2D(d, s, n, NULL, 0))
+DEF_PTDS(cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), gpu_wait() ?: D2H(d, s, n, NULL, 0))
+DEF_PTDS(cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), D2D(d, s, n, NULL, 0))
+DEF_PTSZ(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void *s, size_t n, CUstream st), H2D(d, s, n, st, 1))
+DEF_PTSZ(cuMemcpyDtoHAsync_v2, (void *d, CUdeviceptr s, size_t n, CUstream st), D2H(d, s, n, st, 1))
+DEF_PTSZ(cuMemcpyDtoDAsync_v2, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), D2D(d, s, n, st, 1))
 
 /* arrays, 2D/3D copies, texture and surface objects */
 DEF(cuArrayCreate_v2, (void **pa, const CUDA_ARRAY_DESCRIPTOR *d), i_array_create(pa, d))
@@ -143,40 +137,23 @@ DEF(cuArrayDestroy, (void *a), i_array_destroy(a))
 DEF(cuMipmappedArrayCreate, (void **pm, const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned n), i_mipmap_create(pm, d, n))
 DEF(cuMipmappedArrayGetLevel, (void **pa, void *m, unsigned level), i_mipmap_level(pa, m, level))
 DEF(cuMipmappedArrayDestroy, (void *m), i_mipmap_destroy(m))
-DEF(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
-DEF(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
-DEF(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
-DEF(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
-DEF(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream s), copy2d(p, s, 1))
-DEF(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream s), copy2d(p, s, 1))
-DEF(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), gpu_wait() ?: copy3d(p, NULL, 0))
-DEF(cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), gpu_wait() ?: copy3d(p, NULL, 0))
-DEF(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream s), copy3d(p, s, 1))
-DEF(cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream s), copy3d(p, s, 1))
-#define HTOA_P (void *a, size_t off, const void *src, size_t n)
-#define ATOH_P (void *dst, void *a, size_t off, size_t n)
-DEF(cuMemcpyHtoA_v2, HTOA_P, copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, NULL, 0))
-DEF(cuMemcpyHtoA_v2_ptds, HTOA_P, copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, NULL, 0))
-DEF(cuMemcpyAtoH_v2, ATOH_P, gpu_wait() ?: copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, NULL, 0))
-DEF(cuMemcpyAtoH_v2_ptds, ATOH_P, gpu_wait() ?: copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, NULL, 0))
-DEF(cuMemcpyHtoAAsync_v2, (void *a, size_t off, const void *src, size_t n, CUstream s),
-    copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, s, 1))
-DEF(cuMemcpyHtoAAsync_v2_ptsz, (void *a, size_t off, const void *src, size_t n, CUstream s),
-    copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, s, 1))
-DEF(cuMemcpyAtoHAsync_v2, (void *dst, void *a, size_t off, size_t n, CUstream s),
-    copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, s, 1))
-DEF(cuMemcpyAtoHAsync_v2_ptsz, (void *dst, void *a, size_t off, size_t n, CUstream s),
-    copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, s, 1))
-DEF(cuMemcpyAtoD_v2, (CUdeviceptr d, void *a, size_t off, size_t n), copy_array_1d(NULL, 0, d, 1, a, off, 0, 0, n, NULL, 0))
-DEF(cuMemcpyAtoD_v2_ptds, (CUdeviceptr d, void *a, size_t off, size_t n),
-    copy_array_1d(NULL, 0, d, 1, a, off, 0, 0, n, NULL, 0))
-DEF(cuMemcpyDtoA_v2, (void *a, size_t off, CUdeviceptr s, size_t n), copy_array_1d(a, off, 0, 0, NULL, 0, s, 1, n, NULL, 0))
-DEF(cuMemcpyDtoA_v2_ptds, (void *a, size_t off, CUdeviceptr s, size_t n),
-    copy_array_1d(a, off, 0, 0, NULL, 0, s, 1, n, NULL, 0))
-DEF(cuMemcpyAtoA_v2, (void *d, size_t doff, void *s, size_t soff, size_t n),
-    copy_array_1d(d, doff, 0, 0, s, soff, 0, 0, n, NULL, 0))
-DEF(cuMemcpyAtoA_v2_ptds, (void *d, size_t doff, void *s, size_t soff, size_t n),
-    copy_array_1d(d, doff, 0, 0, s, soff, 0, 0, n, NULL, 0))
+DEF_PTDS(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF_PTDS(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), gpu_wait() ?: copy2d(p, NULL, 0))
+DEF_PTSZ(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream s), copy2d(p, s, 1))
+DEF_PTDS(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), gpu_wait() ?: copy3d(p, NULL, 0))
+DEF_PTSZ(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream s), copy3d(p, s, 1))
+DEF_PTDS(cuMemcpyHtoA_v2, (void *a, size_t off, const void *src, size_t n),
+         copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, NULL, 0))
+DEF_PTDS(cuMemcpyAtoH_v2, (void *dst, void *a, size_t off, size_t n),
+         gpu_wait() ?: copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, NULL, 0))
+DEF_PTSZ(cuMemcpyHtoAAsync_v2, (void *a, size_t off, const void *src, size_t n, CUstream s),
+         copy_array_1d(a, off, 0, 0, NULL, 0, (uintptr_t)src, 0, n, s, 1))
+DEF_PTSZ(cuMemcpyAtoHAsync_v2, (void *dst, void *a, size_t off, size_t n, CUstream s),
+         copy_array_1d(NULL, 0, (uintptr_t)dst, 0, a, off, 0, 0, n, s, 1))
+DEF_PTDS(cuMemcpyAtoD_v2, (CUdeviceptr d, void *a, size_t off, size_t n), copy_array_1d(NULL, 0, d, 1, a, off, 0, 0, n, NULL, 0))
+DEF_PTDS(cuMemcpyDtoA_v2, (void *a, size_t off, CUdeviceptr s, size_t n), copy_array_1d(a, off, 0, 0, NULL, 0, s, 1, n, NULL, 0))
+DEF_PTDS(cuMemcpyAtoA_v2, (void *d, size_t doff, void *s, size_t soff, size_t n),
+         copy_array_1d(d, doff, 0, 0, s, soff, 0, 0, n, NULL, 0))
 DEF(cuTexObjectCreate, (unsigned long long *po, const CUDA_RESOURCE_DESC *r, const void *t, const void *v),
     ((void)v, obj_create(po, r, t, 0)))
 DEF(cuTexObjectDestroy, (unsigned long long o), obj_destroy(o, 0))
@@ -184,18 +161,12 @@ DEF(cuSurfObjectCreate, (unsigned long long *po, const CUDA_RESOURCE_DESC *r), o
 DEF(cuSurfObjectDestroy, (unsigned long long o), obj_destroy(o, 1))
 
 /* memsets */
-DEF(cuMemsetD8_v2, (CUdeviceptr d, unsigned char v, size_t n), memset_checked(d, v, n, 1, NULL, 0))
-DEF(cuMemsetD8_v2_ptds, (CUdeviceptr d, unsigned char v, size_t n), memset_checked(d, v, n, 1, NULL, 0))
-DEF(cuMemsetD16_v2, (CUdeviceptr d, unsigned short v, size_t n), memset_checked(d, v, n, 2, NULL, 0))
-DEF(cuMemsetD16_v2_ptds, (CUdeviceptr d, unsigned short v, size_t n), memset_checked(d, v, n, 2, NULL, 0))
-DEF(cuMemsetD32_v2, (CUdeviceptr d, unsigned v, size_t n), memset_checked(d, v, n, 4, NULL, 0))
-DEF(cuMemsetD32_v2_ptds, (CUdeviceptr d, unsigned v, size_t n), memset_checked(d, v, n, 4, NULL, 0))
-DEF(cuMemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s), memset_checked(d, v, n, 1, s, 1))
-DEF(cuMemsetD8Async_ptsz, (CUdeviceptr d, unsigned char v, size_t n, CUstream s), memset_checked(d, v, n, 1, s, 1))
-DEF(cuMemsetD16Async, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), memset_checked(d, v, n, 2, s, 1))
-DEF(cuMemsetD16Async_ptsz, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), memset_checked(d, v, n, 2, s, 1))
-DEF(cuMemsetD32Async, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
-DEF(cuMemsetD32Async_ptsz, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
+DEF_PTDS(cuMemsetD8_v2, (CUdeviceptr d, unsigned char v, size_t n), memset_checked(d, v, n, 1, NULL, 0))
+DEF_PTDS(cuMemsetD16_v2, (CUdeviceptr d, unsigned short v, size_t n), memset_checked(d, v, n, 2, NULL, 0))
+DEF_PTDS(cuMemsetD32_v2, (CUdeviceptr d, unsigned v, size_t n), memset_checked(d, v, n, 4, NULL, 0))
+DEF_PTSZ(cuMemsetD8Async, (CUdeviceptr d, unsigned char v, size_t n, CUstream s), memset_checked(d, v, n, 1, s, 1))
+DEF_PTSZ(cuMemsetD16Async, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), memset_checked(d, v, n, 2, s, 1))
+DEF_PTSZ(cuMemsetD32Async, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
 /* stream memory operations: NAME_v2, its _ptsz and the legacy NAME (the same calls here) */
 #define STREAM_VALUE1(name, T, width, wait) \
   DEF(name, (CUstream s, CUdeviceptr a, T v, unsigned f), stream_value(s, a, v, f, width, wait))
@@ -230,29 +201,18 @@ DEF(cuMemSetAccess, (CUdeviceptr p, size_t size, const CUmemAccessDesc *desc, si
 DEF(cuStreamCreate, (CUstream *ps, unsigned flags), i_stream_create(ps, flags, 0))
 DEF(cuStreamCreateWithPriority, (CUstream *ps, unsigned flags, int prio), i_stream_create(ps, flags, prio))
 DEF(cuStreamDestroy_v2, (CUstream s), i_stream_destroy(s))
-DEF(cuStreamSynchronize, (CUstream s), i_stream_sync(s))
-DEF(cuStreamSynchronize_ptsz, (CUstream s), i_stream_sync(s))
-DEF(cuStreamQuery, (CUstream s), i_stream_query(s))
-DEF(cuStreamQuery_ptsz, (CUstream s), i_stream_query(s))
-DEF(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned flags), i_stream_wait_event(s, e, flags))
-DEF(cuStreamWaitEvent_ptsz, (CUstream s, CUevent e, unsigned flags), i_stream_wait_event(s, e, flags))
-DEF(cuStreamIsCapturing, (CUstream s, int *st), i_stream_is_capturing(s, st))
-DEF(cuStreamIsCapturing_ptsz, (CUstream s, int *st), i_stream_is_capturing(s, st))
-DEF(cuStreamGetCaptureInfo_v2, (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, size_t *nd),
-    i_capture_info(s, st, id, g, d, nd))
-DEF(cuStreamGetCaptureInfo_v2_ptsz, (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, size_t *nd),
-    i_capture_info(s, st, id, g, d, nd))
-DEF(cuStreamGetCaptureInfo_v3_ptsz,
-    (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, const void **ed, size_t *nd),
-    i_capture_info(s, st, id, g, d, (ed ? (*ed = NULL, nd) : nd)))
-DEF(cuStreamGetCaptureInfo_v3,
-    (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, const void **ed, size_t *nd),
-    i_capture_info(s, st, id, g, d, (ed ? (*ed = NULL, nd) : nd)))
+DEF_PTSZ(cuStreamSynchronize, (CUstream s), i_stream_sync(s))
+DEF_PTSZ(cuStreamQuery, (CUstream s), i_stream_query(s))
+DEF_PTSZ(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned flags), i_stream_wait_event(s, e, flags))
+DEF_PTSZ(cuStreamIsCapturing, (CUstream s, int *st), i_stream_is_capturing(s, st))
+DEF_PTSZ(cuStreamGetCaptureInfo_v2, (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, size_t *nd),
+         i_capture_info(s, st, id, g, d, nd))
+DEF_PTSZ(cuStreamGetCaptureInfo_v3,
+         (CUstream s, int *st, unsigned long long *id, CUgraph *g, const void **d, const void **ed, size_t *nd),
+         i_capture_info(s, st, id, g, d, (ed ? (*ed = NULL, nd) : nd)))
 DEF(cuEventCreate, (CUevent *pe, unsigned flags), i_event_create(pe, flags))
-DEF(cuEventRecord, (CUevent e, CUstream s), i_event_record(e, s, 0))
-DEF(cuEventRecord_ptsz, (CUevent e, CUstream s), i_event_record(e, s, 0))
-DEF(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned flags), i_event_record(e, s, flags))
-DEF(cuEventRecordWithFlags_ptsz, (CUevent e, CUstream s, unsigned flags), i_event_record(e, s, flags))
+DEF_PTSZ(cuEventRecord, (CUevent e, CUstream s), i_event_record(e, s, 0))
+DEF_PTSZ(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned flags), i_event_record(e, s, flags))
 DEF(cuEventSynchronize, (CUevent e), i_event_sync(e))
 DEF(cuEventQuery, (CUevent e), i_event_query(e) ?: gpu_query())
 DEF(cuEventElapsedTime, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms, a, b))
@@ -260,32 +220,21 @@ DEF(cuEventElapsedTime_v2, (float *ms, CUevent a, CUevent b), i_event_elapsed(ms
 DEF(cuEventDestroy_v2, (CUevent e), i_event_destroy(e))
 
 /* stream capture and graphs */
-DEF(cuStreamBeginCapture_v2, (CUstream s, int mode), i_begin_capture(s, mode))
-DEF(cuStreamBeginCapture_v2_ptsz, (CUstream s, int mode), i_begin_capture(s, mode))
-DEF(cuStreamEndCapture, (CUstream s, CUgraph *g), i_end_capture(s, g))
-DEF(cuStreamEndCapture_ptsz, (CUstream s, CUgraph *g), i_end_capture(s, g))
-DEF(cuStreamBeginCaptureToGraph, (CUstream s, CUgraph g, const CUgraphNode *d, const void *ed, size_t n, int mode),
-    ((void)ed, i_begin_capture_to_graph(s, g, d, n, mode)))
-DEF(cuStreamBeginCaptureToGraph_ptsz, (CUstream s, CUgraph g, const CUgraphNode *d, const void *ed, size_t n, int mode),
-    ((void)ed, i_begin_capture_to_graph(s, g, d, n, mode)))
-DEF(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *d, size_t n, unsigned flags),
-    i_update_capture_deps(s, d, n, flags))
-DEF(cuStreamUpdateCaptureDependencies_ptsz, (CUstream s, CUgraphNode *d, size_t n, unsigned flags),
-    i_update_capture_deps(s, d, n, flags))
-DEF(cuStreamUpdateCaptureDependencies_v2, (CUstream s, CUgraphNode *d, const void *ed, size_t n, unsigned flags),
-    ((void)ed, i_update_capture_deps(s, d, n, flags)))
-DEF(cuStreamUpdateCaptureDependencies_v2_ptsz, (CUstream s, CUgraphNode *d, const void *ed, size_t n, unsigned flags),
-    ((void)ed, i_update_capture_deps(s, d, n, flags)))
+DEF_PTSZ(cuStreamBeginCapture_v2, (CUstream s, int mode), i_begin_capture(s, mode))
+DEF_PTSZ(cuStreamEndCapture, (CUstream s, CUgraph *g), i_end_capture(s, g))
+DEF_PTSZ(cuStreamBeginCaptureToGraph, (CUstream s, CUgraph g, const CUgraphNode *d, const void *ed, size_t n, int mode),
+         ((void)ed, i_begin_capture_to_graph(s, g, d, n, mode)))
+DEF_PTSZ(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *d, size_t n, unsigned flags),
+         i_update_capture_deps(s, d, n, flags))
+DEF_PTSZ(cuStreamUpdateCaptureDependencies_v2, (CUstream s, CUgraphNode *d, const void *ed, size_t n, unsigned flags),
+         ((void)ed, i_update_capture_deps(s, d, n, flags)))
 DEF(cuGraphCreate, (CUgraph *g, unsigned flags), i_graph_create(g, flags))
 DEF(cuGraphInstantiate_v2, (CUgraphExec *x, CUgraph g, CUgraphNode *err, char *log, size_t logsz),
     ((void)log, (void)logsz, (err ? (void)(*err = NULL) : (void)0), i_graph_instantiate(x, g, 0)))
 DEF(cuGraphInstantiateWithFlags, (CUgraphExec *x, CUgraph g, unsigned long long flags), i_graph_instantiate(x, g, flags))
-DEF(cuGraphInstantiateWithParams, (CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p),
-    i_graph_instantiate_params(x, g, p))
-DEF(cuGraphInstantiateWithParams_ptsz, (CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p),
-    i_graph_instantiate_params(x, g, p))
-DEF(cuGraphLaunch, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
-DEF(cuGraphLaunch_ptsz, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
+DEF_PTSZ(cuGraphInstantiateWithParams, (CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p),
+         i_graph_instantiate_params(x, g, p))
+DEF_PTSZ(cuGraphLaunch, (CUgraphExec x, CUstream s), i_graph_launch(x, s))
 DEF(cuGraphDestroy, (CUgraph g), i_graph_destroy(g))
 DEF(cuGraphExecDestroy, (CUgraphExec x), i_graph_exec_destroy(x))
 /* explicit graph construction */
@@ -331,8 +280,7 @@ DEF(cuGraphExecHostNodeSetParams, (CUgraphExec x, CUgraphNode h, const CUDA_HOST
     i_set_host(exec_node(x, h), p))
 DEF(cuGraphExecChildGraphNodeSetParams, (CUgraphExec x, CUgraphNode h, CUgraph c), i_set_child(exec_node(x, h), c))
 DEF(cuGraphExecUpdate_v2, (CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info), i_graph_exec_update(x, g, info))
-DEF(cuGraphUpload, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
-DEF(cuGraphUpload_ptsz, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
+DEF_PTSZ(cuGraphUpload, (CUgraphExec x, CUstream s), i_graph_upload(x, s))
 DEF(cuGraphClone, (CUgraph *c, CUgraph g), i_graph_clone(c, g))
 DEF(cuGraphDestroyNode, (CUgraphNode h), i_graph_destroy_node(h))
 DEF(cuGraphConditionalHandleCreate, (CUgraphConditionalHandle *h, CUgraph g, CUcontext c, unsigned dflt, unsigned flags),
@@ -374,44 +322,37 @@ DEF(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
     (int *nb, CUfunction f, int block, size_t smem, unsigned flags), i_occupancy(nb, f, block, smem, flags))
 
 /* launches */
-#define LK_PARAMS (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
-                   unsigned shmem, CUstream s, void **params, void **extra)
-#define LC_PARAMS (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
-                   unsigned shmem, CUstream s, void **params)
-DEF(cuLaunchKernel, LK_PARAMS, launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra))
-DEF(cuLaunchKernel_ptsz, LK_PARAMS, launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra))
-DEF(cuLaunchCooperativeKernel, LC_PARAMS, launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL))
-DEF(cuLaunchCooperativeKernel_ptsz, LC_PARAMS, launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL))
-DEF(cuLaunchKernelEx, (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra),
-    launch_ex(cfg, f, params, extra))
-DEF(cuLaunchKernelEx_ptsz, (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra),
-    launch_ex(cfg, f, params, extra))
+DEF_PTSZ(cuLaunchKernel, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shmem, CUstream s, void **params, void **extra),
+         launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra))
+DEF_PTSZ(cuLaunchCooperativeKernel, (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shmem, CUstream s, void **params),
+         launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL))
+DEF_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra),
+         launch_ex(cfg, f, params, extra))
 
 /* Host functions run inline, outside the lock (they may call back into CUDA). */
 static CUresult hostfn(const char *name, CUstream s, CUhostFn fn, void *ud) {
   CUresult r;
   fc_lock();
   r = g_inited ? hostfn_check(s, fn) : E_NOT_INITIALIZED;
-  struct fc_graph *g = r == E_SUCCESS ? stream_graph(s) : NULL;
-  if (g) { /* inside a stream capture: a host node, run at each launch */
-    struct fc_node *nd = graph_add(g);
-    nd->kind = N_HOST;
+  struct fc_node *nd = r == E_SUCCESS ? captured_node(s, N_HOST) : NULL;
+  if (nd) { /* inside a stream capture: a host node, run at each launch */
     nd->hfn = fn;
     nd->hdata = ud;
   }
-  int queued = r == E_SUCCESS && (g || async_hostfn(fn, ud));
+  int queued = r == E_SUCCESS && (nd || async_hostfn(fn, ud));
   fc_unlock();
   if (r == E_SUCCESS && !queued) fn(ud);
   if (g_trace) fc_trace(name, r);
   return r;
 }
-FC_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *ud);
-CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *ud) { return hostfn("cuLaunchHostFunc", s, fn, ud); }
-extern __typeof__(cuLaunchHostFunc) cuLaunchHostFunc__self __attribute__((alias("cuLaunchHostFunc"), visibility("hidden")));
-FC_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *ud);
-CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *ud) { return hostfn("cuLaunchHostFunc_ptsz", s, fn, ud); }
-extern __typeof__(cuLaunchHostFunc_ptsz) cuLaunchHostFunc_ptsz__self
-    __attribute__((alias("cuLaunchHostFunc_ptsz"), visibility("hidden")));
+#define DEF_HOSTFN(name)                                                                  \
+  FC_EXPORT CUresult name(CUstream s, CUhostFn fn, void *ud);                             \
+  CUresult name(CUstream s, CUhostFn fn, void *ud) { return hostfn(#name, s, fn, ud); }   \
+  SELF_ALIAS(name)
+DEF_HOSTFN(cuLaunchHostFunc)
+DEF_HOSTFN(cuLaunchHostFunc_ptsz)
 
 /* ------------------------------------------------------------------------ */
 /* cuGetProcAddress                                                         */

@@ -11,6 +11,13 @@ struct fc_node *graph_add(struct fc_graph *g) {
   memset(nd, 0, sizeof *nd);
   return nd;
 }
+struct fc_node *captured_node(CUstream s, int kind) {
+  struct fc_graph *g = stream_graph(s);
+  if (!g) return NULL;
+  struct fc_node *nd = graph_add(g);
+  nd->kind = kind;
+  return nd;
+}
 static void graph_free(struct fc_graph *g);
 /* What a node owns (its argument buffer, dependencies, child graph; not its handle). */
 static void node_release(struct fc_node *nd) {

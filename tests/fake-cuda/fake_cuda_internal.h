@@ -454,6 +454,9 @@ CUresult hostfn_check(CUstream s, CUhostFn fn);
 
 /* fake_cuda_graph.c */
 struct fc_node *graph_add(struct fc_graph *g);
+/* On a stream under capture: a new node of `kind` in the capture's graph, for the caller to fill
+ * (the work then runs when the graph does); NULL when s is not capturing. */
+struct fc_node *captured_node(CUstream s, int kind);
 void nodes_free(struct fc_node *nodes, size_t n);
 CUresult i_graph_create(CUgraph *pg, unsigned flags);
 CUresult i_graph_instantiate(CUgraphExec *pe, CUgraph g, cuuint64_t flags);

@@ -226,10 +226,8 @@ CUresult launch(const void *h, unsigned gx, unsigned gy, unsigned gz, unsigned b
   if ((e = launch_dims(f, gx, gy, gz, bx, by, bz, shmem))) return e;
   unsigned char pb[FC_PARAM_BUF];
   if ((e = launch_args(f, params, extra, pb))) return e;
-  struct fc_graph *g = stream_graph(s);
-  if (g) { /* captured: arguments are copied now, the kernel runs when the graph does */
-    struct fc_node *nd = graph_add(g);
-    nd->kind = N_KERNEL;
+  struct fc_node *nd = captured_node(s, N_KERNEL);
+  if (nd) { /* captured: arguments are copied now, the kernel runs when the graph does */
     nd->f = f;
     nd->threads = (unsigned long long)gx * bx;
     nd->pb = malloc(FC_PARAM_BUF);

@@ -435,15 +435,17 @@ CUresult i_host_alloc(void **pp, size_t size, unsigned flags) {
   *pp = p;
   return E_SUCCESS;
 }
-CUresult i_host_free(void *p) {
+/* The host region of `kind` based at p forgotten (R_HOST: its pages unmapped too), or `missing`. */
+static CUresult host_region_drop(void *p, int kind, CUresult missing) {
   struct fc_ctx *c;
   NEED_CTX(c);
-  long i = region_find_base((uintptr_t)p, R_HOST);
-  if (i < 0) return E_INVALID_VALUE;
-  munmap(p, g_reg[i].charged);
+  long i = region_find_base((uintptr_t)p, kind);
+  if (i < 0) return missing;
+  if (kind == R_HOST) munmap(p, g_reg[i].charged);
   region_del((size_t)i);
   return E_SUCCESS;
 }
+CUresult i_host_free(void *p) { return host_region_drop(p, R_HOST, E_INVALID_VALUE); }
 CUresult i_host_register(void *p, size_t size, unsigned flags) {
   struct fc_ctx *c;
   if (!p || size == 0 || flags > 15) return E_INVALID_VALUE;
@@ -453,14 +455,7 @@ CUresult i_host_register(void *p, size_t size, unsigned flags) {
   region_add((uintptr_t)p, size, R_HOSTREG, 3, c, 0, NULL);
   return E_SUCCESS;
 }
-CUresult i_host_unregister(void *p) {
-  struct fc_ctx *c;
-  NEED_CTX(c);
-  long i = region_find_base((uintptr_t)p, R_HOSTREG);
-  if (i < 0) return E_HOST_MEMORY_NOT_REGISTERED;
-  region_del((size_t)i);
-  return E_SUCCESS;
-}
+CUresult i_host_unregister(void *p) { return host_region_drop(p, R_HOSTREG, E_HOST_MEMORY_NOT_REGISTERED); }
 CUresult i_host_get_dptr(CUdeviceptr *pd, void *p, unsigned flags) {
   struct fc_ctx *c;
   if (!pd || flags != 0) return E_INVALID_VALUE;

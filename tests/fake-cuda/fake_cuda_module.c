@@ -271,11 +271,17 @@ struct fc_global *mod_find_global(struct fc_module *m, const char *name) {
     if (!strcmp(m->g[i].name, name)) return &m->g[i];
   return NULL;
 }
-CUresult i_module_get_function(CUfunction *pf, CUmodule m, const char *name) {
+/* What the look-ups below check after their arguments: a current context, then h a live object
+ * of `type`. */
+static CUresult ctx_and_handle(const void *h, int type) {
   struct fc_ctx *c;
-  if (!pf || !name) return E_INVALID_VALUE;
   NEED_CTX(c);
-  if (!obj_is(m, T_MOD)) return E_INVALID_HANDLE;
+  return obj_is(h, type) ? E_SUCCESS : E_INVALID_HANDLE;
+}
+CUresult i_module_get_function(CUfunction *pf, CUmodule m, const char *name) {
+  if (!pf || !name) return E_INVALID_VALUE;
+  CUresult e = ctx_and_handle(m, T_MOD);
+  if (e) return e;
   struct fc_func *f = mod_find_func(m, name);
   if (!f) return E_NOT_FOUND;
   *pf = f;
@@ -289,11 +295,9 @@ static CUresult global_out(struct fc_module *m, const char *name, CUdeviceptr *d
   return E_SUCCESS;
 }
 CUresult i_module_get_global(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name) {
-  struct fc_ctx *c;
   if (!name) return E_INVALID_VALUE;
-  NEED_CTX(c);
-  if (!obj_is(m, T_MOD)) return E_INVALID_HANDLE;
-  return global_out(m, name, dptr, bytes);
+  CUresult e = ctx_and_handle(m, T_MOD);
+  return e ? e : global_out(m, name, dptr, bytes);
 }
 
 CUresult i_library_load_data(CUlibrary *pl, const void *code) {
@@ -333,27 +337,21 @@ CUresult i_library_get_kernel(CUkernel *pk, CUlibrary l, const char *name) {
   return E_SUCCESS;
 }
 CUresult i_library_get_module(CUmodule *pm, CUlibrary l) {
-  struct fc_ctx *c;
   if (!pm) return E_INVALID_VALUE;
-  NEED_CTX(c);
-  if (!obj_is(l, T_LIB)) return E_INVALID_HANDLE;
-  *pm = l->mod;
-  return E_SUCCESS;
+  CUresult e = ctx_and_handle(l, T_LIB);
+  if (!e) *pm = l->mod;
+  return e;
 }
 CUresult i_library_get_global(CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name) {
-  struct fc_ctx *c;
   if (!name) return E_INVALID_VALUE;
-  NEED_CTX(c);
-  if (!obj_is(l, T_LIB)) return E_INVALID_HANDLE;
-  return global_out(l->mod, name, dptr, bytes);
+  CUresult e = ctx_and_handle(l, T_LIB);
+  return e ? e : global_out(l->mod, name, dptr, bytes);
 }
 CUresult i_kernel_get_function(CUfunction *pf, CUkernel k) {
-  struct fc_ctx *c;
   if (!pf) return E_INVALID_VALUE;
-  NEED_CTX(c);
-  if (!obj_is(k, T_KERN)) return E_INVALID_HANDLE;
-  *pf = k->fn;
-  return E_SUCCESS;
+  CUresult e = ctx_and_handle(k, T_KERN);
+  if (!e) *pf = k->fn;
+  return e;
 }
 
 /* CUfunction or CUkernel (both accepted where CUDA 12 accepts both) */

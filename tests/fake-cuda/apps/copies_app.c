@@ -13,54 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUarray, *CUmipmappedArray, *CUcontext, *CUmodule, *CUfunction, *CUstream;
+#include "../fake_cuda_abi.h"
+
+typedef void *CUarray, *CUmipmappedArray;
 typedef unsigned long long CUtexObject, CUsurfObject;
 
-typedef struct { size_t Width, Height; int Format; unsigned NumChannels; } CUDA_ARRAY_DESCRIPTOR;
-typedef struct { size_t Width, Height, Depth; int Format; unsigned NumChannels, Flags; } CUDA_ARRAY3D_DESCRIPTOR;
-typedef struct {
-  size_t srcXInBytes, srcY;
-  int srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  CUarray srcArray;
-  size_t srcPitch;
-  size_t dstXInBytes, dstY;
-  int dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  CUarray dstArray;
-  size_t dstPitch;
-  size_t WidthInBytes, Height;
-} CUDA_MEMCPY2D;
-typedef struct {
-  size_t srcXInBytes, srcY, srcZ, srcLOD;
-  int srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  CUarray srcArray;
-  void *reserved0;
-  size_t srcPitch, srcHeight;
-  size_t dstXInBytes, dstY, dstZ, dstLOD;
-  int dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  CUarray dstArray;
-  void *reserved1;
-  size_t dstPitch, dstHeight;
-  size_t WidthInBytes, Height, Depth;
-} CUDA_MEMCPY3D;
-typedef struct {
-  int resType;
-  union {
-    struct { CUarray hArray; } array;
-    struct { CUmipmappedArray hMipmappedArray; } mipmap;
-    int reserved[32];
-  } res;
-  unsigned flags;
-} CUDA_RESOURCE_DESC;
 typedef struct {
   int addressMode[3];
   int filterMode;
@@ -118,14 +75,8 @@ CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsi
                         void **, void **);
 
 static int g_bad;
-#define CK(call)                                                        \
-  do {                                                                  \
-    CUresult r__ = (call);                                              \
-    if (r__) {                                                          \
-      fprintf(stderr, "copies_app: %s failed: %d\n", #call, r__);       \
-      exit(1);                                                          \
-    }                                                                   \
-  } while (0)
+#define CHECK_PROG "copies_app"
+#include "check.h"
 
 static uint32_t sum(const uint32_t *v, size_t n) {
   uint32_t s = 0;
@@ -136,6 +87,35 @@ static void expect(const char *what, const uint32_t *got, const uint32_t *want, 
   int ok = !memcmp(got, want, n * 4);
   if (!ok) g_bad = 1;
   printf("%s: %08x %s\n", what, sum(got, n), ok ? "ok" : "WRONG");
+}
+
+/* The packed host side of a copy of h rows (d slices) of w bytes: its source or its destination,
+ * and the copy's extent. */
+static void host_src_2d(CUDA_MEMCPY2D *c, const void *p, size_t w, size_t h) {
+  c->srcMemoryType = HOST;
+  c->srcHost = p;
+  c->srcPitch = c->WidthInBytes = w;
+  c->Height = h;
+}
+static void host_dst_2d(CUDA_MEMCPY2D *c, void *p, size_t w, size_t h) {
+  c->dstMemoryType = HOST;
+  c->dstHost = p;
+  c->dstPitch = c->WidthInBytes = w;
+  c->Height = h;
+}
+static void host_src_3d(CUDA_MEMCPY3D *v, const void *p, size_t w, size_t h, size_t d) {
+  v->srcMemoryType = HOST;
+  v->srcHost = p;
+  v->srcPitch = v->WidthInBytes = w;
+  v->srcHeight = v->Height = h;
+  v->Depth = d;
+}
+static void host_dst_3d(CUDA_MEMCPY3D *v, void *p, size_t w, size_t h, size_t d) {
+  v->dstMemoryType = HOST;
+  v->dstHost = p;
+  v->dstPitch = v->WidthInBytes = w;
+  v->dstHeight = v->Height = h;
+  v->Depth = d;
 }
 
 #define W 13 /* elements per row */
@@ -186,11 +166,7 @@ int main(void) {
   c.srcPitch = pitch;
   c.srcXInBytes = 4;
   c.srcY = 2;
-  c.dstMemoryType = HOST;
-  c.dstHost = part;
-  c.dstPitch = (W - 1) * 4;
-  c.WidthInBytes = (W - 1) * 4;
-  c.Height = H - 2;
+  host_dst_2d(&c, part, (W - 1) * 4, H - 2);
   CK(cuMemcpy2D_v2(&c));
   expect("2d h2d/d2h", part, wantpart, (W - 1) * (H - 2));
   c.srcXInBytes = 0;
@@ -224,18 +200,12 @@ int main(void) {
   CUdeviceptr dv;
   CK(cuMemAlloc_v2(&dv, VP * 4 * VSH * D));
   CUDA_MEMCPY3D v = {0};
-  v.srcMemoryType = HOST;
-  v.srcHost = vol;
-  v.srcPitch = VW * 4;
-  v.srcHeight = VH;
+  host_src_3d(&v, vol, VW * 4, VH, D);
   v.dstMemoryType = DEVICE;
   v.dstDevice = dv;
   v.dstPitch = VP * 4;
   v.dstHeight = VSH;
   v.dstY = 2;
-  v.WidthInBytes = VW * 4;
-  v.Height = VH;
-  v.Depth = D;
   CK(cuMemcpy3D_v2(&v));
   memset(&v, 0, sizeof v);
   v.srcMemoryType = DEVICE;
@@ -244,13 +214,7 @@ int main(void) {
   v.srcHeight = VSH;
   v.srcY = 2;
   v.srcZ = 1; /* slices 1.. (a result unlike the source) */
-  v.dstMemoryType = HOST;
-  v.dstHost = volback;
-  v.dstPitch = VW * 4;
-  v.dstHeight = VH;
-  v.WidthInBytes = VW * 4;
-  v.Height = VH;
-  v.Depth = D - 1;
+  host_dst_3d(&v, volback, VW * 4, VH, D - 1);
   CK(cuMemcpy3DAsync_v2(&v, st));
   CK(cuStreamSynchronize(st));
   expect("3d h2d/d2h", volback, vol + VH * VW, VH * VW * (D - 1));
@@ -263,22 +227,14 @@ int main(void) {
   CUDA_ARRAY3D_DESCRIPTOR ad = {AW, AH, 0, FORMAT_FLOAT, 1, SURFACE_LDST};
   CK(cuArray3DCreate_v2(&arr, &ad));
   memset(&c, 0, sizeof c);
-  c.srcMemoryType = HOST;
-  c.srcHost = img;
-  c.srcPitch = AW * 4;
+  host_src_2d(&c, img, AW * 4, AH);
   c.dstMemoryType = ARRAY;
   c.dstArray = arr;
-  c.WidthInBytes = AW * 4;
-  c.Height = AH;
   CK(cuMemcpy2D_v2(&c));
   memset(&c, 0, sizeof c);
   c.srcMemoryType = ARRAY;
   c.srcArray = arr;
-  c.dstMemoryType = HOST;
-  c.dstHost = imgback;
-  c.dstPitch = AW * 4;
-  c.WidthInBytes = AW * 4;
-  c.Height = AH;
+  host_dst_2d(&c, imgback, AW * 4, AH);
   CK(cuMemcpy2D_v2(&c));
   expect("array 2d", imgback, img, AW * AH);
 
@@ -312,13 +268,7 @@ int main(void) {
   memset(&v, 0, sizeof v); /* array -> host through a 3D copy */
   v.srcMemoryType = ARRAY;
   v.srcArray = arr;
-  v.dstMemoryType = HOST;
-  v.dstHost = imgback;
-  v.dstPitch = AW * 4;
-  v.dstHeight = AH;
-  v.WidthInBytes = AW * 4;
-  v.Height = AH;
-  v.Depth = 1;
+  host_dst_3d(&v, imgback, AW * 4, AH, 1);
   CK(cuMemcpy3D_v2(&v));
   expect("surface write", imgback, img, AW * AH);
   CK(cuSurfObjectDestroy(surf));
@@ -357,27 +307,17 @@ int main(void) {
   static uint32_t lev[64], levback[16];
   for (int i = 0; i < 64; i++) lev[i] = (uint32_t)(500 + i);
   memset(&c, 0, sizeof c);
-  c.srcMemoryType = HOST;
-  c.srcHost = lev;
-  c.srcPitch = 32;
+  host_src_2d(&c, lev, 32, 8);
   c.dstMemoryType = ARRAY;
   c.dstArray = l0;
-  c.WidthInBytes = 32;
-  c.Height = 8;
   CK(cuMemcpy2D_v2(&c));
+  host_src_2d(&c, lev, 16, 4);
   c.dstArray = l1;
-  c.srcPitch = 16;
-  c.WidthInBytes = 16;
-  c.Height = 4;
   CK(cuMemcpy2D_v2(&c));
   memset(&c, 0, sizeof c);
   c.srcMemoryType = ARRAY;
   c.srcArray = l1;
-  c.dstMemoryType = HOST;
-  c.dstHost = levback;
-  c.dstPitch = 16;
-  c.WidthInBytes = 16;
-  c.Height = 4;
+  host_dst_2d(&c, levback, 16, 4);
   CK(cuMemcpy2D_v2(&c));
   expect("mipmap level 1", levback, lev, 16);
   memset(&rd, 0, sizeof rd);

@@ -53,14 +53,8 @@ CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
 CUresult cuCtxDestroy_v2(CUcontext);
 
-#define CK(x)                                                      \
-  do {                                                             \
-    CUresult r_ = (x);                                             \
-    if (r_) {                                                      \
-      fprintf(stderr, "copy_app: %s failed: %d\n", #x, r_);        \
-      exit(1);                                                     \
-    }                                                              \
-  } while (0)
+#define CHECK_PROG "copy_app"
+#include "check.h"
 
 static double now_s(void) {
   struct timespec t;

@@ -23,27 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fake_cuda_abi.h"
 #include "sums.h"
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUlib_st *CUlibrary;
-typedef struct CUkern_st *CUkernel;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
 typedef struct CUpool_st *CUmemoryPool;
-typedef struct { int type, id; } CUmemLocation;
-typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
-typedef struct {
-  int allocType, handleTypes;
-  CUmemLocation location;
-  void *win32SecurityAttributes;
-  size_t maxSize;
-  unsigned short usage;
-  unsigned char reserved[54];
-} CUmemPoolProps;
 
 CUresult cuInit(unsigned);
 CUresult cuDeviceGet(CUdevice *, int);
@@ -82,14 +65,8 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *, CUdevice);
 CUresult cuDeviceGetMemPool(CUmemoryPool *, CUdevice);
 CUresult cuDeviceSetMemPool(CUdevice, CUmemoryPool);
 
-#define CK(call)                                                          \
-  do {                                                                    \
-    CUresult r__ = (call);                                                \
-    if (r__ != 0) {                                                       \
-      fprintf(stderr, "hostmem_app: %s failed: %d\n", #call, r__);        \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
+#define CHECK_PROG "hostmem_app"
+#include "check.h"
 
 #define N 4096
 #define BLOCK 256
@@ -136,6 +113,14 @@ static void fill(CUdeviceptr p, unsigned v, unsigned long long n, CUstream s) {
   CK(cuLaunchKernel(g_fill, (unsigned)((n + BLOCK - 1) / BLOCK), 1, 1, BLOCK, 1, 1, 0, s, params, NULL));
 }
 
+/* y = a * x + y on the default stream, a synchronisation, then the sum of y (h: the host's view
+ * of it) printed as `what` */
+static void axpy_shown(const char *what, float a, CUdeviceptr x, CUdeviceptr y, const float *h) {
+  axpy(a, x, y, NULL);
+  CK(cuCtxSynchronize());
+  printf("%s sum=%.3f\n", what, fsum(h, N));
+}
+
 /* x = i % 7 on the device */
 static CUdeviceptr device_x(void) {
   static float hx[N];
@@ -144,6 +129,14 @@ static CUdeviceptr device_x(void) {
   CK(cuMemAlloc_v2(&x, sizeof hx));
   CK(cuMemcpyHtoD_v2(x, hx, sizeof hx));
   return x;
+}
+
+/* N floats of managed memory (attached globally); the host's view of them in *h */
+static CUdeviceptr managed_floats(float **h) {
+  CUdeviceptr m;
+  CK(cuMemAllocManaged(&m, N * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */));
+  *h = (float *)(uintptr_t)m;
+  return m;
 }
 
 static void zerocopy(void) {
@@ -155,13 +148,9 @@ static void zerocopy(void) {
   for (int i = 0; i < N; i++) hy[i] = (float)(i % 5); /* host writes before the first kernel */
   CUdeviceptr dy;
   CK(cuMemHostGetDevicePointer_v2(&dy, hy, 0));
-  axpy(2.0f, x, dy, NULL);
-  CK(cuCtxSynchronize());
-  printf("mapped1 sum=%.3f\n", fsum(hy, N));
+  axpy_shown("mapped1", 2.0f, x, dy, hy);
   for (int i = 0; i < N; i += 3) hy[i] = -1.0f; /* host writes between kernels */
-  axpy(0.5f, x, dy, NULL);
-  CK(cuCtxSynchronize());
-  printf("mapped2 sum=%.3f\n", fsum(hy, N));
+  axpy_shown("mapped2", 0.5f, x, dy, hy);
 
   unsigned *reg;
   if (posix_memalign((void **)&reg, 4096, 2 * N * sizeof(unsigned))) exit(1);
@@ -183,17 +172,13 @@ static void zerocopy(void) {
 static void managed(void) {
   CUdevice dev;
   setup(&dev);
-  CUdeviceptr x = device_x(), m;
-  CK(cuMemAllocManaged(&m, N * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */));
-  float *hm = (float *)(uintptr_t)m;
+  CUdeviceptr x = device_x();
+  float *hm;
+  CUdeviceptr m = managed_floats(&hm);
   for (int i = 0; i < N; i++) hm[i] = (float)(i % 3);
-  axpy(3.0f, x, m, NULL);
-  CK(cuCtxSynchronize());
-  printf("managed1 sum=%.3f\n", fsum(hm, N));
+  axpy_shown("managed1", 3.0f, x, m, hm);
   for (int i = 0; i < N; i++) hm[i] *= 0.25f;
-  axpy(1.0f, x, m, NULL);
-  CK(cuCtxSynchronize());
-  printf("managed2 sum=%.3f\n", fsum(hm, N));
+  axpy_shown("managed2", 1.0f, x, m, hm);
   /* the managed pointer inside a by-value struct parameter (as cuBLAS passes its arguments) */
   struct { float a; int n; CUdeviceptr x, y; } p = {2.0f, N, x, m};
   void *params[] = {&p};
@@ -211,18 +196,15 @@ static void managed(void) {
 static void concurrent(void) {
   CUdevice dev;
   setup(&dev);
-  CUdeviceptr x = device_x(), m, h;
-  CK(cuMemAllocManaged(&m, N * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */));
-  CK(cuMemAllocManaged(&h, N * sizeof(float), 1));
-  float *hm = (float *)(uintptr_t)m, *hh = (float *)(uintptr_t)h;
+  CUdeviceptr x = device_x();
+  float *hm, *hh;
+  CUdeviceptr m = managed_floats(&hm), h = managed_floats(&hh);
   for (int i = 0; i < N; i++) hm[i] = (float)(i % 3);
   axpy(3.0f, x, m, NULL);
   for (int i = 0; i < N; i++) hh[i] = (float)(i % 11) * 0.5f; /* while the kernel may run */
   CK(cuCtxSynchronize());
   printf("concurrent device sum=%.3f host sum=%.3f\n", fsum(hm, N), fsum(hh, N));
-  axpy(1.0f, h, m, NULL);
-  CK(cuCtxSynchronize());
-  printf("concurrent fed sum=%.3f\n", fsum(hm, N));
+  axpy_shown("concurrent fed", 1.0f, h, m, hm);
   CK(cuMemFree_v2(h));
   CK(cuMemFree_v2(m));
   CK(cuMemFree_v2(x));
@@ -234,13 +216,12 @@ static void concurrent(void) {
 static void streams(void) {
   CUdevice dev;
   setup(&dev);
-  CUdeviceptr x = device_x(), ma, mb;
+  CUdeviceptr x = device_x();
   CUstream a, b;
   CK(cuStreamCreate(&a, 1 /* NON_BLOCKING */));
   CK(cuStreamCreate(&b, 1));
-  CK(cuMemAllocManaged(&ma, N * sizeof(float), 1));
-  CK(cuMemAllocManaged(&mb, N * sizeof(float), 1));
-  float *ha = (float *)(uintptr_t)ma, *hb = (float *)(uintptr_t)mb;
+  float *ha, *hb;
+  CUdeviceptr ma = managed_floats(&ha), mb = managed_floats(&hb);
   for (int i = 0; i < N; i++) {
     ha[i] = (float)(i % 3);
     hb[i] = (float)(i % 4);

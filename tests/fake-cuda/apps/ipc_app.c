@@ -9,10 +9,6 @@
  * the handle and says so up another pipe; the parent then copies the whole buffer back and
  * checks A then B. Each prints one line; exit 0 when both saw what they should.
  */
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include "two_process.h"
 
 CUresult cuCtxSynchronize(void);
@@ -49,10 +45,7 @@ static int child(int from_parent, int to_parent) {
   CK(cuCtxSynchronize());
   CK(cuIpcCloseMemHandle(d));
   CK(cuEventDestroy_v2(filled));
-  printf("child: pattern A %s\n", ok ? "seen" : "NOT seen");
-  fflush(stdout);
-  char done = ok ? 'y' : 'n';
-  return write(to_parent, &done, 1) == 1 && ok ? 0 : 1;
+  return child_answer(to_parent, "pattern A", ok);
 }
 
 int main(void) {
@@ -75,15 +68,8 @@ int main(void) {
   CK(cuIpcGetMemHandle(&h[0], d));
   CK(cuIpcGetEventHandle(&h[1], filled));
   if (write(down[1], h, sizeof h) != (ssize_t)sizeof h) return 1;
-  char done = 0;
-  if (read(up[0], &done, 1) != 1) return 1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  memset(buf, 0, N);
-  CK(cuMemcpyDtoH_v2(buf, d, N));
-  int ok = done == 'y';
-  for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, i >= N / 2);
+  int status;
+  int ok = parent_check(up[0], pid, &status, d, buf, N);
   CK(cuMemFree_v2(d));
-  printf("parent: child's half %s\n", ok ? "seen" : "NOT seen");
-  return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  return parent_verdict(ok, status);
 }

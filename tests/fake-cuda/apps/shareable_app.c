@@ -12,10 +12,7 @@
  * fake exports every allocation as a descriptor of one file, as the NVIDIA driver does, and the
  * recorded keys are all the same). Each prints one line; exit 0 when both saw what they should.
  */
-#include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "two_process.h"
 
@@ -106,10 +103,7 @@ static int child(int sock) {
   CK(cuMemcpyHtoD_v2(va + N / 2, buf + N / 2, N / 2));
   unmapped(va, h);
   unmapped(va2, h2);
-  printf("child: patterns A and C %s\n", ok ? "seen" : "NOT seen");
-  fflush(stdout);
-  char done = ok ? 'y' : 'n';
-  return write(sock, &done, 1) == 1 && ok ? 0 : 1;
+  return child_answer(sock, "patterns A and C", ok);
 }
 
 int main(void) {
@@ -146,16 +140,9 @@ int main(void) {
     if (send_fd(sv[0], fd)) return 1;
     close(fd);
   }
-  char done = 0;
-  if (read(sv[0], &done, 1) != 1) return 1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  memset(buf, 0, N);
-  CK(cuMemcpyDtoH_v2(buf, va, N));
-  int ok = done == 'y';
-  for (size_t i = 0; i < N; i++) ok &= buf[i] == pattern(i, i >= N / 2);
+  int status;
+  int ok = parent_check(sv[0], pid, &status, va, buf, N);
   unmapped(va, h);
   unmapped(va2, h2);
-  printf("parent: child's half %s\n", ok ? "seen" : "NOT seen");
-  return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  return parent_verdict(ok, status);
 }

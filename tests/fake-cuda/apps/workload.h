@@ -129,6 +129,14 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
+/* One workload, its output printed at its end; the program's exit status. */
+static int run_one(void (*w)(struct outbuf *)) {
+  static struct outbuf ob;
+  w(&ob);
+  outflush(&ob);
+  return 0;
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N|chain N]\n", g_prog);
   exit(2);
@@ -201,30 +209,13 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     chain_workload(g_opts.loops);
     return 0;
   }
-  if (g_opts.mode == MODE_HIDDEN) {
-    static struct outbuf ob;
-    hidden_workload(&ob);
-    outflush(&ob);
-    return 0;
-  }
-  if (g_opts.mode == MODE_GRAPH || g_opts.mode == MODE_GRAPH_NODES || g_opts.mode == MODE_GRAPH_COND ||
-      g_opts.mode == MODE_GRAPH_CAPTURE || g_opts.mode == MODE_GRAPH_COND_CAPTURE) {
-    static struct outbuf ob;
-    if (g_opts.mode == MODE_GRAPH) graph_workload(&ob);
-    else if (g_opts.mode == MODE_GRAPH_CAPTURE) graph_capture_workload(&ob);
-    else if (g_opts.mode == MODE_GRAPH_NODES) graph_nodes_workload(&ob);
-    else if (g_opts.mode == MODE_GRAPH_COND_CAPTURE) graph_cond_capture_workload(&ob);
-    else graph_cond_workload(&ob);
-    outflush(&ob);
-    return 0;
-  }
-
-  if (g_opts.mode == MODE_TWO_DEVICES) {
-    static struct outbuf ob;
-    two_devices_workload(&ob);
-    outflush(&ob);
-    return 0;
-  }
+  if (g_opts.mode == MODE_HIDDEN) return run_one(hidden_workload);
+  if (g_opts.mode == MODE_GRAPH) return run_one(graph_workload);
+  if (g_opts.mode == MODE_GRAPH_CAPTURE) return run_one(graph_capture_workload);
+  if (g_opts.mode == MODE_GRAPH_NODES) return run_one(graph_nodes_workload);
+  if (g_opts.mode == MODE_GRAPH_COND_CAPTURE) return run_one(graph_cond_capture_workload);
+  if (g_opts.mode == MODE_GRAPH_COND) return run_one(graph_cond_workload);
+  if (g_opts.mode == MODE_TWO_DEVICES) return run_one(two_devices_workload);
   if (g_opts.mode == MODE_THREADS) {
     static struct outbuf ob[2];
     pthread_t t[2];
@@ -259,10 +250,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     }
     return 0;
   }
-  static struct outbuf ob;
-  workload(&ob);
-  outflush(&ob);
-  return 0;
+  return run_one(workload);
 }
 
 #endif

@@ -269,10 +269,43 @@ static void use_primary_ctx(CUdevice *dev, CUcontext *ctx) {
   CK(g_cu.CtxSetCurrent(*ctx), "cuCtxSetCurrent");
 }
 
+/* The buffers of the axpy and fill workloads: x and y (n floats each) and z (zn unsigned ints),
+ * on the host (hx, hy, hz) and on the device (x, y, z). */
+struct xyz {
+  float *hx, *hy;
+  unsigned *hz;
+  CUdeviceptr x, y, z;
+};
+/* The host buffers allocated, then the device's (x, y, z in that order). */
+static void xyz_alloc(struct xyz *b, int n, int zn) {
+  b->hx = malloc(n * sizeof(float));
+  b->hy = malloc(n * sizeof(float));
+  b->hz = malloc(zn * sizeof(unsigned));
+  if (!b->hx || !b->hy || !b->hz) die_call("malloc", -1);
+  CK(g_cu.MemAlloc(&b->x, n * sizeof(float)), "cuMemAlloc");
+  CK(g_cu.MemAlloc(&b->y, n * sizeof(float)), "cuMemAlloc");
+  CK(g_cu.MemAlloc(&b->z, zn * sizeof(unsigned)), "cuMemAlloc");
+}
+/* hx and hy copied to x and y. */
+static void xyz_upload(const struct xyz *b, int n) {
+  CK(g_cu.MemcpyHtoD(b->x, b->hx, n * sizeof(float)), "cuMemcpyHtoD");
+  CK(g_cu.MemcpyHtoD(b->y, b->hy, n * sizeof(float)), "cuMemcpyHtoD");
+}
+/* The device buffers freed (x, y, z in that order), then the host's. */
+static void xyz_free(struct xyz *b) {
+  CK(g_cu.MemFree(b->x), "cuMemFree");
+  CK(g_cu.MemFree(b->y), "cuMemFree");
+  CK(g_cu.MemFree(b->z), "cuMemFree");
+  free(b->hx);
+  free(b->hy);
+  free(b->hz);
+}
+
 /* ---- the workload ---- */
 
 #define N_ELEMS 4096
 #define BLOCK 256
+#define GRID ((N_ELEMS + BLOCK - 1) / BLOCK) /* blocks for one thread an element */
 
 static void host_cb(void *arg) { ++*(int *)arg; }
 

@@ -12,7 +12,6 @@
 static void graph_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
   CUdevice dev;
   CUcontext ctx;
   int ver = 0;
@@ -23,35 +22,29 @@ static void graph_workload(struct outbuf *out) {
   CUkernel k_axpy, k_fill;
   load_axpy_fill(&lib, &k_axpy, &k_fill);
 
-  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
-  unsigned *hz = malloc(n * sizeof(unsigned));
+  struct xyz b;
+  xyz_alloc(&b, n, n);
   float head[64];
-  if (!hx || !hy || !hz) die_call("malloc", -1);
   for (int i = 0; i < n; i++) {
-    hx[i] = (float)(i % 89) * 0.5f;
-    hy[i] = (float)(i % 11) - 5.0f;
+    b.hx[i] = (float)(i % 89) * 0.5f;
+    b.hy[i] = (float)(i % 11) - 5.0f;
   }
   for (int i = 0; i < 64; i++) head[i] = (float)i * 0.125f;
-  CUdeviceptr x, y, z;
-  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
-  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
-  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
-  CK(cu->MemcpyHtoD(x, hx, n * sizeof(float)), "cuMemcpyHtoD");
-  CK(cu->MemcpyHtoD(y, hy, n * sizeof(float)), "cuMemcpyHtoD");
+  xyz_upload(&b, n);
   CUstream s;
   CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
 
   float a = 1.5f;
-  void *axpy_params[] = {&a, &x, &y, (void *)&n};
-  CUdeviceptr zp = z + 1024 * sizeof(unsigned);
+  void *axpy_params[] = {&a, &b.x, &b.y, (void *)&n};
+  CUdeviceptr zp = b.z + 1024 * sizeof(unsigned);
   unsigned fv = 0x00C0FFEEu;
   unsigned long long fcount = 512;
   void *fill_params[] = {&zp, &fv, &fcount};
   CUgraph g;
   CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture"); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
-  CK(cu->MemsetD32Async(z, 0x11111111u, n, s), "cuMemsetD32Async");
-  CK(cu->MemcpyHtoDAsync(x, head, sizeof head, s), "cuMemcpyHtoDAsync");
-  CK(cu->LaunchKernel((CUfunction)k_axpy, grid, 1, 1, BLOCK, 1, 1, 0, s, axpy_params, NULL), "cuLaunchKernel");
+  CK(cu->MemsetD32Async(b.z, 0x11111111u, n, s), "cuMemsetD32Async");
+  CK(cu->MemcpyHtoDAsync(b.x, head, sizeof head, s), "cuMemcpyHtoDAsync");
+  CK(cu->LaunchKernel((CUfunction)k_axpy, GRID, 1, 1, BLOCK, 1, 1, 0, s, axpy_params, NULL), "cuLaunchKernel");
   CK(cu->LaunchKernel((CUfunction)k_fill, 2, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
   CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
 
@@ -64,10 +57,10 @@ static void graph_workload(struct outbuf *out) {
   CK(cu->GraphLaunch(e1, s), "cuGraphLaunch");
   CK(cu->GraphLaunch(e2, s), "cuGraphLaunch");
   CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
-  CK(cu->MemcpyDtoH(hy, y, n * sizeof(float)), "cuMemcpyDtoH");
-  CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
-  outf(out, "graph_axpy sum=%.6f fnv=%016llx", fsum(hy, n), fnv1a(hy, n * sizeof(float)));
-  outf(out, "graph_fill sum=%llu fnv=%016llx", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+  CK(cu->MemcpyDtoH(b.hy, b.y, n * sizeof(float)), "cuMemcpyDtoH");
+  CK(cu->MemcpyDtoH(b.hz, b.z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "graph_axpy sum=%.6f fnv=%016llx", fsum(b.hy, n), fnv1a(b.hy, n * sizeof(float)));
+  outf(out, "graph_fill sum=%llu fnv=%016llx", usum(b.hz, n), fnv1a(b.hz, n * sizeof(unsigned)));
 
   /* an explicitly built graph (no stream capture): empty, so it changes nothing */
   CUgraph eg;
@@ -83,14 +76,9 @@ static void graph_workload(struct outbuf *out) {
   CK(cu->GraphExecDestroy(e2), "cuGraphExecDestroy");
   CK(cu->GraphDestroy(g), "cuGraphDestroy");
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
-  CK(cu->MemFree(x), "cuMemFree");
-  CK(cu->MemFree(y), "cuMemFree");
-  CK(cu->MemFree(z), "cuMemFree");
+  xyz_free(&b);
   CK(cu->LibraryUnload(lib), "cuLibraryUnload");
   CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
-  free(hx);
-  free(hy);
-  free(hz);
 }
 
 static int g_host_node_runs;
@@ -224,7 +212,6 @@ static void graph_capture_workload(struct outbuf *out) {
 static void graph_nodes_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
   CUdevice dev;
   CUcontext ctx;
   use_primary_ctx(&dev, &ctx);
@@ -232,14 +219,9 @@ static void graph_nodes_workload(struct outbuf *out) {
   CUkernel k_axpy, k_fill;
   load_axpy_fill(&lib, &k_axpy, &k_fill);
 
-  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
-  unsigned *hz = malloc(n * sizeof(unsigned));
-  if (!hx || !hy || !hz) die_call("malloc", -1);
-  CUdeviceptr x, y, z;
-  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
-  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
-  CK(cu->MemAlloc(&z, n * sizeof(unsigned)), "cuMemAlloc");
-  CK(cu->MemsetD8(z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  struct xyz b;
+  xyz_alloc(&b, n, n);
+  CK(cu->MemsetD8(b.z, 0, n * sizeof(unsigned)), "cuMemsetD8");
   CUstream s;
   CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
   CUevent ev;
@@ -250,12 +232,12 @@ static void graph_nodes_workload(struct outbuf *out) {
   CK(cu->GraphCreate(&child, 0), "cuGraphCreate");
   CUgraphNode n_h2d, n_set, n_axpy, n_child, n_host, n_d2h_y, n_d2h_z, n_rec, c_fill, c_empty;
   CUDA_MEMCPY3D cp;
-  linear_copy(&cp, hx, 0, NULL, x, n * sizeof(float));
+  linear_copy(&cp, b.hx, 0, NULL, b.x, n * sizeof(float));
   CK(cu->GraphAddMemcpyNode(&n_h2d, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
   CUgraphNodeParams np;
   memset(&np, 0, sizeof np);
   np.type = 2; /* CU_GRAPH_NODE_TYPE_MEMSET */
-  np.u.memset.p.dst = y;
+  np.u.memset.p.dst = b.y;
   np.u.memset.p.value = 0x3f800000u; /* 1.0f */
   np.u.memset.p.elementSize = 4;
   np.u.memset.p.width = (size_t)n;
@@ -263,15 +245,15 @@ static void graph_nodes_workload(struct outbuf *out) {
   np.u.memset.ctx = ctx;
   CK(cu->GraphAddNode(&n_set, g, NULL, NULL, 0, &np), "cuGraphAddNode");
   float a = 1.5f;
-  void *axpy_params[] = {&a, &x, &y, (void *)&n};
+  void *axpy_params[] = {&a, &b.x, &b.y, (void *)&n};
   CUDA_KERNEL_NODE_PARAMS kp;
-  kernel_node(&kp, k_axpy, grid, axpy_params);
+  kernel_node(&kp, k_axpy, GRID, axpy_params);
   CUgraphNode axpy_deps[] = {n_h2d, n_set};
   CK(cu->GraphAddKernelNode(&n_axpy, g, axpy_deps, 2, &kp), "cuGraphAddKernelNode");
 
   unsigned fv = 0x00C0FFEEu;
   unsigned long long fcount = 1024;
-  void *fill_params[] = {&z, &fv, &fcount};
+  void *fill_params[] = {&b.z, &fv, &fcount};
   CUDA_KERNEL_NODE_PARAMS fp;
   kernel_node(&fp, k_fill, 4, fill_params);
   CK(cu->GraphAddKernelNode(&c_fill, child, NULL, 0, &fp), "cuGraphAddKernelNode");
@@ -280,13 +262,13 @@ static void graph_nodes_workload(struct outbuf *out) {
 
   CUDA_HOST_NODE_PARAMS hp = {count_host_node, &g_host_node_runs};
   CK(cu->GraphAddHostNode(&n_host, g, &n_axpy, 1, &hp), "cuGraphAddHostNode");
-  linear_copy(&cp, NULL, y, hy, 0, n * sizeof(float));
+  linear_copy(&cp, NULL, b.y, b.hy, 0, n * sizeof(float));
   CK(cu->GraphAddMemcpyNode(&n_d2h_y, g, &n_host, 1, &cp, ctx), "cuGraphAddMemcpyNode");
-  linear_copy(&cp, NULL, z, hz, 0, n * sizeof(unsigned));
+  linear_copy(&cp, NULL, b.z, b.hz, 0, n * sizeof(unsigned));
   CK(cu->GraphAddMemcpyNode(&n_d2h_z, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
   CK(cu->GraphAddDependencies(g, &n_child, &n_d2h_z, 1), "cuGraphAddDependencies");
   CUgraphNode n_reset;
-  CUDA_HOST_NODE_PARAMS rp = {reset_first, hz};
+  CUDA_HOST_NODE_PARAMS rp = {reset_first, b.hz};
   CK(cu->GraphAddHostNode(&n_reset, g, &n_d2h_z, 1, &rp), "cuGraphAddHostNode");
   CUgraphNode rec_deps[] = {n_d2h_y, n_reset};
   CK(cu->GraphAddEventRecordNode(&n_rec, g, rec_deps, 2, ev), "cuGraphAddEventRecordNode");
@@ -299,11 +281,11 @@ static void graph_nodes_workload(struct outbuf *out) {
   CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
   CK(cu->GraphUpload(e, s), "cuGraphUpload");
   for (int launch = 0; launch < 3; launch++) {
-    for (int i = 0; i < n; i++) hx[i] = (float)(i % 89) * 0.5f + (float)launch;
+    for (int i = 0; i < n; i++) b.hx[i] = (float)(i % 89) * 0.5f + (float)launch;
     CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
     CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
-    outf(out, "nodes[%d] axpy sum=%.6f fnv=%016llx fill sum=%llu fnv=%016llx", launch, fsum(hy, n),
-         fnv1a(hy, n * sizeof(float)), usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
+    outf(out, "nodes[%d] axpy sum=%.6f fnv=%016llx fill sum=%llu fnv=%016llx", launch, fsum(b.hy, n),
+         fnv1a(b.hy, n * sizeof(float)), usum(b.hz, n), fnv1a(b.hz, n * sizeof(unsigned)));
     if (launch == 0) { /* the instantiation's axpy node gets a = 2.5 */
       a = 2.5f;
       CK(cu->GraphExecKernelNodeSetParams(e, n_axpy, &kp), "cuGraphExecKernelNodeSetParams");
@@ -322,14 +304,9 @@ static void graph_nodes_workload(struct outbuf *out) {
   CK(cu->GraphDestroy(child), "cuGraphDestroy");
   CK(cu->EventDestroy(ev), "cuEventDestroy");
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
-  CK(cu->MemFree(x), "cuMemFree");
-  CK(cu->MemFree(y), "cuMemFree");
-  CK(cu->MemFree(z), "cuMemFree");
+  xyz_free(&b);
   CK(cu->LibraryUnload(lib), "cuLibraryUnload");
   CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
-  free(hx);
-  free(hy);
-  free(hz);
 }
 
 /* The parameters of a conditional IF node of handle h with one body graph. */

@@ -10,7 +10,6 @@
 static void workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
   const long loops = g_opts.loops;
   CUdevice dev;
   CUcontext ctx, cur;
@@ -78,7 +77,7 @@ static void workload(struct outbuf *out) {
   float a = 2.0f;
   void *axpy_params[] = {&a, &x, &y, (void *)&n};
   for (long l = 0; l < loops; l++)
-    CK(cu->LaunchKernel((CUfunction)k_axpy, grid, 1, 1, BLOCK, 1, 1, 0, NULL, axpy_params, NULL), "cuLaunchKernel");
+    CK(cu->LaunchKernel((CUfunction)k_axpy, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, axpy_params, NULL), "cuLaunchKernel");
   CK(cu->MemcpyDtoH(hr, y, n * sizeof(float)), "cuMemcpyDtoH");
   outf(out, "axpy_kparams sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
 
@@ -143,7 +142,7 @@ static void workload(struct outbuf *out) {
   size_t pbuf_size = sizeof pbuf;
   void *extra[] = {(void *)1, pbuf, (void *)2, &pbuf_size, (void *)0};
   for (long l = 0; l < loops; l++)
-    CK(cu->LaunchKernelAlt(f_mod_axpy, grid, 1, 1, BLOCK, 1, 1, 0, NULL, NULL, extra), "cuLaunchKernel(extra)");
+    CK(cu->LaunchKernelAlt(f_mod_axpy, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, NULL, extra), "cuLaunchKernel(extra)");
   CK(cu->MemcpyDtoH(hr, y, n * sizeof(float)), "cuMemcpyDtoH");
   outf(out, "axpy_extra sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
 
@@ -193,7 +192,7 @@ static void workload(struct outbuf *out) {
   CK(cu->MemcpyHtoD(table, ht, n * sizeof(CUdeviceptr)), "cuMemcpyHtoD");
   void *gather_params[] = {&table, &gout, (void *)&n};
   for (long l = 0; l < loops; l++)
-    CK(cu->LaunchKernel(f_gather, grid, 1, 1, BLOCK, 1, 1, 0, NULL, gather_params, NULL), "cuLaunchKernel");
+    CK(cu->LaunchKernel(f_gather, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, gather_params, NULL), "cuLaunchKernel");
   CK(cu->MemcpyDtoH(hr, gout, n * sizeof(float)), "cuMemcpyDtoH");
   outf(out, "gather sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
 
@@ -208,7 +207,7 @@ static void workload(struct outbuf *out) {
   CK(cu->MemcpyHtoD(gb, &bias, sizeof bias), "cuMemcpyHtoD");
   void *addg_params[] = {&y, (void *)&n};
   for (long l = 0; l < loops; l++)
-    CK(cu->LaunchKernel((CUfunction)k_addg, grid, 1, 1, BLOCK, 1, 1, 0, NULL, addg_params, NULL), "cuLaunchKernel");
+    CK(cu->LaunchKernel((CUfunction)k_addg, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, addg_params, NULL), "cuLaunchKernel");
   CK(cu->MemcpyDtoH(hr, y, n * sizeof(float)), "cuMemcpyDtoH");
   outf(out, "add_global sum=%.6f fnv=%016llx", fsum(hr, n), fnv1a(hr, n * sizeof(float)));
 
@@ -276,7 +275,6 @@ static void workload(struct outbuf *out) {
 static void hidden_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  const unsigned grid = (N_ELEMS + BLOCK - 1) / BLOCK;
   CUdevice dev;
   CUcontext ctx;
   use_primary_ctx(&dev, &ctx);
@@ -297,41 +295,35 @@ static void hidden_workload(struct outbuf *out) {
   /* as cuFFT does: an attribute set on the function before its first launch */
   CK(cu->FuncSetAttribute(f_axpy, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, 1024), "cuFuncSetAttribute");
 
-  float *hx = malloc(n * sizeof(float)), *hy = malloc(n * sizeof(float));
-  unsigned *hz = malloc(2 * n * sizeof(unsigned));
-  if (!hx || !hy || !hz) die_call("malloc", -1);
+  struct xyz b;
+  xyz_alloc(&b, n, 2 * n);
   for (int i = 0; i < n; i++) {
-    hx[i] = (float)(i % 41) * 0.5f;
-    hy[i] = (float)(i % 7) - 3.0f;
+    b.hx[i] = (float)(i % 41) * 0.5f;
+    b.hy[i] = (float)(i % 7) - 3.0f;
   }
-  CUdeviceptr x, y, z;
-  CK(cu->MemAlloc(&x, n * sizeof(float)), "cuMemAlloc");
-  CK(cu->MemAlloc(&y, n * sizeof(float)), "cuMemAlloc");
-  CK(cu->MemAlloc(&z, 2 * n * sizeof(unsigned)), "cuMemAlloc");
-  CK(cu->MemcpyHtoD(x, hx, n * sizeof(float)), "cuMemcpyHtoD");
-  CK(cu->MemcpyHtoD(y, hy, n * sizeof(float)), "cuMemcpyHtoD");
+  xyz_upload(&b, n);
   float a = 3.0f;
-  void *axpy_params[] = {&a, &x, &y, (void *)&n};
-  CK(cu->LaunchKernel(f_axpy, grid, 1, 1, BLOCK, 1, 1, 0, NULL, axpy_params, NULL), "cuLaunchKernel");
+  void *axpy_params[] = {&a, &b.x, &b.y, (void *)&n};
+  CK(cu->LaunchKernel(f_axpy, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, axpy_params, NULL), "cuLaunchKernel");
   CUfunction fns[2];
   CUkernel ks[2];
   CK(cu->ModuleEnumerateFunctions(fns, 2, mod), "cuModuleEnumerateFunctions");
   CK(cu->LibraryEnumerateKernels(ks, 2, lib), "cuLibraryEnumerateKernels");
   /* fns[1] and ks[1] are `fill_u32` (the fatbin's second entry) */
-  CUdeviceptr z2 = z + n * sizeof(unsigned);
+  CUdeviceptr z2 = b.z + n * sizeof(unsigned);
   unsigned v1 = 0xA5A5A5A5u, v2 = 0x5A5A0001u;
   unsigned long long count = (unsigned long long)n;
-  void *fill1[] = {&z, &v1, &count};
+  void *fill1[] = {&b.z, &v1, &count};
   void *fill2[] = {&z2, &v2, &count};
-  CK(cu->LaunchKernel(fns[1], grid, 1, 1, BLOCK, 1, 1, 0, NULL, fill1, NULL), "cuLaunchKernel");
-  CK(cu->LaunchKernel((CUfunction)ks[1], grid, 1, 1, BLOCK, 1, 1, 0, NULL, fill2, NULL), "cuLaunchKernel");
-  CK(cu->MemcpyDtoH(hy, y, n * sizeof(float)), "cuMemcpyDtoH");
-  CK(cu->MemcpyDtoH(hz, z, 2 * n * sizeof(unsigned)), "cuMemcpyDtoH");
-  outf(out, "hidden axpy sum=%.6f fnv=%016llx", fsum(hy, n), fnv1a(hy, n * sizeof(float)));
-  outf(out, "hidden fill sum=%llu fnv=%016llx", usum(hz, 2 * n), fnv1a(hz, 2 * n * sizeof(unsigned)));
-  free(hx);
-  free(hy);
-  free(hz);
+  CK(cu->LaunchKernel(fns[1], GRID, 1, 1, BLOCK, 1, 1, 0, NULL, fill1, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)ks[1], GRID, 1, 1, BLOCK, 1, 1, 0, NULL, fill2, NULL), "cuLaunchKernel");
+  CK(cu->MemcpyDtoH(b.hy, b.y, n * sizeof(float)), "cuMemcpyDtoH");
+  CK(cu->MemcpyDtoH(b.hz, b.z, 2 * n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "hidden axpy sum=%.6f fnv=%016llx", fsum(b.hy, n), fnv1a(b.hy, n * sizeof(float)));
+  outf(out, "hidden fill sum=%llu fnv=%016llx", usum(b.hz, 2 * n), fnv1a(b.hz, 2 * n * sizeof(unsigned)));
+  free(b.hx);
+  free(b.hy);
+  free(b.hz);
 }
 
 
