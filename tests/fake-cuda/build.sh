@@ -17,3 +17,4 @@ $cc $flags -o "$out/hostmem_app" "$here/apps/hostmem_app.c" -L"$out" -lcuda -ldl
 $cc $flags -o "$out/copy_app" "$here/apps/copy_app.c" -L"$out" -lcuda -lpthread
 $cc $flags -o "$out/ipc_app" "$here/apps/ipc_app.c" -L"$out" -lcuda
 $cc $flags -o "$out/shareable_app" "$here/apps/shareable_app.c" -L"$out" -lcuda
+$cc $flags -o "$out/tma_app" "$here/apps/tma_app.c" -L"$out" -lcuda

@@ -160,6 +160,17 @@ DEF(cuTexObjectDestroy, (unsigned long long o), obj_destroy(o, 0))
 DEF(cuSurfObjectCreate, (unsigned long long *po, const CUDA_RESOURCE_DESC *r), obj_create(po, r, NULL, 1))
 DEF(cuSurfObjectDestroy, (unsigned long long o), obj_destroy(o, 1))
 
+/* tensor maps (host-only: no cuInit needed, as with the real driver) */
+DEF0(cuTensorMapEncodeTiled,
+     (void *m, int t, unsigned r, void *a, const unsigned long long *d, const unsigned long long *s, const unsigned *b,
+      const unsigned *e, int il, int sw, int l2, int oob),
+     ((void)il, (void)sw, (void)l2, (void)oob, i_tensor_map_encode_tiled(m, t, r, a, d, s, b, e)))
+DEF0(cuTensorMapEncodeIm2col,
+     (void *m, int t, unsigned r, void *a, const unsigned long long *d, const unsigned long long *s, const int *lo,
+      const int *hi, unsigned ch, unsigned px, const unsigned *e, int il, int sw, int l2, int oob),
+     ((void)il, (void)sw, (void)l2, (void)oob, i_tensor_map_encode_im2col(m, t, r, a, d, s, lo, hi, ch, px, e)))
+DEF0(cuTensorMapReplaceAddress, (void *m, void *a), i_tensor_map_replace_address(m, a))
+
 /* memsets */
 DEF_PTDS(cuMemsetD8_v2, (CUdeviceptr d, unsigned char v, size_t n), memset_checked(d, v, n, 1, NULL, 0))
 DEF_PTDS(cuMemsetD16_v2, (CUdeviceptr d, unsigned short v, size_t n), memset_checked(d, v, n, 2, NULL, 0))
@@ -478,6 +489,9 @@ static const struct pa_ent k_procs[] = {
   P("cuTexObjectDestroy", 5000, cuTexObjectDestroy)
   P("cuSurfObjectCreate", 5000, cuSurfObjectCreate)
   P("cuSurfObjectDestroy", 5000, cuSurfObjectDestroy)
+  P("cuTensorMapEncodeTiled", 12000, cuTensorMapEncodeTiled)
+  P("cuTensorMapEncodeIm2col", 12000, cuTensorMapEncodeIm2col)
+  P("cuTensorMapReplaceAddress", 12000, cuTensorMapReplaceAddress)
   PT("cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds)
   PT("cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds)
   PT("cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds)

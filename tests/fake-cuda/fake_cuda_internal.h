@@ -224,7 +224,7 @@ struct fc_pool { CUmemPoolProps props; unsigned long long attr[9]; int access; }
 #define D2D(d, s, n, st, chk) copy_checked((uintptr_t)(d), 1, (uintptr_t)(s), 1, (n), (st), (chk))
 #define UVA(d, s, n, st, chk) copy_checked((uintptr_t)(d), -1, (uintptr_t)(s), -1, (n), (st), (chk))
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY, K_AXPY_PARAMS, K_NOOP };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY, K_AXPY_PARAMS, K_NOOP, K_TMA_LOAD, K_TMA_LOAD_GLOBAL };
 
 struct fc_param { unsigned off, size; };
 
@@ -367,6 +367,15 @@ int range_ok(uintptr_t p, size_t len, int want);
 /* range_ok, and may a kernel on device `dev` touch it (its own device's memory, a peer's it
    enabled access to, a VMM mapping cuMemSetAccess let it touch, host memory)? dev -1: any. */
 int kernel_ok(uintptr_t p, size_t len, int want, int dev);
+/* tensor maps (fake_cuda_tensormap.c) */
+CUresult i_tensor_map_encode_tiled(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+                                   const unsigned long long *strides, const unsigned *box, const unsigned *elem);
+CUresult i_tensor_map_encode_im2col(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+                                    const unsigned long long *strides, const int *lower, const int *upper,
+                                    unsigned channels, unsigned pixels, const unsigned *elem);
+CUresult i_tensor_map_replace_address(void *map, void *addr);
+/* The global address a map encodes (0: not a map). */
+int tensor_map_source(const unsigned char *map, uint64_t *addr);
 int in_device_va(uintptr_t p);
 int is_device_kind(int k);
 /* The chunk holding p (its base and size; 0 when none). */

@@ -67,6 +67,18 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
   }
   case K_NOOP:
     return E_SUCCESS;
+  case K_TMA_LOAD:
+  case K_TMA_LOAD_GLOBAL: {
+    int by_value = f->kid == K_TMA_LOAD;
+    uint64_t m = by_value ? 0 : RD(uint64_t, 0), o = RD(uint64_t, by_value ? 128 : 8), src;
+    unsigned long long n = count_of(RD(int32_t, by_value ? 136 : 16), threads);
+    if (!by_value && !kernel_ok(m, 128, 1, dev)) return E_ILLEGAL_ADDRESS;
+    const unsigned char *map = by_value ? pb : (const unsigned char *)(uintptr_t)m;
+    if (!tensor_map_source(map, &src)) return E_LAUNCH_FAILED;
+    if (!kernel_ok(src, n * 4, 1, dev) || !kernel_ok(o, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
+    memcpy((void *)(uintptr_t)o, (const void *)(uintptr_t)src, n * 4);
+    return E_SUCCESS;
+  }
   case K_AXPY_PARAMS: {
     float a = RD(float, 0);
     unsigned long long n = count_of(RD(int32_t, 4), threads);

@@ -31,6 +31,11 @@ static const struct builtin {
    * by-value struct, as cuBLAS passes its parameters */
   {"axpy_params", K_AXPY_PARAMS, 1, {{0, 24}}},
   {"hrr_noise", K_NOOP, 1, {{0, 8}}}, /* hrr-playback's own noise kernel (--perturb): spins, here nothing */
+  /* tma_load(CUtensorMap m, float *out, int n): out[i] = float i at m's address (the map by
+   * value, 64-byte aligned); tma_load_global(const CUtensorMap *m, float *out, int n): the same,
+   * the map read from device memory */
+  {"tma_load", K_TMA_LOAD, 3, {{0, 128}, {128, 8}, {136, 4}}},
+  {"tma_load_global", K_TMA_LOAD_GLOBAL, 3, {{0, 8}, {8, 8}, {16, 4}}},
   {"idle", K_NOOP, 1, {{0, 8}}},      /* does nothing (the `launches` mode: replay's cost per launch) */
 };
 

@@ -62,7 +62,8 @@ pub enum Kind {
     GraphLaunch,
     /// Enqueues a host function.
     HostFunc,
-    /// Creates or destroys a CUDA array, a mipmapped array, a texture or a surface object.
+    /// Creates or destroys a CUDA array, a mipmapped array, a texture or a surface object, or
+    /// encodes a tensor map (a TMA descriptor): the opaque objects kernels are handed.
     Array,
     /// Creates, configures, queries or destroys a stream-ordered memory pool.
     Pool,

@@ -144,6 +144,19 @@ shapes! {
     /// stream order (`cuStreamWriteValue*`), or the stream waiting until the word there
     /// compares to `value` as `flags` say (`cuStreamWaitValue*`).
     StreamValue { stream: Handle, addr: Ptr, value: U64, flags: U32 }
+    /// A Hopper TMA descriptor encoded (`cuTensorMapEncodeTiled`, `cuTensorMapEncodeIm2col`):
+    /// the 128 bytes made (`map`) and what made them, the global address first. The arrays
+    /// are little-endian: `dims` and `box_dim`/`elem_strides` `rank` entries (u64, u32),
+    /// `strides` `rank - 1` (u64); an im2col map's corners `rank - 2` (i32) and no `box_dim`.
+    TensorMapEncode {
+        map: Bytes, im2col: U8, dtype: I32, rank: U32, addr: Ptr,
+        dims: Bytes, strides: Bytes, box_dim: Bytes, elem_strides: Bytes,
+        lower: Bytes, upper: Bytes, channels: U32, pixels: U32,
+        interleave: I32, swizzle: I32, l2: I32, oob: I32,
+    }
+    /// A tensor map's global address replaced in place (`cuTensorMapReplaceAddress`): its
+    /// bytes before and after.
+    TensorMapReplace { before: Bytes, map: Bytes, addr: Ptr }
 
     // Symbols (HIP `__device__` variables).
     /// A copy into a `__device__` variable.

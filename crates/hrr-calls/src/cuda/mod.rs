@@ -283,6 +283,10 @@ pub mod ffi {
     pub const CU_RESOURCE_TYPE_LINEAR: u32 = 2;
     /// `CU_RESOURCE_TYPE_PITCH2D`: offset 8 is a device pointer.
     pub const CU_RESOURCE_TYPE_PITCH2D: u32 = 3;
+    /// `sizeof(CUtensorMap)`: a Hopper TMA descriptor, opaque, 64-byte aligned.
+    pub const TENSOR_MAP_BYTES: usize = 128;
+    /// The most dimensions a tensor map has (`cuTensorMapEncode*` refuse more).
+    pub const TENSOR_MAP_MAX_RANK: usize = 5;
 
     const _: () = assert!(std::mem::size_of::<CudaMemcpy2D>() == 128);
     const _: () = assert!(std::mem::size_of::<CudaMemcpy3D>() == 200);

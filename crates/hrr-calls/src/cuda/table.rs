@@ -219,6 +219,11 @@ macro_rules! cuda_calls {
             StreamWriteValue64 [cuStreamWriteValue64_v2, cuStreamWriteValue64_v2_ptsz, cuStreamWriteValue64, cuStreamWriteValue64_ptsz] (s: Handle = stream, addr: u64 = addr, value: u64 = value, flags: c_uint = flags) : StreamValue, Memset;
             StreamWaitValue32 [cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz, cuStreamWaitValue32, cuStreamWaitValue32_ptsz] (s: Handle = stream, addr: u64 = addr, value: c_uint = value, flags: c_uint = flags) : StreamValue, Event;
             StreamWaitValue64 [cuStreamWaitValue64_v2, cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64, cuStreamWaitValue64_ptsz] (s: Handle = stream, addr: u64 = addr, value: u64 = value, flags: c_uint = flags) : StreamValue, Event;
+            // Hopper TMA descriptors (host-only calls): kernels take the 128 bytes by value or
+            // read them from device memory; replay encodes them again at the translated address.
+            TensorMapEncodeTiled [cuTensorMapEncodeTiled] (map: *mut u8, dtype: c_int, rank: c_uint, addr: *mut c_void, dims: *const u64, strides: *const u64, box_dim: *const c_uint, elem_strides: *const c_uint, interleave: c_int, swizzle: c_int, l2: c_int, oob: c_int) : TensorMapEncode, Array, ordered => tensor_map_encode_tiled;
+            TensorMapEncodeIm2col [cuTensorMapEncodeIm2col] (map: *mut u8, dtype: c_int, rank: c_uint, addr: *mut c_void, dims: *const u64, strides: *const u64, lower: *const c_int, upper: *const c_int, channels: c_uint, pixels: c_uint, elem_strides: *const c_uint, interleave: c_int, swizzle: c_int, l2: c_int, oob: c_int) : TensorMapEncode, Array, ordered => tensor_map_encode_im2col;
+            TensorMapReplaceAddress [cuTensorMapReplaceAddress] (map: *mut u8, addr: *mut c_void) : TensorMapReplace, Array, ordered => tensor_map_replace_address;
         }
     };
 }

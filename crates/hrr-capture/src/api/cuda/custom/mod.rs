@@ -17,6 +17,7 @@ mod graph;
 mod host_node;
 mod launch;
 mod memory;
+mod tensor_map;
 
 pub use crate::hook::common::{
     device_get_name, get_global, mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod,
@@ -30,6 +31,7 @@ pub use device::*;
 pub use graph::*;
 pub use launch::*;
 pub use memory::*;
+pub use tensor_map::*;
 
 use std::ffi::c_void;
 

@@ -22,15 +22,21 @@ use hrr_calls::cuda::Op;
 use hrr_calls::shapes::{Array, ArrayCreate, MipmapLevel, Object, ObjectCreate};
 
 use super::driver::{cu, H};
+use super::tensor_maps::TensorMaps;
 use super::Cuda;
+use crate::replay::backend::shared::translate_pointer_args;
 use crate::replay::backend::{Event, Outcome};
+use crate::replay::placement::Placement;
 
-/// Live texture and surface objects: recorded value to live value.
+/// Live texture and surface objects: recorded value to live value; and the tensor maps
+/// (`tensor_maps.rs`) whose live bytes differ.
 #[derive(Default)]
 pub struct Objects {
     live: HashMap<u64, u64>,
     /// How many live objects got a value other than their recorded one.
     moved: usize,
+    /// Tensor maps (TMA descriptors), recorded bytes to live bytes.
+    pub maps: TensorMaps,
 }
 
 impl Objects {
@@ -74,16 +80,27 @@ impl Objects {
             .collect()
     }
 
-    /// Write the substitutions into the argument buffer.
-    /// Does any live object value differ from its recorded one?
+    /// Does any live object value or tensor map differ from its recorded one?
     pub fn any_moved(&self) -> bool {
-        self.moved > 0
+        self.moved > 0 || self.maps.any_moved()
     }
 
+    /// Write the substitutions into the argument buffer.
     pub fn apply(args: &mut [u8], subs: &[(usize, u64)]) {
         for &(o, v) in subs {
             args[o..o + 8].copy_from_slice(&v.to_le_bytes());
         }
+    }
+
+    /// Rewrite recorded kernel arguments `args` (laid out by `offsets` and `sizes`) for this
+    /// replay: object values and tensor maps found in the recorded bytes, pointers translated
+    /// where ranges moved (the substitutions are found before translation, written after it).
+    pub fn rewrite(&self, args: &mut [u8], offsets: &[u64], sizes: &[u64], mem: &Placement) {
+        let objects = self.substitutions(args, offsets, sizes);
+        let maps = self.maps.substitutions(args, offsets, sizes);
+        translate_pointer_args(args, offsets, sizes, mem);
+        Self::apply(args, &objects);
+        TensorMaps::apply(args, &maps);
     }
 }
 

@@ -13,10 +13,8 @@ use std::ffi::CString;
 use anyhow::{anyhow, Context, Result};
 use hrr_calls::shapes::Launch;
 
-use super::arrays::Objects;
 use super::driver::{cu, packed_args_extra, KernelNodeParams, H};
 use super::Cuda;
-use crate::replay::backend::shared::translate_pointer_args;
 use crate::replay::backend::{Event, Outcome};
 use crate::replay::batch::{Batching, LaunchRun};
 
@@ -274,11 +272,8 @@ impl Cuda {
             if rewritten {
                 scratch.clear();
                 scratch.extend_from_slice(&l.args);
-                let subs = self
-                    .objects
-                    .substitutions(&scratch, &l.arg_offsets, &l.arg_sizes);
-                translate_pointer_args(&mut scratch, &l.arg_offsets, &l.arg_sizes, &self.mem);
-                Objects::apply(&mut scratch, &subs);
+                self.objects
+                    .rewrite(&mut scratch, &l.arg_offsets, &l.arg_sizes, &self.mem);
                 if scratch != l.args {
                     return Err(format!(
                         "arguments of kernel `{}` are translated (memory or objects moved)",

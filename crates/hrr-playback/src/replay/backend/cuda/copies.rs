@@ -42,6 +42,9 @@ impl Cuda {
     /// graph reads the host side at every launch: the copy reads replay's buffer for `host`
     /// (`graphs.rs`), holding `data` now and each launch's recorded bytes later.
     fn h2d(&mut self, dst: u64, data: &[u8], stream: H, host: u64) -> Result<()> {
+        // descriptors a program copies to device memory, with replay's bytes
+        let with_maps = self.objects.maps.in_h2d(data);
+        let data = with_maps.as_deref().unwrap_or(data);
         if self.capturing(stream) {
             let buf = self.host_buffer(host, data.len() as u64)?;
             // SAFETY: the buffer holds `data.len()` bytes and lives until replay ends.

@@ -177,6 +177,10 @@ driver_api! {
     cuTexObjectDestroy: fn(u64);
     cuSurfObjectCreate: fn(*mut u64, *const u8);
     cuSurfObjectDestroy: fn(u64);
+    // Tensor maps (tensor_maps.rs).
+    cuTensorMapEncodeTiled: fn(*mut u8, c_int, c_uint, *mut c_void, *const u64, *const u64, *const c_uint, *const c_uint, c_int, c_int, c_int, c_int);
+    cuTensorMapEncodeIm2col: fn(*mut u8, c_int, c_uint, *mut c_void, *const u64, *const u64, *const c_int, *const c_int, c_uint, c_uint, *const c_uint, c_int, c_int, c_int, c_int);
+    cuTensorMapReplaceAddress: fn(*mut u8, *mut c_void);
     // Host-visible memory and pools (hostmem.rs, pools.rs).
     cuMemHostRegister_v2: fn(*mut c_void, usize, c_uint);
     cuMemHostUnregister: fn(*mut c_void);

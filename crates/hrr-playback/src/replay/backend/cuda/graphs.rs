@@ -36,10 +36,9 @@ use hrr_calls::shapes::{
     Launch,
 };
 
-use super::arrays::Objects;
 use super::driver::{cu, packed_args_extra, HostNodeParams, KernelNodeParams, H};
 use super::Cuda;
-use crate::replay::backend::shared::{launch_gate, translate_pointer_args};
+use crate::replay::backend::shared::launch_gate;
 use crate::replay::backend::{Blobs, Event, Outcome};
 
 /// What a node call does: adds a node, sets a graph node's parameters, or an instantiation's.
@@ -357,12 +356,10 @@ impl Cuda {
                     return Ok(Ok(not_launched));
                 }
                 let func = self.handles.get(l.function)?;
-                // object values (textures, surfaces, conditional handles) from the recorded bytes
-                let objects = self
-                    .objects
-                    .substitutions(&l.args, &l.arg_offsets, &l.arg_sizes);
-                translate_pointer_args(&mut l.args, &l.arg_offsets, &l.arg_sizes, &self.mem);
-                Objects::apply(&mut l.args, &objects);
+                // object values (textures, surfaces, conditional handles) and tensor maps from
+                // the recorded bytes
+                self.objects
+                    .rewrite(&mut l.args, &l.arg_offsets, &l.arg_sizes, &self.mem);
                 let mut size = l.args.len();
                 let mut extra = packed_args_extra(l.args.as_ptr(), &mut size);
                 let p = KernelNodeParams::of_launch(&l, func, s.library_kernel != 0, &mut extra);

@@ -1,5 +1,5 @@
 //! CUDA kernel launches: the recorded argument buffer (8-byte pointer arguments translated when
-//! ranges moved, texture/surface object values substituted where replay's differ), through
+//! ranges moved, texture/surface object values and tensor maps substituted where replay's differ), through
 //! `cuLaunchKernel` and `cuLaunchCooperativeKernel` as argument pointers into it, or
 //! `cuLaunchKernelEx` (launch attributes) as `extra`; a wait after it with
 //! `--sync-after-launch` or a watchdog; with `--perturb`, after a noise kernel (`noise.rs`).
@@ -9,10 +9,9 @@ use std::ffi::c_void;
 use anyhow::{anyhow, Result};
 use hrr_calls::shapes::Launch;
 
-use super::arrays::Objects;
 use super::driver::{cu, packed_args_extra, LaunchConfig};
 use super::Cuda;
-use crate::replay::backend::shared::{launch_call, launch_gate, translate_pointer_args};
+use crate::replay::backend::shared::{launch_call, launch_gate};
 use crate::replay::backend::{Event, Outcome};
 
 impl Cuda {
@@ -52,11 +51,9 @@ impl Cuda {
         let stream = super::stream_of(&self.handles, per_thread, l.stream)?;
         let args = &mut l.args;
         let offs = &l.arg_offsets;
-        // Texture/surface object values, found in the recorded bytes (see `arrays.rs`: an
-        // 8-byte scalar equal to a live recorded object value is rewritten too).
-        let objects = self.objects.substitutions(args, offs, &l.arg_sizes);
-        translate_pointer_args(args, offs, &l.arg_sizes, &self.mem);
-        Objects::apply(args, &objects);
+        // Texture/surface object values and tensor maps, found in the recorded bytes (see
+        // `arrays.rs`: an 8-byte scalar equal to a live recorded object value is rewritten too).
+        self.objects.rewrite(args, offs, &l.arg_sizes, &self.mem);
         let mut ptrs = std::mem::take(&mut self.arg_ptrs);
         ptrs.clear();
         // SAFETY (of the `add`s): every recorded offset lies inside the argument buffer (the

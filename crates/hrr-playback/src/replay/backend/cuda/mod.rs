@@ -46,6 +46,7 @@ mod open;
 mod pools;
 mod staging;
 mod streams;
+mod tensor_maps;
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -347,6 +348,8 @@ impl Backend for Cuda {
             Op::ArrayDestroy | Op::MipmappedArrayDestroy => self.array_destroy(ev, op),
             Op::TexObjectCreate | Op::SurfObjectCreate => self.object_create(ev, op),
             Op::TexObjectDestroy | Op::SurfObjectDestroy => self.object_destroy(ev, op),
+            Op::TensorMapEncodeTiled | Op::TensorMapEncodeIm2col => self.tensor_map_encode(ev),
+            Op::TensorMapReplaceAddress => self.tensor_map_replace(ev),
             Op::MemsetD8
             | Op::MemsetD16
             | Op::MemsetD32
