@@ -28,9 +28,6 @@ QUERIES = {
     "cuOccupancyAvailableDynamicSMemPerBlock", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "cuOccupancyMaxActiveClusters",
     "cuGraphGetNodes",
-    # Encodes a TMA descriptor on the host; the kernel receives its bytes as a parameter, and
-    # the device addresses inside stay valid because replay places memory at recorded addresses.
-    "cuTensorMapEncodeTiled",
 }
 INTERPOSED = {"cuGetProcAddress", "cuGetProcAddress_v2"}
 

@@ -43,7 +43,7 @@
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
 #                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
-#                         graph_conditional copies2d hostmem ipc torch_ipc
+#                         graph_conditional copies2d tma hostmem ipc torch_ipc
 #                         threads (replayed with --multi-thread)
 #                         two_devices ddp (these two need two GPUs)
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
@@ -214,6 +214,8 @@ add_wl graph_nodes graph_nodes "gn_fill" "" "$B/graph_nodes"
 # conditional nodes: their kernels run only inside the graph (--info lists launches: none)
 add_wl graph_conditional graph_conditional "" "" "$B/graph_conditional"
 add_wl copies2d copies2d "scale2d add3d tex2d_fetch surf2d_write tex3d_fetch" "" "$B/copies2d"
+# Hopper TMA: a tensor map by value, encoded again at replay (also replayed with --no-placement)
+add_wl tma tma "tma_scale" "" "$B/tma"
 add_wl hostmem hostmem "scale_add via_table fill_index fill_slow check_fill" "" "$B/hostmem"
 # Two processes sharing memory through an IPC handle: replayed together (--all)
 add_wl ipc ipc "fill count_not_a" "" "$B/ipc"
@@ -227,6 +229,8 @@ add_wl ddp torch2 "nccl|gemm" "NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICA
     "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 "$root/tests/gpu/ddp_step.py"
 WL_ALL=" ipc torch_ipc ddp "
 WL_MT=" threads "
+# replayed a second time with --no-placement (every allocation translated): must pass too
+WL_MOVED=" tma "
 
 selected=("${WL_NAMES[@]}")
 if [ -z "${HRR_E2E_WORKLOADS:-}" ] && [ "$gpu_count" -lt 2 ]; then
@@ -482,6 +486,13 @@ if [ $plain_only = 0 ]; then
                     timeout "$STEP_TIMEOUT" compute-sanitizer --target-processes all --print-limit 8 \
                         --show-backtrace no "$BIN/hrr-playback" "$arch" --all >"$d/sanitizer.txt" 2>&1 || true
                 fi
+            fi
+        fi
+        if [[ "$WL_MOVED" == *" $name "* ]] && [ "${R_REPLAY[$name]}" = PASS ]; then
+            run_timed "$d/replay-moved" "" "$BIN/hrr-playback" "$target" --no-placement
+            if [ $LAST_RC != 0 ] || ! grep -q '^\[HRR\] PASS' "$d/replay-moved.out"; then
+                R_REPLAY[$name]="FAIL(no-placement:$LAST_RC)"
+                fail_note "$name: replay with --no-placement: exit status $LAST_RC (see $d/replay-moved.out)"
             fi
         fi
         log "   same-output=${R_SAME[$name]} info=${R_INFO[$name]} replay=${R_REPLAY[$name]}" \

@@ -4,7 +4,7 @@
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
 # TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc
-# two_devices threads nondeterministic (default: all). Writes into
+# two_devices threads nondeterministic tma (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
@@ -21,6 +21,7 @@
 #   two_devices (one process, two GPUs: peer access, peer copies, self-checking)
 #   threads (host threads with a stream each, kernels and waits overlapping)
 #   nondeterministic (half its result is the GPU's timer)
+#   tma (Hopper TMA tiles through a tensor map passed by value; sm_90 and later)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
 #   failed              one line per target that did not build (absent if none)
@@ -32,7 +33,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc two_devices threads nondeterministic)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc two_devices threads nondeterministic tma)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -192,6 +193,7 @@ single two_devices
 single threads
 
 single nondeterministic
+single tma
 
 {
     printf 'NVCC=%q\n' "$nvcc"
