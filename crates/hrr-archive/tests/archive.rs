@@ -45,6 +45,19 @@ fn write_capture(root: &Path, pid: u32, n: usize, finish: bool) -> PathBuf {
     dir
 }
 
+/// Where each record of the events file `bytes` ends, the schema record first, read from the
+/// record headers.
+fn record_ends(bytes: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut off = FILE_HEADER_LEN;
+    while off < bytes.len() {
+        let h = RecordHeader::decode(bytes[off..off + RECORD_HEADER_LEN].try_into().unwrap());
+        off += h.total_len as usize;
+        ends.push(off);
+    }
+    ends
+}
+
 fn read_all(
     path: &Path,
 ) -> (
@@ -81,14 +94,7 @@ fn truncation_at_every_offset_of_the_last_records_keeps_exactly_the_complete_pre
     let dir = write_capture(root.path(), 6, 6, true);
     let path = dir.join(EVENTS_FILE);
     let full = std::fs::read(&path).unwrap();
-    // record end offsets
-    let mut ends = Vec::new();
-    let mut off = FILE_HEADER_LEN;
-    while off < full.len() {
-        let h = RecordHeader::decode(full[off..off + 32].try_into().unwrap());
-        off += h.total_len as usize;
-        ends.push(off);
-    }
+    let ends = record_ends(&full);
     // ends[0] = schema, ends[1..=6] = events, ends[7] = trailer
     let first_cut = ends[3];
     for cut in first_cut..full.len() {
@@ -117,13 +123,9 @@ fn implausible_lengths_and_garbage_after_trailer_are_reported() {
     let (recs, rec) = read_all(&path);
     assert_eq!(recs.len(), 4);
     assert_eq!(rec.bytes_after_trailer, 8);
-    // a length of 5 in the third event's header, then one of 2^31
-    let schema_len = RecordHeader::decode(full[8..40].try_into().unwrap()).total_len as usize;
-    let mut off = 8 + schema_len;
-    for _ in 0..2 {
-        let h = RecordHeader::decode(full[off..off + 32].try_into().unwrap());
-        off += h.total_len as usize;
-    }
+    // a length of 5 in the third event's header (where the schema and two events end), then
+    // one of 2^31
+    let off = record_ends(&full)[2];
     for bad in [5u32, 0x8000_0000] {
         let mut b = full.clone();
         b[off + 26..off + 30].copy_from_slice(&bad.to_le_bytes());

@@ -238,6 +238,28 @@ fn earlier_archive(path: &Path) {
     std::fs::write(path.join("manifest.json"), "{\"earlier\": true}").unwrap();
 }
 
+/// The folder `pid-<pid>` of the [`earlier_archive`] at `path` still holds what it was given.
+fn assert_earlier_process(path: &Path, pid: u32) {
+    assert_eq!(
+        std::fs::read_to_string(path.join(format!("pid-{pid}/events.bin"))).unwrap(),
+        format!("events of {pid}")
+    );
+}
+
+/// The earlier archives `--force` moved aside in `dir` (`run.hrr.old-*`).
+fn moved_aside(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("run.hrr.old-")
+        })
+        .collect()
+}
+
 /// A program that proves it ran by creating `ran` (beside the archive) and prints its archive.
 const MARK: &str = r#"touch ran; printf '%s' "$HIP_HRR_CAPTURE_OUTPUT""#;
 
@@ -251,6 +273,15 @@ fn over_an_earlier_archive(flags: &[&str]) -> (tempfile::TempDir, PathBuf, Outpu
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--", "sh", "-c", MARK]);
     let o = output(launcher(t.path(), &args));
+    (t, arch, o)
+}
+
+/// [`over_an_earlier_archive`] with `flags` that let the program run: it ran, and the launcher
+/// exited 0.
+fn ran_over_an_earlier_archive(flags: &[&str]) -> (tempfile::TempDir, PathBuf, Output) {
+    let (t, arch, o) = over_an_earlier_archive(flags);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(t.path().join("ran").exists());
     (t, arch, o)
 }
 
@@ -271,50 +302,28 @@ fn an_archive_of_an_earlier_run_is_refused() {
         "{hint}"
     );
     assert!(!t.path().join("ran").exists(), "the program must not run");
-    assert_eq!(
-        std::fs::read_to_string(arch.join("pid-1204/events.bin")).unwrap(),
-        "events of 1204"
-    );
+    assert_earlier_process(&arch, 1204);
 }
 
 #[test]
 fn append_records_into_the_earlier_archive() {
-    let (t, arch, o) = over_an_earlier_archive(&["--append"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(t.path().join("ran").exists());
+    let (_t, arch, o) = ran_over_an_earlier_archive(&["--append"]);
     assert_eq!(
         Path::new(&text(&o.stdout)).canonicalize().unwrap(),
         arch.canonicalize().unwrap()
     );
-    assert_eq!(
-        std::fs::read_to_string(arch.join("pid-1180/events.bin")).unwrap(),
-        "events of 1180"
-    );
+    assert_earlier_process(&arch, 1180);
 }
 
 #[test]
 fn force_moves_the_earlier_archive_aside_intact() {
-    let (t, arch, o) = over_an_earlier_archive(&["--force"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(t.path().join("ran").exists());
+    let (t, arch, o) = ran_over_an_earlier_archive(&["--force"]);
     assert!(!arch.exists(), "the program gets a fresh archive path");
-    let aside: Vec<PathBuf> = std::fs::read_dir(t.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("run.hrr.old-")
-        })
-        .collect();
+    let aside = moved_aside(t.path());
     assert_eq!(aside.len(), 1, "{aside:?}");
     let old = &aside[0];
     for pid in [1180, 1204] {
-        assert_eq!(
-            std::fs::read_to_string(old.join(format!("pid-{pid}/events.bin"))).unwrap(),
-            format!("events of {pid}")
-        );
+        assert_earlier_process(old, pid);
     }
     assert_eq!(
         std::fs::read_to_string(old.join("manifest.json")).unwrap(),
@@ -331,17 +340,7 @@ fn force_moves_the_earlier_archive_aside_intact() {
         &["-o", "run.hrr", "--force", "--", "true"],
     ));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let n = std::fs::read_dir(t.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with("run.hrr.old-")
-        })
-        .count();
-    assert_eq!(n, 2);
+    assert_eq!(moved_aside(t.path()).len(), 2);
 }
 
 #[test]

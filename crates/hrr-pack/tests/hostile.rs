@@ -9,7 +9,7 @@ use hrr_archive::progress::NoProgress;
 use hrr_archive::testkit::{link_folder_out, write_small_capture};
 
 mod common;
-use common::{run, text};
+use common::{run, succeeds, text};
 
 const PID: u32 = 2674;
 
@@ -90,8 +90,7 @@ fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
         "{}",
         text(&o)
     );
-    let o = run(&[&"list", &forged]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"list", &forged]);
     let out = text(&o);
     assert!(out.contains("not checked against its contents"), "{out}");
     assert!(out.contains("IMPOSSIBLE"), "{out}");
@@ -100,7 +99,7 @@ fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
     assert_eq!(v["summary"], "index (unverified)");
     // an honest pack verifies, and its listing has no such warning
     let honest = t.path().join("honest.hrr.tar.zst");
-    assert!(run(&[&"pack", &root, &"-o", &honest]).status.success());
+    succeeds(&[&"pack", &root, &"-o", &honest]);
     let o = run(&[&"verify", &honest]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!text(&run(&[&"list", &honest])).contains("IMPOSSIBLE"));
@@ -110,7 +109,7 @@ fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
 fn unpack_removes_the_temp_folder_of_a_killed_unpack_with_a_notice() {
     let (t, root, _) = temp_capture();
     let packed = t.path().join("run.hrr.tar.zst");
-    assert!(run(&[&"pack", &root, &"-o", &packed]).status.success());
+    succeeds(&[&"pack", &root, &"-o", &packed]);
     let dest = t.path().join("dest");
     std::fs::create_dir(&dest).unwrap();
     // what an unpack killed by SIGKILL leaves: its staging folder, named with its (dead) pid
@@ -120,8 +119,7 @@ fn unpack_removes_the_temp_folder_of_a_killed_unpack_with_a_notice() {
     let stale = dest.join(format!(".hrr-unpack-{dead}-k1lled"));
     std::fs::create_dir_all(stale.join("run.hrr/pid-2674/blobs")).unwrap();
     std::fs::write(stale.join("run.hrr/pid-2674/events.bin"), b"partial").unwrap();
-    let o = run(&[&"unpack", &packed, &"-C", &dest]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"unpack", &packed, &"-C", &dest]);
     assert!(!stale.exists(), "{}", text(&o));
     assert!(text(&o).contains("stale temp folder"), "{}", text(&o));
     let left: Vec<String> = std::fs::read_dir(&dest)

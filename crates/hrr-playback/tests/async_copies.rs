@@ -23,9 +23,7 @@ fn capture(archive: &Path, app: &str, args: &[&str], gbps: u32) -> Output {
 /// `copy_app ARGS` captured into `archive` with the fake's copies taking time at `gbps`
 /// (0: synchronous), which must succeed.
 fn copy_app(archive: &Path, args: &[&str], gbps: u32) -> Output {
-    let o = capture(archive, "copy_app", args, gbps);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    o
+    succeeded(capture(archive, "copy_app", args, gbps))
 }
 
 /// The number that follows `after` in `text` (0 when there is none).
@@ -81,8 +79,7 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
         ("driver_app", &[][..], 0),
     ] {
         let arch = tmp.path().join(format!("{app}.hrr"));
-        let o = capture(&arch, app, args, gbps);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        succeeded(capture(&arch, app, args, gbps));
         let events = events_json(&arch);
         let copies = results_follow_copies_and_precede_syncs(&events);
         assert!(copies >= 1, "{app}: no async D2H copy recorded");
@@ -123,8 +120,7 @@ fn async_d2h_results_put_no_host_function_on_the_stream() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("copy.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "5"), ("FAKE_CUDA_TRACE", "1")];
-    let o = fake().capture_env(&arch, "copy_app", &["overlap", "3", "4"], &env);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fake().capture_ok(&arch, "copy_app", &["overlap", "3", "4"], &env);
     let trace = String::from_utf8_lossy(&o.stderr);
     let calls = |name: &str| trace.matches(&format!("] {name} -> 0")).count();
     let copies = results_follow_copies_and_precede_syncs(&events_json(&arch));
@@ -169,8 +165,7 @@ fn results_waiting_for_their_event_are_bounded() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "0"), ("FAKE_CUDA_TRACE", "1")];
-    let o = fake().capture_env(&arch, "copy_app", &["many"], &env);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fake().capture_ok(&arch, "copy_app", &["many"], &env);
     assert!(String::from_utf8_lossy(&o.stdout).contains("many last=299"));
     let trace = String::from_utf8_lossy(&o.stderr);
     let before_sync = trace
@@ -416,8 +411,7 @@ fn a_stream_wait_lets_the_other_threads_go_on_under_multi_thread() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("waiting.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1")];
-    let o = fake().capture_env(&arch, "copy_app", &["waiting"], &env);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fake().capture_ok(&arch, "copy_app", &["waiting"], &env);
     let order = |extra: &[&str]| {
         let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1"), ("FAKE_CUDA_TRACE", "1")];
         let (code, out, err) = fake().replay_env(&arch, extra, &env);

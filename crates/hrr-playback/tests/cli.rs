@@ -246,7 +246,7 @@ fn a_root_with_several_processes_asks_to_choose() {
 fn a_root_with_one_process_resolves_by_itself() {
     let (t, d) = demo_copy();
     std::fs::remove_dir_all(d.join("pid-1204")).unwrap();
-    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&d, &["--info"]);
     assert_eq!(o.code, 0);
     // the root table the guide shows first, then the process
     let out = filter(&o.stdout, t.path());
@@ -258,7 +258,7 @@ fn a_root_with_one_process_resolves_by_itself() {
         out.contains("\nHRR Archive: <TMP>/demo.hrr/pid-1180\n"),
         "{out}"
     );
-    let o = run_in(&[d.as_os_str()]);
+    let o = run_at(&d, &[]);
     assert_ne!(o.code, 2, "{}", o.stderr);
     assert!(!o.stderr.contains("choose one"));
 }
@@ -343,7 +343,7 @@ fn info_and_events_never_write() {
         assert!(o.code == 0 || o.code == 2, "{args:?}: {}", o.stderr);
     }
     assert_eq!(listing(&d), before);
-    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&d, &["--info"]);
     assert!(o.stdout.contains("1204  1180        NO"));
     // restore so the temp dir can be removed
     for p in before.keys().chain([&d]) {
@@ -398,34 +398,26 @@ fn pid_and_list_on_roots_and_packs() {
 
     let t = tempfile::tempdir().unwrap();
     let pack = pack_demo(t.path());
-    let o = run_in(&[pack.as_os_str(), "--list".as_ref()]);
+    let o = run_at(&pack, &["--list"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     // paths inside the pack, never the temp folder it was unpacked into
     assert!(o.stdout.contains("  demo.hrr/pid-1180\n"), "{}", o.stdout);
     assert!(!o.stdout.contains("hrr-playback-"));
-    let o = run_in(&[pack.as_os_str()]);
+    let o = run_at(&pack, &[]);
     assert_eq!(o.code, 2);
     assert!(!o.stderr.contains("hrr-playback-"), "{}", o.stderr);
     assert!(o.stderr.contains(&format!(
         "choose one: hrr-playback {} --pid <pid>, or replay them together with --all\n",
         pack.display()
     )));
-    let o = run_in(&[
-        pack.as_os_str(),
-        "--pid".as_ref(),
-        "1204".as_ref(),
-        "--info".as_ref(),
-    ]);
+    let o = run_at(&pack, &["--pid", "1204", "--info"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.starts_with("HRR Archive: demo.hrr/pid-1204\n"));
     // replay of one process of a pack reaches the driver (none here: the error says what works)
-    let o = run_in(&[
-        pack.as_os_str(),
-        "--pid".as_ref(),
-        "1180".as_ref(),
-        "--runtime".as_ref(),
-        "/nonexistent/libcuda.so.1".as_ref(),
-    ]);
+    let o = run_at(
+        &pack,
+        &["--pid", "1180", "--runtime", "/nonexistent/libcuda.so.1"],
+    );
     assert_ne!(o.code, 0);
     assert!(
         o.stderr
@@ -456,7 +448,7 @@ fn json_everywhere_and_errors_as_objects() {
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["exit_code"], 2);
     let (_t, d) = demo_copy();
-    let o = run_in(&[d.as_os_str(), "--repair".as_ref(), "--json".as_ref()]);
+    let o = run_at(&d, &["--repair", "--json"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["schema"], "hrr.repair/1");
@@ -506,14 +498,10 @@ fn json_outputs_decode_with_their_types() {
     // the count hrr-pack list gives too: records in events.bin, counted for the crashed capture
     assert_eq!(v.processes[1].events, Some(9));
     let (_t, d) = demo_copy();
-    let o = run_in(&[d.as_os_str(), "--repair".as_ref(), "--json".as_ref()]);
+    let o = run_at(&d, &["--repair", "--json"]);
     let v: RepairJson = serde_json::from_str(&o.stdout).unwrap();
     assert!(v.ok && v.processes.len() == 2);
-    let o = run_in(&[
-        d.join("pid-1204").as_os_str(),
-        "--repair".as_ref(),
-        "--json".as_ref(),
-    ]);
+    let o = run_at(&d.join("pid-1204"), &["--repair", "--json"]);
     let v: RepairJson = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v.processes[0].outcome, "already_complete");
     let o = run(&["nosuch.hrr", "--json"]);

@@ -52,19 +52,19 @@ fn repair_the_demo_root_then_everything_is_complete() {
 fn repair_one_process_dir() {
     let (t, d) = demo_copy();
     let pid = d.join("pid-1204");
-    let o = run_in(&[pid.as_os_str(), "--repair".as_ref()]);
+    let o = run_at(&pid, &["--repair"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(
         filter(&o.stdout, t.path()),
         "[HRR] Repaired archive: 9 events kept, clean trailer + manifest written; \
          saved 56 dropped tail bytes to <TMP>/demo.hrr/pid-1204/events.bin.dropped-at-2746\n"
     );
-    let o = run_in(&[pid.as_os_str(), "--repair".as_ref()]);
+    let o = run_at(&pid, &["--repair"]);
     assert_eq!(
         o.stdout,
         "[HRR] Archive already complete (9 events); nothing to repair\n"
     );
-    let o = run_in(&[d.join("pid-1180").as_os_str(), "--repair".as_ref()]);
+    let o = run_at(&d.join("pid-1180"), &["--repair"]);
     assert_eq!(
         o.stdout,
         "[HRR] Archive already complete (16 events); nothing to repair\n"
@@ -85,14 +85,14 @@ fn repair_keeps_a_capture_the_writer_marked_incomplete_incomplete() {
     w.events().flush(true).unwrap();
     std::mem::forget(w);
     std::fs::remove_file(dir.join("active")).unwrap();
-    let o = run_in(&[dir.as_os_str(), "--repair".as_ref()]);
+    let o = run_at(&dir, &["--repair"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(
         o.stdout,
         "[HRR] Repaired archive: 2 events kept, clean trailer + manifest written\n\
          [HRR] Still incomplete: writer marked it incomplete: blob write failed: disk full\n"
     );
-    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&dir, &["--info"]);
     assert!(
         o.stdout.contains("Complete:           NO\n"),
         "{}",
@@ -101,7 +101,7 @@ fn repair_keeps_a_capture_the_writer_marked_incomplete_incomplete() {
     assert!(o
         .stdout
         .contains("- writer marked it incomplete: blob write failed: disk full"));
-    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    let o = run_at(&dir, &["--events"]);
     assert!(o.stdout.ends_with(
         "# end: 2 events, incomplete: writer marked it incomplete: blob write failed: disk full\n"
     ));
@@ -115,7 +115,7 @@ fn repair_of_a_root_reports_failures_with_exit_1() {
     let mut b = std::fs::read(bad.join("events.bin")).unwrap();
     b[4] = 9; // another format version
     std::fs::write(bad.join("events.bin"), b).unwrap();
-    let o = run_in(&[t.path().as_os_str(), "--repair".as_ref()]);
+    let o = run_at(t.path(), &["--repair"]);
     assert_eq!(o.code, 1);
     let out = filter(&o.stdout, t.path());
     assert!(out.contains("[HRR] --- pid-11 ---\n[HRR] Repair failed: Version mismatch in <TMP>/pid-11/events.bin: file=9 reader=1\n"), "{out}");
@@ -129,7 +129,7 @@ fn repair_of_a_root_reports_failures_with_exit_1() {
 fn missing_path_file_and_non_archive() {
     let t = tempfile::tempdir().unwrap();
     let missing = t.path().join("nope.hrr");
-    let o = run_in(&[missing.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&missing, &["--info"]);
     assert_eq!(
         one_error_line(&o),
         format!(
@@ -139,7 +139,7 @@ fn missing_path_file_and_non_archive() {
     );
     let file = t.path().join("file.txt");
     std::fs::write(&file, "x").unwrap();
-    let o = run_in(&[file.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&file, &["--info"]);
     assert_eq!(
         one_error_line(&o),
         format!("hrr-playback: error: {}: not a directory", file.display())
@@ -147,7 +147,7 @@ fn missing_path_file_and_non_archive() {
     let empty = t.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     for flag in ["--info", "--events", "--repair"] {
-        let o = run_in(&[empty.as_os_str(), flag.as_ref()]);
+        let o = run_at(&empty, &[flag]);
         assert_eq!(
             one_error_line(&o),
             format!(
@@ -160,7 +160,7 @@ fn missing_path_file_and_non_archive() {
     let pid = t.path().join("pid-77");
     std::fs::create_dir(&pid).unwrap();
     std::fs::write(pid.join("manifest.json"), r#"{"pid":77}"#).unwrap();
-    let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&pid, &["--info"]);
     assert_eq!(
         one_error_line(&o),
         format!(
@@ -189,7 +189,7 @@ fn bad_headers() {
     let mut b = good.clone();
     b[..4].copy_from_slice(b"ABCD");
     std::fs::write(&events, &b).unwrap();
-    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&dir, &["--info"]);
     assert_eq!(
         one_error_line(&o),
         format!(
@@ -211,14 +211,12 @@ fn bad_headers() {
         vec![],
         vec!["--info", "--json"],
     ] {
-        let mut a = vec![dir.as_os_str()];
-        a.extend(args.iter().map(std::ffi::OsStr::new));
-        let o = run_in(&a);
+        let o = run_at(&dir, &args);
         assert_eq!(one_error_line(&o), mismatch, "{args:?}");
     }
     // on a root with two processes, the listing is printed and the mismatch reported
     capture(t.path(), 5, 2);
-    let o = run_in(&[t.path().as_os_str(), "--info".as_ref()]);
+    let o = run_at(t.path(), &["--info"]);
     assert_eq!(one_error_line(&o), mismatch);
     assert!(
         o.stdout
@@ -228,7 +226,7 @@ fn bad_headers() {
     );
 
     std::fs::write(&events, &good[..5]).unwrap();
-    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&dir, &["--info"]);
     assert_eq!(
         one_error_line(&o),
         format!(
@@ -237,7 +235,7 @@ fn bad_headers() {
         )
     );
     std::fs::write(&events, FileHeader::current().encode()).unwrap();
-    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    let o = run_at(&dir, &["--events"]);
     assert!(
         one_error_line(&o).contains("bad schema record: the file ends before its schema record")
     );
@@ -261,14 +259,14 @@ fn implausible_record_lengths_are_recovered_not_errors() {
         let mut b = good.clone();
         b[off + 26..off + 30].copy_from_slice(&bad.to_le_bytes());
         std::fs::write(&events, &b).unwrap();
-        let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+        let o = run_at(&dir, &["--info"]);
         assert_eq!(o.code, 0, "{}", o.stderr);
         assert!(o.stdout.contains("Complete:           NO\n"));
         assert!(o.stdout.contains("Events:             2\n"), "{}", o.stdout);
         assert!(o.stdout.contains(what), "{}", o.stdout);
-        let o = run_in(&[t.path().as_os_str(), "--info".as_ref()]);
+        let o = run_at(t.path(), &["--info"]);
         assert_eq!(o.code, 0);
-        let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+        let o = run_at(&dir, &["--events"]);
         assert_eq!(o.code, 0);
         assert_eq!(o.stdout.lines().count(), 3);
     }
@@ -282,7 +280,7 @@ fn unknown_types_and_undecodable_payloads_are_shown_not_fatal() {
     w.events().append_at(1, 1, 11, &[0, 0, 0, 0, 1]).unwrap();
     let dir = w.dir().to_path_buf();
     w.finish().unwrap();
-    let o = run_in(&[dir.as_os_str(), "--events".as_ref()]);
+    let o = run_at(&dir, &["--events"]);
     assert_eq!(o.code, 0);
     assert_eq!(
         o.stdout,
@@ -290,12 +288,12 @@ fn unknown_types_and_undecodable_payloads_are_shown_not_fatal() {
          #2 T1 +0.000 apiAlloc(<undecodable: payload ends inside field `ptr` (offset 4, 1 bytes left, 8 needed)>)\n\
          # end: 2 events, complete\n"
     );
-    let o = run_in(&[dir.as_os_str(), "--events".as_ref(), "--json".as_ref()]);
+    let o = run_at(&dir, &["--events", "--json"]);
     let lines: Vec<serde_json::Value> = json_lines(&o.stdout);
     assert_eq!(lines[0]["name"], "type-0x004d");
     assert_eq!(lines[0]["payload_bytes"], 3);
     assert!(lines[1]["error"].as_str().unwrap().contains("`ptr`"));
-    let o = run_in(&[dir.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&dir, &["--info"]);
     assert!(o.stdout.contains("  type-0x004d  1\n"), "{}", o.stdout);
 }
 
@@ -304,12 +302,12 @@ fn invalid_or_missing_manifests() {
     let (t, d) = demo_copy();
     let pid = d.join("pid-1180");
     std::fs::write(pid.join("manifest.json"), "{not json").unwrap();
-    let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&pid, &["--info"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let out = filter(&o.stdout, t.path());
     assert!(out.contains("Events:             16\n"), "{out}");
     assert!(out.contains("- manifest problem: <TMP>/demo.hrr/pid-1180/manifest.json: invalid manifest: key must be a string"), "{out}");
-    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&d, &["--info"]);
     assert_eq!(o.code, 0);
     let out = filter(&o.stdout, t.path());
     assert!(out.contains("1180  ?           NO        16"), "{out}");
@@ -319,7 +317,7 @@ fn invalid_or_missing_manifests() {
     );
 
     std::fs::remove_file(pid.join("manifest.json")).unwrap();
-    let o = run_in(&[pid.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&pid, &["--info"]);
     assert!(
         o.stdout.contains("- manifest.json is missing\n"),
         "{}",
@@ -328,7 +326,7 @@ fn invalid_or_missing_manifests() {
     assert!(o.stdout.contains("PID:                1180\n"));
 
     std::fs::write(d.join("manifest.json"), "[]").unwrap();
-    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&d, &["--info"]);
     assert_eq!(o.code, 0);
     assert!(
         o.stdout.contains("Note: root manifest problem: "),
@@ -336,7 +334,7 @@ fn invalid_or_missing_manifests() {
         o.stdout
     );
     std::fs::remove_file(d.join("manifest.json")).unwrap();
-    let o = run_in(&[d.as_os_str(), "--info".as_ref()]);
+    let o = run_at(&d, &["--info"]);
     assert!(o
         .stdout
         .contains("Note: root manifest.json is missing; the index above was rebuilt in memory\n"));
@@ -348,7 +346,7 @@ fn unreadable_files() {
     let (_t, d) = demo_copy();
     let events = d.join("pid-1180/events.bin");
     std::fs::set_permissions(&events, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let o = run_in(&[d.join("pid-1180").as_os_str(), "--info".as_ref()]);
+    let o = run_at(&d.join("pid-1180"), &["--info"]);
     if !is_root() {
         assert_eq!(
             one_error_line(&o),
@@ -373,9 +371,7 @@ fn symlinks_inside_an_archive_are_refused() {
         std::os::unix::fs::symlink(&real, pid.join(name)).unwrap();
         let link = pid.join(name).display().to_string();
         for args in [vec!["--info"], vec!["--events"], vec!["--repair"], vec![]] {
-            let mut a = vec![pid.as_os_str()];
-            a.extend(args.iter().map(std::ffi::OsStr::new));
-            let o = run_in(&a);
+            let o = run_at(&pid, &args);
             assert_eq!(
                 one_error_line(&o),
                 format!(
@@ -386,7 +382,7 @@ fn symlinks_inside_an_archive_are_refused() {
         }
         let torn = std::fs::read(d.join("pid-1204/events.bin")).unwrap();
         for flag in ["--info", "--repair"] {
-            let o = run_in(&[d.as_os_str(), flag.as_ref()]);
+            let o = run_at(&d, &[flag]);
             assert_eq!(
                 one_error_line(&o),
                 format!(
@@ -410,7 +406,7 @@ fn a_mismatch_on_a_root_is_said_once_and_repair_is_not_advised() {
     b[4..6].copy_from_slice(&4u16.to_le_bytes());
     std::fs::write(&events, &b).unwrap();
     capture(t.path(), 5, 2);
-    let o = run_in(&[t.path().as_os_str(), "--info".as_ref()]);
+    let o = run_at(t.path(), &["--info"]);
     assert_eq!(o.code, 1);
     let all = format!("{}{}", o.stdout, o.stderr);
     assert_eq!(all.matches("Version mismatch").count(), 1, "{all}");

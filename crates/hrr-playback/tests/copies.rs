@@ -23,13 +23,8 @@ fn fake() -> &'static FakeCuda {
 fn captured(object_base: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let o = fake().capture_env(
-        &arch,
-        "copies_app",
-        &[],
-        &[("FAKE_CUDA_OBJECT_BASE", object_base)],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let env = [("FAKE_CUDA_OBJECT_BASE", object_base)];
+    let o = fake().capture_ok(&arch, "copies_app", &[], &env);
     assert!(
         String::from_utf8_lossy(&o.stdout).ends_with("copies_app: OK\n"),
         "{}",

@@ -20,8 +20,7 @@ fn captured_on(devices: &str, device: &str) -> (tempfile::TempDir, PathBuf) {
 fn captured_with(args: &[&str], env: &[(&str, &str)]) -> ((tempfile::TempDir, PathBuf), String) {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let o = FakeCuda::get("").capture_env(&arch, "driver_app", args, env);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = FakeCuda::get("").capture_ok(&arch, "driver_app", args, env);
     let dir = common::pid_dirs(&arch).remove(0);
     ((tmp, dir), String::from_utf8_lossy(&o.stdout).into_owned())
 }

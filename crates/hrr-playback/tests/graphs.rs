@@ -7,21 +7,16 @@
 //! --workspace` first; the README's test command does) and a C compiler.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 mod common;
 use common::*;
 
-fn fake() -> &'static Path {
-    &FakeCuda::get("-graphs").dir
-}
-
-fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
-    FakeCuda::get("-graphs").capture(archive, name, args)
+fn fake() -> &'static FakeCuda {
+    FakeCuda::get("-graphs")
 }
 
 fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
-    FakeCuda::get("-graphs").replay(target, extra)
+    fake().replay(target, extra)
 }
 
 /// The recorded blob file of an event's blob field.
@@ -38,14 +33,9 @@ fn captured_mode(
 ) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let mut plain = bounded(fake().join(app));
-    plain.arg(mode).env("LD_LIBRARY_PATH", fake());
-    let (code, plain, err) = run(plain);
-    assert_eq!(code, 0, "{err}");
-    assert!(plain.contains(expect), "{plain}");
-    let o = capture(&arch, app, &[mode]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+    let o = fake().capture_as_plain(&arch, app, &[mode]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(expect), "{out}");
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
     (tmp, dir, events)
@@ -107,7 +97,7 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
             assert!(out.contains("[HRR] PASS"), "{out}");
         }
         // looped: the graphs are rebuilt again, every launch's results checked again
-        let (_, v) = FakeCuda::get("-graphs").replay_json(&dir, &["--loop", "2"]);
+        let (_, v) = fake().replay_json(&dir, &["--loop", "2"]);
         assert_eq!(v["result"], "PASS", "{v}");
         assert_eq!(v["graphs_launched"], 6, "{v}");
         assert_eq!(v["d2h_checks"]["exact"], 12, "{v}");
@@ -206,8 +196,7 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
 fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("run.hrr");
-    let o = capture(&arch, "driver_app", &["graph_cond"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = fake().capture_ok(&arch, "driver_app", &["graph_cond"], &[]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("cond fill sum="), "{stdout}");
     assert!(!stdout.contains("cond fill sum=0 "), "{stdout}");
@@ -248,7 +237,7 @@ fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
         "{manifest}"
     );
 
-    let (code, v) = FakeCuda::get("-graphs").replay_json(&dir, &[]);
+    let (code, v) = fake().replay_json(&dir, &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["verdict"], "PASS", "{v}");
     assert_eq!(v["graphs_launched"], 1, "{v}");
@@ -267,7 +256,7 @@ fn nodes_added_to_a_stream_capture_and_captures_into_a_body_replay() {
     for app in ["driver_app", "direct_app"] {
         let tmp = tempfile::tempdir().unwrap();
         let arch = tmp.path().join("run.hrr");
-        let o = capture(&arch, app, &["graph_cond_capture"]);
+        let o = fake().capture(&arch, app, &["graph_cond_capture"]);
         assert!(
             o.status.success(),
             "{app}: {}",
@@ -300,7 +289,7 @@ fn nodes_added_to_a_stream_capture_and_captures_into_a_body_replay() {
             "{cond} {info}"
         );
 
-        let (code, v) = FakeCuda::get("-graphs").replay_json(&dir, &[]);
+        let (code, v) = fake().replay_json(&dir, &[]);
         assert_eq!(code, 0, "{app}: {v}");
         assert_eq!(v["verdict"], "PASS", "{app}: {v}");
         assert_eq!(v["graphs_launched"], 1, "{app}: {v}");

@@ -4,307 +4,18 @@
 //!
 //! Needs `libhrr_capture.so` and `hrr-capture` built beside `hrr-playback` (`cargo build
 //! --workspace` first), a C compiler, and hipcc (Debian: `apt-get install hipcc libamdhip64-5
-//! libamdhip64-dev`). Without hipcc every test here says it is skipped and passes.
+//! libamdhip64-dev`). Without hipcc every test here says it is skipped and passes. Helpers:
+//! `hip_common/` (the fake runtime and its programs, capture and replay against them, and the
+//! recorded argument layouts checked with llvm-readelf).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::process::Command;
 
 mod common;
+mod hip_common;
 use common::*;
-
-/// The fake runtime, the C programs and (with hipcc) the HIP programs, built once per test run:
-/// the folder, and whether hipcc built the HIP programs.
-fn built() -> &'static (PathBuf, bool) {
-    static DIR: OnceLock<(PathBuf, bool)> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let (out, o) = build_fake("fake-hip", "");
-        match o.status.code() {
-            Some(0) => (out, true),
-            Some(3) => (out, false),
-            _ => panic!(
-                "building the fake HIP runtime or the HIP programs failed:\n{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            ),
-        }
-    })
-}
-
-/// The folder of the fake runtime and the HIP programs; `None` (with the reason printed) when
-/// hipcc is not installed.
-fn fake() -> Option<&'static Path> {
-    let (dir, hipcc) = built();
-    if !hipcc {
-        skipped(
-            "hipcc is not installed, so the HIP test programs cannot be built",
-            "apt-get install -y --no-install-recommends hipcc libamdhip64-5 libamdhip64-dev",
-        );
-        return None;
-    }
-    Some(dir)
-}
-
-macro_rules! fake_or_skip {
-    () => {
-        match fake() {
-            Some(d) => d,
-            None => return,
-        }
-    };
-}
-
-fn app_args(dir: &Path, name: &str) -> Vec<String> {
-    match name {
-        "module_launch" => vec![dir.join("kernels.co").display().to_string()],
-        "plugin_host" => vec![dir.join("libplugin.so").display().to_string()],
-        _ => vec![],
-    }
-}
-
-/// The program on the fake runtime.
-fn app(dir: &Path, name: &str, extra: &[&str]) -> Command {
-    let mut c = bounded(dir.join(name));
-    c.args(app_args(dir, name))
-        .args(extra)
-        .env("LD_LIBRARY_PATH", dir)
-        .env_remove("HIP_HRR_CAPTURE_OUTPUT")
-        .env_remove("HRR_CAPTURE_OUTPUT");
-    c
-}
-
-fn capture(dir: &Path, archive: &Path, name: &str, extra: &[&str]) -> Output {
-    let mut c = bounded(bin_dir().join("hrr-capture"));
-    c.arg("-o")
-        .arg(archive)
-        .arg("--")
-        .arg(dir.join(name))
-        .args(app_args(dir, name))
-        .args(extra)
-        .env("LD_LIBRARY_PATH", dir)
-        .env("HRR_CAPTURE_MIN_FREE_MB", "1");
-    c.output().expect("run hrr-capture")
-}
-
-fn replay(dir: &Path, target: &Path, extra: &[&str]) -> (i32, String, String) {
-    let mut c = playback();
-    c.arg(target)
-        .args(extra)
-        .arg("--no-progress")
-        .env("LD_LIBRARY_PATH", dir);
-    run(c)
-}
-
-fn replay_json(dir: &Path, target: &Path, extra: &[&str]) -> (i32, serde_json::Value) {
-    let mut args = vec!["--json"];
-    args.extend_from_slice(extra);
-    let (code, out, err) = replay(dir, target, &args);
-    (code, summary(&out, &err))
-}
-
-/// Capture `name` (with `extra` arguments) on the fake runtime: the program's output is what it
-/// prints without capture.
-fn captured(dir: &Path, arch: &Path, name: &str, extra: &[&str]) -> Vec<serde_json::Value> {
-    let (code, plain, _) = run(app(dir, name, extra));
-    assert_eq!(code, 0, "{name} fails on the fake runtime: {plain}");
-    let o = capture(dir, arch, name, extra);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
-    assert_eq!(
-        stderr.matches("[HRR capture] Recording pid").count(),
-        1,
-        "{stderr}"
-    );
-    events_json(arch)
-}
-
-/// Capture `name` as `captured` does, into `run.hrr` of a new temporary folder: the folder
-/// (kept alive), the archive and its events.
-fn captured_run(
-    dir: &Path,
-    name: &str,
-    extra: &[&str],
-) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
-    let events = captured(dir, &arch, name, extra);
-    (tmp, arch, events)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Argument layouts, read independently of hrr: `llvm-readelf --notes` decodes the
-// NT_AMDGPU_METADATA note of each code object.
-
-fn llvm_readelf() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(rocm) = std::env::var_os("ROCM_PATH") {
-        candidates.push(Path::new(&rocm).join("llvm/bin/llvm-readelf"));
-    }
-    candidates.push("/opt/rocm/llvm/bin/llvm-readelf".into());
-    if let Ok(rd) = std::fs::read_dir("/usr/lib") {
-        let mut llvm: Vec<PathBuf> = rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("llvm-")
-            })
-            .map(|p| p.join("bin/llvm-readelf"))
-            .collect();
-        llvm.sort();
-        candidates.extend(llvm.into_iter().rev());
-    }
-    candidates.push("llvm-readelf".into());
-    candidates.into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
-/// The device ELF entries of a clang offload bundle.
-fn bundle_entries(b: &[u8]) -> Vec<(String, Vec<u8>)> {
-    assert!(b.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"), "not a bundle");
-    let rd = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
-    let mut pos = 32;
-    let mut out = Vec::new();
-    for _ in 0..rd(24) {
-        let (off, size, tlen) = (rd(pos), rd(pos + 8), rd(pos + 16));
-        let triple = String::from_utf8_lossy(&b[pos + 24..pos + 24 + tlen]).into_owned();
-        pos += 24 + tlen;
-        if triple.contains("amdgcn") {
-            out.push((triple, b[off..off + size].to_vec()));
-        }
-    }
-    out
-}
-
-/// Kernel name → every `(offset, size, value_kind)` of its `.args`, from llvm-readelf's YAML.
-type Metadata = std::collections::HashMap<String, Vec<(u64, u64, String)>>;
-
-fn metadata_of(readelf: &Path, elf: &[u8], scratch: &Path) -> Metadata {
-    std::fs::write(scratch, elf).unwrap();
-    let o = Command::new(readelf)
-        .arg("--notes")
-        .arg(scratch)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
-    let mut out = Metadata::new();
-    let mut args: Vec<(u64, u64, String)> = Vec::new();
-    let mut arg: Option<(u64, u64, String)> = None;
-    let mut in_args = false;
-    for line in text.lines() {
-        let spaces = line.len() - line.trim_start().len();
-        let (dash, body) = match line.trim_start().strip_prefix("- ") {
-            Some(rest) => (true, rest),
-            None => (false, line.trim_start()),
-        };
-        let Some((key, value)) = body.split_once(':') else {
-            continue;
-        };
-        let value = value.trim();
-        let indent = spaces + if dash { 2 } else { 0 };
-        if dash && spaces == 2 {
-            // `  - ` opens a kernel of amdhsa.kernels
-            args.clear();
-            arg = None;
-            in_args = false;
-        }
-        if indent == 4 {
-            // a key of the kernel
-            if in_args {
-                args.extend(arg.take());
-            }
-            in_args = key == ".args";
-            if key == ".name" {
-                out.insert(value.to_string(), std::mem::take(&mut args));
-            }
-        }
-        if in_args && dash && spaces == 6 {
-            // `      - ` opens an argument
-            args.extend(arg.take());
-            arg = Some((0, 0, String::new()));
-        }
-        if let (true, 8, Some(a)) = (in_args, indent, arg.as_mut()) {
-            match key {
-                ".offset" => a.0 = value.parse().unwrap(),
-                ".size" => a.1 = value.parse().unwrap(),
-                ".value_kind" => a.2 = value.to_string(),
-                _ => {}
-            }
-        }
-    }
-    out
-}
-
-/// Check the argument layout of every recorded launch against the metadata of the code object
-/// it names, read with llvm-readelf. Returns the number of launches checked and how many of
-/// them have hidden arguments.
-fn check_layouts(archive: &Path, events: &[serde_json::Value]) -> (usize, usize) {
-    let Some(readelf) = llvm_readelf() else {
-        eprintln!("NOTE: llvm-readelf not found; argument layouts not checked against it");
-        return (0, 0);
-    };
-    let dir = pid_dirs(archive).remove(0);
-    let scratch = dir.join("..").join("layout-check.o");
-    let mut cache: std::collections::HashMap<String, Metadata> = Default::default();
-    let (mut checked, mut hidden) = (0, 0);
-    for e in events.iter().filter(|e| {
-        e["name"]
-            .as_str()
-            .is_some_and(|n| n.contains("LaunchKernel"))
-    }) {
-        let f = &e["fields"];
-        let code = f["code"].as_str().unwrap().to_string();
-        let meta = cache.entry(code.clone()).or_insert_with(|| {
-            let bytes = std::fs::read(dir.join("code_objects").join(format!("{code}.hsaco")))
-                .expect("code object");
-            let mut all = Metadata::new();
-            for (triple, elf) in bundle_entries(&bytes) {
-                let m = metadata_of(&readelf, &elf, &scratch);
-                assert!(!m.is_empty(), "no kernels in the {triple} entry");
-                all.extend(m);
-            }
-            all
-        });
-        let kernel = f["kernel"].as_str().unwrap();
-        let args = &meta[kernel];
-        let explicit: Vec<(u64, u64)> = args
-            .iter()
-            .filter(|a| !a.2.starts_with("hidden_"))
-            .map(|a| (a.0, a.1))
-            .collect();
-        let recorded: Vec<(u64, u64)> = f["arg_offsets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(f["arg_sizes"].as_array().unwrap())
-            .map(|(o, s)| (o.as_u64().unwrap(), s.as_u64().unwrap()))
-            .collect();
-        assert_eq!(
-            recorded, explicit,
-            "{kernel}: recorded layout vs llvm-readelf"
-        );
-        let end = explicit.iter().map(|(o, s)| o + s).max().unwrap_or(0);
-        assert_eq!(
-            f["args"].as_str().unwrap().len() as u64,
-            2 * end,
-            "{kernel}"
-        );
-        assert_eq!(f["args_known"], 1, "{kernel}");
-        checked += 1;
-        hidden += (explicit.len() < args.len()) as usize;
-    }
-    let _ = std::fs::remove_file(&scratch);
-    (checked, hidden)
-}
-
-// ---------------------------------------------------------------------------------------------
+use hip_common::layouts::check_layouts;
+use hip_common::*;
 
 #[test]
 fn vector_add_round_trip() {
@@ -535,12 +246,8 @@ fn replay_without_placement_translates_pointers() {
         let arch = tmp.path().join(format!("{name}.hrr"));
         captured(dir, &arch, name, &[]);
         // The fake hands out addresses from another window: every pointer moves.
-        let mut c = playback();
-        c.arg(&arch)
-            .args(["--json", "--no-progress", "--no-placement"])
-            .env("LD_LIBRARY_PATH", dir)
-            .env("FAKE_HIP_VA_BASE", "0x7c0000000000");
-        let (code, out, err) = run(c);
+        let env = [("FAKE_HIP_VA_BASE", "0x7c0000000000")];
+        let (code, out, err) = replay_on_fake(dir, &arch, &["--json", "--no-placement"], &env);
         let v = summary(&out, &err);
         assert_eq!(code, 0, "{name}: {v}");
         assert_eq!(v["allocations"]["placed"], 0, "{v}");
@@ -668,12 +375,7 @@ fn pitched_copies_round_trip() {
     );
     let blob = upload["fields"]["h2d_blob"].as_str().unwrap();
     let pid = pid_dirs(&arch).remove(0);
-    let path = pid
-        .join("blobs")
-        .join(&blob[..2])
-        .join(format!("{blob}.blob"));
-    let len = std::fs::metadata(&path).unwrap().len() as usize;
-    std::fs::write(&path, vec![0u8; len]).unwrap();
+    zero_blob(&pid, blob);
     let (code, v) = replay_json(dir, &arch, &["--no-recheck"]);
     assert_eq!(
         (code, v["verdict"].as_str()),

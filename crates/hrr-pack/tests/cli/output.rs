@@ -29,7 +29,7 @@ fn errors_are_one_line_each_cause_once_with_the_users_path() {
     assert!(!err.contains(".tmp"), "{err}");
     // a damaged pack: the cause once
     let packed = t.path().join("p.hrr.tar.zst");
-    assert!(run(&[&"pack", &pid, &"-o", &packed]).status.success());
+    succeeds(&[&"pack", &pid, &"-o", &packed]);
     let bytes = std::fs::read(&packed).unwrap();
     let cut = t.path().join("cut.hrr.tar.zst");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
@@ -52,9 +52,7 @@ fn json_outputs_decode_with_their_types_and_counts_agree_with_info() {
     assert_eq!(dir.processes[1].pid, 1204);
     assert_eq!(dir.processes[1].events, 9);
     let packed = t.path().join("demo.hrr.tar.zst");
-    assert!(run(&[&"pack", &demo_root(), &"-o", &packed, &"--force"])
-        .status
-        .success());
+    succeeds(&[&"pack", &demo_root(), &"-o", &packed, &"--force"]);
     let o = run(&[&"list", &packed, &"--json", &"--files"]);
     let pack: ListJson = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(pack.processes, dir.processes);
@@ -76,8 +74,7 @@ fn pack_unpack_verify_scan_scrub_json_decode_with_their_types_and_counts_agree()
     use hrr_cli::json::{ListJson, PackJson, ScanJson, ScrubJson, UnpackJson, VerifyJson};
     let (t, root, _) = secrets_in_temp();
     let packed = t.path().join("sec.hrr.tar.zst");
-    let o = run(&[&"pack", &root, &"-o", &packed, &"--json"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"pack", &root, &"-o", &packed, &"--json"]);
     let p: PackJson = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((p.schema.as_str(), p.kind.as_str()), ("hrr.pack/1", "root"));
     // One count for the files of an archive: pack, list --files, verify of the pack and of a
@@ -121,8 +118,7 @@ fn pack_unpack_verify_scan_scrub_json_decode_with_their_types_and_counts_agree()
         ("pack", s.findings.len() as u64)
     );
     assert!(s.found > 0);
-    let o = run(&[&"scrub", &root, &"--json"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"scrub", &root, &"--json"]);
     let r: ScrubJson = serde_json::from_slice(&o.stdout).unwrap();
     assert!(r.ok && r.changed && r.redacted > 0, "{r:?}");
     assert!(!r.objects.is_empty() && !r.events.is_empty());
@@ -142,7 +138,7 @@ fn completions_man_pages_and_exit_codes_in_help() {
         );
     }
     let t = tempfile::tempdir().unwrap();
-    assert!(run(&[&"man", &t.path()]).status.success());
+    succeeds(&[&"man", &t.path()]);
     for page in ["hrr-pack.1", "hrr-pack-pack.1", "hrr-pack-scan.1"] {
         assert!(t.path().join(page).exists(), "{page}");
     }

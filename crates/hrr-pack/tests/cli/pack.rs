@@ -6,8 +6,7 @@ use super::*;
 fn pack_unpack_round_trip_is_identical_and_private() {
     let (t, src) = clean_in_temp();
     let packed = t.path().join("run.hrr.tar.zst");
-    let o = run(&[&"pack", &src, &"-o", &packed]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"pack", &src, &"-o", &packed]);
     // The pack is for shipping: readable by others (0644 less the umask), so a container running
     // as another user can read it mounted; what it holds unpacks 0600/0700 (below). --private
     // keeps it 0600.
@@ -22,15 +21,12 @@ fn pack_unpack_round_trip_is_identical_and_private() {
     let mode = std::fs::metadata(&packed).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o644 & !umask);
     let private = t.path().join("private.hrr.tar.zst");
-    assert!(run(&[&"pack", &src, &"-o", &private, &"--private"])
-        .status
-        .success());
+    succeeds(&[&"pack", &src, &"-o", &private, &"--private"]);
     let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     let dest = t.path().join("dest");
     std::fs::create_dir(&dest).unwrap();
-    let o = run(&[&"unpack", &packed, &"-C", &dest]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"unpack", &packed, &"-C", &dest]);
     let a = tree(&src);
     let b = tree(&dest.join("run.hrr"));
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
@@ -47,8 +43,7 @@ fn pack_unpack_round_trip_is_identical_and_private() {
     assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 1);
     // verify, on both
     for p in [&packed, &dest.join("run.hrr")] {
-        let o = run(&[&"verify", p]);
-        assert!(o.status.success(), "{}", text(&o));
+        let o = succeeds(&[&"verify", p]);
         assert!(text(&o).contains("OK"), "{}", text(&o));
     }
     // never overwrites
@@ -60,8 +55,7 @@ fn pack_unpack_round_trip_is_identical_and_private() {
 fn pack_is_byte_identical_across_threads_and_mtimes() {
     let (t, src) = clean_in_temp();
     let a = t.path().join("a.tar.zst");
-    let o = run(&[&"pack", &src, &"-o", &a, &"-T", &"1"]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"pack", &src, &"-o", &a, &"-T", &"1"]);
     // touch every file and folder with another time
     let when = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_234_567_890);
     for e in walkdir::WalkDir::new(&src) {
@@ -75,11 +69,9 @@ fn pack_is_byte_identical_across_threads_and_mtimes() {
         }
     }
     let b = t.path().join("b.tar.zst");
-    let o = run(&[&"pack", &src, &"-o", &b, &"-T", &"2"]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"pack", &src, &"-o", &b, &"-T", &"2"]);
     let c = t.path().join("c.tar.zst");
-    let o = run(&[&"pack", &src, &"-o", &c, &"-T", &"0"]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"pack", &src, &"-o", &c, &"-T", &"0"]);
     let (a, b, c) = (
         std::fs::read(&a).unwrap(),
         std::fs::read(&b).unwrap(),
@@ -87,8 +79,7 @@ fn pack_is_byte_identical_across_threads_and_mtimes() {
     );
     assert!(a == b && b == c, "packs differ");
     // written to standard output (front to back, hashed first): the same bytes again
-    let o = run(&[&"pack", &src, &"-o", &"-", &"-T", &"2", &"--level", &"3"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"pack", &src, &"-o", &"-", &"-T", &"2", &"--level", &"3"]);
     assert!(o.stdout == a, "stdout pack differs");
     // and plain zstd + tar read it (the head's padding is a skippable frame)
     let tar = zstd_decompress(&a);
@@ -110,15 +101,13 @@ fn pack_refuses_running_captures_unless_forced() {
     let out = t.path().join("x.tar.zst");
     fails_saying(&[&"pack", &src, &"-o", &out], 1, "`active` marker");
     assert!(!out.exists());
-    let o = run(&[&"pack", &src, &"-o", &out, &"--force"]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"pack", &src, &"-o", &out, &"--force"]);
     std::fs::remove_file(&out).unwrap();
     std::fs::remove_file(src.join("pid-101/active")).unwrap();
     // writer state: a temp file of an interrupted write
     std::fs::write(src.join("pid-100/blobs/.x.blob.9.0.tmp"), b"half").unwrap();
     fails_saying(&[&"pack", &src, &"-o", &out], 1, "writer state");
-    let o = run(&[&"pack", &src, &"-o", &out, &"--force", &"--json"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"pack", &src, &"-o", &out, &"--force", &"--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["skipped"][0], "pid-100/blobs/.x.blob.9.0.tmp");
     // a link inside the archive is refused, never followed
@@ -133,7 +122,7 @@ fn pack_refuses_running_captures_unless_forced() {
 fn list_reads_the_index_of_a_pack_and_an_archive_alike() {
     let (t, src) = clean_in_temp();
     let packed = t.path().join("run.hrr.tar.zst");
-    assert!(run(&[&"pack", &src, &"-o", &packed]).status.success());
+    succeeds(&[&"pack", &src, &"-o", &packed]);
     let from_pack: serde_json::Value =
         serde_json::from_slice(&run(&[&"list", &packed, &"--json"]).stdout).unwrap();
     let from_dir: serde_json::Value =
@@ -151,8 +140,7 @@ fn list_reads_the_index_of_a_pack_and_an_archive_alike() {
     let bytes = std::fs::read(&packed).unwrap();
     let cut = t.path().join("cut.tar.zst");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-    let o = run(&[&"list", &cut]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"list", &cut]);
     let o = run(&[&"verify", &cut]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
@@ -170,7 +158,7 @@ fn corrupt_byte_is_named_by_verify_and_unpack() {
         ids[0].to_hex()
     );
     let packed = t.path().join("run.hrr.tar.zst");
-    assert!(run(&[&"pack", &src, &"-o", &packed]).status.success());
+    succeeds(&[&"pack", &src, &"-o", &packed]);
 
     // 1. a byte changed inside the tar (then recompressed): the hash check names the file
     let mut tar = zstd_decompress(&std::fs::read(&packed).unwrap());

@@ -30,8 +30,7 @@ fn the_staging_copy_of_a_killed_scrub_to_o_is_removed_by_the_next_scrub_of_the_s
     )
     .unwrap();
 
-    let o = run(&[&"scrub", &src]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"scrub", &src]);
     assert!(
         text(&o).contains("left by an interrupted scrub -o"),
         "{}",
@@ -54,8 +53,7 @@ fn scrub_leaves_no_secret_anywhere_and_keeps_the_archive_valid() {
 
     // -o leaves the original alone
     let copy = t.path().join("copy.hrr");
-    let o = run(&[&"scrub", &src, &"-o", &copy]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"scrub", &src, &"-o", &copy]);
     outputs.push(o);
     assert_eq!(tree(&src), before, "scrub -o changed the original");
     assert!(
@@ -69,8 +67,7 @@ fn scrub_leaves_no_secret_anywhere_and_keeps_the_archive_valid() {
     std::fs::create_dir(&stale).unwrap();
     std::fs::write(stale.join("junk"), b"x").unwrap();
 
-    let o = run(&[&"scrub", &src, &"--json"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"scrub", &src, &"--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["changed"], true);
     assert!(v["redacted"].as_u64().unwrap() >= 40, "{v}");
@@ -154,8 +151,7 @@ fn scrub_leaves_no_secret_anywhere_and_keeps_the_archive_valid() {
 
     // idempotent: a second scrub changes nothing
     let after = tree(&src);
-    let o = run(&[&"scrub", &src]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"scrub", &src]);
     assert!(text(&o).contains("nothing to scrub"), "{}", text(&o));
     outputs.push(o);
     assert_eq!(tree(&src), after);
@@ -189,8 +185,7 @@ fn scrub_allow_keeps_an_allowed_secret() {
         .unwrap()
         .write_all(format!("# ok to ship\n{fp}\n").as_bytes())
         .unwrap();
-    let o = run(&[&"scrub", &src, &"--allow-file", &allow_file]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"scrub", &src, &"--allow-file", &allow_file]);
     assert!(!grep_tree(&src, &[token.clone().into_bytes()]).is_empty());
     assert!(grep_tree(&src, &[other.into_bytes()]).is_empty());
     let o = run(&[&"scan", &src, &"--allow", &fp]);

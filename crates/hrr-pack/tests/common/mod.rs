@@ -33,6 +33,13 @@ pub fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     c.output().unwrap()
 }
 
+/// Run [`bin`] with `args`, which must succeed: its output.
+pub fn succeeds(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let o = run(args);
+    assert!(o.status.success(), "{}", text(&o));
+    o
+}
+
 /// Run [`bin`] with `args`, which must exit with `code` and say `what` (on stdout or stderr).
 pub fn fails_saying(args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, what: &str) {
     let o = run(args);

@@ -17,7 +17,7 @@ mod common;
 mod corpus;
 mod plants;
 
-use common::{bin, run, text};
+use common::{bin, run, succeeds, text};
 use corpus::{contains, corpus, files, occurring, residue_needles, write_process, Form};
 use plants::{binary_plants, github_style, text_plants};
 
@@ -114,8 +114,7 @@ fn every_rule_in_every_context_is_found_and_fully_scrubbed() {
     assert!(wrong_rule.is_empty(), "{wrong_rule:#?}");
 
     // scrub in place: zero residue anywhere in the folder (archive and beside it)
-    let o = run(&[&"scrub", &src, &"--no-progress"]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"scrub", &src, &"--no-progress"]);
     let mut needles: Vec<(String, Vec<u8>)> = Vec::new();
     for pl in &placed {
         let p = &plants[pl.plant];
@@ -131,8 +130,7 @@ fn every_rule_in_every_context_is_found_and_fully_scrubbed() {
     }
     assert!(residue.is_empty(), "{residue:#?}");
     // and the scrubbed archive is valid and clean
-    let o = run(&[&"verify", &src]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"verify", &src]);
     let o = run(&[&"scan", &src, &"--no-progress"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
@@ -262,8 +260,7 @@ fn a_second_scrub_or_pack_is_refused_while_one_holds_the_lock() {
         );
     }
     drop(held);
-    let o = run(&[&"scrub", &src, &"--no-progress"]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"scrub", &src, &"--no-progress"]);
     // nothing left beside the archive: no lock file, no staging folder
     let names: Vec<String> = std::fs::read_dir(t.path())
         .unwrap()
@@ -280,8 +277,7 @@ fn kill_9_at_any_instant_of_scrub_never_loses_the_archive_nor_leaves_a_secret() 
     let probe = t.path().join("probe.hrr");
     small_secret_archive(&probe, &mut r);
     let t0 = std::time::Instant::now();
-    let o = run(&[&"scrub", &probe, &"--no-progress"]);
-    assert!(o.status.success(), "{}", text(&o));
+    succeeds(&[&"scrub", &probe, &"--no-progress"]);
     let full = t0.elapsed();
     let instants = 24u32;
     let mut killed_before_end = 0;
@@ -334,21 +330,19 @@ fn pack_completes_an_interrupted_scrub_before_packing() {
     let src = t.path().join("p.hrr");
     let secrets = small_secret_archive(&src, &mut Rng(11));
     // leftovers of a scrub killed after its swap: the unscrubbed tree in the staging folder
-    let o = run(&[
+    succeeds(&[
         &"scrub",
         &src,
         &"-o",
         &t.path().join("scrubbed.hrr"),
         &"--no-progress",
     ]);
-    assert!(o.status.success(), "{}", text(&o));
     let stage = t.path().join(".p.hrr.hrr-scrub");
     std::fs::rename(&src, &stage).unwrap();
     std::fs::rename(t.path().join("scrubbed.hrr"), &src).unwrap();
     std::fs::write(t.path().join(".p.hrr.hrr-scrub-ready"), b"").unwrap();
     let out = t.path().join("p.hrr.tar.zst");
-    let o = run(&[&"pack", &src, &"-o", &out, &"--no-progress"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let o = succeeds(&[&"pack", &src, &"-o", &out, &"--no-progress"]);
     assert!(text(&o).contains("interrupted scrub"), "{}", text(&o));
     assert!(!stage.exists());
     let left = leftovers(t.path(), &secrets);

@@ -53,6 +53,13 @@ pub fn run_in(args: &[impl AsRef<std::ffi::OsStr>]) -> Out {
     }
 }
 
+/// The binary on the archive (or other path) `path`, then `args`.
+pub fn run_at(path: &Path, args: &[&str]) -> Out {
+    let mut a = vec![path.as_os_str()];
+    a.extend(args.iter().map(std::ffi::OsStr::new));
+    run_in(&a)
+}
+
 /// Compare with `tests/golden/<name>` (or write it under `HRR_BLESS=1`).
 pub fn golden(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -37,6 +37,12 @@ pub fn run(mut c: Command) -> (i32, String, String) {
     )
 }
 
+/// A program's output `o`, which must say it exited 0 (its stderr is shown when not).
+pub fn succeeded(o: std::process::Output) -> std::process::Output {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 /// Run `tests/<fake>/build.sh` (`fake-cuda`, `fake-hip`) into `hrr-<fake><tag>-<pid>` in the
 /// temp folder (`tag` keeps test binaries apart), checking the capture library was built first:
 /// the folder and the script's output.
@@ -120,12 +126,12 @@ pub fn assert_recorded(events: &[serde_json::Value], calls: &[&str]) {
     }
 }
 
-/// The first of `events` named `name`.
 /// Every event named `name`, in order.
 pub fn all_named<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json::Value> {
     events.iter().filter(|e| e["name"] == name).collect()
 }
 
+/// The first of `events` named `name`.
 pub fn first_named<'a>(events: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
     events
         .iter()
@@ -219,6 +225,23 @@ pub fn skipped(why: &str, how: &str) {
     }
 }
 
+/// `hrr-playback target extra --no-progress` on the fake runtime built in `dir` (CUDA's or
+/// HIP's), with the variables `env` set: exit code, stdout, stderr.
+pub fn replay_on_fake(
+    dir: &Path,
+    target: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, String) {
+    let mut c = playback();
+    c.arg(target)
+        .args(extra)
+        .arg("--no-progress")
+        .env("LD_LIBRARY_PATH", dir)
+        .envs(env.iter().copied());
+    run(c)
+}
+
 /// With the capture library preloaded but no archive named, the program `app` makes (a new
 /// command each call) prints what it prints alone, nothing on stderr, and writes nothing.
 pub fn assert_preload_only_forwards(app: impl Fn() -> Command) {
@@ -247,6 +270,17 @@ impl FakeCuda {
         FAKE.get_or_init(|| FakeCuda {
             dir: build_fake_cuda(tag),
         })
+    }
+
+    /// The program `app args` on the fake driver, without capture (no capture variable
+    /// inherited from the test's environment).
+    pub fn app(&self, app: &str, args: &[&str]) -> Command {
+        let mut c = bounded(self.dir.join(app));
+        c.args(args)
+            .env("LD_LIBRARY_PATH", &self.dir)
+            .env_remove("HIP_HRR_CAPTURE_OUTPUT")
+            .env_remove("HRR_CAPTURE_OUTPUT");
+        c
     }
 
     /// `hrr-capture -o archive -- app args` on the fake driver, added to `c` (the program run
@@ -286,11 +320,37 @@ impl FakeCuda {
         c.output().expect("run hrr-capture")
     }
 
+    /// `hrr-capture -o archive -- app args` with the variables `env` set, which must succeed:
+    /// its output.
+    pub fn capture_ok(
+        &self,
+        archive: &Path,
+        app: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Output {
+        succeeded(self.capture_env(archive, app, args, env))
+    }
+
     /// Capture `app args` into `archive`, which must succeed: its (first) process folder.
     pub fn captured(&self, archive: &Path, app: &str, args: &[&str]) -> PathBuf {
-        let o = self.capture(archive, app, args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        self.capture_ok(archive, app, args, &[]);
         pid_dirs(archive).remove(0)
+    }
+
+    /// Capture `app args` into `archive`, which must succeed and print what the program prints
+    /// without capture (where it must succeed too): the capture's output.
+    pub fn capture_as_plain(
+        &self,
+        archive: &Path,
+        app: &str,
+        args: &[&str],
+    ) -> std::process::Output {
+        let (code, plain, err) = run(self.app(app, args));
+        assert_eq!(code, 0, "{app} fails without capture: {err}");
+        let o = self.capture_ok(archive, app, args, &[]);
+        assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
+        o
     }
 
     /// `hrr-playback target extra --no-progress`: exit code, stdout, stderr.
@@ -312,13 +372,7 @@ impl FakeCuda {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> (i32, String, String) {
-        let mut c = playback();
-        c.arg(target)
-            .args(extra)
-            .arg("--no-progress")
-            .env("LD_LIBRARY_PATH", &self.dir)
-            .envs(env.iter().copied());
-        run(c)
+        replay_on_fake(&self.dir, target, extra, env)
     }
 
     /// `hrr-playback target --json extra`: exit code and the summary.
