@@ -68,36 +68,30 @@ unsafe fn encoded(
     s
 }
 
+/// [`encoded`] of the arguments `$a` of either encode call (their shared fields have the same
+/// names), with status `$r`.
+macro_rules! encoded {
+    ($r:expr, $a:expr) => {
+        encoded(
+            $r,
+            $a.map,
+            ($a.dtype, $a.rank, $a.addr),
+            ($a.dims, $a.strides, $a.elem_strides),
+            ($a.interleave, $a.swizzle, $a.l2, $a.oob),
+        )
+    };
+}
+
 pub unsafe fn tensor_map_encode_tiled(
     h: Export,
     a: args::TensorMapEncodeTiled,
     call: impl Call,
 ) -> CUresult {
-    let args::TensorMapEncodeTiled {
-        map,
-        dtype,
-        rank,
-        addr,
-        dims,
-        strides,
-        box_dim,
-        elem_strides,
-        interleave,
-        swizzle,
-        l2,
-        oob,
-    } = a;
     let r = call();
     rec(h, r, |_| {
-        let mut s = encoded(
-            r,
-            map,
-            (dtype, rank, addr),
-            (dims, strides, elem_strides),
-            (interleave, swizzle, l2, oob),
-        );
+        let mut s = encoded!(r, a);
         if !s.map.is_empty() {
-            s.box_dim = array(box_dim, rank as usize, u32_le);
+            s.box_dim = array(a.box_dim, a.rank as usize, u32_le);
         }
         s
     });
@@ -109,39 +103,16 @@ pub unsafe fn tensor_map_encode_im2col(
     a: args::TensorMapEncodeIm2col,
     call: impl Call,
 ) -> CUresult {
-    let args::TensorMapEncodeIm2col {
-        map,
-        dtype,
-        rank,
-        addr,
-        dims,
-        strides,
-        lower,
-        upper,
-        channels,
-        pixels,
-        elem_strides,
-        interleave,
-        swizzle,
-        l2,
-        oob,
-    } = a;
     let r = call();
     rec(h, r, |_| {
-        let mut s = encoded(
-            r,
-            map,
-            (dtype, rank, addr),
-            (dims, strides, elem_strides),
-            (interleave, swizzle, l2, oob),
-        );
+        let mut s = encoded!(r, a);
         s.im2col = 1;
-        s.channels = channels;
-        s.pixels = pixels;
+        s.channels = a.channels;
+        s.pixels = a.pixels;
         // the corners have one entry per spatial dimension (rank 3 to 5: 1 to 3)
-        if !s.map.is_empty() && rank >= 3 {
-            s.lower = array(lower, rank as usize - 2, i32_le);
-            s.upper = array(upper, rank as usize - 2, i32_le);
+        if !s.map.is_empty() && a.rank >= 3 {
+            s.lower = array(a.lower, a.rank as usize - 2, i32_le);
+            s.upper = array(a.upper, a.rank as usize - 2, i32_le);
         }
         s
     });

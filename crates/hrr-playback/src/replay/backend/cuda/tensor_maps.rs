@@ -171,49 +171,29 @@ impl Cuda {
         let addr = self.mem.translate(s.addr);
         let mut live: Map = [0; TENSOR_MAP_BYTES];
         let (map, ga) = (live.as_mut_ptr(), addr as *mut c_void);
+        // the two calls' arguments: the same around the tiled box or the im2col corners
+        macro_rules! encode {
+            ($call:ident, $($middle:expr),*) => {
+                cu!(self.api, $call(
+                    map, s.dtype, s.rank, ga, dims.as_ptr(), strides.as_ptr(), $($middle,)*
+                    elem.as_ptr(), s.interleave, s.swizzle, s.l2, s.oob
+                ))
+            };
+        }
         let made = if s.im2col != 0 {
             let corners = n.saturating_sub(2);
             let lower = elements(&s.lower, corners, "lower corner", i32::from_le_bytes)?;
             let upper = elements(&s.upper, corners, "upper corner", i32::from_le_bytes)?;
-            cu!(
-                self.api,
-                cuTensorMapEncodeIm2col(
-                    map,
-                    s.dtype,
-                    s.rank,
-                    ga,
-                    dims.as_ptr(),
-                    strides.as_ptr(),
-                    lower.as_ptr(),
-                    upper.as_ptr(),
-                    s.channels,
-                    s.pixels,
-                    elem.as_ptr(),
-                    s.interleave,
-                    s.swizzle,
-                    s.l2,
-                    s.oob
-                )
+            encode!(
+                cuTensorMapEncodeIm2col,
+                lower.as_ptr(),
+                upper.as_ptr(),
+                s.channels,
+                s.pixels
             )
         } else {
             let boxes = elements(&s.box_dim, n, "box", u32::from_le_bytes)?;
-            cu!(
-                self.api,
-                cuTensorMapEncodeTiled(
-                    map,
-                    s.dtype,
-                    s.rank,
-                    ga,
-                    dims.as_ptr(),
-                    strides.as_ptr(),
-                    boxes.as_ptr(),
-                    elem.as_ptr(),
-                    s.interleave,
-                    s.swizzle,
-                    s.l2,
-                    s.oob
-                )
-            )
+            encode!(cuTensorMapEncodeTiled, boxes.as_ptr())
         };
         self.tensor_map_made(made, (s.addr, addr), recorded, live)
     }
