@@ -16,7 +16,8 @@ static const unsigned char MAGIC[4] = {'F', 'T', 'M', '1'};
 static CUresult encode(unsigned char *map, int dtype, unsigned rank, const void *addr, const unsigned long long *dims,
                        const unsigned *box, const unsigned *elem, unsigned im2col) {
   uintptr_t a = (uintptr_t)addr;
-  if (!map || rank < 1 || rank > MAX_RANK || !a || (a & 15) || !dims || !elem) return E_INVALID_VALUE;
+  if (!map || ((uintptr_t)map & 63) || rank < 1 || rank > MAX_RANK || !a || (a & 15) || !dims || !elem)
+    return E_INVALID_VALUE; /* the map 64-byte aligned, as CUtensorMap is */
   unsigned char m[MAP_BYTES] = {0};
   uint64_t shifted = (uint64_t)a >> 4;
   memcpy(m, MAGIC, 4);
@@ -48,7 +49,7 @@ CUresult i_tensor_map_encode_im2col(void *map, int dtype, unsigned rank, void *a
 
 CUresult i_tensor_map_replace_address(void *map, void *addr) {
   uintptr_t a = (uintptr_t)addr;
-  if (!map || memcmp(map, MAGIC, 4) || !a || (a & 15)) return E_INVALID_VALUE;
+  if (!map || ((uintptr_t)map & 63) || memcmp(map, MAGIC, 4) || !a || (a & 15)) return E_INVALID_VALUE;
   uint64_t shifted = (uint64_t)a >> 4;
   memcpy((unsigned char *)map + 8, &shifted, 8);
   return E_SUCCESS;

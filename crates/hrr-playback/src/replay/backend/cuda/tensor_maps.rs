@@ -26,6 +26,11 @@ pub type Map = [u8; TENSOR_MAP_BYTES];
 /// Descriptors sit at 64-byte aligned offsets (`CUtensorMap` is `alignas(64)`).
 const MAP_ALIGN: usize = 64;
 
+/// A descriptor the driver writes: `CUtensorMap`'s alignment (the driver refuses a map at
+/// an address that is not 64-byte aligned).
+#[repr(C, align(64))]
+struct Aligned(Map);
+
 /// H2D copies up to this size are searched for recorded descriptors.
 const H2D_SEARCH_MAX: usize = 1 << 20;
 
@@ -169,8 +174,8 @@ impl Cuda {
         )?;
         let elem = elements(&s.elem_strides, n, "element strides", u32::from_le_bytes)?;
         let addr = self.mem.translate(s.addr);
-        let mut live: Map = [0; TENSOR_MAP_BYTES];
-        let (map, ga) = (live.as_mut_ptr(), addr as *mut c_void);
+        let mut live = Aligned([0; TENSOR_MAP_BYTES]);
+        let (map, ga) = (live.0.as_mut_ptr(), addr as *mut c_void);
         // the two calls' arguments: the same around the tiled box or the im2col corners
         macro_rules! encode {
             ($call:ident, $($middle:expr),*) => {
@@ -195,7 +200,7 @@ impl Cuda {
             let boxes = elements(&s.box_dim, n, "box", u32::from_le_bytes)?;
             encode!(cuTensorMapEncodeTiled, boxes.as_ptr())
         };
-        self.tensor_map_made(made, (s.addr, addr), recorded, live)
+        self.tensor_map_made(made, (s.addr, addr), recorded, live.0)
     }
 
     /// `cuTensorMapReplaceAddress`: the live bytes of the descriptor before (its recorded ones
@@ -208,13 +213,13 @@ impl Cuda {
         ) else {
             return Ok(Outcome::Ignored);
         };
-        let mut live = *self.objects.maps.live(&before).unwrap_or(&before);
+        let mut live = Aligned(*self.objects.maps.live(&before).unwrap_or(&before));
         let addr = self.mem.translate(s.addr);
         let made = cu!(
             self.api,
-            cuTensorMapReplaceAddress(live.as_mut_ptr(), addr as *mut c_void)
+            cuTensorMapReplaceAddress(live.0.as_mut_ptr(), addr as *mut c_void)
         );
-        self.tensor_map_made(made, (s.addr, addr), recorded, live)
+        self.tensor_map_made(made, (s.addr, addr), recorded, live.0)
     }
 
     fn tensor_map_made(
