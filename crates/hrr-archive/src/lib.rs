@@ -32,6 +32,7 @@
 
 pub mod blobs;
 pub mod error;
+pub mod event_sink;
 pub mod framing;
 pub mod fsutil;
 #[doc(hidden)]

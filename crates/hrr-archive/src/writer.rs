@@ -2,12 +2,11 @@
 //! fsynced, trailer on `finish`, explicit incomplete marks); [`ProcessWriter`] owns one
 //! `pid-<pid>/` capture: its events, objects, `active` marker and manifests. See FORMAT.md §5.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::blobs::{CodeKind, ObjectId, ObjectStore};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
+use crate::event_sink::EventSink;
 use crate::framing::*;
 use crate::fsutil;
 use crate::layout::{self, BLOBS_DIR, CODE_OBJECTS_DIR};
@@ -40,8 +39,7 @@ impl Default for FlushPolicy {
 /// Appends records to one events.bin.
 #[derive(Debug)]
 pub struct EventWriter {
-    path: PathBuf,
-    file: File,
+    sink: EventSink,
     buf: Vec<u8>,
     policy: FlushPolicy,
     next_seq: u64,
@@ -57,8 +55,7 @@ impl EventWriter {
     pub fn create(path: &Path, schema: &Schema, policy: FlushPolicy) -> Result<Self> {
         let file = fsutil::create_new(path)?;
         let mut w = EventWriter {
-            path: path.to_path_buf(),
-            file,
+            sink: EventSink::direct(file, path.to_path_buf()),
             buf: Vec::with_capacity(policy.buffer_bytes),
             policy,
             next_seq: 0,
@@ -96,7 +93,7 @@ impl EventWriter {
         self.buf.extend_from_slice(payload);
         self.next_seq += 1;
         if self.buf.len() >= self.policy.buffer_bytes {
-            self.write_out()?;
+            self.hand_over()?;
         }
         Ok(seq)
     }
@@ -115,7 +112,7 @@ impl EventWriter {
         if self.since_sync >= self.policy.sync_every_events {
             self.flush(true)?;
         } else if self.since_flush >= self.policy.flush_every_events {
-            self.flush(false)?;
+            self.hand_over()?;
         }
         Ok(seq)
     }
@@ -129,21 +126,30 @@ impl EventWriter {
         self.flush(true)
     }
 
-    fn write_out(&mut self) -> Result<()> {
-        if !self.buf.is_empty() {
-            self.file.write_all(&self.buf).at(&self.path)?;
-            self.bytes += self.buf.len() as u64;
-            self.buf.clear();
-        }
-        Ok(())
+    /// Write events.bin from a background thread from now on ([`EventSink`]), which first
+    /// runs `on_start`: buffered records are handed to it instead of being written by the
+    /// appending thread; [`Self::flush`] still returns only once everything appended is with
+    /// the kernel.
+    pub fn write_in_background(&mut self, on_start: fn()) -> Result<()> {
+        self.sink.start_background(on_start)
     }
 
-    /// Hand buffered records to the kernel; with `sync`, also fsync.
+    /// Hand buffered records on to be written (by the background thread when there is one,
+    /// else now), without waiting for them.
+    pub fn hand_over(&mut self) -> Result<()> {
+        self.bytes += self.buf.len() as u64;
+        self.since_flush = 0;
+        self.sink.hand_over(&mut self.buf)
+    }
+
+    /// Hand buffered records to the kernel (and everything handed over before them); with
+    /// `sync`, also fsync.
     pub fn flush(&mut self, sync: bool) -> Result<()> {
-        self.write_out()?;
+        self.bytes += self.buf.len() as u64;
+        self.sink.write_all_now(&mut self.buf)?;
         self.since_flush = 0;
         if sync {
-            self.file.sync_data().at(&self.path)?;
+            self.sink.sync()?;
             self.since_sync = 0;
         }
         Ok(())
@@ -159,7 +165,7 @@ impl EventWriter {
         &self.marks
     }
 
-    /// Bytes handed to the kernel so far.
+    /// Bytes handed on to be written so far.
     pub fn bytes_written(&self) -> u64 {
         self.bytes
     }

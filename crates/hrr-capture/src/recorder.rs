@@ -163,6 +163,11 @@ fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
     let ppid = unsafe { libc::getppid() } as u32;
     match ProcessWriter::create(root, pid, ppid, &(api.schema)()) {
         Ok(mut writer) => {
+            // events.bin written by a thread of its own: the program's threads only buffer
+            // (flush points still wait until everything before them is written)
+            let _ = writer
+                .events()
+                .write_in_background(crate::signals::block_in_this_thread);
             // Asked from inside a hook, so a runtime that calls its own exports meanwhile is
             // forwarded and never re-enters the recorder while it is locked.
             writer.manifest_mut().metadata = Some((api.metadata)());
@@ -505,7 +510,8 @@ fn start_flusher() {
             if let Ok(mut state) = STATE.try_lock() {
                 match state.as_mut() {
                     Some(rec) if rec.pid == pid => {
-                        let _ = rec.writer.events().flush(false);
+                        // written by the events thread, not under the recorder's lock
+                        let _ = rec.writer.events().hand_over();
                     }
                     _ => return,
                 }

@@ -80,6 +80,17 @@ unsafe fn install_over_default(
     (libc::sigaction(sig, &act, std::ptr::null_mut()) == 0).then_some(old)
 }
 
+/// Block every signal in the calling thread (capture's own threads that hold locks a handler
+/// here may wait for: a process-directed signal is then handled by another thread).
+pub fn block_in_this_thread() {
+    // SAFETY: a signal set filled by sigfillset, applied to the calling thread only.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+    }
+}
+
 /// Install the handlers once, only over default dispositions (never over the application's).
 pub fn install() {
     static ONCE: Once = Once::new();
