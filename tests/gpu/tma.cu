@@ -39,18 +39,19 @@ __global__ void tma_scale(const __grid_constant__ CUtensorMap map, float *out) {
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b),
                      "r"((unsigned)sizeof(tile))
                      : "memory");
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                      " [%0], [%1, {%2, %3}], [%4];" ::"r"(shared_address(tile)),
                      "l"(reinterpret_cast<uint64_t>(&map)), "r"(x0), "r"(y0), "r"(b)
                      : "memory");
     }
     unsigned done = 0;
+    const unsigned phase = 0;
     while (!done) {
         asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
                      "selp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done)
-                     : "r"(b)
+                     : "r"(b), "r"(phase)
                      : "memory");
     }
     for (int i = threadIdx.x; i < BX * BY; i += blockDim.x) {
