@@ -273,6 +273,29 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_background_write_is_reported_at_the_next_hand_over_or_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.bin");
+        std::fs::write(&path, b"").unwrap();
+        // open for reading only: every write fails (EBADF)
+        let mut s = EventSink::direct(File::open(&path).unwrap(), path.clone());
+        s.start_background(|| {}).unwrap();
+        let mut buf = b"abc".to_vec();
+        s.hand_over(&mut buf).unwrap(); // queued: the thread's write fails later
+        let until = Instant::now() + Duration::from_secs(10);
+        let err = loop {
+            let mut more = b"def".to_vec();
+            match s.hand_over(&mut more) {
+                Err(e) => break e,
+                Ok(()) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                Ok(()) => panic!("no error reported"),
+            }
+        };
+        assert!(err.to_string().contains("events.bin"), "{err}");
+        assert!(s.write_all_now(&mut b"ghi".to_vec()).is_err());
+    }
+
+    #[test]
     fn the_direct_sink_writes_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, path) = sink(&dir);
