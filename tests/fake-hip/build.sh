@@ -4,7 +4,7 @@
 # produces OUTDIR/libamdhip64.so.5 (+ libamdhip64.so link), OUTDIR/libplugin.so and
 # OUTDIR/plugin_host with cc, then with hipcc
 # OUTDIR/vector_add, OUTDIR/vector_add_spt (built with -fgpu-default-stream=per-thread),
-# OUTDIR/module_launch, OUTDIR/streams and OUTDIR/kernels.co (the code
+# OUTDIR/module_launch, OUTDIR/streams, OUTDIR/graph and OUTDIR/kernels.co (the code
 # object module_launch loads). Run the programs with LD_LIBRARY_PATH=OUTDIR for the fake,
 # without it for the real runtime. Exit status 3: the fake was built but hipcc is missing, so
 # the programs were not. Silent on success; honours $CC, $CFLAGS, $HIPCC and $HIP_ARCHS.
@@ -31,7 +31,7 @@ for a in $archs; do offload="$offload --offload-arch=$a"; done
 # -ffp-contract=off: no fused multiply-add, so the device code computes what the fake's CPU
 # kernels compute.
 hflags="-O2 -ffp-contract=off $offload"
-for app in vector_add module_launch streams; do
+for app in vector_add module_launch streams graph; do
   $hipcc $hflags -o "$out/$app" "$here/apps/$app.hip"
 done
 # The same program built with the per-thread default stream: it calls the `*_spt` forms.

@@ -148,7 +148,12 @@ hipError_t hipStreamDestroy(hipStream_t s) {
   free(s);
   RET(E_SUCCESS);
 }
-hipError_t hipStreamSynchronize(hipStream_t s) { lock(); int ok = stream_ok(s); unlock(); RET(ok ? E_SUCCESS : E_INVALID_HANDLE); }
+hipError_t hipStreamSynchronize(hipStream_t s) {
+  lock();
+  hipError_t r = !stream_ok(s) ? E_INVALID_HANDLE : capturing(s) ? E_STREAM_CAPTURE_UNSUPPORTED : E_SUCCESS;
+  unlock();
+  RET(r);
+}
 hipError_t hipStreamQuery(hipStream_t s) { return hipStreamSynchronize(s); }
 hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
   (void)flags;

@@ -79,10 +79,12 @@ enum {
   E_INVALID_IMAGE = 200,
   E_FILE_NOT_FOUND = 301,
   E_INVALID_HANDLE = 400,
+  E_ILLEGAL_STATE = 401,
   E_NOT_FOUND = 500,
   E_NOT_READY = 600,
   E_ILLEGAL_ADDRESS = 700,
   E_NOT_SUPPORTED = 801,
+  E_STREAM_CAPTURE_UNSUPPORTED = 900,
 };
 
 #define FH_VERSION 50221153 /* HIP_VERSION of ROCm 5.2.3 */
@@ -103,7 +105,9 @@ enum {
 enum { R_DEV = 1, R_HOST, R_HOSTREG, R_VMM, R_GLOBAL };
 struct region { uintptr_t base; size_t size, mapped; int kind, access; };
 struct resv { uintptr_t base; size_t size; };
-struct fh_stream { unsigned flags; int priority; };
+struct fh_graph;
+/* `capture`: the graph a stream capture is building (launches go into it, unrun). */
+struct fh_stream { unsigned flags; int priority; struct fh_graph *capture; };
 struct fh_event { unsigned flags; unsigned long long stamp; int recorded; };
 struct fh_vmem { int fd; size_t size; };
 enum { K_H2H = 0, K_H2D = 1, K_D2H = 2, K_D2D = 3, K_DEFAULT = 4 };
@@ -139,6 +143,12 @@ uintptr_t round_up(uintptr_t x, uintptr_t a);
 void obj_add(void *p);
 int obj_del(void *p);
 int obj_known(const void *p);
+/* Stream capture (fake_hip_graph.c): the graph `s` is capturing into (NULL: none), and a
+   launch of `f` appended to it with its argument bytes. */
+struct fh_graph *capturing(hipStream_t s);
+hipError_t graph_add_launch(struct fh_graph *g, struct fh_func *f, dim3 grid, dim3 block, struct kargs a);
+/* Run `f` with argument bytes `a` (a graph's kernel node). */
+hipError_t run_args(struct fh_func *f, dim3 grid, dim3 block, struct kargs a);
 int stream_ok(hipStream_t s);
 
 /* fake_hip_memory.c */

@@ -176,8 +176,15 @@ hipError_t run(struct fh_func *f, dim3 grid, dim3 block, hipStream_t s, void **p
       if (k->off[i] + k->size[i] > a.len) a.len = k->off[i] + k->size[i];
     }
   }
+  struct fh_graph *g = capturing(s);
+  if (g) return graph_add_launch(g, f, grid, block, a); /* captured, not run */
   struct launch l = {grid, block, f->owner};
   return k->run(a, &l);
+}
+
+hipError_t run_args(struct fh_func *f, dim3 grid, dim3 block, struct kargs a) {
+  struct launch l = {grid, block, f->owner};
+  return f->k ? f->k->run(a, &l) : E_SUCCESS;
 }
 
 static struct fh_func *stub_func(const void *host) {

@@ -336,6 +336,7 @@ hipError_t copy(void *dst, const void *src, size_t n, int kind) {
 hipError_t hipMemcpy(void *d, const void *s, size_t n, int kind) { RET(copy(d, s, n, kind)); }
 hipError_t hipMemcpyAsync(void *d, const void *s, size_t n, int kind, hipStream_t st) {
   if (!stream_ok(st)) RET(E_INVALID_HANDLE);
+  if (capturing(st)) RET(E_STREAM_CAPTURE_UNSUPPORTED);
   RET(copy(d, s, n, kind));
 }
 hipError_t hipMemcpyWithStream(void *d, const void *s, size_t n, int kind, hipStream_t st) { return hipMemcpyAsync(d, s, n, kind, st); }
@@ -366,6 +367,7 @@ hipError_t hipMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t
 
 static hipError_t fill(void *dst, unsigned v, size_t count, int width, hipStream_t st) {
   if (!stream_ok(st)) return E_INVALID_HANDLE;
+  if (capturing(st)) return E_STREAM_CAPTURE_UNSUPPORTED;
   lock();
   int ok = range_ok((uintptr_t)dst, count * (size_t)width, 1);
   if (ok) {

@@ -149,7 +149,7 @@ pub struct ReplayOptions {
 
     /// Time every kernel and graph launch on the GPU (an event pair around each, on its
     /// stream) and end the summary with the kernels by total GPU time (launches, total, mean,
-    /// min, max); `--json`: `timing`. HIP: kernel launches (HIP graphs are not replayed).
+    /// min, max); `--json`: `timing`. HIP: kernel launches and graph launches.
     #[arg(long)]
     pub timing: bool,
 

@@ -439,6 +439,55 @@ fn pool_allocations_round_trip() {
     assert_eq!(v["allocations"]["translated"], 0, "{v}");
 }
 
+/// Graphs made by stream capture (`graph`): the two launches between begin and end are
+/// captured, not run; the graph is instantiated both ways and launched four times in all.
+/// Replay captures them again, instantiates and launches the graph it made: the results read
+/// back after the launches (which the graph's launches alone computed) are checked.
+#[test]
+fn stream_captured_graphs_round_trip() {
+    let dir = fake_or_skip!();
+    let (_tmp, arch, events) = captured_run(dir, "graph", &[]);
+    assert_recorded(
+        &events,
+        &[
+            "hipStreamBeginCapture",
+            "hipStreamEndCapture",
+            "hipGraphInstantiate",
+            "hipGraphInstantiateWithFlags",
+            "hipGraphLaunch",
+            "hipGraphExecDestroy",
+            "hipGraphDestroy",
+        ],
+    );
+    let captured = events
+        .iter()
+        .filter(|e| e["fields"]["in_capture"] == 1)
+        .count();
+    assert_eq!(captured, 2, "the two launches inside the capture");
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["result"], "PASS", "{v}");
+    assert_eq!(v["graphs_launched"], 4, "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 3, "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
+    assert_eq!(v["unreproducible_calls"], serde_json::json!([]), "{v}");
+    // `--timing` lists the graph's launches beside the kernels
+    let (code, v) = replay_json(dir, &arch, &["--timing"]);
+    assert_eq!(code, 0, "{v}");
+    let graphs: u64 = v["timing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            t["kernel"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("graph "))
+        })
+        .map(|t| t["launches"].as_u64().unwrap())
+        .sum();
+    assert_eq!(graphs, 4, "{v}");
+}
+
 /// `--timing` on HIP: every launch timed (events around it on its stream), by kernel name, in
 /// `--json` and as the summary's table; none without the flag.
 #[test]

@@ -136,6 +136,11 @@ macro_rules! hip_calls {
             DeviceGetDefaultMemPool [hipDeviceGetDefaultMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
             DeviceGetMemPool [hipDeviceGetMemPool] (pool: *mut Handle => pool, dev: c_int = device) : DevicePool, Pool;
             DeviceSetMemPool [hipDeviceSetMemPool] (dev: c_int = device, pool: Handle = pool) : DevicePool, Pool;
+            // Graphs made by stream capture: instantiated, launched (rows above) and destroyed.
+            GraphInstantiate [hipGraphInstantiate] (exec: *mut Handle, g: Handle, err: *mut Handle, log: *mut c_char, size: usize) : GraphInstantiate, Graph, ordered => graph_instantiate;
+            GraphInstantiateWithFlags [hipGraphInstantiateWithFlags] (exec: *mut Handle => exec, g: Handle = graph, flags: u64 = flags) : GraphInstantiate, Graph, ordered;
+            GraphExecDestroy [hipGraphExecDestroy] (g: Handle = graph) : Graph, Graph, ordered;
+            GraphDestroy [hipGraphDestroy] (g: Handle = graph) : Graph, Graph, ordered;
         }
     };
 }

@@ -1,18 +1,17 @@
-//! Streams, events, stream capture and graphs that need logic (HIP graphs are recorded, not yet
-//! replayed), host functions.
+//! Streams, events, stream capture and graphs that need logic, host functions.
 
 use super::Call;
 use crate::api::hip::calls::args;
 
 use hrr_calls::hip::ffi::HipError;
-use hrr_calls::shapes::{BeginCapture, EndCapture, EventCreate, GraphLaunch, StreamCreate};
+use hrr_calls::shapes::{
+    BeginCapture, EndCapture, EventCreate, GraphInstantiate, GraphLaunch, StreamCreate,
+};
 
 use super::{call_tracking, rec};
 use crate::api::hip::calls::Export;
 use crate::api::hip::state;
 use crate::hook::args::out_addr;
-
-const GRAPHS_UNREPLAYED: &str = "HIP graphs and stream capture are recorded but not replayed yet";
 
 pub unsafe fn stream_create(h: Export, a: args::StreamCreate, call: impl Call) -> HipError {
     let args::StreamCreate { s } = a;
@@ -44,12 +43,9 @@ pub unsafe fn stream_begin_capture(
         h,
         call,
         || state::set_capturing(s as u64, true),
-        |rc| {
-            rc.note_unreplayable("hipStreamBeginCapture", GRAPHS_UNREPLAYED);
-            BeginCapture {
-                stream: s as u64,
-                mode,
-            }
+        |_| BeginCapture {
+            stream: s as u64,
+            mode,
         },
     )
 }
@@ -72,12 +68,20 @@ pub unsafe fn stream_end_capture(
 pub unsafe fn graph_launch(h: Export, a: args::GraphLaunch, call: impl Call) -> HipError {
     let args::GraphLaunch { exec, s } = a;
     let r = call();
-    rec(h, r, |rc| {
-        rc.note_unreplayable("hipGraphLaunch", GRAPHS_UNREPLAYED);
-        GraphLaunch {
-            exec: exec as u64,
-            stream: s as u64,
-        }
+    rec(h, r, |_| GraphLaunch {
+        exec: exec as u64,
+        stream: s as u64,
+    });
+    r
+}
+
+/// `hipGraphInstantiate` (no flags).
+pub unsafe fn graph_instantiate(h: Export, a: args::GraphInstantiate, call: impl Call) -> HipError {
+    let r = call();
+    rec(h, r, |_| GraphInstantiate {
+        exec: out_addr(a.exec),
+        graph: a.g as u64,
+        flags: 0,
     });
     r
 }

@@ -24,11 +24,6 @@ impl Hip {
         module_launch: bool,
     ) -> Result<Outcome> {
         let mut l: Launch = ev.launch()?;
-        if l.in_capture != 0 {
-            return Ok(Outcome::Skipped(
-                "launch inside stream capture (graphs are not replayed)".into(),
-            ));
-        }
         if let Err(not_launched) = launch_gate(&l, filter) {
             return Ok(not_launched);
         }
@@ -41,7 +36,9 @@ impl Hip {
         let mut args = std::mem::take(&mut l.args);
         let offs = &l.arg_offsets;
         translate_pointer_args(&mut args, offs, &l.arg_sizes, &self.mem);
-        let timed = self.timer.start(&self.api, stream, false)?;
+        // inside a stream capture the launch is captured, not run: not timed, not waited for
+        let capturing = self.is_capturing(stream);
+        let timed = self.timer.start(&self.api, stream, capturing)?;
         let api = &self.api;
         let result = if l.cooperative != 0 {
             let mut ptrs: Vec<*mut c_void> = offs
@@ -84,7 +81,7 @@ impl Hip {
         if result.is_ok() {
             self.timer.stop(&self.api, stream, timed, &l.kernel)?;
         }
-        let stream = (stream, || false);
+        let stream = (stream, || capturing);
         self.waiter
             .launched(&self.api, result, stream, &l.kernel, ev.seq)
     }

@@ -14,6 +14,7 @@
 //! | `code.rs` | code objects: loading, module/function look-ups, globals and symbols |
 //! | `launch.rs` | kernel launches (`<<<>>>` and module launches) |
 //! | `streams.rs` | streams, events, waiting (watchdog) |
+//! | `graphs.rs` | stream capture begun and ended again, graphs instantiated, launched, destroyed |
 //!
 //! Handles (streams, events, modules, functions, VMM handles) are remapped; code objects (fat
 //! binaries registered by hipcc programs, module images) are loaded once with
@@ -23,6 +24,7 @@
 
 mod code;
 mod copies;
+mod graphs;
 mod launch;
 mod memory;
 mod open;
@@ -66,6 +68,8 @@ pub struct Hip {
     ops: Ops<Op>,
     /// Stream-ordered frees not released yet.
     deferred: memory_calls::Deferred,
+    /// Graphs made by stream capture and their instantiations.
+    graphs: graphs::Graphs,
 }
 
 /// The call a per-thread default stream form (`*_spt`, `-fgpu-default-stream=per-thread`)
@@ -146,10 +150,10 @@ impl Backend for Hip {
             Op::MallocManaged => memory_calls::alloc_managed(&mut self.mem, &self.api, ev),
             Op::Free => memory_calls::free(&mut self.mem, &self.api, ev),
             Op::FreeAsync => {
-                let (handles, api) = (&self.handles, &self.api);
-                // HIP graphs are not replayed: no stream is capturing.
+                let (handles, api, graphs) = (&self.handles, &self.api, &self.graphs);
                 memory_calls::free_async(&mut self.mem, api, api, &mut self.deferred, ev, |s| {
-                    Ok((handles.get(s)?, false))
+                    let st = handles.get(s)?;
+                    Ok((st, graphs.capturing(st)))
                 })
             }
             Op::HostMalloc => memory_calls::alloc_host(&mut self.mem, &self.api, ev, true),
@@ -211,9 +215,12 @@ impl Backend for Hip {
             Op::EventRecord => {
                 stream_calls::event_record(&self.handles, &self.api, ev, |s| self.handles.get(s))
             }
-            Op::GraphLaunch => Ok(Outcome::Skipped(
-                "HIP graph launches are not replayed yet".into(),
-            )),
+            Op::StreamBeginCapture => self.begin_capture(ev),
+            Op::StreamEndCapture => self.end_capture(ev),
+            Op::GraphInstantiate | Op::GraphInstantiateWithFlags => self.graph_instantiate(ev),
+            Op::GraphLaunch => self.graph_launch(ev),
+            Op::GraphDestroy => self.graph_destroy(ev, false),
+            Op::GraphExecDestroy => self.graph_destroy(ev, true),
             // The calls both backends replay alike (VMM, 1D copies, some stream and event
             // calls); of the rest, queries, device selection (device 0 is used), registrations
             // (launches name their code object), unloads (code stays loaded, shared by code

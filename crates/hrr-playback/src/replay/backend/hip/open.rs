@@ -128,6 +128,7 @@ impl Hip {
             pending_d2h: HashMap::new(),
             ops: Ops::default(),
             deferred: Default::default(),
+            graphs: Default::default(),
         })
     }
 

@@ -110,6 +110,13 @@ hip_api! {
     hipEventQuery: fn(H);
     hipEventDestroy: fn(H);
     hipEventElapsedTime: fn(*mut f32, H, H);
+    // Stream capture and graphs (graphs.rs).
+    hipStreamBeginCapture: fn(H, c_int);
+    hipStreamEndCapture: fn(H, *mut H);
+    hipGraphInstantiate: fn(*mut H, H, *mut H, *mut c_char, usize);
+    hipGraphLaunch: fn(H, H);
+    hipGraphExecDestroy: fn(H);
+    hipGraphDestroy: fn(H);
 }
 
 impl HipApi {
