@@ -26,6 +26,14 @@ pub struct Graphs {
     capturing: HashSet<usize>,
 }
 
+/// The live handle replay made for recorded `h` in `map`, or the skip saying it was not made
+/// (`what` names the object and why).
+fn made(map: &HandleMap<H>, h: u64, what: &str) -> std::result::Result<H, Outcome> {
+    map.get(&h)
+        .copied()
+        .ok_or_else(|| Outcome::Skipped(format!("{what} (0x{h:x})")))
+}
+
 impl Graphs {
     /// Is live stream `stream` capturing into a graph?
     pub fn capturing(&self, stream: H) -> bool {
@@ -67,11 +75,10 @@ impl Hip {
     /// of graph memory, change nothing replay sees: instantiated without).
     pub(super) fn graph_instantiate(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphInstantiate = ev.read()?;
-        let Some(&g) = self.graphs.graphs.get(&s.graph) else {
-            return Ok(Outcome::Skipped(format!(
-                "graph 0x{:x} was not made by a recorded stream capture; not instantiated",
-                s.graph
-            )));
+        let what = "graph not made by a recorded stream capture, not instantiated";
+        let g = match made(&self.graphs.graphs, s.graph, what) {
+            Ok(g) => g,
+            Err(skipped) => return Ok(skipped),
         };
         let mut exec: H = std::ptr::null_mut();
         hip!(
@@ -85,11 +92,10 @@ impl Hip {
     /// `hipGraphLaunch` of an instantiation replay made.
     pub(super) fn graph_launch(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphLaunch = ev.read()?;
-        let Some(&exec) = self.graphs.execs.get(&s.exec) else {
-            return Ok(Outcome::Skipped(format!(
-                "graph exec 0x{:x} was not instantiated in replay (its graph was not made)",
-                s.exec
-            )));
+        let what = "graph exec not instantiated in replay (its graph was not made)";
+        let exec = match made(&self.graphs.execs, s.exec, what) {
+            Ok(e) => e,
+            Err(skipped) => return Ok(skipped),
         };
         let stream = self.stream(s.stream)?;
         let capturing = self.is_capturing(stream);
