@@ -1,14 +1,24 @@
 /*
- * fake_hip_graph.c - stream capture and graphs, for launches only: a stream between
+ * fake_hip_graph.c - stream capture and graphs of launches and memsets: a stream between
  * hipStreamBeginCapture and hipStreamEndCapture appends its kernel launches (grid, block and
- * argument bytes, copied) to a graph instead of running them; hipGraphInstantiate copies the
- * graph, hipGraphLaunch runs its launches in order. Copies, memsets and synchronisations of a
+ * argument bytes, copied) and memsets to a graph instead of running them; hipGraphInstantiate
+ * copies the graph, hipGraphLaunch runs its nodes in order. Copies and synchronisations of a
  * capturing stream are refused (hipErrorStreamCaptureUnsupported), which is all the test
  * programs need.
  */
 #include "fake_hip_internal.h"
 
-struct node { struct fh_func *f; dim3 grid, block; unsigned char args[256]; size_t len; };
+/* A launch (`f` set) or a memset (`f` NULL: `count` elements of `width` bytes at `dst`). */
+struct node {
+  struct fh_func *f;
+  dim3 grid, block;
+  unsigned char args[256];
+  size_t len;
+  void *dst;
+  unsigned value;
+  size_t count;
+  int width;
+};
 struct fh_graph { struct node *nodes; size_t n, cap; int exec; };
 typedef struct fh_graph *hipGraph_t, *hipGraphExec_t;
 typedef void *hipGraphNode_t;
@@ -26,6 +36,17 @@ hipError_t graph_add_launch(struct fh_graph *g, struct fh_func *f, dim3 grid, di
   n->block = block;
   memcpy(n->args, a.buf, a.len);
   n->len = a.len;
+  return E_SUCCESS;
+}
+
+hipError_t graph_add_memset(struct fh_graph *g, void *dst, unsigned v, size_t count, int width) {
+  GROW(g->nodes, g->n, g->cap);
+  struct node *n = &g->nodes[g->n++];
+  memset(n, 0, sizeof *n);
+  n->dst = dst;
+  n->value = v;
+  n->count = count;
+  n->width = width;
   return E_SUCCESS;
 }
 
@@ -99,7 +120,8 @@ hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) {
   hipError_t r = graph_known(e, 1) && stream_ok(s) && !capturing(s) ? E_SUCCESS : E_INVALID_HANDLE;
   for (size_t i = 0; r == E_SUCCESS && i < e->n; i++) {
     struct node *n = &e->nodes[i];
-    r = run_args(n->f, n->grid, n->block, (struct kargs){n->args, n->len});
+    if (n->f) r = run_args(n->f, n->grid, n->block, (struct kargs){n->args, n->len});
+    else r = set_elements(n->dst, n->value, n->count, n->width);
   }
   unlock();
   RET(r);

@@ -147,6 +147,9 @@ int obj_known(const void *p);
    launch of `f` appended to it with its argument bytes. */
 struct fh_graph *capturing(hipStream_t s);
 hipError_t graph_add_launch(struct fh_graph *g, struct fh_func *f, dim3 grid, dim3 block, struct kargs a);
+/* A memset of `count` elements of `width` bytes appended to `g`, and one done now (locked). */
+hipError_t graph_add_memset(struct fh_graph *g, void *dst, unsigned v, size_t count, int width);
+hipError_t set_elements(void *dst, unsigned v, size_t count, int width);
 /* Run `f` with argument bytes `a` (a graph's kernel node). */
 hipError_t run_args(struct fh_func *f, dim3 grid, dim3 block, struct kargs a);
 int stream_ok(hipStream_t s);

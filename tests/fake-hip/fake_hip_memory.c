@@ -365,10 +365,8 @@ hipError_t hipMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t
   RET(copy_2d(d, dp, s, sp, w, h, kind));
 }
 
-static hipError_t fill(void *dst, unsigned v, size_t count, int width, hipStream_t st) {
-  if (!stream_ok(st)) return E_INVALID_HANDLE;
-  if (capturing(st)) return E_STREAM_CAPTURE_UNSUPPORTED;
-  lock();
+/* Set `count` elements of `width` bytes at `dst` to `v` (the lock held). */
+hipError_t set_elements(void *dst, unsigned v, size_t count, int width) {
   int ok = range_ok((uintptr_t)dst, count * (size_t)width, 1);
   if (ok) {
     unsigned char *p = dst;
@@ -378,8 +376,15 @@ static hipError_t fill(void *dst, unsigned v, size_t count, int width, hipStream
       else memcpy(p + 4 * i, &v, 4);
     }
   }
-  unlock();
   return ok ? E_SUCCESS : E_INVALID_VALUE;
+}
+static hipError_t fill(void *dst, unsigned v, size_t count, int width, hipStream_t st) {
+  if (!stream_ok(st)) return E_INVALID_HANDLE;
+  lock();
+  struct fh_graph *g = capturing(st);
+  hipError_t r = g ? graph_add_memset(g, dst, v, count, width) : set_elements(dst, v, count, width);
+  unlock();
+  return r;
 }
 hipError_t hipMemset(void *d, int v, size_t n) { RET(fill(d, (unsigned char)v, n, 1, NULL)); }
 hipError_t hipMemsetAsync(void *d, int v, size_t n, hipStream_t s) { RET(fill(d, (unsigned char)v, n, 1, s)); }

@@ -439,10 +439,10 @@ fn pool_allocations_round_trip() {
     assert_eq!(v["allocations"]["translated"], 0, "{v}");
 }
 
-/// Graphs made by stream capture (`graph`): the two launches between begin and end are
-/// captured, not run; the graph is instantiated both ways and launched four times in all.
+/// Graphs made by stream capture (`graph`): the memset and two launches between begin and end
+/// are captured, not run; the graph is instantiated both ways and launched four times in all.
 /// Replay captures them again, instantiates and launches the graph it made: the results read
-/// back after the launches (which the graph's launches alone computed) are checked.
+/// back after the launches (which the graph alone computed) are checked.
 #[test]
 fn stream_captured_graphs_round_trip() {
     let dir = fake_or_skip!();
@@ -468,7 +468,7 @@ fn stream_captured_graphs_round_trip() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["result"], "PASS", "{v}");
     assert_eq!(v["graphs_launched"], 4, "{v}");
-    assert_eq!(v["d2h_checks"]["pass"], 3, "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 4, "{v}");
     assert_eq!(v["skipped_calls_total"], 0, "{v}");
     assert_eq!(v["unreproducible_calls"], serde_json::json!([]), "{v}");
     // `--timing` lists the graph's launches beside the kernels

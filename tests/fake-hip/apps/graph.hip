@@ -1,4 +1,4 @@
-// A HIP graph made by stream capture: two kernels captured on a stream (not run then),
+// A HIP graph made by stream capture: a memset and two kernels captured on a stream (not run then),
 // instantiated with hipGraphInstantiate and launched three times, then instantiated again with
 // hipGraphInstantiateWithFlags and launched once more; the results read back after each.
 //   graph
@@ -30,13 +30,19 @@ int main() {
   hipStream_t s;
   CHECK(hipStreamCreate(&s));
   hipGraph_t g;
+  float one = 1.0f;
+  int one_bits;
+  memcpy(&one_bits, &one, 4);
   CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeGlobal));
+  CHECK(hipMemsetD32Async((hipDeviceptr_t)dy, one_bits, n, s));
   scale<<<grid, block, 0, s>>>(dx, 1.5f, n);
   add_into<<<grid, block, 0, s>>>(dy, dx, n);
   CHECK(hipStreamEndCapture(s, &g));
-  // captured, not run: dx is unchanged
+  // captured, not run: dx and dy are unchanged
   CHECK(hipMemcpy(host, dx, bytes, hipMemcpyDeviceToHost));
   show_f32("captured_x", host, n);
+  CHECK(hipMemcpy(host, dy, bytes, hipMemcpyDeviceToHost));
+  show_f32("captured_y", host, n);
 
   hipGraphExec_t e;
   CHECK(hipGraphInstantiate(&e, g, NULL, NULL, 0));
