@@ -1,16 +1,18 @@
 /*
- * fake_hip_graph.c - stream capture and graphs of launches and memsets: a stream between
- * hipStreamBeginCapture and hipStreamEndCapture appends its kernel launches (grid, block and
- * argument bytes, copied) and memsets to a graph instead of running them; hipGraphInstantiate
- * copies the graph, hipGraphLaunch runs its nodes in order. Copies and synchronisations of a
- * capturing stream are refused (hipErrorStreamCaptureUnsupported), which is all the test
- * programs need.
+ * fake_hip_graph.c - stream capture and graphs of launches, memsets and device-to-device copies:
+ * a stream between hipStreamBeginCapture and hipStreamEndCapture appends its kernel launches
+ * (grid, block and argument bytes, copied), memsets and D2D copies to a graph instead of running
+ * them; hipGraphInstantiate copies the graph, hipGraphLaunch runs its nodes in order. Copies to
+ * or from host memory and synchronisations of a capturing stream are refused
+ * (hipErrorStreamCaptureUnsupported), which is all the test programs need.
  */
 #include "fake_hip_internal.h"
 
-/* A launch (`f` set) or a memset (`f` NULL: `count` elements of `width` bytes at `dst`). */
+/* A launch (`f` set), a memset (`count` elements of `width` bytes at `dst`) or, with `src`, a
+   copy of `count` bytes. */
 struct node {
   struct fh_func *f;
+  const void *src;
   dim3 grid, block;
   unsigned char args[256];
   size_t len;
@@ -47,6 +49,16 @@ hipError_t graph_add_memset(struct fh_graph *g, void *dst, unsigned v, size_t co
   n->value = v;
   n->count = count;
   n->width = width;
+  return E_SUCCESS;
+}
+
+hipError_t graph_add_copy(struct fh_graph *g, void *dst, const void *src, size_t n) {
+  GROW(g->nodes, g->n, g->cap);
+  struct node *node = &g->nodes[g->n++];
+  memset(node, 0, sizeof *node);
+  node->dst = dst;
+  node->src = src;
+  node->count = n;
   return E_SUCCESS;
 }
 
@@ -121,6 +133,7 @@ hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) {
   for (size_t i = 0; r == E_SUCCESS && i < e->n; i++) {
     struct node *n = &e->nodes[i];
     if (n->f) r = run_args(n->f, n->grid, n->block, (struct kargs){n->args, n->len});
+    else if (n->src) r = copy_now(n->dst, n->src, n->count, K_D2D);
     else r = set_elements(n->dst, n->value, n->count, n->width);
   }
   unlock();

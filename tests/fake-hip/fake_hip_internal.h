@@ -150,6 +150,9 @@ hipError_t graph_add_launch(struct fh_graph *g, struct fh_func *f, dim3 grid, di
 /* A memset of `count` elements of `width` bytes appended to `g`, and one done now (locked). */
 hipError_t graph_add_memset(struct fh_graph *g, void *dst, unsigned v, size_t count, int width);
 hipError_t set_elements(void *dst, unsigned v, size_t count, int width);
+/* A device-to-device copy appended to `g`; a copy of `kind` done now (locked). */
+hipError_t graph_add_copy(struct fh_graph *g, void *dst, const void *src, size_t n);
+hipError_t copy_now(void *dst, const void *src, size_t n, int kind);
 /* Run `f` with argument bytes `a` (a graph's kernel node). */
 hipError_t run_args(struct fh_func *f, dim3 grid, dim3 block, struct kargs a);
 int stream_ok(hipStream_t s);

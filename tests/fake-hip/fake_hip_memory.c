@@ -320,23 +320,36 @@ hipError_t hipMemUnmap(void *ptr, size_t size) {
 /* --- copies and memsets --- */
 
 
-hipError_t copy(void *dst, const void *src, size_t n, int kind) {
-  if (n == 0) return E_SUCCESS;
-  if (!dst || !src) return E_INVALID_VALUE;
-  lock();
-  if (kind == K_DEFAULT)
-    kind = is_device_ptr(src) ? (is_device_ptr(dst) ? K_D2D : K_D2H) : (is_device_ptr(dst) ? K_H2D : K_H2H);
+static int kind_of(const void *dst, const void *src, int kind) {
+  if (kind != K_DEFAULT) return kind;
+  return is_device_ptr(src) ? (is_device_ptr(dst) ? K_D2D : K_D2H) : (is_device_ptr(dst) ? K_H2D : K_H2H);
+}
+/* The copy (the lock held). */
+hipError_t copy_now(void *dst, const void *src, size_t n, int kind) {
   int ok = kind >= K_H2H && kind <= K_D2D;
   if (ok && (kind == K_H2D || kind == K_D2D)) ok = range_ok((uintptr_t)dst, n, 1);
   if (ok && (kind == K_D2H || kind == K_D2D)) ok = range_ok((uintptr_t)src, n, 1);
   if (ok) memmove(dst, src, n);
-  unlock();
   return ok ? E_SUCCESS : E_INVALID_VALUE;
+}
+hipError_t copy(void *dst, const void *src, size_t n, int kind) {
+  if (n == 0) return E_SUCCESS;
+  if (!dst || !src) return E_INVALID_VALUE;
+  lock();
+  hipError_t r = copy_now(dst, src, n, kind_of(dst, src, kind));
+  unlock();
+  return r;
 }
 hipError_t hipMemcpy(void *d, const void *s, size_t n, int kind) { RET(copy(d, s, n, kind)); }
 hipError_t hipMemcpyAsync(void *d, const void *s, size_t n, int kind, hipStream_t st) {
   if (!stream_ok(st)) RET(E_INVALID_HANDLE);
-  if (capturing(st)) RET(E_STREAM_CAPTURE_UNSUPPORTED);
+  lock();
+  struct fh_graph *g = capturing(st);
+  hipError_t r = !g ? E_SUCCESS
+                 : kind_of(d, s, kind) == K_D2D && d && s ? graph_add_copy(g, d, s, n)
+                                                          : E_STREAM_CAPTURE_UNSUPPORTED;
+  unlock();
+  if (g) RET(r);
   RET(copy(d, s, n, kind));
 }
 hipError_t hipMemcpyWithStream(void *d, const void *s, size_t n, int kind, hipStream_t st) { return hipMemcpyAsync(d, s, n, kind, st); }

@@ -439,8 +439,8 @@ fn pool_allocations_round_trip() {
     assert_eq!(v["allocations"]["translated"], 0, "{v}");
 }
 
-/// Graphs made by stream capture (`graph`): the memset and two launches between begin and end
-/// are captured, not run; the graph is instantiated both ways and launched four times in all.
+/// Graphs made by stream capture (`graph`): the memset, two launches and D2D copy between
+/// begin and end are captured, not run; the graph is instantiated both ways and launched four times in all.
 /// Replay captures them again, instantiates and launches the graph it made: the results read
 /// back after the launches (which the graph alone computed) are checked.
 #[test]

@@ -1,4 +1,5 @@
-// A HIP graph made by stream capture: a memset and two kernels captured on a stream (not run then),
+// A HIP graph made by stream capture: a memset, two kernels and a device-to-device copy captured
+// on a stream (not run then),
 // instantiated with hipGraphInstantiate and launched three times, then instantiated again with
 // hipGraphInstantiateWithFlags and launched once more; the results read back after each.
 //   graph
@@ -21,9 +22,11 @@ int main() {
   const dim3 grid(n / 256), block(256);
   static float host[4096];
   for (int i = 0; i < n; i++) host[i] = (float)(i % 17) * 0.5f;
-  float *dx, *dy;
+  float *dx, *dy, *dz;
   CHECK(hipMalloc(&dx, bytes));
   CHECK(hipMalloc(&dy, bytes));
+  CHECK(hipMalloc(&dz, bytes));
+  CHECK(hipMemset(dz, 0, bytes));
   CHECK(hipMemcpy(dx, host, bytes, hipMemcpyHostToDevice));
   CHECK(hipMemcpy(dy, host, bytes, hipMemcpyHostToDevice));
 
@@ -37,6 +40,7 @@ int main() {
   CHECK(hipMemsetD32Async((hipDeviceptr_t)dy, one_bits, n, s));
   scale<<<grid, block, 0, s>>>(dx, 1.5f, n);
   add_into<<<grid, block, 0, s>>>(dy, dx, n);
+  CHECK(hipMemcpyAsync(dz, dy, bytes, hipMemcpyDeviceToDevice, s));
   CHECK(hipStreamEndCapture(s, &g));
   // captured, not run: dx and dy are unchanged
   CHECK(hipMemcpy(host, dx, bytes, hipMemcpyDeviceToHost));
@@ -48,8 +52,8 @@ int main() {
   CHECK(hipGraphInstantiate(&e, g, NULL, NULL, 0));
   for (int i = 0; i < 3; i++) CHECK(hipGraphLaunch(e, s));
   CHECK(hipStreamSynchronize(s));
-  CHECK(hipMemcpy(host, dy, bytes, hipMemcpyDeviceToHost));
-  show_f32("graph_y", host, n);
+  CHECK(hipMemcpy(host, dz, bytes, hipMemcpyDeviceToHost));
+  show_f32("graph_z", host, n);
 
   hipGraphExec_t e2;
   CHECK(hipGraphInstantiateWithFlags(&e2, g, 0));
@@ -62,6 +66,7 @@ int main() {
   CHECK(hipGraphExecDestroy(e));
   CHECK(hipGraphDestroy(g));
   CHECK(hipStreamDestroy(s));
+  CHECK(hipFree(dz));
   CHECK(hipFree(dy));
   CHECK(hipFree(dx));
   printf("graph: OK\n");

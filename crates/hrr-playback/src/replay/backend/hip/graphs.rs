@@ -1,7 +1,8 @@
 //! HIP graphs made by stream capture: the capture is begun again on the mapped stream (relaxed
-//! mode, as CUDA replay does: replay's own calls meanwhile must not be refused), the launches
-//! between begin and end are issued into it (they are captured, not run), the graph it ends
-//! with stands for the recorded one, and instantiations and launches of it are reissued.
+//! mode, as CUDA replay does: replay's own calls meanwhile must not be refused), the launches,
+//! memsets and device-to-device copies between begin and end are issued into it (captured, not
+//! run), the graph it ends with stands for the recorded one, and instantiations and launches of
+//! it are reissued.
 //! Copies between host memory and a capturing stream are skipped, said so (`copies.rs`).
 
 use std::collections::HashSet;
