@@ -330,9 +330,22 @@ fn ext_module_launches_in_work_items_round_trip() {
         (&7.into(), &128.into()),
         "{ext}"
     );
-    assert_eq!(
-        launch("hipHccModuleLaunchKernel")["fields"]["kernel"],
-        "affine"
+    // its start and stop events, recorded by the runtime around the kernel, as the
+    // hipEventRecord events on its stream they stand for: right before and right after it
+    let seq = ext["seq"].as_u64().unwrap();
+    let at = |s: u64| events.iter().find(|e| e["seq"] == s).unwrap();
+    let (start, stop) = (at(seq - 1), at(seq + 1));
+    for e in [start, stop] {
+        assert_eq!(e["name"], "hipEventRecord", "{e}");
+        assert_eq!(e["fields"]["stream"], ext["fields"]["stream"], "{e}");
+    }
+    assert_ne!(start["fields"]["event"], stop["fields"]["event"]);
+    // the deprecated form, given no events, records none
+    let hcc = launch("hipHccModuleLaunchKernel");
+    assert_eq!(hcc["fields"]["kernel"], "affine");
+    assert_ne!(
+        at(hcc["seq"].as_u64().unwrap() + 1)["name"],
+        "hipEventRecord"
     );
     let (code, v) = replay_json(dir, &arch, &[]);
     assert_eq!(code, 0, "{v}");

@@ -7,7 +7,7 @@ use crate::api::hip::calls::args;
 use std::ffi::{c_char, c_void};
 
 use hrr_calls::hip::ffi::{Dim3, Handle, HipError, Ptr};
-use hrr_calls::shapes::CallConfiguration;
+use hrr_calls::shapes::{CallConfiguration, EventRecord};
 
 use super::rec;
 use crate::api::hip::calls::Export;
@@ -166,28 +166,35 @@ pub unsafe fn launch_cooperative(
     r
 }
 
+/// The start and stop events a `hipExt*` launch (status `r`) records around its kernel on
+/// `stream`, as the `hipEventRecord` events they stand for: the start's before the launch's
+/// event (`launch` records it), the stop's after, so replay records them where the program's
+/// waits and timings expect them.
+unsafe fn with_events(
+    r: HipError,
+    (start, stop, stream): (Handle, Handle, Handle),
+    launch: impl FnOnce(),
+) {
+    let record = |e: Handle| {
+        if r == 0 && !e.is_null() {
+            rec(Export::hipEventRecord, 0, |_| EventRecord {
+                event: e as u64,
+                stream: stream as u64,
+            });
+        }
+    };
+    record(start);
+    launch();
+    record(stop);
+}
+
 pub unsafe fn ext_launch_kernel(h: Export, a: args::ExtLaunchKernel, call: impl Call) -> HipError {
-    let args::ExtLaunchKernel {
-        f,
-        grid,
-        block,
-        args,
-        shmem,
-        stream,
-        ..
-    } = a;
-    launch_kernel(
-        h,
-        args::LaunchKernel {
-            f,
-            grid,
-            block,
-            args,
-            shmem,
-            stream,
-        },
-        call,
-    )
+    let r = call();
+    let l = launch_of(a.f, a.grid, a.block, a.shmem as u32, a.stream);
+    with_events(r, (a.start, a.stop, a.stream), || {
+        record_launch(h, r, l, a.args, std::ptr::null_mut())
+    });
+    r
 }
 
 pub unsafe fn module_launch_kernel(
@@ -246,15 +253,15 @@ macro_rules! in_work_items {
     };
 }
 
-/// `hipExtModuleLaunchKernel`: a module function launched with its sizes in work-items; its
-/// start and stop events are not recorded.
+/// `hipExtModuleLaunchKernel`: a module function launched with its sizes in work-items, between
+/// its start and stop events.
 pub unsafe fn ext_module_launch_kernel(
     h: Export,
     a: args::ExtModuleLaunchKernel,
     call: impl Call,
 ) -> HipError {
     let r = call();
-    in_work_items!(h, r, a);
+    with_events(r, (a.start, a.stop, a.stream), || in_work_items!(h, r, a));
     r
 }
 
@@ -265,7 +272,7 @@ pub unsafe fn hcc_module_launch_kernel(
     call: impl Call,
 ) -> HipError {
     let r = call();
-    in_work_items!(h, r, a);
+    with_events(r, (a.start, a.stop, a.stream), || in_work_items!(h, r, a));
     r
 }
 
