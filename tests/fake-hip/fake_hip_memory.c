@@ -378,6 +378,41 @@ hipError_t hipMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t
   RET(copy_2d(d, dp, s, sp, w, h, kind));
 }
 
+/* hipMemcpy3DParms of ROCm 5.2 (linear memory only here: arrays are refused). */
+typedef struct { size_t x, y, z; } hipPos;
+typedef struct { void *ptr; size_t pitch, xsize, ysize; } hipPitchedPtr;
+typedef struct {
+  void *srcArray;
+  hipPos srcPos;
+  hipPitchedPtr srcPtr;
+  void *dstArray;
+  hipPos dstPos;
+  hipPitchedPtr dstPtr;
+  size_t extent[3]; /* width in bytes, height, depth */
+  int kind;
+} hipMemcpy3DParms;
+_Static_assert(sizeof(hipMemcpy3DParms) == 160, "hipMemcpy3DParms layout");
+
+/* Slice by slice, each as a 2D copy; a slice is `ysize` rows of its side. */
+static hipError_t copy_3d(const hipMemcpy3DParms *p) {
+  if (!p || p->srcArray || p->dstArray) return E_INVALID_VALUE;
+  const hipPitchedPtr *S = &p->srcPtr, *D = &p->dstPtr;
+  size_t w = p->extent[0], h = p->extent[1], depth = p->extent[2];
+  if (depth > 1 && (p->srcPos.y + h > S->ysize || p->dstPos.y + h > D->ysize)) return E_INVALID_VALUE;
+  for (size_t z = 0; z < depth; z++) {
+    const char *s = (const char *)S->ptr + ((p->srcPos.z + z) * S->ysize + p->srcPos.y) * S->pitch + p->srcPos.x;
+    char *d = (char *)D->ptr + ((p->dstPos.z + z) * D->ysize + p->dstPos.y) * D->pitch + p->dstPos.x;
+    hipError_t e = copy_2d(d, D->pitch, s, S->pitch, w, h, p->kind);
+    if (e) return e;
+  }
+  return E_SUCCESS;
+}
+hipError_t hipMemcpy3D(const hipMemcpy3DParms *p) { RET(copy_3d(p)); }
+hipError_t hipMemcpy3DAsync(const hipMemcpy3DParms *p, hipStream_t st) {
+  if (!stream_ok(st)) RET(E_INVALID_HANDLE);
+  RET(copy_3d(p));
+}
+
 /* Set `count` elements of `width` bytes at `dst` to `v` (the lock held). */
 hipError_t set_elements(void *dst, unsigned v, size_t count, int width) {
   int ok = range_ok((uintptr_t)dst, count * (size_t)width, 1);

@@ -354,23 +354,27 @@ fn ext_module_launches_in_work_items_round_trip() {
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
 }
 
-/// Pitched copies (`hipMemcpy2D`, `hipMemcpy2DAsync`) between a wider host matrix and
-/// `hipMallocPitch` memory: the host source rows recorded packed, the host results checked, the
-/// device-to-device copy replayed; zeroing the source blob makes the checks fail.
-#[test]
-fn pitched_copies_round_trip() {
-    let dir = fake_or_skip!();
-    let (_tmp, arch, events) = captured_run(dir, "streams", &["2d"]);
+/// Capture `streams MODE`, whose copies named `prefix…` are four: an upload of `width` bytes a
+/// row from host rows `src_pitch` apart, a device-to-device copy and two reads back. The upload's
+/// source is recorded packed, both reads carry their packed result and are checked at replay
+/// (two checks beyond the plain program's); zeroing the upload's blob makes them fail. The
+/// upload's event, for more checks.
+fn pitched_round_trip(
+    dir: &Path,
+    mode: &str,
+    prefix: &str,
+    (width, src_pitch): (u64, u64),
+) -> serde_json::Value {
+    let (_tmp, arch, events) = captured_run(dir, "streams", &[mode]);
     let copies: Vec<&serde_json::Value> = events
         .iter()
-        .filter(|e| e["name"].as_str().unwrap().starts_with("hipMemcpy2D"))
+        .filter(|e| e["name"].as_str().unwrap().starts_with(prefix))
         .collect();
     assert_eq!(copies.len(), 4, "{copies:?}");
     let upload = copies[0];
-    assert_eq!(upload["fields"]["width_bytes"], 192, "{upload}");
-    assert_eq!(upload["fields"]["src_pitch"], 256, "{upload}");
+    assert_eq!(upload["fields"]["width_bytes"], width, "{upload}");
+    assert_eq!(upload["fields"]["src_pitch"], src_pitch, "{upload}");
     assert!(upload["fields"]["h2d_blob"].is_string(), "{upload}");
-    // both reads back carry their packed result
     assert!(
         copies[2]["fields"]["d2h_blob"].is_string() && copies[3]["fields"]["d2h_blob"].is_string(),
         "{copies:?}"
@@ -384,7 +388,7 @@ fn pitched_copies_round_trip() {
     assert_eq!(
         v["d2h_checks"]["pass"].as_u64(),
         Some(without + 2),
-        "the two 2D reads are checked: {v}"
+        "the two reads back are checked: {v}"
     );
     let blob = upload["fields"]["h2d_blob"].as_str().unwrap();
     let pid = pid_dirs(&arch).remove(0);
@@ -394,6 +398,34 @@ fn pitched_copies_round_trip() {
         (code, v["verdict"].as_str()),
         (1, Some("MISMATCH")),
         "a zeroed upload must change the results: {v}"
+    );
+    upload.clone()
+}
+
+/// Pitched copies (`hipMemcpy2D`, `hipMemcpy2DAsync`) between a wider host matrix and
+/// `hipMallocPitch` memory.
+#[test]
+fn pitched_copies_round_trip() {
+    let dir = fake_or_skip!();
+    pitched_round_trip(dir, "2d", "hipMemcpy2D", (192, 256));
+}
+
+/// 3D copies (`hipMemcpy3D`, `hipMemcpy3DAsync`) of a box of a host volume into pitched device
+/// memory, scaled, device to device at an offset, and back: slices packed one after the other.
+#[test]
+fn copies_3d_round_trip() {
+    let dir = fake_or_skip!();
+    let upload = pitched_round_trip(dir, "3d", "hipMemcpy3D", (40, 64));
+    let f = &upload["fields"];
+    assert_eq!(
+        (f["height"].as_u64(), f["depth"].as_u64()),
+        (Some(6), Some(5)),
+        "{f}"
+    );
+    assert_eq!(
+        (f["src_z"].as_u64(), f["src_height"].as_u64()),
+        (Some(1), Some(8)),
+        "{f}"
     );
 }
 

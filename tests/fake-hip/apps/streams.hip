@@ -1,10 +1,12 @@
 // Streams and events ordering work between two streams, pinned host memory, async copies and
 // memsets, stream-ordered allocation, an entry point found with dlsym, and the virtual memory
-// API (reserve, create, map, set access, unmap, release, free); with `2d`, also pitched copies
+// API (reserve, create, map, set access, unmap, release, free); with `3d`, also 3D copies
+// (hipMemcpy3D, hipMemcpy3DAsync) of a box of a host volume into pitched device memory, device to
+// device at an offset, and back; with `2d`, also pitched copies
 // (hipMemcpy2D and hipMemcpy2DAsync) between a wider host matrix and hipMallocPitch memory;
 // with `pool`, allocations from a memory pool of the program's own (hipMemPoolCreate,
 // hipMallocFromPoolAsync, hipFreeAsync, hipMemPoolTrimTo, hipMemPoolDestroy).
-//   streams [2d | pool]
+//   streams [2d | 3d | pool]
 #include <dlfcn.h>
 
 #include "common.h"
@@ -137,6 +139,56 @@ int main(int argc, char **argv) {
     CHECK(hipFree(dp1));
     CHECK(hipFree(dp2));
     free(host);
+    free(back);
+  }
+
+  if (argc > 1 && !strcmp(argv[1], "3d")) {
+    // a box of 10 floats x 6 rows x 5 slices of a 16 x 8 x 6 host volume: uploaded into
+    // pitched memory, scaled, copied device to device one slice and two rows further, read
+    // back into a zeroed volume (async, then blocking)
+    const size_t hx = 16 * sizeof(float), hy = 8, hz = 6, pitch = 256, rows = 10, slices = 8;
+    const size_t floats = hx / sizeof(float) * hy * hz, dev_floats = pitch * rows * slices / sizeof(float);
+    float *vol = (float *)malloc(hx * hy * hz), *back = (float *)calloc(floats, sizeof(float));
+    for (size_t i = 0; i < floats; i++) vol[i] = (float)(i % 113) * 0.5f;
+    float *d1, *d2;
+    CHECK(hipMalloc((void **)&d1, pitch * rows * slices));
+    CHECK(hipMalloc((void **)&d2, pitch * rows * slices));
+    CHECK(hipMemset(d1, 0, pitch * rows * slices));
+    CHECK(hipMemset(d2, 0, pitch * rows * slices));
+    const hipExtent box = make_hipExtent(10 * sizeof(float), 6, 5);
+    hipMemcpy3DParms up = {};
+    up.srcPtr = make_hipPitchedPtr(vol, hx, hx, hy);
+    up.srcPos = make_hipPos(2 * sizeof(float), 1, 1);
+    up.dstPtr = make_hipPitchedPtr(d1, pitch, pitch, rows);
+    up.extent = box;
+    up.kind = hipMemcpyHostToDevice;
+    CHECK(hipMemcpy3D(&up));
+    scale<<<(int)(dev_floats + 255) / 256, 256>>>(d1, 3.0f, (int)dev_floats);
+    CHECK(hipDeviceSynchronize());
+    hipMemcpy3DParms dd = {};
+    dd.srcPtr = make_hipPitchedPtr(d1, pitch, pitch, rows);
+    dd.dstPtr = make_hipPitchedPtr(d2, pitch, pitch, rows);
+    dd.dstPos = make_hipPos(16, 2, 1);
+    dd.extent = box;
+    dd.kind = hipMemcpyDeviceToDevice;
+    CHECK(hipMemcpy3DAsync(&dd, s1));
+    hipMemcpy3DParms down = {};
+    down.srcPtr = make_hipPitchedPtr(d2, pitch, pitch, rows);
+    down.srcPos = make_hipPos(16, 2, 1);
+    down.dstPtr = make_hipPitchedPtr(back, hx, hx, hy);
+    down.dstPos = make_hipPos(4 * sizeof(float), 0, 0);
+    down.extent = box;
+    down.kind = hipMemcpyDeviceToHost;
+    CHECK(hipMemcpy3DAsync(&down, s1));
+    CHECK(hipStreamSynchronize(s1));
+    show_f32("3d async", back, floats);
+    memset(back, 0, floats * sizeof(float));
+    down.kind = hipMemcpyDefault;
+    CHECK(hipMemcpy3D(&down));
+    show_f32("3d default", back, floats);
+    CHECK(hipFree(d1));
+    CHECK(hipFree(d2));
+    free(vol);
     free(back);
   }
 

@@ -31,6 +31,46 @@ pub mod ffi {
         /// z.
         pub z: u32,
     }
+
+    /// `hipPos`: a 3D copy's offset (x in bytes for linear memory).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    #[allow(missing_docs)]
+    pub struct Pos {
+        pub x: usize,
+        pub y: usize,
+        pub z: usize,
+    }
+
+    /// `hipPitchedPtr`: linear memory, its pitch and the size of a slice (`ysize` rows).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy)]
+    #[allow(missing_docs)]
+    pub struct PitchedPtr {
+        pub ptr: *mut c_void,
+        pub pitch: usize,
+        pub xsize: usize,
+        pub ysize: usize,
+    }
+
+    /// `hipMemcpy3DParms` (ROCm 5 and 6): a 3D copy between arrays or pitched linear memory;
+    /// `extent.width` is in bytes for linear memory.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy)]
+    #[allow(missing_docs)]
+    pub struct Memcpy3DParms {
+        pub src_array: Handle,
+        pub src_pos: Pos,
+        pub src_ptr: PitchedPtr,
+        pub dst_array: Handle,
+        pub dst_pos: Pos,
+        pub dst_ptr: PitchedPtr,
+        /// width, height, depth.
+        pub extent: [usize; 3],
+        pub kind: c_int,
+    }
+
+    const _: () = assert!(std::mem::size_of::<Memcpy3DParms>() == 160);
 }
 
 /// HIP version the recorder was written against (`HIP_VERSION` of ROCm 6.2: major × 10⁷ +

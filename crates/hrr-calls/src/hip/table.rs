@@ -141,6 +141,9 @@ macro_rules! hip_calls {
             GraphInstantiateWithFlags [hipGraphInstantiateWithFlags] (exec: *mut Handle => exec, g: Handle = graph, flags: u64 = flags) : GraphInstantiate, Graph, ordered;
             GraphExecDestroy [hipGraphExecDestroy] (g: Handle = graph) : Graph, Graph, ordered;
             GraphDestroy [hipGraphDestroy] (g: Handle = graph) : Graph, Graph, ordered;
+            // 3D copies between pitched linear memory (arrays are not recorded).
+            Memcpy3D [hipMemcpy3D] (p: *const Memcpy3DParms) : CopyPitched, Copy => memcpy_3d;
+            Memcpy3DAsync [hipMemcpy3DAsync] (p: *const Memcpy3DParms, stream: Handle) : CopyPitched, Copy => memcpy_3d_async;
         }
     };
 }

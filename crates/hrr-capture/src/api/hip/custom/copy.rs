@@ -11,7 +11,7 @@ use crate::api::hip::calls::args;
 use std::ffi::c_int;
 
 use hrr_archive::ObjectId;
-use hrr_calls::hip::ffi::{Handle, HipError, Ptr, HIP_ERROR_NOT_FOUND};
+use hrr_calls::hip::ffi::{Handle, HipError, Memcpy3DParms, Ptr, HIP_ERROR_NOT_FOUND};
 use hrr_calls::shapes::direction;
 use hrr_calls::shapes::*;
 
@@ -269,6 +269,61 @@ fn pitched_fields(
     }
 }
 
+/// The recorded fields of the 3D copy `p` says (its sides pitched linear memory; an array side
+/// is recorded with its handle and memory type array, and not replayed). `None`: no
+/// parameters.
+unsafe fn fields_3d(p: *const Memcpy3DParms) -> Option<CopyPitched> {
+    use hrr_calls::cuda::ffi::CU_MEMORYTYPE_ARRAY;
+    let p = p.as_ref()?;
+    let [width, height, depth] = p.extent;
+    let mut c = pitched_fields(
+        (p.dst_ptr.ptr, p.dst_ptr.pitch),
+        (p.src_ptr.ptr, p.src_ptr.pitch),
+        (width, height),
+        p.kind,
+    );
+    c.src_x = p.src_pos.x as u64;
+    c.src_y = p.src_pos.y as u64;
+    c.src_z = p.src_pos.z as u64;
+    c.src_height = p.src_ptr.ysize as u64;
+    c.dst_x = p.dst_pos.x as u64;
+    c.dst_y = p.dst_pos.y as u64;
+    c.dst_z = p.dst_pos.z as u64;
+    c.dst_height = p.dst_ptr.ysize as u64;
+    c.depth = depth as u64;
+    if !p.src_array.is_null() {
+        (c.src_type, c.src_array) = (CU_MEMORYTYPE_ARRAY, p.src_array as u64);
+    }
+    if !p.dst_array.is_null() {
+        (c.dst_type, c.dst_array) = (CU_MEMORYTYPE_ARRAY, p.dst_array as u64);
+    }
+    Some(c)
+}
+
+/// `hipMemcpy3D`: recorded as [`CopyPitched`] like a 2D copy, slices packed too.
+pub unsafe fn memcpy_3d(h: Export, a: args::Memcpy3D, call: impl Call) -> HipError {
+    match fields_3d(a.p) {
+        Some(c) => pitched(h, c, None, call),
+        None => {
+            let r = call();
+            rec(h, r, |_| CopyPitched::default());
+            r
+        }
+    }
+}
+
+/// `hipMemcpy3DAsync`: as [`memcpy_3d`]; a D2H result is read after waiting for its stream.
+pub unsafe fn memcpy_3d_async(h: Export, a: args::Memcpy3DAsync, call: impl Call) -> HipError {
+    match fields_3d(a.p) {
+        Some(c) => pitched(h, c, Some(a.stream), call),
+        None => {
+            let r = call();
+            rec(h, r, |_| CopyPitched::default());
+            r
+        }
+    }
+}
+
 /// Run a pitched copy and record it (`stream` `None`: the blocking form).
 unsafe fn pitched(
     h: Export,
@@ -279,9 +334,9 @@ unsafe fn pitched(
     use crate::api::hip::API;
     use crate::hook::pitched::HostSide;
     c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
-    let (w, rows) = (c.width_bytes, c.height.max(1));
+    let (w, rows, slices) = (c.width_bytes, c.height.max(1), c.depth.max(1));
     if c.direction == direction::H2D {
-        c.h2d_blob = HostSide::src(&c).packed(&API, w, rows, 1);
+        c.h2d_blob = HostSide::src(&c).packed(&API, w, rows, slices);
     }
     let r = call();
     let d2h = c.direction == direction::D2H && r == 0;
@@ -290,7 +345,7 @@ unsafe fn pitched(
         None => d2h,
     };
     if readable {
-        c.d2h_blob = HostSide::dst(&c).packed(&API, w, rows, 1);
+        c.d2h_blob = HostSide::dst(&c).packed(&API, w, rows, slices);
     }
     rec(h, r, |_| c);
     if d2h && stream.is_none() {

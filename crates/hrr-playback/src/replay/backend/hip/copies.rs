@@ -1,5 +1,5 @@
 //! HIP copies (the `CopyH2d`, `CopyD2h`, `CopyD2d` and `CopyKind` rows, the symbol copies,
-//! `CopyToSymbol` and `CopyFromSymbol`, and `hipMemcpy2D*`'s `CopyPitched`; memsets are
+//! `CopyToSymbol` and `CopyFromSymbol`, and `hipMemcpy2D*`'s and `hipMemcpy3D*`'s `CopyPitched`; memsets are
 //! `backend::memory_calls`'): host-to-device sources come from their recorded blobs, device
 //! pointers are translated, device-to-host results are handed to the engine's checks
 //! ([`Outcome::D2h`]); copies to and from symbols go to the variable of the recorded code
@@ -9,6 +9,7 @@
 
 use anyhow::{bail, Result};
 use hrr_archive::ObjectId;
+use hrr_calls::cuda::ffi::CU_MEMORYTYPE_ARRAY;
 use hrr_calls::shapes::{
     direction, CopyD2d, CopyD2h, CopyFromSymbol, CopyH2d, CopyKind, CopyPitched, CopyResult,
     CopyToSymbol,
@@ -160,59 +161,82 @@ impl Hip {
         Ok(Outcome::Done)
     }
 
-    /// `hipMemcpy2D*`: rows of `width_bytes` between pitched linear memory, with
-    /// `hipMemcpy2DAsync`; a host side is this replay's packed buffer (the recorded source, or
-    /// the result to check), its pitch the row width.
+    /// `hipMemcpy2D*` and `hipMemcpy3D*`: rows of `width_bytes` between pitched linear memory,
+    /// a slice at a time with `hipMemcpy2DAsync`; a host side is this replay's packed buffer
+    /// (the recorded source, or the result to check), its pitch the row width, its slices one
+    /// after the other.
     pub(super) fn copy_pitched(&mut self, ev: &Event, blobs: &Blobs) -> Result<Outcome> {
         let s: CopyPitched = ev.read()?;
         let (width, height) = (s.width_bytes as usize, s.height.max(1) as usize);
-        let Some(n) = width.checked_mul(height) else {
-            bail!("a pitched copy of {width} x {height} bytes");
+        let depth = s.depth.max(1) as usize;
+        let Some(n) = width.checked_mul(height).and_then(|n| n.checked_mul(depth)) else {
+            bail!("a pitched copy of {width} x {height} x {depth} bytes");
         };
+        if s.src_type == CU_MEMORYTYPE_ARRAY || s.dst_type == CU_MEMORYTYPE_ARRAY {
+            return Ok(Outcome::Skipped(
+                "copy to or from a HIP array: arrays are not recorded".into(),
+            ));
+        }
         let stream = self.stream(s.stream)?;
-        // (wrapping: an archive's values are not trusted; a wrong address fails the copy)
-        let at = |base: u64, x: u64, y: u64, pitch: u64| {
-            base.wrapping_add(y.wrapping_mul(pitch)).wrapping_add(x)
+        if s.direction != direction::D2D && self.is_capturing(stream) {
+            return Ok(Outcome::Skipped(CAPTURED_HOST_COPY.into()));
+        }
+        // Row `y` of slice `z` of a device side (wrapping: an archive's values are not
+        // trusted; a wrong address fails the copy).
+        let device_row = |base: u64, (x, y, z): (u64, u64, u64), (pitch, rows): (u64, u64)| {
+            let row = z.wrapping_mul(rows).wrapping_add(y);
+            base.wrapping_add(row.wrapping_mul(pitch)).wrapping_add(x)
         };
-        let dst_at = self
-            .mem
-            .translate(at(s.dst_device, s.dst_x, s.dst_y, s.dst_pitch));
-        let src_at = self
-            .mem
-            .translate(at(s.src_device, s.src_x, s.src_y, s.src_pitch));
         let (dpitch, spitch) = (s.dst_pitch as usize, s.src_pitch as usize);
         let source;
         let mut got = Vec::new();
-        // (destination, its pitch), (source, its pitch), kind; a host side is packed rows
-        let (dst, src, k) = match s.direction {
+        // the host side's packed buffer and the kind
+        let (host, k) = match s.direction {
             direction::H2D => {
                 let Some(data) = blobs(s.h2d_blob, Some(n as u64))? else {
                     return Ok(Outcome::Skipped(H2D_NOT_RECORDED.into()));
                 };
                 source = data;
-                ((dst_at, dpitch), (source.as_ptr() as u64, width), kind::H2D)
+                (source.as_ptr() as u64, kind::H2D)
             }
             direction::D2H => {
                 got = vec![0u8; n];
-                (
-                    (got.as_mut_ptr() as u64, width),
-                    (src_at, spitch),
-                    kind::D2H,
-                )
+                (got.as_mut_ptr() as u64, kind::D2H)
             }
-            direction::D2D => ((dst_at, dpitch), (src_at, spitch), kind::D2D),
+            direction::D2D => (0, kind::D2D),
             _ => return Ok(Outcome::Skipped(H2H.into())),
         };
-        let ((d, dp), (s_, sp)) = (dst, src);
-        hip!(
-            self.api,
-            hipMemcpy2DAsync(d, dp, s_, sp, width, height, k, stream)
-        )?;
+        let slice = (width * height) as u64;
+        for z in 0..depth as u64 {
+            let dst_dev = device_row(
+                s.dst_device,
+                (s.dst_x, s.dst_y, s.dst_z.wrapping_add(z)),
+                (s.dst_pitch, s.dst_height),
+            );
+            let src_dev = device_row(
+                s.src_device,
+                (s.src_x, s.src_y, s.src_z.wrapping_add(z)),
+                (s.src_pitch, s.src_height),
+            );
+            let packed = host + z * slice;
+            let ((d, dp), (s_, sp)) = match k {
+                kind::H2D => ((self.mem.translate(dst_dev), dpitch), (packed, width)),
+                kind::D2H => ((packed, width), (self.mem.translate(src_dev), spitch)),
+                _ => (
+                    (self.mem.translate(dst_dev), dpitch),
+                    (self.mem.translate(src_dev), spitch),
+                ),
+            };
+            hip!(
+                self.api,
+                hipMemcpy2DAsync(d, dp, s_, sp, width, height, k, stream)
+            )?;
+        }
         if k == kind::D2D {
             return Ok(Outcome::Done);
         }
         // the host side is this replay's buffer: wait until the copy is done with it
-        self.wait(stream, &format!("2D copy (event #{})", ev.seq))?;
+        self.wait(stream, &format!("pitched copy (event #{})", ev.seq))?;
         Ok(match k {
             kind::D2H => Outcome::D2h {
                 got,

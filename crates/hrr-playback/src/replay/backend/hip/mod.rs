@@ -182,7 +182,9 @@ impl Backend for Hip {
                 memory_calls::memset(&self.mem, &self.api, ev, |s| self.handles.get(s))
             }
             Op::MemcpyToSymbol | Op::MemcpyToSymbolAsync => self.copy_to_symbol(ev, blobs),
-            Op::Memcpy2D | Op::Memcpy2DAsync => self.copy_pitched(ev, blobs),
+            Op::Memcpy2D | Op::Memcpy2DAsync | Op::Memcpy3D | Op::Memcpy3DAsync => {
+                self.copy_pitched(ev, blobs)
+            }
             Op::MemcpyFromSymbol | Op::MemcpyFromSymbolAsync => self.copy_from_symbol(ev),
             Op::GetSymbolAddress => self.get_symbol_address(ev),
             Op::ModuleGetGlobal => self.module_get_global(ev),
