@@ -29,36 +29,29 @@ struct fh_graph *capturing(hipStream_t s) {
   return (uintptr_t)s > 2 && obj_known(s) ? s->capture : NULL;
 }
 
-hipError_t graph_add_launch(struct fh_graph *g, struct fh_func *f, dim3 grid, dim3 block, struct kargs a) {
-  if (a.len > sizeof g->nodes->args) return E_INVALID_VALUE;
+/* A new, zeroed node at the end of `g`. */
+static struct node *node_new(struct fh_graph *g) {
   GROW(g->nodes, g->n, g->cap);
   struct node *n = &g->nodes[g->n++];
-  n->f = f;
-  n->grid = grid;
-  n->block = block;
+  memset(n, 0, sizeof *n);
+  return n;
+}
+
+hipError_t graph_add_launch(struct fh_graph *g, struct fh_func *f, dim3 grid, dim3 block, struct kargs a) {
+  if (a.len > sizeof g->nodes->args) return E_INVALID_VALUE;
+  struct node *n = node_new(g);
+  *n = (struct node){.f = f, .grid = grid, .block = block, .len = a.len};
   memcpy(n->args, a.buf, a.len);
-  n->len = a.len;
   return E_SUCCESS;
 }
 
 hipError_t graph_add_memset(struct fh_graph *g, void *dst, unsigned v, size_t count, int width) {
-  GROW(g->nodes, g->n, g->cap);
-  struct node *n = &g->nodes[g->n++];
-  memset(n, 0, sizeof *n);
-  n->dst = dst;
-  n->value = v;
-  n->count = count;
-  n->width = width;
+  *node_new(g) = (struct node){.dst = dst, .value = v, .count = count, .width = width};
   return E_SUCCESS;
 }
 
 hipError_t graph_add_copy(struct fh_graph *g, void *dst, const void *src, size_t n) {
-  GROW(g->nodes, g->n, g->cap);
-  struct node *node = &g->nodes[g->n++];
-  memset(node, 0, sizeof *node);
-  node->dst = dst;
-  node->src = src;
-  node->count = n;
+  *node_new(g) = (struct node){.dst = dst, .src = src, .count = n};
   return E_SUCCESS;
 }
 
