@@ -1,6 +1,7 @@
 //! Hopper TMA descriptors (tensor maps), captured and replayed on the CPU against the fake
 //! `libcuda.so.1` (`tests/fake-cuda/apps/tma_app.c`): a map by value, after
-//! `cuTensorMapReplaceAddress`, copied to device memory, and an im2col map. The fake encodes
+//! `cuTensorMapReplaceAddress`, copied to device memory, an im2col map, and a map in a graph's
+//! kernel node. The fake encodes
 //! the address so that no 8-byte word of the map holds it: only encoding the map again at the
 //! translated address lets its kernels read the right memory when allocations move.
 //!
@@ -13,7 +14,7 @@ mod common;
 use common::*;
 
 /// The D2H results `tma_app` reads back.
-const CHECKS: u64 = 4;
+const CHECKS: u64 = 5;
 
 /// Another address space for replay's allocations (with `--no-placement`: every pointer moves).
 const ELSEWHERE: (&str, &str) = ("FAKE_CUDA_VA_BASE", "0x7f3000000000");

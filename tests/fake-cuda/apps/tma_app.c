@@ -2,8 +2,9 @@
  * tma_app - Hopper TMA descriptors (tensor maps) through the driver API (linked with -lcuda):
  * a map encoded with cuTensorMapEncodeTiled and passed by value to a kernel (`tma_load`), the
  * same map after cuTensorMapReplaceAddress, that map copied to device memory and read through
- * a pointer (`tma_load_global`), and an im2col map (cuTensorMapEncodeIm2col) by value. Each
- * kernel copies the map's first n floats out. Prints one line per result, a function of the
+ * a pointer (`tma_load_global`), an im2col map (cuTensorMapEncodeIm2col) by value, and the
+ * replaced map in the parameters of a graph's kernel node (cuGraphAddKernelNode). Each kernel
+ * copies the map's first n floats out. Prints one line per result, a function of the
  * data only, and "tma_app: OK" when every result matched what the host computed.
  */
 #include <stdint.h>
@@ -11,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
+#include "../fake_cuda_abi.h"
+
 typedef struct { _Alignas(64) unsigned long long opaque[16]; } CUtensorMap;
 
 CUresult cuInit(unsigned);
@@ -35,6 +35,15 @@ CUresult cuTensorMapEncodeIm2col(CUtensorMap *, int, unsigned, void *, const uns
                                  const unsigned long long *, const int *, const int *, unsigned, unsigned,
                                  const unsigned *, int, int, int, int);
 CUresult cuTensorMapReplaceAddress(CUtensorMap *, void *);
+CUresult cuStreamCreate(CUstream *, unsigned);
+CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuGraphCreate(CUgraph *, unsigned);
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const CUDA_KERNEL_NODE_PARAMS *);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
+CUresult cuGraphLaunch(CUgraphExec, CUstream);
+CUresult cuGraphExecDestroy(CUgraphExec);
+CUresult cuGraphDestroy(CUgraph);
 
 #define CK(x)                                                              \
   do {                                                                     \
@@ -113,6 +122,37 @@ int main(void) {
   CK(cuTensorMapEncodeIm2col(&cols, FLOAT32, 3, (void *)(uintptr_t)da, dims3, strides3, lower, upper, 8, 8,
                              elem3, 0, 0, 0, 0));
   load_and_check("im2col", load, &cols, 0, out, a);
+
+  /* the replaced map in a graph's kernel node, launched twice */
+  CUstream s;
+  CK(cuStreamCreate(&s, 0));
+  CUgraph g;
+  CK(cuGraphCreate(&g, 0));
+  CK(cuMemsetD8_v2(out, 0, sizeof a));
+  int n = N;
+  void *node_args[] = {&map, &out, &n};
+  CUDA_KERNEL_NODE_PARAMS kp = {0};
+  kp.func = load;
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+  kp.blockDimX = N;
+  kp.blockDimY = kp.blockDimZ = 1;
+  kp.kernelParams = node_args;
+  CUgraphNode node;
+  CK(cuGraphAddKernelNode_v2(&node, g, NULL, 0, &kp));
+  CUgraphExec e;
+  CK(cuGraphInstantiateWithFlags(&e, g, 0));
+  CK(cuGraphLaunch(e, s));
+  CK(cuGraphLaunch(e, s));
+  CK(cuStreamSynchronize(s));
+  {
+    float got[N];
+    CK(cuMemcpyDtoH_v2(got, out, sizeof got));
+    int ok = !memcmp(got, b, sizeof got);
+    failures += !ok;
+    printf("graph node: %s\n", ok ? "ok" : "WRONG");
+  }
+  CK(cuGraphExecDestroy(e));
+  CK(cuGraphDestroy(g));
 
   CK(cuCtxSynchronize());
   CK(cuMemFree_v2(dmap));
