@@ -3,14 +3,48 @@
 //! call and the D2H result after it. Sides use the memory types of `CUDA_MEMCPY2D` (host 1,
 //! device 2), as [`CopyPitched`] records them.
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 use hrr_archive::ObjectId;
 use hrr_calls::cuda::ffi::CU_MEMORYTYPE_HOST;
-use hrr_calls::shapes::CopyPitched;
+use hrr_calls::shapes::{direction, CopyPitched};
 
+use super::common::rec;
+use super::ApiExport;
 use crate::api::ApiDef;
 use crate::recorder;
+
+/// Run the pitched copy `c` (its fields and direction set) through `call` and record it as
+/// export `h`, for every API: a host source packed before the call, a host result packed after
+/// it when it is there (a blocking copy that succeeded; an async one once `result_there` said
+/// so of its `stream`, having synchronised it), buffered events flushed after a blocking D2H
+/// copy (the program may act on the result).
+///
+/// # Safety
+/// The host sides `c` names are the program's buffers, readable for the rows it covers.
+pub unsafe fn copy_and_record<E: ApiExport>(
+    h: E,
+    mut c: CopyPitched,
+    stream: Option<*mut c_void>,
+    call: impl FnOnce() -> c_int,
+    result_there: impl FnOnce(*mut c_void) -> bool,
+) -> c_int {
+    c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
+    let (width, rows, slices) = (c.width_bytes, c.height.max(1), c.depth.max(1));
+    if c.direction == direction::H2D {
+        c.h2d_blob = HostSide::src(&c).packed(E::api(), width, rows, slices);
+    }
+    let r = call();
+    let d2h = c.direction == direction::D2H && r == 0;
+    if d2h && stream.is_none_or(result_there) {
+        c.d2h_blob = HostSide::dst(&c).packed(E::api(), width, rows, slices);
+    }
+    rec(h, r, |_| c);
+    if d2h && stream.is_none() {
+        recorder::flush_soft();
+    }
+    r
+}
 
 /// The largest copy whose host side is packed into a blob (larger ones are recorded without:
 /// replay skips their H2D or cannot check their D2H).

@@ -18,11 +18,8 @@ use hrr_calls::cuda::ffi::{
 use hrr_calls::shapes::{direction, CopyPitched};
 
 use super::copy::{is_device_ptr, sync_stream};
-use super::rec;
 use crate::api::cuda::calls::Export;
-use crate::api::cuda::API;
-use crate::hook::pitched::HostSide;
-use crate::recorder;
+use crate::hook::pitched::copy_and_record;
 
 /// Is one side of a copy device memory (device, array, or a unified pointer the driver calls
 /// device memory)?
@@ -45,25 +42,7 @@ unsafe fn pitched(
     let src_dev = side_is_device(c.src_type, c.src_device);
     let dst_dev = side_is_device(c.dst_type, c.dst_device);
     c.direction = direction::of(src_dev, dst_dev);
-    c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
-    let (w, rows, depth) = (c.width_bytes, c.height.max(1), c.depth.max(1));
-    if c.direction == direction::H2D {
-        c.h2d_blob = HostSide::src(&c).packed(&API, w, rows, depth);
-    }
-    let r = call();
-    let d2h = c.direction == direction::D2H && r == 0;
-    let synced = match stream {
-        Some(s) => d2h && sync_stream(h, s) == 0,
-        None => d2h,
-    };
-    if synced {
-        c.d2h_blob = HostSide::dst(&c).packed(&API, w, rows, depth);
-    }
-    rec(h, r, |_| c);
-    if d2h && stream.is_none() {
-        recorder::flush_soft(); // the program may act on the result
-    }
-    r
+    copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0)
 }
 
 /// The recorded fields a `CUDA_MEMCPY2D` and a `CUDA_MEMCPY3D` (`$d`, a reference) share: memory

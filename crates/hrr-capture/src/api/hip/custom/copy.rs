@@ -302,20 +302,23 @@ unsafe fn fields_3d(p: *const Memcpy3DParms) -> Option<CopyPitched> {
 
 /// `hipMemcpy3D`: recorded as [`CopyPitched`] like a 2D copy, slices packed too.
 pub unsafe fn memcpy_3d(h: Export, a: args::Memcpy3D, call: impl Call) -> HipError {
-    match fields_3d(a.p) {
-        Some(c) => pitched(h, c, None, call),
-        None => {
-            let r = call();
-            rec(h, r, |_| CopyPitched::default());
-            r
-        }
-    }
+    pitched_3d(h, a.p, None, call)
 }
 
 /// `hipMemcpy3DAsync`: as [`memcpy_3d`]; a D2H result is read after waiting for its stream.
 pub unsafe fn memcpy_3d_async(h: Export, a: args::Memcpy3DAsync, call: impl Call) -> HipError {
-    match fields_3d(a.p) {
-        Some(c) => pitched(h, c, Some(a.stream), call),
+    pitched_3d(h, a.p, Some(a.stream), call)
+}
+
+/// A 3D copy with parameters `p` (null: recorded with empty fields, the runtime's answer).
+unsafe fn pitched_3d(
+    h: Export,
+    p: *const Memcpy3DParms,
+    stream: Option<Handle>,
+    call: impl Call,
+) -> HipError {
+    match fields_3d(p) {
+        Some(c) => pitched(h, c, stream, call),
         None => {
             let r = call();
             rec(h, r, |_| CopyPitched::default());
@@ -324,32 +327,9 @@ pub unsafe fn memcpy_3d_async(h: Export, a: args::Memcpy3DAsync, call: impl Call
     }
 }
 
-/// Run a pitched copy and record it (`stream` `None`: the blocking form).
-unsafe fn pitched(
-    h: Export,
-    mut c: CopyPitched,
-    stream: Option<Handle>,
-    call: impl Call,
-) -> HipError {
-    use crate::api::hip::API;
-    use crate::hook::pitched::HostSide;
-    c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
-    let (w, rows, slices) = (c.width_bytes, c.height.max(1), c.depth.max(1));
-    if c.direction == direction::H2D {
-        c.h2d_blob = HostSide::src(&c).packed(&API, w, rows, slices);
-    }
-    let r = call();
-    let d2h = c.direction == direction::D2H && r == 0;
-    let readable = match stream {
-        Some(s) => d2h && !capturing(s) && sync_stream(s) == 0,
-        None => d2h,
-    };
-    if readable {
-        c.d2h_blob = HostSide::dst(&c).packed(&API, w, rows, slices);
-    }
-    rec(h, r, |_| c);
-    if d2h && stream.is_none() {
-        recorder::flush_soft(); // the program may act on the result
-    }
-    r
+/// Run a pitched copy and record it (`stream` `None`: the blocking form); an async D2H
+/// result is read after waiting for its stream (never a capturing one).
+unsafe fn pitched(h: Export, c: CopyPitched, stream: Option<Handle>, call: impl Call) -> HipError {
+    let result_there = |s: Handle| !capturing(s) && sync_stream(s) == 0;
+    crate::hook::pitched::copy_and_record(h, c, stream, call, result_there)
 }
