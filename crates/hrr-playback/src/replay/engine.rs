@@ -275,11 +275,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
 
     let mut report = Summary {
         archive: dir.display().to_string(),
-        events: sum.events,
-        kernels: sum.launches,
-        blobs: sum.objects.blobs,
-        code_objects: sum.objects.code_objects,
-        threads_captured: sum.threads.len() as u64,
+        captured: report::Captured::of(&sum),
         device: backend.device(),
         runtime: backend.runtime(),
         mode: match opts.multi_thread {

@@ -23,21 +23,41 @@ pub struct Unreproducible {
     pub why: &'static str,
 }
 
+/// What the capture replayed holds, counted before replay starts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Captured {
+    /// Events.
+    pub events: u64,
+    /// Kernel launches.
+    pub kernels: u64,
+    /// Blobs.
+    pub blobs: u64,
+    /// Code objects.
+    pub code_objects: u64,
+    /// Threads recorded.
+    pub threads: u64,
+}
+
+impl Captured {
+    /// The counts of the archive's summary.
+    pub fn of(sum: &hrr_archive::summary::ProcessSummary) -> Self {
+        Captured {
+            events: sum.events,
+            kernels: sum.launches,
+            blobs: sum.objects.blobs,
+            code_objects: sum.objects.code_objects,
+            threads: sum.threads.len() as u64,
+        }
+    }
+}
+
 /// Everything the replay summary prints.
 #[derive(Debug, Default)]
 pub struct Summary {
     /// The process capture replayed (its path as given).
     pub archive: String,
-    /// Events in the capture.
-    pub events: u64,
-    /// Kernel launches in the capture.
-    pub kernels: u64,
-    /// Blobs in the capture.
-    pub blobs: u64,
-    /// Code objects in the capture.
-    pub code_objects: u64,
-    /// Threads the capture recorded.
-    pub threads_captured: u64,
+    /// What it holds.
+    pub captured: Captured,
     /// The device replaying.
     pub device: String,
     /// The runtime library loaded.
@@ -294,12 +314,12 @@ pub fn write_human_opening(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     writeln!(
         w,
         "[HRR] {:<16}: {} events, {} kernels, {} blobs, {} code objects",
-        "Archive", s.events, s.kernels, s.blobs, s.code_objects
+        "Archive", s.captured.events, s.captured.kernels, s.captured.blobs, s.captured.code_objects
     )?;
     writeln!(
         w,
         "[HRR] {:<16}: {} captured",
-        "Threads", s.threads_captured
+        "Threads", s.captured.threads
     )?;
     writeln!(w, "[HRR] {:<16}: {}", "Device", s.device)?;
     writeln!(w, "[HRR] {:<16}: {}", "Runtime", s.runtime)?;
@@ -308,7 +328,7 @@ pub fn write_human_opening(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "[HRR] Note: capture incomplete ({why}); it holds {} events, the tail after them was lost; replaying those",
-            s.events
+            s.captured.events
         )?;
     }
     Ok(())
@@ -606,8 +626,8 @@ pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let v = serde_json::json!({
         "schema": "hrr.replay/1", "ok": s.pass(),
         "archive": s.archive,
-        "events": s.events, "kernels": s.kernels, "blobs": s.blobs,
-        "code_objects": s.code_objects, "threads_captured": s.threads_captured,
+        "events": s.captured.events, "kernels": s.captured.kernels, "blobs": s.captured.blobs,
+        "code_objects": s.captured.code_objects, "threads_captured": s.captured.threads,
         "device": s.device, "runtime": s.runtime, "mode": s.mode,
         "wall_time_ms": s.load_ms + s.execute_ms, "load_ms": s.load_ms, "execute_ms": s.execute_ms,
         "threads_used": s.threads_used, "kernels_launched": s.kernels_launched,

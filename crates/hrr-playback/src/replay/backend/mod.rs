@@ -15,6 +15,17 @@
 //! (memory, copies, code, launches, streams, graphs). Helpers both backends use are in
 //! [`shared`]; placement of allocations is `crate::replay::placement`.
 
+/// The value of a `Result<T, Outcome>` whose `Err` is work the handler skips: the skip is
+/// returned from the handler (`Ok(outcome)`), the value is kept.
+macro_rules! or_skip {
+    ($e:expr) => {
+        match $e {
+            Ok(value) => value,
+            Err(skipped) => return Ok(skipped),
+        }
+    };
+}
+
 pub mod code_calls;
 pub mod cuda;
 pub mod hip;

@@ -3,11 +3,13 @@ use super::*;
 fn sample() -> Summary {
     Summary {
         archive: "a/pid-1".into(),
-        events: 10,
-        kernels: 2,
-        blobs: 3,
-        code_objects: 1,
-        threads_captured: 1,
+        captured: Captured {
+            events: 10,
+            kernels: 2,
+            blobs: 3,
+            code_objects: 1,
+            threads: 1,
+        },
         device: "Dev (sm_90)".into(),
         runtime: "/lib/libcuda.so.1".into(),
         mode: "single-threaded",

@@ -37,10 +37,7 @@ impl Cuda {
     /// body, say), after rebuilt nodes of it; RELAXED as in [`Self::begin_capture`].
     pub(super) fn begin_capture_to_graph(&mut self, ev: &Event) -> Result<Outcome> {
         let s: BeginCaptureToGraph = ev.read()?;
-        let g = match self.rebuilt(s.graph, "capture into") {
-            Ok(g) => g,
-            Err(skipped) => return Ok(skipped),
-        };
+        let g = or_skip!(self.rebuilt(s.graph, "capture into"));
         let Some(deps) = self.node_graphs.live(&s.deps) else {
             let why = "a node the capture follows was not rebuilt".to_string();
             self.node_graphs.broken.insert(s.graph, why.clone());

@@ -539,10 +539,7 @@ impl Cuda {
     /// conditional nodes.
     pub(super) fn conditional_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: ConditionalHandle = ev.read()?;
-        let g = match self.rebuilt(s.graph, "conditional handle of") {
-            Ok(g) => g,
-            Err(skipped) => return Ok(skipped),
-        };
+        let g = or_skip!(self.rebuilt(s.graph, "conditional handle of"));
         let ctx = self.current_ctx()?;
         let mut live = 0u64;
         let (default, flags) = (s.default_value, s.flags);

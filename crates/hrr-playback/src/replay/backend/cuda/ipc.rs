@@ -56,10 +56,7 @@ impl Cuda {
     /// handle; the recorded range now means the opened one.
     pub(super) fn ipc_open_mem_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: IpcOpenMem = ev.read()?;
-        let handle = match peer_handle(&s.handle, "opens memory")? {
-            Ok(h) => h,
-            Err(skipped) => return Ok(skipped),
-        };
+        let handle = or_skip!(peer_handle(&s.handle, "opens memory")?);
         let mut dptr = 0u64;
         cu!(self.api, cuIpcOpenMemHandle_v2(&mut dptr, handle, s.flags))?;
         if s.bytes == 0 && dptr != s.dptr {
@@ -94,10 +91,7 @@ impl Cuda {
     /// recorded handle; the recorded event handle now means it.
     pub(super) fn ipc_open_event_handle(&mut self, ev: &Event) -> Result<Outcome> {
         let s: IpcEventHandle = ev.read()?;
-        let handle = match peer_handle(&s.handle, "opens an event")? {
-            Ok(h) => h,
-            Err(skipped) => return Ok(skipped),
-        };
+        let handle = or_skip!(peer_handle(&s.handle, "opens an event")?);
         let mut event: H = std::ptr::null_mut();
         cu!(self.api, cuIpcOpenEventHandle(&mut event, handle))?;
         self.handles.insert(s.event, event);

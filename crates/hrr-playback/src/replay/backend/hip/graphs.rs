@@ -77,10 +77,7 @@ impl Hip {
     pub(super) fn graph_instantiate(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphInstantiate = ev.read()?;
         let what = "graph not made by a recorded stream capture, not instantiated";
-        let g = match made(&self.graphs.graphs, s.graph, what) {
-            Ok(g) => g,
-            Err(skipped) => return Ok(skipped),
-        };
+        let g = or_skip!(made(&self.graphs.graphs, s.graph, what));
         let mut exec: H = std::ptr::null_mut();
         hip!(
             self.api,
@@ -94,10 +91,7 @@ impl Hip {
     pub(super) fn graph_launch(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphLaunch = ev.read()?;
         let what = "graph exec not instantiated in replay (its graph was not made)";
-        let exec = match made(&self.graphs.execs, s.exec, what) {
-            Ok(e) => e,
-            Err(skipped) => return Ok(skipped),
-        };
+        let exec = or_skip!(made(&self.graphs.execs, s.exec, what));
         let stream = self.stream(s.stream)?;
         let capturing = self.is_capturing(stream);
         let timed = self.timer.start(&self.api, stream, capturing)?;
