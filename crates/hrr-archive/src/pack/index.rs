@@ -391,6 +391,27 @@ pub(crate) fn read_retry(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize>
     }
 }
 
+/// Read `r` to its end through `buf`, handing each chunk to `each`; a read error becomes
+/// `on_error`'s. Returns the bytes read.
+pub(crate) fn read_chunks<E>(
+    r: &mut impl Read,
+    buf: &mut [u8],
+    on_error: impl FnOnce(io::Error) -> E,
+    mut each: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<u64, E> {
+    let mut total = 0u64;
+    loop {
+        match read_retry(r, buf) {
+            Err(e) => return Err(on_error(e)),
+            Ok(0) => return Ok(total),
+            Ok(n) => {
+                total += n as u64;
+                each(&buf[..n])?;
+            }
+        }
+    }
+}
+
 /// Check a `/`-separated relative path: non-empty normal components only.
 pub(crate) fn check_rel(rel: &str) -> Result<(), UnsafeEntry> {
     if rel.starts_with('/') {

@@ -10,8 +10,9 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use super::index::{
-    check_rel, corrupt, io_err, read_retry, validate_index, PackError, PackFile, PackIndex,
-    PackResult, UnsafeEntry, BUF, INDEX_NAME, MAX_INDEX_BYTES, MAX_NAME_BYTES, WINDOW_LOG_MAX,
+    check_rel, corrupt, io_err, read_chunks, read_retry, validate_index, PackError, PackFile,
+    PackIndex, PackResult, UnsafeEntry, BUF, INDEX_NAME, MAX_INDEX_BYTES, MAX_NAME_BYTES,
+    WINDOW_LOG_MAX,
 };
 use crate::fsutil;
 use crate::progress::Progress;
@@ -377,17 +378,12 @@ pub fn read_pack(
             }
             visitor.file_start(&rel, f)?;
             let mut hasher = blake3::Hasher::new();
-            let mut got = 0u64;
-            loop {
-                let n = read_retry(&mut entry, &mut buf).map_err(corrupt(path, &rel, false))?;
-                if n == 0 {
-                    break;
-                }
-                got += n as u64;
-                hasher.update(&buf[..n]);
-                visitor.file_data(&buf[..n])?;
-                progress.advance(n as u64);
-            }
+            let got = read_chunks(&mut entry, &mut buf, corrupt(path, &rel, false), |chunk| {
+                hasher.update(chunk);
+                visitor.file_data(chunk)?;
+                progress.advance(chunk.len() as u64);
+                Ok(())
+            })?;
             if got != f.size {
                 return Err(corrupt(path, &rel, false)(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -425,18 +421,15 @@ pub fn read_pack(
     let mut rest = ar.into_inner();
     let mut buf = vec![0u8; 64 << 10];
     let mut trailing = 0u64;
-    loop {
-        let n = read_retry(&mut rest, &mut buf).map_err(corrupt(path, &last, true))?;
-        if n == 0 {
-            break;
-        }
-        trailing += n as u64;
-        if trailing > MAX_TRAILING || buf[..n].iter().any(|&b| b != 0) {
+    read_chunks(&mut rest, &mut buf, corrupt(path, &last, true), |chunk| {
+        trailing += chunk.len() as u64;
+        if trailing > MAX_TRAILING || chunk.iter().any(|&b| b != 0) {
             return Err(PackError::NotAPack {
                 path: path.to_path_buf(),
                 reason: "data after the end of the tar stream".into(),
             });
         }
-    }
+        Ok(())
+    })?;
     Ok(index)
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Map;
 
 use super::index::{
-    check_rel, io_err, list_dir, read_retry, PackError, PackFile, PackIndex, PackResult, BUF,
+    check_rel, io_err, list_dir, read_chunks, PackError, PackFile, PackIndex, PackResult, BUF,
     INDEX_NAME, INDEX_SCHEMA, LEVELS, PACK_SUFFIX, TAR_MTIME,
 };
 use crate::error::Error;
@@ -292,16 +292,11 @@ fn hash_one(
         return Err(PackError::Changed(path.to_path_buf()));
     }
     let mut hasher = blake3::Hasher::new();
-    let mut n_total = 0u64;
-    loop {
-        let n = read_retry(&mut file, buf).map_err(io_err(path))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        n_total += n as u64;
-        progress.advance(n as u64);
-    }
+    let n_total = read_chunks(&mut file, buf, io_err(path), |chunk| {
+        hasher.update(chunk);
+        progress.advance(chunk.len() as u64);
+        Ok(())
+    })?;
     if n_total != size {
         return Err(PackError::Changed(path.to_path_buf()));
     }

@@ -554,12 +554,7 @@ impl Cuda {
     /// `cuGraphAddDependencies*` (edge data, `_v2`, is not reissued: default edges).
     pub(super) fn graph_add_dependencies(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphEdges = ev.read()?;
-        let Some(&g) = self.graphs.get(&s.graph) else {
-            return Ok(Outcome::Skipped(format!(
-                "graph 0x{:x} was not rebuilt",
-                s.graph
-            )));
-        };
+        let g = or_skip!(self.rebuilt(s.graph, "dependencies added to"));
         let nodes = &self.node_graphs;
         let (Some(from), Some(to)) = (nodes.live(&s.from), nodes.live(&s.to)) else {
             let why = "a node of a dependency was not rebuilt".to_string();
@@ -600,12 +595,7 @@ impl Cuda {
     /// `cuGraphClone` (its nodes are not mapped: see the module docs).
     pub(super) fn graph_clone(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphClone = ev.read()?;
-        let Some(&g) = self.graphs.get(&s.graph) else {
-            return Ok(Outcome::Skipped(format!(
-                "graph 0x{:x} was not rebuilt",
-                s.graph
-            )));
-        };
+        let g = or_skip!(self.rebuilt(s.graph, "clone of"));
         if let Some(why) = self.node_graphs.broken.get(&s.graph).cloned() {
             self.node_graphs.broken.insert(s.clone, why);
         }
