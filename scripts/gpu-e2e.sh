@@ -43,7 +43,7 @@
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
 #                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
-#                         graph_conditional copies2d tma hostmem ipc torch_ipc
+#                         graph_conditional copies2d tma hostmem ipc torch_ipc torch_graph torch_compile
 #                         threads (replayed with --multi-thread)
 #                         two_devices ddp (these two need two GPUs)
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
@@ -199,6 +199,12 @@ add_wl mlp_expandable torch "gemm elementwise multi_tensor_apply nll_loss" \
     "CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" \
     "$PY" "$root/tests/gpu/mlp.py"
 add_wl triton_add triton "add_kernel" "" "$PY" "$root/tests/gpu/triton_add.py"
+# CUDA graphs made by PyTorch's stream capture: a whole training step captured with
+# torch.cuda.graph and replayed per batch; the forward pass of torch.compile(mode="reduce-overhead")
+add_wl torch_graph torch "gemm elementwise" "CUBLAS_WORKSPACE_CONFIG=:4096:8" \
+    "$PY" "$root/tests/gpu/torch_graph.py"
+add_wl torch_compile triton "gemm triton" "CUBLAS_WORKSPACE_CONFIG=:4096:8" \
+    "$PY" "$root/tests/gpu/torch_graph.py" --compile
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
 # Async copies: D2H results recorded when the copies complete (hrrMemcpyResult), 64 MiB blobs.
 add_wl async_copies async_copies "fill_kernel increment_kernel" "" "$B/async_copies" 3
