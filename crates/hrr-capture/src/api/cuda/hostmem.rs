@@ -33,7 +33,7 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use hrr_calls::shapes::{HostMemCheck, HostMemWrite};
 use hrr_calls::Kind;
@@ -84,11 +84,22 @@ static REGIONS: Mutex<BTreeMap<u64, Region>> = Mutex::new(BTreeMap::new());
 static PINNED: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
 /// Number of tracked regions (fast path: no lock when none).
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// The tracked regions' bounds `(base, end)`, by base: what a launch's argument words are
+/// matched against on the launch path, without the regions' lock (set with [`COUNT`] wherever
+/// regions come and go, the regions' lock held).
+static BOUNDS: RwLock<Vec<(u64, u64)>> = RwLock::new(Vec::new());
 /// No device work submitted since the last synchronisation.
 static IDLE: AtomicBool = AtomicBool::new(true);
 
 fn regions() -> std::sync::MutexGuard<'static, BTreeMap<u64, Region>> {
     REGIONS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `r` changed: its region count and bounds are published for the launch path.
+fn publish(r: &BTreeMap<u64, Region>) {
+    let bounds = r.iter().map(|(&b, g)| (b, b + g.len as u64)).collect();
+    *BOUNDS.write().unwrap_or_else(|e| e.into_inner()) = bounds;
+    COUNT.store(r.len(), Ordering::Release);
 }
 
 fn pinned() -> std::sync::MutexGuard<'static, BTreeMap<u64, usize>> {
@@ -109,7 +120,7 @@ pub fn track(base: u64, len: usize) {
             touched: Vec::new(),
         },
     );
-    COUNT.store(r.len(), Ordering::Release);
+    publish(&r);
 }
 
 /// Remember a pinned allocation the device may reach once its device pointer is asked.
@@ -176,7 +187,7 @@ pub fn untrack(base: u64) {
     pinned().remove(&base);
     let mut r = regions();
     r.remove(&base);
-    COUNT.store(r.len(), Ordering::Release);
+    publish(&r);
 }
 
 /// A context goes (destroyed, reset, or a primary context released — which frees its memory
@@ -184,8 +195,9 @@ pub fn untrack(base: u64) {
 /// Regions of another context still alive are then no longer recorded (README).
 pub fn untrack_all() {
     pinned().clear();
-    regions().clear();
-    COUNT.store(0, Ordering::Release);
+    let mut r = regions();
+    r.clear();
+    publish(&r);
 }
 
 /// Device work a call of `kind` submits, or synchronisation it waits for.
@@ -202,7 +214,8 @@ fn submits(kind: Kind) -> bool {
     )
 }
 
-/// Words of one launch's arguments (`None`: unknown, every region) and its stream.
+/// The regions (by base) one launch's arguments point into (`None`: arguments unknown, every
+/// region) and its stream.
 type Noted = (Option<Vec<u64>>, u64);
 
 thread_local! {
@@ -216,17 +229,34 @@ thread_local! {
 /// A launch on `stream` is submitted that may write the tracked regions its argument buffer
 /// `args` points into (any 8-byte word inside a region; `None`, arguments unknown: every
 /// region). Only noted here (this runs while the event is recorded, under the recorder's lock,
-/// which a scan takes under the regions' lock): [`apply_device_writes`] applies it after.
+/// which a scan takes under the regions' lock): [`apply_device_writes`] applies it after. The
+/// words are matched against the published bounds, so a launch whose arguments point into no
+/// region (most of them) notes nothing and allocates nothing.
 pub fn device_may_write(args: Option<&[u8]>, stream: u64) {
     if COUNT.load(Ordering::Acquire) == 0 {
         return;
     }
-    let words = args.map(|a| {
-        a.chunks_exact(8)
-            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
-            .collect()
-    });
-    NOTED.with(|n| n.borrow_mut().push((words, stream)));
+    let hit = match args {
+        None => None,
+        Some(a) => {
+            let bounds = BOUNDS.read().unwrap_or_else(|e| e.into_inner());
+            let mut hit: Vec<u64> = Vec::new();
+            for w in a.chunks_exact(8) {
+                let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                let i = bounds.partition_point(|&(base, _)| base <= v);
+                if let Some(&(base, end)) = i.checked_sub(1).map(|i| &bounds[i]) {
+                    if v < end && !hit.contains(&base) {
+                        hit.push(base);
+                    }
+                }
+            }
+            if hit.is_empty() {
+                return;
+            }
+            Some(hit)
+        }
+    };
+    NOTED.with(|n| n.borrow_mut().push((hit, stream)));
 }
 
 /// Mark the regions the launches this thread recorded may write ([`device_may_write`]).
@@ -235,21 +265,24 @@ pub fn apply_device_writes() {
         return;
     }
     let noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
+    if noted.is_empty() {
+        return;
+    }
     let mut regs = regions();
     let touch = |r: &mut Region, stream: u64| {
         if !r.touched.contains(&stream) {
             r.touched.push(stream);
         }
     };
-    for (words, stream) in noted {
-        let Some(words) = words else {
-            regs.values_mut().for_each(|r| touch(r, stream));
-            continue;
-        };
-        for v in words {
-            if let Some((&base, r)) = regs.range_mut(..=v).next_back() {
-                if v - base < r.len as u64 {
-                    touch(r, stream);
+    for (bases, stream) in noted {
+        match bases {
+            None => regs.values_mut().for_each(|r| touch(r, stream)),
+            // a region gone since the launch was noted is not written by it
+            Some(bases) => {
+                for b in bases {
+                    if let Some(r) = regs.get_mut(&b) {
+                        touch(r, stream);
+                    }
                 }
             }
         }
