@@ -325,7 +325,7 @@ pub trait Backend {
         None
     }
     /// `--timing`: GPU time of the launches, by kernel, largest total first (empty where the
-    /// backend does not time launches: HIP for now).
+    /// backend does not time launches; both CUDA's and HIP's do, through `timer::Timer`).
     fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {
         Vec::new()
     }
