@@ -8,6 +8,9 @@
 # Then two copy cases of tests/fake-cuda/apps/copy_app, alternated the same way:
 #   bulk H2D     1 GiB of blocking H2D copies in 64 MiB chunks of distinct contents
 #                (HRR_BENCH_H2D_MIB, HRR_BENCH_CHUNK_MIB): median captured/plain wall time;
+#   blocking D2H 10 rounds of a memset and a blocking 64 MiB D2H copy of a fresh result
+#                (simpleStreams' non-streamed loop; HRR_BENCH_D2H_MIB): median captured/plain
+#                wall time;
 #   async D2H    the fake driver asynchronous (FAKE_CUDA_ASYNC_GBPS=20: copies take time,
 #                host functions run on a worker thread), 10 rounds of async H2D+D2H of 16 MiB
 #                and an event, the host counting cuEventQuery "not ready" answers meanwhile:
@@ -59,23 +62,28 @@ h2d_mib=${HRR_BENCH_H2D_MIB:-1024}
 chunk_mib=${HRR_BENCH_CHUNK_MIB:-64}
 # field NAME FILE: the number after "NAME=" in FILE
 field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" "$2" | head -1; }
-for case in h2d overlap; do
+d2h_mib=${HRR_BENCH_D2H_MIB:-64}
+for case in h2d d2h overlap; do
     case $case in
     h2d) args=(h2d "$h2d_mib" "$chunk_mib"); envs=() ;;
+    d2h) args=(d2h 10 "$d2h_mib"); envs=() ;;
     overlap) args=(overlap 10 16); envs=(FAKE_CUDA_ASYNC_GBPS=20) ;;
     esac
     r_plain=()
     r_base=()
     for i in $(seq 1 "$reps"); do
+        sync # dirty pages of the last run written back first: each run starts alike
         t0=$(now)
         env "${envs[@]}" "$work/fake/copy_app" "${args[@]}" >"$work/plain.out"
         t1=$(now)
         rm -rf "$work/c.hrr"
+        sync
+        t1c=$(now)
         env "${envs[@]}" "$bin/hrr-capture" -o "$work/c.hrr" -- "$work/fake/copy_app" "${args[@]}" >"$work/cap.out" 2>/dev/null
         t2=$(now)
-        if [ "$case" = h2d ]; then
+        if [ "$case" != overlap ]; then
             a=$(echo "$t1 - $t0" | bc -l)
-            b=$(echo "$t2 - $t1" | bc -l)
+            b=$(echo "$t2 - $t1c" | bc -l)
             unit=s
         else
             a=$(field host_loop "$work/plain.out")
@@ -87,10 +95,11 @@ for case in h2d overlap; do
         r_plain+=("$r")
         if [ -n "$base" ]; then
             rm -rf "$work/b.hrr"
+            sync
             t3=$(now)
             env "${envs[@]}" "$base/hrr-capture" -o "$work/b.hrr" -- "$work/fake/copy_app" "${args[@]}" >"$work/base.out" 2>/dev/null
             t4=$(now)
-            if [ "$case" = h2d ]; then c=$(echo "$t4 - $t3" | bc -l); else c=$(field host_loop "$work/base.out"); fi
+            if [ "$case" != overlap ]; then c=$(echo "$t4 - $t3" | bc -l); else c=$(field host_loop "$work/base.out"); fi
             rb=$(echo "$c / $a" | bc -l)
             printf '  baseline captured %.3f%s  baseline ratio %.3f' "$c" "$unit" "$rb"
             r_base+=("$rb")

@@ -274,7 +274,15 @@ impl ObjectStore {
     /// blobs are content-addressed); returns whether it was new.
     pub fn put_blob_as(&self, id: ObjectId, bytes: &[u8]) -> Result<bool> {
         let path = blob_path(&self.pid_dir, &id);
-        self.put(id, &path, bytes)
+        self.put(id, &path, bytes, 1)
+    }
+
+    /// [`Self::put_blob_as`], a large buffer written by up to `threads` threads at once (each
+    /// a part of the file): for a caller that waits for the write, so the page-cache copy runs
+    /// at more than one core's speed.
+    pub fn put_blob_as_parallel(&self, id: ObjectId, bytes: &[u8], threads: usize) -> Result<bool> {
+        let path = blob_path(&self.pid_dir, &id);
+        self.put(id, &path, bytes, threads)
     }
 
     /// Whether this store has written (or found on disk) object `id`.
@@ -294,11 +302,11 @@ impl ObjectStore {
     pub fn put_code_object(&self, bytes: &[u8], kind: CodeKind) -> Result<(ObjectId, bool)> {
         let id = ObjectId::of(bytes);
         let path = code_object_path(&self.pid_dir, &id, kind);
-        let new = self.put(id, &path, bytes)?;
+        let new = self.put(id, &path, bytes, 1)?;
         Ok((id, new))
     }
 
-    fn put(&self, id: ObjectId, path: &Path, bytes: &[u8]) -> Result<bool> {
+    fn put(&self, id: ObjectId, path: &Path, bytes: &[u8], threads: usize) -> Result<bool> {
         if self
             .written
             .lock()
@@ -323,7 +331,7 @@ impl ObjectStore {
         let tmp = fsutil::temp_path_for(path);
         let result = (|| {
             let mut f = fsutil::create_new(&tmp)?;
-            f.write_all(bytes).at(&tmp)?;
+            write_in_parts(&mut f, bytes, threads).at(&tmp)?;
             drop(f);
             std::fs::rename(&tmp, path).at(path)
         })();
@@ -339,6 +347,47 @@ impl ObjectStore {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
+}
+
+/// Parts of a file written by threads of their own are at least this large.
+const PARALLEL_WRITE_PART: usize = 8 << 20;
+
+/// Write `bytes` to the empty file `f`: in up to `threads` parts of at least
+/// [`PARALLEL_WRITE_PART`] bytes, each by a thread of its own (positioned writes), or on this
+/// thread alone.
+fn write_in_parts(f: &mut File, bytes: &[u8], threads: usize) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let parts = threads.min(bytes.len() / PARALLEL_WRITE_PART).max(1);
+    if parts == 1 {
+        return f.write_all(bytes);
+    }
+    let part = bytes.len().div_ceil(parts);
+    let file: &File = f;
+    std::thread::scope(|s| {
+        let mut here = Ok(());
+        let mut others = Vec::new();
+        for (i, chunk) in bytes.chunks(part).enumerate() {
+            let at = (i * part) as u64;
+            let spawned = (i > 0)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .spawn_scoped(s, move || file.write_all_at(chunk, at))
+                        .ok()
+                })
+                .flatten();
+            match spawned {
+                Some(t) => others.push(t),
+                // the first part, or a thread that could not start: written here
+                None => here = here.and(file.write_all_at(chunk, at)),
+            }
+        }
+        others.into_iter().fold(here, |acc, t| {
+            acc.and(
+                t.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a writer thread panicked"))),
+            )
+        })
+    })
 }
 
 /// Counts and bytes of the objects stored under a process capture.

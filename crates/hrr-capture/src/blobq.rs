@@ -156,6 +156,31 @@ impl BlobQueue {
         Ok(())
     }
 
+    /// Write `bytes` (whose id is `id`) now, unless known, on this thread and up to
+    /// [`COPY_THREADS`] others, without staging: for a caller that would wait for the write
+    /// anyway (a blocking D2H copy, whose result must be on disk before it returns). Counted
+    /// as being written meanwhile, so a [`Self::drain`] elsewhere waits for it.
+    pub fn put_now(&self, id: ObjectId, bytes: &[u8]) -> Result<(), String> {
+        {
+            let mut st = self.lock();
+            if let Some(e) = &st.error {
+                return Err(e.clone());
+            }
+            if !st.known.insert(id) {
+                return Ok(());
+            }
+            st.writing += 1;
+        }
+        let written = self.0.store.put_blob_as_parallel(id, bytes, COPY_THREADS);
+        let mut st = self.lock();
+        st.writing -= 1;
+        if let Err(e) = &written {
+            st.error.get_or_insert_with(|| e.to_string());
+        }
+        self.0.changed.notify_all();
+        written.map(|_| ()).map_err(|e| e.to_string())
+    }
+
     /// Wait until every queued blob is written; the first write error, if any.
     pub fn drain(&self) -> Result<(), String> {
         let mut st = self.lock();
@@ -290,6 +315,35 @@ mod tests {
             let path = hrr_archive::blobs::blob_path(dir.path(), &id);
             assert_eq!(&std::fs::read(path).unwrap(), bytes);
         }
+    }
+
+    /// `put_now` writes before returning, from the caller's bytes (a large blob in parts on
+    /// several threads: every byte lands at its offset), once per content.
+    #[test]
+    fn blobs_written_now_are_on_disk_on_return_and_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(ObjectStore::new(dir.path()));
+        let q = BlobQueue::start(store.clone()).unwrap();
+        let big: Vec<u8> = (0..(37u32 << 20) + 5)
+            .map(|i| (i ^ (i >> 11)) as u8)
+            .collect();
+        let small = vec![7u8; 4096];
+        for bytes in [&big, &small, &big] {
+            let id = ObjectId::of(bytes);
+            q.put_now(id, bytes).unwrap();
+            let path = hrr_archive::blobs::blob_path(dir.path(), &id);
+            assert!(
+                &std::fs::read(path).unwrap() == bytes,
+                "{} bytes",
+                bytes.len()
+            );
+            assert!(q.knows(&id));
+        }
+        assert_eq!(store.new_objects(), 2);
+        // a staged put of the same content writes nothing again
+        q.put(ObjectId::of(&small), &small).unwrap();
+        q.drain().unwrap();
+        assert_eq!(store.new_objects(), 2);
     }
 
     #[test]

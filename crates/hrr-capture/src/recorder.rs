@@ -323,10 +323,21 @@ pub fn flush_events() {
     }
 }
 
+/// How a host blob new to the archive is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlobWrite {
+    /// Copied into staging and written by the blob threads (the caller goes on at once).
+    Staged,
+    /// Written before returning, from the caller's bytes, on several threads: for a caller
+    /// that would wait for the write anyway (a blocking D2H copy).
+    Now,
+}
+
 /// Store a host buffer before the call that reads it (or after the call that wrote it); `None`
 /// if recording is off or failed. The bytes are hashed here (the id is their content hash) and,
 /// unless a blob of that id is stored or queued, copied into staging and written by the blob
-/// thread; the recorder's lock is not held while hashing, copying or writing.
+/// thread ([`BlobWrite::Staged`]); the recorder's lock is not held while hashing, copying or
+/// writing.
 ///
 /// # Safety
 /// `ptr` is null or readable for `len` bytes.
@@ -334,6 +345,27 @@ pub unsafe fn put_host_blob(
     api: &'static ApiDef,
     ptr: *const c_void,
     len: usize,
+) -> Option<ObjectId> {
+    put_host_blob_as(api, ptr, len, BlobWrite::Staged)
+}
+
+/// [`put_host_blob`], the blob written before returning ([`BlobWrite::Now`]).
+///
+/// # Safety
+/// As [`put_host_blob`].
+pub unsafe fn put_host_blob_now(
+    api: &'static ApiDef,
+    ptr: *const c_void,
+    len: usize,
+) -> Option<ObjectId> {
+    put_host_blob_as(api, ptr, len, BlobWrite::Now)
+}
+
+unsafe fn put_host_blob_as(
+    api: &'static ApiDef,
+    ptr: *const c_void,
+    len: usize,
+    how: BlobWrite,
 ) -> Option<ObjectId> {
     if !active() || ptr.is_null() {
         return None;
@@ -371,7 +403,11 @@ pub unsafe fn put_host_blob(
             }
         }
     };
-    match queue.put(id, bytes) {
+    let put = match how {
+        BlobWrite::Staged => queue.put(id, bytes),
+        BlobWrite::Now => queue.put_now(id, bytes),
+    };
+    match put {
         Ok(()) => Some(id),
         Err(e) => {
             let mut state = lock();

@@ -40,6 +40,7 @@ CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemAllocHost_v2(void **, size_t);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
 CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
@@ -167,6 +168,24 @@ int main(int argc, char **argv) {
            now_s() - t0);
     return 0;
   }
+  if (!strcmp(mode, "d2h") && argc == 4) {
+    /* Blocking D2H copies of a fresh result each (simpleStreams' non-streamed loop): ITER
+     * rounds of a memset, then the MIB bytes copied back into pageable memory. */
+    long iters = atol(argv[2]);
+    size_t n = (size_t)atol(argv[3]) << 20;
+    unsigned char *back = malloc(n);
+    CUdeviceptr d;
+    if (!back || !n) return 2;
+    CK(cuMemAlloc_v2(&d, n));
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+      CK(cuMemsetD32Async(d, 0x1000 + (unsigned)i, n / 4, s));
+      CK(cuMemcpyDtoH_v2(back, d, n));
+    }
+    double t = now_s() - t0;
+    printf("d2h iterations=%ld bytes=%zu seconds=%.3f\n", iters, n, t);
+    return 0;
+  }
   if (!strcmp(mode, "many")) {
     /* 300 async D2H copies into one page-locked buffer, then one synchronisation. */
     size_t n = 4096;
@@ -263,6 +282,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | pageable | reuse | killsync | waiting | destroy | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB | pageable | reuse | killsync | waiting | destroy | many\n");
   return 2;
 }

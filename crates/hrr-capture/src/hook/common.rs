@@ -380,7 +380,8 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
 ) -> c_int {
     let r = call();
     let d2h_blob = if r == 0 {
-        host_blob(h, host(dst), n)
+        // written before the call returns (the flush below waits for it anyway): no staging
+        recorder::put_host_blob_now(E::api(), host(dst), n)
     } else {
         None
     };
