@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Capture overhead on the CPU, against the fake driver (tests/fake-cuda): driver_app's workload
-# repeated N times (6 launches, copies and a memset per round), plain and captured runs
-# alternated REPS times in one run; prints each pair and the median captured/plain ratio.
+# repeated N times (6 launches, copies and a memset per round), then 10 N launches of 64-word
+# arguments beside a mapped pinned region capture tracks (`launches 10N 64 pinned`), plain and
+# captured runs alternated REPS times in one run; prints each pair and the median
+# captured/plain ratio.
 # With BASELINE=DIR (a folder holding another build's hrr-capture and libhrr_capture.so), each
 # round also captures with that build, and the median ratio of the two captures is printed:
 # the way to compare a change against the code before it, in the same run.
@@ -26,36 +28,43 @@ fake_bench_args "$@"
 fake_bench_setup bench-capture-cpu hrr-capture libhrr_capture.so
 now() { date +%s.%N; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-captured() { # BIN_DIR ARCHIVE
+captured() { # BIN_DIR ARCHIVE APP_ARGS...
     rm -rf "$2"
-    "$1/hrr-capture" -o "$2" -- "$work/fake/driver_app" loop "$rounds" >/dev/null 2>&1
+    "$1/hrr-capture" -o "$2" -- "$work/fake/driver_app" "${@:3}" >/dev/null 2>&1
 }
-ratios=()
-vs_base=()
-for i in $(seq 1 "$reps"); do
-    t0=$(now)
-    "$work/fake/driver_app" loop "$rounds" >/dev/null
-    t1=$(now)
-    captured "$bin" "$work/a.hrr"
-    t2=$(now)
-    r=$(echo "($t2 - $t1) / ($t1 - $t0)" | bc -l)
-    printf 'round %d: plain %.3f s  captured %.3f s  ratio %.3f' "$i" "$(echo "$t1 - $t0" | bc -l)" "$(echo "$t2 - $t1" | bc -l)" "$r"
-    ratios+=("$r")
+# launch_case NAME LAUNCHES APP_ARGS...: driver_app APP_ARGS plain and captured, alternated
+launch_case() {
+    local name=$1 launches=$2 i t0 t1 t2 t3 r b
+    shift 2
+    local ratios=() vs_base=()
+    for i in $(seq 1 "$reps"); do
+        t0=$(now)
+        "$work/fake/driver_app" "$@" >/dev/null
+        t1=$(now)
+        captured "$bin" "$work/a.hrr" "$@"
+        t2=$(now)
+        r=$(echo "($t2 - $t1) / ($t1 - $t0)" | bc -l)
+        printf '%s round %d: plain %.3f s  captured %.3f s  ratio %.3f' "$name" "$i" "$(echo "$t1 - $t0" | bc -l)" "$(echo "$t2 - $t1" | bc -l)" "$r"
+        ratios+=("$r")
+        if [ -n "$base" ]; then
+            captured "$base" "$work/b.hrr" "$@"
+            t3=$(now)
+            b=$(echo "($t2 - $t1) / ($t3 - $t2)" | bc -l)
+            printf '  baseline captured %.3f s  this/baseline %.3f' "$(echo "$t3 - $t2" | bc -l)" "$b"
+            vs_base+=("$b")
+        fi
+        echo
+    done
+    echo "$name: events: $("$bin/hrr-playback" "$work/a.hrr" --info --json | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v.get("events", v.get("process", {}).get("events")))')  launches: $launches  archive: $(du -sh "$work/a.hrr" | cut -f1)"
+    printf '%s: median captured/plain: %.3f\n' "$name" "$(median "${ratios[@]}")"
     if [ -n "$base" ]; then
-        captured "$base" "$work/b.hrr"
-        t3=$(now)
-        b=$(echo "($t2 - $t1) / ($t3 - $t2)" | bc -l)
-        printf '  baseline captured %.3f s  this/baseline %.3f' "$(echo "$t3 - $t2" | bc -l)" "$b"
-        vs_base+=("$b")
+        printf '%s: median captured (this build) / captured (baseline): %.3f\n' "$name" "$(median "${vs_base[@]}")"
     fi
-    echo
-done
-launches=$((rounds * 6))
-echo "events: $("$bin/hrr-playback" "$work/a.hrr" --info --json | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v.get("events", v.get("process", {}).get("events")))')  launches: $launches  archive: $(du -sh "$work/a.hrr" | cut -f1)"
-printf 'median captured/plain: %.3f\n' "$(median "${ratios[@]}")"
-if [ -n "$base" ]; then
-    printf 'median captured (this build) / captured (baseline): %.3f\n' "$(median "${vs_base[@]}")"
-fi
+}
+# the launch loop: 6 launches, copies and a memset per round
+launch_case loop $((rounds * 6)) loop "$rounds"
+# launches whose 64-word arguments are matched against a tracked mapped pinned region
+launch_case pinned $((rounds * 10)) launches $((rounds * 10)) 64 pinned
 
 # ---- copies: bulk H2D and async D2H overlap (copy_app) ----
 h2d_mib=${HRR_BENCH_H2D_MIB:-1024}

@@ -76,6 +76,7 @@ static void resolve(void) {
   GET(MemAlloc, "cuMemAlloc");
   GET(MemFree, "cuMemFree");
   GET(MemAllocHost, "cuMemAllocHost");
+  GET(MemHostAlloc, "cuMemHostAlloc");
   GET(MemFreeHost, "cuMemFreeHost");
   GET(MemcpyHtoD, "cuMemcpyHtoD");
   GET(MemcpyDtoH, "cuMemcpyDtoH");

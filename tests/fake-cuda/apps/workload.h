@@ -138,7 +138,7 @@ static int run_one(void (*w)(struct outbuf *)) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N|chain N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N [WORDS [pinned]]|chain N]\n", g_prog);
   exit(2);
 }
 
@@ -181,6 +181,11 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
       g_opts.mode = !strcmp(argv[1], "chain") ? MODE_CHAIN : MODE_LAUNCHES;
       g_opts.loops = strtol(argv[2], &end, 10);
       if (*end || g_opts.loops < 1) usage();
+      if (g_opts.mode == MODE_LAUNCHES && argc > 3) {
+        g_opts.arg_words = strtol(argv[3], &end, 10);
+        if (*end || g_opts.arg_words < 1 || g_opts.arg_words > 512) usage();
+        g_opts.pinned = argc > 4 && !strcmp(argv[4], "pinned");
+      }
     } else if (!strcmp(argv[1], "loop") && argc > 2) {
       char *end;
       g_opts.loops = strtol(argv[2], &end, 10);
@@ -199,8 +204,25 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     CK(g_cu.LibraryGetKernel(&k, lib, "idle"), "cuLibraryGetKernel");
     unsigned long long v = 0;
     void *params[] = {&v};
+    /* With WORDS: the arguments as one buffer of device pointers and sizes (as PyTorch's
+     * kernels take structs of them), handed over in `extra`; with `pinned`, a mapped pinned
+     * region (which capture tracks) exists beside them, unreferenced. */
+    static unsigned long long words[512];
+    size_t bytes = (size_t)g_opts.arg_words * 8;
+    void *extra[] = {(void *)1 /* BUFFER_POINTER */, words, (void *)2 /* BUFFER_SIZE */, &bytes, NULL};
+    if (g_opts.arg_words) {
+      CUdeviceptr d;
+      CK(g_cu.MemAlloc(&d, 1 << 20), "cuMemAlloc");
+      for (long i = 0; i < g_opts.arg_words; i++) words[i] = i % 3 ? d + 64 * i : (unsigned long long)i;
+    }
+    if (g_opts.pinned) {
+      void *h;
+      if (!g_cu.MemHostAlloc) usage();
+      CK(g_cu.MemHostAlloc(&h, 1 << 20, 0x02 /* DEVICEMAP */), "cuMemHostAlloc");
+    }
     for (long i = 0; i < g_opts.loops; i++)
-      CK(g_cu.LaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+      CK(g_cu.LaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, g_opts.arg_words ? NULL : params,
+                           g_opts.arg_words ? extra : NULL), "cuLaunchKernel");
     CK(g_cu.CtxSynchronize(), "cuCtxSynchronize");
     printf("launches %ld done\n", g_opts.loops);
     return 0;

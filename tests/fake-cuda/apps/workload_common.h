@@ -65,6 +65,7 @@ struct cu_api {
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemAllocHost)(void **, size_t);
+  CUresult (*MemHostAlloc)(void **, size_t, unsigned); /* driver_app only (`launches N W pinned`) */
   CUresult (*MemFreeHost)(void *);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
@@ -139,6 +140,10 @@ enum { MODE_NORMAL, MODE_CRASH, MODE_ABORT, MODE_FORK, MODE_NOCUDA, MODE_THREADS
 struct opts {
   int mode;
   long loops;
+  /* `launches N WORDS [pinned]`: an argument buffer of WORDS 8-byte words (through `extra`),
+   * and a mapped pinned region tracked by capture beside them */
+  long arg_words;
+  int pinned;
   long noisy; /* `noisy N`: launches of the noisy kernel (0: one) */
   int noisy_burst; /* `noisy_burst N`: the N launches back to back, each into a buffer of its own, read back after */
 };
