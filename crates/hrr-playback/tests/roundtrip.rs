@@ -80,6 +80,20 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
         serde_json::json!([0, 8, 16, 24])
     );
     assert_eq!(axpy["fields"]["args"].as_str().unwrap().len(), 28 * 2);
+    // launch attributes: cuLaunchKernelEx's one (priority, 72 bytes), none for the others
+    // (a thread's launch buffers are reused: no attribute left over from an earlier launch)
+    for e in events.iter().filter(|e| e["name"] == "cuLaunchKernel") {
+        assert_eq!(e["fields"]["attrs"], "", "{e}");
+    }
+    let ex = events
+        .iter()
+        .find(|e| e["name"] == "cuLaunchKernelEx")
+        .unwrap();
+    let attrs = ex["fields"]["attrs"].as_str().unwrap();
+    assert!(
+        attrs.len() == 72 * 2 && attrs.starts_with("08000000"),
+        "{ex}"
+    );
     // every blob and code object an event names exists, named by its content hash
     let dir = &pid_dirs(&arch)[0];
     for e in &events {

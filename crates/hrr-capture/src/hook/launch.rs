@@ -8,8 +8,9 @@ use std::ffi::{c_uint, c_void};
 use hrr_archive::ObjectId;
 use hrr_calls::shapes::Launch;
 
-/// What a launch call (or a CUDA graph kernel node) says, whichever API and entry point made it.
-pub struct LaunchCall {
+/// What a launch call (or a CUDA graph kernel node) says, whichever API and entry point made it
+/// (its launch attributes borrowed from the call's arguments).
+pub struct LaunchCall<'a> {
     /// The function handle (HIP's runtime launches: the kernel's host stub).
     pub f: *mut c_void,
     pub grid: [c_uint; 3],
@@ -17,11 +18,11 @@ pub struct LaunchCall {
     pub shared_mem: c_uint,
     pub stream: *mut c_void,
     /// The launch attributes' bytes (`cuLaunchKernelEx`; else empty).
-    pub attrs: Vec<u8>,
+    pub attrs: &'a [u8],
     pub cooperative: bool,
 }
 
-impl LaunchCall {
+impl LaunchCall<'_> {
     /// A launch given its grid and block as arguments (no launch attributes).
     pub fn grid(
         f: *mut c_void,
@@ -37,7 +38,7 @@ impl LaunchCall {
             block,
             shared_mem,
             stream,
-            attrs: Vec::new(),
+            attrs: &[],
             cooperative,
         }
     }
@@ -73,7 +74,9 @@ impl LaunchCall {
         known: bool,
         in_capture: bool,
     ) -> Launch {
-        let (mut arg_offsets, mut arg_sizes) = (bufs.offsets, bufs.sizes);
+        let (mut arg_offsets, mut arg_sizes, mut attrs) = (bufs.offsets, bufs.sizes, bufs.attrs);
+        attrs.clear();
+        attrs.extend_from_slice(self.attrs);
         arg_offsets.clear();
         arg_offsets.extend(layout.iter().map(|&(o, _)| o as u64));
         arg_sizes.clear();
@@ -97,7 +100,7 @@ impl LaunchCall {
             args: bufs.args,
             arg_offsets,
             arg_sizes,
-            attrs: self.attrs,
+            attrs,
             cooperative: self.cooperative as u8,
             in_capture: in_capture as u8,
         }
@@ -105,14 +108,15 @@ impl LaunchCall {
 }
 
 /// The buffers of a launch record: the kernel's name, the argument bytes, their offsets and
-/// sizes. Kept per thread between launches ([`take_bufs`], [`keep`]), so that recording a
-/// launch allocates nothing once the buffers are large enough.
+/// sizes, the launch attributes. Kept per thread between launches ([`take_bufs`], [`keep`]),
+/// so that recording a launch allocates nothing once the buffers are large enough.
 #[derive(Default)]
 pub struct LaunchBufs {
     pub name: String,
     pub args: Vec<u8>,
     offsets: Vec<u64>,
     sizes: Vec<u64>,
+    attrs: Vec<u8>,
 }
 
 thread_local! {
@@ -131,6 +135,7 @@ pub fn keep(l: Launch) {
         args: l.args,
         offsets: l.arg_offsets,
         sizes: l.arg_sizes,
+        attrs: l.attrs,
     };
     BUFS.with(|b| *b.borrow_mut() = bufs);
 }

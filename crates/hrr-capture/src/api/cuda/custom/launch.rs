@@ -119,7 +119,7 @@ pub unsafe fn launch_kernel_ex(h: Export, a: args::LaunchKernelEx, call: impl Ca
             block: c.block,
             shared_mem: c.shared_mem,
             stream: c.stream,
-            attrs: bytes_at(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES).to_vec(),
+            attrs: bytes_at(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES),
             cooperative: false,
         };
         record_launch(h, r, l, params, extra);

@@ -24,7 +24,7 @@ fn launch_of(
     block: Dim3,
     shared_mem: u32,
     stream: Handle,
-) -> LaunchCall {
+) -> LaunchCall<'static> {
     LaunchCall::grid(
         f as Handle,
         [grid.x, grid.y, grid.z],
