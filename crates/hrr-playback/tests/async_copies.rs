@@ -10,6 +10,8 @@ use std::process::Output;
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-async")
 }
@@ -134,7 +136,7 @@ fn async_d2h_results_put_no_host_function_on_the_stream() {
     );
     let (code, out, err) = fake().replay(&arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(" 0 fail, 0 skipped"), "{out}");
+    assert_contains(&out, " 0 fail, 0 skipped");
 }
 
 /// An async D2H call is no synchronisation: it does not wait for results of earlier copies to
@@ -351,7 +353,7 @@ fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
         let (code, out, err) = playback_on(&arch, &["--repair"]);
         assert_eq!(code, 0, "{out}{err}");
         let out = fake().replay_ok(&dir, &[]);
-        assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+        assert_contains(&out, "D2H checks      : 1 pass");
     }
 }
 
@@ -368,7 +370,7 @@ fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
         .count();
     assert_eq!(results, 4);
     let out = fake().replay_ok(&arch, &[]);
-    assert!(out.contains("4 pass (4 exact"), "{out}");
+    assert_contains(&out, "4 pass (4 exact");
 }
 
 /// Uploads of 1 MiB or more go to the device from their blob, mapped and page-locked before the
@@ -416,7 +418,7 @@ fn a_stream_wait_lets_the_other_threads_go_on_under_multi_thread() {
         let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1"), ("FAKE_CUDA_TRACE", "1")];
         let (code, out, err) = fake().replay_env(&arch, extra, &env);
         assert_eq!(code, 0, "{out}{err}");
-        assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+        assert_contains(&out, "D2H checks      : 1 pass");
         let at = |call: &str| {
             err.lines()
                 .position(|l| l.starts_with(&format!("[fake-cuda] {call} ->")))

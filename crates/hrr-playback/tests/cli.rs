@@ -18,6 +18,8 @@ use serde::Deserialize;
 mod cli_common;
 use cli_common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 #[allow(dead_code)]
 #[path = "../../hrr-archive/examples/make_demo.rs"]
 mod make_demo;
@@ -254,10 +256,7 @@ fn a_root_with_one_process_resolves_by_itself() {
         out.starts_with("HRR Archive Root: <TMP>/demo.hrr\n"),
         "{out}"
     );
-    assert!(
-        out.contains("\nHRR Archive: <TMP>/demo.hrr/pid-1180\n"),
-        "{out}"
-    );
+    assert_contains(&out, "\nHRR Archive: <TMP>/demo.hrr/pid-1180\n");
     let o = run_at(&d, &[]);
     assert_ne!(o.code, 2, "{}", o.stderr);
     assert!(!o.stderr.contains("choose one"));
@@ -290,9 +289,9 @@ fn version_needs_no_archive_and_no_gpu_library() {
         .output()
         .unwrap();
     let s = String::from_utf8(o.stdout).unwrap();
-    assert!(
-        s.contains("Runtime: none found (/nonexistent/libcuda.so.1 not loadable)\n"),
-        "{s}"
+    assert_contains(
+        &s,
+        "Runtime: none found (/nonexistent/libcuda.so.1 not loadable)\n",
     );
 }
 

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-graphs")
 }
@@ -35,7 +37,7 @@ fn captured_mode(
     let arch = tmp.path().join("run.hrr");
     let o = fake().capture_as_plain(&arch, app, &[mode]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains(expect), "{out}");
+    assert_contains(&out, expect);
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
     (tmp, dir, events)
@@ -91,10 +93,10 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
         for extra in [&[][..], &["--no-placement"], &["--sync-after-launch"]] {
             let (code, out, err) = replay(&dir, extra);
             assert_eq!(code, 0, "{app} {extra:?}: {out}{err}");
-            assert!(out.contains("[HRR] Graphs launched : 3"), "{out}");
-            assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
+            assert_contains(&out, "[HRR] Graphs launched : 3");
+            assert_contains(&out, "[HRR] Kernels launched: 1");
             assert_checks_exact(&out, 6);
-            assert!(out.contains("[HRR] PASS"), "{out}");
+            assert_contains(&out, "[HRR] PASS");
         }
         // looped: the graphs are rebuilt again, every launch's results checked again
         let (_, v) = fake().replay_json(&dir, &["--loop", "2"]);
@@ -122,9 +124,9 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
     std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
     let (code, out, _) = replay(&dir, &[]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[HRR] MISMATCH"), "{out}");
-    assert!(out.contains("hrrGraphHostResult"), "{out}");
-    assert!(out.contains("0 within tol), 1 fail"), "{out}");
+    assert_contains(&out, "[HRR] MISMATCH");
+    assert_contains(&out, "hrrGraphHostResult");
+    assert_contains(&out, "0 within tol), 1 fail");
     std::fs::write(&p, &saved).unwrap();
 
     // A recorded result of a D2H memcpy node, zeroed.
@@ -137,7 +139,7 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
     std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
     let (code, out, _) = replay(&dir, &[]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[HRR] MISMATCH"), "{out}");
+    assert_contains(&out, "[HRR] MISMATCH");
     std::fs::write(&p, &saved).unwrap();
     let (code, out, _) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}");
@@ -198,7 +200,7 @@ fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
     let arch = tmp.path().join("run.hrr");
     let o = fake().capture_ok(&arch, "driver_app", &["graph_cond"], &[]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("cond fill sum="), "{stdout}");
+    assert_contains(&stdout, "cond fill sum=");
     assert!(!stdout.contains("cond fill sum=0 "), "{stdout}");
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);

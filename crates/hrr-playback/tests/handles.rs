@@ -5,6 +5,8 @@
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("handles")
 }
@@ -56,5 +58,5 @@ fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
     zero_blob(&dir, h2d);
     let (code, out, _) = fake().replay(&dir, &[]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("MISMATCH"), "{out}");
+    assert_contains(&out, "MISMATCH");
 }

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-hostmem")
 }
@@ -95,9 +97,9 @@ fn zero_copy_memory_among_device_memory_stays_at_its_address() {
     let env = [near[0], ("FAKE_CUDA_TRACE", "1")];
     let (code, out, err) = fake().replay_env(&dir, &[], &env);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] PASS"), "{out}");
-    assert!(out.contains("D2H checks      : 4 pass"), "{out}");
-    assert!(err.contains("[fake-cuda] cuMemCreate on the host"), "{err}");
+    assert_contains(&out, "[HRR] PASS");
+    assert_contains(&out, "D2H checks      : 4 pass");
+    assert_contains(&err, "[fake-cuda] cuMemCreate on the host");
     let (_, v) = fake().replay_json_env(&dir, &[], &near);
     let host = |k: &str| v["allocations"][k].as_u64().unwrap();
     assert!(
@@ -256,7 +258,7 @@ fn stream_ordered_frees_and_pools_replay() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("async.hrr");
     let out = capture(&arch, "async");
-    assert!(out.contains("reused=1"), "{out}");
+    assert_contains(&out, "reused=1");
     let dir = pid_dirs(&arch).remove(0);
     assert_recorded(
         &events_json(&dir),
