@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::FakeCuda;
+use common::{temp_path, FakeCuda};
 use std::path::PathBuf;
 
 use hrr_archive::testkit::assert_contains;
@@ -20,8 +20,7 @@ fn captured_on(devices: &str, device: &str) -> (tempfile::TempDir, PathBuf) {
 /// `driver_app ARGS` captured with `env`: the temporary folder and the process folder, and
 /// what the program printed.
 fn captured_with(args: &[&str], env: &[(&str, &str)]) -> ((tempfile::TempDir, PathBuf), String) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let o = FakeCuda::get("").capture_ok(&arch, "driver_app", args, env);
     let dir = common::pid_dirs(&arch).remove(0);
     ((tmp, dir), String::from_utf8_lossy(&o.stdout).into_owned())

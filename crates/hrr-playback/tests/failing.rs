@@ -143,8 +143,7 @@ fn captured_noisy(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> (PathBuf, 
 
 #[test]
 fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "fault");
     assert_eq!(
         o.status.code(),
@@ -183,8 +182,7 @@ fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
 
 #[test]
 fn a_recorded_fault_that_does_not_happen_is_not_reproduced() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     capture(&arch, "fault");
     // Leaving the faulting kernel out, the recorded failure cannot happen.
     let (code, out, err) = replay(&arch, &["--kernel-filter", "axpy"], &[]);
@@ -213,8 +211,7 @@ fn a_recorded_hang_is_a_hang_under_the_watchdog_naming_the_kernel() {
 
 #[test]
 fn a_call_that_worked_when_recorded_and_fails_now_is_an_error() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "loop");
     assert!(!o.status.success(), "`loop` needs a count");
     let ok = tmp.path().join("ok.hrr");

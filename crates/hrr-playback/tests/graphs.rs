@@ -33,8 +33,7 @@ fn captured_mode(
     mode: &str,
     expect: &str,
 ) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_as_plain(&arch, app, &[mode]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_contains(&out, expect);
@@ -196,8 +195,7 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
 /// sum), so the D2H check after the launch passes only if the body really ran.
 #[test]
 fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_ok(&arch, "driver_app", &["graph_cond"], &[]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_contains(&stdout, "cond fill sum=");
@@ -256,8 +254,7 @@ fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
 #[test]
 fn nodes_added_to_a_stream_capture_and_captures_into_a_body_replay() {
     for app in ["driver_app", "direct_app"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let arch = tmp.path().join("run.hrr");
+        let (_tmp, arch) = temp_path("run.hrr");
         let o = fake().capture(&arch, app, &["graph_cond_capture"]);
         assert!(
             o.status.success(),

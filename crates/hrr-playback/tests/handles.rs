@@ -13,8 +13,7 @@ fn fake() -> &'static FakeCuda {
 
 #[test]
 fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let out = fake().capture(&arch, "driver_app", &["hidden"]);
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("hidden fill sum="));

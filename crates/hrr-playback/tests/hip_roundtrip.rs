@@ -564,8 +564,7 @@ fn timing_lists_every_hip_launch_by_gpu_time() {
 #[test]
 fn processes_that_only_register_fat_binaries_get_no_pid_dir() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(dir, &arch, "vector_add", &["nohip"]);
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout), "nohip ok\n");
@@ -605,8 +604,7 @@ fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
         );
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let plain_cmd = || {
         let mut c = bounded(dir.join("vector_add"));
         c.env_remove("LD_LIBRARY_PATH")

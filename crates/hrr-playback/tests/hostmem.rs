@@ -89,8 +89,7 @@ fn zero_copy_memory_replays_with_host_writes_and_reads_checked() {
 /// and reads checked, and MISMATCH without the write between the kernels.
 #[test]
 fn zero_copy_memory_among_device_memory_stays_at_its_address() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("near.hrr");
+    let (_tmp, arch) = temp_path("near.hrr");
     let near = [("FAKE_CUDA_HOST_IN_DEVICE_SPACE", "1")];
     fake().capture_ok(&arch, "hostmem_app", &["zerocopy"], &near);
     let dir = pid_dirs(&arch).remove(0);
@@ -255,8 +254,7 @@ fn managed_memory_written_on_a_stream_is_read_once_that_stream_completed() {
 /// address) fails this replay with `CUDA_ERROR_ILLEGAL_ADDRESS`; the deferred release passes.
 #[test]
 fn stream_ordered_frees_and_pools_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("async.hrr");
+    let (_tmp, arch) = temp_path("async.hrr");
     let out = capture(&arch, "async");
     assert_contains(&out, "reused=1");
     let dir = pid_dirs(&arch).remove(0);

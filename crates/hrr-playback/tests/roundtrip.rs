@@ -24,8 +24,7 @@ fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
 /// `driver_app args` captured (successfully) into `run.hrr` of a new temporary folder: the
 /// folder (kept alive), the archive, its process folder.
 fn captured(args: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let dir = fake().captured(&arch, "driver_app", args);
     (tmp, arch, dir)
 }
@@ -36,8 +35,7 @@ fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_as_plain(&arch, "driver_app", &[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
@@ -138,8 +136,7 @@ fn replay_really_runs_the_work_zeroed_inputs_fail() {
 
 #[test]
 fn a_killed_capture_is_recovered_by_repair_and_replays() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "driver_app", &["crash"]);
     assert!(!o.status.success());
     let dir = pid_dirs(&arch).remove(0);
@@ -159,8 +156,7 @@ fn a_killed_capture_is_recovered_by_repair_and_replays() {
 
 #[test]
 fn processes_that_never_touch_the_driver_get_no_pid_dir() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "driver_app", &["nocuda"]);
     assert!(o.status.success());
     assert!(!arch.exists() || pid_dirs(&arch).is_empty());
@@ -184,8 +180,7 @@ fn fork_children_get_their_own_capture_and_replay_asks_which() {
 
 #[test]
 fn direct_symbol_calls_are_recorded_too() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     fake().capture_as_plain(&arch, "direct_app", &[]);
     let names = names(&events_json(&arch));
     assert!(
@@ -205,8 +200,7 @@ fn direct_symbol_calls_are_recorded_too() {
 
 #[test]
 fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let (_, plain, _) = run(fake().app("driver_app", &[]));
     let o = fake().capture_env(
         &arch,
@@ -317,8 +311,7 @@ fn replay_flags_filter_loop_sync_and_no_placement() {
 
 #[test]
 fn an_aborting_program_leaves_what_it_recorded_for_repair() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "driver_app", &["abort"]);
     // The launcher runs the program in its own process: it dies of the same signal.
     assert_eq!(
@@ -342,8 +335,7 @@ fn an_aborting_program_leaves_what_it_recorded_for_repair() {
 /// graph instantiated and launched once (explicit construction: `graphs.rs`).
 #[test]
 fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_as_plain(&arch, "driver_app", &["graph"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_contains(&out, "graph_axpy sum=");

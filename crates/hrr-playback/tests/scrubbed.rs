@@ -101,8 +101,7 @@ fn scrub_range(dir: &Path, old: ObjectId, range: std::ops::Range<usize>) -> Obje
 
 #[test]
 fn redacted_ranges_are_skipped_not_failed_and_other_damage_still_fails() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let st = bounded(bin_dir().join("hrr-capture"))
         .arg("-o")
         .arg(&arch)
