@@ -88,9 +88,10 @@ fn events_of_the_demo_as_text() {
         golden(&format!("events-pid-{pid}.txt"), &o.stdout);
     }
     let both = run(&["examples/demo.hrr/pid-1204", "--info", "--events"]);
-    assert!(both
-        .stdout
-        .contains("\nEvents:\n#1 T1204 +0.000 cuInit(result=0, Flags=0)\n"));
+    assert_contains(
+        &both.stdout,
+        "\nEvents:\n#1 T1204 +0.000 cuInit(result=0, Flags=0)\n",
+    );
 }
 
 /// Our own copy of the `--events --json` wire format: catches drift in either direction.
@@ -185,9 +186,7 @@ fn events_of_every_process_of_a_root() {
     assert!(o
         .stdout
         .starts_with("# pid-1180 (examples/demo.hrr/pid-1180)\n#1 T1180"));
-    assert!(o
-        .stdout
-        .contains("\n# pid-1204 (examples/demo.hrr/pid-1204)\n"));
+    assert_contains(&o.stdout, "\n# pid-1204 (examples/demo.hrr/pid-1204)\n");
 }
 
 #[test]
@@ -380,9 +379,10 @@ fn pid_and_list_on_roots_and_packs() {
     assert!(o
         .stdout
         .starts_with("PID   Parent PID  Complete  Events  Blobs  Path\n"));
-    assert!(o
-        .stdout
-        .contains("1204  1180        NO        9       1      examples/demo.hrr/pid-1204\n"));
+    assert_contains(
+        &o.stdout,
+        "1204  1180        NO        9       1      examples/demo.hrr/pid-1204\n",
+    );
     let o = run(&["examples/demo.hrr", "--pid", "1204", "--info"]);
     assert_eq!(o.code, 0);
     assert!(o

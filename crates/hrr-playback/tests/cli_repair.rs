@@ -183,9 +183,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn bad_headers() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = capture(t.path(), 4, 5);
-    let events = dir.join("events.bin");
+    let (t, dir, events) = capture_in_temp(4, 5);
     let good = std::fs::read(&events).unwrap();
 
     let mut b = good.clone();
@@ -245,9 +243,7 @@ fn bad_headers() {
 
 #[test]
 fn implausible_record_lengths_are_recovered_not_errors() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = capture(t.path(), 4, 6);
-    let events = dir.join("events.bin");
+    let (t, dir, events) = capture_in_temp(4, 6);
     let good = std::fs::read(&events).unwrap();
     // offset of the third event: header, schema record, two events
     let mut off = FILE_HEADER_LEN;
@@ -398,9 +394,7 @@ fn symlinks_inside_an_archive_are_refused() {
 
 #[test]
 fn a_mismatch_on_a_root_is_said_once_and_repair_is_not_advised() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = capture(t.path(), 4, 5);
-    let events = dir.join("events.bin");
+    let (t, _dir, events) = capture_in_temp(4, 5);
     let mut b = std::fs::read(&events).unwrap();
     b[4..6].copy_from_slice(&4u16.to_le_bytes());
     std::fs::write(&events, &b).unwrap();
