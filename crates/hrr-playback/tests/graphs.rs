@@ -26,6 +26,15 @@ fn blob_of(dir: &Path, ev: &serde_json::Value, field: &str) -> PathBuf {
     blob_path(dir, ev["fields"][field].as_str().expect("a blob id"))
 }
 
+/// Replay `dir` with the blob at `p` zeroed, then put the blob back: exit code and stdout.
+fn replay_with_zeroed_blob(dir: &Path, p: &Path) -> (i32, String) {
+    let saved = std::fs::read(p).unwrap();
+    std::fs::write(p, vec![0u8; saved.len()]).unwrap();
+    let (code, out, _) = replay(dir, &[]);
+    std::fs::write(p, &saved).unwrap();
+    (code, out)
+}
+
 /// Capture `app MODE`, whose plain run must print `expect` and the same as the captured one;
 /// returns the temporary folder (kept alive), the pid folder and its events.
 fn captured_mode(
@@ -123,28 +132,20 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
         .filter(|e| e["name"] == "hrrGraphHostSource")
         .nth(1)
         .unwrap();
-    let p = blob_of(&dir, source, "h2d_blob");
-    let saved = std::fs::read(&p).unwrap();
-    std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
-    let (code, out, _) = replay(&dir, &[]);
+    let (code, out) = replay_with_zeroed_blob(&dir, &blob_of(&dir, source, "h2d_blob"));
     assert_eq!(code, 1, "{out}");
     assert_contains(&out, "[HRR] MISMATCH");
     assert_contains(&out, "hrrGraphHostResult");
     assert_contains(&out, "0 within tol), 1 fail");
-    std::fs::write(&p, &saved).unwrap();
 
     // A recorded result of a D2H memcpy node, zeroed.
     let result = events
         .iter()
         .rfind(|e| e["name"] == "hrrGraphHostResult")
         .unwrap();
-    let p = blob_of(&dir, result, "d2h_blob");
-    let saved = std::fs::read(&p).unwrap();
-    std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
-    let (code, out, _) = replay(&dir, &[]);
+    let (code, out) = replay_with_zeroed_blob(&dir, &blob_of(&dir, result, "d2h_blob"));
     assert_eq!(code, 1, "{out}");
     assert_contains(&out, "[HRR] MISMATCH");
-    std::fs::write(&p, &saved).unwrap();
     let (code, out, _) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}");
 }
@@ -182,15 +183,12 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
 
         // The second launch's input zeroed: its result and the next (they accumulate) differ.
         let p = blob_of(&dir, of("hrrGraphHostSource")[1], "h2d_blob");
-        let saved = std::fs::read(&p).unwrap();
-        std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
-        let (code, out, _) = replay(&dir, &[]);
+        let (code, out) = replay_with_zeroed_blob(&dir, &p);
         assert_eq!(code, 1, "{app}: {out}");
         assert!(
             out.contains("1 pass (1 exact, 0 within tol), 3 fail"),
             "{app}: {out}"
         );
-        std::fs::write(&p, &saved).unwrap();
     }
 }
 
