@@ -233,3 +233,10 @@ impl Rng {
         )
     }
 }
+
+/// Panics, showing all of `haystack`, unless it contains `needle`: the one-line form of
+/// `assert!(haystack.contains(needle), "{haystack}")` that the test suites repeat.
+#[track_caller]
+pub fn assert_contains(haystack: &str, needle: &str) {
+    assert!(haystack.contains(needle), "{haystack}");
+}

@@ -45,6 +45,15 @@ fn write_capture(root: &Path, pid: u32, n: usize, finish: bool) -> PathBuf {
     dir
 }
 
+/// `write_capture(folder, pid, n, finish)` in a fresh folder (keep it alive): the folder, the
+/// process folder and the path of its events file.
+fn temp_capture(pid: u32, n: usize, finish: bool) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write_capture(root.path(), pid, n, finish);
+    let path = dir.join(EVENTS_FILE);
+    (root, dir, path)
+}
+
 /// Where each record of the events file `bytes` ends, the schema record first, read from the
 /// record headers.
 fn record_ends(bytes: &[u8]) -> Vec<usize> {
@@ -90,9 +99,7 @@ fn clean_capture_reads_back_complete() {
 
 #[test]
 fn truncation_at_every_offset_of_the_last_records_keeps_exactly_the_complete_prefix() {
-    let root = tempfile::tempdir().unwrap();
-    let dir = write_capture(root.path(), 6, 6, true);
-    let path = dir.join(EVENTS_FILE);
+    let (root, _dir, path) = temp_capture(6, 6, true);
     let full = std::fs::read(&path).unwrap();
     let ends = record_ends(&full);
     // ends[0] = schema, ends[1..=6] = events, ends[7] = trailer
@@ -112,9 +119,7 @@ fn truncation_at_every_offset_of_the_last_records_keeps_exactly_the_complete_pre
 
 #[test]
 fn implausible_lengths_and_garbage_after_trailer_are_reported() {
-    let root = tempfile::tempdir().unwrap();
-    let dir = write_capture(root.path(), 7, 4, true);
-    let path = dir.join(EVENTS_FILE);
+    let (_root, _dir, path) = temp_capture(7, 4, true);
     let full = std::fs::read(&path).unwrap();
     // garbage after the trailer
     let mut g = full.clone();
@@ -171,9 +176,7 @@ fn bad_headers_are_clear_errors() {
 
 #[test]
 fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
-    let root = tempfile::tempdir().unwrap();
-    let dir = write_capture(root.path(), 8, 9, false);
-    let path = dir.join(EVENTS_FILE);
+    let (_root, dir, path) = temp_capture(8, 9, false);
     testkit::cut_tail(&path, 3).unwrap(); // tear the last record
     std::fs::remove_file(dir.join("active")).unwrap();
     match repair_process(&dir).unwrap() {

@@ -16,6 +16,8 @@ use hrr_archive::schema::ApiFamily;
 use hrr_archive::testkit::{self, copy_schema, write_copy_capture, CopyCapture};
 use hrr_archive::{fsutil, summary, verify, Error};
 
+use hrr_archive::testkit::assert_contains;
+
 const PID: u32 = 2674;
 
 /// A finished capture of three blobs and one code object under `root/pid-2674/`.
@@ -333,7 +335,7 @@ fn repair_of_a_damaged_manifest_keeps_every_key_it_can_parse() {
         "keys after the damage are kept: {m:?}"
     );
     let n = notes(&o).join("\n");
-    assert!(n.contains("rebuilt pid, "), "{n}");
+    assert_contains(&n, "rebuilt pid, ");
     assert_ne!(m, ProcessManifest::new(PID, 0));
 }
 

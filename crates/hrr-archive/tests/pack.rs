@@ -3,7 +3,7 @@
 //! the ids, and verify findings.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use hrr_archive::blobs::{blob_path, CodeKind};
 use hrr_archive::framing::{encode_trailer, RECORD_HEADER_LEN};
@@ -68,11 +68,18 @@ fn capture(root: &Path, pid: u32, n: usize, mark: bool) -> Vec<ObjectId> {
     ids
 }
 
-#[test]
-fn library_round_trip_and_index() {
+/// `capture(archive, 10, n, mark)` of an archive `r.hrr` in a fresh folder (keep it alive): the
+/// folder, the archive and the ids `capture` returns.
+fn capture_in_temp(n: usize, mark: bool) -> (tempfile::TempDir, PathBuf, Vec<ObjectId>) {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("r.hrr");
-    capture(&src, 10, 5, false);
+    let ids = capture(&src, 10, n, mark);
+    (t, src, ids)
+}
+
+#[test]
+fn library_round_trip_and_index() {
+    let (t, src, _ids) = capture_in_temp(5, false);
     capture(&src, 11, 2, true);
     let out = t.path().join("r.hrr.tar.zst");
     let o = pack::pack_to_file(&src, Some(&out), &PackOptions::default(), &NoProgress).unwrap();
@@ -119,9 +126,7 @@ fn library_round_trip_and_index() {
 
 #[test]
 fn verify_finds_inconsistent_manifests() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("r.hrr");
-    capture(&src, 10, 3, false);
+    let (t, src, _ids) = capture_in_temp(3, false);
     let m = src.join("pid-10/manifest.json");
     let text = std::fs::read_to_string(&m).unwrap();
     std::fs::write(&m, text.replace("\"event_count\": 4", "\"event_count\": 9")).unwrap();
@@ -173,9 +178,7 @@ fn unsafe_paths_are_named() {
 
 #[test]
 fn rewrite_events_changes_only_the_ids_and_payload_ranges() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("r.hrr");
-    let ids = capture(&src, 10, 4, true);
+    let (t, src, ids) = capture_in_temp(4, true);
     let events = src.join("pid-10/events.bin");
     // a torn tail after the trailer must be carried over too
     let mut bytes = std::fs::read(&events).unwrap();
@@ -241,9 +244,7 @@ fn rewrite_events_changes_only_the_ids_and_payload_ranges() {
 
 #[test]
 fn redacted_ranges_come_from_redactions_json() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("r.hrr");
-    let ids = capture(&src, 10, 2, false);
+    let (_t, src, ids) = capture_in_temp(2, false);
     let dir = src.join("pid-10");
     assert!(redact::redacted_ranges(&dir).unwrap().is_empty());
     let r = |offset, length| Redaction {
@@ -286,9 +287,7 @@ fn redacted_ranges_come_from_redactions_json() {
 
 #[test]
 fn mutated_packs_never_panic_nor_leave_anything_behind() {
-    let t = tempfile::tempdir().unwrap();
-    let src = t.path().join("r.hrr");
-    capture(&src, 10, 3, false);
+    let (t, src, _ids) = capture_in_temp(3, false);
     let out = t.path().join("r.tar.zst");
     pack::pack_to_file(&src, Some(&out), &PackOptions::default(), &NoProgress).unwrap();
     let tar = zstd::stream::decode_all(&std::fs::read(&out).unwrap()[..]).unwrap();
@@ -335,9 +334,7 @@ proptest! {
     /// wherever the file is cut.
     #[test]
     fn framing_counter_agrees_with_the_reader(chunk in 1usize..700, cut in 0usize..4000, mark in any::<bool>()) {
-        let t = tempfile::tempdir().unwrap();
-        let src = t.path().join("r.hrr");
-        capture(&src, 10, 6, mark);
+        let (_t, src, _ids) = capture_in_temp(6, mark);
         let events = src.join("pid-10/events.bin");
         let mut bytes = std::fs::read(&events).unwrap();
         let keep = bytes.len().saturating_sub(cut).max(9);

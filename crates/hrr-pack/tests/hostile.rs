@@ -11,6 +11,8 @@ use hrr_archive::testkit::{link_folder_out, write_small_capture};
 mod common;
 use common::{run, succeeds, text};
 
+use hrr_archive::testkit::assert_contains;
+
 const PID: u32 = 2674;
 
 /// [`write_small_capture`] at `run.hrr` in a new temp folder: the folder, the archive, its pid
@@ -92,8 +94,8 @@ fn a_made_up_index_summary_fails_verify_and_list_says_whose_numbers_it_shows() {
     );
     let o = succeeds(&[&"list", &forged]);
     let out = text(&o);
-    assert!(out.contains("not checked against its contents"), "{out}");
-    assert!(out.contains("IMPOSSIBLE"), "{out}");
+    assert_contains(&out, "not checked against its contents");
+    assert_contains(&out, "IMPOSSIBLE");
     let o = run(&[&"list", &forged, &"--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["summary"], "index (unverified)");

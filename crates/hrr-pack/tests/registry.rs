@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use hrr_archive::ObjectId;
 
+use hrr_archive::testkit::assert_contains;
+
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/h200-axpy.hrr");
 
 fn bin() -> &'static str {
@@ -465,9 +467,9 @@ fn second_overlapping_push_uploads_only_what_is_new() {
         &[],
     );
     let said = String::from_utf8_lossy(&again.stdout).into_owned();
-    assert!(
-        said.contains("nothing uploaded, every blob already in the registry"),
-        "{said}"
+    assert_contains(
+        &said,
+        "nothing uploaded, every blob already in the registry",
     );
     let out = tmpdir("dedup-out");
     ok(&pull(&reg.reference("t/run:b"), &out));
@@ -630,11 +632,9 @@ fn tls_and_htpasswd_auth() {
     assert_eq!(code, Some(4), "{err}");
     // Named: the user, where the credentials came from, the repository; not the URL of the
     // probe request (a blob the archive does not hold).
-    assert!(
-        err.contains(
-            "refused the credentials of user `hrr` (from --username) for repository secure/run"
-        ),
-        "{err}"
+    assert_contains(
+        &err,
+        "refused the credentials of user `hrr` (from --username) for repository secure/run",
     );
     assert!(
         !err.contains("wrong-Pa55word") && !err.contains("/blobs/"),
@@ -643,7 +643,7 @@ fn tls_and_htpasswd_auth() {
     // A wrong user: refused too, naming that user.
     let (code, err) = pull_as("nobody", "s3cret-Pa55\n");
     assert_eq!(code, Some(4), "{err}");
-    assert!(err.contains("credentials of user `nobody`"), "{err}");
+    assert_contains(&err, "credentials of user `nobody`");
     // No credentials at all: said so, with how to give them.
     let anon = run(
         &["pull", &r, "-o", out.to_str().unwrap(), "--ca-file", ca],

@@ -10,6 +10,8 @@ use std::process::Output;
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-async")
 }
@@ -117,8 +119,7 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
 /// synchronisation that showed the program it completed, and replay compares it.
 #[test]
 fn async_d2h_results_put_no_host_function_on_the_stream() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("copy.hrr");
+    let (_tmp, arch) = temp_path("copy.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "5"), ("FAKE_CUDA_TRACE", "1")];
     let o = fake().capture_ok(&arch, "copy_app", &["overlap", "3", "4"], &env);
     let trace = String::from_utf8_lossy(&o.stderr);
@@ -134,7 +135,7 @@ fn async_d2h_results_put_no_host_function_on_the_stream() {
     );
     let (code, out, err) = fake().replay(&arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains(" 0 fail, 0 skipped"), "{out}");
+    assert_contains(&out, " 0 fail, 0 skipped");
 }
 
 /// An async D2H call is no synchronisation: it does not wait for results of earlier copies to
@@ -143,8 +144,7 @@ fn async_d2h_results_put_no_host_function_on_the_stream() {
 /// the same buffer; nothing told the program so, so its result is dropped, never recorded.
 #[test]
 fn an_async_d2h_call_does_not_record_earlier_results() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     copy_app(&arch, &["reuse"], 0);
     let events = events_json(&arch);
     let copies = all_named(&events, "cuMemcpyDtoHAsync_v2");
@@ -162,8 +162,7 @@ fn an_async_d2h_call_does_not_record_earlier_results() {
 /// result is recorded, and hardly any other.
 #[test]
 fn results_waiting_for_their_event_are_bounded() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "0"), ("FAKE_CUDA_TRACE", "1")];
     let o = fake().capture_ok(&arch, "copy_app", &["many"], &env);
     assert!(String::from_utf8_lossy(&o.stdout).contains("many last=299"));
@@ -190,8 +189,7 @@ fn results_waiting_for_their_event_are_bounded() {
 /// (its event would go with it), ahead of the `cuCtxDestroy` event.
 #[test]
 fn a_context_destroyed_behind_a_running_copy_still_records_its_result() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     copy_app(&arch, &["destroy"], 1);
     let events = events_json(&arch);
     let copy = first_named(&events, "cuMemcpyDtoHAsync_v2");
@@ -278,8 +276,7 @@ fn async_h2d_sources_from_pinned_memory_are_read_after_the_call() {
 /// the second.
 #[test]
 fn a_result_overwritten_before_any_synchronisation_is_not_recorded() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     // The second copy is issued 32 ms before the first completes; a thread descheduled that
     // long on a loaded machine lets the first result be recorded (correctly, but not what is
     // tested here): one of 3 captures must show the drop, a capture that never drops none.
@@ -309,8 +306,7 @@ fn a_result_overwritten_before_any_synchronisation_is_not_recorded() {
 
 #[test]
 fn a_zeroed_async_result_blob_is_a_mismatch_naming_the_result_event() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     // driver_app's async copy brings back what a kernel wrote (copy_app's would be the same
     // bytes as its H2D source, one blob for both, and zeroing that changes the replay too).
     assert!(capture(&arch, "driver_app", &[], 0).status.success());
@@ -324,8 +320,7 @@ fn a_zeroed_async_result_blob_is_a_mismatch_naming_the_result_event() {
 
 #[test]
 fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     for gbps in [0, 5] {
         let _ = std::fs::remove_dir_all(&arch);
         let o = capture(&arch, "copy_app", &["killsync"], gbps);
@@ -351,7 +346,7 @@ fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
         let (code, out, err) = playback_on(&arch, &["--repair"]);
         assert_eq!(code, 0, "{out}{err}");
         let out = fake().replay_ok(&dir, &[]);
-        assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+        assert_contains(&out, "D2H checks      : 1 pass");
     }
 }
 
@@ -359,8 +354,7 @@ fn kill_9_right_after_a_sync_loses_no_recorded_blob() {
 fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
     // The program reuses the pageable buffer right after each copy; a result read later (by a
     // host function, with the fake asynchronous) would hold the reused bytes.
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("pageable.hrr");
+    let (_tmp, arch) = temp_path("pageable.hrr");
     copy_app(&arch, &["pageable"], 1);
     let results = events_json(&arch)
         .into_iter()
@@ -368,7 +362,7 @@ fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
         .count();
     assert_eq!(results, 4);
     let out = fake().replay_ok(&arch, &[]);
-    assert!(out.contains("4 pass (4 exact"), "{out}");
+    assert_contains(&out, "4 pass (4 exact");
 }
 
 /// Uploads of 1 MiB or more go to the device from their blob, mapped and page-locked before the
@@ -378,8 +372,7 @@ fn async_d2h_into_pageable_memory_is_recorded_at_the_call() {
 /// would not).
 #[test]
 fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("large.hrr");
+    let (_tmp, arch) = temp_path("large.hrr");
     copy_app(&arch, &["overlap", "1", "72"], 0);
     let events = events_json(&pid_dirs(&arch).remove(0));
     assert!(
@@ -408,15 +401,14 @@ fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
 /// shows it before the first `cuStreamSynchronize` returns); replayed on one thread, after.
 #[test]
 fn a_stream_wait_lets_the_other_threads_go_on_under_multi_thread() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("waiting.hrr");
+    let (_tmp, arch) = temp_path("waiting.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1")];
     fake().capture_ok(&arch, "copy_app", &["waiting"], &env);
     let order = |extra: &[&str]| {
         let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1"), ("FAKE_CUDA_TRACE", "1")];
         let (code, out, err) = fake().replay_env(&arch, extra, &env);
         assert_eq!(code, 0, "{out}{err}");
-        assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+        assert_contains(&out, "D2H checks      : 1 pass");
         let at = |call: &str| {
             err.lines()
                 .position(|l| l.starts_with(&format!("[fake-cuda] {call} ->")))

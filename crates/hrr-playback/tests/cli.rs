@@ -18,6 +18,8 @@ use serde::Deserialize;
 mod cli_common;
 use cli_common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 #[allow(dead_code)]
 #[path = "../../hrr-archive/examples/make_demo.rs"]
 mod make_demo;
@@ -86,9 +88,10 @@ fn events_of_the_demo_as_text() {
         golden(&format!("events-pid-{pid}.txt"), &o.stdout);
     }
     let both = run(&["examples/demo.hrr/pid-1204", "--info", "--events"]);
-    assert!(both
-        .stdout
-        .contains("\nEvents:\n#1 T1204 +0.000 cuInit(result=0, Flags=0)\n"));
+    assert_contains(
+        &both.stdout,
+        "\nEvents:\n#1 T1204 +0.000 cuInit(result=0, Flags=0)\n",
+    );
 }
 
 /// Our own copy of the `--events --json` wire format: catches drift in either direction.
@@ -183,9 +186,7 @@ fn events_of_every_process_of_a_root() {
     assert!(o
         .stdout
         .starts_with("# pid-1180 (examples/demo.hrr/pid-1180)\n#1 T1180"));
-    assert!(o
-        .stdout
-        .contains("\n# pid-1204 (examples/demo.hrr/pid-1204)\n"));
+    assert_contains(&o.stdout, "\n# pid-1204 (examples/demo.hrr/pid-1204)\n");
 }
 
 #[test]
@@ -254,10 +255,7 @@ fn a_root_with_one_process_resolves_by_itself() {
         out.starts_with("HRR Archive Root: <TMP>/demo.hrr\n"),
         "{out}"
     );
-    assert!(
-        out.contains("\nHRR Archive: <TMP>/demo.hrr/pid-1180\n"),
-        "{out}"
-    );
+    assert_contains(&out, "\nHRR Archive: <TMP>/demo.hrr/pid-1180\n");
     let o = run_at(&d, &[]);
     assert_ne!(o.code, 2, "{}", o.stderr);
     assert!(!o.stderr.contains("choose one"));
@@ -290,9 +288,9 @@ fn version_needs_no_archive_and_no_gpu_library() {
         .output()
         .unwrap();
     let s = String::from_utf8(o.stdout).unwrap();
-    assert!(
-        s.contains("Runtime: none found (/nonexistent/libcuda.so.1 not loadable)\n"),
-        "{s}"
+    assert_contains(
+        &s,
+        "Runtime: none found (/nonexistent/libcuda.so.1 not loadable)\n",
     );
 }
 
@@ -381,9 +379,10 @@ fn pid_and_list_on_roots_and_packs() {
     assert!(o
         .stdout
         .starts_with("PID   Parent PID  Complete  Events  Blobs  Path\n"));
-    assert!(o
-        .stdout
-        .contains("1204  1180        NO        9       1      examples/demo.hrr/pid-1204\n"));
+    assert_contains(
+        &o.stdout,
+        "1204  1180        NO        9       1      examples/demo.hrr/pid-1204\n",
+    );
     let o = run(&["examples/demo.hrr", "--pid", "1204", "--info"]);
     assert_eq!(o.code, 0);
     assert!(o

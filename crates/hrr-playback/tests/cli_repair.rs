@@ -12,6 +12,8 @@ use hrr_archive::writer::ProcessWriter;
 mod cli_common;
 use cli_common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 // ---------------------------------------------------------------------------------------------
 // Repair
 
@@ -118,7 +120,7 @@ fn repair_of_a_root_reports_failures_with_exit_1() {
     let o = run_at(t.path(), &["--repair"]);
     assert_eq!(o.code, 1);
     let out = filter(&o.stdout, t.path());
-    assert!(out.contains("[HRR] --- pid-11 ---\n[HRR] Repair failed: Version mismatch in <TMP>/pid-11/events.bin: file=9 reader=1\n"), "{out}");
+    assert_contains(&out, "[HRR] --- pid-11 ---\n[HRR] Repair failed: Version mismatch in <TMP>/pid-11/events.bin: file=9 reader=1\n");
     assert!(out.ends_with("[HRR] Repair summary: 0 repaired, 1 already complete, 1 failed\n"));
 }
 
@@ -181,9 +183,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn bad_headers() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = capture(t.path(), 4, 5);
-    let events = dir.join("events.bin");
+    let (t, dir, events) = capture_in_temp(4, 5);
     let good = std::fs::read(&events).unwrap();
 
     let mut b = good.clone();
@@ -243,9 +243,7 @@ fn bad_headers() {
 
 #[test]
 fn implausible_record_lengths_are_recovered_not_errors() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = capture(t.path(), 4, 6);
-    let events = dir.join("events.bin");
+    let (t, dir, events) = capture_in_temp(4, 6);
     let good = std::fs::read(&events).unwrap();
     // offset of the third event: header, schema record, two events
     let mut off = FILE_HEADER_LEN;
@@ -305,16 +303,13 @@ fn invalid_or_missing_manifests() {
     let o = run_at(&pid, &["--info"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let out = filter(&o.stdout, t.path());
-    assert!(out.contains("Events:             16\n"), "{out}");
-    assert!(out.contains("- manifest problem: <TMP>/demo.hrr/pid-1180/manifest.json: invalid manifest: key must be a string"), "{out}");
+    assert_contains(&out, "Events:             16\n");
+    assert_contains(&out, "- manifest problem: <TMP>/demo.hrr/pid-1180/manifest.json: invalid manifest: key must be a string");
     let o = run_at(&d, &["--info"]);
     assert_eq!(o.code, 0);
     let out = filter(&o.stdout, t.path());
-    assert!(out.contains("1180  ?           NO        16"), "{out}");
-    assert!(
-        out.contains("pid-1180 is incomplete: manifest problem: "),
-        "{out}"
-    );
+    assert_contains(&out, "1180  ?           NO        16");
+    assert_contains(&out, "pid-1180 is incomplete: manifest problem: ");
 
     std::fs::remove_file(pid.join("manifest.json")).unwrap();
     let o = run_at(&pid, &["--info"]);
@@ -399,9 +394,7 @@ fn symlinks_inside_an_archive_are_refused() {
 
 #[test]
 fn a_mismatch_on_a_root_is_said_once_and_repair_is_not_advised() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = capture(t.path(), 4, 5);
-    let events = dir.join("events.bin");
+    let (t, _dir, events) = capture_in_temp(4, 5);
     let mut b = std::fs::read(&events).unwrap();
     b[4..6].copy_from_slice(&4u16.to_le_bytes());
     std::fs::write(&events, &b).unwrap();

@@ -21,8 +21,7 @@ fn fake() -> &'static FakeCuda {
 /// `copies_app` captured, with texture/surface object values starting at `object_base`, into
 /// `run.hrr` of a new temporary folder: the folder (kept alive) and the archive.
 fn captured(object_base: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let env = [("FAKE_CUDA_OBJECT_BASE", object_base)];
     let o = fake().capture_ok(&arch, "copies_app", &[], &env);
     assert!(

@@ -5,8 +5,10 @@
 
 mod common;
 
-use common::FakeCuda;
+use common::{temp_path, FakeCuda};
 use std::path::PathBuf;
+
+use hrr_archive::testkit::assert_contains;
 
 /// `driver_app` captured on device `device` of a fake driver with `devices` devices: the
 /// temporary folder and the process folder.
@@ -18,8 +20,7 @@ fn captured_on(devices: &str, device: &str) -> (tempfile::TempDir, PathBuf) {
 /// `driver_app ARGS` captured with `env`: the temporary folder and the process folder, and
 /// what the program printed.
 fn captured_with(args: &[&str], env: &[(&str, &str)]) -> ((tempfile::TempDir, PathBuf), String) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let o = FakeCuda::get("").capture_ok(&arch, "driver_app", args, env);
     let dir = common::pid_dirs(&arch).remove(0);
     ((tmp, dir), String::from_utf8_lossy(&o.stdout).into_owned())
@@ -71,7 +72,7 @@ fn a_capture_on_device_1_replays_there_or_where_the_map_says() {
     // the same machine: device 1, no map needed
     let (code, out, err) = replay_on(&dir, "2", &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] PASS"), "{out}");
+    assert_contains(&out, "[HRR] PASS");
     assert!(device_line(&out).contains("HRR Fake GPU #1"), "{out}");
     assert!(
         !device_line(&out).contains("replaying recorded device"),
@@ -82,10 +83,7 @@ fn a_capture_on_device_1_replays_there_or_where_the_map_says() {
     let (code, out, err) = replay_on(&dir, "1", &[]);
     assert_ne!(code, 0, "{out}{err}");
     let said = format!("{out}{err}");
-    assert!(
-        said.contains("Device missing: the archive used device 1; this machine has 1 device (0). Replay with --device-map 1=0"),
-        "{said}"
-    );
+    assert_contains(&said, "Device missing: the archive used device 1; this machine has 1 device (0). Replay with --device-map 1=0");
     assert!(!said.contains("[HRR] PASS"), "{said}");
 
     // with that map: device 0, every check made
@@ -114,9 +112,9 @@ fn a_capture_on_device_0_moves_to_device_1_and_bad_maps_are_refused() {
     let (code, out, err) = replay_on(&dir, "2", &["--device-map", "0=5"]);
     assert_ne!(code, 0);
     let said = format!("{out}{err}");
-    assert!(
-        said.contains("--device-map 0=5 names device 5; this machine has 2 devices (0 to 1)"),
-        "{said}"
+    assert_contains(
+        &said,
+        "--device-map 0=5 names device 5; this machine has 2 devices (0 to 1)",
     );
 
     // maps that do not parse: a usage error (2) saying what was expected
@@ -154,7 +152,7 @@ fn work_by_device(trace: &str) -> (Vec<usize>, Vec<usize>) {
 #[test]
 fn a_capture_on_two_devices_replays_on_two_or_on_one_with_its_peer_copies() {
     let ((_tmp, dir), out) = captured_with(&["two_devices"], &[("FAKE_CUDA_DEVICES", "2")]);
-    assert!(out.contains("two devices sum="), "{out}");
+    assert_contains(&out, "two devices sum=");
     let events = common::events_json(&dir);
     common::assert_recorded(
         &events,
@@ -167,10 +165,7 @@ fn a_capture_on_two_devices_replays_on_two_or_on_one_with_its_peer_copies() {
     );
     // --info says which devices the capture used (a replay opens as many)
     let (_, info, _) = replay_on(&dir, "2", &["--info"]);
-    assert!(
-        info.contains("Devices used:       0, 1 (a context on each"),
-        "{info}"
-    );
+    assert_contains(&info, "Devices used:       0, 1 (a context on each");
     let (_, v) = FakeCuda::get("").replay_json_env(&dir, &["--info"], &[]);
     assert_eq!(v["context_devices"], serde_json::json!([0, 1]), "{v}");
 

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-extract")
 }
@@ -78,8 +80,8 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
     assert!(tree_bytes(&small) < tree_bytes(&arch));
 
     let out = fake().replay_ok(&small, &[]);
-    assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
-    assert!(out.contains("[HRR] PASS"), "{out}");
+    assert_contains(&out, "[HRR] Kernels launched: 1");
+    assert_contains(&out, "[HRR] PASS");
     assert!(
         checks_passed(&out) >= x["d2h_checks"].as_u64().unwrap(),
         "{out}"
@@ -113,7 +115,7 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
         &["--extract", "gather", "-o", small.to_str().unwrap()],
     );
     assert_ne!(code, 0);
-    assert!(err.contains("exists"), "{err}");
+    assert_contains(&err, "exists");
 }
 
 #[test]
@@ -138,7 +140,7 @@ fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
     assert!(zeroed > 0);
     let (code, out, err) = fake().replay(&small, &[]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("MISMATCH"), "{out}");
+    assert_contains(&out, "MISMATCH");
     // A source whose replay before the segment already differs: the extraction says so.
     let events = events_json(&arch);
     let first_d2h = first_named(&events, "cuMemcpyDtoH_v2");
@@ -180,14 +182,14 @@ fn a_reach_over_the_limit_and_a_non_launch_are_refused() {
         &["--extract", "gather", "-o", o, "--extract-max-bytes", "1K"],
     );
     assert_ne!(code, 0);
-    assert!(err.contains("more than --extract-max-bytes 1024"), "{err}");
+    assert_contains(&err, "more than --extract-max-bytes 1024");
     assert!(!out.exists(), "a refused extraction leaves nothing");
     let (code, _, err) = fake().replay(&arch, &["--extract", "1", "-o", o]);
     assert_ne!(code, 0);
-    assert!(err.contains("not a kernel launch"), "{err}");
+    assert_contains(&err, "not a kernel launch");
     let (code, _, err) = fake().replay(&arch, &["--extract", "axpy#9", "-o", o]);
     assert_ne!(code, 0);
-    assert!(err.contains("2 launch(es)"), "{err}");
+    assert_contains(&err, "2 launch(es)");
 }
 
 #[test]
@@ -199,7 +201,7 @@ fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
     assert_eq!(x["fault"]["code"], 700, "{x}");
     assert_eq!(x["d2h_checks"], 0, "{x}");
     let out = fake().replay_ok(&small, &[]);
-    assert!(out.contains("REPRODUCED"), "{out}");
+    assert_contains(&out, "REPRODUCED");
     // A fixed kernel (one that does not fault) in place of the faulting one: PASS, said why, in
     // the whole capture and in the small archive.
     let fixed = tmp.path().join("fixed.ptx");
@@ -215,7 +217,7 @@ fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
     // Its recorded fault removed, it no longer reproduces: the fault is what the archive expects.
     let (code, out, _) = fake().replay(&small, &["--kernel-filter", "nothing-matches"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("NOT REPRODUCED"), "{out}");
+    assert_contains(&out, "NOT REPRODUCED");
 }
 
 #[test]
@@ -233,7 +235,7 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
 
     let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &other]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("MISMATCH"), "{out}");
+    assert_contains(&out, "MISMATCH");
     assert!(
         out.contains("Replaced kernel : axpy by") && out.contains("(2 launches)"),
         "{out}"
@@ -265,7 +267,7 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
     extract(&arch, "axpy", &small, &[]);
     let (code, out, _) = fake().replay(&small, &["--replace-kernel", &other]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("(1 launch)"), "{out}");
+    assert_contains(&out, "(1 launch)");
 }
 
 #[test]
@@ -276,7 +278,7 @@ fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts
     let o = out.to_str().unwrap();
     let (code, _, err) = fake().replay(&arch, &["--extract", "axpy", "-o", o]);
     assert_ne!(code, 0);
-    assert!(err.contains("captured into a CUDA graph"), "{err}");
+    assert_contains(&err, "captured into a CUDA graph");
     // From the stream capture's start to the graph's launches.
     let events = events_json(&arch);
     // the three launches of the captured graph (each after the host bytes it reads)

@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-failing")
 }
@@ -77,7 +79,7 @@ fn launches(dir: &Path) -> Vec<String> {
 fn sigterm_during_a_hang_keeps_the_hanging_launch_and_says_why() {
     let (_tmp, dir) = hung(libc::SIGTERM);
     let (_, info, _) = playback_on(&dir, &["--info"]);
-    assert!(info.contains("terminated by SIGTERM"), "{info}");
+    assert_contains(&info, "terminated by SIGTERM");
     let (code, _, err) = playback_on(&dir, &["--repair"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -141,8 +143,7 @@ fn captured_noisy(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> (PathBuf, 
 
 #[test]
 fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "fault");
     assert_eq!(
         o.status.code(),
@@ -181,15 +182,14 @@ fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
 
 #[test]
 fn a_recorded_fault_that_does_not_happen_is_not_reproduced() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     capture(&arch, "fault");
     // Leaving the faulting kernel out, the recorded failure cannot happen.
     let (code, out, err) = replay(&arch, &["--kernel-filter", "axpy"], &[]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(
-        out.contains("[HRR] NOT REPRODUCED: the recording failed with status 700 at event #"),
-        "{out}"
+    assert_contains(
+        &out,
+        "[HRR] NOT REPRODUCED: the recording failed with status 700 at event #",
     );
 }
 
@@ -200,8 +200,8 @@ fn a_recorded_hang_is_a_hang_under_the_watchdog_naming_the_kernel() {
     let (code, out, err) = replay(&dir, &["--sync-watchdog-ms", "500"], &[]);
     let took = start.elapsed();
     assert_eq!(code, 4, "{out}{err}");
-    assert!(out.contains("[HRR] HANG: event #"), "{out}");
-    assert!(out.contains("last kernel launched: spin (launch "), "{out}");
+    assert_contains(&out, "[HRR] HANG: event #");
+    assert_contains(&out, "last kernel launched: spin (launch ");
     assert!(took < std::time::Duration::from_secs(20), "{took:?}");
     assert!(
         out.contains("capture incomplete (") && out.contains("the tail after them was lost"),
@@ -211,8 +211,7 @@ fn a_recorded_hang_is_a_hang_under_the_watchdog_naming_the_kernel() {
 
 #[test]
 fn a_call_that_worked_when_recorded_and_fails_now_is_an_error() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "loop");
     assert!(!o.status.success(), "`loop` needs a count");
     let ok = tmp.path().join("ok.hrr");
@@ -268,15 +267,12 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
         )),
         "{out}"
     );
-    assert!(
-        out.contains(", 0 fail, 0 skipped, 1 nondeterministic"),
-        "{out}"
-    );
+    assert_contains(&out, ", 0 fail, 0 skipped, 1 nondeterministic");
     assert!(!out.contains("[HRR] Mismatch"), "{out}");
     // Named before replay starts: the host callback replay cannot run.
-    assert!(
-        out.contains("[HRR] Not reproducible: cuLaunchHostFunc (1 call, first at event #"),
-        "{out}"
+    assert_contains(
+        &out,
+        "[HRR] Not reproducible: cuLaunchHostFunc (1 call, first at event #",
     );
 
     let (code, v) = fake().replay_json_env(&dir, &[], &env);
@@ -320,7 +316,7 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
     // Without the second replay the noise is a plain mismatch.
     let (code, out, _) = replay(&dir, &["--no-recheck"], &env);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[HRR] MISMATCH: 1 of "), "{out}");
+    assert_contains(&out, "[HRR] MISMATCH: 1 of ");
 
     // The recorded result zeroed: the deterministic half is stable across replays but differs
     // from the recording, a MISMATCH, while the noisy half is still told apart.
@@ -361,9 +357,9 @@ fn results_holding_the_recorded_values_in_another_order_are_named_so() {
             .any(|l| l.starts_with("[HRR] PASS, ") && l.contains(&verdict)),
         "{verdict:?} not in:\n{out}"
     );
-    assert!(
-        out.contains("the result holds the recorded 4-byte values in another order"),
-        "{out}"
+    assert_contains(
+        &out,
+        "the result holds the recorded 4-byte values in another order",
     );
     let (code, v) = fake().replay_json_env(&dir, &[], &env);
     assert_eq!(code, 0, "{v}");
@@ -372,7 +368,7 @@ fn results_holding_the_recorded_values_in_another_order_are_named_so() {
 
     let (code, out, _) = replay(&dir, &["--strict"], &env);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[HRR] MISMATCH (--strict): "), "{out}");
+    assert_contains(&out, "[HRR] MISMATCH (--strict): ");
     // Values that are not the recorded ones in another order stay a mismatch.
     let (code, _, _) = replay(&dir, &[], &env[..1]);
     assert_eq!(code, 1, "without the reordering the noise differs in value");
@@ -405,11 +401,9 @@ fn a_result_stable_only_by_chance_is_settled_by_the_other_results_of_its_copy() 
     assert_eq!(hows.iter().filter(|h| **h == "same_copy").count(), 2, "{v}");
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
     let (_, out, _) = replay(&dir, &[], &env("2"));
-    assert!(
-        out.contains(
-            "all in values that differed between replays in other results of the same copy"
-        ),
-        "{out}"
+    assert_contains(
+        &out,
+        "all in values that differed between replays in other results of the same copy",
     );
     // The recording's own stable byte: those two results match, the other six settle.
     let (code, v) = fake().replay_json_env(&dir, &[], &env("1"));
@@ -492,10 +486,7 @@ fn all_stops_a_process_left_waiting_after_another_failed() {
         start.elapsed() < std::time::Duration::from_secs(50),
         "{out}{err}"
     );
-    assert!(
-        out.contains(&format!("[HRR] {}: MISMATCH", name(&failing))),
-        "{out}"
-    );
+    assert_contains(&out, &format!("[HRR] {}: MISMATCH", name(&failing)));
     assert!(
         out.contains(&format!(
             "[HRR] {}: HANG: stopped: no progress for 1",

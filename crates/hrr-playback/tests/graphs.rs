@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-graphs")
 }
@@ -24,6 +26,15 @@ fn blob_of(dir: &Path, ev: &serde_json::Value, field: &str) -> PathBuf {
     blob_path(dir, ev["fields"][field].as_str().expect("a blob id"))
 }
 
+/// Replay `dir` with the blob at `p` zeroed, then put the blob back: exit code and stdout.
+fn replay_with_zeroed_blob(dir: &Path, p: &Path) -> (i32, String) {
+    let saved = std::fs::read(p).unwrap();
+    std::fs::write(p, vec![0u8; saved.len()]).unwrap();
+    let (code, out, _) = replay(dir, &[]);
+    std::fs::write(p, &saved).unwrap();
+    (code, out)
+}
+
 /// Capture `app MODE`, whose plain run must print `expect` and the same as the captured one;
 /// returns the temporary folder (kept alive), the pid folder and its events.
 fn captured_mode(
@@ -31,11 +42,10 @@ fn captured_mode(
     mode: &str,
     expect: &str,
 ) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_as_plain(&arch, app, &[mode]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains(expect), "{out}");
+    assert_contains(&out, expect);
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
     (tmp, dir, events)
@@ -53,19 +63,24 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
         let count = |n: &str| events.iter().filter(|e| e["name"] == n).count();
         // both apps reach CUDA 12's cuGraphAddKernelNode_v2 (v2 parameters)
         let kernel_node = "cuGraphAddKernelNode_v2";
-        assert_eq!(count("cuGraphCreate"), 2, "{app}");
-        assert_eq!(count(kernel_node), 2, "{app}");
-        assert_eq!(count("cuGraphAddMemcpyNode"), 3, "{app}");
-        assert_eq!(count("cuGraphAddNode_v2"), 1, "{app}");
-        assert_eq!(count("cuGraphAddChildGraphNode"), 1, "{app}");
-        assert_eq!(count("cuGraphAddHostNode"), 2, "{app}");
-        assert_eq!(count("cuGraphAddDependencies"), 1, "{app}");
-        assert_eq!(count("cuGraphExecUpdate_v2"), 1, "{app}");
-        assert_eq!(count("cuGraphLaunch"), 3, "{app}");
-        assert_eq!(count("cuGraphClone"), 1, "{app}");
-        assert_eq!(count("cuGraphUpload"), 1, "{app}");
-        assert_eq!(count("cuGraphExecKernelNodeSetParams_v2"), 1, "{app}");
-        assert_eq!(count("cuGraphKernelNodeSetParams_v2"), 1, "{app}");
+        // how many times each graph call is recorded
+        for (call, n) in [
+            ("cuGraphCreate", 2),
+            (kernel_node, 2),
+            ("cuGraphAddMemcpyNode", 3),
+            ("cuGraphAddNode_v2", 1),
+            ("cuGraphAddChildGraphNode", 1),
+            ("cuGraphAddHostNode", 2),
+            ("cuGraphAddDependencies", 1),
+            ("cuGraphExecUpdate_v2", 1),
+            ("cuGraphLaunch", 3),
+            ("cuGraphClone", 1),
+            ("cuGraphUpload", 1),
+            ("cuGraphExecKernelNodeSetParams_v2", 1),
+            ("cuGraphKernelNodeSetParams_v2", 1),
+        ] {
+            assert_eq!(count(call), n, "{app}: {call}");
+        }
         // one host source per launch (the program changes it between launches: 3 blobs), two
         // host results per launch
         assert_eq!(count("hrrGraphHostSource"), 3, "{app}");
@@ -91,10 +106,10 @@ fn graphs_built_node_by_node_are_recorded_rebuilt_and_checked() {
         for extra in [&[][..], &["--no-placement"], &["--sync-after-launch"]] {
             let (code, out, err) = replay(&dir, extra);
             assert_eq!(code, 0, "{app} {extra:?}: {out}{err}");
-            assert!(out.contains("[HRR] Graphs launched : 3"), "{out}");
-            assert!(out.contains("[HRR] Kernels launched: 1"), "{out}");
+            assert_contains(&out, "[HRR] Graphs launched : 3");
+            assert_contains(&out, "[HRR] Kernels launched: 1");
             assert_checks_exact(&out, 6);
-            assert!(out.contains("[HRR] PASS"), "{out}");
+            assert_contains(&out, "[HRR] PASS");
         }
         // looped: the graphs are rebuilt again, every launch's results checked again
         let (_, v) = fake().replay_json(&dir, &["--loop", "2"]);
@@ -117,28 +132,20 @@ fn a_zeroed_host_source_or_result_of_a_graph_launch_is_a_mismatch() {
         .filter(|e| e["name"] == "hrrGraphHostSource")
         .nth(1)
         .unwrap();
-    let p = blob_of(&dir, source, "h2d_blob");
-    let saved = std::fs::read(&p).unwrap();
-    std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
-    let (code, out, _) = replay(&dir, &[]);
+    let (code, out) = replay_with_zeroed_blob(&dir, &blob_of(&dir, source, "h2d_blob"));
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[HRR] MISMATCH"), "{out}");
-    assert!(out.contains("hrrGraphHostResult"), "{out}");
-    assert!(out.contains("0 within tol), 1 fail"), "{out}");
-    std::fs::write(&p, &saved).unwrap();
+    assert_contains(&out, "[HRR] MISMATCH");
+    assert_contains(&out, "hrrGraphHostResult");
+    assert_contains(&out, "0 within tol), 1 fail");
 
     // A recorded result of a D2H memcpy node, zeroed.
     let result = events
         .iter()
         .rfind(|e| e["name"] == "hrrGraphHostResult")
         .unwrap();
-    let p = blob_of(&dir, result, "d2h_blob");
-    let saved = std::fs::read(&p).unwrap();
-    std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
-    let (code, out, _) = replay(&dir, &[]);
+    let (code, out) = replay_with_zeroed_blob(&dir, &blob_of(&dir, result, "d2h_blob"));
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("[HRR] MISMATCH"), "{out}");
-    std::fs::write(&p, &saved).unwrap();
+    assert_contains(&out, "[HRR] MISMATCH");
     let (code, out, _) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}");
 }
@@ -176,15 +183,12 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
 
         // The second launch's input zeroed: its result and the next (they accumulate) differ.
         let p = blob_of(&dir, of("hrrGraphHostSource")[1], "h2d_blob");
-        let saved = std::fs::read(&p).unwrap();
-        std::fs::write(&p, vec![0u8; saved.len()]).unwrap();
-        let (code, out, _) = replay(&dir, &[]);
+        let (code, out) = replay_with_zeroed_blob(&dir, &p);
         assert_eq!(code, 1, "{app}: {out}");
         assert!(
             out.contains("1 pass (1 exact, 0 within tol), 3 fail"),
             "{app}: {out}"
         );
-        std::fs::write(&p, &saved).unwrap();
     }
 }
 
@@ -194,11 +198,10 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
 /// sum), so the D2H check after the launch passes only if the body really ran.
 #[test]
 fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_ok(&arch, "driver_app", &["graph_cond"], &[]);
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("cond fill sum="), "{stdout}");
+    assert_contains(&stdout, "cond fill sum=");
     assert!(!stdout.contains("cond fill sum=0 "), "{stdout}");
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
@@ -254,8 +257,7 @@ fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
 #[test]
 fn nodes_added_to_a_stream_capture_and_captures_into_a_body_replay() {
     for app in ["driver_app", "direct_app"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let arch = tmp.path().join("run.hrr");
+        let (_tmp, arch) = temp_path("run.hrr");
         let o = fake().capture(&arch, app, &["graph_cond_capture"]);
         assert!(
             o.status.success(),

@@ -5,14 +5,15 @@
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("handles")
 }
 
 #[test]
 fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let out = fake().capture(&arch, "driver_app", &["hidden"]);
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("hidden fill sum="));
@@ -56,5 +57,5 @@ fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
     zero_blob(&dir, h2d);
     let (code, out, _) = fake().replay(&dir, &[]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("MISMATCH"), "{out}");
+    assert_contains(&out, "MISMATCH");
 }

@@ -17,6 +17,8 @@ use common::*;
 use hip_common::layouts::check_layouts;
 use hip_common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 #[test]
 fn vector_add_round_trip() {
     let dir = fake_or_skip!();
@@ -89,11 +91,11 @@ fn vector_add_round_trip() {
 
     let (code, out, err) = replay(dir, &arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] Kernels launched: 5"), "{out}");
+    assert_contains(&out, "[HRR] Kernels launched: 5");
     assert_checks_exact(&out, 7);
-    assert!(
-        out.contains("Device          : HRR Fake AMD GPU (gfx90a:sramecc+:xnack-)"),
-        "{out}"
+    assert_contains(
+        &out,
+        "Device          : HRR Fake AMD GPU (gfx90a:sramecc+:xnack-)",
     );
     assert!(out.trim_end().ends_with("[HRR] PASS"), "{out}");
 }
@@ -139,8 +141,8 @@ fn module_launch_round_trip() {
 
     let (code, out, err) = replay(dir, &arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] Kernels launched: 3"), "{out}");
-    assert!(out.contains("D2H checks      : 3 pass (3 exact"), "{out}");
+    assert_contains(&out, "[HRR] Kernels launched: 3");
+    assert_contains(&out, "D2H checks      : 3 pass (3 exact");
 }
 
 #[test]
@@ -235,7 +237,7 @@ fn a_runtime_loaded_rtld_local_by_a_plugin_is_found_and_recorded() {
     assert_eq!(m["metadata"]["devices"][0]["name"], "HRR Fake AMD GPU");
     let (code, out, err) = replay(dir, &arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("D2H checks      : 1 pass (1 exact"), "{out}");
+    assert_contains(&out, "D2H checks      : 1 pass (1 exact");
 }
 
 #[test]
@@ -265,7 +267,7 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     flip_blob_byte(&pid, ev["fields"]["d2h_blob"].as_str().unwrap(), 9, 0xff);
     let (code, out, _) = replay(dir, &pid, &[]);
     assert_mismatch_at(code, &out, ev);
-    assert!(out.contains("first at offset 9"), "{out}");
+    assert_contains(&out, "first at offset 9");
 }
 
 #[test]
@@ -554,7 +556,7 @@ fn timing_lists_every_hip_launch_by_gpu_time() {
     );
     let (code, out, _) = replay(dir, &arch, &["--timing"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("[HRR] GPU time"), "{out}");
+    assert_contains(&out, "[HRR] GPU time");
     let (_, v) = replay_json(dir, &arch, &[]);
     assert_eq!(v["timing"], serde_json::json!([]), "{v}");
 }
@@ -562,8 +564,7 @@ fn timing_lists_every_hip_launch_by_gpu_time() {
 #[test]
 fn processes_that_only_register_fat_binaries_get_no_pid_dir() {
     let dir = fake_or_skip!();
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(dir, &arch, "vector_add", &["nohip"]);
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout), "nohip ok\n");
@@ -603,8 +604,7 @@ fn capture_stacked_on_the_real_runtime_keeps_its_error_codes() {
         );
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let plain_cmd = || {
         let mut c = bounded(dir.join("vector_add"));
         c.env_remove("LD_LIBRARY_PATH")
@@ -688,7 +688,7 @@ fn extracted_hip_launches_replay_alone() {
         let o = small.to_str().unwrap();
         let (code, out, err) = replay(dir, &arch, &["--extract", kernel, "-o", o]);
         assert_eq!(code, 0, "{out}{err}");
-        assert!(out.contains("[HRR] Extracted launch #"), "{out}");
+        assert_contains(&out, "[HRR] Extracted launch #");
         let (code, v) = replay_json(dir, &small, &[]);
         assert_eq!(code, 0, "{app} {kernel}: {v}");
         assert_eq!(v["verdict"], "PASS", "{v}");

@@ -8,6 +8,8 @@ use assert_cmd::Command;
 use hrr_archive::manifest;
 use hrr_archive::testkit::{link_folder_out, write_small_capture};
 
+use hrr_archive::testkit::assert_contains;
+
 const PID: u32 = 2674;
 
 fn capture(root: &Path) -> PathBuf {
@@ -95,9 +97,9 @@ fn a_junk_active_marker_is_an_error_for_repair_and_info() {
     );
     let (code, text) = run(&[&dir, &"--info"]);
     assert_ne!(code, 0, "{text}");
-    assert!(text.contains("not a writer's"), "{text}");
+    assert_contains(&text, "not a writer's");
     let (_, text) = run(&[&root, &"--info"]);
-    assert!(text.contains("not a writer's"), "{text}");
+    assert_contains(&text, "not a writer's");
 }
 
 #[test]
@@ -138,7 +140,7 @@ fn repair_removes_temp_files_of_a_killed_run_with_a_notice() {
     let (code, text) = run(&[&root, &"--repair"]);
     assert_eq!(code, 0, "{text}");
     assert!(!stale.exists() && !stale_root.exists(), "{text}");
-    assert!(text.contains("stale temp file"), "{text}");
+    assert_contains(&text, "stale temp file");
 }
 
 /// ENOSPC for real: the capture is copied into a 1 MiB tmpfs (in a private mount namespace)
@@ -181,7 +183,7 @@ fn enospc_during_repair_leaves_no_temp_files() {
         return;
     }
     assert!(text.contains("rc=") && !text.contains("rc=0"), "{text}");
-    assert!(text.contains("No space left"), "{text}");
+    assert_contains(&text, "No space left");
     let stdout = String::from_utf8_lossy(&o.stdout);
     let left = stdout.split("LEFT:").nth(1).unwrap_or_default();
     assert!(!left.contains(".tmp"), "temp files left behind: {text}");
@@ -223,7 +225,7 @@ fn a_repair_is_refused_while_another_command_holds_the_archive() {
     for at in [&root, &dir] {
         let (code, text) = run(&[at, &"--repair"]);
         assert_ne!(code, 0, "{text}");
-        assert!(text.contains("in use by another"), "{text}");
+        assert_contains(&text, "in use by another");
     }
     drop(held);
     let (code, text) = run(&[&root, &"--repair"]);

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-hostmem")
 }
@@ -87,17 +89,16 @@ fn zero_copy_memory_replays_with_host_writes_and_reads_checked() {
 /// and reads checked, and MISMATCH without the write between the kernels.
 #[test]
 fn zero_copy_memory_among_device_memory_stays_at_its_address() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("near.hrr");
+    let (_tmp, arch) = temp_path("near.hrr");
     let near = [("FAKE_CUDA_HOST_IN_DEVICE_SPACE", "1")];
     fake().capture_ok(&arch, "hostmem_app", &["zerocopy"], &near);
     let dir = pid_dirs(&arch).remove(0);
     let env = [near[0], ("FAKE_CUDA_TRACE", "1")];
     let (code, out, err) = fake().replay_env(&dir, &[], &env);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] PASS"), "{out}");
-    assert!(out.contains("D2H checks      : 4 pass"), "{out}");
-    assert!(err.contains("[fake-cuda] cuMemCreate on the host"), "{err}");
+    assert_contains(&out, "[HRR] PASS");
+    assert_contains(&out, "D2H checks      : 4 pass");
+    assert_contains(&err, "[fake-cuda] cuMemCreate on the host");
     let (_, v) = fake().replay_json_env(&dir, &[], &near);
     let host = |k: &str| v["allocations"][k].as_u64().unwrap();
     assert!(
@@ -253,10 +254,9 @@ fn managed_memory_written_on_a_stream_is_read_once_that_stream_completed() {
 /// address) fails this replay with `CUDA_ERROR_ILLEGAL_ADDRESS`; the deferred release passes.
 #[test]
 fn stream_ordered_frees_and_pools_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("async.hrr");
+    let (_tmp, arch) = temp_path("async.hrr");
     let out = capture(&arch, "async");
-    assert!(out.contains("reused=1"), "{out}");
+    assert_contains(&out, "reused=1");
     let dir = pid_dirs(&arch).remove(0);
     assert_recorded(
         &events_json(&dir),

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("ipc")
 }
@@ -122,16 +124,13 @@ fn all_processes_replay_together_and_each_sees_the_others_writes() {
     // The parent alone: the child's writes never happen, its check fails.
     let (code, out, _) = replay(&dirs[0], &[], &ipc);
     assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("[HRR] MISMATCH: 1 of 1 D2H result differs"),
-        "{out}"
-    );
+    assert_contains(&out, "[HRR] MISMATCH: 1 of 1 D2H result differs");
     // The child alone cannot open what nobody exported: said, not a bare PASS.
     let (code, out, err) = replay(&dirs[1], &[], &ipc);
     assert_ne!(code, 0, "{out}{err}");
-    assert!(
-        out.contains("replay every process of the archive together (hrr-playback ROOT --all)"),
-        "{out}"
+    assert_contains(
+        &out,
+        "replay every process of the archive together (hrr-playback ROOT --all)",
     );
 }
 
@@ -140,10 +139,7 @@ fn a_root_of_several_processes_names_all_and_all_refuses_a_pid() {
     let (_tmp, arch, ipc, dirs) = captured();
     let (code, _, err) = replay(&arch, &[], &ipc);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains(", or replay them together with --all"),
-        "{err}"
-    );
+    assert_contains(&err, ", or replay them together with --all");
     let pid = dirs[0]
         .file_name()
         .unwrap()
@@ -153,13 +149,13 @@ fn a_root_of_several_processes_names_all_and_all_refuses_a_pid() {
         .to_string();
     let (code, _, err) = replay(&arch, &["--all", "--pid", &pid], &ipc);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("cannot be used with"), "{err}");
+    assert_contains(&err, "cannot be used with");
     // One output archive cannot take every process's launch.
     let out = arch.with_extension("one");
     let out = out.to_str().unwrap();
     let (code, _, err) = replay(&arch, &["--all", "--extract", "1", "-o", out], &ipc);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("cannot be used with"), "{err}");
+    assert_contains(&err, "cannot be used with");
 }
 
 #[test]
@@ -178,17 +174,15 @@ fn memory_shared_through_a_file_descriptor_is_imported_again_at_replay() {
     let (code, out, err) = replay(&arch, &["--all", "--no-recheck"], &ipc);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.ends_with("[HRR] All 2 processes: 2 PASS\n"), "{out}");
-    assert!(out.contains("; D2H checks 1 pass, 0 fail"), "{out}"); // the parent
-    assert!(out.contains("; D2H checks 2 pass, 0 fail"), "{out}"); // the child
-                                                                   // Alone, the parent never sees the child's half, and the child imports nothing.
+    assert_contains(&out, "; D2H checks 1 pass, 0 fail"); // the parent
+    assert_contains(&out, "; D2H checks 2 pass, 0 fail"); // the child
+
+    // Alone, the parent never sees the child's half, and the child imports nothing.
     let (code, out, _) = replay(&dirs[0], &[], &ipc);
     assert_eq!(code, 1, "{out}");
     let (code, out, err) = replay(&dirs[1], &[], &ipc);
     assert_ne!(code, 0, "{out}{err}");
-    assert!(
-        out.contains("imports memory another process exported"),
-        "{out}"
-    );
+    assert_contains(&out, "imports memory another process exported");
 }
 
 /// As the NVIDIA driver does, the fake exports both allocations as descriptors of one file: the
@@ -267,5 +261,5 @@ fn all_replays_beside_a_process_whose_events_are_unreadable() {
     assert!(out.contains("[HRR] All 2 processes: "), "{out}{err}");
     // the other one is not left waiting for it (it ended without saying so itself)
     assert!(!out.contains("HANG"), "{out}");
-    assert!(out.contains("Bad magic"), "{out}");
+    assert_contains(&out, "Bad magic");
 }

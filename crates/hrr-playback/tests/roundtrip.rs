@@ -10,6 +10,8 @@ use std::process::Output;
 mod common;
 use common::*;
 
+use hrr_archive::testkit::assert_contains;
+
 /// The fake driver and its apps, built once per test run.
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("")
@@ -22,8 +24,7 @@ fn capture(archive: &Path, name: &str, args: &[&str]) -> Output {
 /// `driver_app args` captured (successfully) into `run.hrr` of a new temporary folder: the
 /// folder (kept alive), the archive, its process folder.
 fn captured(args: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let dir = fake().captured(&arch, "driver_app", args);
     (tmp, arch, dir)
 }
@@ -34,8 +35,7 @@ fn replay(target: &Path, extra: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_as_plain(&arch, "driver_app", &[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
@@ -111,7 +111,7 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
 
     let (code, out, err) = replay(&arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("[HRR] Kernels launched: 6"), "{out}");
+    assert_contains(&out, "[HRR] Kernels launched: 6");
     assert_checks_exact(&out, 6);
     assert!(
         out.trim_end().lines().last().is_some_and(|l| l
@@ -129,7 +129,7 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 5, 0xff);
     let (code, out, _) = replay(&dir, &[]);
     assert_mismatch_at(code, &out, ev);
-    assert!(out.contains("first at offset 5"), "{out}");
+    assert_contains(&out, "first at offset 5");
 }
 
 #[test]
@@ -150,29 +150,27 @@ fn replay_really_runs_the_work_zeroed_inputs_fail() {
 
 #[test]
 fn a_killed_capture_is_recovered_by_repair_and_replays() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "driver_app", &["crash"]);
     assert!(!o.status.success());
     let dir = pid_dirs(&arch).remove(0);
     let (code, out, _) = playback_on(&arch, &["--info"]);
     assert_eq!(code, 0);
-    assert!(out.contains("NO"), "{out}");
+    assert_contains(&out, "NO");
     let (code, out, err) = playback_on(&arch, &["--repair"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("Repaired archive"), "{out}");
+    assert_contains(&out, "Repaired archive");
     let m = manifest_json(&dir);
     assert_eq!(m["complete"], true);
     assert!(m["event_count"].as_u64().unwrap() > 10);
     let (code, out, err) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("D2H checks      : 1 pass"), "{out}");
+    assert_contains(&out, "D2H checks      : 1 pass");
 }
 
 #[test]
 fn processes_that_never_touch_the_driver_get_no_pid_dir() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "driver_app", &["nocuda"]);
     assert!(o.status.success());
     assert!(!arch.exists() || pid_dirs(&arch).is_empty());
@@ -196,8 +194,7 @@ fn fork_children_get_their_own_capture_and_replay_asks_which() {
 
 #[test]
 fn direct_symbol_calls_are_recorded_too() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     fake().capture_as_plain(&arch, "direct_app", &[]);
     let names = names(&events_json(&arch));
     assert!(
@@ -217,8 +214,7 @@ fn direct_symbol_calls_are_recorded_too() {
 
 #[test]
 fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let (_, plain, _) = run(fake().app("driver_app", &[]));
     let o = fake().capture_env(
         &arch,
@@ -232,7 +228,7 @@ fn a_nearly_full_disk_stops_capture_marks_it_incomplete_and_the_app_runs_on() {
     let dir = pid_dirs(&arch).remove(0);
     assert_eq!(manifest_json(&dir)["complete"], false);
     let (_, out, _) = playback_on(&dir, &["--repair"]);
-    assert!(out.contains("Still incomplete"), "{out}");
+    assert_contains(&out, "Still incomplete");
     let m = manifest_json(&dir);
     assert_eq!(
         m["complete"], false,
@@ -288,11 +284,8 @@ fn multi_thread_replays_each_captured_thread_on_a_thread_of_its_own() {
     assert_eq!(looped["d2h_checks"]["pass"], 2 * pass, "{looped}");
     // the human summary says how it ran
     let (_, out, _) = replay(&dir, &["--multi-thread"]);
-    assert!(out.contains("Mode            : multi-threaded"), "{out}");
-    assert!(
-        out.contains(&format!("Threads used    : {threads}")),
-        "{out}"
-    );
+    assert_contains(&out, "Mode            : multi-threaded");
+    assert_contains(&out, &format!("Threads used    : {threads}"));
 
     // it really runs the work: a wrong recorded result is found on whichever thread has it
     let events = events_json(&dir);
@@ -332,8 +325,7 @@ fn replay_flags_filter_loop_sync_and_no_placement() {
 
 #[test]
 fn an_aborting_program_leaves_what_it_recorded_for_repair() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = capture(&arch, "driver_app", &["abort"]);
     // The launcher runs the program in its own process: it dies of the same signal.
     assert_eq!(
@@ -357,11 +349,10 @@ fn an_aborting_program_leaves_what_it_recorded_for_repair() {
 /// graph instantiated and launched once (explicit construction: `graphs.rs`).
 #[test]
 fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_as_plain(&arch, "driver_app", &["graph"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("graph_axpy sum="), "{out}");
+    assert_contains(&out, "graph_axpy sum=");
 
     let dir = pid_dirs(&arch).remove(0);
     let events = events_json(&dir);
@@ -391,7 +382,7 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
     for extra in [&[][..], &["--no-placement"], &["--sync-after-launch"]] {
         let (code, out, err) = replay(&dir, extra);
         assert_eq!(code, 0, "{extra:?}: {out}{err}");
-        assert!(out.contains("[HRR] Graphs launched : 4"), "{out}");
+        assert_contains(&out, "[HRR] Graphs launched : 4");
         assert_checks_exact(&out, 2);
         assert!(
             out.contains("[HRR] PASS") && !out.contains("not replayed"),
@@ -418,7 +409,7 @@ fn stream_captured_graphs_are_rebuilt_and_launched_by_replay() {
     );
     let (code, out, _) = replay(&dir, &[]);
     assert_mismatch_at(code, &out, last);
-    assert!(out.contains("[HRR] Graphs launched : 4"), "{out}");
+    assert_contains(&out, "[HRR] Graphs launched : 4");
 }
 
 #[test]
@@ -528,9 +519,9 @@ fn runs_of_launches_replay_as_prepared_graphs_and_fall_back_when_arguments_move(
     }
     let (code, out, _) = replay(&arch, &[]);
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("[HRR] Launch batching : 4200 launches in 1 run issued as 2 graphs"),
-        "{out}"
+    assert_contains(
+        &out,
+        "[HRR] Launch batching : 4200 launches in 1 run issued as 2 graphs",
     );
 }
 

@@ -17,6 +17,8 @@ use hrr_archive::blobs::blob_path;
 use hrr_archive::redact::{self, ObjectKind, RedactedObject, Redaction, RedactionsFile};
 use hrr_archive::ObjectId;
 
+use hrr_archive::testkit::assert_contains;
+
 fn fake() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| build_fake_cuda("-scrub"))
@@ -99,8 +101,7 @@ fn scrub_range(dir: &Path, old: ObjectId, range: std::ops::Range<usize>) -> Obje
 
 #[test]
 fn redacted_ranges_are_skipped_not_failed_and_other_damage_still_fails() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (_tmp, arch) = temp_path("run.hrr");
     let st = bounded(bin_dir().join("hrr-capture"))
         .arg("-o")
         .arg(&arch)
@@ -122,8 +123,8 @@ fn redacted_ranges_are_skipped_not_failed_and_other_damage_still_fails() {
 
     let (code, out) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("Note: scrubbed archive"), "{out}");
-    assert!(out.contains(", 0 fail, 1 skipped"), "{out}");
+    assert_contains(&out, "Note: scrubbed archive");
+    assert_contains(&out, ", 0 fail, 1 skipped");
     let (code, out) = replay(&dir, &["--json"]);
     assert_eq!(code, 0, "{out}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
@@ -136,6 +137,6 @@ fn redacted_ranges_are_skipped_not_failed_and_other_damage_still_fails() {
     std::fs::write(&p, &bytes).unwrap();
     let (code, out) = replay(&dir, &[]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains(&format!("event #{seq} cuMemcpyDtoH")), "{out}");
-    assert!(out.contains("first at offset 20"), "{out}");
+    assert_contains(&out, &format!("event #{seq} cuMemcpyDtoH"));
+    assert_contains(&out, "first at offset 20");
 }

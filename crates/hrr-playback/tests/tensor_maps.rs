@@ -26,8 +26,7 @@ fn fake() -> &'static FakeCuda {
 /// `tma_app` captured into `run.hrr` of a new temporary folder: the folder (kept alive) and
 /// the archive.
 fn captured() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("run.hrr");
+    let (tmp, arch) = temp_path("run.hrr");
     let o = fake().capture_ok(&arch, "tma_app", &[], &[]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.ends_with("tma_app: OK\n"), "{out}");

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use hrr_archive::testkit::assert_contains;
+
 #[test]
 fn errors_are_one_line_each_cause_once_with_the_users_path() {
     let t = tempfile::tempdir().unwrap();
@@ -25,7 +27,7 @@ fn errors_are_one_line_each_cause_once_with_the_users_path() {
     let o = run(&[&"pack", &pid, &"-o", &"/nonexistent/dir/x.hrr.tar.zst"]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(1));
-    assert!(err.contains("/nonexistent/dir/x.hrr.tar.zst"), "{err}");
+    assert_contains(&err, "/nonexistent/dir/x.hrr.tar.zst");
     assert!(!err.contains(".tmp"), "{err}");
     // a damaged pack: the cause once
     let packed = t.path().join("p.hrr.tar.zst");

@@ -155,6 +155,15 @@ pub fn capture(root: &Path, pid: u32, n: u64) -> PathBuf {
     dir
 }
 
+/// `capture(folder, pid, n)` in a fresh folder (keep it alive): the folder, the process folder
+/// and the path of its `events.bin`.
+pub fn capture_in_temp(pid: u32, n: u64) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let dir = capture(t.path(), pid, n);
+    let events = dir.join("events.bin");
+    (t, dir, events)
+}
+
 /// Each line of `stdout`, decoded as JSON.
 pub fn json_lines<T: serde::de::DeserializeOwned>(stdout: &str) -> Vec<T> {
     stdout

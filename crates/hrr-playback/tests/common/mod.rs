@@ -79,6 +79,14 @@ pub fn build_fake_cuda(tag: &str) -> PathBuf {
     out
 }
 
+/// A fresh temporary folder and the path `name` in it (not created yet): keep the folder alive
+/// for as long as the path is used.
+pub fn temp_path(name: impl AsRef<Path>) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(name);
+    (tmp, path)
+}
+
 /// The `pid-*` folders of an archive, sorted.
 pub fn pid_dirs(archive: &Path) -> Vec<PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(archive)
