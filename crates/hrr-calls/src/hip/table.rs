@@ -2,11 +2,13 @@
 //! The grammar is the CUDA table's (see `cuda/table.rs` and the crate docs); rows with an
 //! explicit return type (registrations) return no status and record no `result`.
 
-/// The HIP runtime call table: `hip_calls!(m)` expands to `m! { rows }`.
+/// The HIP runtime call table: `hip_calls!(m)` expands to `m! { rows }`, and
+/// `hip_calls!(m; tokens)` to `m! { tokens rows }` (arguments of `m` ahead of the rows).
 #[macro_export]
 macro_rules! hip_calls {
-    ($m:ident) => {
+    ($m:ident $(; $($pre:tt)*)?) => {
         $m! {
+            $($($pre)*)?
             Init [hipInit] (flags: c_uint = flags) : Init, Init;
             DriverGetVersion [hipDriverGetVersion] (v: *mut c_int => version) : Version, Query;
             RuntimeGetVersion [hipRuntimeGetVersion] (v: *mut c_int => version) : Version, Query;

@@ -475,14 +475,22 @@ pub unsafe fn graph_add_empty_node(
     })
 }
 
-/// An event record or wait node.
-pub(super) unsafe fn add_event_node(
+/// `cuGraphAddEventRecordNode` and `cuGraphAddEventWaitNode` (one row each, same arguments):
+/// an event record or wait node, its type by the export.
+pub unsafe fn graph_add_event_node(
     h: Export,
-    (node, g): (*mut Handle, Handle),
-    (deps, n): (*const Handle, usize),
-    (e, ty): (Handle, i32),
+    node: *mut Handle,
+    g: Handle,
+    deps: *const Handle,
+    n: usize,
+    e: Handle,
     call: impl Call,
 ) -> CUresult {
+    let ty = if h == Export::cuGraphAddEventRecordNode {
+        node_type::EVENT_RECORD
+    } else {
+        node_type::WAIT_EVENT
+    };
     let r = call();
     add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
         nd.node_type = ty;
@@ -490,34 +498,6 @@ pub(super) unsafe fn add_event_node(
         Vec::new()
     });
     r
-}
-
-pub unsafe fn graph_add_event_record_node(
-    h: Export,
-    a: args::GraphAddEventRecordNode,
-    call: impl Call,
-) -> CUresult {
-    add_event_node(
-        h,
-        (a.node, a.g),
-        (a.deps, a.n),
-        (a.e, node_type::EVENT_RECORD),
-        call,
-    )
-}
-
-pub unsafe fn graph_add_event_wait_node(
-    h: Export,
-    a: args::GraphAddEventWaitNode,
-    call: impl Call,
-) -> CUresult {
-    add_event_node(
-        h,
-        (a.node, a.g),
-        (a.deps, a.n),
-        (a.e, node_type::WAIT_EVENT),
-        call,
-    )
 }
 
 pub unsafe fn graph_add_child_graph_node(
