@@ -110,8 +110,8 @@ macro_rules! cuda_calls {
             // also records it for a launched function it never saw looked up, e.g. one a library
             // got through a private export table), and enumerations of a module or library.
             FuncGetModule [cuFuncGetModule] (m: *mut Handle, f: Handle) : FuncGetModule, Lookup, ordered => func_get_module;
-            ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => module_enumerate_functions;
-            LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => library_enumerate_kernels;
+            ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => enumerate_functions(..);
+            LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => enumerate_functions(..);
             // Explicit CUDA graphs (wt-graphs): construction node by node, parameter updates,
             // and two record types no export makes (`hrrGraphHost*`: what `cuGraphLaunch`'s
             // memcpy nodes read from and wrote to host memory, recorded by its custom function).
