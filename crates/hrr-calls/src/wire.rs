@@ -80,83 +80,45 @@ fn int(fields: &Fields, name: &'static str) -> Result<u64, FieldError> {
         .ok_or(FieldError { field: name })
 }
 
-impl Wire for u8 {
-    #[inline]
-    fn put(&self, p: &mut PayloadBuilder) {
-        p.u8(*self);
-    }
-    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
-        int(fields, name).map(|v| v as u8)
-    }
+/// [`Wire`] for integers: written by the [`PayloadBuilder`] method of the same width, read from
+/// any integer field (converted with `as`).
+macro_rules! wire_ints {
+    ($($t:ident),*) => {$(
+        impl Wire for $t {
+            #[inline]
+            fn put(&self, p: &mut PayloadBuilder) {
+                p.$t(*self);
+            }
+            fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+                int(fields, name).map(|v| v as $t)
+            }
+        }
+    )*};
 }
+wire_ints!(u8, u32, i32, u64);
 
-impl Wire for u32 {
-    #[inline]
-    fn put(&self, p: &mut PayloadBuilder) {
-        p.u32(*self);
-    }
-    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
-        int(fields, name).map(|v| v as u32)
-    }
+/// [`Wire`] for owned buffers: written by the named [`PayloadBuilder`] method, read from a field
+/// of the named [`Value`] variant (empty when the field is missing or of another kind).
+macro_rules! wire_buffers {
+    ($($t:ty => $put:ident, $variant:ident;)*) => {$(
+        impl Wire for $t {
+            #[inline]
+            fn put(&self, p: &mut PayloadBuilder) {
+                p.$put(self);
+            }
+            fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
+                Ok(match field(fields, name) {
+                    Some(Value::$variant(v)) => v.clone(),
+                    _ => <$t>::new(),
+                })
+            }
+        }
+    )*};
 }
-
-impl Wire for i32 {
-    #[inline]
-    fn put(&self, p: &mut PayloadBuilder) {
-        p.i32(*self);
-    }
-    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
-        int(fields, name).map(|v| v as i32)
-    }
-}
-
-impl Wire for u64 {
-    #[inline]
-    fn put(&self, p: &mut PayloadBuilder) {
-        p.u64(*self);
-    }
-    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
-        int(fields, name)
-    }
-}
-
-impl Wire for String {
-    #[inline]
-    fn put(&self, p: &mut PayloadBuilder) {
-        p.str(self);
-    }
-    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
-        Ok(match field(fields, name) {
-            Some(Value::Str(s)) => s.clone(),
-            _ => String::new(),
-        })
-    }
-}
-
-impl Wire for Vec<u8> {
-    #[inline]
-    fn put(&self, p: &mut PayloadBuilder) {
-        p.bytes(self);
-    }
-    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
-        Ok(match field(fields, name) {
-            Some(Value::Bytes(b)) => b.clone(),
-            _ => Vec::new(),
-        })
-    }
-}
-
-impl Wire for Vec<u64> {
-    #[inline]
-    fn put(&self, p: &mut PayloadBuilder) {
-        p.u64s(self);
-    }
-    fn get(fields: &Fields, name: &'static str) -> Result<Self, FieldError> {
-        Ok(match field(fields, name) {
-            Some(Value::U64s(v)) => v.clone(),
-            _ => Vec::new(),
-        })
-    }
+wire_buffers! {
+    String => str, Str;
+    Vec<u8> => bytes, Bytes;
+    Vec<u64> => u64s, U64s;
 }
 
 impl Wire for Option<ObjectId> {

@@ -6,11 +6,13 @@
 //! [, ordered] [=> custom_fn | => custom_fn(..)];` where an argument `= field` records its value, `=> field` reads
 //! an out-pointer after the call, and a bare argument is not recorded.
 
-/// The CUDA driver call table: `cuda_calls!(m)` expands to `m! { rows }`.
+/// The CUDA driver call table: `cuda_calls!(m)` expands to `m! { rows }`, and
+/// `cuda_calls!(m; tokens)` to `m! { tokens rows }` (arguments of `m` ahead of the rows).
 #[macro_export]
 macro_rules! cuda_calls {
-    ($m:ident) => {
+    ($m:ident $(; $($pre:tt)*)?) => {
         $m! {
+            $($($pre)*)?
             Init [cuInit] (flags: c_uint) : Init, Init => init;
             DriverGetVersion [cuDriverGetVersion] (v: *mut c_int => version) : Version, Query;
             DeviceGet [cuDeviceGet] (dev: *mut c_int => device, ordinal: c_int = ordinal) : DeviceGet, Query;
@@ -108,8 +110,8 @@ macro_rules! cuda_calls {
             // also records it for a launched function it never saw looked up, e.g. one a library
             // got through a private export table), and enumerations of a module or library.
             FuncGetModule [cuFuncGetModule] (m: *mut Handle, f: Handle) : FuncGetModule, Lookup, ordered => func_get_module;
-            ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => module_enumerate_functions;
-            LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => library_enumerate_kernels;
+            ModuleEnumerateFunctions [cuModuleEnumerateFunctions] (fns: *mut Handle, n: c_uint, m: Handle) : Enumerated, Lookup, ordered => enumerate_functions(..);
+            LibraryEnumerateKernels [cuLibraryEnumerateKernels] (ks: *mut Handle, n: c_uint, lib: Handle) : Enumerated, Lookup, ordered => enumerate_functions(..);
             // Explicit CUDA graphs (wt-graphs): construction node by node, parameter updates,
             // and two record types no export makes (`hrrGraphHost*`: what `cuGraphLaunch`'s
             // memcpy nodes read from and wrote to host memory, recorded by its custom function).
@@ -119,8 +121,8 @@ macro_rules! cuda_calls {
             GraphAddMemsetNode [cuGraphAddMemsetNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8, ctx: Handle) : GraphNode, Graph, ordered => graph_add_memset_node;
             GraphAddHostNode [cuGraphAddHostNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *const u8) : GraphNode, Graph, ordered => graph_add_host_node;
             GraphAddEmptyNode [cuGraphAddEmptyNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize) : GraphNode, Graph, ordered => graph_add_empty_node;
-            GraphAddEventRecordNode [cuGraphAddEventRecordNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_record_node;
-            GraphAddEventWaitNode [cuGraphAddEventWaitNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_wait_node;
+            GraphAddEventRecordNode [cuGraphAddEventRecordNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_node(..);
+            GraphAddEventWaitNode [cuGraphAddEventWaitNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, e: Handle) : GraphNode, Graph, ordered => graph_add_event_node(..);
             GraphAddChildGraphNode [cuGraphAddChildGraphNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, child: Handle) : GraphNode, Graph, ordered => graph_add_child_graph_node;
             GraphAddNode [cuGraphAddNode] (node: *mut Handle, g: Handle, deps: *const Handle, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_node;
             GraphAddNodeV2 [cuGraphAddNode_v2] (node: *mut Handle, g: Handle, deps: *const Handle, edges: *const u8, n: usize, p: *mut u8) : GraphNode, Graph, ordered => graph_add_node_v2;

@@ -2,11 +2,13 @@
 //! The grammar is the CUDA table's (see `cuda/table.rs` and the crate docs); rows with an
 //! explicit return type (registrations) return no status and record no `result`.
 
-/// The HIP runtime call table: `hip_calls!(m)` expands to `m! { rows }`.
+/// The HIP runtime call table: `hip_calls!(m)` expands to `m! { rows }`, and
+/// `hip_calls!(m; tokens)` to `m! { tokens rows }` (arguments of `m` ahead of the rows).
 #[macro_export]
 macro_rules! hip_calls {
-    ($m:ident) => {
+    ($m:ident $(; $($pre:tt)*)?) => {
         $m! {
+            $($($pre)*)?
             Init [hipInit] (flags: c_uint = flags) : Init, Init;
             DriverGetVersion [hipDriverGetVersion] (v: *mut c_int => version) : Version, Query;
             RuntimeGetVersion [hipRuntimeGetVersion] (v: *mut c_int => version) : Version, Query;
@@ -17,8 +19,8 @@ macro_rules! hip_calls {
             DeviceGetName [hipDeviceGetName] (name: *mut c_char, len: c_int, dev: c_int) : DeviceName, Query => device_get_name(..);
             DeviceTotalMem [hipDeviceTotalMem] (bytes: *mut usize => bytes, dev: c_int = device) : DeviceTotalMem, Query;
             DeviceGetAttribute [hipDeviceGetAttribute] (v: *mut c_int => value, attrib: c_int = attrib, dev: c_int = device) : DeviceAttribute, Query;
-            GetDeviceProperties [hipGetDeviceProperties] (prop: *mut u8, dev: c_int) : DeviceProperties, Query => get_device_properties;
-            GetDevicePropertiesR0600 [hipGetDevicePropertiesR0600] (prop: *mut u8, dev: c_int) : DeviceProperties, Query => get_device_properties_r0600;
+            GetDeviceProperties [hipGetDeviceProperties] (prop: *mut u8, dev: c_int) : DeviceProperties, Query => get_device_properties(..);
+            GetDevicePropertiesR0600 [hipGetDevicePropertiesR0600] (prop: *mut u8, dev: c_int) : DeviceProperties, Query => get_device_properties(..);
             DeviceSynchronize [hipDeviceSynchronize] () : NoFields, Sync;
             DeviceReset [hipDeviceReset] () : NoFields, Context => device_reset;
             Malloc [hipMalloc] (ptr: *mut Ptr, size: usize) : MemAlloc, Alloc, ordered => malloc;

@@ -25,3 +25,30 @@ pub struct ApiDef {
     /// Device and driver facts for the manifest.
     pub metadata: fn() -> serde_json::Value,
 }
+
+/// A `cuDeviceGetName` / `hipDeviceGetName` entry point: (buffer, its length, device) -> status.
+pub(crate) type DeviceNameFn = unsafe extern "C" fn(
+    *mut std::ffi::c_char,
+    std::ffi::c_int,
+    std::ffi::c_int,
+) -> std::ffi::c_int;
+
+/// The start of a device's entry in an API's facts (`facts.rs`): its `ordinal`, and its `name`
+/// when `name` answers for device `dev`.
+///
+/// # Safety
+/// `name`, when given, must be the API's `DeviceGetName`.
+pub(crate) unsafe fn device_facts(
+    ordinal: std::ffi::c_int,
+    dev: std::ffi::c_int,
+    name: Option<DeviceNameFn>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut d = serde_json::Map::new();
+    d.insert("ordinal".into(), serde_json::json!(ordinal));
+    let mut buf = [0 as std::ffi::c_char; 256];
+    if name.is_some_and(|f| f(buf.as_mut_ptr(), 255, dev) == 0) {
+        let n = std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy();
+        d.insert("name".into(), serde_json::json!(n));
+    }
+    d
+}

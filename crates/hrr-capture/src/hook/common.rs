@@ -369,6 +369,30 @@ pub unsafe fn memcpy_htod_async<E: ApiExport, D: Addr, S: Addr>(
     r
 }
 
+/// An async D2H copy's call and event, shared by the APIs' `memcpy_dtoh_async`: `dst` is
+/// claimed from the results still to be written (`results::claim`) before the call, and the
+/// event stores the result `d2h_blob` gives from the status (`None`: stored later, or not at
+/// all). Returns the status and the event's sequence number when it was written.
+pub unsafe fn memcpy_dtoh_async_event<E: ApiExport, S: Addr>(
+    h: E,
+    (dst, src, n): (*mut c_void, S, usize),
+    stream: *mut c_void,
+    call: impl FnOnce() -> c_int,
+    d2h_blob: impl FnOnce(c_int) -> Option<ObjectId>,
+) -> (c_int, Option<u64>) {
+    results::claim(dst as usize, n);
+    let r = call();
+    let d2h_blob = d2h_blob(r);
+    let seq = rec_seq(h, r, |_| CopyD2h {
+        dst: dst as u64,
+        src: src.into_field(),
+        bytes: n as u64,
+        stream: stream as u64,
+        d2h_blob,
+    });
+    (r, seq)
+}
+
 /// A blocking D2H copy: its result is stored after the call, then buffered events are handed to
 /// the kernel (the program may act on the result).
 pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(

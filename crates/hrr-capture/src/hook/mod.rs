@@ -122,8 +122,9 @@ macro_rules! ret_or_status {
 }
 
 /// Expand a call table into exported wrappers (see the module docs). Invoked by each API's
-/// `calls.rs` as `hrr_calls::cuda_calls!(exports)` through a one-line adapter that names the
-/// API's resolver, its [`crate::api::ApiDef`] and its custom-function module.
+/// `calls.rs` as `hrr_calls::cuda_calls!(define_exports; resolve: …, api: …, custom: …;)`,
+/// naming the API's resolver, its [`crate::api::ApiDef`] and its custom-function module ahead
+/// of the rows.
 #[macro_export]
 macro_rules! define_exports {
     (
@@ -207,6 +208,15 @@ macro_rules! define_exports {
             if !p.is_null() {
                 REAL[i].store(p, ::std::sync::atomic::Ordering::Release);
             }
+        }
+
+        /// The real entry point of `h`, typed.
+        ///
+        /// # Safety
+        /// `F` must be `h`'s C signature.
+        pub unsafe fn real_fn<F: Copy>(h: Export) -> Option<F> {
+            let p = real_ptr(h as usize);
+            (!p.is_null()).then(|| ::std::mem::transmute_copy::<*mut ::std::ffi::c_void, F>(&p))
         }
 
         $(

@@ -10,17 +10,9 @@ use crate::hook::ApiExport;
 
 use super::custom;
 use super::loader::driver_symbol;
+use crate::define_exports;
 
-macro_rules! exports {
-    ($($rows:tt)*) => {
-        $crate::define_exports! {
-            resolve: driver_symbol, api: &super::API, custom: custom;
-            $($rows)*
-        }
-    };
-}
-
-hrr_calls::cuda_calls!(exports);
+hrr_calls::cuda_calls!(define_exports; resolve: driver_symbol, api: &super::API, custom: custom;);
 
 /// Stream handle for a call the recorder makes itself on behalf of export `h` (0 means the
 /// per-thread default stream in `_ptsz` and `_ptds` calls).
@@ -31,13 +23,4 @@ pub fn effective_stream(h: Export, s: Handle) -> Handle {
     } else {
         s
     }
-}
-
-/// The real entry point of `h`, typed.
-///
-/// # Safety
-/// `F` must be `h`'s C signature.
-pub unsafe fn real_fn<F: Copy>(h: Export) -> Option<F> {
-    let p = real_ptr(h as usize);
-    (!p.is_null()).then(|| std::mem::transmute_copy::<*mut std::ffi::c_void, F>(&p))
 }

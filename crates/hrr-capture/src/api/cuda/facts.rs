@@ -1,7 +1,7 @@
 //! Device, driver and runtime facts for the manifest, asked of the real driver right after it
 //! initialises. Hostname-free.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_int, c_void, CStr};
 
 use serde_json::json;
 
@@ -34,8 +34,7 @@ pub fn collect() -> serde_json::Value {
             meta.insert("device_count".into(), json!(count));
         }
         let get = sym::<unsafe extern "C" fn(*mut c_int, c_int) -> c_int>(c"cuDeviceGet");
-        let name =
-            sym::<unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int>(c"cuDeviceGetName");
+        let name = sym::<crate::api::DeviceNameFn>(c"cuDeviceGetName");
         let attr =
             sym::<unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int>(c"cuDeviceGetAttribute");
         let mem = sym::<unsafe extern "C" fn(*mut usize, c_int) -> c_int>(c"cuDeviceTotalMem_v2");
@@ -46,15 +45,7 @@ pub fn collect() -> serde_json::Value {
             if get.is_none_or(|f| f(&mut dev, ordinal) != 0) {
                 continue;
             }
-            let mut d = serde_json::Map::new();
-            d.insert("ordinal".into(), json!(ordinal));
-            let mut buf = [0 as c_char; 256];
-            if name.is_some_and(|f| f(buf.as_mut_ptr(), 255, dev) == 0) {
-                d.insert(
-                    "name".into(),
-                    json!(CStr::from_ptr(buf.as_ptr()).to_string_lossy()),
-                );
-            }
+            let mut d = crate::api::device_facts(ordinal, dev, name);
             let (mut major, mut minor) = (0, 0);
             if let Some(f) = attr {
                 if f(&mut major, 75, dev) == 0 && f(&mut minor, 76, dev) == 0 {

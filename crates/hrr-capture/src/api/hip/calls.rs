@@ -8,23 +8,6 @@ use hrr_calls::hip::ffi::*;
 
 use super::custom;
 use super::loader::runtime_symbol;
+use crate::define_exports;
 
-macro_rules! exports {
-    ($($rows:tt)*) => {
-        $crate::define_exports! {
-            resolve: runtime_symbol, api: &super::API, custom: custom;
-            $($rows)*
-        }
-    };
-}
-
-hrr_calls::hip_calls!(exports);
-
-/// The real entry point of `h`, typed.
-///
-/// # Safety
-/// `F` must be `h`'s C signature.
-pub unsafe fn real_fn<F: Copy>(h: Export) -> Option<F> {
-    let p = real_ptr(h as usize);
-    (!p.is_null()).then(|| std::mem::transmute_copy::<*mut std::ffi::c_void, F>(&p))
-}
+hrr_calls::hip_calls!(define_exports; resolve: runtime_symbol, api: &super::API, custom: custom;);

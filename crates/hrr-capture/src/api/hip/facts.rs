@@ -5,7 +5,7 @@
 //! offsets of `hipDeviceProp_t` in ROCm 5 and 6; it is found in the filled struct as the string
 //! that starts with `gfx`, so no layout is assumed beyond `name` coming first.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_int, c_void, CStr};
 
 use serde_json::json;
 
@@ -93,19 +93,10 @@ pub fn collect() -> serde_json::Value {
             sym::<unsafe extern "C" fn(*mut u8, c_int) -> c_int>(c"hipGetDevicePropertiesR0600")
                 .or_else(|| sym(c"hipGetDeviceProperties"));
         let total = sym::<unsafe extern "C" fn(*mut usize, c_int) -> c_int>(c"hipDeviceTotalMem");
-        let name =
-            sym::<unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int>(c"hipDeviceGetName");
+        let name = sym::<crate::api::DeviceNameFn>(c"hipDeviceGetName");
         let mut devices = Vec::new();
         for ordinal in 0..count.clamp(0, 64) {
-            let mut d = serde_json::Map::new();
-            d.insert("ordinal".into(), json!(ordinal));
-            let mut buf = [0 as c_char; 256];
-            if name.is_some_and(|f| f(buf.as_mut_ptr(), 255, ordinal) == 0) {
-                d.insert(
-                    "name".into(),
-                    json!(CStr::from_ptr(buf.as_ptr()).to_string_lossy()),
-                );
-            }
+            let mut d = crate::api::device_facts(ordinal, ordinal, name);
             let mut p = vec![0u8; PROPS_BYTES];
             if props.is_some_and(|f| f(p.as_mut_ptr(), ordinal) == 0) {
                 if !d.contains_key("name") {

@@ -320,15 +320,17 @@ pub(super) unsafe fn bind_unseen_function(f: Handle) {
 /// Functions a thread remembers as known ([`bind_unseen_function`]).
 const KNOWN_SLOTS: usize = 64;
 
-/// Record an enumeration of `owner`'s functions (or, `library`, its kernels) into `out`.
-unsafe fn enumerated(
+/// `cuModuleEnumerateFunctions` and `cuLibraryEnumerateKernels` (one row each, same
+/// arguments): an enumeration of `owner`'s functions (or, for a library, its kernels) into `out`.
+pub unsafe fn enumerate_functions(
     h: Export,
-    r: CUresult,
     out: *mut Handle,
     n: c_uint,
     owner: Handle,
-    library: bool,
-) {
+    call: impl Call,
+) -> CUresult {
+    let library = h == Export::cuLibraryEnumerateKernels;
+    let r = call();
     rec(h, r, |_| {
         let handles: Vec<u64> = if r == 0 && !out.is_null() {
             (0..n as usize).map(|i| *out.add(i) as u64).collect()
@@ -354,27 +356,6 @@ unsafe fn enumerated(
             names: names.join("\n"),
         }
     });
-}
-
-pub unsafe fn module_enumerate_functions(
-    h: Export,
-    a: args::ModuleEnumerateFunctions,
-    call: impl Call,
-) -> CUresult {
-    let args::ModuleEnumerateFunctions { fns, n, m } = a;
-    let r = call();
-    enumerated(h, r, fns, n, m, false);
-    r
-}
-
-pub unsafe fn library_enumerate_kernels(
-    h: Export,
-    a: args::LibraryEnumerateKernels,
-    call: impl Call,
-) -> CUresult {
-    let args::LibraryEnumerateKernels { ks, n, lib } = a;
-    let r = call();
-    enumerated(h, r, ks, n, lib, true);
     r
 }
 

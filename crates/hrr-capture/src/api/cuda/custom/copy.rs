@@ -27,7 +27,7 @@ use super::host_blob;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
 use crate::api::cuda::state::{self, HostRegion};
-use crate::hook::common::{host_blob_alongside, rec_seq, LaunchHostFn};
+use crate::hook::common::{host_blob_alongside, memcpy_dtoh_async_event, rec_seq, LaunchHostFn};
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
 const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CUresult = 900;
@@ -231,21 +231,8 @@ unsafe fn is_pageable(ptr: u64) -> bool {
 }
 
 pub unsafe fn memcpy_dtoh_async(h: Export, a: args::MemcpyDtoHAsync, call: impl Call) -> CUresult {
-    let args::MemcpyDtoHAsync {
-        dst,
-        src,
-        n,
-        stream,
-    } = a;
-    crate::hook::results::claim(dst as usize, n);
-    let r = call();
-    let seq = rec_seq(h, r, |_| CopyD2h {
-        dst: dst as u64,
-        src,
-        bytes: n as u64,
-        stream: stream as u64,
-        d2h_blob: None,
-    });
+    let args::MemcpyDtoHAsync { dst, n, stream, .. } = a;
+    let (r, seq) = memcpy_dtoh_async_event(h, (dst, a.src, n), stream, call, |_| None);
     if let Some(copy) = seq.filter(|_| r == 0) {
         if !note_captured_copy(h, stream, (dst as u64, n as u64), true) {
             result_at_completion(h, copy, dst, n, stream);

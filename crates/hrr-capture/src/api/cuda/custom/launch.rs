@@ -105,16 +105,10 @@ pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -
 }
 
 pub unsafe fn launch_kernel_ex(h: Export, a: args::LaunchKernelEx, call: impl Call) -> CUresult {
-    let args::LaunchKernelEx {
-        config,
-        f,
-        params,
-        extra,
-    } = a;
     let r = call();
-    if let Some(c) = config.as_ref() {
+    if let Some(c) = a.config.as_ref() {
         let l = LaunchCall {
-            f,
+            f: a.f,
             grid: c.grid,
             block: c.block,
             shared_mem: c.shared_mem,
@@ -122,7 +116,7 @@ pub unsafe fn launch_kernel_ex(h: Export, a: args::LaunchKernelEx, call: impl Ca
             attrs: bytes_at(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES),
             cooperative: false,
         };
-        record_launch(h, r, l, params, extra);
+        record_launch(h, r, l, a.params, a.extra);
     }
     r
 }

@@ -18,7 +18,7 @@ use hrr_calls::shapes::*;
 use super::{host_blob, rec};
 use crate::api::hip::calls::{real_fn, Export};
 use crate::api::hip::state;
-use crate::hook::common::{rec_seq, result_at_completion, LaunchHostFn};
+use crate::hook::common::{memcpy_dtoh_async_event, rec_seq, result_at_completion, LaunchHostFn};
 use crate::recorder;
 
 /// Wait for `stream` so an async D2H result can be read (the recorder's own call, unrecorded).
@@ -148,26 +148,14 @@ pub unsafe fn memcpy_async(
 }
 
 pub unsafe fn memcpy_dtoh_async(h: Export, a: args::MemcpyDtoHAsync, call: impl Call) -> HipError {
-    let args::MemcpyDtoHAsync {
-        dst,
-        src,
-        n,
-        stream,
-    } = a;
-    crate::hook::results::claim(dst as usize, n);
-    let r = call();
+    let args::MemcpyDtoHAsync { dst, n, stream, .. } = a;
     let later = !capturing(stream);
-    let d2h_blob = if later {
-        None
-    } else {
-        result_blob(r, dst, n, Some(stream))
-    };
-    let seq = rec_seq(h, r, |_| CopyD2h {
-        dst: dst as u64,
-        src: src as u64,
-        bytes: n as u64,
-        stream: stream as u64,
-        d2h_blob,
+    let (r, seq) = memcpy_dtoh_async_event(h, (dst, a.src, n), stream, call, |r| {
+        if later {
+            None
+        } else {
+            result_blob(r, dst, n, Some(stream))
+        }
     });
     if let Some(copy) = seq.filter(|_| later && r == 0) {
         result_later(copy, dst, n, stream);

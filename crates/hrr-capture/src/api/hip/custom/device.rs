@@ -17,13 +17,19 @@ use crate::hook::args::bytes_at;
 const PROPS_READ: usize = 792;
 const PROPS_READ_R0600: usize = 1472;
 
-unsafe fn properties(
+/// `hipGetDeviceProperties` and `hipGetDevicePropertiesR0600` (one row each, same arguments):
+/// the struct is read back in the export's layout.
+pub unsafe fn get_device_properties(
     h: Export,
     prop: *mut u8,
     dev: c_int,
-    read: usize,
     call: impl Call,
 ) -> HipError {
+    let read = if h == Export::hipGetDevicePropertiesR0600 {
+        PROPS_READ_R0600
+    } else {
+        PROPS_READ
+    };
     let r = call();
     rec(h, r, |_| {
         let (mut name, mut gcn_arch_name) = (String::new(), String::new());
@@ -41,24 +47,6 @@ unsafe fn properties(
         }
     });
     r
-}
-
-pub unsafe fn get_device_properties(
-    h: Export,
-    a: args::GetDeviceProperties,
-    call: impl Call,
-) -> HipError {
-    let args::GetDeviceProperties { prop, dev } = a;
-    properties(h, prop, dev, PROPS_READ, call)
-}
-
-pub unsafe fn get_device_properties_r0600(
-    h: Export,
-    a: args::GetDevicePropertiesR0600,
-    call: impl Call,
-) -> HipError {
-    let args::GetDevicePropertiesR0600 { prop, dev } = a;
-    properties(h, prop, dev, PROPS_READ_R0600, call)
 }
 
 pub unsafe fn device_reset(h: Export, _: args::DeviceReset, call: impl Call) -> HipError {

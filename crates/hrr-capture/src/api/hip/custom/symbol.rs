@@ -47,21 +47,21 @@ fn symbol_direction(kind: c_int, other: Ptr, host: u8) -> u8 {
     }
 }
 
-/// A copy to a symbol, on `stream` when `Some` (`a.stream` is then that stream).
+/// The arguments `hipMemcpyToSymbol` and its async form share: symbol, source, bytes, offset
+/// and kind.
+type ToSymbolArgs = (Ptr, Ptr, usize, usize, c_int);
+
+/// The arguments `hipMemcpyFromSymbol` and its async form share: destination, symbol, bytes,
+/// offset and kind.
+type FromSymbolArgs = (Ptr, Ptr, usize, usize, c_int);
+
+/// A copy to a symbol, on `stream` when `Some`.
 unsafe fn to_symbol(
     h: Export,
-    a: args::MemcpyToSymbolAsync,
+    (symbol, src, n, offset, kind): ToSymbolArgs,
     stream: Option<Handle>,
     call: impl Call,
 ) -> HipError {
-    let args::MemcpyToSymbolAsync {
-        symbol,
-        src,
-        n,
-        offset,
-        kind,
-        ..
-    } = a;
     let dir = symbol_direction(kind, src, direction::H2D);
     let h2d_blob = if dir == direction::H2D {
         host_blob(src, n)
@@ -89,23 +89,7 @@ unsafe fn to_symbol(
 }
 
 pub unsafe fn memcpy_to_symbol(h: Export, a: args::MemcpyToSymbol, call: impl Call) -> HipError {
-    let args::MemcpyToSymbol {
-        symbol,
-        src,
-        n,
-        offset,
-        kind,
-    } = a;
-    let stream = std::ptr::null_mut();
-    let a = args::MemcpyToSymbolAsync {
-        symbol,
-        src,
-        n,
-        offset,
-        kind,
-        stream,
-    };
-    to_symbol(h, a, None, call)
+    to_symbol(h, (a.symbol, a.src, a.n, a.offset, a.kind), None, call)
 }
 
 pub unsafe fn memcpy_to_symbol_async(
@@ -113,24 +97,17 @@ pub unsafe fn memcpy_to_symbol_async(
     a: args::MemcpyToSymbolAsync,
     call: impl Call,
 ) -> HipError {
-    to_symbol(h, a, Some(a.stream), call)
+    let stream = Some(a.stream);
+    to_symbol(h, (a.symbol, a.src, a.n, a.offset, a.kind), stream, call)
 }
 
-/// A copy from a symbol, on `stream` when `Some` (`a.stream` is then that stream).
+/// A copy from a symbol, on `stream` when `Some`.
 unsafe fn from_symbol(
     h: Export,
-    a: args::MemcpyFromSymbolAsync,
+    (dst, symbol, n, offset, kind): FromSymbolArgs,
     stream: Option<Handle>,
     call: impl Call,
 ) -> HipError {
-    let args::MemcpyFromSymbolAsync {
-        dst,
-        symbol,
-        n,
-        offset,
-        kind,
-        ..
-    } = a;
     let dir = symbol_direction(kind, dst, direction::D2H);
     let sym = state::symbol(symbol as u64);
     let r = call();
@@ -162,23 +139,7 @@ pub unsafe fn memcpy_from_symbol(
     a: args::MemcpyFromSymbol,
     call: impl Call,
 ) -> HipError {
-    let args::MemcpyFromSymbol {
-        dst,
-        symbol,
-        n,
-        offset,
-        kind,
-    } = a;
-    let stream = std::ptr::null_mut();
-    let a = args::MemcpyFromSymbolAsync {
-        dst,
-        symbol,
-        n,
-        offset,
-        kind,
-        stream,
-    };
-    from_symbol(h, a, None, call)
+    from_symbol(h, (a.dst, a.symbol, a.n, a.offset, a.kind), None, call)
 }
 
 pub unsafe fn memcpy_from_symbol_async(
@@ -186,7 +147,8 @@ pub unsafe fn memcpy_from_symbol_async(
     a: args::MemcpyFromSymbolAsync,
     call: impl Call,
 ) -> HipError {
-    from_symbol(h, a, Some(a.stream), call)
+    let stream = Some(a.stream);
+    from_symbol(h, (a.dst, a.symbol, a.n, a.offset, a.kind), stream, call)
 }
 
 pub unsafe fn get_symbol_address(

@@ -308,17 +308,30 @@ pub unsafe fn graph_instantiate(
 ) -> CUresult {
     let args::GraphInstantiateWithFlags { exec, g, flags } = a;
     let r = call();
-    rec(h, r, |rc| {
-        if r == 0 {
-            note_graph_source(rc, "cuGraphInstantiateWithFlags", g, out_addr(exec));
-        }
-        GraphInstantiate {
-            exec: out_addr(exec),
-            graph: g as u64,
-            flags,
-        }
+    instantiated(h, r, (exec, g), |exec| GraphInstantiate {
+        exec,
+        graph: g as u64,
+        flags,
     });
     r
+}
+
+/// Record the instantiation (status `r`) of graph `g` into `*exec`, with the shape `shape`
+/// builds from the executable graph's handle; when it succeeded, the graph's source is noted
+/// under the row's name.
+unsafe fn instantiated<S: hrr_calls::Shape>(
+    h: Export,
+    r: CUresult,
+    (exec, g): (*mut Handle, Handle),
+    shape: impl FnOnce(u64) -> S,
+) {
+    rec(h, r, |rc| {
+        let exec = out_addr(exec);
+        if r == 0 {
+            note_graph_source(rc, h.base_name(), g, exec);
+        }
+        shape(exec)
+    });
 }
 
 /// CUDA 11's `cuGraphInstantiate` (error node and log buffer; no flags).
@@ -329,15 +342,10 @@ pub unsafe fn graph_instantiate_v2(
 ) -> CUresult {
     let args::GraphInstantiate { exec, g, .. } = a;
     let r = call();
-    rec(h, r, |rc| {
-        if r == 0 {
-            note_graph_source(rc, "cuGraphInstantiate_v2", g, out_addr(exec));
-        }
-        GraphInstantiate {
-            exec: out_addr(exec),
-            graph: g as u64,
-            flags: 0,
-        }
+    instantiated(h, r, (exec, g), |exec| GraphInstantiate {
+        exec,
+        graph: g as u64,
+        flags: 0,
     });
     r
 }
@@ -349,15 +357,12 @@ pub unsafe fn graph_instantiate_params(
 ) -> CUresult {
     let args::GraphInstantiateWithParams { exec, g, params } = a;
     let r = call();
-    rec(h, r, |rc| {
-        if r == 0 {
-            note_graph_source(rc, "cuGraphInstantiateWithParams", g, out_addr(exec));
-        }
+    instantiated(h, r, (exec, g), |exec| {
         let (flags, upload) = params
             .as_ref()
             .map_or((0, 0), |p| (p.flags, p.upload_stream as u64));
         GraphInstantiateParams {
-            exec: out_addr(exec),
+            exec,
             graph: g as u64,
             flags,
             upload_stream: upload,

@@ -295,20 +295,19 @@ pub unsafe fn graph_add_kernel_node(
     a: args::GraphAddKernelNode,
     call: impl Call,
 ) -> CUresult {
-    let args::GraphAddKernelNode {
-        node,
-        g,
-        deps,
-        n,
-        p,
-    } = a;
     let r = call();
     let v2 = h == Export::cuGraphAddKernelNode_v2;
-    bind_node_function(p, v2);
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |rc, nd| {
-        fill_kernel(rc, nd, p, v2, "cuGraphAddKernelNode");
-        Vec::new()
-    });
+    bind_node_function(a.p, v2);
+    add_node(
+        h,
+        r,
+        (a.node, a.g),
+        (handles(a.deps, a.n), Vec::new()),
+        |rc, nd| {
+            fill_kernel(rc, nd, a.p, v2, "cuGraphAddKernelNode");
+            Vec::new()
+        },
+    );
     r
 }
 
@@ -317,19 +316,9 @@ pub unsafe fn graph_add_memcpy_node(
     a: args::GraphAddMemcpyNode,
     call: impl Call,
 ) -> CUresult {
-    let args::GraphAddMemcpyNode {
-        node,
-        g,
-        deps,
-        n,
-        p,
-        ctx,
-    } = a;
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
-        fill_memcpy(nd, p, ctx)
-    });
-    r
+    add_node_after(h, (a.node, a.g), (a.deps, a.n), call, |_, nd| {
+        fill_memcpy(nd, a.p, a.ctx)
+    })
 }
 
 pub unsafe fn graph_add_memset_node(
@@ -337,20 +326,10 @@ pub unsafe fn graph_add_memset_node(
     a: args::GraphAddMemsetNode,
     call: impl Call,
 ) -> CUresult {
-    let args::GraphAddMemsetNode {
-        node,
-        g,
-        deps,
-        n,
-        p,
-        ctx,
-    } = a;
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
-        fill_memset(nd, p, ctx as u64);
+    add_node_after(h, (a.node, a.g), (a.deps, a.n), call, |_, nd| {
+        fill_memset(nd, a.p, a.ctx as u64);
         Vec::new()
-    });
-    r
+    })
 }
 
 pub unsafe fn graph_add_host_node(
@@ -448,6 +427,20 @@ pub unsafe fn graph_add_mem_free_node(
     })
 }
 
+/// [`add_node`] after `call`, for a node without edge data whose dependencies are the `n`
+/// handles at `deps`: `fill` sets its type's fields and returns its host regions.
+pub(super) unsafe fn add_node_after(
+    h: Export,
+    (node, g): (*mut Handle, Handle),
+    (deps, n): (*const Handle, usize),
+    call: impl Call,
+    fill: impl FnOnce(&mut Recorder, &mut GraphNode) -> Vec<HostRegion>,
+) -> CUresult {
+    let r = call();
+    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), fill);
+    r
+}
+
 /// A node without edge data or host regions, after `call`: `fill` sets its type's fields.
 pub(super) unsafe fn add_plain_node(
     h: Export,
@@ -456,12 +449,10 @@ pub(super) unsafe fn add_plain_node(
     call: impl Call,
     fill: impl FnOnce(&mut GraphNode),
 ) -> CUresult {
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
+    add_node_after(h, (node, g), (deps, n), call, |_, nd| {
         fill(nd);
         Vec::new()
-    });
-    r
+    })
 }
 
 pub unsafe fn graph_add_empty_node(
@@ -475,49 +466,26 @@ pub unsafe fn graph_add_empty_node(
     })
 }
 
-/// An event record or wait node.
-pub(super) unsafe fn add_event_node(
+/// `cuGraphAddEventRecordNode` and `cuGraphAddEventWaitNode` (one row each, same arguments):
+/// an event record or wait node, its type by the export.
+pub unsafe fn graph_add_event_node(
     h: Export,
-    (node, g): (*mut Handle, Handle),
-    (deps, n): (*const Handle, usize),
-    (e, ty): (Handle, i32),
+    node: *mut Handle,
+    g: Handle,
+    deps: *const Handle,
+    n: usize,
+    e: Handle,
     call: impl Call,
 ) -> CUresult {
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
+    let ty = if h == Export::cuGraphAddEventRecordNode {
+        node_type::EVENT_RECORD
+    } else {
+        node_type::WAIT_EVENT
+    };
+    add_plain_node(h, (node, g), (deps, n), call, |nd| {
         nd.node_type = ty;
         nd.event = e as u64;
-        Vec::new()
-    });
-    r
-}
-
-pub unsafe fn graph_add_event_record_node(
-    h: Export,
-    a: args::GraphAddEventRecordNode,
-    call: impl Call,
-) -> CUresult {
-    add_event_node(
-        h,
-        (a.node, a.g),
-        (a.deps, a.n),
-        (a.e, node_type::EVENT_RECORD),
-        call,
-    )
-}
-
-pub unsafe fn graph_add_event_wait_node(
-    h: Export,
-    a: args::GraphAddEventWaitNode,
-    call: impl Call,
-) -> CUresult {
-    add_event_node(
-        h,
-        (a.node, a.g),
-        (a.deps, a.n),
-        (a.e, node_type::WAIT_EVENT),
-        call,
-    )
+    })
 }
 
 pub unsafe fn graph_add_child_graph_node(
@@ -525,49 +493,27 @@ pub unsafe fn graph_add_child_graph_node(
     a: args::GraphAddChildGraphNode,
     call: impl Call,
 ) -> CUresult {
-    let args::GraphAddChildGraphNode {
-        node,
-        g,
-        deps,
-        n,
-        child,
-    } = a;
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |_, nd| {
-        fill_child(nd, child)
-    });
-    r
+    add_node_after(h, (a.node, a.g), (a.deps, a.n), call, |_, nd| {
+        fill_child(nd, a.child)
+    })
 }
 
 pub unsafe fn graph_add_node(h: Export, a: args::GraphAddNode, call: impl Call) -> CUresult {
-    let args::GraphAddNode {
-        node,
-        g,
-        deps,
-        n,
-        p,
-    } = a;
-    let r = call();
-    add_node(h, r, (node, g), (handles(deps, n), Vec::new()), |rc, nd| {
-        fill_generic(rc, nd, p, "cuGraphAddNode")
-    });
-    r
+    add_node_after(h, (a.node, a.g), (a.deps, a.n), call, |rc, nd| {
+        fill_generic(rc, nd, a.p, "cuGraphAddNode")
+    })
 }
 
 pub unsafe fn graph_add_node_v2(h: Export, a: args::GraphAddNodeV2, call: impl Call) -> CUresult {
-    let args::GraphAddNodeV2 {
-        node,
-        g,
-        deps,
-        edges,
-        n,
-        p,
-    } = a;
     let r = call();
-    let edges = bytes_at(edges, n.min(1 << 16) * EDGE_DATA_BYTES).to_vec();
-    add_node(h, r, (node, g), (handles(deps, n), edges), |rc, nd| {
-        fill_generic(rc, nd, p, "cuGraphAddNode_v2")
-    });
+    let edges = bytes_at(a.edges, a.n.min(1 << 16) * EDGE_DATA_BYTES).to_vec();
+    add_node(
+        h,
+        r,
+        (a.node, a.g),
+        (handles(a.deps, a.n), edges),
+        |rc, nd| fill_generic(rc, nd, a.p, "cuGraphAddNode_v2"),
+    );
     r
 }
 
