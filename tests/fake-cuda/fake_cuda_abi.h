@@ -156,11 +156,6 @@ typedef struct {
   unsigned numAttrs;
 } CUlaunchConfig;
 
-_Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp layout");
-_Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc layout");
-_Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute layout");
-_Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
-
 /* ---- stream-ordered memory pools ---- */
 typedef struct {
   int allocType, handleTypes;
@@ -199,6 +194,11 @@ typedef struct {
   } res;
   unsigned flags;
 } CUDA_RESOURCE_DESC;
+/* Layout checks: each size is the real driver ABI's on x86-64. */
+_Static_assert(sizeof(CUmemAllocationProp) == 32, "CUmemAllocationProp layout");
+_Static_assert(sizeof(CUmemAccessDesc) == 12, "CUmemAccessDesc layout");
+_Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute layout");
+_Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
 _Static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR) == 24, "CUDA_ARRAY_DESCRIPTOR layout");
 _Static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40, "CUDA_ARRAY3D_DESCRIPTOR layout");
 _Static_assert(sizeof(CUDA_MEMCPY2D) == 128, "CUDA_MEMCPY2D layout");
