@@ -47,11 +47,22 @@ fn names_of(dir: &Path) -> Vec<String> {
     names(&events_json(dir))
 }
 
-/// A capture of `mode`: its process folder.
-fn captured(tmp: &Path, mode: &str) -> PathBuf {
-    let arch = tmp.join(format!("{mode}.hrr"));
+/// A capture of `mode` in a new temporary folder: the folder (kept while it lives) and the
+/// capture's process folder.
+fn captured(mode: &str) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, arch) = temp_path(&format!("{mode}.hrr"));
     capture(&arch, mode);
-    pid_dirs(&arch).remove(0)
+    let dir = pid_dirs(&arch).remove(0);
+    (tmp, dir)
+}
+
+/// The capture in `dir` records exactly `count` events named `name`, for each pair of `want`.
+fn assert_name_counts(dir: &Path, want: &[(&str, usize)]) {
+    let n = names_of(dir);
+    for &(name, count) in want {
+        let got = n.iter().filter(|x| *x == name).count();
+        assert_eq!(got, count, "{name}: {n:?}");
+    }
 }
 
 fn assert_pass(dir: &Path, min_checks: u64) {
@@ -67,19 +78,39 @@ fn assert_mismatch(dir: &Path) {
     assert_eq!(v["verdict"], "MISMATCH", "{v}");
 }
 
+/// With the blob of the `nth` event named `name` (field `field`) zeroed, replay of `dir`
+/// reports MISMATCH: what that event recorded is what the replay's result depends on.
+fn assert_mismatch_without(dir: &Path, name: &str, field: &str, nth: usize) {
+    zero_nth_blob(dir, name, field, nth);
+    assert_mismatch(dir);
+}
+
+/// A capture of `mode` that records exactly the event counts `counts` (name, count), replays
+/// PASS with at least `min_checks` D2H checks, and MISMATCH once the blob `needed` names
+/// (event name, field, which such event) is zeroed: its temporary and process folders.
+fn assert_replays_checked(
+    mode: &str,
+    counts: &[(&str, usize)],
+    min_checks: u64,
+    (name, field, nth): (&str, &str, usize),
+) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = captured(mode);
+    assert_name_counts(&dir, counts);
+    assert_pass(&dir, min_checks);
+    assert_mismatch_without(&dir, name, field, nth);
+    (tmp, dir)
+}
+
 #[test]
 fn zero_copy_memory_replays_with_host_writes_and_reads_checked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = captured(tmp.path(), "zerocopy");
-    let n = names_of(&dir);
-    let count = |c: &str| n.iter().filter(|x| *x == c).count();
-    // Host writes before each kernel, host reads after each synchronisation, both regions.
-    assert_eq!(count("hrrHostMemWrite"), 4, "{n:?}");
-    assert_eq!(count("hrrHostMemCheck"), 4, "{n:?}");
-    assert_pass(&dir, 4);
-    // The host's write between the kernels is what the second result depends on.
-    zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
-    assert_mismatch(&dir);
+    // Host writes before each kernel, host reads after each synchronisation, both regions;
+    // the host's write between the kernels is what the second result depends on.
+    assert_replays_checked(
+        "zerocopy",
+        &[("hrrHostMemWrite", 4), ("hrrHostMemCheck", 4)],
+        4,
+        ("hrrHostMemWrite", "h2d_blob", 1),
+    );
 }
 
 /// Pinned memory the driver put among device memory (`FAKE_CUDA_HOST_IN_DEVICE_SPACE`, as the
@@ -112,10 +143,8 @@ fn zero_copy_memory_among_device_memory_stays_at_its_address() {
 
 #[test]
 fn zero_copy_host_reads_are_checked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = captured(tmp.path(), "zerocopy");
-    zero_nth_blob(&dir, "hrrHostMemCheck", "d2h_blob", 0);
-    assert_mismatch(&dir);
+    let (_tmp, dir) = captured("zerocopy");
+    assert_mismatch_without(&dir, "hrrHostMemCheck", "d2h_blob", 0);
 }
 
 /// An async D2H copy into registered memory the tracker follows: its bytes are recorded once, as
@@ -123,15 +152,12 @@ fn zero_copy_host_reads_are_checked() {
 /// synchronisation.
 #[test]
 fn an_async_copy_into_tracked_memory_is_recorded_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = captured(tmp.path(), "regasync");
-    let n = names_of(&dir);
-    let count = |c: &str| n.iter().filter(|x| *x == c).count();
-    assert_eq!(count("hrrMemcpyResult"), 1, "{n:?}");
-    assert_eq!(count("hrrHostMemCheck"), 0, "{n:?}");
-    assert_pass(&dir, 1);
-    zero_nth_blob(&dir, "hrrMemcpyResult", "d2h_blob", 0);
-    assert_mismatch(&dir);
+    assert_replays_checked(
+        "regasync",
+        &[("hrrMemcpyResult", 1), ("hrrHostMemCheck", 0)],
+        1,
+        ("hrrMemcpyResult", "d2h_blob", 0),
+    );
 }
 
 /// Async H2D copies from memory a kernel may write (device-mapped pinned, managed): their
@@ -139,8 +165,7 @@ fn an_async_copy_into_tracked_memory_is_recorded_once() {
 /// queued behind the copy could already have changed them.
 #[test]
 fn async_uploads_from_memory_kernels_write_are_recorded_at_the_call() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = captured(tmp.path(), "h2dsrc");
+    let (_tmp, dir) = captured("h2dsrc");
     let events = events_json(&dir);
     let copies: Vec<&serde_json::Value> = all_named(&events, "cuMemcpyHtoDAsync_v2");
     assert_eq!(copies.len(), 2);
@@ -153,15 +178,14 @@ fn async_uploads_from_memory_kernels_write_are_recorded_at_the_call() {
 
 #[test]
 fn managed_memory_replays_with_host_writes_between_kernels() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = captured(tmp.path(), "managed");
+    let (_tmp, dir) = assert_replays_checked(
+        "managed",
+        &[("hrrHostMemWrite", 2), ("hrrHostMemCheck", 3)],
+        3,
+        ("hrrHostMemWrite", "h2d_blob", 1),
+    );
     let n = names_of(&dir);
     assert!(n.iter().any(|x| x == "cuMemAllocManaged"), "{n:?}");
-    assert_eq!(n.iter().filter(|x| *x == "hrrHostMemWrite").count(), 2);
-    assert_eq!(n.iter().filter(|x| *x == "hrrHostMemCheck").count(), 3);
-    assert_pass(&dir, 3);
-    zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", 1);
-    assert_mismatch(&dir);
 }
 
 /// `concurrent`: the host fills a managed buffer no kernel is given while a kernel runs; at the
@@ -170,8 +194,7 @@ fn managed_memory_replays_with_host_writes_between_kernels() {
 /// would be compared against what replay never wrote: a MISMATCH.
 #[test]
 fn managed_memory_the_host_computes_into_beside_device_work_is_an_input() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = captured(tmp.path(), "concurrent");
+    let (_tmp, dir) = captured("concurrent");
     let evs = events_json(&dir);
     let allocs: Vec<&serde_json::Value> = evs
         .iter()
@@ -209,8 +232,7 @@ fn managed_memory_the_host_computes_into_beside_device_work_is_an_input() {
         .iter()
         .rposition(|e| &e["fields"]["ptr"] == host_buf)
         .unwrap();
-    zero_nth_blob(&dir, "hrrHostMemWrite", "h2d_blob", last);
-    assert_mismatch(&dir);
+    assert_mismatch_without(&dir, "hrrHostMemWrite", "h2d_blob", last);
 }
 
 /// `streams`: a kernel on each of two streams writes a managed buffer of its own, then each
@@ -219,8 +241,7 @@ fn managed_memory_the_host_computes_into_beside_device_work_is_an_input() {
 /// the first one, the other's could be half written on a GPU.
 #[test]
 fn managed_memory_written_on_a_stream_is_read_once_that_stream_completed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = captured(tmp.path(), "streams");
+    let (_tmp, dir) = captured("streams");
     let evs = events_json(&dir);
     let seq_of = |e: &serde_json::Value| e["seq"].as_u64().unwrap();
     let allocs: Vec<&serde_json::Value> = evs
@@ -277,6 +298,5 @@ fn stream_ordered_frees_and_pools_replay() {
     );
     assert_pass(&dir, 2);
     // The async copy's bytes are in the result event capture recorded when it completed.
-    zero_nth_blob(&dir, "hrrMemcpyResult", "d2h_blob", 0);
-    assert_mismatch(&dir);
+    assert_mismatch_without(&dir, "hrrMemcpyResult", "d2h_blob", 0);
 }
