@@ -19,16 +19,20 @@ fn fake() -> &'static FakeCuda {
     FakeCuda::get("-extract")
 }
 
-/// A capture of `driver_app args` in `tmp`.
-fn captured(tmp: &Path, args: &[&str]) -> PathBuf {
-    let arch = tmp.join(format!("{}.hrr", args.first().unwrap_or(&"run")));
+/// A capture of `driver_app args` in a new temporary folder: the folder (kept while it lives)
+/// and the archive.
+fn captured(args: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp
+        .path()
+        .join(format!("{}.hrr", args.first().unwrap_or(&"run")));
     let o = fake().capture(&arch, "driver_app", args);
     assert!(
         args.contains(&"fault") || o.status.success(),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    arch
+    (tmp, arch)
 }
 
 /// `--extract what -o out extra --json`: the extraction's JSON object.
@@ -38,6 +42,13 @@ fn extract(arch: &Path, what: &str, out: &Path, extra: &[&str]) -> serde_json::V
     let (code, stdout, stderr) = fake().replay(arch, &args);
     assert_eq!(code, 0, "{stdout}{stderr}");
     serde_json::from_str(stdout.trim()).unwrap()
+}
+
+/// Replay of `arch` with `args` fails, and its error output says `why`.
+fn assert_refused(arch: &Path, args: &[&str], why: &str) {
+    let (code, _, err) = fake().replay(arch, args);
+    assert_ne!(code, 0);
+    assert_contains(&err, why);
 }
 
 /// Bytes of the files under `p`.
@@ -70,8 +81,7 @@ fn checks_passed(out: &str) -> u64 {
 
 #[test]
 fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = captured(tmp.path(), &[]);
+    let (tmp, arch) = captured(&[]);
     let small = tmp.path().join("gather.hrr");
     let x = extract(&arch, "gather", &small, &[]);
     assert_eq!(x["kernels"], serde_json::json!(["gather"]));
@@ -110,18 +120,16 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
     assert_eq!(v["code_objects"], 2, "{v}");
 
     // An existing output is never overwritten.
-    let (code, _, err) = fake().replay(
+    assert_refused(
         &arch,
         &["--extract", "gather", "-o", small.to_str().unwrap()],
+        "exists",
     );
-    assert_ne!(code, 0);
-    assert_contains(&err, "exists");
 }
 
 #[test]
 fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = captured(tmp.path(), &[]);
+    let (tmp, arch) = captured(&[]);
     let small = tmp.path().join("axpy.hrr");
     // The second launch of axpy: y = a*x + y over the state the first one left.
     let x = extract(&arch, "axpy#2", &small, &[]);
@@ -154,8 +162,7 @@ fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
 
 #[test]
 fn reach_args_snapshots_fewer_bytes_and_still_passes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = captured(tmp.path(), &[]);
+    let (tmp, arch) = captured(&[]);
     let all = extract(&arch, "gather", &tmp.path().join("all.hrr"), &[]);
     let args_out = tmp.path().join("args.hrr");
     let args = extract(&arch, "gather", &args_out, &["--extract-reach", "args"]);
@@ -173,29 +180,22 @@ fn reach_args_snapshots_fewer_bytes_and_still_passes() {
 
 #[test]
 fn a_reach_over_the_limit_and_a_non_launch_are_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = captured(tmp.path(), &[]);
+    let (tmp, arch) = captured(&[]);
     let out = tmp.path().join("big.hrr");
     let o = out.to_str().unwrap();
-    let (code, _, err) = fake().replay(
+    assert_refused(
         &arch,
         &["--extract", "gather", "-o", o, "--extract-max-bytes", "1K"],
+        "more than --extract-max-bytes 1024",
     );
-    assert_ne!(code, 0);
-    assert_contains(&err, "more than --extract-max-bytes 1024");
     assert!(!out.exists(), "a refused extraction leaves nothing");
-    let (code, _, err) = fake().replay(&arch, &["--extract", "1", "-o", o]);
-    assert_ne!(code, 0);
-    assert_contains(&err, "not a kernel launch");
-    let (code, _, err) = fake().replay(&arch, &["--extract", "axpy#9", "-o", o]);
-    assert_ne!(code, 0);
-    assert_contains(&err, "2 launch(es)");
+    assert_refused(&arch, &["--extract", "1", "-o", o], "not a kernel launch");
+    assert_refused(&arch, &["--extract", "axpy#9", "-o", o], "2 launch(es)");
 }
 
 #[test]
 fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = captured(tmp.path(), &["fault"]);
+    let (tmp, arch) = captured(&["fault"]);
     let small = tmp.path().join("fault-small.hrr");
     let x = extract(&arch, "fault", &small, &[]);
     assert_eq!(x["fault"]["code"], 700, "{x}");
@@ -222,8 +222,7 @@ fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
 
 #[test]
 fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = captured(tmp.path(), &[]);
+    let (tmp, arch) = captured(&[]);
     let file = |name: &str, text: &str| {
         let p = tmp.path().join(name);
         std::fs::write(&p, text).unwrap();
@@ -272,13 +271,14 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
 
 #[test]
 fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = captured(tmp.path(), &["graph"]);
+    let (tmp, arch) = captured(&["graph"]);
     let out = tmp.path().join("graph-small.hrr");
     let o = out.to_str().unwrap();
-    let (code, _, err) = fake().replay(&arch, &["--extract", "axpy", "-o", o]);
-    assert_ne!(code, 0);
-    assert_contains(&err, "captured into a CUDA graph");
+    assert_refused(
+        &arch,
+        &["--extract", "axpy", "-o", o],
+        "captured into a CUDA graph",
+    );
     // From the stream capture's start to the graph's launches.
     let events = events_json(&arch);
     // the three launches of the captured graph (each after the host bytes it reads)
