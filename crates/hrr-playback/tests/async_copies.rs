@@ -4,7 +4,7 @@
 //! synchronisation; replay compares them there; a `kill -9` right after a synchronisation
 //! loses no blob an event names.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
@@ -26,6 +26,18 @@ fn capture(archive: &Path, app: &str, args: &[&str], gbps: u32) -> Output {
 /// (0: synchronous), which must succeed.
 fn copy_app(archive: &Path, args: &[&str], gbps: u32) -> Output {
     succeeded(capture(archive, "copy_app", args, gbps))
+}
+
+/// `copy_app args` captured (see `copy_app`) into a new temporary `run.hrr`: the temporary
+/// folder (kept while it lives), the archive and its events.
+fn copy_app_events(
+    args: &[&str],
+    gbps: u32,
+) -> (tempfile::TempDir, PathBuf, Vec<serde_json::Value>) {
+    let (tmp, arch) = temp_path("run.hrr");
+    copy_app(&arch, args, gbps);
+    let events = events_json(&arch);
+    (tmp, arch, events)
 }
 
 /// The number that follows `after` in `text` (0 when there is none).
@@ -144,9 +156,7 @@ fn async_d2h_results_put_no_host_function_on_the_stream() {
 /// the same buffer; nothing told the program so, so its result is dropped, never recorded.
 #[test]
 fn an_async_d2h_call_does_not_record_earlier_results() {
-    let (_tmp, arch) = temp_path("run.hrr");
-    copy_app(&arch, &["reuse"], 0);
-    let events = events_json(&arch);
+    let (_tmp, arch, events) = copy_app_events(&["reuse"], 0);
     let copies = all_named(&events, "cuMemcpyDtoHAsync_v2");
     let results = all_named(&events, "hrrMemcpyResult");
     assert_eq!(copies.len(), 2);
@@ -189,9 +199,7 @@ fn results_waiting_for_their_event_are_bounded() {
 /// (its event would go with it), ahead of the `cuCtxDestroy` event.
 #[test]
 fn a_context_destroyed_behind_a_running_copy_still_records_its_result() {
-    let (_tmp, arch) = temp_path("run.hrr");
-    copy_app(&arch, &["destroy"], 1);
-    let events = events_json(&arch);
+    let (_tmp, _, events) = copy_app_events(&["destroy"], 1);
     let copy = first_named(&events, "cuMemcpyDtoHAsync_v2");
     let results = all_named(&events, "hrrMemcpyResult");
     assert_eq!(results.len(), 1, "{events:?}");
