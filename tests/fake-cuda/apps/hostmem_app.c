@@ -139,10 +139,7 @@ static CUdeviceptr managed_floats(float **h) {
   return m;
 }
 
-static void zerocopy(void) {
-  CUdevice dev;
-  setup(&dev);
-  CUdeviceptr x = device_x();
+static void zerocopy(CUdevice dev, CUdeviceptr x) {
   float *hy;
   CK(cuMemHostAlloc((void **)&hy, N * sizeof(float), 2 /* DEVICEMAP */));
   for (int i = 0; i < N; i++) hy[i] = (float)(i % 5); /* host writes before the first kernel */
@@ -166,13 +163,9 @@ static void zerocopy(void) {
   CK(cuMemHostUnregister(reg));
   free(reg);
   CK(cuMemFreeHost(hy));
-  CK(cuMemFree_v2(x));
 }
 
-static void managed(void) {
-  CUdevice dev;
-  setup(&dev);
-  CUdeviceptr x = device_x();
+static void managed(CUdevice dev, CUdeviceptr x) {
   float *hm;
   CUdeviceptr m = managed_floats(&hm);
   for (int i = 0; i < N; i++) hm[i] = (float)(i % 3);
@@ -186,17 +179,13 @@ static void managed(void) {
   CK(cuCtxSynchronize());
   printf("managed3 sum=%.3f\n", fsum(hm, N));
   CK(cuMemFree_v2(m));
-  CK(cuMemFree_v2(x));
 }
 
 /* A host task beside a device task (UnifiedMemoryStreams): the host computes into a managed
  * buffer no kernel is given while a kernel works on another, then one synchronisation; the
  * host's buffer then feeds a kernel. Capture must take the host's buffer for an input replay
  * writes, not for a result the device produced. */
-static void concurrent(void) {
-  CUdevice dev;
-  setup(&dev);
-  CUdeviceptr x = device_x();
+static void concurrent(CUdevice dev, CUdeviceptr x) {
   float *hm, *hh;
   CUdeviceptr m = managed_floats(&hm), h = managed_floats(&hh);
   for (int i = 0; i < N; i++) hm[i] = (float)(i % 3);
@@ -207,16 +196,12 @@ static void concurrent(void) {
   axpy_shown("concurrent fed", 1.0f, h, m, hm);
   CK(cuMemFree_v2(h));
   CK(cuMemFree_v2(m));
-  CK(cuMemFree_v2(x));
 }
 
 /* Two streams, a kernel on each writing a managed buffer of its own, then each stream
  * synchronised in turn: capture reads each buffer once its own stream completed (a stream's
  * synchronisation says nothing of the other's work). */
-static void streams(void) {
-  CUdevice dev;
-  setup(&dev);
-  CUdeviceptr x = device_x();
+static void streams(CUdevice dev, CUdeviceptr x) {
   CUstream a, b;
   CK(cuStreamCreate(&a, 1 /* NON_BLOCKING */));
   CK(cuStreamCreate(&b, 1));
@@ -234,13 +219,10 @@ static void streams(void) {
   printf("streams b sum=%.3f\n", fsum(hb, N));
   CK(cuMemFree_v2(mb));
   CK(cuMemFree_v2(ma));
-  CK(cuMemFree_v2(x));
 }
 
 #define BIG ((size_t)4 << 20)
-static void async(void) {
-  CUdevice dev;
-  setup(&dev);
+static void async(CUdevice dev, CUdeviceptr x) {
   CUstream s;
   CK(cuStreamCreate(&s, 1));
   static unsigned h[N];
@@ -288,9 +270,7 @@ static void async(void) {
   CK(cuStreamDestroy_v2(s));
 }
 
-static void h2dsrc(void) {
-  CUdevice dev;
-  setup(&dev);
+static void h2dsrc(CUdevice dev, CUdeviceptr x) {
   enum { BYTES = 2 << 20 };
   CUstream s;
   CK(cuStreamCreate(&s, 1));
@@ -311,9 +291,7 @@ static void h2dsrc(void) {
   CK(cuStreamDestroy_v2(s));
 }
 
-static void regasync(void) {
-  CUdevice dev;
-  setup(&dev);
+static void regasync(CUdevice dev, CUdeviceptr x) {
   enum { WORDS = 64 * 1024 }; /* 256 KiB: four whole chunks of capture's tracker */
   unsigned *reg;
   if (posix_memalign((void **)&reg, 4096, WORDS * sizeof(unsigned))) exit(1);
@@ -333,18 +311,30 @@ static void regasync(void) {
   CK(cuStreamDestroy_v2(s));
 }
 
+/* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
+ * buffer (else 0), which is freed after the mode. */
+static const struct mode {
+  const char *name;
+  int uses_x;
+  void (*run)(CUdevice dev, CUdeviceptr x);
+} k_modes[] = {
+  {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
+  {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync},
+  {"h2dsrc", 0, h2dsrc},
+};
+
 int main(int argc, char **argv) {
-  const char *mode = argc > 1 ? argv[1] : "";
-  if (!strcmp(mode, "zerocopy")) zerocopy();
-  else if (!strcmp(mode, "managed")) managed();
-  else if (!strcmp(mode, "concurrent")) concurrent();
-  else if (!strcmp(mode, "streams")) streams();
-  else if (!strcmp(mode, "async")) async();
-  else if (!strcmp(mode, "regasync")) regasync();
-  else if (!strcmp(mode, "h2dsrc")) h2dsrc();
-  else {
-    fprintf(stderr, "usage: hostmem_app zerocopy|managed|async|regasync|h2dsrc\n");
-    return 2;
+  const char *name = argc > 1 ? argv[1] : "";
+  for (size_t i = 0; i < sizeof k_modes / sizeof k_modes[0]; i++) {
+    const struct mode *m = &k_modes[i];
+    if (strcmp(name, m->name)) continue;
+    CUdevice dev;
+    setup(&dev);
+    CUdeviceptr x = m->uses_x ? device_x() : 0;
+    m->run(dev, x);
+    if (m->uses_x) CK(cuMemFree_v2(x));
+    return 0;
   }
-  return 0;
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|async|regasync|h2dsrc\n");
+  return 2;
 }
