@@ -108,6 +108,13 @@ fn assert_one_error(stderr: &str) {
     assert!(stderr.starts_with("hrr-capture: error: "), "{stderr}");
 }
 
+/// The error output of `o`, which must hold exactly one error (see `assert_one_error`).
+fn one_error(o: &Output) -> String {
+    let err = text(&o.stderr);
+    assert_one_error(&err);
+    err
+}
+
 #[test]
 fn version_names_the_tool_and_the_format() {
     let t = tempfile::tempdir().unwrap();
@@ -172,8 +179,7 @@ fn a_missing_command_is_a_usage_error() {
     for args in [&[][..], &["-o", "run.hrr"], &["-o", "run.hrr", "--"]] {
         let o = output(launcher(t.path(), args));
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let err = text(&o.stderr);
-        assert_one_error(&err);
+        let err = one_error(&o);
         assert!(err.contains("COMMAND"), "{err}");
     }
     assert!(!t.path().join("run.hrr").exists());
@@ -289,8 +295,7 @@ fn ran_over_an_earlier_archive(flags: &[&str]) -> (tempfile::TempDir, PathBuf, O
 fn an_archive_of_an_earlier_run_is_refused() {
     let (t, arch, o) = over_an_earlier_archive(&[]);
     assert_eq!(o.status.code(), Some(2));
-    let err = text(&o.stderr);
-    assert_one_error(&err);
+    let err = one_error(&o);
     assert!(err.starts_with("hrr-capture: error: run.hrr: "), "{err}");
     assert!(
         err.contains("earlier run") && err.contains("pid-1180"),
@@ -415,8 +420,7 @@ fn a_command_that_cannot_run_is_reported_once() {
     ] {
         let o = output(launcher(t.path(), &["--", cmd]));
         assert_eq!(o.status.code(), Some(code), "{cmd}");
-        let err = text(&o.stderr);
-        assert_one_error(&err);
+        let err = one_error(&o);
         assert!(err.contains(&format!("cannot run {cmd}: ")), "{err}");
         assert!(!err.contains("os error"), "{err}");
     }
@@ -434,13 +438,10 @@ fn a_missing_library_is_reported_before_anything_moves() {
         .env_remove("HRR_CAPTURE_LIB");
     let o = output(c);
     assert_eq!(o.status.code(), Some(1));
-    let err = text(&o.stderr);
-    assert_one_error(&err);
+    let err = one_error(&o);
     assert!(err.contains("libhrr_capture.so"), "{err}");
-    assert!(
-        err.contains("hint: ") && err.contains("HRR_CAPTURE_LIB"),
-        "{err}"
-    );
+    assert!(err.contains("hint: "), "{err}");
+    assert!(err.contains("HRR_CAPTURE_LIB"), "{err}");
     assert!(t.path().join("run.hrr/pid-1180").is_dir(), "nothing moved");
 
     let mut c = launcher(t.path(), &["--", "true"]);
