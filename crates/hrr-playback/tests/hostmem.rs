@@ -50,7 +50,7 @@ fn names_of(dir: &Path) -> Vec<String> {
 /// A capture of `mode` in a new temporary folder: the folder (kept while it lives) and the
 /// capture's process folder.
 fn captured(mode: &str) -> (tempfile::TempDir, PathBuf) {
-    let (tmp, arch) = temp_path(&format!("{mode}.hrr"));
+    let (tmp, arch) = temp_path(format!("{mode}.hrr"));
     capture(&arch, mode);
     let dir = pid_dirs(&arch).remove(0);
     (tmp, dir)
