@@ -319,6 +319,19 @@ pub struct PayloadBuilder {
     buf: Vec<u8>,
 }
 
+/// The fixed-width field writers of [`PayloadBuilder`]: each appends its value little-endian.
+macro_rules! le_field_writers {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty,)*) => {
+        $(
+            $(#[$doc])*
+            #[inline]
+            pub fn $name(&mut self, v: $ty) -> &mut Self {
+                self.put(&v.to_le_bytes())
+            }
+        )*
+    };
+}
+
 impl PayloadBuilder {
     /// An empty payload.
     #[inline]
@@ -337,35 +350,19 @@ impl PayloadBuilder {
         self.buf.push(v);
         self
     }
-    /// Append a `u16` field.
-    #[inline]
-    pub fn u16(&mut self, v: u16) -> &mut Self {
-        self.put(&v.to_le_bytes())
-    }
-    /// Append a `u32` field.
-    #[inline]
-    pub fn u32(&mut self, v: u32) -> &mut Self {
-        self.put(&v.to_le_bytes())
-    }
-    /// Append a `u64`, `ptr` or `handle` field.
-    #[inline]
-    pub fn u64(&mut self, v: u64) -> &mut Self {
-        self.put(&v.to_le_bytes())
-    }
-    /// Append an `i32` or `result` field.
-    #[inline]
-    pub fn i32(&mut self, v: i32) -> &mut Self {
-        self.put(&v.to_le_bytes())
-    }
-    /// Append an `i64` field.
-    #[inline]
-    pub fn i64(&mut self, v: i64) -> &mut Self {
-        self.put(&v.to_le_bytes())
-    }
-    /// Append an `f64` field.
-    #[inline]
-    pub fn f64(&mut self, v: f64) -> &mut Self {
-        self.put(&v.to_le_bytes())
+    le_field_writers! {
+        /// Append a `u16` field.
+        u16: u16,
+        /// Append a `u32` field.
+        u32: u32,
+        /// Append a `u64`, `ptr` or `handle` field.
+        u64: u64,
+        /// Append an `i32` or `result` field.
+        i32: i32,
+        /// Append an `i64` field.
+        i64: i64,
+        /// Append an `f64` field.
+        f64: f64,
     }
     /// Append a `str` field.
     #[inline]

@@ -449,6 +449,26 @@ fn sorted_counts(map: &std::collections::BTreeMap<String, u64>) -> Vec<(&str, u6
     v
 }
 
+/// A titled section of the text view: `title`, then `  none` or an indented table of `counts`
+/// (name shown through `show`, then its count) under `headers`.
+fn write_counts(
+    out: &mut dyn Write,
+    title: &str,
+    headers: [&str; 2],
+    counts: &[(&str, u64)],
+    show: impl Fn(&str) -> String,
+) -> std::io::Result<()> {
+    writeln!(out, "{title}")?;
+    if counts.is_empty() {
+        return writeln!(out, "  none");
+    }
+    let mut t = Table::new(headers).indent(2).max_width(60);
+    for (n, c) in counts {
+        t.row([show(n), c.to_string()]);
+    }
+    t.write(out)
+}
+
 /// Device name, compute capability (architecture) and driver version of a capture, as both
 /// views show them.
 fn device_facts(s: &ProcessSummary) -> (Option<String>, Option<String>, Option<String>) {
@@ -693,27 +713,17 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     }
 
     writeln!(out)?;
-    writeln!(out, "Calls by name:")?;
-    if calls.is_empty() {
-        writeln!(out, "  none")?;
-    } else {
-        let mut t = Table::new(["Call", "Count"]).indent(2).max_width(60);
-        for (n, c) in &calls {
-            t.row([n.to_string(), c.to_string()]);
-        }
-        t.write(out)?;
-    }
+    write_counts(out, "Calls by name:", ["Call", "Count"], &calls, |n| {
+        n.to_string()
+    })?;
     writeln!(out)?;
-    writeln!(out, "Kernels by name:")?;
-    if kernels.is_empty() {
-        writeln!(out, "  none")?;
-    } else {
-        let mut t = Table::new(["Kernel", "Launches"]).indent(2).max_width(60);
-        for (n, c) in &kernels {
-            t.row([crate::demangle::demangle(n), c.to_string()]);
-        }
-        t.write(out)?;
-    }
+    write_counts(
+        out,
+        "Kernels by name:",
+        ["Kernel", "Launches"],
+        &kernels,
+        crate::demangle::demangle,
+    )?;
     writeln!(out)?;
     writeln!(out, "Unreplayable calls (from the manifest):")?;
     if unreplayable.is_empty() {

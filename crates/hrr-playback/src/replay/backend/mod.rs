@@ -557,32 +557,38 @@ mod tests {
         assert_eq!(Family::of("hip"), Some(Family::Hip));
         assert_eq!(Family::of("opencl"), None);
         let (cuda, hip) = (Family::Cuda, Family::Hip);
-        assert_eq!(
-            cuda.classify("cuMemAllocPitch"),
-            Some(Prescan::Alloc(Extent::Pitched))
-        );
-        assert_eq!(
-            cuda.classify("cuLibraryLoadData"),
-            Some(Prescan::CodeLoad { as_library: true })
-        );
-        assert_eq!(cuda.classify("hipMalloc"), None);
-        assert_eq!(
-            hip.classify("hipMemAddressReserve"),
-            Some(Prescan::Alloc(Extent::Reservation))
-        );
-        assert_eq!(
-            hip.classify("__hipRegisterFatBinary"),
-            Some(Prescan::CodeLoad { as_library: false })
-        );
-        assert_eq!(hip.classify("hipLaunchKernel"), None);
-        assert_eq!(cuda.classify("cuDeviceGet"), Some(Prescan::DeviceLookup));
-        assert_eq!(
-            cuda.classify("cuDevicePrimaryCtxRetain"),
-            Some(Prescan::ContextOpen)
-        );
-        assert_eq!(cuda.classify("cuCtxCreate"), Some(Prescan::ContextOpen));
-        assert_eq!(cuda.classify("cuDeviceGetCount"), None);
-        assert_eq!(hip.classify("hipDeviceGet"), Some(Prescan::DeviceLookup));
+        let cases = [
+            (
+                cuda,
+                "cuMemAllocPitch",
+                Some(Prescan::Alloc(Extent::Pitched)),
+            ),
+            (
+                cuda,
+                "cuLibraryLoadData",
+                Some(Prescan::CodeLoad { as_library: true }),
+            ),
+            (cuda, "hipMalloc", None),
+            (
+                hip,
+                "hipMemAddressReserve",
+                Some(Prescan::Alloc(Extent::Reservation)),
+            ),
+            (
+                hip,
+                "__hipRegisterFatBinary",
+                Some(Prescan::CodeLoad { as_library: false }),
+            ),
+            (hip, "hipLaunchKernel", None),
+            (cuda, "cuDeviceGet", Some(Prescan::DeviceLookup)),
+            (cuda, "cuDevicePrimaryCtxRetain", Some(Prescan::ContextOpen)),
+            (cuda, "cuCtxCreate", Some(Prescan::ContextOpen)),
+            (cuda, "cuDeviceGetCount", None),
+            (hip, "hipDeviceGet", Some(Prescan::DeviceLookup)),
+        ];
+        for (family, call, expected) in cases {
+            assert_eq!(family.classify(call), expected, "{family:?} {call}");
+        }
     }
 
     /// The names of a shape's fields.
