@@ -147,17 +147,23 @@ fn zero_copy_host_reads_are_checked() {
     assert_mismatch_without(&dir, "hrrHostMemCheck", "d2h_blob", 0);
 }
 
-/// An async D2H copy into registered memory the tracker follows: its bytes are recorded once, as
-/// the copy's result (checked), not again as a host read of the region after the
-/// synchronisation.
+/// An async, then a blocking D2H copy into registered memory the tracker follows: the bytes of
+/// each are recorded once, as the copy's result (checked), not again as a host read of the
+/// region after the synchronisation; each result is what replay checks.
 #[test]
-fn an_async_copy_into_tracked_memory_is_recorded_once() {
+fn copies_into_tracked_memory_are_recorded_once() {
     assert_replays_checked(
         "regasync",
-        &[("hrrMemcpyResult", 1), ("hrrHostMemCheck", 0)],
-        1,
+        &[
+            ("hrrMemcpyResult", 1),
+            ("cuMemcpyDtoH_v2", 1),
+            ("hrrHostMemCheck", 0),
+        ],
+        2,
         ("hrrMemcpyResult", "d2h_blob", 0),
     );
+    let (_tmp, dir) = captured("regasync");
+    assert_mismatch_without(&dir, "cuMemcpyDtoH_v2", "d2h_blob", 0);
 }
 
 /// Async H2D copies from memory a kernel may write (device-mapped pinned, managed): their

@@ -39,6 +39,7 @@ CUresult cuDeviceGet(int *, int);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemAllocHost_v2(void **, size_t);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
@@ -168,14 +169,17 @@ int main(int argc, char **argv) {
            now_s() - t0);
     return 0;
   }
-  if (!strcmp(mode, "d2h") && argc == 4) {
+  if (!strcmp(mode, "d2h") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "registered")))) {
     /* Blocking D2H copies of a fresh result each (simpleStreams' non-streamed loop): ITER
-     * rounds of a memset, then the MIB bytes copied back into pageable memory. */
+     * rounds of a memset, then the MIB bytes copied back into pageable memory, or with
+     * `registered` into memory registered with the driver and mapped into the device, as
+     * simpleStreams' `cudaHostRegister(..., cudaHostRegisterMapped)` does. */
     long iters = atol(argv[2]);
     size_t n = (size_t)atol(argv[3]) << 20;
     unsigned char *back = malloc(n);
     CUdeviceptr d;
     if (!back || !n) return 2;
+    if (argc == 5) CK(cuMemHostRegister_v2(back, n, 2 /* DEVICEMAP */));
     CK(cuMemAlloc_v2(&d, n));
     double t0 = now_s();
     for (long i = 0; i < iters; i++) {
@@ -282,6 +286,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB | pageable | reuse | killsync | waiting | destroy | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | pageable | reuse | killsync | waiting | destroy | many\n");
   return 2;
 }

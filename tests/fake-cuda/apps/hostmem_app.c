@@ -7,8 +7,8 @@
  *             the host writes it between kernels
  *   managed   cuMemAllocManaged memory written by the host between kernels and read after a
  *             synchronisation
- *   regasync  an async D2H copy into registered (DEVICEMAP) memory: recorded once, as the
- *             copy's result, not again as a host read of the region
+ *   regasync  an async, then a blocking D2H copy into registered (DEVICEMAP) memory: each
+ *             recorded once, as the copy's result, not again as a host read of the region
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
@@ -42,6 +42,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemHostAlloc(void **, size_t, unsigned);
 CUresult cuMemFreeHost(void *);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
@@ -305,6 +306,10 @@ static void regasync(CUdevice dev, CUdeviceptr x) {
   CK(cuMemcpyDtoHAsync_v2(reg, d, WORDS * sizeof(unsigned), s));
   CK(cuStreamSynchronize(s));
   printf("regasync sum=%llu\n", usum(reg, WORDS));
+  fill(d, 11u, WORDS, s);
+  CK(cuStreamSynchronize(s));
+  CK(cuMemcpyDtoH_v2(reg, d, WORDS * sizeof(unsigned)));
+  printf("regasync blocking sum=%llu\n", usum(reg, WORDS));
   CK(cuMemHostUnregister(reg));
   free(reg);
   CK(cuMemFree_v2(d));

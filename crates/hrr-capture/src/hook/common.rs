@@ -55,7 +55,7 @@ unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
         stream: p.stream as u64,
         d2h_blob,
     });
-    crate::api::cuda::hostmem::result_recorded(p.dst as u64, p.n);
+    crate::api::cuda::hostmem::result_recorded(p.dst as u64, p.n, false);
 }
 
 /// The host function behind an async D2H copy (runs on a driver thread, calls no GPU API):
@@ -416,6 +416,9 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
         stream: 0,
         d2h_blob,
     });
+    if d2h_blob.is_some() {
+        crate::api::cuda::hostmem::result_recorded(host(dst) as u64, n, true);
+    }
     recorder::flush_soft();
     r
 }

@@ -146,10 +146,16 @@ pub fn promote(host: u64) {
     }
 }
 
-/// An async D2H result of `n` bytes at `dst` was recorded (its `hrrMemcpyResult` event holds
-/// them): the chunks of a tracked region it covers whole are known as they are now, so the
-/// next scan does not record the same bytes again as a check.
-pub fn result_recorded(dst: u64, n: usize) {
+/// A D2H result of `n` bytes at `dst` was recorded (the blocking copy's event or the async
+/// one's `hrrMemcpyResult` holds them): the chunks of a tracked region it covers whole are
+/// known as they are now, so the next scan does not hash and store the same bytes again as
+/// checks (a blocking 64 MiB copy into registered memory, simpleStreams' non-streamed loop,
+/// stored its result twice before).
+///
+/// `blocking`: the copy was a blocking one, whose own call scans the regions next
+/// ([`after`]): that scan skips the chunks hashed here (nothing was submitted in between), so
+/// its region is not hashed twice in one call.
+pub fn result_recorded(dst: u64, n: usize, blocking: bool) {
     if COUNT.load(Ordering::Acquire) == 0 || n < CHUNK {
         return;
     }
@@ -163,11 +169,22 @@ pub fn result_recorded(dst: u64, n: usize) {
     }
     let first = ((dst - base) as usize).div_ceil(CHUNK);
     let last = ((end - base) as usize) / CHUNK; // exclusive; a partial last chunk stays unknown
-    for i in first..last.min(r.known.len()) {
-        // SAFETY: a chunk of a live tracked region (untracked before it is freed).
-        let chunk =
-            unsafe { std::slice::from_raw_parts((base as usize + i * CHUNK) as *const u8, CHUNK) };
-        r.known[i] = Some(blake3::hash(chunk));
+    let last = last.min(r.known.len());
+    if first >= last {
+        return;
+    }
+    // SAFETY: whole chunks of a live tracked region (untracked before it is freed).
+    let covered = unsafe {
+        std::slice::from_raw_parts(
+            (base as usize + first * CHUNK) as *const u8,
+            (last - first) * CHUNK,
+        )
+    };
+    for (known, h) in r.known[first..last].iter_mut().zip(chunk_hashes(covered)) {
+        *known = Some(h);
+    }
+    if blocking {
+        JUST_KNOWN.with(|j| *j.borrow_mut() = Some((base, first..last)));
     }
 }
 
@@ -317,11 +334,15 @@ pub fn before(kind: Kind) {
         kind == Kind::Sync && IDLE.load(Ordering::Acquire)
     };
     if idle {
-        scan(Point::Submit);
+        scan(Point::Submit, None);
     }
 }
 
 thread_local! {
+    /// The chunks (region base, chunk range) a blocking copy's result made known during the
+    /// call being made on this thread ([`result_recorded`]): the scan after it skips them.
+    static JUST_KNOWN: std::cell::RefCell<Option<(u64, std::ops::Range<usize>)>> =
+        const { std::cell::RefCell::new(None) };
     /// The D2H call being made on this thread leaves its copy running ([`async_copy`]).
     static ASYNC_COPY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -344,11 +365,12 @@ pub fn copy_left_running() -> bool {
 pub fn after(kind: Kind) {
     let running = ASYNC_COPY.with(|a| a.replace(false));
     let stream = SYNCED.with(|s| s.take());
+    let just_known = JUST_KNOWN.with(|j| j.take());
     if !matches!(kind, Kind::Sync | Kind::D2h) || running {
         return;
     }
     if COUNT.load(Ordering::Acquire) != 0 {
-        scan(stream.map_or(Point::Device, Point::Stream));
+        scan(stream.map_or(Point::Device, Point::Stream), just_known);
     }
     IDLE.store(true, Ordering::Release);
 }
@@ -356,8 +378,9 @@ pub fn after(kind: Kind) {
 /// Record the chunks that changed since hrr last knew them: after a synchronisation as checks
 /// where device work may have written them, else (and before device work) as host writes. A
 /// region launches on other streams than the one synchronised may still be writing is left
-/// for a later scan (nothing of it is read now).
-fn scan(at: Point) {
+/// for a later scan (nothing of it is read now). The chunks `just_known` names (a region's
+/// base and a chunk range) were hashed by this call already and are taken as unchanged.
+fn scan(at: Point, just_known: Option<(u64, std::ops::Range<usize>)>) {
     let mut regs = regions();
     for (&base, r) in regs.iter_mut() {
         let device_wrote = !r.touched.is_empty();
@@ -372,19 +395,39 @@ fn scan(at: Point) {
         // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
         let check = at != Point::Submit && device_wrote;
-        for (off, len) in changed_runs(&mut r.known, bytes) {
+        let skip = match &just_known {
+            Some((b, chunks)) if *b == base => chunks.clone(),
+            _ => 0..0,
+        };
+        for (off, len) in changed_runs(&mut r.known, bytes, skip) {
             emit(base, off, len, check);
         }
     }
 }
 
 /// The runs of consecutive chunks of `bytes` whose hash differs from `known` (at most
-/// [`MAX_RUN`] chunks each), as (offset, length); `known` is updated.
-fn changed_runs(known: &mut [Option<blake3::Hash>], bytes: &[u8]) -> Vec<(usize, usize)> {
+/// [`MAX_RUN`] chunks each), as (offset, length); `known` is updated. The chunks `skip` names
+/// are not hashed and taken as unchanged.
+fn changed_runs(
+    known: &mut [Option<blake3::Hash>],
+    bytes: &[u8],
+    skip: std::ops::Range<usize>,
+) -> Vec<(usize, usize)> {
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut run_chunks = 0;
-    let hashes = chunk_hashes(bytes);
+    let chunks = known.len();
+    let start = skip.start.min(chunks);
+    let skip = start..skip.end.clamp(start, chunks);
+    let head = &bytes[..(skip.start * CHUNK).min(bytes.len())];
+    let tail = &bytes[(skip.end * CHUNK).min(bytes.len())..];
+    let mut hashes = chunk_hashes(head).into_iter().map(Some).collect::<Vec<_>>();
+    hashes.extend(std::iter::repeat_n(None, skip.len()));
+    hashes.extend(chunk_hashes(tail).into_iter().map(Some));
     for ((i, chunk), h) in bytes.chunks(CHUNK).enumerate().zip(hashes) {
+        let Some(h) = h else {
+            run_chunks = 0; // a chunk this call already knows: unchanged
+            continue;
+        };
         if known[i] == Some(h) {
             run_chunks = 0;
             continue;
@@ -467,18 +510,21 @@ mod tests {
         let mut bytes = vec![0u8; 5 * CHUNK + 10];
         let mut known = vec![None; bytes.len().div_ceil(CHUNK)];
         // Never seen: all of it, as one run.
-        assert_eq!(changed_runs(&mut known, &bytes), vec![(0, bytes.len())]);
+        assert_eq!(
+            changed_runs(&mut known, &bytes, 0..0),
+            vec![(0, bytes.len())]
+        );
         // Unchanged: nothing.
-        assert!(changed_runs(&mut known, &bytes).is_empty());
+        assert!(changed_runs(&mut known, &bytes, 0..0).is_empty());
         // Chunks 1 and 2 and the short last one changed: two runs.
         bytes[CHUNK + 3] = 1;
         bytes[2 * CHUNK] = 1;
         bytes[5 * CHUNK + 9] = 1;
         assert_eq!(
-            changed_runs(&mut known, &bytes),
+            changed_runs(&mut known, &bytes, 0..0),
             vec![(CHUNK, 2 * CHUNK), (5 * CHUNK, 10)]
         );
-        assert!(changed_runs(&mut known, &bytes).is_empty());
+        assert!(changed_runs(&mut known, &bytes, 0..0).is_empty());
     }
 
     #[test]
@@ -489,13 +535,13 @@ mod tests {
         assert_eq!(chunk_hashes(&bytes), serial(&bytes));
         let mut known = vec![None; bytes.len().div_ceil(CHUNK)];
         assert_eq!(
-            changed_runs(&mut known, &bytes).len(),
+            changed_runs(&mut known, &bytes, 0..0).len(),
             bytes.len().div_ceil(CHUNK * MAX_RUN)
         );
         for at in [0, CHUNK * 37 + 5, PARALLEL_SCAN_MIN + 1, bytes.len() - 1] {
             bytes[at] ^= 0x5a;
         }
-        let runs = changed_runs(&mut known, &bytes);
+        let runs = changed_runs(&mut known, &bytes, 0..0);
         let last = (bytes.len() - 1) / CHUNK * CHUNK;
         assert_eq!(
             runs,
@@ -510,11 +556,32 @@ mod tests {
     }
 
     #[test]
+    fn skipped_chunks_are_taken_as_unchanged_and_split_runs() {
+        let mut bytes = vec![0u8; 6 * CHUNK];
+        let mut known = vec![None; 6];
+        changed_runs(&mut known, &bytes, 0..0);
+        bytes.iter_mut().for_each(|b| *b = 9);
+        // chunks 2 and 3 known from a result already: the rest is two runs, those two kept
+        // as they were
+        let before = known.clone();
+        assert_eq!(
+            changed_runs(&mut known, &bytes, 2..4),
+            vec![(0, 2 * CHUNK), (4 * CHUNK, 2 * CHUNK)]
+        );
+        assert_eq!(known[2..4], before[2..4]);
+        // a range past the end is clipped
+        assert_eq!(
+            changed_runs(&mut vec![None; 6], &bytes, 5..99),
+            vec![(0, 5 * CHUNK)]
+        );
+    }
+
+    #[test]
     fn long_runs_are_split() {
         let bytes = vec![7u8; (MAX_RUN + 1) * CHUNK];
         let mut known = vec![None; MAX_RUN + 1];
         assert_eq!(
-            changed_runs(&mut known, &bytes),
+            changed_runs(&mut known, &bytes, 0..0),
             vec![(0, MAX_RUN * CHUNK), (MAX_RUN * CHUNK, CHUNK)]
         );
     }
