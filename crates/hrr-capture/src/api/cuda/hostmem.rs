@@ -571,7 +571,7 @@ mod tests {
         assert_eq!(known[2..4], before[2..4]);
         // a range past the end is clipped
         assert_eq!(
-            changed_runs(&mut vec![None; 6], &bytes, 5..99),
+            changed_runs(&mut [None; 6], &bytes, 5..99),
             vec![(0, 5 * CHUNK)]
         );
     }
