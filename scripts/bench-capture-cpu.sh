@@ -15,13 +15,16 @@
 #                wall time; `d2h_reg` the same into memory registered with the driver and
 #                mapped into the device (as simpleStreams registers it), which capture's
 #                tracker of host-visible memory follows;
+#   multicopy    simpleMultiCopy's serialized loop: 10 rounds of async copies of 16 MiB
+#                between device memory and 8 mapped page-locked buffers, two of which the
+#                copies reach: median captured/plain wall time;
 #   async D2H    the fake driver asynchronous (FAKE_CUDA_ASYNC_GBPS=20: copies take time,
 #                host functions run on a worker thread), 10 rounds of async H2D+D2H of 16 MiB
 #                and an event, the host counting cuEventQuery "not ready" answers meanwhile:
 #                median captured/plain of those host-loop iterations (1.0: capture keeps the
 #                copies asynchronous; 0: it waits for them at the call).
 #   bash scripts/bench-capture-cpu.sh [ROUNDS=20000] [REPS=5]
-# (HRR_BENCH_COPY_CASES picks copy cases: "h2d d2h d2h_reg overlap" by default)
+# (HRR_BENCH_COPY_CASES picks copy cases: "h2d d2h d2h_reg multicopy overlap" by default)
 #   BASELINE=/tmp/old-bin bash scripts/bench-capture-cpu.sh 20000 7
 # Needs `cargo build --release --workspace` and a C compiler.
 set -euo pipefail
@@ -75,11 +78,12 @@ chunk_mib=${HRR_BENCH_CHUNK_MIB:-64}
 # field NAME FILE: the number after "NAME=" in FILE
 field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" "$2" | head -1; }
 d2h_mib=${HRR_BENCH_D2H_MIB:-64}
-for case in ${HRR_BENCH_COPY_CASES:-h2d d2h d2h_reg overlap}; do
+for case in ${HRR_BENCH_COPY_CASES:-h2d d2h d2h_reg multicopy overlap}; do
     case $case in
     h2d) args=(h2d "$h2d_mib" "$chunk_mib"); envs=() ;;
     d2h) args=(d2h 10 "$d2h_mib"); envs=() ;;
     d2h_reg) args=(d2h 10 "$d2h_mib" registered); envs=() ;;
+    multicopy) args=(multicopy 10 16); envs=() ;;
     overlap) args=(overlap 10 16); envs=(FAKE_CUDA_ASYNC_GBPS=20) ;;
     esac
     r_plain=()

@@ -166,6 +166,23 @@ fn an_async_d2h_call_does_not_record_earlier_results() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// simpleMultiCopy's serialized loop (`copy_app multicopy`): eight page-locked buffers mapped
+/// into the device, of which the loop's copies reach two, and the host changing another one
+/// every round. Only what device work reaches is read: no host write is recorded for the
+/// buffers nothing reaches (all eight were hashed and stored at each round's first submission
+/// before), the uploads carry their own sources, and each round's download is checked once,
+/// as its copy's result.
+#[test]
+fn host_memory_no_device_work_reaches_is_not_read() {
+    let (_tmp, arch, events) = copy_app_events(&["multicopy", "5", "1"], 0);
+    assert_eq!(all_named(&events, "hrrHostMemWrite").len(), 0);
+    assert_eq!(all_named(&events, "hrrHostMemCheck").len(), 0);
+    assert_eq!(all_named(&events, "hrrMemcpyResult").len(), 5);
+    let (code, out, err) = fake().replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_contains(&out, "D2H checks      : 5 pass");
+}
+
 /// 300 async D2H copies into one buffer and no synchronisation until the end: past 256 results
 /// waiting for their event, those whose copies completed are handed over (all but the newest
 /// dropped: later copies overwrote them unseen), so events do not pile up; the last copy's

@@ -40,6 +40,8 @@ CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemAllocHost_v2(void **, size_t);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostAlloc(void **, size_t, unsigned);
+CUresult cuEventSynchronize(CUevent);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
@@ -169,6 +171,41 @@ int main(int argc, char **argv) {
            now_s() - t0);
     return 0;
   }
+  if (!strcmp(mode, "multicopy") && argc == 4) {
+    /* simpleMultiCopy's serialized loop: 4 input and 4 output buffers of MIB each, page-locked
+     * and mapped into the device (which capture's tracker of host-visible memory follows);
+     * ITER rounds of: wait for the last round's event, a memset standing for the kernel, an
+     * async upload from input 0, an async download into output 0, an event; the host then
+     * changes a byte of input 3, which no device work reaches. */
+    long iters = atol(argv[2]);
+    size_t n = (size_t)atol(argv[3]) << 20;
+    unsigned char *in[4], *out[4];
+    CUdeviceptr d_in, d_out;
+    CUevent e;
+    for (int k = 0; k < 4; k++) {
+      CK(cuMemHostAlloc((void **)&in[k], n, 2 /* DEVICEMAP */));
+      CK(cuMemHostAlloc((void **)&out[k], n, 2 /* DEVICEMAP */));
+      fill(in[k], n, (unsigned)k);
+    }
+    CK(cuMemAlloc_v2(&d_in, n));
+    CK(cuMemAlloc_v2(&d_out, n));
+    CK(cuEventCreate(&e, 0));
+    CK(cuEventRecord(e, s));
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+      CK(cuEventSynchronize(e));
+      CK(cuMemsetD32Async(d_out, 0x100 + (unsigned)i, n / 4, s));
+      CK(cuMemcpyHtoDAsync_v2(d_in, in[0], n, s));
+      CK(cuMemcpyDtoHAsync_v2(out[0], d_out, n, s));
+      CK(cuEventRecord(e, s));
+      in[3][(size_t)i % n] ^= 1; /* the host writes a buffer no device work reaches */
+    }
+    CK(cuEventSynchronize(e));
+    double t = now_s() - t0;
+    printf("multicopy iterations=%ld bytes=%zu last=%x seconds=%.3f\n", iters, n,
+           ((unsigned *)out[0])[0], t);
+    return 0;
+  }
   if (!strcmp(mode, "d2h") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "registered")))) {
     /* Blocking D2H copies of a fresh result each (simpleStreams' non-streamed loop): ITER
      * rounds of a memset, then the MIB bytes copied back into pageable memory, or with
@@ -286,6 +323,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | pageable | reuse | killsync | waiting | destroy | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | many\n");
   return 2;
 }

@@ -340,6 +340,13 @@ pub unsafe fn mem_set_access<E: ApiExport, P: Addr>(
     r
 }
 
+/// Before a copy or memset writing `n` bytes at `dst` (reading `src`, a device-side address,
+/// where `Some`) is made: the host-visible memory it reaches is read for host writes first and
+/// taken as written by it ([`crate::api::cuda::hostmem::submit`]).
+pub fn submit_copy(dst: u64, src: Option<u64>, n: usize) {
+    crate::api::cuda::hostmem::submit(crate::api::cuda::hostmem::Target::Copy { dst, src, n });
+}
+
 pub unsafe fn memcpy_htod<E: ApiExport, D: Addr, S: Addr>(
     h: E,
     dst: D,
@@ -358,6 +365,7 @@ pub unsafe fn memcpy_htod_async<E: ApiExport, D: Addr, S: Addr>(
     stream: *mut c_void,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
+    submit_copy(dst.into_field(), None, n);
     let (h2d_blob, r) = host_blob_alongside(h, host(src), n, call);
     rec(h, r, |_| CopyH2d {
         dst: dst.into_field(),
@@ -381,6 +389,7 @@ pub unsafe fn memcpy_dtoh_async_event<E: ApiExport, S: Addr>(
     d2h_blob: impl FnOnce(c_int) -> Option<ObjectId>,
 ) -> (c_int, Option<u64>) {
     results::claim(dst as usize, n);
+    submit_copy(dst as u64, Some(src.into_field()), n);
     let r = call();
     let d2h_blob = d2h_blob(r);
     let seq = rec_seq(h, r, |_| CopyD2h {
@@ -402,6 +411,7 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
     n: usize,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
+    submit_copy(dst.into_field(), Some(src.into_field()), n);
     let r = call();
     let d2h_blob = if r == 0 {
         // written before the call returns (the flush below waits for it anyway): no staging
@@ -430,6 +440,7 @@ pub unsafe fn memcpy_dtod<E: ApiExport, D: Addr, S: Addr>(
     n: usize,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
+    submit_copy(dst.into_field(), Some(src.into_field()), n);
     let r = call();
     rec(h, r, |_| CopyD2d {
         dst: dst.into_field(),
@@ -475,6 +486,7 @@ pub unsafe fn memset_async<E: ApiExport, D: Addr, V: MemsetValue>(
     stream: *mut c_void,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
+    submit_copy(dst.into_field(), None, n * std::mem::size_of::<V>());
     let r = call();
     rec(h, r, |_| Memset {
         dst: dst.into_field(),

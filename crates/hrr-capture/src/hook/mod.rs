@@ -29,7 +29,7 @@ pub mod profile;
 pub mod record;
 pub mod results;
 
-pub use record::{after, before, record, record_returning, returned};
+pub use record::{after, before, before_real_call, record, record_returning, returned};
 
 /// A wrapper's work once inside (capture on, not re-entered): the profile's clock (export
 /// `index` of the table `names`), [`before`], `body` (the real call and its recording) under
@@ -262,6 +262,7 @@ macro_rules! define_exports {
             };
             let ordered = ::hrr_calls::has_flag!(ordered; $($flag)*);
             $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || {
+                $crate::hook::before_real_call();
                 let r = $crate::hook::profile::driver(|| real($($arg),*));
                 $crate::hook::returned(::hrr_calls::Kind::$kind);
                 $crate::hook::record($api, $crate::hook::ApiExport::id(Export::$export), Some(r), |_| ::hrr_calls::shapes::$shape {
@@ -293,7 +294,10 @@ macro_rules! define_exports {
             let ordered = ::hrr_calls::has_flag!(ordered; $($flag)*);
             $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || {
                 $crate::define_exports!(@invoke $cmod::$custom, Export::$export, $op [$($arg)*] [$($each)?]
-                    move || $crate::hook::profile::driver(|| real($($arg),*)))
+                    move || {
+                        $crate::hook::before_real_call();
+                        $crate::hook::profile::driver(|| real($($arg),*))
+                    })
             })
         }
     };

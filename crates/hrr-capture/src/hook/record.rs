@@ -70,6 +70,14 @@ pub fn before(kind: Kind) {
     }
 }
 
+/// The real call of a hook is about to be made (after its custom function's own work before
+/// it): device work whose hook did not say what it reaches is taken to reach every region of
+/// host-visible memory ([`crate::api::cuda::hostmem::submit`]).
+#[inline]
+pub fn before_real_call() {
+    crate::api::cuda::hostmem::before_real_call();
+}
+
 /// After a call of `kind` returned: a blocking call hands buffered events to the kernel after
 /// the queued blobs are written, so a `kill -9` after it loses nothing recorded before. Both also
 /// let the tracker of host-visible memory record what the host wrote and read

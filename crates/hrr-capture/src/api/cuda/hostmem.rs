@@ -5,19 +5,23 @@
 //! state hrr last knew is recorded as a pseudo-call (`hrrHostMemWrite`, `hrrHostMemCheck`
 //! rows of the table; FORMAT.md §"host-visible memory"):
 //!
-//! - before device work (launch, copy, memset, graph launch) or a synchronisation, while the
-//!   device is idle (nothing submitted since the last synchronisation): changed chunks are
+//! - before device work is submitted (launch, copy, memset, graph launch: [`submit`]), the
+//!   regions it may reach (those a launch's argument words point into, a copy's destination
+//!   and device-side source; every region for a graph launch or a launch whose arguments are
+//!   not known) are read unless device work in flight may be writing them: changed chunks are
 //!   **host writes**, replayed before the same call;
-//! - after a synchronisation (context, stream or event synchronisation, a D2H copy): changed
-//!   chunks of a region device work may have written since the last such point (a kernel
-//!   whose arguments point into it, any copy, memset or graph launch: [`device_may_write`])
-//!   are what the device wrote, recorded as **host reads** that replay compares like a D2H
-//!   result; changed chunks of a region no device work could have written are the host's
-//!   (program threads computing into managed memory while other work is in flight), recorded
-//!   as **host writes**. A stream's synchronisation (`cuStreamSynchronize` of a stream other
-//!   than the legacy default one) completes that stream's launches only: a region launches on
-//!   other streams may still be writing is not read then, but at a later synchronisation that
-//!   completes them ([`synchronising_stream`]).
+//! - after a synchronisation (context, stream or event synchronisation, a blocking D2H copy):
+//!   changed chunks of a region device work may have written since the last such point (a
+//!   kernel whose arguments point into it, a copy or memset writing it, any graph launch) are
+//!   what the device wrote, recorded as **host reads** that replay compares like a D2H result.
+//!   A stream's synchronisation (`cuStreamSynchronize` of a stream other than the legacy
+//!   default one) completes that stream's launches only: a region launches on other streams
+//!   may still be writing is not read then, but at a later synchronisation that completes them
+//!   ([`synchronising_stream`]). A region no device work was noted writing is not read at a
+//!   synchronisation: what the host changed there is read when device work next reaches it
+//!   (program threads computing into managed memory while other work is in flight), so one
+//!   region's bytes are hashed only around the work that reaches it (simpleMultiCopy's eight
+//!   pinned buffers were all hashed twice a cycle before).
 //!
 //! Unchanged chunks are never stored again, nor are chunks an async D2H result recorded whole
 //! ([`result_recorded`]). Limits (README, "what capture does not record
@@ -32,7 +36,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use hrr_calls::shapes::{HostMemCheck, HostMemWrite};
@@ -69,8 +73,6 @@ const ANY_STREAM: u64 = u64::MAX;
 /// What a scan follows.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Point {
-    /// Device work about to be submitted, the device idle: changes are host writes.
-    Submit,
     /// A synchronisation of the whole device (context, event, legacy stream, blocking copy).
     Device,
     /// A synchronisation of one stream (its handle as the program passed it).
@@ -88,8 +90,6 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// matched against on the launch path, without the regions' lock (set with [`COUNT`] wherever
 /// regions come and go, the regions' lock held).
 static BOUNDS: RwLock<Vec<(u64, u64)>> = RwLock::new(Vec::new());
-/// No device work submitted since the last synchronisation.
-static IDLE: AtomicBool = AtomicBool::new(true);
 
 fn regions() -> std::sync::MutexGuard<'static, BTreeMap<u64, Region>> {
     REGIONS.lock().unwrap_or_else(|e| e.into_inner())
@@ -104,6 +104,11 @@ fn publish(r: &BTreeMap<u64, Region>) {
 
 fn pinned() -> std::sync::MutexGuard<'static, BTreeMap<u64, usize>> {
     PINNED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether any region is tracked.
+pub fn tracking() -> bool {
+    COUNT.load(Ordering::Acquire) != 0
 }
 
 /// Track `[base, base+len)` (its first contents are recorded at the next scan).
@@ -231,78 +236,148 @@ fn submits(kind: Kind) -> bool {
     )
 }
 
-/// The regions (by base) one launch's arguments point into (`None`: arguments unknown, every
-/// region) and its stream.
-type Noted = (Option<Vec<u64>>, u64);
+/// What device work about to be submitted may reach ([`submit`]).
+pub enum Target<'a> {
+    /// Work that reaches no tracked memory now (a launch into a stream being captured: it
+    /// runs later, as part of a graph).
+    Nothing,
+    /// Not known (a graph launch, a copy whose hook does not say): every region.
+    All,
+    /// A launch on `stream` with its packed argument buffer (`None`: not known, every
+    /// region): the regions an 8-byte word of it points into.
+    Launch { args: Option<&'a [u8]>, stream: u64 },
+    /// A copy or memset writing `n` bytes at `dst` and reading `src` (a host or device
+    /// address; `None`: host memory whose bytes the copy records itself).
+    Copy {
+        dst: u64,
+        src: Option<u64>,
+        n: usize,
+    },
+}
 
 thread_local! {
-    /// Launches noted by [`device_may_write`] and not yet applied to the regions.
-    static NOTED: std::cell::RefCell<Vec<Noted>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// A call submitting device work is being made on this thread and its hook has not said
+    /// what the work reaches yet ([`submit`]; else [`before_real_call`] takes every region).
+    static PENDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The stream the synchronisation being made on this thread waits for
     /// ([`synchronising_stream`]).
     static SYNCED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
-/// A launch on `stream` is submitted that may write the tracked regions its argument buffer
-/// `args` points into (any 8-byte word inside a region; `None`, arguments unknown: every
-/// region). Only noted here (this runs while the event is recorded, under the recorder's lock,
-/// which a scan takes under the regions' lock): [`apply_device_writes`] applies it after. The
-/// words are matched against the published bounds, so a launch whose arguments point into no
-/// region (most of them) notes nothing and allocates nothing.
-pub fn device_may_write(args: Option<&[u8]>, stream: u64) {
+/// The regions of `bounds` (base, end) that 8-byte words of `args` point into, by base.
+fn regions_pointed_into(bounds: &[(u64, u64)], args: &[u8]) -> Vec<u64> {
+    let mut hit: Vec<u64> = Vec::new();
+    for w in args.chunks_exact(8) {
+        let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        let i = bounds.partition_point(|&(base, _)| base <= v);
+        if let Some(&(base, end)) = i.checked_sub(1).map(|i| &bounds[i]) {
+            if v < end && !hit.contains(&base) {
+                hit.push(base);
+            }
+        }
+    }
+    hit
+}
+
+/// A region work reaches (by base) and the chunks of it the work overwrites whole (not read
+/// before it).
+type Reached = (u64, std::ops::Range<usize>);
+
+/// The tracked region holding `addr`, by base.
+fn region_of(regs: &BTreeMap<u64, Region>, addr: u64) -> Option<u64> {
+    regs.range(..=addr)
+        .next_back()
+        .filter(|(&b, r)| addr < b + r.len as u64)
+        .map(|(&b, _)| b)
+}
+
+/// Device work described by `target` is about to be submitted by this thread (called by the
+/// hook before the real call, not under the recorder's lock). Each region it may reach that no
+/// device work in flight may be writing is read first: what changed since hrr last knew it is
+/// the host's, recorded as **host writes** before the call. The regions it may write are then
+/// taken as written by device work in flight on its stream (every stream for copies, memsets
+/// and graphs) until a synchronisation that completes it reads them ([`after`]). A launch
+/// whose arguments point into no region, the most common case, reads and notes nothing
+/// (matched against the published bounds, without the regions' lock), and neither does a copy
+/// between device memory and host memory hrr does not track.
+pub fn submit(target: Target) {
+    PENDING.with(|p| p.set(false));
     if COUNT.load(Ordering::Acquire) == 0 {
         return;
     }
-    let hit = match args {
-        None => None,
-        Some(a) => {
-            let bounds = BOUNDS.read().unwrap_or_else(|e| e.into_inner());
-            let mut hit: Vec<u64> = Vec::new();
-            for w in a.chunks_exact(8) {
-                let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-                let i = bounds.partition_point(|&(base, _)| base <= v);
-                if let Some(&(base, end)) = i.checked_sub(1).map(|i| &bounds[i]) {
-                    if v < end && !hit.contains(&base) {
-                        hit.push(base);
-                    }
-                }
-            }
+    let hits: Option<Vec<u64>> = match &target {
+        Target::Nothing => return,
+        Target::Launch { args: Some(a), .. } => {
+            let hit = regions_pointed_into(&BOUNDS.read().unwrap_or_else(|e| e.into_inner()), a);
             if hit.is_empty() {
                 return;
             }
             Some(hit)
         }
+        _ => None,
     };
-    NOTED.with(|n| n.borrow_mut().push((hit, stream)));
-}
-
-/// Mark the regions the launches this thread recorded may write ([`device_may_write`]).
-pub fn apply_device_writes() {
-    if COUNT.load(Ordering::Acquire) == 0 {
-        return;
-    }
-    let noted = NOTED.with(|n| std::mem::take(&mut *n.borrow_mut()));
-    if noted.is_empty() {
-        return;
-    }
     let mut regs = regions();
-    let touch = |r: &mut Region, stream: u64| {
-        if !r.touched.contains(&stream) {
-            r.touched.push(stream);
+    let (reached, written, stream): (Vec<Reached>, Vec<u64>, u64) = match target {
+        Target::Nothing => return,
+        Target::All | Target::Launch { args: None, .. } => {
+            let stream = match target {
+                Target::Launch { stream, .. } => stream,
+                _ => ANY_STREAM,
+            };
+            let all: Vec<u64> = regs.keys().copied().collect();
+            (all.iter().map(|&b| (b, 0..0)).collect(), all, stream)
         }
-    };
-    for (bases, stream) in noted {
-        match bases {
-            None => regs.values_mut().for_each(|r| touch(r, stream)),
-            // a region gone since the launch was noted is not written by it
-            Some(bases) => {
-                for b in bases {
-                    if let Some(r) = regs.get_mut(&b) {
-                        touch(r, stream);
-                    }
+        Target::Launch { stream, .. } => {
+            let hit = hits.unwrap_or_default();
+            (hit.iter().map(|&b| (b, 0..0)).collect(), hit, stream)
+        }
+        Target::Copy { dst, src, n } => {
+            let mut reached = Vec::new();
+            let mut written = Vec::new();
+            if let Some(b) = region_of(&regs, dst) {
+                // chunks the copy overwrites whole need not be read first
+                let r = &regs[&b];
+                let end = dst.saturating_add(n as u64).min(b + r.len as u64);
+                let first = ((dst - b) as usize).div_ceil(CHUNK);
+                let last = ((end - b) as usize / CHUNK).max(first);
+                reached.push((b, first..last));
+                written.push(b);
+            }
+            if let Some(b) = src.and_then(|s| region_of(&regs, s)) {
+                if !reached.iter().any(|(r, _)| *r == b) {
+                    reached.push((b, 0..0));
                 }
             }
+            (reached, written, ANY_STREAM)
         }
+    };
+    for (base, skip) in reached {
+        let Some(r) = regs.get_mut(&base) else {
+            continue;
+        };
+        if !r.touched.is_empty() {
+            continue; // device work in flight may be writing it: whose change is unknown
+        }
+        // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
+        let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
+        for (off, len) in changed_runs(&mut r.known, bytes, skip) {
+            emit(base, off, len, false);
+        }
+    }
+    for base in written {
+        if let Some(r) = regs.get_mut(&base) {
+            if !r.touched.contains(&stream) {
+                r.touched.push(stream);
+            }
+        }
+    }
+}
+
+/// The real call of a hook is about to be made: device work whose hook did not say what it
+/// reaches ([`submit`]) may reach every region.
+pub fn before_real_call() {
+    if PENDING.with(|p| p.replace(false)) {
+        submit(Target::All);
     }
 }
 
@@ -314,27 +389,11 @@ pub fn synchronising_stream(stream: u64) {
     }
 }
 
-/// Before a call of `kind`: host writes are recorded while the device is idle.
+/// Before a call of `kind`: a call submitting device work is pending until its hook says what
+/// the work reaches ([`submit`]) or its real call is made ([`before_real_call`]).
 pub fn before(kind: Kind) {
-    if COUNT.load(Ordering::Acquire) == 0 {
-        return;
-    }
-    if submits(kind) && kind != Kind::Launch {
-        // a copy, memset or graph may write any region (launches say which: the launch hook
-        // calls `device_may_write` with their arguments)
-        for r in regions().values_mut() {
-            if !r.touched.contains(&ANY_STREAM) {
-                r.touched.push(ANY_STREAM);
-            }
-        }
-    }
-    let idle = if submits(kind) {
-        IDLE.swap(false, Ordering::AcqRel)
-    } else {
-        kind == Kind::Sync && IDLE.load(Ordering::Acquire)
-    };
-    if idle {
-        scan(Point::Submit, None);
+    if COUNT.load(Ordering::Acquire) != 0 && submits(kind) {
+        PENDING.with(|p| p.set(true));
     }
 }
 
@@ -363,6 +422,7 @@ pub fn copy_left_running() -> bool {
 
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 pub fn after(kind: Kind) {
+    PENDING.with(|p| p.set(false)); // a hook that never made its real call submitted nothing
     let running = ASYNC_COPY.with(|a| a.replace(false));
     let stream = SYNCED.with(|s| s.take());
     let just_known = JUST_KNOWN.with(|j| j.take());
@@ -372,35 +432,36 @@ pub fn after(kind: Kind) {
     if COUNT.load(Ordering::Acquire) != 0 {
         scan(stream.map_or(Point::Device, Point::Stream), just_known);
     }
-    IDLE.store(true, Ordering::Release);
 }
 
-/// Record the chunks that changed since hrr last knew them: after a synchronisation as checks
-/// where device work may have written them, else (and before device work) as host writes. A
-/// region launches on other streams than the one synchronised may still be writing is left
-/// for a later scan (nothing of it is read now). The chunks `just_known` names (a region's
-/// base and a chunk range) were hashed by this call already and are taken as unchanged.
+/// After a synchronisation: record as **checks** the chunks that changed since hrr last knew
+/// them in each region device work may have written and this synchronisation completed. A
+/// region launches on other streams than the one synchronised may still be writing is left for
+/// a later scan (nothing of it is read now); a region no device work was noted writing is not
+/// read (what the host changed there is read before device work next reaches it: [`submit`]).
+/// The chunks `just_known` names (a region's base and a chunk range) were hashed by this call
+/// already and are taken as unchanged.
 fn scan(at: Point, just_known: Option<(u64, std::ops::Range<usize>)>) {
     let mut regs = regions();
     for (&base, r) in regs.iter_mut() {
-        let device_wrote = !r.touched.is_empty();
+        if r.touched.is_empty() {
+            continue;
+        }
         match at {
             Point::Device => r.touched.clear(),
             Point::Stream(s) => r.touched.retain(|&t| t != s && t != ANY_STREAM),
-            Point::Submit => {}
         }
         if r.touched.iter().any(|&t| t != ANY_STREAM) {
             continue; // launches on streams not synchronised yet may be writing it
         }
         // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
-        let check = at != Point::Submit && device_wrote;
         let skip = match &just_known {
             Some((b, chunks)) if *b == base => chunks.clone(),
             _ => 0..0,
         };
         for (off, len) in changed_runs(&mut r.known, bytes, skip) {
-            emit(base, off, len, check);
+            emit(base, off, len, true);
         }
     }
 }

@@ -14,6 +14,7 @@ use hrr_calls::shapes::Launch;
 
 use super::code::bind_unseen_function;
 use crate::api::cuda::calls::Export;
+use crate::api::cuda::hostmem::{self, Target};
 use crate::api::cuda::state;
 use crate::api::cuda::API;
 use crate::hook::args::bytes_at;
@@ -33,6 +34,40 @@ unsafe fn extra_buffer<'a>(extra: *mut *mut c_void) -> Option<&'a [u8]> {
     (!buf.is_null()).then(|| std::slice::from_raw_parts(buf, size))
 }
 
+thread_local! {
+    /// The packed arguments of the launch about to be made, while host-visible memory is
+    /// tracked ([`submit_launch`]).
+    static SUBMITTED_ARGS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Before launch `l` is made with arguments `params` or `extra`: the host-visible memory its
+/// arguments point into is read for host writes and taken as written by it
+/// ([`hostmem::submit`]); nothing when no such memory is tracked (the common case: one
+/// atomic load), nor for a launch into a stream being captured (it runs later, in a graph).
+unsafe fn submit_launch(l: &LaunchCall, params: *mut *mut c_void, extra: *mut *mut c_void) {
+    if !hostmem::tracking() {
+        return;
+    }
+    let (f, stream) = (l.f as u64, l.stream as u64);
+    let (layout, in_capture) =
+        state::with(|st| (st.param_layout(f), st.capturing.contains(&stream)));
+    if in_capture {
+        hostmem::submit(Target::Nothing);
+        return;
+    }
+    SUBMITTED_ARGS.with(|b| {
+        let mut buf = b.borrow_mut();
+        let args = match (extra_buffer(extra), layout.as_deref()) {
+            (Some(b), _) => Some(b),
+            (None, Some(layout)) => {
+                pack_args_into(&mut buf, layout, params, false).then_some(&buf[..])
+            }
+            (None, None) => None,
+        };
+        hostmem::submit(Target::Launch { args, stream });
+    });
+}
+
 unsafe fn record_launch(
     h: Export,
     r: CUresult,
@@ -47,7 +82,6 @@ unsafe fn record_launch(
     if let Some(l) = written {
         keep(l); // its buffers serve the next launch of this thread
     }
-    crate::api::cuda::hostmem::apply_device_writes();
 }
 
 /// The `Launch` record of launch `l` with arguments `params` or `extra` (`call`: the call named
@@ -82,10 +116,6 @@ pub(super) unsafe fn launch_fields(
         (None, Some(layout)) => pack_args_into(&mut bufs.args, layout, params, false),
         (None, None) => false,
     };
-    if !in_capture {
-        let args = known.then_some(&bufs.args[..]);
-        crate::api::cuda::hostmem::device_may_write(args, l.stream as u64);
-    }
     if !known {
         rc.note_unreplayable(
             call,
@@ -97,27 +127,30 @@ pub(super) unsafe fn launch_fields(
 }
 
 pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> CUresult {
-    let r = call();
     let (grid, block) = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
     let l = LaunchCall::grid(a.f, grid, block, a.shmem, a.stream, false);
+    submit_launch(&l, a.params, a.extra);
+    let r = call();
     record_launch(h, r, l, a.params, a.extra);
     r
 }
 
 pub unsafe fn launch_kernel_ex(h: Export, a: args::LaunchKernelEx, call: impl Call) -> CUresult {
+    let Some(c) = a.config.as_ref() else {
+        return call();
+    };
+    let l = LaunchCall {
+        f: a.f,
+        grid: c.grid,
+        block: c.block,
+        shared_mem: c.shared_mem,
+        stream: c.stream,
+        attrs: bytes_at(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES),
+        cooperative: false,
+    };
+    submit_launch(&l, a.params, a.extra);
     let r = call();
-    if let Some(c) = a.config.as_ref() {
-        let l = LaunchCall {
-            f: a.f,
-            grid: c.grid,
-            block: c.block,
-            shared_mem: c.shared_mem,
-            stream: c.stream,
-            attrs: bytes_at(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES),
-            cooperative: false,
-        };
-        record_launch(h, r, l, a.params, a.extra);
-    }
+    record_launch(h, r, l, a.params, a.extra);
     r
 }
 
@@ -126,9 +159,10 @@ pub unsafe fn launch_cooperative(
     a: args::LaunchCooperativeKernel,
     call: impl Call,
 ) -> CUresult {
-    let r = call();
     let (grid, block) = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
     let l = LaunchCall::grid(a.f, grid, block, a.shmem, a.stream, true);
+    submit_launch(&l, a.params, std::ptr::null_mut());
+    let r = call();
     record_launch(h, r, l, a.params, std::ptr::null_mut());
     r
 }
