@@ -123,6 +123,12 @@ thread_local! {
     static BUFS: std::cell::RefCell<LaunchBufs> = std::cell::RefCell::new(LaunchBufs::default());
 }
 
+/// `f` on this thread's kept launch buffers, left in place (a launch's record is prepared in
+/// them before its call, then taken: [`take_bufs`]).
+pub fn with_bufs<R>(f: impl FnOnce(&mut LaunchBufs) -> R) -> R {
+    BUFS.with(|b| f(&mut b.borrow_mut()))
+}
+
 /// This thread's kept launch buffers (empty ones the first time, or while a record holds them).
 pub fn take_bufs() -> LaunchBufs {
     BUFS.with(|b| std::mem::take(&mut *b.borrow_mut()))

@@ -189,7 +189,7 @@ pub fn result_recorded(dst: u64, n: usize, blocking: bool) {
         *known = Some(h);
     }
     if blocking {
-        JUST_KNOWN.with(|j| *j.borrow_mut() = Some((base, first..last)));
+        this_call(|c| c.just_known = Some((base, first..last)));
     }
 }
 
@@ -255,13 +255,36 @@ pub enum Target<'a> {
     },
 }
 
+/// What the hook call being made on this thread told the tracker (one thread-local, taken
+/// whole once the call returned: [`after`]).
+#[derive(Default)]
+struct CallState {
+    /// The call submits device work and its hook has not said what the work reaches yet
+    /// ([`submit`]; else [`before_real_call`] takes every region).
+    pending: bool,
+    /// The stream the synchronisation being made waits for ([`synchronising_stream`]).
+    synced: Option<u64>,
+    /// The D2H call being made leaves its copy running ([`async_copy`]).
+    async_copy: bool,
+    /// The chunks (region base, chunk range) a blocking copy's result made known during the
+    /// call ([`result_recorded`]): the scan after it skips them.
+    just_known: Option<(u64, std::ops::Range<usize>)>,
+}
+
 thread_local! {
-    /// A call submitting device work is being made on this thread and its hook has not said
-    /// what the work reaches yet ([`submit`]; else [`before_real_call`] takes every region).
-    static PENDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The stream the synchronisation being made on this thread waits for
-    /// ([`synchronising_stream`]).
-    static SYNCED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+    static CALL: std::cell::RefCell<CallState> = const {
+        std::cell::RefCell::new(CallState {
+            pending: false,
+            synced: None,
+            async_copy: false,
+            just_known: None,
+        })
+    };
+}
+
+/// `f` on the state of the hook call being made on this thread.
+fn this_call<R>(f: impl FnOnce(&mut CallState) -> R) -> R {
+    CALL.with(|c| f(&mut c.borrow_mut()))
 }
 
 /// The regions of `bounds` (base, end) that 8-byte words of `args` point into, by base.
@@ -301,9 +324,11 @@ fn region_of(regs: &BTreeMap<u64, Region>, addr: u64) -> Option<u64> {
 /// (matched against the published bounds, without the regions' lock), and neither does a copy
 /// between device memory and host memory hrr does not track.
 pub fn submit(target: Target) {
-    PENDING.with(|p| p.set(false));
     if COUNT.load(Ordering::Acquire) == 0 {
         return;
+    }
+    if !matches!(target, Target::Launch { .. } | Target::Nothing) {
+        this_call(|c| c.pending = false); // (launches are never pending: `before`)
     }
     let hits: Option<Vec<u64>> = match &target {
         Target::Nothing => return,
@@ -376,7 +401,7 @@ pub fn submit(target: Target) {
 /// The real call of a hook is about to be made: device work whose hook did not say what it
 /// reaches ([`submit`]) may reach every region.
 pub fn before_real_call() {
-    if PENDING.with(|p| p.replace(false)) {
+    if COUNT.load(Ordering::Acquire) != 0 && this_call(|c| std::mem::take(&mut c.pending)) {
         submit(Target::All);
     }
 }
@@ -385,25 +410,18 @@ pub fn before_real_call() {
 /// the program passed it: the legacy default stream, 0 or 1, waits for the whole device).
 pub fn synchronising_stream(stream: u64) {
     if COUNT.load(Ordering::Acquire) != 0 && stream > 1 {
-        SYNCED.with(|s| s.set(Some(stream)));
+        this_call(|c| c.synced = Some(stream));
     }
 }
 
 /// Before a call of `kind`: a call submitting device work is pending until its hook says what
-/// the work reaches ([`submit`]) or its real call is made ([`before_real_call`]).
+/// the work reaches ([`submit`]) or its real call is made ([`before_real_call`]). Launches
+/// are not: every launch hook says what its launch reaches (`custom/launch.rs`), which spares
+/// the launch path this thread-local's accesses.
 pub fn before(kind: Kind) {
-    if COUNT.load(Ordering::Acquire) != 0 && submits(kind) {
-        PENDING.with(|p| p.set(true));
+    if COUNT.load(Ordering::Acquire) != 0 && submits(kind) && kind != Kind::Launch {
+        this_call(|c| c.pending = true);
     }
-}
-
-thread_local! {
-    /// The chunks (region base, chunk range) a blocking copy's result made known during the
-    /// call being made on this thread ([`result_recorded`]): the scan after it skips them.
-    static JUST_KNOWN: std::cell::RefCell<Option<(u64, std::ops::Range<usize>)>> =
-        const { std::cell::RefCell::new(None) };
-    /// The D2H call being made on this thread leaves its copy running ([`async_copy`]).
-    static ASYNC_COPY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The D2H call being made returns with its copy still running (an async copy into
@@ -411,26 +429,27 @@ thread_local! {
 /// so [`after`] it records nothing (the region may be half written) and does not take the
 /// device for idle.
 pub fn async_copy() {
-    ASYNC_COPY.with(|a| a.set(true));
+    this_call(|c| c.async_copy = true);
 }
 
 /// Whether the D2H call being made on this thread leaves its copy running ([`async_copy`]):
 /// then it is no synchronisation.
 pub fn copy_left_running() -> bool {
-    ASYNC_COPY.with(|a| a.get())
+    this_call(|c| c.async_copy)
 }
 
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 pub fn after(kind: Kind) {
-    PENDING.with(|p| p.set(false)); // a hook that never made its real call submitted nothing
-    let running = ASYNC_COPY.with(|a| a.replace(false));
-    let stream = SYNCED.with(|s| s.take());
-    let just_known = JUST_KNOWN.with(|j| j.take());
-    if !matches!(kind, Kind::Sync | Kind::D2h) || running {
+    // taken whole: a hook that never made its real call submitted nothing
+    let call = this_call(std::mem::take);
+    if !matches!(kind, Kind::Sync | Kind::D2h) || call.async_copy {
         return;
     }
     if COUNT.load(Ordering::Acquire) != 0 {
-        scan(stream.map_or(Point::Device, Point::Stream), just_known);
+        scan(
+            call.synced.map_or(Point::Device, Point::Stream),
+            call.just_known,
+        );
     }
 }
 

@@ -16,12 +16,14 @@ use super::code::bind_unseen_function;
 use crate::api::cuda::calls::Export;
 use crate::api::cuda::hostmem::{self, Target};
 use crate::api::cuda::state;
+use crate::api::cuda::state::ParamLayout;
 use crate::api::cuda::API;
 use crate::hook::args::bytes_at;
 pub(super) use crate::hook::launch::LaunchCall;
-use crate::hook::launch::{extra_pairs, keep, pack_args_into, take_bufs};
+use crate::hook::launch::{extra_pairs, keep, pack_args_into, take_bufs, with_bufs};
 use crate::hook::ApiExport;
 use crate::recorder::Recorder;
+use hrr_archive::ObjectId;
 
 /// The argument buffer handed over in `extra` (`CU_LAUNCH_PARAM_BUFFER_POINTER`/`_SIZE`).
 unsafe fn extra_buffer<'a>(extra: *mut *mut c_void) -> Option<&'a [u8]> {
@@ -34,105 +36,115 @@ unsafe fn extra_buffer<'a>(extra: *mut *mut c_void) -> Option<&'a [u8]> {
     (!buf.is_null()).then(|| std::slice::from_raw_parts(buf, size))
 }
 
-thread_local! {
-    /// The packed arguments of the launch about to be made, while host-visible memory is
-    /// tracked ([`submit_launch`]).
-    static SUBMITTED_ARGS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+/// What a launch's record holds that is known before its call, beside the kernel's name and
+/// packed arguments (prepared in this thread's kept launch buffers): its code object and
+/// argument layout, whether the layout was known, and whether its stream is being captured
+/// into a graph.
+pub(super) struct Prepared {
+    code: Option<ObjectId>,
+    layout: Option<ParamLayout>,
+    known: bool,
+    in_capture: bool,
 }
 
-/// Before launch `l` is made with arguments `params` or `extra`: the host-visible memory its
-/// arguments point into is read for host writes and taken as written by it
-/// ([`hostmem::submit`]); nothing when no such memory is tracked (the common case: one
-/// atomic load), nor for a launch into a stream being captured (it runs later, in a graph).
-unsafe fn submit_launch(l: &LaunchCall, params: *mut *mut c_void, extra: *mut *mut c_void) {
+/// Prepare the record of launch `l` with arguments `params` or `extra` (before its call: the
+/// arguments are what host-visible memory tracking matches, [`submit_launch`]).
+pub(super) unsafe fn prepare(
+    l: &LaunchCall,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Prepared {
+    let f = l.f as u64;
+    with_bufs(|bufs| {
+        let (code, layout, in_capture) = state::with(|st| {
+            bufs.name.clear();
+            let code = st.kernels.get(&f).and_then(|k| {
+                bufs.name.push_str(&k.name);
+                k.code
+            });
+            (
+                code,
+                st.param_layout(f),
+                st.capturing.contains(&(l.stream as u64)),
+            )
+        });
+        let known = match (extra_buffer(extra), layout.as_deref()) {
+            (Some(b), _) => {
+                bufs.args.clear();
+                bufs.args.extend_from_slice(b);
+                true
+            }
+            (None, Some(layout)) => pack_args_into(&mut bufs.args, layout, params, false),
+            (None, None) => false,
+        };
+        Prepared {
+            code,
+            layout,
+            known,
+            in_capture,
+        }
+    })
+}
+
+/// Launch `l`, prepared as `p`, is about to be made: the host-visible memory its arguments
+/// point into is read for host writes and taken as written by it ([`hostmem::submit`]);
+/// nothing when no such memory is tracked (the common case: one atomic load), nor for a launch
+/// into a stream being captured (it runs later, in a graph).
+fn submit_launch(l: &LaunchCall, p: &Prepared) {
     if !hostmem::tracking() {
         return;
     }
-    let (f, stream) = (l.f as u64, l.stream as u64);
-    let (layout, in_capture) =
-        state::with(|st| (st.param_layout(f), st.capturing.contains(&stream)));
-    if in_capture {
-        hostmem::submit(Target::Nothing);
-        return;
+    if p.in_capture {
+        return hostmem::submit(Target::Nothing);
     }
-    SUBMITTED_ARGS.with(|b| {
-        let mut buf = b.borrow_mut();
-        let args = match (extra_buffer(extra), layout.as_deref()) {
-            (Some(b), _) => Some(b),
-            (None, Some(layout)) => {
-                pack_args_into(&mut buf, layout, params, false).then_some(&buf[..])
-            }
-            (None, None) => None,
-        };
-        hostmem::submit(Target::Launch { args, stream });
+    with_bufs(|bufs| {
+        hostmem::submit(Target::Launch {
+            args: p.known.then_some(&bufs.args[..]),
+            stream: l.stream as u64,
+        })
     });
 }
 
-unsafe fn record_launch(
+/// Make launch `l` (`call`) and record it: prepared, submitted to the tracker of host-visible
+/// memory, called, recorded.
+unsafe fn launch_and_record(
     h: Export,
-    r: CUresult,
     l: LaunchCall,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
-) {
+    call: impl Call,
+) -> CUresult {
     bind_unseen_function(l.f);
+    let p = prepare(&l, params, extra);
+    submit_launch(&l, &p);
+    let r = call();
     let written = crate::hook::record_returning(&API, h.id(), Some(r), |rc| {
-        launch_fields(rc, "cuLaunchKernel", l, params, extra)
+        launch_fields(rc, "cuLaunchKernel", l, p)
     });
     if let Some(l) = written {
         keep(l); // its buffers serve the next launch of this thread
     }
+    r
 }
 
-/// The `Launch` record of launch `l` with arguments `params` or `extra` (`call`: the call named
-/// in a note when the argument layout is unknown).
-pub(super) unsafe fn launch_fields(
-    rc: &mut Recorder,
-    call: &str,
-    l: LaunchCall,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-) -> Launch {
-    let f = l.f as u64;
-    let mut bufs = take_bufs();
-    let (code, layout, in_capture) = state::with(|st| {
-        bufs.name.clear();
-        let code = st.kernels.get(&f).and_then(|k| {
-            bufs.name.push_str(&k.name);
-            k.code
-        });
-        (
-            code,
-            st.param_layout(f),
-            st.capturing.contains(&(l.stream as u64)),
-        )
-    });
-    let known = match (extra_buffer(extra), layout.as_deref()) {
-        (Some(b), _) => {
-            bufs.args.clear();
-            bufs.args.extend_from_slice(b);
-            true
-        }
-        (None, Some(layout)) => pack_args_into(&mut bufs.args, layout, params, false),
-        (None, None) => false,
-    };
-    if !known {
+/// The `Launch` record of launch `l` as `p` prepared it (`call`: the call named in a note when
+/// the argument layout is unknown).
+pub(super) fn launch_fields(rc: &mut Recorder, call: &str, l: LaunchCall, p: Prepared) -> Launch {
+    let bufs = take_bufs();
+    if !p.known {
         rc.note_unreplayable(
             call,
             &format!("argument layout unknown for kernel `{}`", bufs.name),
         );
     }
-    let layout = layout.as_deref().unwrap_or(&[]);
-    l.record_into(bufs, code, layout, known, in_capture)
+    let layout = p.layout.as_deref().unwrap_or(&[]);
+    l.record_into(bufs, p.code, layout, p.known, p.in_capture)
 }
 
 pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> CUresult {
     let (grid, block) = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
     let l = LaunchCall::grid(a.f, grid, block, a.shmem, a.stream, false);
-    submit_launch(&l, a.params, a.extra);
-    let r = call();
-    record_launch(h, r, l, a.params, a.extra);
-    r
+    launch_and_record(h, l, a.params, a.extra, call)
 }
 
 pub unsafe fn launch_kernel_ex(h: Export, a: args::LaunchKernelEx, call: impl Call) -> CUresult {
@@ -148,10 +160,7 @@ pub unsafe fn launch_kernel_ex(h: Export, a: args::LaunchKernelEx, call: impl Ca
         attrs: bytes_at(c.attrs, c.num_attrs.min(64) as usize * LAUNCH_ATTR_BYTES),
         cooperative: false,
     };
-    submit_launch(&l, a.params, a.extra);
-    let r = call();
-    record_launch(h, r, l, a.params, a.extra);
-    r
+    launch_and_record(h, l, a.params, a.extra, call)
 }
 
 pub unsafe fn launch_cooperative(
@@ -161,8 +170,5 @@ pub unsafe fn launch_cooperative(
 ) -> CUresult {
     let (grid, block) = ([a.gx, a.gy, a.gz], [a.bx, a.by, a.bz]);
     let l = LaunchCall::grid(a.f, grid, block, a.shmem, a.stream, true);
-    submit_launch(&l, a.params, std::ptr::null_mut());
-    let r = call();
-    record_launch(h, r, l, a.params, std::ptr::null_mut());
-    r
+    launch_and_record(h, l, a.params, std::ptr::null_mut(), call)
 }

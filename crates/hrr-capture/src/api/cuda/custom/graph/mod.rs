@@ -27,7 +27,7 @@ use hrr_calls::shapes::*;
 
 use super::copy::{capture_id, is_device_ptr, sync_stream};
 use super::host_node;
-use super::launch::{launch_fields, LaunchCall};
+use super::launch::{launch_fields, prepare, LaunchCall};
 use super::{host_blob, rec};
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::state::{self, HostRegion, NodeRegions, State};

@@ -56,7 +56,8 @@ pub(super) unsafe fn fill_kernel(
     );
     let params = word_at(p, 40) as *mut *mut c_void;
     let extra = word_at(p, 48) as *mut *mut c_void;
-    let l = launch_fields(rc, call, l, params, extra);
+    let prepared = prepare(&l, params, extra);
+    let l = launch_fields(rc, call, l, prepared);
     n.ctx = ctx;
     n.function = l.function;
     n.library_kernel = (kern != 0 && kern == l.function
