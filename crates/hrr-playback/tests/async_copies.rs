@@ -167,17 +167,16 @@ fn an_async_d2h_call_does_not_record_earlier_results() {
 }
 
 /// simpleMultiCopy's serialized loop (`copy_app multicopy`): eight page-locked buffers mapped
-/// into the device, of which the loop's copies reach two, and the host changing another one
-/// every round. Only what device work reaches is read: no host write is recorded for the
-/// buffers nothing reaches (all eight were hashed and stored at each round's first submission
-/// before), the uploads carry their own sources, and each round's download is checked once,
-/// as its copy's result.
+/// into the device, async uploads from one and downloads into another, the host changing a
+/// third every round. Each round's download is recorded once, as its copy's result, and
+/// checked there, not read again as a check of its buffer at the round's synchronisation
+/// (which read all eight buffers before); the host's changes are recorded as host writes.
 #[test]
-fn host_memory_no_device_work_reaches_is_not_read() {
+fn downloads_into_mapped_buffers_are_recorded_once() {
     let (_tmp, arch, events) = copy_app_events(&["multicopy", "5", "1"], 0);
-    assert_eq!(all_named(&events, "hrrHostMemWrite").len(), 0);
     assert_eq!(all_named(&events, "hrrHostMemCheck").len(), 0);
     assert_eq!(all_named(&events, "hrrMemcpyResult").len(), 5);
+    assert!(all_named(&events, "hrrHostMemWrite").len() >= 4);
     let (code, out, err) = fake().replay(&arch, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert_contains(&out, "D2H checks      : 5 pass");

@@ -141,6 +141,22 @@ fn zero_copy_memory_among_device_memory_stays_at_its_address() {
     assert_eq!((code, &v["verdict"]), (1, &"MISMATCH".into()), "{v}");
 }
 
+/// Mapped flags a kernel reaches only through pointers kept in device memory (NCCL's pattern):
+/// what the host wrote there before each launch is recorded although no launch argument
+/// points into them, so replay's kernel reads the recorded flags (PASS, both rounds' results
+/// checked) and MISMATCH once the second round's flags are taken away.
+#[test]
+fn memory_reached_through_pointers_in_device_memory_replays() {
+    let (_tmp, dir) = captured("table");
+    assert_pass(&dir, 2);
+    let writes = names_of(&dir)
+        .iter()
+        .filter(|n| *n == "hrrHostMemWrite")
+        .count();
+    assert!(writes >= 2, "{:?}", names_of(&dir));
+    assert_mismatch_without(&dir, "hrrHostMemWrite", "h2d_blob", writes - 1);
+}
+
 #[test]
 fn zero_copy_host_reads_are_checked() {
     let (_tmp, dir) = captured("zerocopy");

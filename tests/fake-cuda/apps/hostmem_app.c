@@ -9,6 +9,7 @@
  *             synchronisation
  *   regasync  an async, then a blocking D2H copy into registered (DEVICEMAP) memory: each
  *             recorded once, as the copy's result, not again as a host read of the region
+ *   table     mapped flags a kernel reads only through pointers kept in device memory
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
@@ -73,8 +74,9 @@ CUresult cuDeviceSetMemPool(CUdevice, CUmemoryPool);
 #define BLOCK 256
 #define GRID ((N + BLOCK - 1) / BLOCK)
 
-static const char k_lib_text[] = "// hrr fake-cuda fatbin payload\n.entry axpy\n.entry fill_u32\n.entry axpy_params\n";
-static CUfunction g_axpy, g_fill, g_axpy_params;
+static const char k_lib_text[] =
+    "// hrr fake-cuda fatbin payload\n.entry axpy\n.entry fill_u32\n.entry axpy_params\n.entry gather\n";
+static CUfunction g_axpy, g_fill, g_axpy_params, g_gather;
 
 static void setup(CUdevice *dev) {
   static unsigned char fatbin[256] __attribute__((aligned(16)));
@@ -102,6 +104,8 @@ static void setup(CUdevice *dev) {
   CK(cuKernelGetFunction(&g_fill, k));
   CK(cuLibraryGetKernel(&k, lib, "axpy_params"));
   CK(cuKernelGetFunction(&g_axpy_params, k));
+  CK(cuLibraryGetKernel(&k, lib, "gather"));
+  CK(cuKernelGetFunction(&g_gather, k));
 }
 
 static void axpy(float a, CUdeviceptr x, CUdeviceptr y, CUstream s) {
@@ -164,6 +168,34 @@ static void zerocopy(CUdevice dev, CUdeviceptr x) {
   CK(cuMemHostUnregister(reg));
   free(reg);
   CK(cuMemFreeHost(hy));
+}
+
+/* Mapped flags a kernel reaches only through pointers kept in device memory (as NCCL keeps its
+ * pinned flags' addresses): the host writes them, copies the pointers to the device, and
+ * `gather` reads the flags through them; twice, the host changing the flags between. */
+static void table(CUdevice dev, CUdeviceptr x) {
+  enum { F = 64 };
+  float *flags;
+  CK(cuMemHostAlloc((void **)&flags, F * sizeof(float), 2 /* DEVICEMAP */));
+  CUdeviceptr dflags, ptrs, out;
+  CK(cuMemHostGetDevicePointer_v2(&dflags, flags, 0));
+  CUdeviceptr table[F];
+  for (int i = 0; i < F; i++) table[i] = dflags + (CUdeviceptr)((F - 1 - i) * sizeof(float));
+  CK(cuMemAlloc_v2(&ptrs, sizeof table));
+  CK(cuMemAlloc_v2(&out, F * sizeof(float)));
+  float back[F];
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < F; i++) flags[i] = (float)(100 * round + i);
+    CK(cuMemcpyHtoD_v2(ptrs, table, sizeof table));
+    int n = F;
+    void *params[] = {&ptrs, &out, &n};
+    CK(cuLaunchKernel(g_gather, 1, 1, 1, F, 1, 1, 0, NULL, params, NULL));
+    CK(cuMemcpyDtoH_v2(back, out, sizeof back));
+    printf("table%d sum=%.1f first=%.1f\n", round + 1, fsum(back, F), back[0]);
+  }
+  CK(cuMemFree_v2(ptrs));
+  CK(cuMemFree_v2(out));
+  CK(cuMemFreeHost(flags));
 }
 
 static void managed(CUdevice dev, CUdeviceptr x) {
@@ -325,7 +357,7 @@ static const struct mode {
 } k_modes[] = {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync},
-  {"h2dsrc", 0, h2dsrc},
+  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},
 };
 
 int main(int argc, char **argv) {

@@ -8,8 +8,10 @@
 //! - before device work is submitted (launch, copy, memset, graph launch: [`submit`]), the
 //!   regions it may reach (those a launch's argument words point into, a copy's destination
 //!   and device-side source; every region for a graph launch or a launch whose arguments are
-//!   not known) are read unless device work in flight may be writing them: changed chunks are
-//!   **host writes**, replayed before the same call;
+//!   not known, and for the first submission since a synchronisation of the whole device,
+//!   since work may reach a region through pointers kept in memory, as NCCL's flags) are read
+//!   unless device work in flight may be writing them: changed chunks are **host writes**,
+//!   replayed before the same call; chunks a copy overwrites whole are not read first;
 //! - after a synchronisation (context, stream or event synchronisation, a blocking D2H copy):
 //!   changed chunks of a region device work may have written since the last such point (a
 //!   kernel whose arguments point into it, a copy or memset writing it, any graph launch) are
@@ -18,10 +20,8 @@
 //!   default one) completes that stream's launches only: a region launches on other streams
 //!   may still be writing is not read then, but at a later synchronisation that completes them
 //!   ([`synchronising_stream`]). A region no device work was noted writing is not read at a
-//!   synchronisation: what the host changed there is read when device work next reaches it
-//!   (program threads computing into managed memory while other work is in flight), so one
-//!   region's bytes are hashed only around the work that reaches it (simpleMultiCopy's eight
-//!   pinned buffers were all hashed twice a cycle before).
+//!   synchronisation (what the host changed there is read before device work next may reach
+//!   it), nor are the chunks a blocking copy's recorded result covers.
 //!
 //! Unchanged chunks are never stored again, nor are chunks an async D2H result recorded whole
 //! ([`result_recorded`]). Limits (README, "what capture does not record
@@ -36,7 +36,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use hrr_calls::shapes::{HostMemCheck, HostMemWrite};
@@ -90,6 +90,13 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 /// matched against on the launch path, without the regions' lock (set with [`COUNT`] wherever
 /// regions come and go, the regions' lock held).
 static BOUNDS: RwLock<Vec<(u64, u64)>> = RwLock::new(Vec::new());
+
+/// No device work submitted since the last synchronisation of the whole device.
+static IDLE: AtomicBool = AtomicBool::new(true);
+/// The thread (`pthread_self`) whose call is the first to submit device work since then, until
+/// that call's [`submit`] (which then reads every region) or its end; 0: none. A global, not
+/// a thread-local, so that a launch asks it with an atomic load.
+static FIRST: AtomicU64 = AtomicU64::new(0);
 
 fn regions() -> std::sync::MutexGuard<'static, BTreeMap<u64, Region>> {
     REGIONS.lock().unwrap_or_else(|e| e.into_inner())
@@ -330,11 +337,17 @@ pub fn submit(target: Target) {
     if !matches!(target, Target::Launch { .. } | Target::Nothing) {
         this_call(|c| c.pending = false); // (launches are never pending: `before`)
     }
+    let first = take_first();
     let hits: Option<Vec<u64>> = match &target {
-        Target::Nothing => return,
+        Target::Nothing => {
+            if first {
+                IDLE.store(true, Ordering::Release); // nothing runs now: still the first
+            }
+            return;
+        }
         Target::Launch { args: Some(a), .. } => {
             let hit = regions_pointed_into(&BOUNDS.read().unwrap_or_else(|e| e.into_inner()), a);
-            if hit.is_empty() {
+            if hit.is_empty() && !first {
                 return;
             }
             Some(hit)
@@ -375,6 +388,19 @@ pub fn submit(target: Target) {
             }
             (reached, written, ANY_STREAM)
         }
+    };
+    let reached = if first {
+        // the first work since the device was idle may reach any region through pointers
+        // kept in memory (NCCL's flags): every region is read, as the work's own are
+        let skip_of = |b: u64| {
+            reached
+                .iter()
+                .find(|(r, _)| *r == b)
+                .map_or(0..0, |(_, s)| s.clone())
+        };
+        regs.keys().map(|&b| (b, skip_of(b))).collect()
+    } else {
+        reached
     };
     for (base, skip) in reached {
         let Some(r) = regs.get_mut(&base) else {
@@ -419,9 +445,27 @@ pub fn synchronising_stream(stream: u64) {
 /// are not: every launch hook says what its launch reaches (`custom/launch.rs`), which spares
 /// the launch path this thread-local's accesses.
 pub fn before(kind: Kind) {
-    if COUNT.load(Ordering::Acquire) != 0 && submits(kind) && kind != Kind::Launch {
+    if COUNT.load(Ordering::Acquire) == 0 || !submits(kind) {
+        return;
+    }
+    if IDLE.swap(false, Ordering::AcqRel) {
+        // SAFETY: pthread_self has no preconditions.
+        FIRST.store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
+    }
+    if kind != Kind::Launch {
         this_call(|c| c.pending = true);
     }
+}
+
+/// Whether the call this thread is making is the first to submit device work since a
+/// synchronisation of the whole device (taken: asked once per call).
+fn take_first() -> bool {
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() } as u64;
+    FIRST.load(Ordering::Acquire) == me
+        && FIRST
+            .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
 }
 
 /// The D2H call being made returns with its copy still running (an async copy into
@@ -442,6 +486,9 @@ pub fn copy_left_running() -> bool {
 pub fn after(kind: Kind) {
     // taken whole: a hook that never made its real call submitted nothing
     let call = this_call(std::mem::take);
+    if COUNT.load(Ordering::Acquire) != 0 && take_first() {
+        IDLE.store(true, Ordering::Release); // its hook submitted nothing after all
+    }
     if !matches!(kind, Kind::Sync | Kind::D2h) || call.async_copy {
         return;
     }
@@ -451,6 +498,7 @@ pub fn after(kind: Kind) {
             call.just_known,
         );
     }
+    IDLE.store(true, Ordering::Release);
 }
 
 /// After a synchronisation: record as **checks** the chunks that changed since hrr last knew
