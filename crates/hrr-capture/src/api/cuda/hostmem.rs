@@ -1,7 +1,8 @@
 //! Host-visible memory tracker: the regions the device reaches directly and the host reads and
 //! writes without a copy call (managed allocations, mapped pinned memory: `cuMemHostAlloc` with
 //! `DEVICEMAP`, registrations with `DEVICEMAP`, and pinned memory whose device pointer the
-//! program asked for). Each region keeps a blake3 hash per [`CHUNK`]; what changed since the
+//! program asked for). Each region keeps a fingerprint per [`CHUNK`] (XXH3-128: change
+//! detection only, several times cheaper than the blake3 of the blobs it stores); what changed since the
 //! state hrr last knew is recorded as a pseudo-call (`hrrHostMemWrite`, `hrrHostMemCheck`
 //! rows of the table; FORMAT.md §"host-visible memory"):
 //!
@@ -59,12 +60,21 @@ const SCAN_THREADS: usize = 16;
 
 struct Region {
     len: usize,
-    /// Hash of each chunk as hrr last knew it (`None`: never seen).
-    known: Vec<Option<blake3::Hash>>,
+    /// Fingerprint of each chunk as hrr last knew it (`None`: never seen).
+    known: Vec<Option<Fingerprint>>,
     /// The streams of launches since the region's last check whose arguments point into it,
     /// and [`ANY_STREAM`] after a copy, memset or graph launch (which may write any region):
     /// device work that may be writing it.
     touched: Vec<u64>,
+}
+
+/// A chunk's fingerprint ([`fingerprint`]).
+type Fingerprint = u128;
+
+/// The fingerprint of one chunk: XXH3-128, a change detector (a host write or a device write
+/// missed only on a 128-bit collision), not the blobs' content address.
+fn fingerprint(chunk: &[u8]) -> Fingerprint {
+    xxhash_rust::xxh3::xxh3_128(chunk)
 }
 
 /// A stream not known: device work of a copy, memset or graph launch.
@@ -192,7 +202,10 @@ pub fn result_recorded(dst: u64, n: usize, blocking: bool) {
             (last - first) * CHUNK,
         )
     };
-    for (known, h) in r.known[first..last].iter_mut().zip(chunk_hashes(covered)) {
+    for (known, h) in r.known[first..last]
+        .iter_mut()
+        .zip(chunk_fingerprints(covered))
+    {
         *known = Some(h);
     }
     if blocking {
@@ -537,7 +550,7 @@ fn scan(at: Point, just_known: Option<(u64, std::ops::Range<usize>)>) {
 /// [`MAX_RUN`] chunks each), as (offset, length); `known` is updated. The chunks `skip` names
 /// are not hashed and taken as unchanged.
 fn changed_runs(
-    known: &mut [Option<blake3::Hash>],
+    known: &mut [Option<Fingerprint>],
     bytes: &[u8],
     skip: std::ops::Range<usize>,
 ) -> Vec<(usize, usize)> {
@@ -548,9 +561,12 @@ fn changed_runs(
     let skip = start..skip.end.clamp(start, chunks);
     let head = &bytes[..(skip.start * CHUNK).min(bytes.len())];
     let tail = &bytes[(skip.end * CHUNK).min(bytes.len())..];
-    let mut hashes = chunk_hashes(head).into_iter().map(Some).collect::<Vec<_>>();
+    let mut hashes = chunk_fingerprints(head)
+        .into_iter()
+        .map(Some)
+        .collect::<Vec<_>>();
     hashes.extend(std::iter::repeat_n(None, skip.len()));
-    hashes.extend(chunk_hashes(tail).into_iter().map(Some));
+    hashes.extend(chunk_fingerprints(tail).into_iter().map(Some));
     for ((i, chunk), h) in bytes.chunks(CHUNK).enumerate().zip(hashes) {
         let Some(h) = h else {
             run_chunks = 0; // a chunk this call already knows: unchanged
@@ -577,15 +593,15 @@ fn changed_runs(
     runs
 }
 
-/// The hash of each [`CHUNK`] of `bytes`, on several threads for large regions.
-fn chunk_hashes(bytes: &[u8]) -> Vec<blake3::Hash> {
+/// The fingerprint of each [`CHUNK`] of `bytes`, on several threads for large regions.
+fn chunk_fingerprints(bytes: &[u8]) -> Vec<Fingerprint> {
     let chunks = bytes.len().div_ceil(CHUNK);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(SCAN_THREADS));
     if bytes.len() < PARALLEL_SCAN_MIN || threads < 2 {
-        return bytes.chunks(CHUNK).map(blake3::hash).collect();
+        return bytes.chunks(CHUNK).map(fingerprint).collect();
     }
     let per = chunks.div_ceil(threads);
-    let mut hashes = vec![blake3::Hash::from_bytes([0; 32]); chunks];
+    let mut hashes = vec![0; chunks];
     let all_started = std::thread::scope(|s| {
         bytes
             .chunks(per * CHUNK)
@@ -593,7 +609,7 @@ fn chunk_hashes(bytes: &[u8]) -> Vec<blake3::Hash> {
             .all(|(part, out)| {
                 let hash = move || {
                     for (h, chunk) in out.iter_mut().zip(part.chunks(CHUNK)) {
-                        *h = blake3::hash(chunk);
+                        *h = fingerprint(chunk);
                     }
                 };
                 std::thread::Builder::new().spawn_scoped(s, hash).is_ok()
@@ -601,7 +617,7 @@ fn chunk_hashes(bytes: &[u8]) -> Vec<blake3::Hash> {
     });
     if !all_started {
         // a thread could not start: its part was never hashed
-        return bytes.chunks(CHUNK).map(blake3::hash).collect();
+        return bytes.chunks(CHUNK).map(fingerprint).collect();
     }
     hashes
 }
@@ -658,9 +674,8 @@ mod tests {
     #[test]
     fn large_regions_hashed_on_several_threads_find_the_same_runs() {
         let mut bytes = vec![3u8; PARALLEL_SCAN_MIN * 2 + 12_345];
-        let serial =
-            |b: &[u8]| -> Vec<blake3::Hash> { b.chunks(CHUNK).map(blake3::hash).collect() };
-        assert_eq!(chunk_hashes(&bytes), serial(&bytes));
+        let serial = |b: &[u8]| -> Vec<Fingerprint> { b.chunks(CHUNK).map(fingerprint).collect() };
+        assert_eq!(chunk_fingerprints(&bytes), serial(&bytes));
         let mut known = vec![None; bytes.len().div_ceil(CHUNK)];
         assert_eq!(
             changed_runs(&mut known, &bytes, 0..0).len(),
@@ -680,7 +695,7 @@ mod tests {
                 (last, bytes.len() - last)
             ]
         );
-        assert_eq!(chunk_hashes(&bytes), serial(&bytes));
+        assert_eq!(chunk_fingerprints(&bytes), serial(&bytes));
     }
 
     #[test]
