@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod blobq;
+pub mod fingerprint;
 pub mod hook;
 pub mod recorder;
 pub mod signals;

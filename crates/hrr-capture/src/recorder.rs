@@ -334,7 +334,8 @@ pub(crate) enum BlobWrite {
 }
 
 /// Store a host buffer before the call that reads it (or after the call that wrote it); `None`
-/// if recording is off or failed. The bytes are hashed here (the id is their content hash) and,
+/// if recording is off or failed. The bytes are hashed here (the id is their content hash, taken
+/// from the last store when the same address held the same bytes: [`crate::fingerprint`]) and,
 /// unless a blob of that id is stored or queued, copied into staging and written by the blob
 /// thread ([`BlobWrite::Staged`]); the recorder's lock is not held while hashing, copying or
 /// writing.
@@ -371,7 +372,7 @@ unsafe fn put_host_blob_as(
         return None;
     }
     let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
-    let id = ObjectId::of(bytes);
+    let id = crate::fingerprint::blob_id(bytes);
     let queue = {
         let mut state = lock();
         if !open(&mut state, api) {

@@ -45,6 +45,7 @@ use hrr_calls::Kind;
 
 use super::calls::Export;
 use super::API;
+use crate::fingerprint::Fingerprint;
 use crate::hook::ApiExport;
 use crate::recorder;
 
@@ -52,11 +53,6 @@ use crate::recorder;
 pub const CHUNK: usize = 64 << 10;
 /// Consecutive changed chunks are stored as one blob of at most this many chunks.
 const MAX_RUN: usize = 64;
-/// Regions this large or larger are hashed on several threads (a 64 MiB registration is
-/// scanned at every synchronisation and before the first submission after one).
-const PARALLEL_SCAN_MIN: usize = 4 << 20;
-/// Threads a scan uses at most.
-const SCAN_THREADS: usize = 16;
 
 struct Region {
     len: usize,
@@ -66,15 +62,6 @@ struct Region {
     /// and [`ANY_STREAM`] after a copy, memset or graph launch (which may write any region):
     /// device work that may be writing it.
     touched: Vec<u64>,
-}
-
-/// A chunk's fingerprint ([`fingerprint`]).
-type Fingerprint = u128;
-
-/// The fingerprint of one chunk: XXH3-128, a change detector (a host write or a device write
-/// missed only on a 128-bit collision), not the blobs' content address.
-fn fingerprint(chunk: &[u8]) -> Fingerprint {
-    xxhash_rust::xxh3::xxh3_128(chunk)
 }
 
 /// A stream not known: device work of a copy, memset or graph launch.
@@ -593,33 +580,9 @@ fn changed_runs(
     runs
 }
 
-/// The fingerprint of each [`CHUNK`] of `bytes`, on several threads for large regions.
+/// The fingerprint of each [`CHUNK`] of `bytes` (on several threads for large regions).
 fn chunk_fingerprints(bytes: &[u8]) -> Vec<Fingerprint> {
-    let chunks = bytes.len().div_ceil(CHUNK);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(SCAN_THREADS));
-    if bytes.len() < PARALLEL_SCAN_MIN || threads < 2 {
-        return bytes.chunks(CHUNK).map(fingerprint).collect();
-    }
-    let per = chunks.div_ceil(threads);
-    let mut hashes = vec![0; chunks];
-    let all_started = std::thread::scope(|s| {
-        bytes
-            .chunks(per * CHUNK)
-            .zip(hashes.chunks_mut(per))
-            .all(|(part, out)| {
-                let hash = move || {
-                    for (h, chunk) in out.iter_mut().zip(part.chunks(CHUNK)) {
-                        *h = fingerprint(chunk);
-                    }
-                };
-                std::thread::Builder::new().spawn_scoped(s, hash).is_ok()
-            })
-    });
-    if !all_started {
-        // a thread could not start: its part was never hashed
-        return bytes.chunks(CHUNK).map(fingerprint).collect();
-    }
-    hashes
+    crate::fingerprint::chunks(bytes, CHUNK)
 }
 
 /// Store `len` bytes at `base + off` and record the event.
@@ -673,15 +636,18 @@ mod tests {
 
     #[test]
     fn large_regions_hashed_on_several_threads_find_the_same_runs() {
-        let mut bytes = vec![3u8; PARALLEL_SCAN_MIN * 2 + 12_345];
-        let serial = |b: &[u8]| -> Vec<Fingerprint> { b.chunks(CHUNK).map(fingerprint).collect() };
+        const LARGE: usize = 4 << 20; // fingerprinted on several threads
+        let mut bytes = vec![3u8; LARGE * 2 + 12_345];
+        let serial = |b: &[u8]| -> Vec<Fingerprint> {
+            b.chunks(CHUNK).map(crate::fingerprint::of).collect()
+        };
         assert_eq!(chunk_fingerprints(&bytes), serial(&bytes));
         let mut known = vec![None; bytes.len().div_ceil(CHUNK)];
         assert_eq!(
             changed_runs(&mut known, &bytes, 0..0).len(),
             bytes.len().div_ceil(CHUNK * MAX_RUN)
         );
-        for at in [0, CHUNK * 37 + 5, PARALLEL_SCAN_MIN + 1, bytes.len() - 1] {
+        for at in [0, CHUNK * 37 + 5, LARGE + 1, bytes.len() - 1] {
             bytes[at] ^= 0x5a;
         }
         let runs = changed_runs(&mut known, &bytes, 0..0);
@@ -691,7 +657,7 @@ mod tests {
             vec![
                 (0, CHUNK),
                 (CHUNK * 37, CHUNK),
-                (PARALLEL_SCAN_MIN, CHUNK),
+                (LARGE, CHUNK),
                 (last, bytes.len() - last)
             ]
         );

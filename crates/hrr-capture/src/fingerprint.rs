@@ -1,0 +1,225 @@
+//! Cheap fingerprints of host memory (XXH3-128), for telling bytes capture saw before from new
+//! ones without the cost of their BLAKE3 content address:
+//!
+//! - [`chunks`]: one fingerprint per fixed-size chunk of a region, on several threads for large
+//!   regions (the tracker of host-visible memory, `api/cuda/hostmem.rs`, finds what changed);
+//! - [`blob_id`]: the content address (`ObjectId`, BLAKE3) of a host buffer about to be stored,
+//!   skipping the BLAKE3 when the same address and length held the same bytes the last time
+//!   (a loop uploading one buffer, or downloading the same result into one buffer, again and
+//!   again: simpleMultiCopy's serialized loop). A buffer refilled with new data each time is
+//!   told apart by a sample of 64 KiB of it, and pays BLAKE3 and that sample.
+//!
+//! A fingerprint is a change detector: two different contents taken for the same would need a
+//! 128-bit XXH3 collision (programs do not craft their data against capture). What is stored is
+//! still addressed and verified by BLAKE3.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use hrr_archive::ObjectId;
+
+/// A fingerprint of some bytes.
+pub type Fingerprint = u128;
+
+/// Buffers this large or larger are fingerprinted on several threads.
+const PARALLEL_MIN: usize = 4 << 20;
+/// Threads a fingerprint uses at most.
+const THREADS: usize = 16;
+/// Buffers smaller than this go straight to BLAKE3 ([`blob_id`]): hashing them is cheap, and
+/// remembering them would not be.
+const SEEN_MIN: usize = 256 << 10;
+/// Addresses [`blob_id`] remembers; past it the memory starts over.
+const SEEN_MAX: usize = 4096;
+
+/// The fingerprint of `bytes` on the calling thread.
+pub fn of(bytes: &[u8]) -> Fingerprint {
+    twox_hash::XxHash3_128::oneshot(bytes)
+}
+
+/// The fingerprint of each `chunk`-sized piece of `bytes` (the last may be shorter), on
+/// several threads when `bytes` is large.
+pub fn chunks(bytes: &[u8], chunk: usize) -> Vec<Fingerprint> {
+    let n = bytes.len().div_ceil(chunk);
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(THREADS));
+    if bytes.len() < PARALLEL_MIN || threads < 2 || n < 2 {
+        return bytes.chunks(chunk).map(of).collect();
+    }
+    let per = n.div_ceil(threads);
+    let mut out = vec![0; n];
+    let all_started = std::thread::scope(|s| {
+        bytes
+            .chunks(per * chunk)
+            .zip(out.chunks_mut(per))
+            .all(|(part, out)| {
+                let work = move || {
+                    for (f, c) in out.iter_mut().zip(part.chunks(chunk)) {
+                        *f = of(c);
+                    }
+                };
+                std::thread::Builder::new().spawn_scoped(s, work).is_ok()
+            })
+    });
+    if !all_started {
+        // a thread could not start: its part was never fingerprinted
+        return bytes.chunks(chunk).map(of).collect();
+    }
+    out
+}
+
+/// The fingerprint of all of `bytes`: of their 1 MiB pieces' fingerprints when large (on
+/// several threads), with their length.
+pub fn whole(bytes: &[u8]) -> Fingerprint {
+    if bytes.len() < PARALLEL_MIN {
+        return of(bytes);
+    }
+    let parts = chunks(bytes, 1 << 20);
+    let mut all = Vec::with_capacity(parts.len() * 16 + 8);
+    for p in parts {
+        all.extend_from_slice(&p.to_le_bytes());
+    }
+    all.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    of(&all)
+}
+
+/// Pieces of a buffer its [`sample`] reads, and their size.
+const SAMPLE_PIECES: usize = 16;
+const SAMPLE_PIECE: usize = 4 << 10;
+
+/// A quick look at `bytes`: the fingerprint of [`SAMPLE_PIECES`] pieces spread evenly over them
+/// and their length. Different samples mean different bytes; equal ones prove nothing.
+fn sample(bytes: &[u8]) -> Fingerprint {
+    let step = bytes.len() / SAMPLE_PIECES;
+    let mut h = twox_hash::XxHash3_128::new();
+    for i in 0..SAMPLE_PIECES {
+        let at = i * step;
+        h.write(&bytes[at..(at + SAMPLE_PIECE).min(bytes.len())]);
+    }
+    h.write(&(bytes.len() as u64).to_le_bytes());
+    h.finish_128()
+}
+
+/// What [`blob_id`] remembers of an address and length: the last bytes stored from there.
+#[derive(Clone, Copy)]
+struct Seen {
+    sample: Fingerprint,
+    /// Their [`whole`] fingerprint (`None`: not taken, as the bytes had just changed).
+    whole: Option<Fingerprint>,
+    id: ObjectId,
+}
+
+static SEEN: Mutex<Option<HashMap<(usize, usize), Seen>>> = Mutex::new(None);
+
+fn seen<R>(f: impl FnOnce(&mut HashMap<(usize, usize), Seen>) -> R) -> R {
+    let mut g = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(HashMap::new))
+}
+
+/// The content address of `bytes` (their BLAKE3 [`ObjectId`]), taken from the last store of
+/// the same address and length when the bytes there are the same: their [`sample`] first (a
+/// buffer refilled with new data differs there, and goes straight to BLAKE3), then their
+/// [`whole`] fingerprint. The first store of an address, and the first after its bytes
+/// changed, take BLAKE3 only; the next takes BLAKE3 and the whole fingerprint; later ones
+/// of the same bytes, the fingerprints only.
+pub fn blob_id(bytes: &[u8]) -> ObjectId {
+    blob_id_with(bytes, ObjectId::of)
+}
+
+/// [`blob_id`] with `hash` as the content address (tests count its calls).
+fn blob_id_with(bytes: &[u8], hash: impl Fn(&[u8]) -> ObjectId) -> ObjectId {
+    if bytes.len() < SEEN_MIN {
+        return hash(bytes);
+    }
+    let key = (bytes.as_ptr() as usize, bytes.len());
+    let sample = sample(bytes);
+    let last = seen(|m| m.get(&key).copied()).filter(|s| s.sample == sample);
+    let whole = last.map(|_| whole(bytes));
+    if let Some(s) = last.filter(|s| s.whole.is_some() && s.whole == whole) {
+        return s.id;
+    }
+    let next = Seen {
+        sample,
+        whole,
+        id: hash(bytes),
+    };
+    seen(|m| {
+        if m.len() >= SEEN_MAX && !m.contains_key(&key) {
+            m.clear();
+        }
+        m.insert(key, next);
+    });
+    next.id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn chunk_fingerprints_on_several_threads_are_those_of_one() {
+        let bytes: Vec<u8> = (0..PARALLEL_MIN * 2 + 12_345)
+            .map(|i| (i * 7) as u8)
+            .collect();
+        let serial: Vec<Fingerprint> = bytes.chunks(64 << 10).map(of).collect();
+        assert_eq!(chunks(&bytes, 64 << 10), serial);
+        assert_ne!(whole(&bytes), whole(&bytes[1..]));
+    }
+
+    /// Stores of one buffer: (its first byte, whether BLAKE3 ran), in order.
+    fn stores(buf: &mut [u8], firsts: &[u8]) -> Vec<bool> {
+        firsts
+            .iter()
+            .map(|&b| {
+                buf[0] = b;
+                let hashed = Cell::new(false);
+                let id = blob_id_with(buf, |x| {
+                    hashed.set(true);
+                    ObjectId::of(x)
+                });
+                assert_eq!(id, ObjectId::of(buf), "a wrong id for content {b}");
+                hashed.get()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_same_bytes_again_skip_blake3_and_changed_ones_never_do() {
+        let mut buf = vec![5u8; SEEN_MIN];
+        // first: BLAKE3; second: BLAKE3 and its fingerprint; then hits
+        assert_eq!(stores(&mut buf, &[1, 1, 1, 1]), [true, true, false, false]);
+        // a change is never taken for the last bytes, and the same bytes hit again later
+        // (changed bytes: BLAKE3 only, then BLAKE3 and the whole fingerprint, then hits)
+        assert_eq!(stores(&mut buf, &[2, 2, 2, 2]), [true, true, false, false]);
+    }
+
+    #[test]
+    fn a_change_outside_the_sample_is_still_seen() {
+        let mut buf = vec![4u8; SEEN_MIN * 3];
+        let key = (buf.as_ptr() as usize, buf.len());
+        assert_eq!(stores(&mut buf, &[1, 1, 1]), [true, true, false]);
+        // a byte no sample piece covers: the samples agree, the whole fingerprints do not
+        let at = SEEN_MIN * 3 / SAMPLE_PIECES + SAMPLE_PIECE + 1;
+        let s = sample(&buf);
+        buf[at] ^= 1;
+        assert_eq!(sample(&buf), s);
+        let hashed = Cell::new(false);
+        blob_id_with(&buf, |x| {
+            hashed.set(true);
+            ObjectId::of(x)
+        });
+        assert!(
+            hashed.get(),
+            "a changed byte outside the sample was taken for the old bytes"
+        );
+        assert_eq!(seen(|m| m[&key].id), ObjectId::of(&buf));
+    }
+
+    #[test]
+    fn small_buffers_are_not_remembered() {
+        let buf = vec![1u8; SEEN_MIN - 1];
+        blob_id(&buf);
+        assert!(seen(
+            |m| !m.contains_key(&(buf.as_ptr() as usize, buf.len()))
+        ));
+    }
+}
