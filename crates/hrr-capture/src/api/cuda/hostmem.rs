@@ -484,6 +484,9 @@ pub fn copy_left_running() -> bool {
 
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 pub fn after(kind: Kind) {
+    if kind == Kind::Launch && COUNT.load(Ordering::Acquire) == 0 {
+        return; // (a launch hook writes no call state: `before`; the most common call)
+    }
     // taken whole: a hook that never made its real call submitted nothing
     let call = this_call(std::mem::take);
     if COUNT.load(Ordering::Acquire) != 0 && take_first() {
