@@ -125,6 +125,44 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
     panic!("the capture waited for the copies: {outs:?}");
 }
 
+/// A buffer uploaded again from the same address is stored once per content: the same bytes
+/// again take the last store's blob (capture skips their BLAKE3, `fingerprint.rs`), and bytes
+/// changed anywhere, between the pieces capture samples too, make a new blob. Replay puts each
+/// upload's own bytes back: every download compares equal (a stale blob reused for changed
+/// bytes would fail there).
+#[test]
+fn a_buffer_uploaded_again_is_stored_once_per_content() {
+    let (_tmp, arch, events) = copy_app_events(&["reupload", "9"], 0);
+    // contents: the first, then a change at 6 of the 8 later uploads
+    let uploads: Vec<&str> = all_named(&events, "cuMemcpyHtoD_v2")
+        .iter()
+        .map(|e| e["fields"]["h2d_blob"].as_str().expect("an uploaded blob"))
+        .collect();
+    assert_eq!(uploads.len(), 9);
+    let mut distinct = uploads.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 7, "{uploads:?}");
+    for i in [3, 6] {
+        assert_eq!(
+            uploads[i],
+            uploads[i - 1],
+            "unchanged upload {i} stored anew"
+        );
+    }
+    let dir = &pid_dirs(&arch)[0];
+    for id in &distinct {
+        assert_eq!(
+            std::fs::metadata(blob_path(dir, id)).unwrap().len(),
+            1 << 20
+        );
+    }
+    let (code, out, err) = fake().replay(&arch, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_contains(&out, "D2H checks      : 9 pass (");
+    assert_contains(&out, ", 0 fail, 0 skipped");
+}
+
 /// An async D2H copy into page-locked memory gets an event behind it, not a host function: its
 /// stream never waits for the host (a host function holds a stream for a round trip through
 /// the driver's callback thread). Its result is still recorded after the copy and before the

@@ -7,6 +7,11 @@
  *                                      host loop counting cuEventQuery NOT_READY answers until
  *                                      the event completes; checks the bytes came back (`any`:
  *                                      the H2D copy through cuMemcpyAsync)
+ *   copy_app reupload ITER              ITER blocking uploads of one 1 MiB page-locked buffer,
+ *                                      each downloaded back into pageable memory: the host
+ *                                      changes a byte between a sample capture takes of the
+ *                                      buffer's pieces (i % 3 == 1), a byte inside one
+ *                                      (i % 3 == 2), or nothing (i % 3 == 0)
  *   copy_app reuse                     two async D2H copies of different bytes into one pinned
  *                                      buffer, one synchronisation, then the buffer's checksum
  *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
@@ -274,6 +279,26 @@ int main(int argc, char **argv) {
     }
     CK(cuStreamSynchronize(s));
     printf("pageable sum=%llu\n", sum);
+    return 0;
+  }
+  if (!strcmp(mode, "reupload") && argc == 3) {
+    long iters = atol(argv[2]);
+    size_t n = (size_t)1 << 20;
+    unsigned char *h, *back = malloc(n);
+    CUdeviceptr d;
+    if (!back) return 1;
+    CK(cuMemAllocHost_v2((void **)&h, n));
+    CK(cuMemAlloc_v2(&d, n));
+    fill(h, n, 21);
+    unsigned long long sum = 0;
+    for (long i = 0; i < iters; i++) {
+      if (i % 3 == 1) h[(size_t)(32 << 10) + (size_t)i] ^= 0x5a; /* between sampled pieces */
+      if (i % 3 == 2) h[(size_t)i] ^= 0x5a;                      /* in the first piece */
+      CK(cuMemcpyHtoD_v2(d, h, n));
+      CK(cuMemcpyDtoH_v2(back, d, n));
+      for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
+    }
+    printf("reupload iterations=%ld sum=%llu\n", iters, sum);
     return 0;
   }
   if (!strcmp(mode, "reuse")) {
