@@ -1,5 +1,6 @@
 //! Host blobs stored off the calling thread. The caller hashes a buffer (its id is its content
-//! hash, `ObjectId::of`, on several threads for large buffers) and, unless a blob of that id was
+//! hash, `ObjectId::of`, on several threads for large buffers, or the last store's id when the
+//! same address held the same bytes: `crate::fingerprint::blob_id`) and, unless a blob of that id was
 //! already stored or queued, copies it into a staging buffer (on several threads for large
 //! buffers) and queues it; the `hrr-blobs` threads ([`WRITERS`] at most) write queued blobs
 //! into the archive's object store, several at once (one file each). Staging is bounded

@@ -187,8 +187,8 @@ mod tests {
         let mut buf = vec![5u8; SEEN_MIN];
         // first: BLAKE3; second: BLAKE3 and its fingerprint; then hits
         assert_eq!(stores(&mut buf, &[1, 1, 1, 1]), [true, true, false, false]);
-        // a change is never taken for the last bytes, and the same bytes hit again later
-        // (changed bytes: BLAKE3 only, then BLAKE3 and the whole fingerprint, then hits)
+        // changed bytes are never taken for the last ones: BLAKE3 only, then BLAKE3 and the
+        // whole fingerprint, then hits again
         assert_eq!(stores(&mut buf, &[2, 2, 2, 2]), [true, true, false, false]);
     }
 
