@@ -182,6 +182,20 @@ fn copies_into_tracked_memory_are_recorded_once() {
     assert_mismatch_without(&dir, "cuMemcpyDtoH_v2", "d2h_blob", 0);
 }
 
+/// An async D2H result recorded at once (a host-memory call claims it), then a kernel on the
+/// same stream overwriting the same registered memory: the synchronisation still reads the
+/// region (the chunks the result hashed are taken as known only while no later work may have
+/// written them), so what the kernel wrote is a check, and replay compares it.
+#[test]
+fn memory_written_again_behind_a_recorded_result_is_read_at_the_synchronisation() {
+    assert_replays_checked(
+        "regthen",
+        &[("hrrMemcpyResult", 1), ("hrrHostMemCheck", 1)],
+        2,
+        ("hrrHostMemCheck", "d2h_blob", 0),
+    );
+}
+
 /// Async H2D copies from memory a kernel may write (device-mapped pinned, managed): their
 /// sources are recorded at the call, never read after it (`hrrMemcpySource`), where a kernel
 /// queued behind the copy could already have changed them.

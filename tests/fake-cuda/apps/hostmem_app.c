@@ -9,6 +9,9 @@
  *             synchronisation
  *   regasync  an async, then a blocking D2H copy into registered (DEVICEMAP) memory: each
  *             recorded once, as the copy's result, not again as a host read of the region
+ *   regthen   an async D2H copy into registered (DEVICEMAP) memory whose result is recorded at
+ *             once (a host-memory call claims it), then a kernel on the same stream writing
+ *             the same memory: what the kernel wrote is read at the synchronisation
  *   table     mapped flags a kernel reads only through pointers kept in device memory
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
@@ -324,28 +327,56 @@ static void h2dsrc(CUdevice dev, CUdeviceptr x) {
   CK(cuStreamDestroy_v2(s));
 }
 
-static void regasync(CUdevice dev, CUdeviceptr x) {
-  enum { WORDS = 64 * 1024 }; /* 256 KiB: four whole chunks of capture's tracker */
-  unsigned *reg;
-  if (posix_memalign((void **)&reg, 4096, WORDS * sizeof(unsigned))) exit(1);
-  memset(reg, 0, WORDS * sizeof(unsigned));
-  CK(cuMemHostRegister_v2(reg, WORDS * sizeof(unsigned), 2 /* DEVICEMAP */));
+/* Registered memory of the reg* modes: REG_WORDS words of page-aligned host memory, zeroed and
+ * registered with DEVICEMAP (256 KiB: four whole chunks of capture's tracker), a stream of its
+ * own and a device buffer of the same size. */
+enum { REG_WORDS = 64 * 1024 };
+struct reg {
+  unsigned *host;
   CUstream s;
-  CK(cuStreamCreate(&s, 1));
   CUdeviceptr d;
-  CK(cuMemAlloc_v2(&d, WORDS * sizeof(unsigned)));
-  fill(d, 9u, WORDS, s);
-  CK(cuMemcpyDtoHAsync_v2(reg, d, WORDS * sizeof(unsigned), s));
-  CK(cuStreamSynchronize(s));
-  printf("regasync sum=%llu\n", usum(reg, WORDS));
-  fill(d, 11u, WORDS, s);
-  CK(cuStreamSynchronize(s));
-  CK(cuMemcpyDtoH_v2(reg, d, WORDS * sizeof(unsigned)));
-  printf("regasync blocking sum=%llu\n", usum(reg, WORDS));
-  CK(cuMemHostUnregister(reg));
-  free(reg);
-  CK(cuMemFree_v2(d));
-  CK(cuStreamDestroy_v2(s));
+};
+
+static struct reg reg_new(void) {
+  struct reg r;
+  if (posix_memalign((void **)&r.host, 4096, REG_WORDS * sizeof(unsigned))) exit(1);
+  memset(r.host, 0, REG_WORDS * sizeof(unsigned));
+  CK(cuMemHostRegister_v2(r.host, REG_WORDS * sizeof(unsigned), 2 /* DEVICEMAP */));
+  CK(cuStreamCreate(&r.s, 1));
+  CK(cuMemAlloc_v2(&r.d, REG_WORDS * sizeof(unsigned)));
+  return r;
+}
+
+static void reg_free(struct reg *r) {
+  CK(cuMemHostUnregister(r->host));
+  free(r->host);
+  CK(cuMemFree_v2(r->d));
+  CK(cuStreamDestroy_v2(r->s));
+}
+
+static void regasync(CUdevice dev, CUdeviceptr x) {
+  struct reg r = reg_new();
+  fill(r.d, 9u, REG_WORDS, r.s);
+  CK(cuMemcpyDtoHAsync_v2(r.host, r.d, REG_WORDS * sizeof(unsigned), r.s));
+  CK(cuStreamSynchronize(r.s));
+  printf("regasync sum=%llu\n", usum(r.host, REG_WORDS));
+  fill(r.d, 11u, REG_WORDS, r.s);
+  CK(cuStreamSynchronize(r.s));
+  CK(cuMemcpyDtoH_v2(r.host, r.d, REG_WORDS * sizeof(unsigned)));
+  printf("regasync blocking sum=%llu\n", usum(r.host, REG_WORDS));
+  reg_free(&r);
+}
+
+static void regthen(CUdevice dev, CUdeviceptr x) {
+  struct reg r = reg_new();
+  CUdeviceptr dreg;
+  fill(r.d, 5u, REG_WORDS, r.s);
+  CK(cuMemcpyDtoHAsync_v2(r.host, r.d, REG_WORDS * sizeof(unsigned), r.s));
+  CK(cuMemHostGetDevicePointer_v2(&dreg, r.host, 0));
+  fill(dreg, 7u, REG_WORDS, r.s); /* behind the copy, over what it wrote */
+  CK(cuStreamSynchronize(r.s));
+  printf("regthen sum=%llu\n", usum(r.host, REG_WORDS));
+  reg_free(&r);
 }
 
 /* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
@@ -357,7 +388,7 @@ static const struct mode {
 } k_modes[] = {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync},
-  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},
+  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"regthen", 0, regthen},
 };
 
 int main(int argc, char **argv) {
@@ -372,6 +403,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|async|regasync|h2dsrc\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regthen|h2dsrc|table\n");
   return 2;
 }

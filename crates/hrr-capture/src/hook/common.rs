@@ -43,6 +43,9 @@ struct PendingResult<E> {
     dst: *mut c_void,
     n: usize,
     stream: *mut c_void,
+    /// Its destination region's write count as its copy's submission left it
+    /// (`hostmem::Recorded::Async`).
+    writes: Option<(u64, u64)>,
 }
 
 /// Store the bytes an async D2H copy left at `p.dst`; record its result event.
@@ -55,7 +58,11 @@ unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
         stream: p.stream as u64,
         d2h_blob,
     });
-    crate::api::cuda::hostmem::result_recorded(p.dst as u64, p.n, false);
+    crate::api::cuda::hostmem::result_recorded(
+        p.dst as u64,
+        p.n,
+        crate::api::cuda::hostmem::Recorded::Async(p.writes),
+    );
 }
 
 /// The host function behind an async D2H copy (runs on a driver thread, calls no GPU API):
@@ -112,6 +119,7 @@ pub unsafe fn result_at_completion<E: ApiExport>(
         dst,
         n,
         stream,
+        writes: crate::api::cuda::hostmem::copy_writes(),
     }));
     let id = (*p).pending;
     if let Some(ops) = events.filter(|_| launch.is_some()) {
@@ -427,7 +435,11 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
         d2h_blob,
     });
     if d2h_blob.is_some() {
-        crate::api::cuda::hostmem::result_recorded(host(dst) as u64, n, true);
+        crate::api::cuda::hostmem::result_recorded(
+            host(dst) as u64,
+            n,
+            crate::api::cuda::hostmem::Recorded::Blocking,
+        );
     }
     recorder::flush_soft();
     r

@@ -62,6 +62,12 @@ struct Region {
     /// and [`ANY_STREAM`] after a copy, memset or graph launch (which may write any region):
     /// device work that may be writing it.
     touched: Vec<u64>,
+    /// Submissions so far that may write it (each one that notes it in `touched` counts).
+    writes: u64,
+    /// The chunks an async D2H result recorded as they are now, and `writes` when its copy was
+    /// submitted: while no later submission may have written the region, the next scan takes
+    /// them as known instead of hashing them again ([`result_recorded`]).
+    settled: Option<(std::ops::Range<usize>, u64)>,
 }
 
 /// A stream not known: device work of a copy, memset or graph launch.
@@ -127,6 +133,8 @@ pub fn track(base: u64, len: usize) {
             len,
             known: vec![None; len.div_ceil(CHUNK)],
             touched: Vec::new(),
+            writes: 0,
+            settled: None,
         },
     );
     publish(&r);
@@ -155,16 +163,27 @@ pub fn promote(host: u64) {
     }
 }
 
+/// How a D2H result [`result_recorded`] names was recorded.
+#[derive(Clone, Copy)]
+pub enum Recorded {
+    /// By a blocking copy, whose own call scans the regions next ([`after`]): that scan skips
+    /// the chunks hashed here (nothing was submitted in between).
+    Blocking,
+    /// By an async copy's completion, with the base of the region its copy writes and the
+    /// region's write count as the copy's submission left it ([`copy_writes`]; `None`: not
+    /// known): the next scan skips the chunks hashed here unless a later submission may have
+    /// written the region.
+    Async(Option<(u64, u64)>),
+}
+
 /// A D2H result of `n` bytes at `dst` was recorded (the blocking copy's event or the async
 /// one's `hrrMemcpyResult` holds them): the chunks of a tracked region it covers whole are
-/// known as they are now, so the next scan does not hash and store the same bytes again as
-/// checks (a blocking 64 MiB copy into registered memory, simpleStreams' non-streamed loop,
-/// stored its result twice before).
-///
-/// `blocking`: the copy was a blocking one, whose own call scans the regions next
-/// ([`after`]): that scan skips the chunks hashed here (nothing was submitted in between), so
-/// its region is not hashed twice in one call.
-pub fn result_recorded(dst: u64, n: usize, blocking: bool) {
+/// known as they are now, so the next scan neither stores the same bytes again as checks (a
+/// blocking 64 MiB copy into registered memory, simpleStreams' non-streamed loop, stored its
+/// result twice before) nor hashes them again (simpleMultiCopy's loops synchronise an event
+/// behind each async download into mapped memory: the scan after it hashed the 16 MiB the
+/// result had just hashed).
+pub fn result_recorded(dst: u64, n: usize, how: Recorded) {
     if COUNT.load(Ordering::Acquire) == 0 || n < CHUNK {
         return;
     }
@@ -195,9 +214,19 @@ pub fn result_recorded(dst: u64, n: usize, blocking: bool) {
     {
         *known = Some(h);
     }
-    if blocking {
-        this_call(|c| c.just_known = Some((base, first..last)));
+    match how {
+        Recorded::Blocking => this_call(|c| c.just_known = Some((base, first..last))),
+        Recorded::Async(Some((b, writes))) if b == base && writes == r.writes => {
+            r.settled = Some((first..last, writes));
+        }
+        Recorded::Async(_) => {}
     }
+}
+
+/// The base and write count ([`Recorded::Async`]) of the region the copy this thread's call
+/// submitted writes, as its submission left it (`None`: it writes no tracked region).
+pub fn copy_writes() -> Option<(u64, u64)> {
+    this_call(|c| c.copy_writes)
 }
 
 /// Whether `ptr` lies in a tracked region (memory the device may write without a copy).
@@ -276,6 +305,8 @@ struct CallState {
     /// The chunks (region base, chunk range) a blocking copy's result made known during the
     /// call ([`result_recorded`]): the scan after it skips them.
     just_known: Option<(u64, std::ops::Range<usize>)>,
+    /// The write count of the region the copy this call submitted writes ([`copy_writes`]).
+    copy_writes: Option<(u64, u64)>,
 }
 
 thread_local! {
@@ -285,6 +316,7 @@ thread_local! {
             synced: None,
             async_copy: false,
             just_known: None,
+            copy_writes: None,
         })
     };
 }
@@ -355,6 +387,7 @@ pub fn submit(target: Target) {
         _ => None,
     };
     let mut regs = regions();
+    let mut copy_dst = None;
     let (reached, written, stream): (Vec<Reached>, Vec<u64>, u64) = match target {
         Target::Nothing => return,
         Target::All | Target::Launch { args: None, .. } => {
@@ -370,6 +403,7 @@ pub fn submit(target: Target) {
             (hit.iter().map(|&b| (b, 0..0)).collect(), hit, stream)
         }
         Target::Copy { dst, src, n } => {
+            copy_dst = region_of(&regs, dst);
             let mut reached = Vec::new();
             let mut written = Vec::new();
             if let Some(b) = region_of(&regs, dst) {
@@ -419,6 +453,10 @@ pub fn submit(target: Target) {
         if let Some(r) = regs.get_mut(&base) {
             if !r.touched.contains(&stream) {
                 r.touched.push(stream);
+            }
+            r.writes += 1;
+            if copy_dst == Some(base) {
+                this_call(|c| c.copy_writes = Some((base, r.writes)));
             }
         }
     }
@@ -510,7 +548,8 @@ pub fn after(kind: Kind) {
 /// a later scan (nothing of it is read now); a region no device work was noted writing is not
 /// read (what the host changed there is read before device work next reaches it: [`submit`]).
 /// The chunks `just_known` names (a region's base and a chunk range) were hashed by this call
-/// already and are taken as unchanged.
+/// already, and those an async result recorded since no later submission may have written
+/// the region ([`Region::settled`]): both are taken as unchanged.
 fn scan(at: Point, just_known: Option<(u64, std::ops::Range<usize>)>) {
     let mut regs = regions();
     for (&base, r) in regs.iter_mut() {
@@ -526,8 +565,9 @@ fn scan(at: Point, just_known: Option<(u64, std::ops::Range<usize>)>) {
         }
         // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
-        let skip = match &just_known {
-            Some((b, chunks)) if *b == base => chunks.clone(),
+        let skip = match (&just_known, r.settled.take()) {
+            (Some((b, chunks)), _) if *b == base => chunks.clone(),
+            (_, Some((chunks, writes))) if writes == r.writes => chunks,
             _ => 0..0,
         };
         for (off, len) in changed_runs(&mut r.known, bytes, skip) {
