@@ -29,8 +29,9 @@
 # (tests/gpu/nondeterministic.cu: replay must say `PASS, 512 of 1024 bytes
 # nondeterministic at event #N`, and MISMATCH with --strict).
 # Every step is bounded by `timeout` and failures are collected: the exit status
-# is 1 if anything failed, 0 otherwise, and 0 with a SKIP message when the
-# machine has no GPU.
+# is 1 if anything failed (OUT_DIR/failed-logs.tar.gz then holds the summary and
+# the failing workloads' log folders in one file), 0 otherwise, and 0 with a SKIP
+# message when the machine has no GPU.
 #
 # --plain-only  no hrr binaries needed (BIN_DIR is ignored, pass "-"): build the
 #               workloads, run each twice plain, check the outputs are identical.
@@ -758,6 +759,15 @@ fi
     echo
     if [ $failures = 0 ]; then echo "result: all passed"; else echo "result: $failures failure(s):"; cat "$OUT/failures.txt"; fi
 } >>"$OUT/summary.txt"
+if [ $failures != 0 ]; then
+    # every failing workload's logs in one file, for machines that send back few files
+    failed=()
+    while IFS= read -r name; do
+        [ -d "$OUT/$name" ] && failed+=("$name")
+    done < <(sed -E 's/:.*//' "$OUT/failures.txt" | sort -u)
+    tar czf "$OUT/failed-logs.tar.gz" -C "$OUT" summary.txt failures.txt "${failed[@]}" 2>/dev/null ||
+        echo "[e2e] could not pack the failing workloads' logs" >&2
+fi
 echo
 cat "$OUT/summary.txt"
 [ $failures = 0 ] || exit 1
