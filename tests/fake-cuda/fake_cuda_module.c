@@ -85,11 +85,31 @@ static void func_default_attrs(struct fc_func *f) {
   memcpy(f->attr, d, sizeof d);
 }
 
+/* Function blocks freed by unloads, the last freed first: the next function made takes one,
+ * so a handle value comes back for another function, as a real driver's do. */
+#define FREED_FUNCS 64
+static struct fc_func *g_freed_funcs[FREED_FUNCS];
+static int g_n_freed_funcs;
+
+static struct fc_func *func_block(void) {
+  if (g_n_freed_funcs == 0) return calloc(1, sizeof(struct fc_func));
+  struct fc_func *f = g_freed_funcs[--g_n_freed_funcs];
+  memset(f, 0, sizeof *f);
+  return f;
+}
+
+static void func_block_free(struct fc_func *f) {
+  if (g_n_freed_funcs < FREED_FUNCS)
+    g_freed_funcs[g_n_freed_funcs++] = f;
+  else
+    free(f);
+}
+
 static CUresult mod_add_func(struct fc_module *m, const char *name, char **ptok, int npt) {
   if (strlen(name) > FC_NAME_MAX) return E_INVALID_IMAGE;
   for (int i = 0; i < m->nf; i++)
     if (!strcmp(m->f[i]->name, name)) return E_SUCCESS;
-  struct fc_func *f = calloc(1, sizeof *f);
+  struct fc_func *f = func_block();
   if (!f) return E_OUT_OF_MEMORY;
   f->mod = m;
   f->name = strdup(name);
@@ -152,7 +172,7 @@ static CUresult mod_add_global(struct fc_module *m, const char *name, size_t siz
 }
 
 static void mod_free(struct fc_module *m) {
-  for (int i = 0; i < m->nf; i++) {
+  for (int i = m->nf - 1; i >= 0; i--) { /* the first function's block is reused first */
     struct fc_func *f = m->f[i];
     if (f->kern) {
       obj_del(f->kern);
@@ -160,7 +180,7 @@ static void mod_free(struct fc_module *m) {
     }
     obj_del(f);
     free(f->name);
-    free(f);
+    func_block_free(f);
   }
   for (int i = 0; i < m->ng; i++) {
     long r = region_find_base(m->g[i].ptr, R_GLOBAL);

@@ -59,3 +59,36 @@ fn functions_from_a_private_table_and_enumerations_replay_and_are_checked() {
     assert_eq!(code, 1, "{out}");
     assert_contains(&out, "MISMATCH");
 }
+
+/// A function handle the driver hands out again, for another module's function after the first
+/// module was unloaded (the fake reuses freed function blocks, as the driver reuses handle
+/// values): each launch names the code object of the module its function came from (capture's
+/// per-thread memory of the last launched function is dropped when a handle is defined again),
+/// and the replay passes.
+#[test]
+fn a_function_handle_given_out_again_names_its_new_module_s_code() {
+    let (_tmp, arch) = temp_path("run.hrr");
+    let out = fake().capture(&arch, "driver_app", &["reload"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_contains(
+        &String::from_utf8_lossy(&out.stdout),
+        "reload same_handle=1",
+    );
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let codes = |name: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["name"] == name)
+            .map(|e| e["fields"]["code"].as_str().unwrap_or("-").to_string())
+            .collect()
+    };
+    let (loads, launches) = (codes("cuModuleLoadData"), codes("cuLaunchKernel"));
+    assert_eq!(loads.len(), 2, "{loads:?}");
+    assert_ne!(loads[0], loads[1]);
+    assert_eq!(launches, loads);
+    let (code, v) = fake().replay_json(&dir, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
+}

@@ -138,7 +138,7 @@ static int run_one(void (*w)(struct outbuf *)) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N [WORDS [pinned]]|chain N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|reload|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N [WORDS [pinned]]|chain N]\n", g_prog);
   exit(2);
 }
 
@@ -167,6 +167,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     else if (!strcmp(argv[1], "hang")) g_opts.mode = MODE_HANG;
     else if (!strcmp(argv[1], "fault")) g_opts.mode = MODE_FAULT;
     else if (!strcmp(argv[1], "hidden")) g_opts.mode = MODE_HIDDEN;
+    else if (!strcmp(argv[1], "reload")) g_opts.mode = MODE_RELOAD;
     else if (!strcmp(argv[1], "noisy") || !strcmp(argv[1], "noisy_burst")) {
       g_opts.mode = MODE_NOISY;
       g_opts.noisy_burst = !strcmp(argv[1], "noisy_burst");
@@ -232,6 +233,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
     return 0;
   }
   if (g_opts.mode == MODE_HIDDEN) return run_one(hidden_workload);
+  if (g_opts.mode == MODE_RELOAD) return run_one(reload_workload);
   if (g_opts.mode == MODE_GRAPH) return run_one(graph_workload);
   if (g_opts.mode == MODE_GRAPH_CAPTURE) return run_one(graph_capture_workload);
   if (g_opts.mode == MODE_GRAPH_NODES) return run_one(graph_nodes_workload);

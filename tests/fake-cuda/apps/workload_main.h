@@ -326,5 +326,42 @@ static void hidden_workload(struct outbuf *out) {
   free(b.hz);
 }
 
+/* The `reload` mode: `axpy` of a module built from PTX launched, the module unloaded, then
+ * `axpy` of a fatbin module launched: the fake hands the second function out at the freed
+ * first one's address (it reuses freed function blocks, as drivers reuse handles), so capture must not take what it
+ * knew of that address for the new function (its code object is the fatbin's). */
+static void reload_workload(struct outbuf *out) {
+  const struct cu_api *cu = &g_cu;
+  const int n = N_ELEMS;
+  CUdevice dev;
+  CUcontext ctx;
+  use_primary_ctx(&dev, &ctx);
+  struct xyz b;
+  xyz_alloc(&b, n, n);
+  for (int i = 0; i < n; i++) {
+    b.hx[i] = (float)(i % 13);
+    b.hy[i] = 1.0f;
+  }
+  xyz_upload(&b, n);
+  float a = 2.0f;
+  void *params[] = {&a, &b.x, &b.y, (void *)&n};
+  CUmodule first, second;
+  CUfunction f1, f2;
+  CK(cu->ModuleLoadData(&first, k_ptx_text), "cuModuleLoadData");
+  CK(cu->ModuleGetFunction(&f1, first, "axpy"), "cuModuleGetFunction");
+  CK(cu->LaunchKernel(f1, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+  CK(cu->ModuleUnload(first), "cuModuleUnload");
+  unsigned char fatbin[512] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin, sizeof fatbin, k_lib_text)) die_call("make_fatbin", -1);
+  CK(cu->ModuleLoadData(&second, fatbin), "cuModuleLoadData");
+  CK(cu->ModuleGetFunction(&f2, second, "axpy"), "cuModuleGetFunction");
+  CK(cu->LaunchKernel(f2, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+  CK(cu->MemcpyDtoH(b.hy, b.y, n * sizeof(float)), "cuMemcpyDtoH");
+  outf(out, "reload same_handle=%d sum=%.3f", f1 == f2, fsum(b.hy, n));
+  CK(cu->ModuleUnload(second), "cuModuleUnload");
+  free(b.hx);
+  free(b.hy);
+  free(b.hz);
+}
 
 #endif

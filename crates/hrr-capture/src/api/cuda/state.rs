@@ -8,6 +8,7 @@
 
 use hrr_calls::handles::{HandleMap, HandleSet};
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use hrr_archive::ObjectId;
@@ -53,8 +54,8 @@ pub struct State {
     /// Function or kernel handle → what it is.
     pub kernels: HandleMap<KernelInfo>,
     layouts: HandleMap<Option<ParamLayout>>,
-    /// Streams currently in stream capture.
-    pub capturing: HandleSet,
+    /// Streams currently in stream capture ([`State::begin_capture`], [`any_capturing`]).
+    capturing: HandleSet,
     /// Streams capturing into a graph of the program's (`cuStreamBeginCaptureToGraph`) → it.
     pub capturing_into: HandleMap<u64>,
     /// Graphs a recorded `cuStreamEndCapture` produced (replay rebuilds exactly these).
@@ -75,6 +76,23 @@ pub struct State {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
+/// Bumped whenever what capture knows of a function or kernel handle may change (a handle
+/// defined again): what a thread remembers of a handle from an earlier generation is stale.
+static KERNELS_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// How many streams are in stream capture (the size of [`State::capturing`]), read without the
+/// state's lock.
+static CAPTURING: AtomicUsize = AtomicUsize::new(0);
+
+/// The generation of what capture knows of function and kernel handles ([`KERNELS_GENERATION`]).
+pub fn kernels_generation() -> u64 {
+    KERNELS_GENERATION.load(Ordering::Acquire)
+}
+
+/// Whether any stream is in stream capture (without the state's lock).
+pub fn any_capturing() -> bool {
+    CAPTURING.load(Ordering::Acquire) != 0
+}
+
 /// Run `f` on the state.
 pub fn with<R>(f: impl FnOnce(&mut State) -> R) -> R {
     let mut g: MutexGuard<'_, Option<State>> = STATE.lock().unwrap_or_else(|e| e.into_inner());
@@ -87,6 +105,24 @@ impl State {
     pub fn define_kernel(&mut self, handle: u64, info: KernelInfo) {
         self.layouts.remove(&handle);
         self.kernels.insert(handle, info);
+        KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Stream `s` began a stream capture.
+    pub fn begin_capture(&mut self, s: u64) {
+        self.capturing.insert(s);
+        CAPTURING.store(self.capturing.len(), Ordering::Release);
+    }
+
+    /// Stream `s` ended its stream capture.
+    pub fn end_capture(&mut self, s: u64) {
+        self.capturing.remove(&s);
+        CAPTURING.store(self.capturing.len(), Ordering::Release);
+    }
+
+    /// Whether stream `s` is in stream capture.
+    pub fn is_capturing(&self, s: u64) -> bool {
+        self.capturing.contains(&s)
     }
 
     /// Code object of a module or library handle.

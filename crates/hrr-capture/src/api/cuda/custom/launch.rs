@@ -9,7 +9,8 @@ use super::Call;
 use crate::api::cuda::calls::args;
 use std::ffi::c_void;
 
-use hrr_calls::cuda::ffi::{CUresult, LAUNCH_ATTR_BYTES};
+use hrr_calls::cuda::ffi::{CUresult, Handle, LAUNCH_ATTR_BYTES};
+
 use hrr_calls::shapes::Launch;
 
 use super::code::bind_unseen_function;
@@ -47,6 +48,59 @@ pub(super) struct Prepared {
     in_capture: bool,
 }
 
+/// What a launch needs of what capture knows of its function, as a thread last found it: the
+/// function, the generation of that knowledge ([`state::kernels_generation`]), its name, code
+/// object and argument layout. A loop launching one kernel reads the state's lock-guarded
+/// maps once, not at every launch.
+struct LastKernel {
+    f: u64,
+    generation: u64,
+    name: String,
+    code: Option<ObjectId>,
+    layout: Option<ParamLayout>,
+}
+
+thread_local! {
+    static LAST: std::cell::RefCell<Option<LastKernel>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Function `f`'s code object and argument layout, its name written into `name`: from what
+/// this thread last found when `f` is that function and nothing was redefined since, else from
+/// the state (a function capture never saw looked up is bound first: `bind_unseen_function`).
+unsafe fn kernel_facts(f: u64, name: &mut String) -> (Option<ObjectId>, Option<ParamLayout>) {
+    let generation = state::kernels_generation();
+    let hit = LAST.with(|last| {
+        let last = last.borrow();
+        let k = last
+            .as_ref()
+            .filter(|k| k.f == f && k.generation == generation)?;
+        name.clear();
+        name.push_str(&k.name);
+        Some((k.code, k.layout.clone()))
+    });
+    if let Some(facts) = hit {
+        return facts;
+    }
+    bind_unseen_function(f as Handle);
+    let (code, layout) = state::with(|st| {
+        name.clear();
+        let code = st.kernels.get(&f).and_then(|k| {
+            name.push_str(&k.name);
+            k.code
+        });
+        (code, st.param_layout(f))
+    });
+    let last = LastKernel {
+        f,
+        generation,
+        name: name.clone(),
+        code,
+        layout: layout.clone(),
+    };
+    LAST.with(|l| *l.borrow_mut() = Some(last));
+    (code, layout)
+}
+
 /// Prepare the record of launch `l` with arguments `params` or `extra` (before its call: the
 /// arguments are what host-visible memory tracking matches, [`submit_launch`]).
 pub(super) unsafe fn prepare(
@@ -55,19 +109,10 @@ pub(super) unsafe fn prepare(
     extra: *mut *mut c_void,
 ) -> Prepared {
     let f = l.f as u64;
+    let stream = l.stream as u64;
+    let in_capture = state::any_capturing() && state::with(|st| st.is_capturing(stream));
     with_bufs(|bufs| {
-        let (code, layout, in_capture) = state::with(|st| {
-            bufs.name.clear();
-            let code = st.kernels.get(&f).and_then(|k| {
-                bufs.name.push_str(&k.name);
-                k.code
-            });
-            (
-                code,
-                st.param_layout(f),
-                st.capturing.contains(&(l.stream as u64)),
-            )
-        });
+        let (code, layout) = kernel_facts(f, &mut bufs.name);
         let known = match (extra_buffer(extra), layout.as_deref()) {
             (Some(b), _) => {
                 bufs.args.clear();
@@ -114,7 +159,6 @@ unsafe fn launch_and_record(
     extra: *mut *mut c_void,
     call: impl Call,
 ) -> CUresult {
-    bind_unseen_function(l.f);
     let p = prepare(&l, params, extra);
     submit_launch(&l, &p);
     let r = call();

@@ -108,7 +108,7 @@ unsafe fn word_at(p: *const u8, at: usize) -> u64 {
 /// A stream capture begun on `s` (into graph `into` of the program's, if any).
 fn capture_begun(s: Handle, into: Option<Handle>) {
     state::with(|st| {
-        st.capturing.insert(s as u64);
+        st.begin_capture(s as u64);
         if let Some(g) = into {
             st.capturing_into.insert(s as u64, g as u64);
         }
@@ -275,7 +275,7 @@ pub unsafe fn stream_end_capture(
     rec(h, r, |_| {
         let graph = out_addr(g);
         state::with(|st| {
-            st.capturing.remove(&(s as u64));
+            st.end_capture(s as u64);
             let regions = id.and_then(|id| st.capture_regions.remove(&id));
             if let Some(into) = st.capturing_into.remove(&(s as u64)) {
                 // a graph of the program's: the captured copies' regions join its nodes'
