@@ -48,11 +48,11 @@ pub(super) struct Prepared {
     in_capture: bool,
 }
 
-/// What a launch needs of what capture knows of its function, as a thread last found it: the
+/// What a launch needs of what capture knows of a function, as a thread last found it: the
 /// function, the generation of that knowledge ([`state::kernels_generation`]), its name, code
-/// object and argument layout. A loop launching one kernel reads the state's lock-guarded
-/// maps once, not at every launch.
-struct LastKernel {
+/// object and argument layout. Launches of the kernels a thread launched before read the
+/// state's lock-guarded maps once, not at every launch.
+struct KnownKernel {
     f: u64,
     generation: u64,
     name: String,
@@ -60,18 +60,24 @@ struct LastKernel {
     layout: Option<ParamLayout>,
 }
 
+/// Functions a thread remembers, by handle (direct-mapped: a slot holds the last function
+/// launched of those that map to it).
+const KNOWN_KERNELS: usize = 64;
+
 thread_local! {
-    static LAST: std::cell::RefCell<Option<LastKernel>> = const { std::cell::RefCell::new(None) };
+    static KNOWN: std::cell::RefCell<[Option<KnownKernel>; KNOWN_KERNELS]> =
+        const { std::cell::RefCell::new([const { None }; KNOWN_KERNELS]) };
 }
 
 /// Function `f`'s code object and argument layout, its name written into `name`: from what
-/// this thread last found when `f` is that function and nothing was redefined since, else from
-/// the state (a function capture never saw looked up is bound first: `bind_unseen_function`).
+/// this thread found of `f` before when no handle was defined since, else from the state (a
+/// function capture never saw looked up is bound first: `bind_unseen_function`).
 unsafe fn kernel_facts(f: u64, name: &mut String) -> (Option<ObjectId>, Option<ParamLayout>) {
     let generation = state::kernels_generation();
-    let hit = LAST.with(|last| {
-        let last = last.borrow();
-        let k = last
+    let slot = (f >> 4) as usize % KNOWN_KERNELS;
+    let hit = KNOWN.with(|known| {
+        let known = known.borrow();
+        let k = known[slot]
             .as_ref()
             .filter(|k| k.f == f && k.generation == generation)?;
         name.clear();
@@ -90,14 +96,20 @@ unsafe fn kernel_facts(f: u64, name: &mut String) -> (Option<ObjectId>, Option<P
         });
         (code, st.param_layout(f))
     });
-    let last = LastKernel {
-        f,
-        generation,
-        name: name.clone(),
-        code,
-        layout: layout.clone(),
-    };
-    LAST.with(|l| *l.borrow_mut() = Some(last));
+    KNOWN.with(|known| {
+        let mut known = known.borrow_mut();
+        // the slot's name buffer is reused: a loop alternating kernels allocates nothing
+        let mut kept = known[slot].take().map(|k| k.name).unwrap_or_default();
+        kept.clear();
+        kept.push_str(name);
+        known[slot] = Some(KnownKernel {
+            f,
+            generation,
+            name: kept,
+            code,
+            layout: layout.clone(),
+        });
+    });
     (code, layout)
 }
 
