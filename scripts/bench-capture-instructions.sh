@@ -13,6 +13,8 @@
 # Cases (default: all):
 #   launch      per launch: `driver_app launches N 8` at N = 20000 and 40000, the difference
 #               over 20000 (what one more launch costs, start-up left out)
+#   chain       the same of `driver_app chain N`: two kernels alternating (15 of 16 launches
+#               `axpy`, one `fill_u32`), their arguments as pointers
 #   multicopy   `copy_app multicopy 10 4`: simpleMultiCopy's serialized loop over 8 mapped
 #               page-locked buffers (the tracker of host-visible memory, one buffer uploaded again)
 #   d2h_reg     `copy_app d2h 4 16 registered`: a fresh blocking 16 MiB D2H result per round
@@ -29,7 +31,7 @@ command -v valgrind >/dev/null || { echo "bench-capture-instructions: needs valg
 fake_bench_setup bench-capture-instructions hrr-capture libhrr_capture.so
 base=${BASELINE:-}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(launch multicopy d2h_reg d2h h2d reupload)
+[ ${#cases[@]} -gt 0 ] || cases=(launch chain multicopy d2h_reg d2h h2d reupload)
 
 # Instructions of APP ARGS... run plainly.
 plain_ir() {
@@ -79,10 +81,13 @@ measure() {
 echo "instructions capture adds (callgrind; fake driver; build $bin${base:+, baseline $base})"
 for c in "${cases[@]}"; do
     case $c in
-    launch)
-        read -r t1 b1 <<<"$(measure driver_app launches 20000 8)"
-        read -r t2 b2 <<<"$(measure driver_app launches 40000 8)"
-        report "per launch" $(((t2 - t1) / 20000)) ${b1:+$(((b2 - b1) / 20000))}
+    launch | chain)
+        # launch: one kernel, arguments in `extra`; chain: two kernels alternating
+        args=(launches 20000 8) more=(launches 40000 8) label="per launch"
+        [ $c = launch ] || args=(chain 20000) more=(chain 40000) label="per chained"
+        read -r t1 b1 <<<"$(measure driver_app "${args[@]}")"
+        read -r t2 b2 <<<"$(measure driver_app "${more[@]}")"
+        report "$label" $(((t2 - t1) / 20000)) ${b1:+$(((b2 - b1) / 20000))}
         ;;
     multicopy) read -r t b <<<"$(measure copy_app multicopy 10 4)" && report "$c" "$t" $b ;;
     d2h_reg) read -r t b <<<"$(measure copy_app d2h 4 16 registered)" && report "$c" "$t" $b ;;
