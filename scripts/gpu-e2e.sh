@@ -30,8 +30,9 @@
 # nondeterministic at event #N`, and MISMATCH with --strict).
 # Every step is bounded by `timeout` and failures are collected: the exit status
 # is 1 if anything failed (OUT_DIR/failed-logs.tar.gz then holds the summary and
-# the failing workloads' log folders in one file), 0 otherwise, and 0 with a SKIP
-# message when the machine has no GPU.
+# the failing workloads' log folders in one file; a failed replay's folder also
+# holds its --json report, a second replay's output and, up to 32 MiB, the
+# archive), 0 otherwise, and 0 with a SKIP message when the machine has no GPU.
 #
 # --plain-only  no hrr binaries needed (BIN_DIR is ignored, pass "-"): build the
 #               workloads, run each twice plain, check the outputs are identical.
@@ -492,6 +493,17 @@ if [ $plain_only = 0 ]; then
                 if command -v compute-sanitizer >/dev/null; then
                     timeout "$STEP_TIMEOUT" compute-sanitizer --target-processes all --print-limit 8 \
                         --show-backtrace no "$BIN/hrr-playback" "$arch" --all >"$d/sanitizer.txt" 2>&1 || true
+                fi
+            else
+                # a failure that may not come again: what replay placed and translated
+                # (replay.json), whether a second replay fails the same way (replay-again.out), and
+                # the archive itself when small (archive.tar, to replay elsewhere)
+                timeout "$STEP_TIMEOUT" "$BIN/hrr-playback" "$target" "${mt[@]}" --json >"$d/replay.json" 2>/dev/null || true
+                again=0
+                timeout "$STEP_TIMEOUT" "$BIN/hrr-playback" "$target" "${mt[@]}" >"$d/replay-again.out" 2>&1 || again=$?
+                echo "[e2e] second replay: exit status $again" >>"$d/replay-again.out"
+                if [ "$(du -sk "$arch" | cut -f1)" -le 32768 ]; then
+                    tar cf "$d/archive.tar" -C "$(dirname "$arch")" "$(basename "$arch")" 2>/dev/null || true
                 fi
             fi
         fi
