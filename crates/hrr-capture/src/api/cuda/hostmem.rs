@@ -406,7 +406,7 @@ pub fn submit(target: Target) {
             copy_dst = region_of(&regs, dst);
             let mut reached = Vec::new();
             let mut written = Vec::new();
-            if let Some(b) = region_of(&regs, dst) {
+            if let Some(b) = copy_dst {
                 // chunks the copy overwrites whole need not be read first
                 let r = &regs[&b];
                 let end = dst.saturating_add(n as u64).min(b + r.len as u64);

@@ -1,7 +1,9 @@
 //! Launches: the packed argument buffer, from `extra` or laid out with the driver's parameter
 //! info, with the kernel's name and code object (the record built by the APIs' shared
 //! [`crate::hook::launch`]). Graph kernel nodes (`graph/nodes.rs`) record their parameters
-//! through the same [`launch_fields`].
+//! through the same [`launch_fields`]. What capture knows of a launched function (name, code
+//! object, argument layout) a thread remembers between launches ([`kernel_facts`]), until any
+//! handle is defined again.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -10,7 +12,6 @@ use crate::api::cuda::calls::args;
 use std::ffi::c_void;
 
 use hrr_calls::cuda::ffi::{CUresult, Handle, LAUNCH_ATTR_BYTES};
-
 use hrr_calls::shapes::Launch;
 
 use super::code::bind_unseen_function;
@@ -65,7 +66,7 @@ struct KnownKernel {
 const KNOWN_KERNELS: usize = 64;
 
 thread_local! {
-    static KNOWN: std::cell::RefCell<[Option<KnownKernel>; KNOWN_KERNELS]> =
+    static LAUNCHED: std::cell::RefCell<[Option<KnownKernel>; KNOWN_KERNELS]> =
         const { std::cell::RefCell::new([const { None }; KNOWN_KERNELS]) };
 }
 
@@ -75,7 +76,7 @@ thread_local! {
 unsafe fn kernel_facts(f: u64, name: &mut String) -> (Option<ObjectId>, Option<ParamLayout>) {
     let generation = state::kernels_generation();
     let slot = (f >> 4) as usize % KNOWN_KERNELS;
-    let hit = KNOWN.with(|known| {
+    let hit = LAUNCHED.with(|known| {
         let known = known.borrow();
         let k = known[slot]
             .as_ref()
@@ -96,7 +97,7 @@ unsafe fn kernel_facts(f: u64, name: &mut String) -> (Option<ObjectId>, Option<P
         });
         (code, st.param_layout(f))
     });
-    KNOWN.with(|known| {
+    LAUNCHED.with(|known| {
         let mut known = known.borrow_mut();
         // the slot's name buffer is reused: a loop alternating kernels allocates nothing
         let mut kept = known[slot].take().map(|k| k.name).unwrap_or_default();
