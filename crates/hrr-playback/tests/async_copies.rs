@@ -484,3 +484,47 @@ fn a_stream_wait_lets_the_other_threads_go_on_under_multi_thread() {
     );
     assert!(!order(&[]), "one replay thread issues in recorded order");
 }
+
+/// A large blocking D2H result (8 MiB, `copy_app d2h`: a fresh memset before each of three
+/// copies into one pageable buffer) is recorded after its copy returned, from a device-side
+/// snapshot: the copy's event holds no bytes, one `hrrMemcpyLateResult` event after it does,
+/// each round's own bytes. Replay takes them for the copy's result: three exact checks, and a
+/// late result zeroed on disk makes the copy it names a MISMATCH. Into memory the tracker of
+/// host-visible memory follows (`registered`) the result stays in the copy's event.
+#[test]
+fn a_large_blocking_result_is_recorded_later_from_a_device_snapshot() {
+    let (_tmp, arch) = temp_path("d2h.hrr");
+    copy_app(&arch, &["d2h", "3", "8"], 0);
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let copies = all_named(&events, "cuMemcpyDtoH_v2");
+    assert_eq!(copies.len(), 3);
+    let mut blobs = Vec::new();
+    for c in &copies {
+        assert!(c["fields"]["d2h_blob"].is_null(), "{c}");
+        let late: Vec<_> = events
+            .iter()
+            .filter(|e| e["name"] == "hrrMemcpyLateResult" && e["fields"]["copy"] == c["seq"])
+            .collect();
+        assert_eq!(late.len(), 1, "late result of {c}");
+        assert!(seq(late[0]) > seq(c));
+        assert_eq!(late[0]["fields"]["dst"], c["fields"]["dst"]);
+        assert_eq!(late[0]["fields"]["bytes"], 8 << 20);
+        blobs.push(late[0]["fields"]["d2h_blob"].as_str().unwrap().to_string());
+    }
+    blobs.dedup();
+    assert_eq!(blobs.len(), 3, "each round's own bytes");
+    assert_checks_exact(&fake().replay_ok(&arch, &[]), 3);
+
+    zero_blob(&dir, &blobs[1]);
+    let (code, out, err) = fake().replay(&arch, &[]);
+    assert_mismatch_at(code, &format!("{out}{err}"), copies[1]);
+
+    let (_tmp2, reg) = temp_path("d2h-registered.hrr");
+    copy_app(&reg, &["d2h", "2", "8", "registered"], 0);
+    let events = events_json(&pid_dirs(&reg).remove(0));
+    assert!(all_named(&events, "hrrMemcpyLateResult").is_empty());
+    for c in all_named(&events, "cuMemcpyDtoH_v2") {
+        assert!(c["fields"]["d2h_blob"].is_string(), "{c}");
+    }
+}

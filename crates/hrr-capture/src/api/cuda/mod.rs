@@ -8,6 +8,7 @@ pub mod hostmem;
 pub mod image;
 pub mod loader;
 pub mod proc_address;
+pub mod snapshot;
 pub mod state;
 
 use crate::api::ApiDef;
