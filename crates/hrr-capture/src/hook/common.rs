@@ -462,7 +462,8 @@ pub unsafe fn memcpy_dtoh_then<E: ApiExport, D: Addr, S: Addr, L: LateResult>(
         stream: 0,
         d2h_blob,
     });
-    if d2h_blob.is_some() {
+    if d2h_blob.is_some() || (late.is_some() && seq.is_some()) {
+        // the destination holds the result now (recorded here, or later from a snapshot)
         crate::api::cuda::hostmem::result_recorded(
             host(dst) as u64,
             n,

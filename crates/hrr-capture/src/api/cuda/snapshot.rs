@@ -8,9 +8,10 @@
 //! the copy, which replay takes for the copy's own result. The program may change the host
 //! bytes and the device source at once: the snapshot is neither.
 //!
-//! Only results of [`SNAPSHOT_MIN`] bytes or more, into host memory the tracker of
-//! host-visible memory does not follow (`super::hostmem`, whose checks read the destination
-//! itself), from device memory, with a context current, take this way; a snapshot holds
+//! Only results of [`SNAPSHOT_MIN`] bytes or more, from device memory, with a context current,
+//! take this way (into host memory the tracker of host-visible memory follows too, as
+//! simpleStreams' registered buffer: the tracker still learns the destination's new bytes from
+//! the host, `hook::common::memcpy_dtoh_then`, a fingerprint per chunk); a snapshot holds
 //! device memory (at most `hook::late::BUDGET` bytes in flight; buffers are kept for reuse,
 //! up to [`KEEP`] bytes a context) and the copy falls back to recording its result at once
 //! where none can be had (the budget spent for two seconds, no free device memory, a failed
@@ -114,13 +115,8 @@ pub struct Snapshot {
 ///
 /// # Safety
 /// The program's copy from `src` returned successfully on this thread.
-pub unsafe fn take(src: u64, dst: u64, n: usize) -> Option<Snapshot> {
-    if n < SNAPSHOT_MIN
-        || !crate::recorder::active()
-        || super::hostmem::tracks(dst)
-        || super::hostmem::tracks(dst + n as u64 - 1)
-        || !super::custom::is_device_ptr(src)
-    {
+pub unsafe fn take(src: u64, n: usize) -> Option<Snapshot> {
+    if n < SNAPSHOT_MIN || !crate::recorder::active() || !super::custom::is_device_ptr(src) {
         return None;
     }
     let drv = Driver::load()?;

@@ -250,7 +250,7 @@ pub unsafe fn memcpy_dtoh_async(h: Export, a: args::MemcpyDtoHAsync, call: impl 
 pub unsafe fn memcpy_dtoh(h: Export, a: args::MemcpyDtoH, call: impl Call) -> CUresult {
     let args::MemcpyDtoH { dst, src, n } = a;
     crate::hook::common::memcpy_dtoh_then(h, (dst, src, n), call, |r| match r {
-        0 => snapshot::take(src, dst as u64, n),
+        0 => snapshot::take(src, n),
         _ => None,
     })
 }
@@ -309,9 +309,7 @@ unsafe fn generic_copy(
     // A blocking copy's result is there now (or in a snapshot, recorded later); an async
     // one's is recorded when it completes.
     let blocking_result = stream.is_none() && r == 0 && dir == direction::D2H;
-    let snapshot = blocking_result
-        .then(|| snapshot::take(src, dst, n))
-        .flatten();
+    let snapshot = blocking_result.then(|| snapshot::take(src, n)).flatten();
     let d2h_blob = match blocking_result && snapshot.is_none() {
         true => host_blob(dst as *const c_void, n),
         false => None,
