@@ -82,9 +82,6 @@ pub enum Kind {
     /// process exported (`cuIpc*`): replay re-pairs them between the processes it replays
     /// together (`hrr-playback --all`).
     Ipc,
-    /// Not a call: the result of a blocking D2H copy, read back from a device-side snapshot
-    /// after the call returned; replay takes it for the copy's own result.
-    LateD2hResult,
 }
 
 impl Kind {
@@ -95,9 +92,7 @@ impl Kind {
             Kind::GraphLaunch => CallClass::GraphLaunch,
             Kind::H2d => CallClass::H2d,
             // A generic copy may hold a D2H result.
-            Kind::D2h | Kind::Copy | Kind::HostCheck | Kind::D2hResult | Kind::LateD2hResult => {
-                CallClass::D2h
-            }
+            Kind::D2h | Kind::Copy | Kind::HostCheck | Kind::D2hResult => CallClass::D2h,
             Kind::HostWrite => CallClass::H2d,
             _ => CallClass::Other,
         }

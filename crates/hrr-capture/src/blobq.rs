@@ -162,45 +162,21 @@ impl BlobQueue {
     /// anyway (a blocking D2H copy, whose result must be on disk before it returns). Counted
     /// as being written meanwhile, so a [`Self::drain`] elsewhere waits for it.
     pub fn put_now(&self, id: ObjectId, bytes: &[u8]) -> Result<(), String> {
-        self.write_here(id, bytes, true)
-    }
-
-    /// [`Self::put_now`], not counted as being written: for a thread of capture's own that
-    /// records the event naming the blob only after this returns, so [`Self::drain`] (a
-    /// synchronisation of the program's) need not wait for it. The id is known once written (a
-    /// concurrent store of the same bytes writes them too, to the same object).
-    pub fn put_aside(&self, id: ObjectId, bytes: &[u8]) -> Result<(), String> {
-        self.write_here(id, bytes, false)
-    }
-
-    /// Write `bytes` on this thread unless known; `counted`: known and counted in `writing`
-    /// while written (else known once written).
-    fn write_here(&self, id: ObjectId, bytes: &[u8], counted: bool) -> Result<(), String> {
         {
             let mut st = self.lock();
             if let Some(e) = &st.error {
                 return Err(e.clone());
             }
-            if st.known.contains(&id) {
+            if !st.known.insert(id) {
                 return Ok(());
             }
-            if counted {
-                st.known.insert(id);
-                st.writing += 1;
-            }
+            st.writing += 1;
         }
         let written = self.0.store.put_blob_as_parallel(id, bytes, COPY_THREADS);
         let mut st = self.lock();
-        if counted {
-            st.writing -= 1;
-        }
-        match &written {
-            Ok(_) => {
-                st.known.insert(id);
-            }
-            Err(e) => {
-                st.error.get_or_insert_with(|| e.to_string());
-            }
+        st.writing -= 1;
+        if let Err(e) = &written {
+            st.error.get_or_insert_with(|| e.to_string());
         }
         self.0.changed.notify_all();
         written.map(|_| ()).map_err(|e| e.to_string())

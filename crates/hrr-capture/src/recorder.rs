@@ -352,9 +352,6 @@ pub(crate) enum BlobWrite {
     /// Written before returning, from the caller's bytes, on several threads: for a caller
     /// that would wait for the write anyway (a blocking D2H copy).
     Now,
-    /// As [`BlobWrite::Now`], from a thread of capture's own that records the event naming the
-    /// blob only once it is written: synchronisations do not wait for it.
-    Aside,
 }
 
 /// Store a host buffer before the call that reads it (or after the call that wrote it); `None`
@@ -431,7 +428,6 @@ unsafe fn put_host_blob_as(
     let put = match how {
         BlobWrite::Staged => queue.put(id, bytes),
         BlobWrite::Now => queue.put_now(id, bytes),
-        BlobWrite::Aside => queue.put_aside(id, bytes),
     };
     match put {
         Ok(()) => Some(id),
@@ -443,20 +439,6 @@ unsafe fn put_host_blob_as(
             None
         }
     }
-}
-
-/// [`put_host_blob`], written before returning without holding up synchronisations
-/// ([`BlobWrite::Aside`]): for capture's own threads, which record the event naming the blob
-/// after this returns.
-///
-/// # Safety
-/// As [`put_host_blob`].
-pub unsafe fn put_host_blob_aside(
-    api: &'static ApiDef,
-    ptr: *const c_void,
-    len: usize,
-) -> Option<ObjectId> {
-    put_host_blob_as(api, ptr, len, BlobWrite::Aside)
 }
 
 /// Note, outside an event, a call of `api` replay cannot reproduce exactly and why (listed in
@@ -538,7 +520,6 @@ extern "C" fn at_exit() {
 /// Clean shutdown: trailer, manifests, root index.
 pub fn finish() {
     crate::hook::profile::report();
-    crate::hook::late::drain();
     crate::hook::results::wait_recorded();
     drain_blobs();
     let mut state = lock();

@@ -53,7 +53,7 @@ macro_rules! cuda_calls {
             MemSetAccess [cuMemSetAccess] (ptr: u64, size: usize, desc: *const u8, count: usize) : MemSetAccess, Vmm => mem_set_access(..);
             MemcpyHtoD [cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds] (dst: u64, src: *const c_void, n: usize) : CopyH2d, H2d => memcpy_htod(..);
             MemcpyHtoDAsync [cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz] (dst: u64, src: *const c_void, n: usize, stream: Handle) : CopyH2d, H2d => memcpy_htod_async;
-            MemcpyDtoH [cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds] (dst: *mut c_void, src: u64, n: usize) : CopyD2h, D2h => memcpy_dtoh;
+            MemcpyDtoH [cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds] (dst: *mut c_void, src: u64, n: usize) : CopyD2h, D2h => memcpy_dtoh(..);
             MemcpyDtoHAsync [cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz] (dst: *mut c_void, src: u64, n: usize, stream: Handle) : CopyD2h, D2h => memcpy_dtoh_async;
             MemcpyDtoD [cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds] (dst: u64, src: u64, n: usize) : CopyD2d, D2d => memcpy_dtod(..);
             MemcpyDtoDAsync [cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz] (dst: u64 = dst, src: u64 = src, n: usize = bytes, stream: Handle = stream) : CopyD2d, D2d;
@@ -226,10 +226,6 @@ macro_rules! cuda_calls {
             TensorMapEncodeTiled [cuTensorMapEncodeTiled] (map: *mut u8, dtype: c_int, rank: c_uint, addr: *mut c_void, dims: *const u64, strides: *const u64, box_dim: *const c_uint, elem_strides: *const c_uint, interleave: c_int, swizzle: c_int, l2: c_int, oob: c_int) : TensorMapEncode, Array, ordered => tensor_map_encode_tiled;
             TensorMapEncodeIm2col [cuTensorMapEncodeIm2col] (map: *mut u8, dtype: c_int, rank: c_uint, addr: *mut c_void, dims: *const u64, strides: *const u64, lower: *const c_int, upper: *const c_int, channels: c_uint, pixels: c_uint, elem_strides: *const c_uint, interleave: c_int, swizzle: c_int, l2: c_int, oob: c_int) : TensorMapEncode, Array, ordered => tensor_map_encode_im2col;
             TensorMapReplaceAddress [cuTensorMapReplaceAddress] (map: *mut u8, addr: *mut c_void) : TensorMapReplace, Array, ordered => tensor_map_replace_address;
-            // Pseudo-call (no driver export): the result of the blocking D2H copy of event
-            // `copy`, read back from a device-side snapshot of its source after the call
-            // returned (large results: `hrr-capture`'s `api/cuda/snapshot.rs`).
-            MemcpyLateResult [hrrMemcpyLateResult] (copy: u64, dst: u64, n: usize, stream: Handle) : CopyResult, LateD2hResult => memcpy_late_result;
         }
     };
 }

@@ -410,22 +410,6 @@ pub unsafe fn memcpy_dtoh_async_event<E: ApiExport, S: Addr>(
     (r, seq)
 }
 
-/// A result a blocking D2H copy leaves to be recorded after it returned (the CUDA API's
-/// device-side snapshots, `api::cuda::snapshot`).
-pub trait LateResult {
-    /// Record it as the result of the copy recorded as event `copy` into host address `dst`.
-    fn record_later(self, copy: u64, dst: u64);
-}
-
-/// No late result (the APIs that take none).
-pub enum NoLateResult {}
-
-impl LateResult for NoLateResult {
-    fn record_later(self, _: u64, _: u64) {
-        match self {}
-    }
-}
-
 /// A blocking D2H copy: its result is stored after the call, then buffered events are handed to
 /// the kernel (the program may act on the result).
 pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
@@ -435,43 +419,27 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
     n: usize,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    memcpy_dtoh_then(h, (dst, src, n), call, |_| None::<NoLateResult>)
-}
-
-/// [`memcpy_dtoh`], where `late` may take the result (from the call's status) to record it
-/// later: the copy's event then holds no bytes.
-pub unsafe fn memcpy_dtoh_then<E: ApiExport, D: Addr, S: Addr, L: LateResult>(
-    h: E,
-    (dst, src, n): (D, S, usize),
-    call: impl FnOnce() -> c_int,
-    late: impl FnOnce(c_int) -> Option<L>,
-) -> c_int {
     submit_copy(dst.into_field(), Some(src.into_field()), n);
     let r = call();
-    let late = late(r);
-    let d2h_blob = if r == 0 && late.is_none() {
+    let d2h_blob = if r == 0 {
         // written before the call returns (the flush below waits for it anyway): no staging
         recorder::put_host_blob_now(E::api(), host(dst), n)
     } else {
         None
     };
-    let seq = rec_seq(h, r, |_| CopyD2h {
+    rec(h, r, |_| CopyD2h {
         dst: dst.into_field(),
         src: src.into_field(),
         bytes: n as u64,
         stream: 0,
         d2h_blob,
     });
-    if d2h_blob.is_some() || (late.is_some() && seq.is_some()) {
-        // the destination holds the result now (recorded here, or later from a snapshot)
+    if d2h_blob.is_some() {
         crate::api::cuda::hostmem::result_recorded(
             host(dst) as u64,
             n,
             crate::api::cuda::hostmem::Recorded::Blocking,
         );
-    }
-    if let (Some(late), Some(copy)) = (late, seq) {
-        late.record_later(copy, dst.into_field());
     }
     recorder::flush_soft();
     r

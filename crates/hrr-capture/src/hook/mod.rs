@@ -23,7 +23,6 @@ pub mod common;
 pub mod dlsym;
 pub mod forward;
 pub mod guard;
-pub mod late;
 pub mod launch;
 pub mod pitched;
 pub mod profile;

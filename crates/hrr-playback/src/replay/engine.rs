@@ -31,7 +31,7 @@ use super::fault;
 use super::fields;
 use super::host_ranges::HostRanges;
 use super::options::Options;
-use super::prescan::{has_launch_shape, prescan, LateBlob};
+use super::prescan::{has_launch_shape, prescan, H2D_BLOB};
 use super::recheck::{self, Failed, Kept};
 use super::report::{self, Summary};
 use super::verdict::{self, Stop, Verdict};
@@ -47,13 +47,13 @@ const READ_AHEAD_BYTES: u64 = 64 << 20;
 /// The largest blob read (mapped, its pages read in) ahead.
 const MAP_AHEAD_MAX: u64 = 1 << 30;
 
-/// What the decoding thread reads: the archive's folder, its events file, the late blobs
-/// ([`Scan::late_blobs`]), the prepared runs of launches (first and last event) and the
+/// What the decoding thread reads: the archive's folder, its events file, the late sources
+/// ([`Scan::late_sources`]), the prepared runs of launches (first and last event) and the
 /// sources mapped before the clock.
 pub(super) type DecodeFrom<'a> = (
     &'a Path,
     &'a Path,
-    &'a HashMap<u64, LateBlob>,
+    &'a HashMap<u64, ObjectId>,
     &'a [(u64, u64)],
     &'a Preloaded,
 );
@@ -85,16 +85,16 @@ fn read_ahead(dir: &Path, ev: &Event, pre: &Preloaded) -> Vec<(ObjectId, BlobByt
     out
 }
 
-/// The fields of a copy whose source or result was recorded after it (`late`), with it.
-fn with_late_blob<'s>(
+/// The fields of an async H2D copy whose source was recorded after it (`id`), with that source.
+fn with_late_source<'s>(
     mut fields: Vec<(&'s str, Value)>,
-    late: Option<&LateBlob>,
+    id: Option<&ObjectId>,
 ) -> Vec<(&'s str, Value)> {
-    if let Some(late) = late {
+    if let Some(id) = id {
         for (name, v) in fields.iter_mut() {
-            // the copy's source or result field, as the copy shapes name them
-            if *name == late.field && matches!(v, Value::Blob(None)) {
-                *v = Value::Blob(Some(late.id));
+            // the copy's source field, as the CopyH2d and CopyAny shapes name it
+            if *name == H2D_BLOB && matches!(v, Value::Blob(None)) {
+                *v = Value::Blob(Some(*id));
             }
         }
     }
@@ -145,7 +145,7 @@ pub(super) fn decode_ahead<'s>(
         };
         let fields = match decode_fields(call, &rec.payload) {
             Ok(f) if late.is_empty() => f,
-            Ok(f) => with_late_blob(f, late.get(&rec.header.seq)),
+            Ok(f) => with_late_source(f, late.get(&rec.header.seq)),
             Err(e) => {
                 let e = anyhow!("event #{} ({}): {e}", rec.header.seq, call.name);
                 return send_err(batch, e);
@@ -339,7 +339,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
         redacted: &redacted,
         tol,
         recorded_failure: scan.recorded_failure.as_ref().map(|f| f.seq),
-        late_blobs: &scan.late_blobs,
+        late_sources: &scan.late_sources,
         preloaded: &preloaded,
     };
     // replayed beside other recorded processes (`--all`): the recorded order where results
@@ -365,7 +365,7 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             let schema = &schema;
             let events = &events;
-            let (late, runs, pre) = (&scan.late_blobs, &runs[..], &preloaded);
+            let (late, runs, pre) = (&scan.late_sources, &runs[..], &preloaded);
             std::thread::Builder::new()
                 .name("hrr-decode".into())
                 .spawn_scoped(scope, move || {
@@ -483,8 +483,8 @@ pub(super) struct Cx<'a> {
     pub(super) tol: Tolerance,
     /// The event of the recorded run's GPU failure, reissued although it failed then.
     pub(super) recorded_failure: Option<u64>,
-    /// [`Scan::late_blobs`].
-    pub(super) late_blobs: &'a HashMap<u64, LateBlob>,
+    /// [`Scan::late_sources`].
+    pub(super) late_sources: &'a HashMap<u64, ObjectId>,
     /// H2D sources mapped (and page-locked by the backend) before the clock.
     pub(super) preloaded: &'a Preloaded,
 }

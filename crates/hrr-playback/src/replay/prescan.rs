@@ -1,7 +1,7 @@
 //! The prescan: one pass over a process capture before the driver loads, for what the backend
 //! needs first ([`Scan`]): the code objects to load, the device address ranges to reserve, the
 //! devices to open, the first recorded GPU failure, the recorded calls replay cannot reproduce,
-//! late H2D sources and blocking D2H results, exported (IPC) memory, the H2D sources worth preloading and, with
+//! late H2D sources, exported (IPC) memory, the H2D sources worth preloading and, with
 //! batching, the runs of launches replay may issue as graphs. Which calls matter is asked of the
 //! API's [`Family::classify`]: no call name is spelled here.
 
@@ -14,7 +14,7 @@ use hrr_archive::reader::EventReader;
 use hrr_archive::schema::{decode_fields, CallDef, Value};
 use hrr_archive::writer::EVENTS_FILE;
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::{CopyResult, CopySource, Launch};
+use hrr_calls::shapes::{CopySource, Launch};
 
 use super::backend::{base_name, table_facts, CodeObject, Family, Prescan};
 use super::batch::{LaunchRun, Runs};
@@ -24,17 +24,6 @@ use super::verdict::{self, RecordedFailure};
 
 /// The field of an H2D source's blob (the copy shapes' and `CopySource`'s).
 pub(super) const H2D_BLOB: &str = "h2d_blob";
-
-/// The field of a D2H result's blob (the copy shapes' and `CopyResult`'s).
-pub(super) const D2H_BLOB: &str = "d2h_blob";
-
-/// A blob recorded after the copy it belongs to: the copy's field (`H2D_BLOB`, `D2H_BLOB`),
-/// empty in its own event, and the blob.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct LateBlob {
-    pub(super) field: &'static str,
-    pub(super) id: ObjectId,
-}
 
 /// What replay must know before the driver loads.
 pub(super) struct Scan {
@@ -49,10 +38,9 @@ pub(super) struct Scan {
     /// The devices the capture opened contexts on, ascending (or, when it opened none, those
     /// its successful device look-ups asked for).
     pub(super) devices: Vec<i32>,
-    /// Sources of async H2D copies and results of blocking D2H copies recorded after them
-    /// (`hrrMemcpySource`, `hrrMemcpyLateResult`), by the copy's event: the decoding thread
-    /// puts each into its copy's event.
-    pub(super) late_blobs: HashMap<u64, LateBlob>,
+    /// Sources of async H2D copies recorded after them (`hrrMemcpySource`), by the copy's
+    /// event: the decoding thread puts each into its copy's event.
+    pub(super) late_sources: HashMap<u64, ObjectId>,
     /// Runs of launches replay may issue as prepared graphs (`super::batch`; empty unless the
     /// prescan was asked for them).
     pub(super) runs: Vec<LaunchRun>,
@@ -86,7 +74,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     let mut context_devices: Vec<i32> = Vec::new();
     let mut contexts: Vec<(u64, i32)> = Vec::new();
     let mut host_ranges: Vec<(u64, u64)> = Vec::new();
-    let mut late_blobs = HashMap::new();
+    let mut late_sources = HashMap::new();
     let mut exported = Vec::new();
     let mut runs = batch.then(Runs::default);
     // What the prescan asks of a record type, answered once per type (not at every event):
@@ -175,16 +163,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                 let s = <CopySource as hrr_calls::shapes::Shape>::read(&fields)
                     .map_err(|e| anyhow!("event #{}: {e}", rec.header.seq))?;
                 if let Some(id) = s.h2d_blob {
-                    let field = H2D_BLOB;
-                    late_blobs.insert(s.copy, LateBlob { field, id });
-                }
-            }
-            Prescan::LateResult => {
-                let s = <CopyResult as hrr_calls::shapes::Shape>::read(&fields)
-                    .map_err(|e| anyhow!("event #{}: {e}", rec.header.seq))?;
-                if let Some(id) = s.d2h_blob {
-                    let field = D2H_BLOB;
-                    late_blobs.insert(s.copy, LateBlob { field, id });
+                    late_sources.insert(s.copy, id);
                 }
             }
             Prescan::IpcExport => {
@@ -245,7 +224,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
         recorded_failure,
         unreproducible: unrepro,
         devices,
-        late_blobs,
+        late_sources,
         runs: runs.map(Runs::finish).unwrap_or_default(),
         h2d_sources,
         exported,

@@ -202,7 +202,7 @@ pub fn run(
             let (_done_tx, done_rx) = channel();
             let schema = cx.schema;
             let events = cx.events;
-            let (late, pre) = (cx.late_blobs, cx.preloaded);
+            let (late, pre) = (cx.late_sources, cx.preloaded);
             std::thread::Builder::new()
                 .name("hrr-decode".into())
                 .spawn_scoped(scope, move || {

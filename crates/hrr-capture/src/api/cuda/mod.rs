@@ -8,7 +8,6 @@ pub mod hostmem;
 pub mod image;
 pub mod loader;
 pub mod proc_address;
-pub mod snapshot;
 pub mod state;
 
 use crate::api::ApiDef;

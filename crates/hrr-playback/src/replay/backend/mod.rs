@@ -401,9 +401,6 @@ pub enum Prescan {
     /// The source of an earlier async H2D copy, recorded after it: the copy's event takes it
     /// (`CopySource` shape).
     LateSource,
-    /// The result of an earlier blocking D2H copy, recorded after it: the copy's event takes it
-    /// (`CopyResult` shape).
-    LateResult,
     /// It exported device memory to other processes (`IpcMemHandle` shape).
     IpcExport,
     /// It made host memory visible to the device at a host address (pinned or registered:
@@ -501,7 +498,6 @@ pub fn prescan_of<O: TableOp>(op: O) -> Option<Prescan> {
             Some(Prescan::ContextOpen)
         }
         Kind::H2dSource => Some(Prescan::LateSource),
-        Kind::LateD2hResult => Some(Prescan::LateResult),
         Kind::Ipc if is(IpcMemHandle::FIELDS) => Some(Prescan::IpcExport),
         Kind::HostMem
             if is(HostAlloc::FIELDS) || is(HostAllocPlain::FIELDS) || is(HostRegister::FIELDS) =>

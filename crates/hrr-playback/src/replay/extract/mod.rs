@@ -56,7 +56,7 @@ use super::backend::{base_name, resolve, Backend, Event, Family, Outcome, TableO
 use super::engine::read_blob;
 use super::fields;
 use super::options::Options;
-use super::prescan::{prescan, LateBlob};
+use super::prescan::prescan;
 use super::replace::names;
 use super::verdict::{self, Stop};
 use crate::demangle::demangle;
@@ -183,22 +183,21 @@ fn calls_until<'s>(
         }))
 }
 
-/// `rec` with the source its async H2D copy got later (`hrrMemcpySource`) or the result its
-/// blocking D2H copy got later (`hrrMemcpyLateResult`), in `late` by the copy's event, so that
-/// the copy replays and is written with its bytes.
-fn with_late_blob(
+/// `rec` with the source its async H2D copy got later (`hrrMemcpySource`, in `late` by the
+/// copy's event), so that the copy replays and is written with its bytes.
+fn with_late_source(
     mut rec: Record,
     call: &CallDef,
-    late: &HashMap<u64, LateBlob>,
+    late: &HashMap<u64, ObjectId>,
 ) -> Result<Record> {
     let seq = rec.header.seq;
-    let Some(late) = late.get(&seq) else {
+    let Some(id) = late.get(&seq) else {
         return Ok(rec);
     };
     let refs = object_fields(call, &rec.payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
-    // the copy's source or result field, empty: ids have a fixed size
-    if let Some(r) = refs.iter().find(|r| r.name == late.field && r.id.is_none()) {
-        rec.payload[r.offset..r.offset + 16].copy_from_slice(&late.id.0);
+    // the copy's source field (CopyH2d, CopyAny), empty: ids have a fixed size
+    if let Some(r) = refs.iter().find(|r| r.name == "h2d_blob" && r.id.is_none()) {
+        rec.payload[r.offset..r.offset + 16].copy_from_slice(&id.0);
     }
     Ok(rec)
 }
@@ -215,7 +214,7 @@ fn renumber_copy(
     let fields = decode_fields(call, &rec.payload).map_err(|e| anyhow!("event #{seq}: {e}"))?;
     let status = fields::recorded_status(call, &rec.payload).unwrap_or(0);
     let payload = match kind_of(family, &call.name, &fields) {
-        Some((Kind::D2hResult | Kind::LateD2hResult, _)) => {
+        Some((Kind::D2hResult, _)) => {
             renumbered::<CopyResult>(call, status, &fields, |s| &mut s.copy, new_seq)?
         }
         Some((Kind::H2dSource, _)) => {
@@ -396,7 +395,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let last = seg.last;
     for rec in calls_until(dir, &schema, |seq| seq > last)? {
         let (rec, call) = rec?;
-        let rec = with_late_blob(rec, call, &scan.late_blobs)?;
+        let rec = with_late_source(rec, call, &scan.late_sources)?;
         let seq = rec.header.seq;
         let fields = decode_fields(call, &rec.payload)
             .map_err(|e| anyhow!("event #{seq} ({}): {e}", call.name))?;
@@ -473,7 +472,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     let last = seg.last;
     for rec in calls_until(dir, &schema, |seq| seq > last)? {
         let (rec, call) = rec?;
-        let rec = with_late_blob(rec, call, &scan.late_blobs)?;
+        let rec = with_late_source(rec, call, &scan.late_sources)?;
         let rec = renumber_copy(rec, call, family, &new_seq)?;
         let seq = rec.header.seq;
         if seq < seg.first {

@@ -26,7 +26,6 @@ use hrr_calls::shapes::*;
 use super::host_blob;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
-use crate::api::cuda::snapshot;
 use crate::api::cuda::state::{self, HostRegion};
 use crate::hook::common::{
     host_blob_alongside, memcpy_dtoh_async_event, rec_seq, submit_copy, LaunchHostFn,
@@ -245,26 +244,6 @@ pub unsafe fn memcpy_dtoh_async(h: Export, a: args::MemcpyDtoHAsync, call: impl 
     r
 }
 
-/// `cuMemcpyDtoH`: a blocking D2H copy, its result stored after the call (`hook::common`),
-/// or, when large, snapshotted on the device and recorded later (`super::super::snapshot`).
-pub unsafe fn memcpy_dtoh(h: Export, a: args::MemcpyDtoH, call: impl Call) -> CUresult {
-    let args::MemcpyDtoH { dst, src, n } = a;
-    crate::hook::common::memcpy_dtoh_then(h, (dst, src, n), call, |r| match r {
-        0 => snapshot::take(src, n),
-        _ => None,
-    })
-}
-
-/// The `hrrMemcpyLateResult` pseudo-row's wrapper (no real entry point: never runs; the
-/// events are recorded by the `hrr-late` thread, `snapshot`).
-pub unsafe fn memcpy_late_result(
-    _h: Export,
-    _: args::MemcpyLateResult,
-    call: impl Call,
-) -> CUresult {
-    call()
-}
-
 /// The `hrrMemcpyResult` pseudo-row's wrapper (it has no real entry point, so this never runs:
 /// the events are recorded by the host function of `hook::common::result_at_completion`).
 pub unsafe fn memcpy_result(_h: Export, _: args::MemcpyResult, call: impl Call) -> CUresult {
@@ -272,7 +251,7 @@ pub unsafe fn memcpy_result(_h: Export, _: args::MemcpyResult, call: impl Call) 
 }
 
 /// Is `ptr` device memory (per the driver's pointer attributes)?
-pub(crate) unsafe fn is_device_ptr(ptr: u64) -> bool {
+pub(super) unsafe fn is_device_ptr(ptr: u64) -> bool {
     pointer_attribute(ptr, ATTR_MEMORY_TYPE).is_some_and(|t| t != MEMORYTYPE_HOST)
 }
 
@@ -306,13 +285,10 @@ unsafe fn generic_copy(
     } else {
         (None, call())
     };
-    // A blocking copy's result is there now (or in a snapshot, recorded later); an async
-    // one's is recorded when it completes.
-    let blocking_result = stream.is_none() && r == 0 && dir == direction::D2H;
-    let snapshot = blocking_result.then(|| snapshot::take(src, n)).flatten();
-    let d2h_blob = match blocking_result && snapshot.is_none() {
-        true => host_blob(dst as *const c_void, n),
-        false => None,
+    // A blocking copy's result is there now; an async one's is recorded when it completes.
+    let d2h_blob = match stream {
+        None if r == 0 && dir == direction::D2H => host_blob(dst as *const c_void, n),
+        _ => None,
     };
     let seq = rec_seq(h, r, |_| CopyAny {
         dst,
@@ -323,9 +299,6 @@ unsafe fn generic_copy(
         h2d_blob,
         d2h_blob,
     });
-    if let (Some(snap), Some(copy)) = (snapshot, seq) {
-        crate::hook::common::LateResult::record_later(snap, copy, dst);
-    }
     match (stream, seq) {
         (Some(s), Some(copy))
             if r == 0

@@ -131,11 +131,9 @@ pub unsafe fn mem_free(h: Export, a: args::MemFree, call: impl Call) -> CUresult
 
 /// `cuDevicePrimaryCtxRelease`, `cuDevicePrimaryCtxReset`: host-visible memory may go with
 /// the context, so it is no longer tracked (before the call frees it), and async D2H results
-/// still waiting for their event are settled first (`hook::results::settle_deferred`), as are
-/// blocking D2H results still in device-side snapshots (`snapshot::settle`).
+/// still waiting for their event are settled first (`hook::results::settle_deferred`).
 pub unsafe fn device_context_gone(h: Export, dev: c_int, call: impl Call) -> CUresult {
     crate::hook::results::settle_deferred();
-    crate::api::cuda::snapshot::settle(None);
     hostmem::untrack_all();
     let r = call();
     rec(h, r, |_| Device { device: dev });
@@ -146,7 +144,6 @@ pub unsafe fn device_context_gone(h: Export, dev: c_int, call: impl Call) -> CUr
 pub unsafe fn ctx_destroy(h: Export, a: args::CtxDestroy, call: impl Call) -> CUresult {
     let args::CtxDestroy { ctx } = a;
     crate::hook::results::settle_deferred();
-    crate::api::cuda::snapshot::settle(Some(ctx as usize));
     hostmem::untrack_all();
     let r = call();
     rec(h, r, |_| Ctx { ctx: ctx as u64 });

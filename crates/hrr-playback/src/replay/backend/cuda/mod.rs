@@ -410,7 +410,7 @@ impl Backend for Cuda {
             Op::StreamBeginCapture => self.begin_capture(ev),
             Op::StreamBeginCaptureToGraph => self.begin_capture_to_graph(ev),
             // its bytes went into its copy's event when it was decoded (engine::decode_ahead)
-            Op::MemcpySource | Op::MemcpyLateResult => Ok(Outcome::Done),
+            Op::MemcpySource => Ok(Outcome::Done),
             Op::StreamGetCaptureInfo | Op::StreamGetCaptureInfoV2 => self.capture_info(ev),
             Op::StreamUpdateCaptureDependencies | Op::StreamUpdateCaptureDependenciesV2 => {
                 self.update_capture_dependencies(ev)
