@@ -231,13 +231,10 @@ impl Framer {
                         self.set_unreadable(Unreadable::TooShort { len });
                         continue;
                     }
-                    let n = self.take_head(rest, FILE_HEADER_LEN);
-                    used += n;
-                    if self.head.len() < FILE_HEADER_LEN {
+                    let Some(head) = self.take_head(rest, &mut used) else {
                         return (used, None);
-                    }
-                    let h = FileHeader::decode(self.head[..].try_into().expect("8 bytes"));
-                    self.head.clear();
+                    };
+                    let h = FileHeader::decode(&head);
                     if h.magic != MAGIC {
                         self.set_unreadable(Unreadable::BadMagic { found: h.magic });
                         continue;
@@ -270,13 +267,10 @@ impl Framer {
                     self.state = State::Header;
                 }
                 State::Header => {
-                    let n = self.take_head(rest, RECORD_HEADER_LEN);
-                    used += n;
-                    if self.head.len() < RECORD_HEADER_LEN {
+                    let Some(head) = self.take_head(rest, &mut used) else {
                         return (used, None);
-                    }
-                    let h = RecordHeader::decode(self.head[..].try_into().expect("32 bytes"));
-                    self.head.clear();
+                    };
+                    let h = RecordHeader::decode(&head);
                     if h.total_len < RECORD_HEADER_LEN as u32 || h.total_len > MAX_RECORD_LEN {
                         let len = h.total_len;
                         self.stop(Dropped::ImplausibleLength { len }, self.cur_start);
@@ -408,11 +402,17 @@ impl Framer {
         self.offset
     }
 
-    fn take_head(&mut self, rest: &[u8], want: usize) -> usize {
-        let n = (want - self.head.len()).min(rest.len());
+    /// Gather an `N`-byte header from the front of `rest` behind what earlier calls gathered,
+    /// adding the bytes taken to `used`: the whole header once all of it is there (gathering
+    /// starts afresh), else `None` (`rest` ran out: feed more).
+    fn take_head<const N: usize>(&mut self, rest: &[u8], used: &mut usize) -> Option<[u8; N]> {
+        let n = (N - self.head.len()).min(rest.len());
         self.head.extend_from_slice(&rest[..n]);
         self.offset += n as u64;
-        n
+        *used += n;
+        let whole: [u8; N] = self.head[..].try_into().ok()?;
+        self.head.clear();
+        Some(whole)
     }
 
     /// The file cannot be read at all, for `why`: nothing more is read.
