@@ -1,6 +1,7 @@
 //! Shared builders for tests, examples and benchmarks (cargo feature `testkit`, off by default):
 //! schemas from compact call lists, the small schemas several suites share, a capture of copied
-//! blobs written through the real writer, and a deterministic random source. Not part of the
+//! blobs and one the writer marked incomplete written through the real writer, and a
+//! deterministic random source. Not part of the
 //! format; nothing here is used by the library itself.
 
 use std::path::{Path, PathBuf};
@@ -131,6 +132,22 @@ pub fn write_small_capture(root: &Path, pid: u32) -> crate::Result<PathBuf> {
     let blobs = (0..3u8).map(|i| vec![i; 64]);
     write_copy_capture(root, &copy_schema(&[]), &CopyCapture::small(pid), blobs)?;
     Ok(root.join(crate::layout::pid_dir_name(pid)))
+}
+
+/// A capture under `root` whose writer marked it incomplete (`reason`) after one event (call 1,
+/// thread 1, payload `0, 1, 2`), still open: its writer, for the test to finish or abandon.
+pub fn write_marked_incomplete(
+    root: &Path,
+    pid: u32,
+    schema: &Schema,
+    reason: &str,
+) -> crate::Result<ProcessWriter> {
+    let mut w = ProcessWriter::create(root, pid, 1, schema)?;
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(1).u64(2);
+    w.events().append(1, 1, p.as_bytes())?;
+    w.events().mark_incomplete(reason)?;
+    Ok(w)
 }
 
 /// Cut the last `n` bytes off the file at `path` (what a write torn by a crash leaves).

@@ -210,13 +210,8 @@ fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
 #[test]
 fn repair_never_blesses_a_capture_the_writer_marked_incomplete() {
     let root = tempfile::tempdir().unwrap();
-    let mut w = ProcessWriter::create(root.path(), 9, 1, &schema()).unwrap();
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(1).u64(2);
-    w.events().append(1, 1, p.as_bytes()).unwrap();
-    w.events()
-        .mark_incomplete("disk nearly full; capture stopped")
-        .unwrap();
+    let reason = "disk nearly full; capture stopped";
+    let w = testkit::write_marked_incomplete(root.path(), 9, &schema(), reason).unwrap();
     let dir = w.dir().to_path_buf();
     let m = w.finish().unwrap();
     assert!(!m.complete);

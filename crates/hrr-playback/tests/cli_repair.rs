@@ -6,13 +6,12 @@
 use std::os::unix::fs::PermissionsExt;
 
 use hrr_archive::framing::{FileHeader, RecordHeader, FILE_HEADER_LEN, FORMAT_VERSION};
-use hrr_archive::schema::PayloadBuilder;
 use hrr_archive::writer::ProcessWriter;
 
 mod cli_common;
 use cli_common::*;
 
-use hrr_archive::testkit::assert_contains;
+use hrr_archive::testkit::{assert_contains, write_marked_incomplete};
 
 // ---------------------------------------------------------------------------------------------
 // Repair
@@ -76,13 +75,8 @@ fn repair_one_process_dir() {
 #[test]
 fn repair_keeps_a_capture_the_writer_marked_incomplete_incomplete() {
     let t = tempfile::tempdir().unwrap();
-    let mut w = ProcessWriter::create(t.path(), 5, 1, &test_schema()).unwrap();
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(1).u64(2);
-    w.events().append(1, 1, p.as_bytes()).unwrap();
-    w.events()
-        .mark_incomplete("blob write failed: disk full")
-        .unwrap();
+    let reason = "blob write failed: disk full";
+    let mut w = write_marked_incomplete(t.path(), 5, &test_schema(), reason).unwrap();
     let dir = w.dir().to_path_buf();
     w.events().flush(true).unwrap();
     std::mem::forget(w);
