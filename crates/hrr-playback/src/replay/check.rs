@@ -290,17 +290,33 @@ pub fn mask(got: &[u8], want: &[u8], ranges: &[std::ops::Range<u64>]) -> Vec<u8>
 mod tests {
     use super::*;
 
+    /// No tolerance: only identical bytes pass.
+    const EXACT: Tolerance = Tolerance {
+        rtol: 0.0,
+        atol: 0.0,
+    };
+
+    /// Fresh checks whose exact comparison of `got` with `want` (event `seq`) failed, then
+    /// settled against a second replay's `again`: the checks and what settling found.
+    fn failed_then_settled(
+        seq: u64,
+        got: &[u8],
+        again: &[u8],
+        want: &[u8],
+    ) -> (Checks, Option<Nondeterministic>) {
+        let mut c = Checks::default();
+        assert!(c.compare(seq, "d2h", got, Some(want), EXACT));
+        let n = c.settle((seq, "d2h"), got, again, want, EXACT);
+        (c, n)
+    }
+
     #[test]
     fn exact_tolerance_and_failure() {
         let mut c = Checks::default();
-        let exact = Tolerance {
-            rtol: 0.0,
-            atol: 0.0,
-        };
-        c.compare(1, "x", b"abcd", Some(b"abcd"), exact);
+        c.compare(1, "x", b"abcd", Some(b"abcd"), EXACT);
         let a = 1.0f32.to_le_bytes();
         let b = 1.0001f32.to_le_bytes();
-        c.compare(2, "x", &a, Some(&b), exact);
+        c.compare(2, "x", &a, Some(&b), EXACT);
         c.compare(
             3,
             "x",
@@ -311,70 +327,49 @@ mod tests {
                 atol: 0.0,
             },
         );
-        c.compare(4, "x", &a, None, exact);
+        c.compare(4, "x", &a, None, EXACT);
         assert_eq!((c.exact, c.within_tol, c.fail, c.skipped), (1, 1, 1, 1));
         assert!(c.mismatches[0].contains("event #2"), "{:?}", c.mismatches);
     }
 
     #[test]
     fn a_failure_is_settled_by_a_second_replay() {
-        let exact = Tolerance {
-            rtol: 0.0,
-            atol: 0.0,
-        };
         let want = [1u8, 2, 3, 4, 5, 6, 7, 8];
         // Bytes 4.. differ from the recording and between the replays: nondeterminism.
-        let mut c = Checks::default();
         let got = [1u8, 2, 3, 4, 9, 9, 9, 9];
-        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
-        let n = c
-            .settle((7, "d2h"), &got, &[1, 2, 3, 4, 8, 8, 8, 8], &want, exact)
-            .expect("nondeterministic");
+        let (c, n) = failed_then_settled(7, &got, &[1, 2, 3, 4, 8, 8, 8, 8], &want);
+        let n = n.expect("nondeterministic");
         assert_eq!((n.bytes, n.differing, n.first_offset), (8, 4, 4));
         assert_eq!((c.fail, c.nondeterministic), (0, 1));
         assert!(c.mismatches.is_empty(), "{:?}", c.mismatches);
         // A byte stable across the replays but not the recording's: a divergence.
-        let mut c = Checks::default();
         let got = [0u8, 2, 3, 4, 9, 9, 9, 9];
-        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
-        assert!(c
-            .settle((7, "d2h"), &got, &[0, 2, 3, 4, 8, 8, 8, 8], &want, exact)
-            .is_none());
+        let (_, n) = failed_then_settled(7, &got, &[0, 2, 3, 4, 8, 8, 8, 8], &want);
+        assert!(n.is_none());
         // A value's high bytes equal in both replays, its low byte not: the value (an aligned
         // 4-byte word) is nondeterministic as a whole.
-        let mut c = Checks::default();
         let got = [1u8, 2, 3, 4, 9, 9, 7, 7];
-        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
-        let n = c
-            .settle((7, "d2h"), &got, &[1, 2, 3, 4, 8, 9, 7, 7], &want, exact)
-            .expect("nondeterministic");
+        let (_, n) = failed_then_settled(7, &got, &[1, 2, 3, 4, 8, 9, 7, 7], &want);
+        let n = n.expect("nondeterministic");
         assert_eq!((n.differing, n.first_offset), (1, 4));
-        let mut c = Checks::default();
-        let got = [0u8, 2, 3, 4, 9, 9, 9, 9];
-        assert!(c.compare(7, "d2h", &got, Some(&want), exact));
         // Both replays alike: a divergence too.
-        assert!(c.settle((7, "d2h"), &got, &got, &want, exact).is_none());
+        let got = [0u8, 2, 3, 4, 9, 9, 9, 9];
+        let (mut c, n) = failed_then_settled(7, &got, &got, &want);
+        assert!(n.is_none());
         assert_eq!((c.fail, c.nondeterministic, c.mismatches.len()), (1, 0, 1));
         // A second result of another size proves nothing.
-        assert!(c.settle((7, "d2h"), &got, &[0; 4], &want, exact).is_none());
+        assert!(c.settle((7, "d2h"), &got, &[0; 4], &want, EXACT).is_none());
     }
 
     #[test]
     fn results_in_another_order_are_told_from_other_values() {
-        let exact = Tolerance {
-            rtol: 0.0,
-            atol: 0.0,
-        };
         let words = |v: &[i32]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
         let want = words(&[-1, 7, -1, 3, 5, -1]);
         let got = words(&[3, 5, -1, -1, -1, 7]);
         assert_eq!(reordered(&got, &want), Some((17, 0)));
         // Stable across replays, yet the same values: settled as reordered.
-        let mut c = Checks::default();
-        assert!(c.compare(9, "d2h", &got, Some(&want), exact));
-        let n = c
-            .settle((9, "d2h"), &got, &got, &want, exact)
-            .expect("reordered");
+        let (c, n) = failed_then_settled(9, &got, &got, &want);
+        let n = n.expect("reordered");
         assert_eq!(n.how, How::Reordered);
         assert_eq!(
             (n.bytes, n.differing, c.fail, c.nondeterministic),
@@ -383,9 +378,7 @@ mod tests {
         // One value changed: not a reordering, and a stable divergence stays a failure.
         let other = words(&[3, 5, -1, -1, -1, 8]);
         assert_eq!(reordered(&other, &want), None);
-        let mut c = Checks::default();
-        assert!(c.compare(9, "d2h", &other, Some(&want), exact));
-        assert!(c.settle((9, "d2h"), &other, &other, &want, exact).is_none());
+        assert!(failed_then_settled(9, &other, &other, &want).1.is_none());
         // Sizes that are not whole words, and identical bytes, are no reordering.
         assert_eq!(reordered(b"abc", b"bca"), None);
         assert_eq!(reordered(&want, &want), None);
@@ -393,14 +386,10 @@ mod tests {
 
     #[test]
     fn a_stable_difference_is_settled_by_other_results_of_the_same_copy() {
-        let exact = Tolerance {
-            rtol: 0.0,
-            atol: 0.0,
-        };
         let want = 1.0f64.to_le_bytes();
         let got = (1.0f64 + f64::EPSILON).to_le_bytes(); // the low word differs
         let mut c = Checks::default();
-        assert!(c.compare(5, "d2h", &got, Some(&want), exact));
+        assert!(c.compare(5, "d2h", &got, Some(&want), EXACT));
         let high_only: std::collections::BTreeSet<usize> = [4].into();
         assert!(c
             .settle_like_copy((5, "d2h"), &got, &want, &high_only)
@@ -419,20 +408,16 @@ mod tests {
 
     #[test]
     fn redacted_ranges_are_skipped_not_failed() {
-        let exact = Tolerance {
-            rtol: 0.0,
-            atol: 0.0,
-        };
         let mut c = Checks::default();
         let ranges = vec![4..8u64, 20..22];
         // The recorded blob was scrubbed at 4..8; the GPU reproduces the original bytes.
-        c.compare_redacted(1, "x", b"key=abcd;", b"key=XXXX;", &ranges, exact);
+        c.compare_redacted(1, "x", b"key=abcd;", b"key=XXXX;", &ranges, EXACT);
         assert_eq!((c.exact, c.fail, c.skipped, c.redacted), (0, 0, 1, 1));
         // Identical bytes stay an exact pass.
-        c.compare_redacted(2, "x", b"key=XXXX;", b"key=XXXX;", &ranges, exact);
+        c.compare_redacted(2, "x", b"key=XXXX;", b"key=XXXX;", &ranges, EXACT);
         assert_eq!(c.exact, 1);
         // A difference outside the ranges still fails.
-        c.compare_redacted(3, "x", b"kez=abcd;", b"key=XXXX;", &ranges, exact);
+        c.compare_redacted(3, "x", b"kez=abcd;", b"key=XXXX;", &ranges, EXACT);
         assert_eq!(c.fail, 1);
         assert!(c.mismatches[0].contains("event #3"), "{:?}", c.mismatches);
     }
