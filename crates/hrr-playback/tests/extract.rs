@@ -44,6 +44,31 @@ fn extract(arch: &Path, what: &str, out: &Path, extra: &[&str]) -> serde_json::V
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
+/// A capture of `driver_app` with `what` extracted from it into `file` beside it, which must
+/// hold launches of `kernel` only: the folder, the capture, the extracted archive and the
+/// extraction's JSON object.
+fn extracted(
+    what: &str,
+    file: &str,
+    kernel: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf, serde_json::Value) {
+    let (tmp, arch) = captured(&[]);
+    let small = tmp.path().join(file);
+    let x = extract(&arch, what, &small, &[]);
+    assert_eq!(x["kernels"], serde_json::json!([kernel]), "{x}");
+    (tmp, arch, small, x)
+}
+
+/// Replay of `arch` with `args` passes with at least one D2H check passed: its output.
+fn assert_passes_checked(arch: &Path, args: &[&str]) -> String {
+    let out = fake().replay_ok(arch, args);
+    assert!(
+        out.contains("[HRR] PASS") && checks_passed(&out) > 0,
+        "{out}"
+    );
+    out
+}
+
 /// Replay of `arch` with `args` fails, and its error output says `why`.
 fn assert_refused(arch: &Path, args: &[&str], why: &str) {
     let (code, _, err) = fake().replay(arch, args);
@@ -81,10 +106,7 @@ fn checks_passed(out: &str) -> u64 {
 
 #[test]
 fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
-    let (tmp, arch) = captured(&[]);
-    let small = tmp.path().join("gather.hrr");
-    let x = extract(&arch, "gather", &small, &[]);
-    assert_eq!(x["kernels"], serde_json::json!(["gather"]));
+    let (_tmp, arch, small, x) = extracted("gather", "gather.hrr", "gather");
     assert!(x["snapshot_bytes"].as_u64().unwrap() > 0, "{x}");
     assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
     assert!(tree_bytes(&small) < tree_bytes(&arch));
@@ -129,11 +151,8 @@ fn an_extracted_launch_replays_alone_is_smaller_and_says_where_it_came_from() {
 
 #[test]
 fn a_corrupted_snapshot_makes_the_extracted_launch_fail() {
-    let (tmp, arch) = captured(&[]);
-    let small = tmp.path().join("axpy.hrr");
     // The second launch of axpy: y = a*x + y over the state the first one left.
-    let x = extract(&arch, "axpy#2", &small, &[]);
-    assert_eq!(x["kernels"], serde_json::json!(["axpy"]));
+    let (tmp, arch, small, x) = extracted("axpy#2", "axpy.hrr", "axpy");
     assert_eq!(x["prefix_mismatches"], 0, "{x}");
     fake().replay_ok(&small, &[]);
     // Zero every snapshot blob written as an H2D copy (sizes kept).
@@ -171,11 +190,7 @@ fn reach_args_snapshots_fewer_bytes_and_still_passes() {
         args["snapshot_bytes"].as_u64().unwrap(),
     );
     assert!(0 < b && b < a, "args {b} bytes, all {a} bytes");
-    let out = fake().replay_ok(&args_out, &[]);
-    assert!(
-        out.contains("[HRR] PASS") && checks_passed(&out) > 0,
-        "{out}"
-    );
+    assert_passes_checked(&args_out, &[]);
 }
 
 #[test]
@@ -240,11 +255,7 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
         "{out}"
     );
 
-    let out = fake().replay_ok(&arch, &["--replace-kernel", &same]);
-    assert!(
-        out.contains("[HRR] PASS") && checks_passed(&out) > 0,
-        "{out}"
-    );
+    assert_passes_checked(&arch, &["--replace-kernel", &same]);
     let (code, v) = fake().replay_json(&arch, &["--replace-kernel", &same]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["replaced_kernels"][0]["kernel"], "axpy");
@@ -318,11 +329,6 @@ fn a_launch_on_mapped_or_managed_memory_extracts_with_the_hosts_writes() {
             .filter(|e| e["name"].as_str().unwrap().starts_with("hrrHost"))
             .count();
         assert!(kept > 0, "{mode}: no host writes kept");
-        let (code, out, err) = fake().replay(&small, &[]);
-        assert_eq!(code, 0, "{mode}: {out}{err}");
-        assert!(
-            out.contains("[HRR] PASS") && checks_passed(&out) > 0,
-            "{out}"
-        );
+        assert_passes_checked(&small, &[]);
     }
 }
