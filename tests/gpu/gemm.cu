@@ -22,6 +22,18 @@ static uint64_t fnv1a(const void *p, size_t n) {
     return h;
 }
 
+// Device buffers for C = A * B of n*n elements each: A and B copied up, C left unset (the
+// three allocations first, then the two copies).
+template <class T>
+static void operands(const std::vector<T> &a, const std::vector<T> &b, T **da, T **db, T **dc) {
+    const size_t bytes = a.size() * sizeof(T);
+    CK(cudaMalloc(da, bytes));
+    CK(cudaMalloc(db, bytes));
+    CK(cudaMalloc(dc, bytes));
+    CK(cudaMemcpy(*da, a.data(), bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(*db, b.data(), bytes, cudaMemcpyHostToDevice));
+}
+
 int main() {
     const int n = 1024;
     const size_t nn = (size_t)n * n;
@@ -35,11 +47,7 @@ int main() {
 
     // ---- SGEMM: C = A * B ----
     float *da, *db, *dc;
-    CK(cudaMalloc(&da, nn * sizeof(float)));
-    CK(cudaMalloc(&db, nn * sizeof(float)));
-    CK(cudaMalloc(&dc, nn * sizeof(float)));
-    CK(cudaMemcpy(da, a.data(), nn * sizeof(float), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(db, b.data(), nn * sizeof(float), cudaMemcpyHostToDevice));
+    operands(a, b, &da, &db, &dc);
     const float one = 1.0f, zero = 0.0f;
     CB(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, da, n, db, n, &zero, dc, n));
     CK(cudaMemcpy(c.data(), dc, nn * sizeof(float), cudaMemcpyDeviceToHost));
@@ -55,11 +63,7 @@ int main() {
         hb[i] = __float2half(b[i]);
     }
     __half *dha, *dhb, *dhc;
-    CK(cudaMalloc(&dha, nn * sizeof(__half)));
-    CK(cudaMalloc(&dhb, nn * sizeof(__half)));
-    CK(cudaMalloc(&dhc, nn * sizeof(__half)));
-    CK(cudaMemcpy(dha, ha.data(), nn * sizeof(__half), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dhb, hb.data(), nn * sizeof(__half), cudaMemcpyHostToDevice));
+    operands(ha, hb, &dha, &dhb, &dhc);
     const __half hone = __float2half(1.0f), hzero = __float2half(0.0f);
     CB(cublasHgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &hone, dha, n, dhb, n, &hzero, dhc, n));
     CK(cudaMemcpy(hc.data(), dhc, nn * sizeof(__half), cudaMemcpyDeviceToHost));

@@ -17,6 +17,7 @@
 
 #define CHECK_PROG "graph_nodes"
 #include "check.h"
+#include "entry_point.h"
 
 __global__ void gn_axpy(float a, const float *x, float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -80,22 +81,6 @@ typedef CUresult (*AddNode_t)(CUgraphNode *, CUgraph, const CUgraphNode *, const
 static AddNode_t pAddNode;
 #endif
 
-template <class F> static void get(F &f, const char *name, unsigned version) {
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    void *p = nullptr;
-#if CUDART_VERSION >= 12050
-    CK(cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q));
-#else
-    (void)version;
-    CK(cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &q));
-#endif
-    if (q != cudaDriverEntryPointSuccess || !p) {
-        std::fprintf(stderr, "graph_nodes: no driver entry point %s\n", name);
-        std::exit(2);
-    }
-    f = reinterpret_cast<F>(p);
-}
-
 static CUDA_MEMCPY3D linear_copy(const void *src_host, CUdeviceptr src_dev, void *dst_host,
                                  CUdeviceptr dst_dev, size_t bytes) {
     CUDA_MEMCPY3D c;
@@ -131,27 +116,27 @@ int main() {
     const unsigned fill_v = 0xC0FFEE00u;
 
     CK(cudaFree(0));  // the primary context
-    get(pCtxGetCurrent, "cuCtxGetCurrent", 12000);
-    get(pGraphCreate, "cuGraphCreate", 12000);
-    get(pAddKernelNode, "cuGraphAddKernelNode", 12000);
-    get(pAddMemcpyNode, "cuGraphAddMemcpyNode", 12000);
-    get(pAddMemsetNode, "cuGraphAddMemsetNode", 12000);
-    get(pAddHostNode, "cuGraphAddHostNode", 12000);
-    get(pAddEmptyNode, "cuGraphAddEmptyNode", 12000);
-    get(pAddEventRecordNode, "cuGraphAddEventRecordNode", 12000);
-    get(pAddChildGraphNode, "cuGraphAddChildGraphNode", 12000);
-    get(pAddDependencies, "cuGraphAddDependencies", 12000);
-    get(pKernelNodeSetParams, "cuGraphKernelNodeSetParams", 12000);
-    get(pExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", 12000);
-    get(pExecUpdate, "cuGraphExecUpdate", 12000);
-    get(pInstantiate, "cuGraphInstantiateWithFlags", 12000);
-    get(pUpload, "cuGraphUpload", 12000);
-    get(pLaunch, "cuGraphLaunch", 12000);
-    get(pClone, "cuGraphClone", 12000);
-    get(pGraphDestroy, "cuGraphDestroy", 12000);
-    get(pExecDestroy, "cuGraphExecDestroy", 12000);
+    driver_entry_point(pCtxGetCurrent, "cuCtxGetCurrent", 12000);
+    driver_entry_point(pGraphCreate, "cuGraphCreate", 12000);
+    driver_entry_point(pAddKernelNode, "cuGraphAddKernelNode", 12000);
+    driver_entry_point(pAddMemcpyNode, "cuGraphAddMemcpyNode", 12000);
+    driver_entry_point(pAddMemsetNode, "cuGraphAddMemsetNode", 12000);
+    driver_entry_point(pAddHostNode, "cuGraphAddHostNode", 12000);
+    driver_entry_point(pAddEmptyNode, "cuGraphAddEmptyNode", 12000);
+    driver_entry_point(pAddEventRecordNode, "cuGraphAddEventRecordNode", 12000);
+    driver_entry_point(pAddChildGraphNode, "cuGraphAddChildGraphNode", 12000);
+    driver_entry_point(pAddDependencies, "cuGraphAddDependencies", 12000);
+    driver_entry_point(pKernelNodeSetParams, "cuGraphKernelNodeSetParams", 12000);
+    driver_entry_point(pExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", 12000);
+    driver_entry_point(pExecUpdate, "cuGraphExecUpdate", 12000);
+    driver_entry_point(pInstantiate, "cuGraphInstantiateWithFlags", 12000);
+    driver_entry_point(pUpload, "cuGraphUpload", 12000);
+    driver_entry_point(pLaunch, "cuGraphLaunch", 12000);
+    driver_entry_point(pClone, "cuGraphClone", 12000);
+    driver_entry_point(pGraphDestroy, "cuGraphDestroy", 12000);
+    driver_entry_point(pExecDestroy, "cuGraphExecDestroy", 12000);
 #if CUDART_VERSION >= 12050
-    get(pAddNode, "cuGraphAddNode", 12030);
+    driver_entry_point(pAddNode, "cuGraphAddNode", 12030);
 #endif
     CUcontext ctx = nullptr;
     CU(pCtxGetCurrent(&ctx));

@@ -16,6 +16,7 @@
 
 #define CHECK_PROG "tma"
 #include "check.h"
+#include "entry_point.h"
 
 constexpr int W = 256, H = 64, BX = 32, BY = 16;
 
@@ -66,21 +67,6 @@ typedef CUresult (*EncodeTiled_t)(CUtensorMap *, CUtensorMapDataType, cuuint32_t
                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 typedef CUresult (*ReplaceAddress_t)(CUtensorMap *, void *);
 
-template <class F> static void get(F &f, const char *name) {
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    void *p = nullptr;
-#if CUDART_VERSION >= 12050
-    CK(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q));
-#else
-    CK(cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &q));
-#endif
-    if (q != cudaDriverEntryPointSuccess || !p) {
-        std::fprintf(stderr, "tma: no driver entry point %s\n", name);
-        std::exit(2);
-    }
-    f = reinterpret_cast<F>(p);
-}
-
 // Run the kernel over the tensor `map` describes; compare with `in` scaled.
 static bool scaled(const char *what, const CUtensorMap &map, float *out, const std::vector<float> &in) {
     CK(cudaMemset(out, 0, in.size() * sizeof(float)));
@@ -103,8 +89,8 @@ int main() {
     }
     EncodeTiled_t encode;
     ReplaceAddress_t replace;
-    get(encode, "cuTensorMapEncodeTiled");
-    get(replace, "cuTensorMapReplaceAddress");
+    driver_entry_point(encode, "cuTensorMapEncodeTiled", 12000);
+    driver_entry_point(replace, "cuTensorMapReplaceAddress", 12000);
 
     std::vector<float> a(W * H), b(W * H);
     for (int i = 0; i < W * H; i++) {
