@@ -189,15 +189,9 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
         let ev = parent.events();
         let main = 1180;
         start_up(ev, &mut clock, main, 0x5555_0000_1000, [0, 120, 95_000])?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0).u64(0x5555_0000_2000).object(Some(code));
-        ev.append_at(CU_MODULE_LOAD_DATA, main, clock.at(96_250), p.as_bytes())?;
-        let mut p = PayloadBuilder::new();
-        p.i32(0)
-            .u64(0x5555_0000_3000)
-            .u64(0x5555_0000_2000)
-            .str("vector_add");
-        ev.append_at(CU_MODULE_GET_FUNCTION, main, clock.at(96_300), p.as_bytes())?;
+        let handles = (0x5555_0000_2000, 0x5555_0000_3000);
+        let at = [96_250, 96_300];
+        load_function(ev, &mut clock, main, handles, code, "vector_add", at)?;
         for (i, d) in [da, db, dc].into_iter().enumerate() {
             let mut p = PayloadBuilder::new();
             p.i32(0).u64(d).u64(4 * n as u64);
@@ -297,20 +291,9 @@ pub fn write_demo(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     }
     child.checkpoint_manifest()?;
     let ev = child.events();
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x6666_0000_2000).object(Some(child_code));
-    ev.append_at(CU_MODULE_LOAD_DATA, main, clock.at(290_400), p.as_bytes())?;
-    let mut p = PayloadBuilder::new();
-    p.i32(0)
-        .u64(0x6666_0000_3000)
-        .u64(0x6666_0000_2000)
-        .str("scale");
-    ev.append_at(
-        CU_MODULE_GET_FUNCTION,
-        main,
-        clock.at(290_450),
-        p.as_bytes(),
-    )?;
+    let handles = (0x6666_0000_2000, 0x6666_0000_3000);
+    let at = [290_400, 290_450];
+    load_function(ev, &mut clock, main, handles, child_code, "scale", at)?;
     let mut params = dx.to_le_bytes().to_vec();
     params.extend_from_slice(&2.0f32.to_le_bytes());
     let p = launch(0x6666_0000_3000, "scale", child_code, 1, &params);
@@ -354,6 +337,32 @@ fn start_up(
     let mut p = PayloadBuilder::new();
     p.i32(0).u64(ctx).u32(0).i32(0);
     ev.append_at(CU_CTX_CREATE, thread, clock.at(at[2]), p.as_bytes())?;
+    Ok(())
+}
+
+/// How a CUDA program gets a kernel, on `thread`: cuModuleLoadData of `code` as the module
+/// `handles.0`, then cuModuleGetFunction of `name` from it as the function `handles.1`, at the
+/// microseconds `at`.
+fn load_function(
+    ev: &mut EventWriter,
+    clock: &mut Clock,
+    thread: u64,
+    (module, func): (u64, u64),
+    code: ObjectId,
+    name: &str,
+    at: [u64; 2],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(module).object(Some(code));
+    ev.append_at(CU_MODULE_LOAD_DATA, thread, clock.at(at[0]), p.as_bytes())?;
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(func).u64(module).str(name);
+    ev.append_at(
+        CU_MODULE_GET_FUNCTION,
+        thread,
+        clock.at(at[1]),
+        p.as_bytes(),
+    )?;
     Ok(())
 }
 
