@@ -30,67 +30,24 @@ pub(super) fn private_keys() -> Vec<Rule> {
             r"(?P<s>AGE-SECRET-KEY-1(?P<r>[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}))",
             Entropy(3.0),
         ),
-        binary(
-            "openssh-private-key",
-            masked!(*b"openssh-key-v1\0"),
-            0,
-            None,
-        ),
-        binary(
-            "der-rsa-private-key",
-            masked!([0x02, 0x01, 0x00, 0x02, 0x82]),
-            4,
-            Some(DerForm::Pkcs1Rsa),
-        ),
-        binary(
-            "der-rsa-private-key",
-            masked!([0x02, 0x01, 0x00, 0x02, 0x81]),
-            4,
-            Some(DerForm::Pkcs1Rsa),
-        ),
-        binary(
-            "der-pkcs8-private-key",
-            masked!([
-                0x02, 0x01, 0x00, 0x30, 0x0D, 0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01,
-                0x01, 0x01,
-            ]),
-            4,
-            Some(DerForm::Pkcs8Long),
-        ),
-        binary(
-            "der-pkcs8-private-key",
-            masked!([
-                0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
-            ]),
-            3,
-            Some(DerForm::Pkcs8Short),
-        ),
-        binary(
-            "der-ed25519-private-key",
-            masked!([
-                0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x04, 0x22,
-                0x04, 0x20,
-            ]),
-            0,
-            Some(DerForm::Pkcs8Ed25519),
-        ),
-        binary(
-            "der-ec-private-key",
-            masked!([0x02, 0x01, 0x01, 0x04, 0x20]),
-            3,
-            Some(DerForm::Sec1),
-        ),
-        binary(
-            "der-ec-private-key",
-            masked!([0x02, 0x01, 0x01, 0x04, 0x30]),
-            3,
-            Some(DerForm::Sec1),
-        ),
-        binary(
-            "pkcs12-container",
-            masked!([0x02, 0x01, 0x03, 0x30, 0x82]),
-            4,
-            Some(DerForm::Pkcs12),
-        ),
     ]
+    .into_iter()
+    .chain(BINARY.iter().map(|&(id, masked, back, form)| binary(id, masked, back, form)))
+    .collect()
 }
+
+/// The binary keys: (rule, keyword through [`masked!`], bytes of the key before the keyword,
+/// DER form; `None`: OpenSSH). A table, one row a keyword, in rule order (rustfmt would break
+/// every row over six lines).
+#[rustfmt::skip]
+const BINARY: &[(&str, &[u8], usize, Option<DerForm>)] = &[
+    ("openssh-private-key", masked!(*b"openssh-key-v1\0"), 0, None),
+    ("der-rsa-private-key", masked!([0x02, 0x01, 0x00, 0x02, 0x82]), 4, Some(DerForm::Pkcs1Rsa)),
+    ("der-rsa-private-key", masked!([0x02, 0x01, 0x00, 0x02, 0x81]), 4, Some(DerForm::Pkcs1Rsa)),
+    ("der-pkcs8-private-key", masked!([0x02, 0x01, 0x00, 0x30, 0x0D, 0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]), 4, Some(DerForm::Pkcs8Long)),
+    ("der-pkcs8-private-key", masked!([0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]), 3, Some(DerForm::Pkcs8Short)),
+    ("der-ed25519-private-key", masked!([0x30, 0x2E, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]), 0, Some(DerForm::Pkcs8Ed25519)),
+    ("der-ec-private-key", masked!([0x02, 0x01, 0x01, 0x04, 0x20]), 3, Some(DerForm::Sec1)),
+    ("der-ec-private-key", masked!([0x02, 0x01, 0x01, 0x04, 0x30]), 3, Some(DerForm::Sec1)),
+    ("pkcs12-container", masked!([0x02, 0x01, 0x03, 0x30, 0x82]), 4, Some(DerForm::Pkcs12)),
+];
