@@ -561,19 +561,32 @@ fi
 FAIL_ROWS=()
 fail_row() { FAIL_ROWS+=("$(printf '%-22s %-14s %-5s %-8s %s' "$@")"); }
 verdict_of() { sed -n 's/^\[HRR\] \(PASS\|REPRODUCED\|MISMATCH\|NOT REPRODUCED\|FAULT\|HANG\|ERROR\).*/\1/p' "$1" | tail -1 || true; }
+# step VAR OUT CMD...: CMD under the step timeout, stdout and stderr into OUT; VAR gets its exit
+# status.
+step() {
+    local _var=$1 _out=$2 _rc=0
+    shift 2
+    timeout -k 10 "$STEP_TIMEOUT" "$@" >"$_out" 2>&1 || _rc=$?
+    printf -v "$_var" '%s' "$_rc"
+}
+# capture_step VAR ARCH PREFIX CMD...: `hrr-capture -o ARCH -- CMD` (ARCH removed first) under
+# the step timeout, stdout into PREFIX.out and stderr into PREFIX.err; VAR gets its exit status.
+capture_step() {
+    local _var=$1 _arch=$2 _prefix=$3 _rc=0
+    shift 3
+    rm -rf "$_arch"
+    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-capture" -o "$_arch" -- "$@" >"$_prefix.out" 2>"$_prefix.err" || _rc=$?
+    printf -v "$_var" '%s' "$_rc"
+}
 if [ $plain_only = 0 ] && [ -x "$B/failing" ]; then
     log "== failing workloads"
     fd=$OUT/failing
     mkdir -p "$fd"
     # A fault: the program fails (exit 1); replay must reproduce it and name gather_bad.
-    rm -rf "$WORK/fault.hrr"
-    prc=0
-    timeout -k 10 "$STEP_TIMEOUT" "$B/failing" fault >"$fd/fault.plain.out" 2>&1 || prc=$?
-    crc=0
-    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-capture" -o "$WORK/fault.hrr" -- "$B/failing" fault >"$fd/fault.cap.out" 2>"$fd/fault.cap.err" || crc=$?
+    step prc "$fd/fault.plain.out" "$B/failing" fault
+    capture_step crc "$WORK/fault.hrr" "$fd/fault.cap" "$B/failing" fault
     t0=$(date +%s.%N)
-    rrc=0
-    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress >"$fd/fault.replay.out" 2>&1 || rrc=$?
+    step rrc "$fd/fault.replay.out" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress
     t1=$(date +%s.%N)
     v=$(verdict_of "$fd/fault.replay.out")
     named=no
@@ -582,18 +595,15 @@ if [ $plain_only = 0 ] && [ -x "$B/failing" ]; then
     [ "$v" = REPRODUCED ] && [ $named = yes ] || fail_note "failing fault: replay verdict '${v:-none}' (exit $rrc), kernel named: $named"
     # (issue 18) The faulting launch extracted alone: the small archive reproduces the fault.
     rm -rf "$WORK/fault-launch.hrr"
-    xrc=0
-    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress --extract gather_bad -o "$WORK/fault-launch.hrr" >"$fd/extract-fault.out" 2>&1 || xrc=$?
-    rrc=0
-    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault-launch.hrr" --no-progress >"$fd/extract-fault.replay.out" 2>&1 || rrc=$?
+    step xrc "$fd/extract-fault.out" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress --extract gather_bad -o "$WORK/fault-launch.hrr"
+    step rrc "$fd/extract-fault.replay.out" "$BIN/hrr-playback" "$WORK/fault-launch.hrr" --no-progress
     v=$(verdict_of "$fd/extract-fault.replay.out")
     sz=$(sed -n 's/^\[HRR\] Archive size *: //p' "$fd/extract-fault.out")
     fail_row "fault launch extracted" "${v:-none}" "$rrc" "-" "extract exit $xrc, ${sz:-no archive}"
     [ $xrc = 0 ] && [ "$v" = REPRODUCED ] || fail_note "extracted fault launch: extract exit $xrc, replay verdict '${v:-none}' (exit $rrc) (see $fd/extract-fault*.out)"
     # (issue 18) The recompiled fixed gather_bad in place of the recorded one: PASS.
     if [ -f "$B/failing_fixed.cubin" ]; then
-        rrc=0
-        timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress --replace-kernel "gather_bad=$B/failing_fixed.cubin" >"$fd/fixed.replay.out" 2>&1 || rrc=$?
+        step rrc "$fd/fixed.replay.out" "$BIN/hrr-playback" "$WORK/fault.hrr" --no-progress --replace-kernel "gather_bad=$B/failing_fixed.cubin"
         v=$(verdict_of "$fd/fixed.replay.out")
         named=no
         grep -q 'Replaced kernel : gather_bad.*(1 launch)' "$fd/fixed.replay.out" && named=yes || true
@@ -634,8 +644,7 @@ if [ $plain_only = 0 ] && [ -x "$B/failing" ]; then
         "$BIN/hrr-playback" "$WORK/killed.hrr" --repair >"$fd/killed.repair.txt" 2>&1 || true
         "$BIN/hrr-playback" "$WORK/killed.hrr" --info >"$fd/killed.info.txt" 2>&1 || true
         kt=$(pick_replay_target "$WORK/killed.hrr" "$fd/killed.info.txt")
-        rrc=0
-        timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$kt" --no-progress >"$fd/killed.replay.out" 2>&1 || rrc=$?
+        step rrc "$fd/killed.replay.out" "$BIN/hrr-playback" "$kt" --no-progress
         v=$(verdict_of "$fd/killed.replay.out")
         checks=$(sed -n 's/.*D2H checks *: \([0-9]*\) pass.*/\1/p' "$fd/killed.replay.out" | tail -1)
         ev=$(sed -n 's/.*Archive *: \([0-9]*\) events.*/\1/p' "$fd/killed.replay.out" | head -1)
@@ -668,10 +677,8 @@ print("%s#%d" % (ks[0]["name"], (ks[0]["launches"] + 1) // 2) if ks else "")' "$
         echo "$seg" >"$xd/segment.txt"
         for reach in all args; do
             rm -rf "$WORK/mlp-gemm-$reach.hrr"
-            xrc=0
-            timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$mp" --no-progress --extract "$seg" --extract-reach $reach -o "$WORK/mlp-gemm-$reach.hrr" >"$xd/mlp-gemm-$reach.out" 2>&1 || xrc=$?
-            rrc=0
-            timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/mlp-gemm-$reach.hrr" --no-progress >"$xd/mlp-gemm-$reach.replay.out" 2>&1 || rrc=$?
+            step xrc "$xd/mlp-gemm-$reach.out" "$BIN/hrr-playback" "$mp" --no-progress --extract "$seg" --extract-reach $reach -o "$WORK/mlp-gemm-$reach.hrr"
+            step rrc "$xd/mlp-gemm-$reach.replay.out" "$BIN/hrr-playback" "$WORK/mlp-gemm-$reach.hrr" --no-progress
             v=$(verdict_of "$xd/mlp-gemm-$reach.replay.out")
             checks=$(sed -n 's/.*D2H checks *: \([0-9]*\) pass.*/\1/p' "$xd/mlp-gemm-$reach.replay.out" | tail -1)
             snap=$(sed -n 's/^\[HRR\] Snapshot *: \([0-9]*\) bytes.*/\1/p' "$xd/mlp-gemm-$reach.out")
@@ -694,16 +701,12 @@ if [ $plain_only = 0 ] && [ -x "$B/nondeterministic" ]; then
     log "== nondeterminism"
     nd=$OUT/nondeterministic
     mkdir -p "$nd"
-    rm -rf "$WORK/nondet.hrr"
-    crc=0
-    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-capture" -o "$WORK/nondet.hrr" -- "$B/nondeterministic" >"$nd/cap.out" 2>"$nd/cap.err" || crc=$?
-    rrc=0
-    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/nondet.hrr" --no-progress >"$nd/replay.out" 2>&1 || rrc=$?
+    capture_step crc "$WORK/nondet.hrr" "$nd/cap" "$B/nondeterministic"
+    step rrc "$nd/replay.out" "$BIN/hrr-playback" "$WORK/nondet.hrr" --no-progress
     v=$(verdict_of "$nd/replay.out")
     said=no
     grep -q '^\[HRR\] PASS, 512 of 1024 bytes nondeterministic at event #' "$nd/replay.out" && said=yes || true
-    src=0
-    timeout -k 10 "$STEP_TIMEOUT" "$BIN/hrr-playback" "$WORK/nondet.hrr" --no-progress --strict >"$nd/strict.out" 2>&1 || src=$?
+    step src "$nd/strict.out" "$BIN/hrr-playback" "$WORK/nondet.hrr" --no-progress --strict
     sv=$(verdict_of "$nd/strict.out")
     fail_row nondeterministic "${v:-none}" "$rrc" "-" "capture exit $crc, said: $said, --strict: ${sv:-none} (exit $src)"
     [ $crc = 0 ] && [ "$v" = PASS ] && [ $said = yes ] && [ "$sv" = MISMATCH ] && [ $src = 1 ] ||
