@@ -145,6 +145,10 @@ if [ -z "$list_file" ]; then
     list_file=/work/shared/cuda-samples/list.txt
     [ -f "$list_file" ] || list_file=$repo/shared/cuda-samples/list.txt
 fi
+if [ "$mode" != run-one ] && [ ! -f "$list_file" ]; then
+    echo "cuda-samples: no samples list at $list_file (give one with --samples-list F)" >&2
+    exit 2
+fi
 step_timeout=${HRR_SAMPLES_TIMEOUT:-300}
 export CUDA_PATH=${CUDA_PATH:-/usr/local/cuda}
 if [ -z "${NVCC:-}" ]; then

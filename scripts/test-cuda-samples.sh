@@ -27,6 +27,10 @@ echo 'int main() { return 0; }' >"$tmp/samples/Samples/0_Introduction/vectorAdd/
 echo 'int main() { return 0; }' >"$tmp/samples/Samples/0_Introduction/asyncAPI/asyncAPI.cu"
 echo 'kernel data' >"$tmp/samples/Samples/0_Introduction/vectorAdd/input.txt"
 
+# A list that is not there is an error that names it, not a run of no samples.
+rc=0
+err=$(HRR_GPU_ARCH=90 bash "$script" --list --samples-list "$tmp/none.txt" "$tmp/samples" 2>&1) || rc=$?
+[ $rc = 2 ] && grep -q "no samples list at $tmp/none.txt" <<<"$err" || fail "missing list: exit $rc: $err"
 out=$(HRR_GPU_ARCH=90 bash "$script" --list --samples-list "$tmp/list.txt" "$tmp/samples")
 grep -qx $'0_Introduction/vectorAdd\tpresent' <<<"$out" || fail "--list: $out"
 grep -qx $'1_Utilities/deviceQuery\tmissing' <<<"$out" || fail "--list: $out"
