@@ -33,7 +33,8 @@
 #                     build and run nothing (a dry run; BIN_DIR, OUT_DIR unused)
 #   -j N              samples at a time (default 4)
 #   --samples-list F  the list (default /work/shared/cuda-samples/list.txt, else
-#                     shared/cuda-samples/list.txt of the repository)
+#                     shared/cuda-samples/list.txt of the repository, else the copy kept
+#                     beside this script, scripts/cuda-samples-list.txt)
 #   --only PATTERN    only the samples whose path matches (grep -E)
 #   --no-cmake        use the nvcc fallback even where cmake is present
 #
@@ -144,6 +145,7 @@ mode=${mode:-main}
 if [ -z "$list_file" ]; then
     list_file=/work/shared/cuda-samples/list.txt
     [ -f "$list_file" ] || list_file=$repo/shared/cuda-samples/list.txt
+    [ -f "$list_file" ] || list_file=$repo/scripts/cuda-samples-list.txt
 fi
 if [ "$mode" != run-one ] && [ ! -f "$list_file" ]; then
     echo "cuda-samples: no samples list at $list_file (give one with --samples-list F)" >&2
