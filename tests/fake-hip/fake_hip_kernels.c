@@ -78,22 +78,24 @@ static hipError_t k_grid_stride(struct kargs a, const struct launch *l) { /* (fl
   for (size_t i = 0; i < m; i++) x[i] *= 2.0f;
   return E_SUCCESS;
 }
-static hipError_t k_fill_u32(struct kargs a, const struct launch *l) { /* (unsigned*, unsigned, int) */
-  unsigned *p = (unsigned *)arg_u64(a, 0);
-  unsigned v = arg_u32(a, 8);
+/* The kernels over a buffer of 4-byte elements with a 4-byte value, (T*, T, int n): the first
+ * n elements (at most one a thread) of fill_u32 (unsigned*, unsigned, int) get v + i, those of
+ * scale (float*, float, int) are multiplied by s. */
+static hipError_t k_each4(struct kargs a, const struct launch *l, int fill) {
+  void *p = (void *)arg_u64(a, 0);
   size_t n = upto((int)arg_u32(a, 12), l);
   DEV(p, n * 4);
-  for (size_t i = 0; i < n; i++) p[i] = v + (unsigned)i;
+  if (fill) {
+    unsigned *u = p, v = arg_u32(a, 8);
+    for (size_t i = 0; i < n; i++) u[i] = v + (unsigned)i;
+  } else {
+    float *x = p, s = arg_f32(a, 8);
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+  }
   return E_SUCCESS;
 }
-static hipError_t k_scale(struct kargs a, const struct launch *l) { /* (float*, float, int) */
-  float *x = (float *)arg_u64(a, 0);
-  float s = arg_f32(a, 8);
-  size_t n = upto((int)arg_u32(a, 12), l);
-  DEV(x, n * 4);
-  for (size_t i = 0; i < n; i++) x[i] *= s;
-  return E_SUCCESS;
-}
+static hipError_t k_fill_u32(struct kargs a, const struct launch *l) { return k_each4(a, l, 1); }
+static hipError_t k_scale(struct kargs a, const struct launch *l) { return k_each4(a, l, 0); }
 static hipError_t k_add_into(struct kargs a, const struct launch *l) { /* (float*, const float*, int) */
   float *d = (float *)arg_u64(a, 0);
   const float *s = (const float *)arg_u64(a, 8);
