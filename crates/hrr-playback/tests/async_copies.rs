@@ -171,7 +171,7 @@ fn a_buffer_uploaded_again_is_stored_once_per_content() {
 fn async_d2h_results_put_no_host_function_on_the_stream() {
     let (_tmp, arch) = temp_path("copy.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "5"), ("FAKE_CUDA_TRACE", "1")];
-    let o = fake().capture_ok(&arch, "copy_app", &["overlap", "3", "4"], &env);
+    let o = succeeded(fake().capture_env(&arch, "copy_app", &["overlap", "3", "4"], &env));
     let trace = String::from_utf8_lossy(&o.stderr);
     let calls = |name: &str| trace.matches(&format!("] {name} -> 0")).count();
     let copies = results_follow_copies_and_precede_syncs(&events_json(&arch));
@@ -228,7 +228,7 @@ fn downloads_into_mapped_buffers_are_recorded_once() {
 fn results_waiting_for_their_event_are_bounded() {
     let (_tmp, arch) = temp_path("run.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "0"), ("FAKE_CUDA_TRACE", "1")];
-    let o = fake().capture_ok(&arch, "copy_app", &["many"], &env);
+    let o = succeeded(fake().capture_env(&arch, "copy_app", &["many"], &env));
     assert!(String::from_utf8_lossy(&o.stdout).contains("many last=299"));
     let trace = String::from_utf8_lossy(&o.stderr);
     let before_sync = trace
@@ -465,7 +465,7 @@ fn large_uploads_are_staged_in_pieces_and_come_back_whole() {
 fn a_stream_wait_lets_the_other_threads_go_on_under_multi_thread() {
     let (_tmp, arch) = temp_path("waiting.hrr");
     let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1")];
-    fake().capture_ok(&arch, "copy_app", &["waiting"], &env);
+    succeeded(fake().capture_env(&arch, "copy_app", &["waiting"], &env));
     let order = |extra: &[&str]| {
         let env = [("FAKE_CUDA_ASYNC_GBPS", "0.1"), ("FAKE_CUDA_TRACE", "1")];
         let (code, out, err) = fake().replay_env(&arch, extra, &env);

@@ -23,7 +23,7 @@ fn fake() -> &'static FakeCuda {
 fn captured(object_base: &str) -> (tempfile::TempDir, PathBuf) {
     let (tmp, arch) = temp_path("run.hrr");
     let env = [("FAKE_CUDA_OBJECT_BASE", object_base)];
-    let o = fake().capture_ok(&arch, "copies_app", &[], &env);
+    let o = succeeded(fake().capture_env(&arch, "copies_app", &[], &env));
     assert!(
         String::from_utf8_lossy(&o.stdout).ends_with("copies_app: OK\n"),
         "{}",

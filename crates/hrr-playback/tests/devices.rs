@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{temp_path, FakeCuda};
+use common::{succeeded, temp_path, FakeCuda};
 use std::path::PathBuf;
 
 use hrr_archive::testkit::assert_contains;
@@ -21,7 +21,7 @@ fn captured_on(devices: &str, device: &str) -> (tempfile::TempDir, PathBuf) {
 /// what the program printed.
 fn captured_with(args: &[&str], env: &[(&str, &str)]) -> ((tempfile::TempDir, PathBuf), String) {
     let (tmp, arch) = temp_path("run.hrr");
-    let o = FakeCuda::get("").capture_ok(&arch, "driver_app", args, env);
+    let o = succeeded(FakeCuda::get("").capture_env(&arch, "driver_app", args, env));
     let dir = common::pid_dirs(&arch).remove(0);
     ((tmp, dir), String::from_utf8_lossy(&o.stdout).into_owned())
 }

@@ -199,7 +199,7 @@ fn stream_captured_graphs_check_every_launch_and_keep_graph_memory() {
 #[test]
 fn conditional_nodes_are_rebuilt_with_their_bodies_and_run() {
     let (_tmp, arch) = temp_path("run.hrr");
-    let o = fake().capture_ok(&arch, "driver_app", &["graph_cond"], &[]);
+    let o = succeeded(fake().capture_env(&arch, "driver_app", &["graph_cond"], &[]));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_contains(&stdout, "cond fill sum=");
     assert!(!stdout.contains("cond fill sum=0 "), "{stdout}");

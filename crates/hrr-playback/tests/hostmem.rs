@@ -122,7 +122,7 @@ fn zero_copy_memory_replays_with_host_writes_and_reads_checked() {
 fn zero_copy_memory_among_device_memory_stays_at_its_address() {
     let (_tmp, arch) = temp_path("near.hrr");
     let near = [("FAKE_CUDA_HOST_IN_DEVICE_SPACE", "1")];
-    fake().capture_ok(&arch, "hostmem_app", &["zerocopy"], &near);
+    succeeded(fake().capture_env(&arch, "hostmem_app", &["zerocopy"], &near));
     let dir = pid_dirs(&arch).remove(0);
     let env = [near[0], ("FAKE_CUDA_TRACE", "1")];
     let (code, out, err) = fake().replay_env(&dir, &[], &env);

@@ -534,12 +534,12 @@ fn runs_of_launches_replay_as_prepared_graphs_and_fall_back_when_arguments_move(
 fn the_capture_profile_counts_every_call_and_is_off_by_default() {
     let tmp = tempfile::tempdir().unwrap();
     let profiled = |name: &str, env: &[(&str, &str)]| {
-        let o = fake().capture_ok(
+        let o = succeeded(fake().capture_env(
             &tmp.path().join(name),
             "driver_app",
             &["launches", "300"],
             env,
-        );
+        ));
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
     let err = profiled("on.hrr", &[("HRR_CAPTURE_PROFILE", "1")]);

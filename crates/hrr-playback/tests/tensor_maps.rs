@@ -27,7 +27,7 @@ fn fake() -> &'static FakeCuda {
 /// the archive.
 fn captured() -> (tempfile::TempDir, PathBuf) {
     let (tmp, arch) = temp_path("run.hrr");
-    let o = fake().capture_ok(&arch, "tma_app", &[], &[]);
+    let o = succeeded(fake().capture_env(&arch, "tma_app", &[], &[]));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.ends_with("tma_app: OK\n"), "{out}");
     (tmp, arch)

@@ -314,7 +314,8 @@ impl FakeCuda {
         self.capture_env(archive, app, args, &[])
     }
 
-    /// `hrr-capture -o archive -- app args` with the variables `env` set.
+    /// `hrr-capture -o archive -- app args` with the variables `env` set (`succeeded` of it
+    /// where the capture must succeed).
     pub fn capture_env(
         &self,
         archive: &Path,
@@ -328,21 +329,9 @@ impl FakeCuda {
         c.output().expect("run hrr-capture")
     }
 
-    /// `hrr-capture -o archive -- app args` with the variables `env` set, which must succeed:
-    /// its output.
-    pub fn capture_ok(
-        &self,
-        archive: &Path,
-        app: &str,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> std::process::Output {
-        succeeded(self.capture_env(archive, app, args, env))
-    }
-
     /// Capture `app args` into `archive`, which must succeed: its (first) process folder.
     pub fn captured(&self, archive: &Path, app: &str, args: &[&str]) -> PathBuf {
-        self.capture_ok(archive, app, args, &[]);
+        succeeded(self.capture(archive, app, args));
         pid_dirs(archive).remove(0)
     }
 
@@ -356,7 +345,7 @@ impl FakeCuda {
     ) -> std::process::Output {
         let (code, plain, err) = run(self.app(app, args));
         assert_eq!(code, 0, "{app} fails without capture: {err}");
-        let o = self.capture_ok(archive, app, args, &[]);
+        let o = succeeded(self.capture(archive, app, args));
         assert_eq!(String::from_utf8_lossy(&o.stdout), plain);
         o
     }
