@@ -2,7 +2,7 @@
  * workload_common.h - what the workloads of driver_app and direct_app share: the driver entry points
  * they call (`struct cu_api`, filled by each app its own way), the options, the call check, the
  * output buffer and its hashes, the code images (a fatbin payload, PTX text) and the common
- * start (device 0's primary context, the library of k_lib_text).
+ * start and end (device 0's primary context, the library of k_lib_text, the x/y/z buffers).
  */
 #ifndef HRR_FAKE_CUDA_WORKLOAD_COMMON_H
 #define HRR_FAKE_CUDA_WORKLOAD_COMMON_H
@@ -266,12 +266,19 @@ static int app_device(void) {
   return (int)k;
 }
 
-/* cuInit, then device app_device() with its primary context made current. */
-static void use_primary_ctx(CUdevice *dev, CUcontext *ctx) {
+/* A device and its primary context. */
+struct primary {
+  CUdevice dev;
+  CUcontext ctx;
+};
+/* cuInit, then device app_device() with its primary context made current: the two. */
+static struct primary use_primary_ctx(void) {
+  struct primary p;
   CK(g_cu.Init(0), "cuInit");
-  CK(g_cu.DeviceGet(dev, app_device()), "cuDeviceGet");
-  CK(g_cu.DevicePrimaryCtxRetain(ctx, *dev), "cuDevicePrimaryCtxRetain");
-  CK(g_cu.CtxSetCurrent(*ctx), "cuCtxSetCurrent");
+  CK(g_cu.DeviceGet(&p.dev, app_device()), "cuDeviceGet");
+  CK(g_cu.DevicePrimaryCtxRetain(&p.ctx, p.dev), "cuDevicePrimaryCtxRetain");
+  CK(g_cu.CtxSetCurrent(p.ctx), "cuCtxSetCurrent");
+  return p;
 }
 
 /* The buffers of the axpy and fill workloads: x and y (n floats each) and z (zn unsigned ints),
@@ -296,14 +303,37 @@ static void xyz_upload(const struct xyz *b, int n) {
   CK(g_cu.MemcpyHtoD(b->x, b->hx, n * sizeof(float)), "cuMemcpyHtoD");
   CK(g_cu.MemcpyHtoD(b->y, b->hy, n * sizeof(float)), "cuMemcpyHtoD");
 }
+/* cuMemFree of the n device buffers p[0..n), in that order. */
+static void mem_free_each(const CUdeviceptr *p, int n) {
+  for (int i = 0; i < n; i++) CK(g_cu.MemFree(p[i]), "cuMemFree");
+}
 /* The device buffers freed (x, y, z in that order), then the host's. */
 static void xyz_free(struct xyz *b) {
-  CK(g_cu.MemFree(b->x), "cuMemFree");
-  CK(g_cu.MemFree(b->y), "cuMemFree");
-  CK(g_cu.MemFree(b->z), "cuMemFree");
+  mem_free_each((CUdeviceptr[]){b->x, b->y, b->z}, 3);
   free(b->hx);
   free(b->hy);
   free(b->hz);
+}
+
+/* What the axpy and fill workloads start from: the primary context (use_primary_ctx), the
+ * library with its `axpy` and `fill_u32` kernels (load_axpy_fill), and buffers x, y and z of n
+ * elements each (xyz_alloc), made in that order. */
+struct kernel_run {
+  struct primary pc;
+  CUlibrary lib;
+  CUkernel k_axpy, k_fill;
+  struct xyz b;
+};
+static void kernel_run_open(struct kernel_run *r, int n) {
+  r->pc = use_primary_ctx();
+  load_axpy_fill(&r->lib, &r->k_axpy, &r->k_fill);
+  xyz_alloc(&r->b, n, n);
+}
+/* The buffers freed, the library unloaded and the primary context released. */
+static void kernel_run_close(struct kernel_run *r) {
+  xyz_free(&r->b);
+  CK(g_cu.LibraryUnload(r->lib), "cuLibraryUnload");
+  CK(g_cu.DevicePrimaryCtxRelease(r->pc.dev), "cuDevicePrimaryCtxRelease");
 }
 
 /* ---- the workload ---- */

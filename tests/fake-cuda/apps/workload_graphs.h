@@ -6,46 +6,44 @@
 #define HRR_FAKE_CUDA_WORKLOAD_GRAPHS_H
 #include "workload_common.h"
 
+/* cuGraphExecDestroy of e, then cuGraphDestroy of g. */
+static void exec_graph_destroy(CUgraphExec e, CUgraph g) {
+  CK(g_cu.GraphExecDestroy(e), "cuGraphExecDestroy");
+  CK(g_cu.GraphDestroy(g), "cuGraphDestroy");
+}
+
 /* The `graph` mode: a few launches, a memset and an H2D copy captured from a stream into a
  * graph (GLOBAL capture mode, as cudaStreamBeginCapture's default), instantiated two ways and
  * launched 3 times; then an explicitly built (empty) graph instantiated and launched once. */
 static void graph_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  CUdevice dev;
-  CUcontext ctx;
   int ver = 0;
   CK(cu->DriverGetVersion(&ver), "cuDriverGetVersion");
-  use_primary_ctx(&dev, &ctx);
-
-  CUlibrary lib;
-  CUkernel k_axpy, k_fill;
-  load_axpy_fill(&lib, &k_axpy, &k_fill);
-
-  struct xyz b;
-  xyz_alloc(&b, n, n);
+  struct kernel_run r;
+  kernel_run_open(&r, n);
   float head[64];
   for (int i = 0; i < n; i++) {
-    b.hx[i] = (float)(i % 89) * 0.5f;
-    b.hy[i] = (float)(i % 11) - 5.0f;
+    r.b.hx[i] = (float)(i % 89) * 0.5f;
+    r.b.hy[i] = (float)(i % 11) - 5.0f;
   }
   for (int i = 0; i < 64; i++) head[i] = (float)i * 0.125f;
-  xyz_upload(&b, n);
+  xyz_upload(&r.b, n);
   CUstream s;
   CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
 
   float a = 1.5f;
-  void *axpy_params[] = {&a, &b.x, &b.y, (void *)&n};
-  CUdeviceptr zp = b.z + 1024 * sizeof(unsigned);
+  void *axpy_params[] = {&a, &r.b.x, &r.b.y, (void *)&n};
+  CUdeviceptr zp = r.b.z + 1024 * sizeof(unsigned);
   unsigned fv = 0x00C0FFEEu;
   unsigned long long fcount = 512;
   void *fill_params[] = {&zp, &fv, &fcount};
   CUgraph g;
   CK(cu->StreamBeginCapture(s, 0), "cuStreamBeginCapture"); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
-  CK(cu->MemsetD32Async(b.z, 0x11111111u, n, s), "cuMemsetD32Async");
-  CK(cu->MemcpyHtoDAsync(b.x, head, sizeof head, s), "cuMemcpyHtoDAsync");
-  CK(cu->LaunchKernel((CUfunction)k_axpy, GRID, 1, 1, BLOCK, 1, 1, 0, s, axpy_params, NULL), "cuLaunchKernel");
-  CK(cu->LaunchKernel((CUfunction)k_fill, 2, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
+  CK(cu->MemsetD32Async(r.b.z, 0x11111111u, n, s), "cuMemsetD32Async");
+  CK(cu->MemcpyHtoDAsync(r.b.x, head, sizeof head, s), "cuMemcpyHtoDAsync");
+  CK(cu->LaunchKernel((CUfunction)r.k_axpy, GRID, 1, 1, BLOCK, 1, 1, 0, s, axpy_params, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)r.k_fill, 2, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
   CK(cu->StreamEndCapture(s, &g), "cuStreamEndCapture");
 
   CUgraphExec e1, e2;
@@ -57,10 +55,10 @@ static void graph_workload(struct outbuf *out) {
   CK(cu->GraphLaunch(e1, s), "cuGraphLaunch");
   CK(cu->GraphLaunch(e2, s), "cuGraphLaunch");
   CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
-  CK(cu->MemcpyDtoH(b.hy, b.y, n * sizeof(float)), "cuMemcpyDtoH");
-  CK(cu->MemcpyDtoH(b.hz, b.z, n * sizeof(unsigned)), "cuMemcpyDtoH");
-  outf(out, "graph_axpy sum=%.6f fnv=%016llx", fsum(b.hy, n), fnv1a(b.hy, n * sizeof(float)));
-  outf(out, "graph_fill sum=%llu fnv=%016llx", usum(b.hz, n), fnv1a(b.hz, n * sizeof(unsigned)));
+  CK(cu->MemcpyDtoH(r.b.hy, r.b.y, n * sizeof(float)), "cuMemcpyDtoH");
+  CK(cu->MemcpyDtoH(r.b.hz, r.b.z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "graph_axpy sum=%.6f fnv=%016llx", fsum(r.b.hy, n), fnv1a(r.b.hy, n * sizeof(float)));
+  outf(out, "graph_fill sum=%llu fnv=%016llx", usum(r.b.hz, n), fnv1a(r.b.hz, n * sizeof(unsigned)));
 
   /* an explicitly built graph (no stream capture): empty, so it changes nothing */
   CUgraph eg;
@@ -70,15 +68,11 @@ static void graph_workload(struct outbuf *out) {
   CK(cu->GraphLaunch(ee, s), "cuGraphLaunch");
   CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
 
-  CK(cu->GraphExecDestroy(ee), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(eg), "cuGraphDestroy");
+  exec_graph_destroy(ee, eg);
   CK(cu->GraphExecDestroy(e1), "cuGraphExecDestroy");
-  CK(cu->GraphExecDestroy(e2), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  exec_graph_destroy(e2, g);
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
-  xyz_free(&b);
-  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
-  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  kernel_run_close(&r);
 }
 
 static int g_host_node_runs;
@@ -110,9 +104,7 @@ static void linear_copy(CUDA_MEMCPY3D *p, const void *src_host, CUdeviceptr src_
  * loaded for the process). */
 static CUlibrary setup_library(void) {
   const struct cu_api *cu = &g_cu;
-  CUdevice dev;
-  CUcontext ctx;
-  use_primary_ctx(&dev, &ctx);
+  use_primary_ctx();
   static unsigned char fatbin[512] __attribute__((aligned(16)));
   static struct fatbin_wrapper wrapper;
   wrapper = lib_image(fatbin, sizeof fatbin);
@@ -163,8 +155,7 @@ static void graph_capture_workload(struct outbuf *out) {
     CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
     outf(out, "graph_capture launch=%d sum=%.6f fnv=%016llx", r, fsum(res, n), fnv1a(res, n * sizeof(float)));
   }
-  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  exec_graph_destroy(e, g);
 
   /* the same built node by node, with memory alloc and free nodes */
   CUgraph g2;
@@ -196,8 +187,7 @@ static void graph_capture_workload(struct outbuf *out) {
   CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
   CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
   outf(out, "graph_capture nodes sum=%.6f fnv=%016llx", fsum(res, n), fnv1a(res, n * sizeof(float)));
-  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(g2), "cuGraphDestroy");
+  exec_graph_destroy(e, g2);
   CK(cu->MemFree(y), "cuMemFree");
   free(in);
   free(res);
@@ -212,16 +202,9 @@ static void graph_capture_workload(struct outbuf *out) {
 static void graph_nodes_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  CUdevice dev;
-  CUcontext ctx;
-  use_primary_ctx(&dev, &ctx);
-  CUlibrary lib;
-  CUkernel k_axpy, k_fill;
-  load_axpy_fill(&lib, &k_axpy, &k_fill);
-
-  struct xyz b;
-  xyz_alloc(&b, n, n);
-  CK(cu->MemsetD8(b.z, 0, n * sizeof(unsigned)), "cuMemsetD8");
+  struct kernel_run r;
+  kernel_run_open(&r, n);
+  CK(cu->MemsetD8(r.b.z, 0, n * sizeof(unsigned)), "cuMemsetD8");
   CUstream s;
   CK(cu->StreamCreate(&s, 1), "cuStreamCreate");
   CUevent ev;
@@ -232,60 +215,60 @@ static void graph_nodes_workload(struct outbuf *out) {
   CK(cu->GraphCreate(&child, 0), "cuGraphCreate");
   CUgraphNode n_h2d, n_set, n_axpy, n_child, n_host, n_d2h_y, n_d2h_z, n_rec, c_fill, c_empty;
   CUDA_MEMCPY3D cp;
-  linear_copy(&cp, b.hx, 0, NULL, b.x, n * sizeof(float));
-  CK(cu->GraphAddMemcpyNode(&n_h2d, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
+  linear_copy(&cp, r.b.hx, 0, NULL, r.b.x, n * sizeof(float));
+  CK(cu->GraphAddMemcpyNode(&n_h2d, g, NULL, 0, &cp, r.pc.ctx), "cuGraphAddMemcpyNode");
   CUgraphNodeParams np;
   memset(&np, 0, sizeof np);
   np.type = 2; /* CU_GRAPH_NODE_TYPE_MEMSET */
-  np.u.memset.p.dst = b.y;
+  np.u.memset.p.dst = r.b.y;
   np.u.memset.p.value = 0x3f800000u; /* 1.0f */
   np.u.memset.p.elementSize = 4;
   np.u.memset.p.width = (size_t)n;
   np.u.memset.p.height = 1;
-  np.u.memset.ctx = ctx;
+  np.u.memset.ctx = r.pc.ctx;
   CK(cu->GraphAddNode(&n_set, g, NULL, NULL, 0, &np), "cuGraphAddNode");
   float a = 1.5f;
-  void *axpy_params[] = {&a, &b.x, &b.y, (void *)&n};
+  void *axpy_params[] = {&a, &r.b.x, &r.b.y, (void *)&n};
   CUDA_KERNEL_NODE_PARAMS kp;
-  kernel_node(&kp, k_axpy, GRID, axpy_params);
+  kernel_node(&kp, r.k_axpy, GRID, axpy_params);
   CUgraphNode axpy_deps[] = {n_h2d, n_set};
   CK(cu->GraphAddKernelNode(&n_axpy, g, axpy_deps, 2, &kp), "cuGraphAddKernelNode");
 
   unsigned fv = 0x00C0FFEEu;
   unsigned long long fcount = 1024;
-  void *fill_params[] = {&b.z, &fv, &fcount};
+  void *fill_params[] = {&r.b.z, &fv, &fcount};
   CUDA_KERNEL_NODE_PARAMS fp;
-  kernel_node(&fp, k_fill, 4, fill_params);
+  kernel_node(&fp, r.k_fill, 4, fill_params);
   CK(cu->GraphAddKernelNode(&c_fill, child, NULL, 0, &fp), "cuGraphAddKernelNode");
   CK(cu->GraphAddEmptyNode(&c_empty, child, &c_fill, 1), "cuGraphAddEmptyNode");
   CK(cu->GraphAddChildGraphNode(&n_child, g, NULL, 0, child), "cuGraphAddChildGraphNode");
 
   CUDA_HOST_NODE_PARAMS hp = {count_host_node, &g_host_node_runs};
   CK(cu->GraphAddHostNode(&n_host, g, &n_axpy, 1, &hp), "cuGraphAddHostNode");
-  linear_copy(&cp, NULL, b.y, b.hy, 0, n * sizeof(float));
-  CK(cu->GraphAddMemcpyNode(&n_d2h_y, g, &n_host, 1, &cp, ctx), "cuGraphAddMemcpyNode");
-  linear_copy(&cp, NULL, b.z, b.hz, 0, n * sizeof(unsigned));
-  CK(cu->GraphAddMemcpyNode(&n_d2h_z, g, NULL, 0, &cp, ctx), "cuGraphAddMemcpyNode");
+  linear_copy(&cp, NULL, r.b.y, r.b.hy, 0, n * sizeof(float));
+  CK(cu->GraphAddMemcpyNode(&n_d2h_y, g, &n_host, 1, &cp, r.pc.ctx), "cuGraphAddMemcpyNode");
+  linear_copy(&cp, NULL, r.b.z, r.b.hz, 0, n * sizeof(unsigned));
+  CK(cu->GraphAddMemcpyNode(&n_d2h_z, g, NULL, 0, &cp, r.pc.ctx), "cuGraphAddMemcpyNode");
   CK(cu->GraphAddDependencies(g, &n_child, &n_d2h_z, 1), "cuGraphAddDependencies");
   CUgraphNode n_reset;
-  CUDA_HOST_NODE_PARAMS rp = {reset_first, b.hz};
+  CUDA_HOST_NODE_PARAMS rp = {reset_first, r.b.hz};
   CK(cu->GraphAddHostNode(&n_reset, g, &n_d2h_z, 1, &rp), "cuGraphAddHostNode");
   CUgraphNode rec_deps[] = {n_d2h_y, n_reset};
   CK(cu->GraphAddEventRecordNode(&n_rec, g, rec_deps, 2, ev), "cuGraphAddEventRecordNode");
 
   /* one plain launch first (the same fill the child graph makes) */
-  CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)r.k_fill, 4, 1, 1, BLOCK, 1, 1, 0, s, fill_params, NULL), "cuLaunchKernel");
   CUgraph g2;
   CK(cu->GraphClone(&g2, g), "cuGraphClone");
   CUgraphExec e;
   CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
   CK(cu->GraphUpload(e, s), "cuGraphUpload");
   for (int launch = 0; launch < 3; launch++) {
-    for (int i = 0; i < n; i++) b.hx[i] = (float)(i % 89) * 0.5f + (float)launch;
+    for (int i = 0; i < n; i++) r.b.hx[i] = (float)(i % 89) * 0.5f + (float)launch;
     CK(cu->GraphLaunch(e, s), "cuGraphLaunch");
     CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
-    outf(out, "nodes[%d] axpy sum=%.6f fnv=%016llx fill sum=%llu fnv=%016llx", launch, fsum(b.hy, n),
-         fnv1a(b.hy, n * sizeof(float)), usum(b.hz, n), fnv1a(b.hz, n * sizeof(unsigned)));
+    outf(out, "nodes[%d] axpy sum=%.6f fnv=%016llx fill sum=%llu fnv=%016llx", launch, fsum(r.b.hy, n),
+         fnv1a(r.b.hy, n * sizeof(float)), usum(r.b.hz, n), fnv1a(r.b.hz, n * sizeof(unsigned)));
     if (launch == 0) { /* the instantiation's axpy node gets a = 2.5 */
       a = 2.5f;
       CK(cu->GraphExecKernelNodeSetParams(e, n_axpy, &kp), "cuGraphExecKernelNodeSetParams");
@@ -298,15 +281,12 @@ static void graph_nodes_workload(struct outbuf *out) {
   }
   outf(out, "nodes host_node_runs=%d", g_host_node_runs);
 
-  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(g2), "cuGraphDestroy");
+  exec_graph_destroy(e, g2);
   CK(cu->GraphDestroy(g), "cuGraphDestroy");
   CK(cu->GraphDestroy(child), "cuGraphDestroy");
   CK(cu->EventDestroy(ev), "cuEventDestroy");
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
-  xyz_free(&b);
-  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
-  CK(cu->DevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
+  kernel_run_close(&r);
 }
 
 /* The parameters of a conditional IF node of handle h with one body graph. */
@@ -320,11 +300,22 @@ static void if_node(CUgraphNodeParams *np, unsigned long long h, CUcontext ctx) 
 }
 
 /* The library, current context and fill_u32 kernel of the conditional-node workloads. */
-static CUlibrary cond_setup(CUcontext *ctx, CUkernel *k_fill) {
-  CUlibrary lib = setup_library();
-  CK(g_cu.CtxGetCurrent(ctx), "cuCtxGetCurrent");
-  CK(g_cu.LibraryGetKernel(k_fill, lib, "fill_u32"), "cuLibraryGetKernel");
-  return lib;
+struct cond_run {
+  CUlibrary lib;
+  CUcontext ctx;
+  CUkernel k_fill;
+};
+static struct cond_run cond_setup(void) {
+  struct cond_run c;
+  c.lib = setup_library();
+  CK(g_cu.CtxGetCurrent(&c.ctx), "cuCtxGetCurrent");
+  CK(g_cu.LibraryGetKernel(&c.k_fill, c.lib, "fill_u32"), "cuLibraryGetKernel");
+  return c;
+}
+/* Their end: the library unloaded and device 0's primary context released. */
+static void cond_close(const struct cond_run *c) {
+  CK(g_cu.LibraryUnload(c->lib), "cuLibraryUnload");
+  CK(g_cu.DevicePrimaryCtxRelease(0), "cuDevicePrimaryCtxRelease");
 }
 
 /* The `graph_cond` mode: a graph whose only node is a conditional IF node (default value 1,
@@ -333,9 +324,7 @@ static CUlibrary cond_setup(CUcontext *ctx, CUkernel *k_fill) {
 static void graph_cond_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  CUcontext ctx;
-  CUkernel k_fill;
-  CUlibrary lib = cond_setup(&ctx, &k_fill);
+  struct cond_run c = cond_setup();
   unsigned *hz = malloc(n * sizeof(unsigned));
   if (!hz) die_call("malloc", -1);
   CUdeviceptr z;
@@ -347,9 +336,9 @@ static void graph_cond_workload(struct outbuf *out) {
   CUgraph g, body = NULL;
   CK(cu->GraphCreate(&g, 0), "cuGraphCreate");
   unsigned long long h;
-  CK(cu->GraphConditionalHandleCreate(&h, g, ctx, 1, 1), "cuGraphConditionalHandleCreate");
+  CK(cu->GraphConditionalHandleCreate(&h, g, c.ctx, 1, 1), "cuGraphConditionalHandleCreate");
   CUgraphNodeParams np;
-  if_node(&np, h, ctx);
+  if_node(&np, h, c.ctx);
   CUgraphNode n_cond, b_fill;
   CK(cu->GraphAddNode(&n_cond, g, NULL, NULL, 0, &np), "cuGraphAddNode");
   body = np.u.conditional.phGraph_out[0]; /* the driver's array, as with the real driver */
@@ -357,7 +346,7 @@ static void graph_cond_workload(struct outbuf *out) {
   unsigned long long fcount = 1024;
   void *fill_params[] = {&z, &fv, &fcount};
   CUDA_KERNEL_NODE_PARAMS fp;
-  kernel_node(&fp, k_fill, 4, fill_params);
+  kernel_node(&fp, c.k_fill, 4, fill_params);
   CK(cu->GraphAddKernelNode(&b_fill, body, NULL, 0, &fp), "cuGraphAddKernelNode");
   CUgraphExec e;
   CK(cu->GraphInstantiateWithFlags(&e, g, 0), "cuGraphInstantiateWithFlags");
@@ -365,12 +354,10 @@ static void graph_cond_workload(struct outbuf *out) {
   CK(cu->StreamSynchronize(s), "cuStreamSynchronize");
   CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
   outf(out, "cond fill sum=%llu fnv=%016llx", usum(hz, n), fnv1a(hz, n * sizeof(unsigned)));
-  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(g), "cuGraphDestroy");
+  exec_graph_destroy(e, g);
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
   CK(cu->MemFree(z), "cuMemFree");
-  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
-  CK(cu->DevicePrimaryCtxRelease(0), "cuDevicePrimaryCtxRelease");
+  cond_close(&c);
   free(hz);
 }
 
@@ -383,9 +370,7 @@ static void graph_cond_workload(struct outbuf *out) {
 static void graph_cond_capture_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  CUcontext ctx;
-  CUkernel k_fill;
-  CUlibrary lib = cond_setup(&ctx, &k_fill);
+  struct cond_run c = cond_setup();
   unsigned *hy = malloc(n * sizeof(unsigned)), *hz = malloc(n * sizeof(unsigned));
   if (!hy || !hz) die_call("malloc", -1);
   CUdeviceptr y, z;
@@ -404,15 +389,15 @@ static void graph_cond_capture_workload(struct outbuf *out) {
   size_t nd;
   CK(cu->StreamGetCaptureInfo(s, &st, NULL, &g, &deps, NULL, &nd), "cuStreamGetCaptureInfo");
   unsigned long long h;
-  CK(cu->GraphConditionalHandleCreate(&h, g, ctx, 1, 1), "cuGraphConditionalHandleCreate");
+  CK(cu->GraphConditionalHandleCreate(&h, g, c.ctx, 1, 1), "cuGraphConditionalHandleCreate");
   unsigned fy = 0x5EEDu, fz = 0xC0DEu;
   unsigned long long fcount = 1024;
   void *py[] = {&y, &fy, &fcount}, *pz[] = {&z, &fz, &fcount};
-  CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, 256, 1, 1, 0, s, py, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)c.k_fill, 4, 1, 1, 256, 1, 1, 0, s, py, NULL), "cuLaunchKernel");
   CK(cu->StreamGetCaptureInfo(s, &st, NULL, &g, &deps, NULL, &nd), "cuStreamGetCaptureInfo");
   if (st != 1 || nd != 1) die_call("cuStreamGetCaptureInfo (one node to follow)", -1);
   CUgraphNodeParams np;
-  if_node(&np, h, ctx);
+  if_node(&np, h, c.ctx);
   CUgraphNode n_cond;
   CK(cu->GraphAddNode(&n_cond, g, deps, NULL, nd, &np), "cuGraphAddNode");
   CUgraph body = np.u.conditional.phGraph_out[0], body_out;
@@ -420,7 +405,7 @@ static void graph_cond_capture_workload(struct outbuf *out) {
   /* the status alone, as libraries ask for it */
   CK(cu->StreamGetCaptureInfo(s, &st, NULL, NULL, NULL, NULL, NULL), "cuStreamGetCaptureInfo");
   CK(cu->StreamBeginCaptureToGraph(sb, body, NULL, NULL, 0, 2), "cuStreamBeginCaptureToGraph");
-  CK(cu->LaunchKernel((CUfunction)k_fill, 4, 1, 1, 256, 1, 1, 0, sb, pz, NULL), "cuLaunchKernel");
+  CK(cu->LaunchKernel((CUfunction)c.k_fill, 4, 1, 1, 256, 1, 1, 0, sb, pz, NULL), "cuLaunchKernel");
   CK(cu->StreamEndCapture(sb, &body_out), "cuStreamEndCapture");
   CUgraph made;
   CK(cu->StreamEndCapture(s, &made), "cuStreamEndCapture");
@@ -433,14 +418,11 @@ static void graph_cond_capture_workload(struct outbuf *out) {
   CK(cu->MemcpyDtoH(hy, y, n * sizeof(unsigned)), "cuMemcpyDtoH");
   CK(cu->MemcpyDtoH(hz, z, n * sizeof(unsigned)), "cuMemcpyDtoH");
   outf(out, "cond capture y sum=%llu z sum=%llu", usum(hy, n), usum(hz, n));
-  CK(cu->GraphExecDestroy(e), "cuGraphExecDestroy");
-  CK(cu->GraphDestroy(made), "cuGraphDestroy");
+  exec_graph_destroy(e, made);
   CK(cu->StreamDestroy(sb), "cuStreamDestroy");
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
-  CK(cu->MemFree(y), "cuMemFree");
-  CK(cu->MemFree(z), "cuMemFree");
-  CK(cu->LibraryUnload(lib), "cuLibraryUnload");
-  CK(cu->DevicePrimaryCtxRelease(0), "cuDevicePrimaryCtxRelease");
+  mem_free_each((CUdeviceptr[]){y, z}, 2);
+  cond_close(&c);
   free(hy);
   free(hz);
 }

@@ -252,11 +252,7 @@ static void workload(struct outbuf *out) {
   CK(cu->EventDestroy(e0), "cuEventDestroy");
   CK(cu->EventDestroy(e1), "cuEventDestroy");
   CK(cu->StreamDestroy(s), "cuStreamDestroy");
-  CK(cu->MemFree(x), "cuMemFree");
-  CK(cu->MemFree(y), "cuMemFree");
-  CK(cu->MemFree(z), "cuMemFree");
-  CK(cu->MemFree(table), "cuMemFree");
-  CK(cu->MemFree(gout), "cuMemFree");
+  mem_free_each((CUdeviceptr[]){x, y, z, table, gout}, 5);
   CK(cu->MemFreeHost(hz), "cuMemFreeHost");
   CK(cu->ModuleUnload(mod), "cuModuleUnload");
   CK(cu->LibraryUnload(lib), "cuLibraryUnload");
@@ -275,9 +271,7 @@ static void workload(struct outbuf *out) {
 static void hidden_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  CUdevice dev;
-  CUcontext ctx;
-  use_primary_ctx(&dev, &ctx);
+  use_primary_ctx();
 
   unsigned char fatbin[512] __attribute__((aligned(16)));
   struct fatbin_wrapper wrapper = lib_image(fatbin, sizeof fatbin);
@@ -333,9 +327,7 @@ static void hidden_workload(struct outbuf *out) {
 static void reload_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
-  CUdevice dev;
-  CUcontext ctx;
-  use_primary_ctx(&dev, &ctx);
+  use_primary_ctx();
   struct xyz b;
   xyz_alloc(&b, n, n);
   for (int i = 0; i < n; i++) {
