@@ -224,10 +224,8 @@ fn a_faulting_launch_is_extracted_with_its_fault_and_reproduces_alone() {
     let fix = format!("fault={}", fixed.display());
     for target in [&arch, &small] {
         let out = fake().replay_ok(target, &["--replace-kernel", &fix]);
-        assert!(
-            out.contains("[HRR] PASS") && out.contains("did not happen with the replaced kernel"),
-            "{out}"
-        );
+        assert_contains(&out, "[HRR] PASS");
+        assert_contains(&out, "did not happen with the replaced kernel");
     }
     // Its recorded fault removed, it no longer reproduces: the fault is what the archive expects.
     let (code, out, _) = fake().replay(&small, &["--kernel-filter", "nothing-matches"]);
@@ -250,10 +248,8 @@ fn replaced_kernels_change_the_result_pass_when_equivalent_and_are_counted() {
     let (code, out, err) = fake().replay(&arch, &["--replace-kernel", &other]);
     assert_eq!(code, 1, "{out}{err}");
     assert_contains(&out, "MISMATCH");
-    assert!(
-        out.contains("Replaced kernel : axpy by") && out.contains("(2 launches)"),
-        "{out}"
-    );
+    assert_contains(&out, "Replaced kernel : axpy by");
+    assert_contains(&out, "(2 launches)");
 
     assert_passes_checked(&arch, &["--replace-kernel", &same]);
     let (code, v) = fake().replay_json(&arch, &["--replace-kernel", &same]);
@@ -307,10 +303,8 @@ fn a_launch_captured_into_a_graph_is_refused_but_a_range_with_its_graph_extracts
     let x = extract(&arch, &format!("{a}..{b}"), &out, &[]);
     assert!(x["d2h_checks"].as_u64().unwrap() > 0, "{x}");
     let out = fake().replay_ok(&out, &[]);
-    assert!(
-        out.contains("[HRR] Graphs launched : 3") && out.contains("[HRR] PASS"),
-        "{out}"
-    );
+    assert_contains(&out, "[HRR] Graphs launched : 3");
+    assert_contains(&out, "[HRR] PASS");
 }
 
 #[test]
