@@ -151,22 +151,12 @@ CUresult i_driver_version(int *v) {
 }
 
 static const struct fake_error k_errors[] = {
-  {0, "CUDA_SUCCESS", "no error"},
-  {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-  {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
   {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
   {4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
   {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-  {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-  {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
   {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
   {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
   {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
-  {301, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
-  {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
-  {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-  {600, "CUDA_ERROR_NOT_READY", "device not ready"},
-  {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
   {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
   {709, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
   {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
@@ -175,8 +165,8 @@ static const struct fake_error k_errors[] = {
   {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
   {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
   {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
-  {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
   {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+  FAKE_SHARED_ERRORS(FAKE_CUDA_ERROR_ROW)
 };
 
 CUresult i_error_str(CUresult code, const char **out, int want_name) {

@@ -30,21 +30,11 @@ __attribute__((constructor)) static void fh_init(void) {
 /* ------------------------------------------------------------------------ */
 
 static const struct fake_error k_errors[] = {
-  {0, "hipSuccess", "no error"},
-  {1, "hipErrorInvalidValue", "invalid argument"},
-  {2, "hipErrorOutOfMemory", "out of memory"},
   {13, "hipErrorInvalidSymbol", "invalid device symbol"},
   {52, "hipErrorMissingConfiguration", "__global__ function call is not configured"},
   {98, "hipErrorInvalidDeviceFunction", "invalid device function"},
   {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
-  {101, "hipErrorInvalidDevice", "invalid device ordinal"},
-  {200, "hipErrorInvalidImage", "device kernel image is invalid"},
-  {301, "hipErrorFileNotFound", "file not found"},
-  {400, "hipErrorInvalidHandle", "invalid resource handle"},
-  {500, "hipErrorNotFound", "named symbol not found"},
-  {600, "hipErrorNotReady", "device not ready"},
-  {700, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
-  {801, "hipErrorNotSupported", "operation not supported"},
+  FAKE_SHARED_ERRORS(FAKE_HIP_ERROR_ROW)
 };
 
 static const struct fake_error *error_row(hipError_t e) {
