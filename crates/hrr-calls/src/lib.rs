@@ -15,7 +15,11 @@
 //!   than copying arguments into its shape. It receives the row's arguments as one struct
 //!   (`args::Op`, generated from the row: `fn module_load(h, a: args::ModuleLoad, call)`), or
 //!   with `=> custom_fn(..)` one by one (a function several rows or both APIs share, whose
-//!   rows' arguments differ in type).
+//!   rows' arguments differ in type); the custom function makes the real call itself
+//!   (`call()`), so it can act before it;
+//! - or optionally `after after_fn`: a function of the capture crate run once the real call
+//!   returned, with the row's arguments and the call's status (`fn mem_free(h, a:
+//!   args::MemFree, r)`), for a call that needs logic only after it (most do).
 //!
 //! The tables are "X-macros": `cuda_calls!(m)` expands to `m! { rows }`, so each consumer
 //! generates what it needs from the same rows. This crate generates the [`cuda::Op`] and
@@ -49,7 +53,8 @@ macro_rules! define_api {
         $(
             $(#[$meta:meta])*
             $op:ident [$($export:ident),+ $(,)?] $sig:tt $(-> $ret:ty)?
-                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident $(($($each:tt)*))?)? ;
+                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident $(($($each:tt)*))?)?
+                $(after $after:ident)? ;
         )*
     ) => {
         /// One operation of the API: every exported ABI variant of one call.

@@ -11,8 +11,9 @@
 //!    calling its own exports, or the recorder calling the driver) — see [`guard`];
 //! 3. otherwise, under the cross-thread ordering lock when the row says `ordered`, calls the
 //!    real function and records the row's shape: filled from the annotated arguments (`= field`,
-//!    `=> field`), or by the row's custom function, which receives the typed arguments and a
-//!    closure making the real call;
+//!    `=> field`), by the row's custom function (`=> f`), which receives the typed arguments and a
+//!    closure making the real call, or by its after-function (`after f`), which receives the
+//!    typed arguments and the call's status once the wrapper made the call;
 //! 4. before a call that can block (synchronisation, D2H copies) and after a synchronisation,
 //!    hands buffered events to the kernel (a hang or a kill loses nothing recorded before);
 //!    a synchronisation is recorded after the async D2H results still being recorded;
@@ -132,7 +133,8 @@ macro_rules! define_exports {
         $(
             $(#[$meta:meta])*
             $op:ident [$first:ident $(, $more:ident)* $(,)?] $sig:tt $(-> $ret:ty)?
-                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident $(($($each:tt)*))?)? ;
+                : $shape:ident, $kind:ident $(, $flag:ident)* $(=> $custom:ident $(($($each:tt)*))?)?
+                $(after $after:ident)? ;
         )*
     ) => {
         /// The typed arguments of each row (named after its operation), as the row's custom
@@ -221,7 +223,8 @@ macro_rules! define_exports {
 
         $(
             $crate::define_exports!(@row $api, $cmod;
-                $op [$first $(, $more)*] $sig [$($ret)?] $shape $kind [$($flag)*] [$($custom $(($($each)*))?)?]);
+                $op [$first $(, $more)*] $sig [$($ret)?] $shape $kind [$($flag)*] [$($custom $(($($each)*))?)?]
+                [$($after)?]);
         )*
     };
 
@@ -238,46 +241,60 @@ macro_rules! define_exports {
     };
 
     (@row $api:expr, $cmod:ident; $op:ident [$($export:ident),+] $sig:tt $ret:tt $shape:ident
-        $kind:ident $flags:tt $custom:tt) => {
+        $kind:ident $flags:tt $custom:tt $after:tt) => {
         $(
-            $crate::define_exports!(@fn $api, $cmod; $op $export $sig $ret $shape $kind $flags $custom);
+            $crate::define_exports!(@fn $api, $cmod; $op $export $sig $ret $shape $kind $flags $custom $after);
         )+
     };
 
     // A row recorded from its annotated arguments.
     (@fn $api:expr, $cmod:ident; $op:ident $export:ident
         ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)
-        [] $shape:ident $kind:ident [$($flag:ident)*] []) => {
-        #[no_mangle]
-        #[allow(clippy::missing_safety_doc)]
-        pub unsafe extern "C" fn $export($($arg: $ty),*) -> ::std::ffi::c_int {
-            type Real = unsafe extern "C" fn($($ty),*) -> ::std::ffi::c_int;
-            let p = real_ptr(Export::$export as usize);
-            if p.is_null() {
-                return <::std::ffi::c_int as $crate::hook::Missing>::missing();
-            }
-            let real = ::std::mem::transmute::<*mut ::std::ffi::c_void, Real>(p);
-            let Some(_inside) = $crate::hook::guard::enter() else {
-                return real($($arg),*);
-            };
-            let ordered = ::hrr_calls::has_flag!(ordered; $($flag)*);
-            $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || {
-                $crate::hook::before_real_call();
-                let r = $crate::hook::profile::driver(|| real($($arg),*));
-                $crate::hook::returned(::hrr_calls::Kind::$kind);
-                $crate::hook::record($api, $crate::hook::ApiExport::id(Export::$export), Some(r), |_| ::hrr_calls::shapes::$shape {
-                    $( $($fin: $crate::hook::args::field($arg),)? $($fout: $crate::hook::args::out_field($arg),)? )*
-                });
-                r
-            })
-        }
+        [] $shape:ident $kind:ident $flags:tt [] []) => {
+        $crate::define_exports!(@wrapper $export ($($arg: $ty),*) [] $kind $flags |real| {
+            $crate::hook::before_real_call();
+            let r = $crate::hook::profile::driver(|| real($($arg),*));
+            $crate::hook::returned(::hrr_calls::Kind::$kind);
+            $crate::hook::record($api, $crate::hook::ApiExport::id(Export::$export), Some(r), |_| ::hrr_calls::shapes::$shape {
+                $( $($fin: $crate::hook::args::field($arg),)? $($fout: $crate::hook::args::out_field($arg),)? )*
+            });
+            r
+        });
     };
 
     // A row recorded by its custom function: it receives the row's `args` struct, or with
-    // `=> name(..)` (a function several rows or APIs share) the arguments one by one.
+    // `=> name(..)` (a function several rows or APIs share) the arguments one by one, and
+    // makes the real call itself.
     (@fn $api:expr, $cmod:ident; $op:ident $export:ident
         ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)
-        [$($ret:ty)?] $shape:ident $kind:ident [$($flag:ident)*] [$custom:ident $($each:tt)?]) => {
+        $ret:tt $shape:ident $kind:ident $flags:tt [$custom:ident $($each:tt)?] []) => {
+        $crate::define_exports!(@wrapper $export ($($arg: $ty),*) $ret $kind $flags |real| {
+            $crate::define_exports!(@invoke $cmod::$custom, Export::$export, $op [$($arg)*] [$($each)?]
+                move || {
+                    $crate::hook::before_real_call();
+                    $crate::hook::profile::driver(|| real($($arg),*))
+                })
+        });
+    };
+
+    // A row whose after-function runs once the wrapper made the real call: it receives the
+    // row's `args` struct and the call's status (or return value).
+    (@fn $api:expr, $cmod:ident; $op:ident $export:ident
+        ($($arg:ident : $ty:ty $(= $fin:ident)? $(=> $fout:ident)?),* $(,)?)
+        $ret:tt $shape:ident $kind:ident $flags:tt [] [$after:ident]) => {
+        $crate::define_exports!(@wrapper $export ($($arg: $ty),*) $ret $kind $flags |real| {
+            $crate::hook::before_real_call();
+            let r = $crate::hook::profile::driver(|| real($($arg),*));
+            $cmod::$after(Export::$export, args::$op { $($arg,)* }, r);
+            r
+        });
+    };
+
+    // The exported wrapper of every row: its real entry point (or the API's "not found"),
+    // forwarding only when capture is off or the thread is inside a hook, else `body` (the
+    // real call, made through `$real`, and its recording) as [`crate::hook::around`] runs it.
+    (@wrapper $export:ident ($($arg:ident : $ty:ty),*) [$($ret:ty)?] $kind:ident [$($flag:ident)*]
+        |$real:ident| $body:block) => {
         #[no_mangle]
         #[allow(clippy::missing_safety_doc)]
         pub unsafe extern "C" fn $export($($arg: $ty),*) -> $crate::ret_or_status!($($ret)?) {
@@ -287,18 +304,12 @@ macro_rules! define_exports {
             if p.is_null() {
                 return <Ret as $crate::hook::Missing>::missing();
             }
-            let real = ::std::mem::transmute::<*mut ::std::ffi::c_void, Real>(p);
+            let $real = ::std::mem::transmute::<*mut ::std::ffi::c_void, Real>(p);
             let Some(_inside) = $crate::hook::guard::enter() else {
-                return real($($arg),*);
+                return $real($($arg),*);
             };
             let ordered = ::hrr_calls::has_flag!(ordered; $($flag)*);
-            $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || {
-                $crate::define_exports!(@invoke $cmod::$custom, Export::$export, $op [$($arg)*] [$($each)?]
-                    move || {
-                        $crate::hook::before_real_call();
-                        $crate::hook::profile::driver(|| real($($arg),*))
-                    })
-            })
+            $crate::hook::around(::hrr_calls::Kind::$kind, ordered, (NAMES, Export::$export as usize), || $body)
         }
     };
 }

@@ -4,7 +4,6 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-use super::Call;
 use crate::api::cuda::calls::args;
 
 use hrr_calls::cuda::ffi::{
@@ -32,12 +31,10 @@ macro_rules! array_fields {
     };
 }
 
-pub unsafe fn array_create(h: Export, a: args::ArrayCreate, call: impl Call) -> CUresult {
+pub unsafe fn array_create(h: Export, a: args::ArrayCreate, r: CUresult) {
     let args::ArrayCreate { a, d } = a;
-    let r = call();
     let d = d.as_ref().copied().unwrap_or_default();
     rec(h, r, |_| array_fields!(a, d));
-    r
 }
 
 /// The fields of a 3D descriptor (`levels`: 0 for a plain array).
@@ -51,22 +48,14 @@ unsafe fn fields_3d(a: *mut Handle, d: *const Array3dDescriptor, levels: u32) ->
     }
 }
 
-pub unsafe fn array_3d_create(h: Export, a: args::Array3DCreate, call: impl Call) -> CUresult {
+pub unsafe fn array_3d_create(h: Export, a: args::Array3DCreate, r: CUresult) {
     let args::Array3DCreate { a, d } = a;
-    let r = call();
     rec(h, r, |_| fields_3d(a, d, 0));
-    r
 }
 
-pub unsafe fn mipmapped_array_create(
-    h: Export,
-    a: args::MipmappedArrayCreate,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn mipmapped_array_create(h: Export, a: args::MipmappedArrayCreate, r: CUresult) {
     let args::MipmappedArrayCreate { a, d, levels } = a;
-    let r = call();
     rec(h, r, |_| fields_3d(a, d, levels));
-    r
 }
 
 /// The resource type (first field of `CUDA_RESOURCE_DESC`) of its bytes.
@@ -86,24 +75,16 @@ unsafe fn object_fields(o: *mut u64, res: *const u8) -> ObjectCreate {
     }
 }
 
-pub unsafe fn tex_object_create(h: Export, a: args::TexObjectCreate, call: impl Call) -> CUresult {
+pub unsafe fn tex_object_create(h: Export, a: args::TexObjectCreate, r: CUresult) {
     let args::TexObjectCreate { o, res, tex, view } = a;
-    let r = call();
     rec(h, r, |_| ObjectCreate {
         tex_desc: bytes_at(tex, TEXTURE_DESC_BYTES).to_vec(),
         view_desc: bytes_at(view, RESOURCE_VIEW_DESC_BYTES).to_vec(),
         ..object_fields(o, res)
     });
-    r
 }
 
-pub unsafe fn surf_object_create(
-    h: Export,
-    a: args::SurfObjectCreate,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn surf_object_create(h: Export, a: args::SurfObjectCreate, r: CUresult) {
     let args::SurfObjectCreate { o, res } = a;
-    let r = call();
     rec(h, r, |_| object_fields(o, res));
-    r
 }

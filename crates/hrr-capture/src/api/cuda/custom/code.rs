@@ -155,13 +155,8 @@ unsafe fn looked_up<S: hrr_calls::Shape>(
     });
 }
 
-pub unsafe fn module_get_function(
-    h: Export,
-    a: args::ModuleGetFunction,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn module_get_function(h: Export, a: args::ModuleGetFunction, r: CUresult) {
     let args::ModuleGetFunction { f, m, name } = a;
-    let r = call();
     looked_up(h, r, (f, m, name), false, |function, module, name| {
         ModuleGetFunction {
             function,
@@ -169,16 +164,10 @@ pub unsafe fn module_get_function(
             name,
         }
     });
-    r
 }
 
-pub unsafe fn library_get_kernel(
-    h: Export,
-    a: args::LibraryGetKernel,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn library_get_kernel(h: Export, a: args::LibraryGetKernel, r: CUresult) {
     let args::LibraryGetKernel { k, lib, name } = a;
-    let r = call();
     looked_up(h, r, (k, lib, name), true, |kernel, library, name| {
         LibraryGetKernel {
             kernel,
@@ -186,16 +175,10 @@ pub unsafe fn library_get_kernel(
             name,
         }
     });
-    r
 }
 
-pub unsafe fn library_get_module(
-    h: Export,
-    a: args::LibraryGetModule,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn library_get_module(h: Export, a: args::LibraryGetModule, r: CUresult) {
     let args::LibraryGetModule { m, lib } = a;
-    let r = call();
     rec(h, r, |_| {
         let module = out_addr(m);
         state::with(|st| {
@@ -207,16 +190,10 @@ pub unsafe fn library_get_module(
             library: lib as u64,
         }
     });
-    r
 }
 
-pub unsafe fn kernel_get_function(
-    h: Export,
-    a: args::KernelGetFunction,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn kernel_get_function(h: Export, a: args::KernelGetFunction, r: CUresult) {
     let args::KernelGetFunction { f, k } = a;
-    let r = call();
     rec(h, r, |_| {
         let function = out_addr(f);
         state::with(|st| {
@@ -235,7 +212,6 @@ pub unsafe fn kernel_get_function(
             kernel: k as u64,
         }
     });
-    r
 }
 
 /// Name of function or kernel `f`, asked of the driver's `get_name` (`cuFuncGetName`,
@@ -257,15 +233,13 @@ unsafe fn driver_kernel_name(k: Handle) -> Option<String> {
     driver_name(c"cuKernelGetName", k)
 }
 
-pub unsafe fn func_get_module(h: Export, a: args::FuncGetModule, call: impl Call) -> CUresult {
+pub unsafe fn func_get_module(h: Export, a: args::FuncGetModule, r: CUresult) {
     let args::FuncGetModule { m, f } = a;
-    let r = call();
     rec(h, r, |_| FuncGetModule {
         module: out_addr(m),
         function: f as u64,
         name: driver_func_name(f).unwrap_or_default(),
     });
-    r
 }
 
 /// A launched function capture never saw looked up: a library that reached the driver through
@@ -361,34 +335,22 @@ pub unsafe fn enumerate_functions(
 
 /// `cuFuncSetAttribute`: a function capture never saw looked up is bound first (cuFFT sets
 /// attributes of the functions it got through its private path before launching them).
-pub unsafe fn func_set_attribute(
-    h: Export,
-    a: args::FuncSetAttribute,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn func_set_attribute(h: Export, a: args::FuncSetAttribute, r: CUresult) {
     let args::FuncSetAttribute { f, attrib, value } = a;
-    let r = call();
     bind_unseen_function(f);
     rec(h, r, |_| FuncSetAttribute {
         function: f as u64,
         attrib,
         value,
     });
-    r
 }
 
 /// `cuFuncSetCacheConfig`, binding the function first like [`func_set_attribute`].
-pub unsafe fn func_set_cache_config(
-    h: Export,
-    a: args::FuncSetCacheConfig,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn func_set_cache_config(h: Export, a: args::FuncSetCacheConfig, r: CUresult) {
     let args::FuncSetCacheConfig { f, config } = a;
-    let r = call();
     bind_unseen_function(f);
     rec(h, r, |_| FuncSetCacheConfig {
         function: f as u64,
         config,
     });
-    r
 }

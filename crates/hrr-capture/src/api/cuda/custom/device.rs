@@ -2,7 +2,6 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-use super::Call;
 use crate::api::cuda::calls::args;
 
 use hrr_calls::cuda::ffi::CUresult;
@@ -14,19 +13,16 @@ use crate::api::cuda::API;
 use crate::hook::args::bytes_at;
 use crate::recorder::{self};
 
-pub unsafe fn init(h: Export, a: args::Init, call: impl Call) -> CUresult {
+pub unsafe fn init(h: Export, a: args::Init, r: CUresult) {
     let args::Init { flags } = a;
-    let r = call();
     rec(h, r, |_| Init { flags });
     if r == 0 {
         recorder::refresh_metadata(&API);
     }
-    r
 }
 
-pub unsafe fn device_get_uuid(h: Export, a: args::DeviceGetUuid, call: impl Call) -> CUresult {
+pub unsafe fn device_get_uuid(h: Export, a: args::DeviceGetUuid, r: CUresult) {
     let args::DeviceGetUuid { uuid, dev } = a;
-    let r = call();
     rec(h, r, |_| DeviceUuid {
         uuid: if r == 0 {
             bytes_at(uuid, 16).to_vec()
@@ -35,5 +31,4 @@ pub unsafe fn device_get_uuid(h: Export, a: args::DeviceGetUuid, call: impl Call
         },
         device: dev,
     });
-    r
 }

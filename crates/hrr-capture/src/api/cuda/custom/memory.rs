@@ -25,9 +25,8 @@ const POOL_PROPS_BYTES: usize = 88;
 /// `sizeof(CUmemAccessDesc)`.
 const ACCESS_DESC_BYTES: usize = 12;
 
-pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, call: impl Call) -> CUresult {
+pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, r: CUresult) {
     let args::MemAllocManaged { dptr, size, flags } = a;
-    let r = call();
     let p = out(dptr);
     host_visible(r, p, size, true);
     rec(h, r, |_| MemAllocFlags {
@@ -35,7 +34,6 @@ pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, call: impl 
         bytesize: size as u64,
         flags,
     });
-    r
 }
 
 /// Host-visible memory at `p` that a call (status `r`) made: when it succeeded, tracked if the
@@ -52,9 +50,8 @@ fn host_visible(r: CUresult, p: u64, size: usize, mapped: bool) {
     }
 }
 
-pub unsafe fn mem_host_alloc(h: Export, a: args::MemHostAlloc, call: impl Call) -> CUresult {
+pub unsafe fn mem_host_alloc(h: Export, a: args::MemHostAlloc, r: CUresult) {
     let args::MemHostAlloc { pp, size, flags } = a;
-    let r = call();
     let p = out_addr(pp);
     host_visible(r, p, size, flags & DEVICEMAP != 0);
     rec(h, r, |_| HostAlloc {
@@ -62,19 +59,16 @@ pub unsafe fn mem_host_alloc(h: Export, a: args::MemHostAlloc, call: impl Call) 
         bytesize: size as u64,
         flags,
     });
-    r
 }
 
-pub unsafe fn mem_alloc_host(h: Export, a: args::MemAllocHost, call: impl Call) -> CUresult {
+pub unsafe fn mem_alloc_host(h: Export, a: args::MemAllocHost, r: CUresult) {
     let args::MemAllocHost { pp, size } = a;
-    let r = call();
     let p = out_addr(pp);
     host_visible(r, p, size, false);
     rec(h, r, |_| HostAllocPlain {
         host_ptr: p,
         bytesize: size as u64,
     });
-    r
 }
 
 pub unsafe fn host_register(h: Export, a: args::MemHostRegister, call: impl Call) -> CUresult {
@@ -84,13 +78,8 @@ pub unsafe fn host_register(h: Export, a: args::MemHostRegister, call: impl Call
     r
 }
 
-pub unsafe fn host_get_device_pointer(
-    h: Export,
-    a: args::MemHostGetDevicePointer,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn host_get_device_pointer(h: Export, a: args::MemHostGetDevicePointer, r: CUresult) {
     let args::MemHostGetDevicePointer { dptr, p, flags } = a;
-    let r = call();
     if r == 0 {
         hostmem::promote(p as u64);
     }
@@ -99,7 +88,6 @@ pub unsafe fn host_get_device_pointer(
         host_ptr: p as u64,
         flags,
     });
-    r
 }
 
 /// A free of host-visible memory stops its tracking before the memory goes.
@@ -156,14 +144,12 @@ pub unsafe fn pseudo_call(_h: Export, call: impl FnOnce()) {
     call()
 }
 
-pub unsafe fn mem_pool_create(h: Export, a: args::MemPoolCreate, call: impl Call) -> CUresult {
+pub unsafe fn mem_pool_create(h: Export, a: args::MemPoolCreate, r: CUresult) {
     let args::MemPoolCreate { pool, props } = a;
-    let r = call();
     rec(h, r, |_| PoolCreate {
         pool: out_addr(pool),
         props: bytes_at(props, POOL_PROPS_BYTES).to_vec(),
     });
-    r
 }
 
 /// Pool attributes 1–3 (`CU_MEMPOOL_ATTR_REUSE_*`) are ints; the others `cuuint64_t`.
@@ -201,19 +187,13 @@ pub unsafe fn mem_pool_attribute(
     r
 }
 
-pub unsafe fn mem_pool_set_access(
-    h: Export,
-    a: args::MemPoolSetAccess,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn mem_pool_set_access(h: Export, a: args::MemPoolSetAccess, r: CUresult) {
     let args::MemPoolSetAccess { pool, desc, count } = a;
-    let r = call();
     rec(h, r, |_| PoolSetAccess {
         pool: pool as u64,
         desc: bytes_at(desc, count.min(64) * ACCESS_DESC_BYTES).to_vec(),
         count: count as u64,
     });
-    r
 }
 
 /// `cuStreamSynchronize`: the tracker of host-visible memory learns which stream completed,
@@ -234,17 +214,12 @@ pub unsafe fn stream_synchronize(
 /// `cuIpcOpenMemHandle`: memory another process exported, opened here; recorded with the
 /// handle's bytes (which pair it with the export at replay) and the size of the allocation
 /// the driver mapped (`cuMemGetAddressRange`), which replay translates as a whole.
-pub unsafe fn ipc_open_mem_handle(
-    h: Export,
-    a: args::IpcOpenMemHandle,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn ipc_open_mem_handle(h: Export, a: args::IpcOpenMemHandle, r: CUresult) {
     let args::IpcOpenMemHandle {
         dptr,
         handle,
         flags,
     } = a;
-    let r = call();
     let opened = out(dptr);
     let bytes = if r == 0 { allocation_bytes(opened) } else { 0 };
     rec(h, r, |_| IpcOpenMem {
@@ -253,7 +228,6 @@ pub unsafe fn ipc_open_mem_handle(
         flags,
         bytes,
     });
-    r
 }
 
 /// The size of the allocation holding `dptr`, asked of the driver (0 when it cannot say).
@@ -297,15 +271,14 @@ unsafe fn shareable_key(kind: c_int, os: *const c_void) -> Vec<u8> {
 pub unsafe fn mem_export_to_shareable_handle(
     h: Export,
     a: args::MemExportToShareableHandle,
-    call: impl Call,
-) -> CUresult {
+    r: CUresult,
+) {
     let args::MemExportToShareableHandle {
         out,
         handle,
         kind,
         flags,
     } = a;
-    let r = call();
     let key = match (r, kind) {
         (0, HANDLE_POSIX_FD) if !out.is_null() => {
             shareable_key(kind, *(out as *const c_int) as usize as *const c_void)
@@ -319,7 +292,6 @@ pub unsafe fn mem_export_to_shareable_handle(
         flags,
         key,
     });
-    r
 }
 
 /// `cuMemImportFromShareableHandle`: recorded with the key of the OS handle it imported (read

@@ -82,12 +82,7 @@ macro_rules! encoded {
     };
 }
 
-pub unsafe fn tensor_map_encode_tiled(
-    h: Export,
-    a: args::TensorMapEncodeTiled,
-    call: impl Call,
-) -> CUresult {
-    let r = call();
+pub unsafe fn tensor_map_encode_tiled(h: Export, a: args::TensorMapEncodeTiled, r: CUresult) {
     rec(h, r, |_| {
         let mut s = encoded!(r, a);
         if !s.map.is_empty() {
@@ -95,15 +90,9 @@ pub unsafe fn tensor_map_encode_tiled(
         }
         s
     });
-    r
 }
 
-pub unsafe fn tensor_map_encode_im2col(
-    h: Export,
-    a: args::TensorMapEncodeIm2col,
-    call: impl Call,
-) -> CUresult {
-    let r = call();
+pub unsafe fn tensor_map_encode_im2col(h: Export, a: args::TensorMapEncodeIm2col, r: CUresult) {
     rec(h, r, |_| {
         let mut s = encoded!(r, a);
         s.im2col = 1;
@@ -116,7 +105,6 @@ pub unsafe fn tensor_map_encode_im2col(
         }
         s
     });
-    r
 }
 
 pub unsafe fn tensor_map_replace_address(

@@ -122,13 +122,8 @@ pub unsafe fn module_unload(h: Export, a: args::ModuleUnload, call: impl Call) -
     )
 }
 
-pub unsafe fn module_get_function(
-    h: Export,
-    a: args::ModuleGetFunction,
-    call: impl Call,
-) -> HipError {
+pub unsafe fn module_get_function(h: Export, a: args::ModuleGetFunction, r: HipError) {
     let args::ModuleGetFunction { f, m, name } = a;
-    let r = call();
     let (function, name) = (out_addr(f), cstr(name));
     if r == 0 {
         state::note_module_function(function, m as u64, &name);
@@ -138,5 +133,4 @@ pub unsafe fn module_get_function(
         module: m as u64,
         name,
     });
-    r
 }

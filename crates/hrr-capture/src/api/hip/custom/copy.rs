@@ -183,18 +183,16 @@ fn memset_event(
 }
 
 /// `hipMemset`: bytes, the value given as an `int`.
-pub unsafe fn memset_bytes(h: Export, a: args::Memset, call: impl Call) -> HipError {
+pub unsafe fn memset_bytes(h: Export, a: args::Memset, r: HipError) {
     let args::Memset { dst, v, n } = a;
     let stream = std::ptr::null_mut();
-    memset_bytes_async(h, args::MemsetAsync { dst, v, n, stream }, call)
+    memset_bytes_async(h, args::MemsetAsync { dst, v, n, stream }, r)
 }
 
 /// `hipMemsetAsync`: bytes, the value given as an `int`.
-pub unsafe fn memset_bytes_async(h: Export, a: args::MemsetAsync, call: impl Call) -> HipError {
+pub unsafe fn memset_bytes_async(h: Export, a: args::MemsetAsync, r: HipError) {
     let args::MemsetAsync { dst, v, n, stream } = a;
-    let r = call();
     memset_event(h, r, dst, v as u8 as u32, 1, n, stream);
-    r
 }
 
 /// [`pitched_fields`] of a 2D copy row's arguments `$a` (the rows name them alike).

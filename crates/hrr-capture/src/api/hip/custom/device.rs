@@ -49,8 +49,7 @@ pub unsafe fn get_device_properties(
     r
 }
 
-pub unsafe fn device_reset(h: Export, _: args::DeviceReset, call: impl Call) -> HipError {
-    let r = call();
+pub unsafe fn device_reset(h: Export, _: args::DeviceReset, r: HipError) {
     rec(h, r, |rc| {
         rc.note_unreplayable(
             "hipDeviceReset",
@@ -58,5 +57,4 @@ pub unsafe fn device_reset(h: Export, _: args::DeviceReset, call: impl Call) -> 
         );
         NoFields {}
     });
-    r
 }

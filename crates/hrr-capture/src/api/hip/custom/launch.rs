@@ -2,7 +2,6 @@
 //! `extra` or laid out from the code object's metadata (the record built by the APIs' shared
 //! [`crate::hook::launch`]); `<<<>>>`'s pushed configuration.
 
-use super::Call;
 use crate::api::hip::calls::args;
 use std::ffi::{c_char, c_void};
 
@@ -117,18 +116,13 @@ unsafe fn record_launch(h: Export, r: HipError, l: LaunchCall, args: *mut Ptr, e
 /// `<<<>>>` first pushes the configuration; the kernel's host stub runs (and calls
 /// `hipLaunchKernel`, recorded with the configuration) only when that succeeded. So only a
 /// failed push is recorded: it is the launch that never happened.
-pub unsafe fn push_call_configuration(
-    h: Export,
-    a: args::PushCallConfiguration,
-    call: impl Call,
-) -> HipError {
+pub unsafe fn push_call_configuration(h: Export, a: args::PushCallConfiguration, r: HipError) {
     let args::PushCallConfiguration {
         grid,
         block,
         shmem,
         stream,
     } = a;
-    let r = call();
     if r != 0 {
         rec(h, r, |_| CallConfiguration {
             grid_x: grid.x,
@@ -141,29 +135,20 @@ pub unsafe fn push_call_configuration(
             stream: stream as u64,
         });
     }
-    r
 }
 
-pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> HipError {
-    let r = call();
+pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, r: HipError) {
     let l = launch_of(a.f, a.grid, a.block, a.shmem as u32, a.stream);
     record_launch(h, r, l, a.args, std::ptr::null_mut());
-    r
 }
 
-pub unsafe fn launch_cooperative(
-    h: Export,
-    a: args::LaunchCooperativeKernel,
-    call: impl Call,
-) -> HipError {
-    let r = call();
+pub unsafe fn launch_cooperative(h: Export, a: args::LaunchCooperativeKernel, r: HipError) {
     let l = launch_of(a.f, a.grid, a.block, a.shmem, a.stream);
     let l = LaunchCall {
         cooperative: true,
         ..l
     };
     record_launch(h, r, l, a.args, std::ptr::null_mut());
-    r
 }
 
 /// The start and stop events a `hipExt*` launch (status `r`) records around its kernel on
@@ -188,20 +173,14 @@ unsafe fn with_events(
     record(stop);
 }
 
-pub unsafe fn ext_launch_kernel(h: Export, a: args::ExtLaunchKernel, call: impl Call) -> HipError {
-    let r = call();
+pub unsafe fn ext_launch_kernel(h: Export, a: args::ExtLaunchKernel, r: HipError) {
     let l = launch_of(a.f, a.grid, a.block, a.shmem as u32, a.stream);
     with_events(r, (a.start, a.stop, a.stream), || {
         record_launch(h, r, l, a.args, std::ptr::null_mut())
     });
-    r
 }
 
-pub unsafe fn module_launch_kernel(
-    h: Export,
-    a: args::ModuleLaunchKernel,
-    call: impl Call,
-) -> HipError {
+pub unsafe fn module_launch_kernel(h: Export, a: args::ModuleLaunchKernel, r: HipError) {
     let args::ModuleLaunchKernel {
         f,
         gx,
@@ -215,7 +194,6 @@ pub unsafe fn module_launch_kernel(
         params,
         extra,
     } = a;
-    let r = call();
     let (grid, block) = (
         Dim3 {
             x: gx,
@@ -235,7 +213,6 @@ pub unsafe fn module_launch_kernel(
         params,
         extra,
     );
-    r
 }
 
 /// Record a launch of the module function of `$a`, a row whose sizes are in work-items, after
@@ -255,25 +232,13 @@ macro_rules! in_work_items {
 
 /// `hipExtModuleLaunchKernel`: a module function launched with its sizes in work-items, between
 /// its start and stop events.
-pub unsafe fn ext_module_launch_kernel(
-    h: Export,
-    a: args::ExtModuleLaunchKernel,
-    call: impl Call,
-) -> HipError {
-    let r = call();
+pub unsafe fn ext_module_launch_kernel(h: Export, a: args::ExtModuleLaunchKernel, r: HipError) {
     with_events(r, (a.start, a.stop, a.stream), || in_work_items!(h, r, a));
-    r
 }
 
 /// `hipHccModuleLaunchKernel`, the deprecated name of `hipExtModuleLaunchKernel` (no flags).
-pub unsafe fn hcc_module_launch_kernel(
-    h: Export,
-    a: args::HccModuleLaunchKernel,
-    call: impl Call,
-) -> HipError {
-    let r = call();
+pub unsafe fn hcc_module_launch_kernel(h: Export, a: args::HccModuleLaunchKernel, r: HipError) {
     with_events(r, (a.start, a.stop, a.stream), || in_work_items!(h, r, a));
-    r
 }
 
 /// Record a module launch given its global size in work-items and its work-group size: as a

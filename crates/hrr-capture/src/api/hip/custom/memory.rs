@@ -39,30 +39,25 @@ unsafe fn released<S: hrr_calls::Shape>(
     call_tracking(h, call, || state::forget_device(ptr as u64), |_| fill())
 }
 
-pub unsafe fn malloc(h: Export, a: args::Malloc, call: impl Call) -> HipError {
+pub unsafe fn malloc(h: Export, a: args::Malloc, r: HipError) {
     let args::Malloc { ptr, size } = a;
-    let r = call();
     allocated(h, r, ptr, size as u64, |_, dptr| MemAlloc {
         dptr,
         bytesize: size as u64,
     });
-    r
 }
 
-pub unsafe fn malloc_flags(h: Export, a: args::ExtMallocWithFlags, call: impl Call) -> HipError {
+pub unsafe fn malloc_flags(h: Export, a: args::ExtMallocWithFlags, r: HipError) {
     let args::ExtMallocWithFlags { ptr, size, flags } = a;
-    let r = call();
     allocated(h, r, ptr, size as u64, |_, dptr| MemAllocFlags {
         dptr,
         bytesize: size as u64,
         flags,
     });
-    r
 }
 
-pub unsafe fn malloc_managed(h: Export, a: args::MallocManaged, call: impl Call) -> HipError {
+pub unsafe fn malloc_managed(h: Export, a: args::MallocManaged, r: HipError) {
     let args::MallocManaged { ptr, size, flags } = a;
-    let r = call();
     allocated(h, r, ptr, size as u64, |rc, dptr| {
         rc.note_unreplayable(
             "hipMallocManaged",
@@ -74,55 +69,43 @@ pub unsafe fn malloc_managed(h: Export, a: args::MallocManaged, call: impl Call)
             flags,
         }
     });
-    r
 }
 
-pub unsafe fn malloc_async(h: Export, a: args::MallocAsync, call: impl Call) -> HipError {
+pub unsafe fn malloc_async(h: Export, a: args::MallocAsync, r: HipError) {
     let args::MallocAsync { ptr, size, stream } = a;
-    let r = call();
     allocated(h, r, ptr, size as u64, |_, dptr| MemAllocAsync {
         dptr,
         bytesize: size as u64,
         stream: stream as u64,
     });
-    r
 }
 
-pub unsafe fn malloc_from_pool_async(
-    h: Export,
-    a: args::MallocFromPoolAsync,
-    call: impl Call,
-) -> HipError {
-    let r = call();
+pub unsafe fn malloc_from_pool_async(h: Export, a: args::MallocFromPoolAsync, r: HipError) {
     allocated(h, r, a.ptr, a.size as u64, |_, dptr| MemAllocFromPool {
         dptr,
         bytesize: a.size as u64,
         pool: a.pool as u64,
         stream: a.stream as u64,
     });
-    r
 }
 
 /// Bytes of a `hipMemPoolProps` (as `CUmemPoolProps`).
 const POOL_PROPS_BYTES: usize = 88;
 
-pub unsafe fn mem_pool_create(h: Export, a: args::MemPoolCreate, call: impl Call) -> HipError {
-    let r = call();
+pub unsafe fn mem_pool_create(h: Export, a: args::MemPoolCreate, r: HipError) {
     rec(h, r, |_| PoolCreate {
         pool: out_addr(a.pool),
         props: crate::hook::args::bytes_at(a.props, POOL_PROPS_BYTES).to_vec(),
     });
-    r
 }
 
-pub unsafe fn malloc_pitch(h: Export, a: args::MallocPitch, call: impl Call) -> HipError {
+pub unsafe fn malloc_pitch(h: Export, a: args::MallocPitch, r: HipError) {
     let args::MallocPitch {
         ptr,
         pitch,
         width,
         height,
     } = a;
-    let r = call();
     let pitch = out(pitch) as u64;
     allocated(h, r, ptr, pitch.saturating_mul(height as u64), |_, dptr| {
         MallocPitch {
@@ -132,7 +115,6 @@ pub unsafe fn malloc_pitch(h: Export, a: args::MallocPitch, call: impl Call) -> 
             height: height as u64,
         }
     });
-    r
 }
 
 pub unsafe fn free(h: Export, a: args::Free, call: impl Call) -> HipError {

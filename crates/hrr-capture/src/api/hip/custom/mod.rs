@@ -1,7 +1,10 @@
 //! The HIP calls that need more than copying arguments into their shape: each receives
 //! its row's typed arguments (its row in `hrr_calls::hip_calls!`, as the generated struct
-//! `calls::args::<Op>`, or one by one for a row saying `=> name(..)`) and `call`, which makes
-//! the real call, and records the row's shape. Field names and meanings follow the CUDA side
+//! `calls::args::<Op>`, or one by one for a row saying `=> name(..)`) and records the row's
+//! shape. A row saying `after name` gives its function the call's status too, once the wrapper
+//! made the call (`fn name(h, a: args::<Op>, r)`: most calls need nothing before it); one
+//! saying `=> name` gives it `call`, which makes the real call, for work before it (H2D
+//! sources, launch arguments, the ordering of a synchronisation's results). Field names and meanings follow the CUDA side
 //! wherever they are the same, so `--info`, `--events` and replay read both alike.
 //!
 //! Recording rules: H2D sources are stored as blobs before the call, D2H results after it

@@ -13,24 +13,20 @@ use crate::api::hip::calls::Export;
 use crate::api::hip::state;
 use crate::hook::args::out_addr;
 
-pub unsafe fn stream_create(h: Export, a: args::StreamCreate, call: impl Call) -> HipError {
+pub unsafe fn stream_create(h: Export, a: args::StreamCreate, r: HipError) {
     let args::StreamCreate { s } = a;
-    let r = call();
     rec(h, r, |_| StreamCreate {
         stream: out_addr(s),
         flags: 0,
     });
-    r
 }
 
-pub unsafe fn event_create(h: Export, a: args::EventCreate, call: impl Call) -> HipError {
+pub unsafe fn event_create(h: Export, a: args::EventCreate, r: HipError) {
     let args::EventCreate { e } = a;
-    let r = call();
     rec(h, r, |_| EventCreate {
         event: out_addr(e),
         flags: 0,
     });
-    r
 }
 
 pub unsafe fn stream_begin_capture(
@@ -50,38 +46,28 @@ pub unsafe fn stream_begin_capture(
     )
 }
 
-pub unsafe fn stream_end_capture(
-    h: Export,
-    a: args::StreamEndCapture,
-    call: impl Call,
-) -> HipError {
+pub unsafe fn stream_end_capture(h: Export, a: args::StreamEndCapture, r: HipError) {
     let args::StreamEndCapture { s, g } = a;
-    let r = call();
     state::set_capturing(s as u64, false);
     rec(h, r, |_| EndCapture {
         stream: s as u64,
         graph: out_addr(g),
     });
-    r
 }
 
-pub unsafe fn graph_launch(h: Export, a: args::GraphLaunch, call: impl Call) -> HipError {
+pub unsafe fn graph_launch(h: Export, a: args::GraphLaunch, r: HipError) {
     let args::GraphLaunch { exec, s } = a;
-    let r = call();
     rec(h, r, |_| GraphLaunch {
         exec: exec as u64,
         stream: s as u64,
     });
-    r
 }
 
 /// `hipGraphInstantiate` (no flags).
-pub unsafe fn graph_instantiate(h: Export, a: args::GraphInstantiate, call: impl Call) -> HipError {
-    let r = call();
+pub unsafe fn graph_instantiate(h: Export, a: args::GraphInstantiate, r: HipError) {
     rec(h, r, |_| GraphInstantiate {
         exec: out_addr(a.exec),
         graph: a.g as u64,
         flags: 0,
     });
-    r
 }

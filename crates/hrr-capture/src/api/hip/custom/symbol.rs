@@ -151,13 +151,8 @@ pub unsafe fn memcpy_from_symbol_async(
     from_symbol(h, (a.dst, a.symbol, a.n, a.offset, a.kind), stream, call)
 }
 
-pub unsafe fn get_symbol_address(
-    h: Export,
-    a: args::GetSymbolAddress,
-    call: impl Call,
-) -> HipError {
+pub unsafe fn get_symbol_address(h: Export, a: args::GetSymbolAddress, r: HipError) {
     let args::GetSymbolAddress { dptr, symbol } = a;
-    let r = call();
     let sym = state::symbol(symbol as u64);
     rec(h, r, |rc| {
         let (name, code) = named(rc, "hipGetSymbolAddress", sym);
@@ -168,5 +163,4 @@ pub unsafe fn get_symbol_address(
             code,
         }
     });
-    r
 }

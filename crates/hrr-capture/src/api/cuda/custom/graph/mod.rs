@@ -115,13 +115,8 @@ fn capture_begun(s: Handle, into: Option<Handle>) {
     });
 }
 
-pub unsafe fn stream_begin_capture(
-    h: Export,
-    a: args::StreamBeginCapture,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn stream_begin_capture(h: Export, a: args::StreamBeginCapture, r: CUresult) {
     let args::StreamBeginCapture { s, mode } = a;
-    let r = call();
     rec(h, r, |_| {
         if r == 0 {
             capture_begun(s, None);
@@ -131,7 +126,6 @@ pub unsafe fn stream_begin_capture(
             mode,
         }
     });
-    r
 }
 
 /// `cuStreamBeginCaptureToGraph`: a capture into graph `g` (built node by node, a conditional
@@ -139,8 +133,8 @@ pub unsafe fn stream_begin_capture(
 pub unsafe fn stream_begin_capture_to_graph(
     h: Export,
     a: args::StreamBeginCaptureToGraph,
-    call: impl Call,
-) -> CUresult {
+    r: CUresult,
+) {
     let args::StreamBeginCaptureToGraph {
         s,
         g,
@@ -149,7 +143,6 @@ pub unsafe fn stream_begin_capture_to_graph(
         mode,
         ..
     } = a;
-    let r = call();
     rec(h, r, |_| {
         if r == 0 {
             capture_begun(s, Some(g));
@@ -161,26 +154,15 @@ pub unsafe fn stream_begin_capture_to_graph(
             mode,
         }
     });
-    r
 }
 
 /// `cuStreamGetCaptureInfo_v3`: see [`capture_info`].
-pub unsafe fn stream_get_capture_info_v3(
-    h: Export,
-    a: args::StreamGetCaptureInfo,
-    call: impl Call,
-) -> CUresult {
-    let r = call();
+pub unsafe fn stream_get_capture_info_v3(h: Export, a: args::StreamGetCaptureInfo, r: CUresult) {
     capture_info(h, r, a.s, a.status, a.g, a.deps, a.n);
-    r
 }
 
 /// `cuStreamGetCaptureInfo_v2`: `_v3` without edge data.
-pub unsafe fn stream_get_capture_info_v2(
-    h: Export,
-    a: args::StreamGetCaptureInfoV2,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn stream_get_capture_info_v2(h: Export, a: args::StreamGetCaptureInfoV2, r: CUresult) {
     let args::StreamGetCaptureInfoV2 {
         s,
         status,
@@ -201,7 +183,7 @@ pub unsafe fn stream_get_capture_info_v2(
             edges,
             n,
         },
-        call,
+        r,
     )
 }
 
@@ -236,31 +218,29 @@ unsafe fn capture_info(
 pub unsafe fn stream_update_capture_dependencies(
     h: Export,
     a: args::StreamUpdateCaptureDependencies,
-    call: impl Call,
-) -> CUresult {
+    r: CUresult,
+) {
     let args::StreamUpdateCaptureDependencies { s, deps, n, flags } = a;
-    let r = call();
     rec(h, r, |_| CaptureDeps {
         stream: s as u64,
         deps: handles(deps, n),
         flags,
     });
-    r
 }
 
 /// `cuStreamUpdateCaptureDependencies_v2` (edge data is not recorded: default edges).
 pub unsafe fn stream_update_capture_dependencies_v2(
     h: Export,
     a: args::StreamUpdateCaptureDependenciesV2,
-    call: impl Call,
-) -> CUresult {
+    r: CUresult,
+) {
     let args::StreamUpdateCaptureDependenciesV2 {
         s, deps, n, flags, ..
     } = a;
     stream_update_capture_dependencies(
         h,
         args::StreamUpdateCaptureDependencies { s, deps, n, flags },
-        call,
+        r,
     )
 }
 
@@ -301,19 +281,13 @@ pub unsafe fn stream_end_capture(
     r
 }
 
-pub unsafe fn graph_instantiate(
-    h: Export,
-    a: args::GraphInstantiateWithFlags,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn graph_instantiate(h: Export, a: args::GraphInstantiateWithFlags, r: CUresult) {
     let args::GraphInstantiateWithFlags { exec, g, flags } = a;
-    let r = call();
     instantiated(h, r, (exec, g), |exec| GraphInstantiate {
         exec,
         graph: g as u64,
         flags,
     });
-    r
 }
 
 /// Record the instantiation (status `r`) of graph `g` into `*exec`, with the shape `shape`
@@ -335,28 +309,21 @@ unsafe fn instantiated<S: hrr_calls::Shape>(
 }
 
 /// CUDA 11's `cuGraphInstantiate` (error node and log buffer; no flags).
-pub unsafe fn graph_instantiate_v2(
-    h: Export,
-    a: args::GraphInstantiate,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn graph_instantiate_v2(h: Export, a: args::GraphInstantiate, r: CUresult) {
     let args::GraphInstantiate { exec, g, .. } = a;
-    let r = call();
     instantiated(h, r, (exec, g), |exec| GraphInstantiate {
         exec,
         graph: g as u64,
         flags: 0,
     });
-    r
 }
 
 pub unsafe fn graph_instantiate_params(
     h: Export,
     a: args::GraphInstantiateWithParams,
-    call: impl Call,
-) -> CUresult {
+    r: CUresult,
+) {
     let args::GraphInstantiateWithParams { exec, g, params } = a;
-    let r = call();
     instantiated(h, r, (exec, g), |exec| {
         let (flags, upload) = params
             .as_ref()
@@ -368,12 +335,10 @@ pub unsafe fn graph_instantiate_params(
             upload_stream: upload,
         }
     });
-    r
 }
 
-pub unsafe fn graph_create(h: Export, a: args::GraphCreate, call: impl Call) -> CUresult {
+pub unsafe fn graph_create(h: Export, a: args::GraphCreate, r: CUresult) {
     let args::GraphCreate { g, flags } = a;
-    let r = call();
     rec(h, r, |_| {
         let graph = out_addr(g);
         if r == 0 {
@@ -381,13 +346,11 @@ pub unsafe fn graph_create(h: Export, a: args::GraphCreate, call: impl Call) -> 
         }
         GraphCreate { graph, flags }
     });
-    r
 }
 
 /// `cuGraphExecUpdate`: the instantiation's nodes now have graph `g`'s parameters.
-pub unsafe fn graph_exec_update(h: Export, a: args::GraphExecUpdate, call: impl Call) -> CUresult {
+pub unsafe fn graph_exec_update(h: Export, a: args::GraphExecUpdate, r: CUresult) {
     let args::GraphExecUpdate { exec, g, .. } = a;
-    let r = call();
     rec(h, r, |_| {
         if r == 0 {
             state::with(|st| {
@@ -400,12 +363,10 @@ pub unsafe fn graph_exec_update(h: Export, a: args::GraphExecUpdate, call: impl 
             graph: g as u64,
         }
     });
-    r
 }
 
-pub unsafe fn graph_clone(h: Export, a: args::GraphClone, call: impl Call) -> CUresult {
+pub unsafe fn graph_clone(h: Export, a: args::GraphClone, r: CUresult) {
     let args::GraphClone { clone, g } = a;
-    let r = call();
     rec(h, r, |_| {
         let c = out_addr(clone);
         if r == 0 {
@@ -420,7 +381,6 @@ pub unsafe fn graph_clone(h: Export, a: args::GraphClone, call: impl Call) -> CU
             graph: g as u64,
         }
     });
-    r
 }
 
 /// The `hrrGraphHost*` rows: record types written by [`graph_launch`], not entry points (no

@@ -291,12 +291,7 @@ pub(super) unsafe fn set_node(
 }
 
 /// `cuGraphAddKernelNode` (v1 parameters) and `_v2` (with `kern` and `ctx`).
-pub unsafe fn graph_add_kernel_node(
-    h: Export,
-    a: args::GraphAddKernelNode,
-    call: impl Call,
-) -> CUresult {
-    let r = call();
+pub unsafe fn graph_add_kernel_node(h: Export, a: args::GraphAddKernelNode, r: CUresult) {
     let v2 = h == Export::cuGraphAddKernelNode_v2;
     bind_node_function(a.p, v2);
     add_node(
@@ -309,7 +304,6 @@ pub unsafe fn graph_add_kernel_node(
             Vec::new()
         },
     );
-    r
 }
 
 pub unsafe fn graph_add_memcpy_node(
@@ -505,8 +499,7 @@ pub unsafe fn graph_add_node(h: Export, a: args::GraphAddNode, call: impl Call) 
     })
 }
 
-pub unsafe fn graph_add_node_v2(h: Export, a: args::GraphAddNodeV2, call: impl Call) -> CUresult {
-    let r = call();
+pub unsafe fn graph_add_node_v2(h: Export, a: args::GraphAddNodeV2, r: CUresult) {
     let edges = bytes_at(a.edges, a.n.min(1 << 16) * EDGE_DATA_BYTES).to_vec();
     add_node(
         h,
@@ -515,14 +508,9 @@ pub unsafe fn graph_add_node_v2(h: Export, a: args::GraphAddNodeV2, call: impl C
         (handles(a.deps, a.n), edges),
         |rc, nd| fill_generic(rc, nd, a.p, "cuGraphAddNode_v2"),
     );
-    r
 }
 
-pub unsafe fn graph_add_dependencies(
-    h: Export,
-    a: args::GraphAddDependencies,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn graph_add_dependencies(h: Export, a: args::GraphAddDependencies, r: CUresult) {
     let args::GraphAddDependencies { g, from, to, n } = a;
     let edges = std::ptr::null();
     graph_add_dependencies_v2(
@@ -534,15 +522,11 @@ pub unsafe fn graph_add_dependencies(
             edges,
             n,
         },
-        call,
+        r,
     )
 }
 
-pub unsafe fn graph_add_dependencies_v2(
-    h: Export,
-    a: args::GraphAddDependenciesV2,
-    call: impl Call,
-) -> CUresult {
+pub unsafe fn graph_add_dependencies_v2(h: Export, a: args::GraphAddDependenciesV2, r: CUresult) {
     let args::GraphAddDependenciesV2 {
         g,
         from,
@@ -550,12 +534,10 @@ pub unsafe fn graph_add_dependencies_v2(
         edges,
         n,
     } = a;
-    let r = call();
     rec(h, r, |_| GraphEdges {
         graph: g as u64,
         from: handles(from, n),
         to: handles(to, n),
         edges: bytes_at(edges, n.min(1 << 16) * EDGE_DATA_BYTES).to_vec(),
     });
-    r
 }
