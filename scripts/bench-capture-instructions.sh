@@ -15,6 +15,12 @@
 #               over 20000 (what one more launch costs, start-up left out)
 #   chain       the same of `driver_app chain N`: two kernels alternating (15 of 16 launches
 #               `axpy`, one `fill_u32`), their arguments as pointers
+#   launch_cold per launch with cold caches: `launches N 8` at N = 1000 and 2000 with 4 MiB of
+#               other memory touched before each launch (FAKE_APP_POLLUTE_KB, as an interpreter
+#               between a framework's launches), under callgrind's cache simulation (32 KiB D1,
+#               1 MiB last level): the instructions, D1 misses and last-level misses capture adds
+#               to a launch, i.e. the cache lines its hook touches (on a GPU machine a launch's
+#               added time is mostly these misses, not its instructions)
 #   multicopy   `copy_app multicopy 10 4`: simpleMultiCopy's serialized loop over 8 mapped
 #               page-locked buffers (the tracker of host-visible memory, one buffer uploaded again)
 #   d2h_reg     `copy_app d2h 4 16 registered`: a fresh blocking 16 MiB D2H result per round
@@ -31,28 +37,41 @@ command -v valgrind >/dev/null || { echo "bench-capture-instructions: needs valg
 fake_bench_setup bench-capture-instructions hrr-capture libhrr_capture.so
 base=${BASELINE:-}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(launch chain multicopy d2h_reg d2h h2d reupload)
+[ ${#cases[@]} -gt 0 ] || cases=(launch chain launch_cold multicopy d2h_reg d2h h2d reupload)
 
-# Instructions of APP ARGS... run plainly.
+# What callgrind counts and what is totalled: instructions, or (launch_cold) the cache
+# simulation's events too; `events` lists the totals, each a sum of callgrind events.
+vg_opts=()
+events=(Ir)
+
+# The totals (one a line, as `events` names them) of APP ARGS... run plainly.
 plain_ir() {
-    valgrind --tool=callgrind --callgrind-out-file="$work/cg.plain" "$work/fake/$1" "${@:2}" \
-        >/dev/null 2>"$work/vg.log" || { cat "$work/vg.log" >&2; exit 1; }
+    valgrind --tool=callgrind "${vg_opts[@]}" --callgrind-out-file="$work/cg.plain" \
+        "$work/fake/$1" "${@:2}" >/dev/null 2>"$work/vg.log" || { cat "$work/vg.log" >&2; exit 1; }
     total_ir "$work/cg.plain"
 }
 
-# Instructions of every process of `hrr-capture -o ARCHIVE -- APP ARGS...` with build DIR.
+# The totals of every process of `hrr-capture -o ARCHIVE -- APP ARGS...` with build DIR.
 captured_ir() {
     local dir=$1
     rm -rf "$work/run.hrr" "$work"/cg.cap.*
-    HRR_CAPTURE_LIB="$dir/libhrr_capture.so" valgrind --tool=callgrind --trace-children=yes \
-        --callgrind-out-file="$work/cg.cap.%p" "$dir/hrr-capture" -o "$work/run.hrr" -- \
-        "$work/fake/$2" "${@:3}" >/dev/null 2>"$work/vg.log" || { cat "$work/vg.log" >&2; exit 1; }
+    HRR_CAPTURE_LIB="$dir/libhrr_capture.so" valgrind --tool=callgrind "${vg_opts[@]}" \
+        --trace-children=yes --callgrind-out-file="$work/cg.cap.%p" "$dir/hrr-capture" \
+        -o "$work/run.hrr" -- "$work/fake/$2" "${@:3}" >/dev/null 2>"$work/vg.log" ||
+        { cat "$work/vg.log" >&2; exit 1; }
     total_ir "$work"/cg.cap.*
 }
 
-# The sum of the `summary:` lines of callgrind output files.
+# The sums of the `summary:` lines of callgrind output files, a line for each of `events`
+# (an entry such as "DLmr DLmw" adds those events' columns).
 total_ir() {
-    awk '/^summary:/ { s += $2 } END { printf "%d\n", s }' "$@"
+    local e
+    for e in "${events[@]}"; do
+        awk -v want="$e" '
+            /^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
+            /^summary:/ { n = split(want, w, " "); for (k = 1; k <= n; k++) s += $(col[w[k]]) }
+            END { printf "%d\n", s }' "$@"
+    done
 }
 
 # added COUNT_PLAIN COUNT_CAPTURED: capture's instructions.
@@ -88,6 +107,37 @@ for c in "${cases[@]}"; do
         read -r t1 b1 <<<"$(measure driver_app "${args[@]}")"
         read -r t2 b2 <<<"$(measure driver_app "${more[@]}")"
         report "$label" $(((t2 - t1) / 20000)) ${b1:+$(((b2 - b1) / 20000))}
+        ;;
+    launch_cold)
+        vg_opts=(--cache-sim=yes --D1=32768,8,64 --LL=1048576,16,64)
+        events=(Ir "D1mr D1mw" "DLmr DLmw")
+        export FAKE_APP_POLLUTE_KB=4096
+        cold=()
+        for n in 1000 2000; do
+            p=$(plain_ir driver_app launches $n 8)
+            cold+=("$p" "$(captured_ir "$bin" driver_app launches $n 8)")
+            [ -z "$base" ] || cold+=("$(captured_ir "$base" driver_app launches $n 8)")
+        done
+        unset FAKE_APP_POLLUTE_KB
+        vg_opts=()
+        events=(Ir)
+        # per launch: (captured - plain) at 2000 less the same at 1000, over 1000
+        per_cold() {
+            paste <(echo "${cold[$1]}") <(echo "${cold[$2]}") <(echo "${cold[$3]}") <(echo "${cold[$4]}") |
+                awk '{ printf "%d ", (($4 - $3) - ($2 - $1)) / 1000 }'
+        }
+        k=$((${#cold[@]} / 2))
+        read -r ti td tl <<<"$(per_cold 0 1 $k $((k + 1)))"
+        if [ -n "$base" ]; then
+            read -r bi bd bl <<<"$(per_cold 0 2 $k $((k + 2)))"
+            report "cold instr" "$ti" "$bi"
+            report "cold D1 miss" "$td" "$bd"
+            report "cold LL miss" "$tl" "$bl"
+        else
+            report "cold instr" "$ti"
+            report "cold D1 miss" "$td"
+            report "cold LL miss" "$tl"
+        fi
         ;;
     multicopy) read -r t b <<<"$(measure copy_app multicopy 10 4)" && report "$c" "$t" $b ;;
     d2h_reg) read -r t b <<<"$(measure copy_app d2h 4 16 registered)" && report "$c" "$t" $b ;;

@@ -221,9 +221,21 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
       if (!g_cu.MemHostAlloc) usage();
       CK(g_cu.MemHostAlloc(&h, 1 << 20, 0x02 /* DEVICEMAP */), "cuMemHostAlloc");
     }
-    for (long i = 0; i < g_opts.loops; i++)
+    /* FAKE_APP_POLLUTE_KB=K: K KiB of other memory touched before each launch, as an
+     * interpreter's work between a framework's launches evicts what the previous launch left in
+     * the caches (the cost a launch's hook then pays in cache misses). */
+    const char *pk = getenv("FAKE_APP_POLLUTE_KB");
+    size_t pollute = pk ? strtoul(pk, NULL, 10) * 1024 : 0;
+    volatile unsigned char *other = pollute ? calloc(pollute, 1) : NULL;
+    if (pollute && !other) {
+      fprintf(stderr, "%s: FAKE_APP_POLLUTE_KB: out of memory\n", g_prog);
+      exit(1);
+    }
+    for (long i = 0; i < g_opts.loops; i++) {
+      for (size_t b = 0; b < pollute; b += 64) other[b]++;
       CK(g_cu.LaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, g_opts.arg_words ? NULL : params,
                            g_opts.arg_words ? extra : NULL), "cuLaunchKernel");
+    }
     CK(g_cu.CtxSynchronize(), "cuCtxSynchronize");
     printf("launches %ld done\n", g_opts.loops);
     return 0;
