@@ -80,6 +80,12 @@ impl Deferred {
         self.0 = keep;
         Ok(())
     }
+
+    /// Release every deferred free, waiting for each (the end of replay); `api` is both the
+    /// table freeing and the one waiting.
+    pub fn release_all<A: Vmm + Streams>(&mut self, mem: &mut Placement, api: &A) -> Result<()> {
+        self.reap(mem, api, api, None, true)
+    }
 }
 
 /// An allocation that first waits for deferred frees of its range (see [`Deferred`]).

@@ -484,8 +484,7 @@ impl Backend for Cuda {
         self.free_ring()?;
         self.unpin_sources()?;
         self.timer.resolve(&self.api)?;
-        let api = &self.api;
-        self.deferred.reap(&mut self.mem, api, api, None, true)
+        self.deferred.release_all(&mut self.mem, &self.api)
     }
 
     fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {

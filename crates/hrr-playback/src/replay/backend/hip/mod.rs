@@ -234,8 +234,7 @@ impl Backend for Hip {
     fn finish(&mut self) -> Result<()> {
         self.device_synchronize()?;
         self.timer.resolve(&self.api)?;
-        let api = &self.api;
-        self.deferred.reap(&mut self.mem, api, api, None, true)
+        self.deferred.release_all(&mut self.mem, &self.api)
     }
 
     fn timings(&self) -> Vec<crate::replay::timing::KernelTiming> {
