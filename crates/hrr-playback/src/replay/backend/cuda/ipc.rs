@@ -17,6 +17,7 @@ use hrr_calls::shapes::{DevicePtr, IpcEventHandle, IpcMemHandle, IpcOpenMem, Sha
 
 use super::driver::{cu, H};
 use super::{Cuda, Event, Outcome};
+use crate::replay::backend::shared::Call;
 use crate::replay::pairing::HANDLE_POSIX_FD;
 use crate::replay::peers::Rendezvous;
 
@@ -47,8 +48,7 @@ impl Cuda {
         let s: IpcMemHandle = ev.read()?;
         let dptr = self.mem.translate(s.dptr);
         export(&s.handle, |live| {
-            cu!(self.api, cuIpcGetMemHandle(live, dptr))?;
-            Ok(())
+            Ok(cu!(self.api, cuIpcGetMemHandle(live, dptr)))
         })
     }
 
@@ -82,8 +82,7 @@ impl Cuda {
         let s: IpcEventHandle = ev.read()?;
         let event = self.handles.get(s.event)?;
         export(&s.handle, |live| {
-            cu!(self.api, cuIpcGetEventHandle(live, event))?;
-            Ok(())
+            Ok(cu!(self.api, cuIpcGetEventHandle(live, event)))
         })
     }
 
@@ -189,14 +188,14 @@ impl Cuda {
     }
 }
 
-/// An export replayed beside other processes: the live handle `get` fills is published under
-/// the `recorded` one. Replayed alone, there is no one to open it: nothing to do.
-fn export(recorded: &[u8], get: impl FnOnce(&mut IpcHandle) -> Result<()>) -> Result<Outcome> {
+/// An export replayed beside other processes: the live handle `get` fills (its driver call) is
+/// published under the `recorded` one. Replayed alone, there is no one to open it: nothing to do.
+fn export(recorded: &[u8], get: impl FnOnce(&mut IpcHandle) -> Call<()>) -> Result<Outcome> {
     let Some(rv) = Rendezvous::from_env() else {
         return Ok(Outcome::Done);
     };
     let mut live = IpcHandle::default();
-    get(&mut live)?;
+    get(&mut live)??;
     rv.publish(recorded, &live.0)?;
     Ok(Outcome::Done)
 }
