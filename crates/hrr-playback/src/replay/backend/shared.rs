@@ -280,6 +280,31 @@ macro_rules! launch_call {
 }
 pub(crate) use launch_call;
 
+/// Methods of an entry-point table that each call one entry point through its call macro
+/// `$call`: `fn name(arguments) => entry(its arguments);` answers the call's status,
+/// `fn name(arguments) -> out: T = init => entry(…);` the value the entry point wrote to `out`
+/// (which starts as `init`) once it succeeded. The plain methods of [`impl_vmm!`],
+/// [`impl_streams!`] and [`impl_device_memory!`].
+macro_rules! forward_calls {
+    ($call:ident: $(fn $name:ident($($arg:ident: $ty:ty),*) $(-> $out:ident: $t:ty = $init:expr)?
+        => $entry:ident($($e:expr),*);)*) => {
+        $(
+            fn $name(
+                &self,
+                $($arg: $ty),*
+            ) -> $crate::replay::backend::shared::Call<
+                $crate::replay::backend::shared::forward_calls!(@out $($t)?),
+            > {
+                $(let mut $out: $t = $init;)?
+                Ok($call!(self, $entry($($e),*))$(.map(|()| $out))?)
+            }
+        )*
+    };
+    (@out) => { () };
+    (@out $t:ty) => { $t };
+}
+pub(crate) use forward_calls;
+
 /// Implement `crate::replay::placement::Vmm` for an entry-point table `$api` through its call
 /// macro `$call` (`cu` or `hip`), naming the entry point of each operation (CUDA and HIP share
 /// their signatures).
@@ -289,74 +314,21 @@ macro_rules! impl_vmm {
      set_access: $access:ident, alloc: $alloc:ident, free: $free:ident,
      synchronize: $sync:ident) => {
         impl $crate::replay::placement::Vmm for $api {
-            fn reserve(
-                &self,
-                size: u64,
-                align: u64,
-                hint: u64,
-            ) -> $crate::replay::backend::shared::Call<u64> {
-                let mut got = 0u64;
-                Ok($call!(
-                    self,
-                    $reserve(&mut got, size as usize, align as usize, hint, 0)
-                )
-                .map(|()| got))
-            }
-            fn free_reservation(
-                &self,
-                addr: u64,
-                size: u64,
-            ) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $afree(addr, size as usize)))
-            }
-            fn create(
-                &self,
-                size: u64,
-                prop: &[u8],
-                flags: u64,
-            ) -> $crate::replay::backend::shared::Call<u64> {
-                let mut h = 0u64;
-                Ok($call!(self, $create(&mut h, size as usize, prop.as_ptr(), flags)).map(|()| h))
-            }
-            fn release(&self, handle: u64) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $release(handle)))
-            }
-            fn map(
-                &self,
-                addr: u64,
-                size: u64,
-                offset: u64,
-                handle: u64,
-            ) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(
-                    self,
-                    $map(addr, size as usize, offset as usize, handle, 0)
-                ))
-            }
-            fn unmap(&self, addr: u64, size: u64) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $unmap(addr, size as usize)))
-            }
-            fn set_access(
-                &self,
-                addr: u64,
-                size: u64,
-                desc: &[u8],
-                count: usize,
-            ) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(
-                    self,
-                    $access(addr, size as usize, desc.as_ptr(), count)
-                ))
-            }
-            fn alloc(&self, size: u64) -> $crate::replay::backend::shared::Call<u64> {
-                let mut p = 0u64;
-                Ok($call!(self, $alloc(&mut p, size as usize)).map(|()| p))
-            }
-            fn free(&self, ptr: u64) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $free(ptr)))
-            }
-            fn synchronize(&self) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $sync()))
+            $crate::replay::backend::shared::forward_calls! { $call:
+                fn reserve(size: u64, align: u64, hint: u64) -> got: u64 = 0
+                    => $reserve(&mut got, size as usize, align as usize, hint, 0);
+                fn create(size: u64, prop: &[u8], flags: u64) -> h: u64 = 0
+                    => $create(&mut h, size as usize, prop.as_ptr(), flags);
+                fn alloc(size: u64) -> p: u64 = 0 => $alloc(&mut p, size as usize);
+                fn free_reservation(addr: u64, size: u64) => $afree(addr, size as usize);
+                fn release(handle: u64) => $release(handle);
+                fn map(addr: u64, size: u64, offset: u64, handle: u64)
+                    => $map(addr, size as usize, offset as usize, handle, 0);
+                fn unmap(addr: u64, size: u64) => $unmap(addr, size as usize);
+                fn set_access(addr: u64, size: u64, desc: &[u8], count: usize)
+                    => $access(addr, size as usize, desc.as_ptr(), count);
+                fn free(ptr: u64) => $free(ptr);
+                fn synchronize() => $sync();
             }
         }
     };
@@ -384,34 +356,6 @@ macro_rules! impl_streams {
                 }
                 .map(|()| s))
             }
-            fn destroy_stream(&self, stream: H) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $destroy(stream)))
-            }
-            fn synchronize_stream(&self, stream: H) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $sync(stream)))
-            }
-            fn wait_event(
-                &self,
-                stream: H,
-                event: H,
-                flags: u32,
-            ) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $wait(stream, event, flags)))
-            }
-            fn create_event(&self, flags: u32) -> $crate::replay::backend::shared::Call<H> {
-                let mut e: H = std::ptr::null_mut();
-                Ok($call!(self, $ecreate(&mut e, flags)).map(|()| e))
-            }
-            fn record_event(
-                &self,
-                event: H,
-                stream: H,
-            ) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $record(event, stream)))
-            }
-            fn synchronize_event(&self, event: H) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $esync(event)))
-            }
             fn query_event(&self, event: H) -> $crate::replay::backend::shared::Call<bool> {
                 Ok(match $call!(self, $query(event)) {
                     Ok(()) => Ok(true),
@@ -419,12 +363,16 @@ macro_rules! impl_streams {
                     Err(err) => Err(err),
                 })
             }
-            fn destroy_event(&self, event: H) -> $crate::replay::backend::shared::Call<()> {
-                Ok($call!(self, $edestroy(event)))
-            }
-            fn elapsed_ms(&self, start: H, end: H) -> $crate::replay::backend::shared::Call<f32> {
-                let mut ms = 0f32;
-                Ok($call!(self, $elapsed(&mut ms, start, end)).map(|()| ms))
+            $crate::replay::backend::shared::forward_calls! { $call:
+                fn create_event(flags: u32) -> e: H = std::ptr::null_mut()
+                    => $ecreate(&mut e, flags);
+                fn elapsed_ms(start: H, end: H) -> ms: f32 = 0.0 => $elapsed(&mut ms, start, end);
+                fn destroy_stream(stream: H) => $destroy(stream);
+                fn synchronize_stream(stream: H) => $sync(stream);
+                fn wait_event(stream: H, event: H, flags: u32) => $wait(stream, event, flags);
+                fn record_event(event: H, stream: H) => $record(event, stream);
+                fn synchronize_event(event: H) => $esync(event);
+                fn destroy_event(event: H) => $edestroy(event);
             }
         }
     };
@@ -454,25 +402,11 @@ macro_rules! impl_device_memory {
     ($api:ty, $call:ident, managed: $managed:ident, host: $host:ident, memset8: $d8:ident,
      memset16: $d16:ident, memset32: $d32:ident) => {
         impl $crate::replay::placement::DeviceMemory for $api {
-            fn alloc_managed(
-                &self,
-                size: u64,
-                flags: u32,
-            ) -> $crate::replay::backend::shared::Call<u64> {
-                let mut p = 0u64;
-                Ok($call!(self, $managed(&mut p, size as usize, flags)).map(|()| p))
-            }
-            fn alloc_host(
-                &self,
-                size: u64,
-                flags: u32,
-            ) -> $crate::replay::backend::shared::Call<u64> {
-                let mut p = 0u64;
-                Ok($call!(
-                    self,
-                    $host(&mut p as *mut u64 as *mut _, size as usize, flags)
-                )
-                .map(|()| p))
+            $crate::replay::backend::shared::forward_calls! { $call:
+                fn alloc_managed(size: u64, flags: u32) -> p: u64 = 0
+                    => $managed(&mut p, size as usize, flags);
+                fn alloc_host(size: u64, flags: u32) -> p: u64 = 0
+                    => $host(&mut p as *mut u64 as *mut _, size as usize, flags);
             }
             fn memset(
                 &self,
