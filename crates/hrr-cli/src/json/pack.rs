@@ -356,7 +356,7 @@ pub struct PullJson {
     pub seconds: f64,
 }
 
-/// `hrr-pack image --json` (`hrr.image/1`).
+/// `hrr-pack image --json` (`hrr.image/1`); also what `hrr_pack::image::build` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImageJson {
@@ -378,7 +378,7 @@ pub struct ImageJson {
     pub diff_id: String,
     /// Layers in the image, the added one included.
     pub layers: u64,
-    /// Newest glibc the binary needs, or null.
+    /// Newest glibc the binary needs, or null (no versioned glibc references).
     pub glibc_needed: Option<String>,
     /// Newest glibc the base provides, or null.
     pub glibc_base: Option<String>,
@@ -388,7 +388,8 @@ pub struct ImageJson {
     pub removed_entrypoint: Option<serde_json::Value>,
     /// Creation time (RFC 3339), also the layer's file times.
     pub created: String,
-    /// `SOURCE_DATE_EPOCH`, `hrr-playback` (the binary's mtime) or `base`.
+    /// `SOURCE_DATE_EPOCH`, `hrr-playback` (the binary's mtime) or `base` (the base's own
+    /// creation time, else its file's mtime).
     pub created_from: String,
     /// The base was an `hrr-pack image` output whose hrr-playback layer was replaced.
     pub replaced_layer: bool,

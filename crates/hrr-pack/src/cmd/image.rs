@@ -67,29 +67,12 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         ui.note("the base is an hrr-pack image: its hrr-playback layer was replaced, not stacked");
     }
     if ui.json {
-        ui.json(&hrr_cli::json::ImageJson {
-            schema: "hrr.image/1".into(),
-            ok: true,
-            output: o.output.display().to_string(),
-            tag: o.tag.clone(),
-            manifest_digest: o.manifest_digest.clone(),
-            config_digest: o.config_digest.clone(),
-            layer_digest: o.layer_digest.clone(),
-            diff_id: o.diff_id.clone(),
-            layers: o.layers as u64,
-            glibc_needed: o.glibc_needed.clone(),
-            glibc_base: o.glibc_base.clone(),
-            bytes: o.bytes,
-            removed_entrypoint: o.removed_entrypoint.clone(),
-            created: o.created.clone(),
-            created_from: o.created_from.clone(),
-            replaced_layer: o.replaced_layer,
-        });
+        ui.json(&o);
     } else {
         ui.out(&format!(
             "image {} -> {} ({}, {} layers)\ncreated  {} (from {})\nmanifest {}\nconfig   {}\nglibc: needs {}, base has {}\n",
             o.tag,
-            o.output.display(),
+            o.output,
             bytes(o.bytes),
             o.layers,
             o.created,

@@ -113,39 +113,10 @@ pub struct ImageOptions {
     pub epoch: Option<u64>,
 }
 
-/// What was built.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ImageOutcome {
-    /// The image tar.
-    pub output: PathBuf,
-    /// Full reference, `name:tag`.
-    pub tag: String,
-    /// `sha256:` of the manifest (what registries and `podman` call the image digest).
-    pub manifest_digest: String,
-    /// `sha256:` of the config (Docker's image id).
-    pub config_digest: String,
-    /// `sha256:` of the added (gzip) layer.
-    pub layer_digest: String,
-    /// `sha256:` of the added layer uncompressed.
-    pub diff_id: String,
-    /// Layers in the image, the added one included.
-    pub layers: usize,
-    /// Newest glibc the binary needs (`None`: no versioned glibc references).
-    pub glibc_needed: Option<String>,
-    /// Newest glibc the base provides.
-    pub glibc_base: Option<String>,
-    /// Size of the image tar.
-    pub bytes: u64,
-    /// `Entrypoint` of the base that was removed, if any.
-    pub removed_entrypoint: Option<Value>,
-    /// The image's creation time (RFC 3339), also its files' times.
-    pub created: String,
-    /// Where that time came from: `SOURCE_DATE_EPOCH`, `hrr-playback` (the binary's mtime) or
-    /// `base` (the base's own creation time, else its file's mtime).
-    pub created_from: String,
-    /// The base was an `hrr-pack image` output: its hrr-playback layer was replaced.
-    pub replaced_layer: bool,
-}
+/// What was built: the `hrr.image/1` object `hrr-pack image --json` prints (one field list,
+/// [`hrr_cli::json::ImageJson`], for the build's outcome and its JSON form; `output` is the
+/// image tar's path as text, `layers` counts the image's layers, the added one included).
+pub type ImageOutcome = hrr_cli::json::ImageJson;
 
 fn io_err(path: &Path) -> impl Fn(io::Error) -> ImageError + '_ {
     move |source| ImageError::Io {
@@ -668,13 +639,15 @@ pub fn build(opts: &ImageOptions) -> Result<ImageOutcome> {
         source: e.error,
     })?;
     Ok(ImageOutcome {
-        output: opts.output.clone(),
+        schema: "hrr.image/1".into(),
+        ok: true,
+        output: opts.output.display().to_string(),
         tag,
         manifest_digest,
         config_digest: cfg_digest,
         layer_digest,
         diff_id,
-        layers: base.layers.len() + 1,
+        layers: (base.layers.len() + 1) as u64,
         glibc_needed: match needs {
             Needs::Glibc(v) => Some(v.to_string()),
             Needs::Nothing => None,
