@@ -95,8 +95,7 @@ fn scan_has_no_false_positives_on_64_mib_of_random_bytes() {
 #[test]
 fn scan_archive_pack_and_file_report_without_revealing() {
     let (t, src, secrets) = secrets_in_temp();
-    let o = run(&[&"scan", &src, &"--json"]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let o = exits(&[&"scan", &src, &"--json"], 3);
     grep_output(&o, &secrets);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let findings = v["findings"].as_array().unwrap();
@@ -147,6 +146,5 @@ fn scan_archive_pack_and_file_report_without_revealing() {
     // a clean archive exits 0
     let clean = t.path().join("clean.hrr");
     clean_archive(&clean);
-    let o = run(&[&"scan", &clean]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    exits(&[&"scan", &clean], 0);
 }

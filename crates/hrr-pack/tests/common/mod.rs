@@ -40,6 +40,13 @@ pub fn succeeds(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     o
 }
 
+/// Run [`bin`] with `args`, which must exit with `code` (its output shown if not): its output.
+pub fn exits(args: &[&dyn AsRef<std::ffi::OsStr>], code: i32) -> Output {
+    let o = run(args);
+    assert_eq!(o.status.code(), Some(code), "{}", text(&o));
+    o
+}
+
 /// Run [`bin`] with `args`, which must exit with `code` and say `what` (on stdout or stderr).
 pub fn fails_saying(args: &[&dyn AsRef<std::ffi::OsStr>], code: i32, what: &str) {
     let o = run(args);

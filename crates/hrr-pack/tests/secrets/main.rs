@@ -17,7 +17,7 @@ mod common;
 mod corpus;
 mod plants;
 
-use common::{bin, run, succeeds, text};
+use common::{bin, exits, run, succeeds, text};
 use corpus::{contains, corpus, files, occurring, residue_needles, write_process, Form};
 use plants::{binary_plants, github_style, text_plants};
 
@@ -40,8 +40,7 @@ fn every_rule_in_every_context_is_found_and_fully_scrubbed() {
     let t = tempfile::tempdir().unwrap();
     let src = t.path().join("corpus.hrr");
     write_process(&src, 4242, &blobs, b"\x7fELF code");
-    let o = run(&[&"scan", &src, &"--json", &"--no-progress"]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let o = exits(&[&"scan", &src, &"--json", &"--no-progress"], 3);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // findings by blob content hash (the file name's id): map blob index -> file
     let mut by_file: BTreeMap<String, Vec<(u64, u64, String)>> = BTreeMap::new();
@@ -131,8 +130,7 @@ fn every_rule_in_every_context_is_found_and_fully_scrubbed() {
     assert!(residue.is_empty(), "{residue:#?}");
     // and the scrubbed archive is valid and clean
     succeeds(&[&"verify", &src]);
-    let o = run(&[&"scan", &src, &"--no-progress"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    exits(&[&"scan", &src, &"--no-progress"], 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,6 +345,5 @@ fn pack_completes_an_interrupted_scrub_before_packing() {
     assert!(!stage.exists());
     let left = leftovers(t.path(), &secrets);
     assert!(left.is_empty(), "{left:?}");
-    let o = run(&[&"scan", &out, &"--no-progress"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    exits(&[&"scan", &out, &"--no-progress"], 0);
 }
