@@ -1,7 +1,7 @@
 //! Shared builders for tests, examples and benchmarks (cargo feature `testkit`, off by default):
 //! schemas from compact call lists, the small schemas several suites share, a capture of copied
-//! blobs and one the writer marked incomplete written through the real writer, and a
-//! deterministic random source. Not part of the
+//! blobs and one the writer marked incomplete written through the real writer, a
+//! deterministic random source, and the member names of a tar. Not part of the
 //! format; nothing here is used by the library itself.
 
 use std::path::{Path, PathBuf};
@@ -256,4 +256,14 @@ impl Rng {
 #[track_caller]
 pub fn assert_contains(haystack: &str, needle: &str) {
     assert!(haystack.contains(needle), "{haystack}");
+}
+
+/// The member names of an uncompressed tar, in order (paths as text).
+#[cfg(feature = "pack")]
+pub fn tar_names(tar: &[u8]) -> Vec<String> {
+    tar::Archive::new(tar)
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect()
 }

@@ -717,14 +717,8 @@ mod tests {
         let (a, ga) = build_layer(b"\x7fELF binary", 5).unwrap();
         let (b, gb) = build_layer(b"\x7fELF binary", 5).unwrap();
         assert_eq!((a.clone(), ga), (b, gb));
-        let mut ar = tar::Archive::new(&a[..]);
-        let names: Vec<String> = ar
-            .entries()
-            .unwrap()
-            .map(|e| e.unwrap().path().unwrap().display().to_string())
-            .collect();
         assert_eq!(
-            names,
+            hrr_archive::testkit::tar_names(&a),
             ["usr/", "usr/local/", "usr/local/bin/", INSTALL_PATH].map(String::from)
         );
     }

@@ -82,13 +82,7 @@ fn pack_is_byte_identical_across_threads_and_mtimes() {
     let o = succeeds(&[&"pack", &src, &"-o", &"-", &"-T", &"2", &"--level", &"3"]);
     assert!(o.stdout == a, "stdout pack differs");
     // and plain zstd + tar read it (the head's padding is a skippable frame)
-    let tar = zstd_decompress(&a);
-    let mut ar = tar::Archive::new(&tar[..]);
-    let names: Vec<String> = ar
-        .entries()
-        .unwrap()
-        .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
-        .collect();
+    let names = testkit::tar_names(&zstd_decompress(&a));
     assert_eq!(names[0], "hrr-pack-index.json");
     assert_eq!(names[1], "run.hrr");
     assert!(names.contains(&"run.hrr/pid-100/events.bin".to_string()));
