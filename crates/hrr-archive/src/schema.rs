@@ -344,6 +344,17 @@ impl PayloadBuilder {
         buf.clear();
         PayloadBuilder { buf }
     }
+    /// Append to the end of `buf`, keeping what it holds (a payload written in place after its
+    /// record's header: [`crate::writer::EventWriter::begin_record`]).
+    #[inline]
+    pub fn appending(buf: Vec<u8>) -> Self {
+        PayloadBuilder { buf }
+    }
+    /// Append bytes already encoded (a whole payload).
+    #[inline]
+    pub fn encoded(&mut self, b: &[u8]) -> &mut Self {
+        self.put(b)
+    }
     /// Append a `u8` field.
     #[inline]
     pub fn u8(&mut self, v: u8) -> &mut Self {

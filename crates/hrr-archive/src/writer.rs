@@ -11,7 +11,7 @@ use crate::framing::*;
 use crate::fsutil;
 use crate::layout::{self, BLOBS_DIR, CODE_OBJECTS_DIR};
 use crate::manifest::{self, ProcessManifest};
-use crate::schema::Schema;
+use crate::schema::{PayloadBuilder, Schema};
 
 pub use crate::layout::names::{ACTIVE_MARKER, EVENTS_FILE};
 
@@ -50,6 +50,23 @@ pub struct EventWriter {
     bytes: u64,
 }
 
+/// A record being written in place at the end of an [`EventWriter`]'s buffer
+/// ([`EventWriter::begin_record`]).
+#[derive(Debug)]
+pub struct OpenRecord {
+    payload: PayloadBuilder,
+    /// Where the record's header starts in the buffer.
+    start: usize,
+}
+
+impl OpenRecord {
+    /// The payload, to append the record's fields to.
+    #[inline]
+    pub fn payload(&mut self) -> &mut PayloadBuilder {
+        &mut self.payload
+    }
+}
+
 impl EventWriter {
     /// Create a new events.bin (must not exist) with the file header and schema record.
     pub fn create(path: &Path, schema: &Schema, policy: FlushPolicy) -> Result<Self> {
@@ -73,8 +90,61 @@ impl EventWriter {
     }
 
     fn push_record(&mut self, kind: u16, thread_id: u64, ts: u64, payload: &[u8]) -> Result<u64> {
-        let total = RECORD_HEADER_LEN as u64 + payload.len() as u64;
+        let mut record = self.begin_record();
+        record.payload().encoded(payload);
+        self.close_record(record, kind, thread_id, ts)
+    }
+
+    /// Start a record whose payload is written in place, after room for its header at the end
+    /// of the buffer (no copy of the payload): write the payload into
+    /// [`OpenRecord::payload`], then [`Self::end_record`] or [`Self::cancel_record`]. Nothing
+    /// else may be appended meanwhile (the buffer is the open record's until then).
+    pub fn begin_record(&mut self) -> OpenRecord {
+        let mut buf = std::mem::take(&mut self.buf);
+        let start = buf.len();
+        buf.resize(start + RECORD_HEADER_LEN, 0);
+        OpenRecord {
+            payload: PayloadBuilder::appending(buf),
+            start,
+        }
+    }
+
+    /// Finish the open record `record` as one event (as [`Self::append_at`] appends one);
+    /// returns its sequence number. A payload over the record limit is dropped, the buffer
+    /// kept as it was before the record.
+    pub fn end_record(
+        &mut self,
+        record: OpenRecord,
+        kind: u16,
+        thread_id: u64,
+        ts: u64,
+    ) -> Result<u64> {
+        let seq = self.close_record(record, kind, thread_id, ts)?;
+        self.count_appended()?;
+        Ok(seq)
+    }
+
+    /// Drop the open record `record`: the buffer is as it was before [`Self::begin_record`].
+    pub fn cancel_record(&mut self, record: OpenRecord) {
+        let mut buf = record.payload.into_bytes();
+        buf.truncate(record.start);
+        self.buf = buf;
+    }
+
+    /// Give the buffer back with `record` closed: its header written in front of its payload.
+    fn close_record(
+        &mut self,
+        record: OpenRecord,
+        kind: u16,
+        thread_id: u64,
+        ts: u64,
+    ) -> Result<u64> {
+        let start = record.start;
+        let mut buf = record.payload.into_bytes();
+        let total = (buf.len() - start) as u64;
         if total > MAX_RECORD_LEN as u64 {
+            buf.truncate(start);
+            self.buf = buf;
             return Err(Error::TooLarge {
                 what: "event record",
                 size: total,
@@ -89,13 +159,27 @@ impl EventWriter {
             thread_id,
             total_len: total as u32,
         };
-        self.buf.extend_from_slice(&header.encode());
-        self.buf.extend_from_slice(payload);
+        buf[start..start + RECORD_HEADER_LEN].copy_from_slice(&header.encode());
+        self.buf = buf;
         self.next_seq += 1;
         if self.buf.len() >= self.policy.buffer_bytes {
             self.hand_over()?;
         }
         Ok(seq)
+    }
+
+    /// An event was appended: count it, and write out or fsync as the policy says.
+    fn count_appended(&mut self) -> Result<()> {
+        self.records += 1;
+        self.since_flush += 1;
+        self.since_sync += 1;
+        if self.since_sync >= self.policy.sync_every_events {
+            self.flush(true)
+        } else if self.since_flush >= self.policy.flush_every_events {
+            self.hand_over()
+        } else {
+            Ok(())
+        }
     }
 
     /// Append one event; returns its sequence number.
@@ -106,14 +190,7 @@ impl EventWriter {
     /// Append one event with an explicit timestamp.
     pub fn append_at(&mut self, kind: u16, thread_id: u64, ts: u64, payload: &[u8]) -> Result<u64> {
         let seq = self.push_record(kind, thread_id, ts, payload)?;
-        self.records += 1;
-        self.since_flush += 1;
-        self.since_sync += 1;
-        if self.since_sync >= self.policy.sync_every_events {
-            self.flush(true)?;
-        } else if self.since_flush >= self.policy.flush_every_events {
-            self.hand_over()?;
-        }
+        self.count_appended()?;
         Ok(seq)
     }
 

@@ -319,3 +319,68 @@ proptest! {
         prop_assert!(r.recovery().complete());
     }
 }
+
+/// Events written in place (`begin_record` .. `end_record`) are the records `append_at` writes
+/// from a finished payload; a cancelled record and one over the record limit leave nothing
+/// behind (the events after them are intact and numbered on).
+#[test]
+fn records_written_in_place_are_the_appended_ones_and_cancelled_ones_leave_nothing() {
+    let payload = |i: u64| {
+        let mut p = PayloadBuilder::new();
+        p.i32(0)
+            .str(&format!("kernel_{i}"))
+            .bytes(&vec![i as u8; i as usize * 7]);
+        p.into_bytes()
+    };
+    let root = tempfile::tempdir().unwrap();
+    // every event after the schema record (which the reader takes as the file's own)
+    let read = |pid: u32| -> Vec<(u16, u64, u64, u64, Vec<u8>)> {
+        let path = root.path().join(format!("pid-{pid}")).join(EVENTS_FILE);
+        EventReader::open(&path)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .map(|r| {
+                let h = r.header;
+                (h.kind, h.seq, h.timestamp_ns, h.thread_id, r.payload)
+            })
+            .collect()
+    };
+
+    let mut appended = ProcessWriter::create(root.path(), 1, 0, &schema()).unwrap();
+    for i in 0..40u64 {
+        appended
+            .events()
+            .append_at(2, 7, 1000 + i, &payload(i))
+            .unwrap();
+    }
+    appended.finish().unwrap();
+
+    let mut in_place = ProcessWriter::create(root.path(), 2, 0, &schema()).unwrap();
+    for i in 0..40u64 {
+        if i % 5 == 0 {
+            // a record abandoned halfway (its fill panicked): nothing of it stays
+            let mut open = in_place.events().begin_record();
+            open.payload().i32(0).str("abandoned");
+            in_place.events().cancel_record(open);
+        }
+        if i == 20 {
+            let mut open = in_place.events().begin_record();
+            open.payload().bytes(&vec![0u8; MAX_RECORD_LEN as usize]);
+            let err = in_place.events().end_record(open, 2, 7, 1).unwrap_err();
+            assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        }
+        let mut open = in_place.events().begin_record();
+        open.payload().encoded(&payload(i));
+        let seq = in_place.events().end_record(open, 2, 7, 1000 + i).unwrap();
+        assert_eq!(
+            seq,
+            i + 1,
+            "numbered after the schema record, cancelled ones not counted"
+        );
+    }
+    in_place.finish().unwrap();
+
+    let (a, b) = (read(1), read(2));
+    assert_eq!(a.len(), 40);
+    assert_eq!(a, b);
+}

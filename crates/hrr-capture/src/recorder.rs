@@ -63,8 +63,6 @@ pub struct Recorder {
     /// Host blobs written off the calling thread (`None`: the thread could not start; blobs
     /// are then written under the lock, as before).
     blobs: Option<crate::blobq::BlobQueue>,
-    /// Payload buffer reused from event to event.
-    scratch: Vec<u8>,
     min_free: u64,
 }
 
@@ -187,7 +185,6 @@ fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
                 api,
                 writer,
                 blobs,
-                scratch: Vec::with_capacity(256),
                 min_free,
             });
             crate::signals::install();
@@ -222,13 +219,16 @@ pub fn record(
         return None;
     }
     let rec = state.as_mut().expect("opened");
-    let mut p = PayloadBuilder::with_buffer(std::mem::take(&mut rec.scratch));
-    catch(|| fill(rec, &mut p))?;
+    // the payload is written in place, in the events buffer (no copy)
+    let mut record = rec.writer.events().begin_record();
+    if catch(|| fill(rec, record.payload())).is_none() {
+        rec.writer.events().cancel_record(record);
+        return None;
+    }
     let result = rec
         .writer
         .events()
-        .append_at(id, thread_id(), now_ns(), p.as_bytes());
-    rec.scratch = p.into_bytes();
+        .end_record(record, id, thread_id(), now_ns());
     match result {
         Ok(seq) => Some(seq),
         Err(e) => {
