@@ -393,6 +393,11 @@ impl PayloadBuilder {
     /// Append a `u64s` field.
     #[inline]
     pub fn u64s(&mut self, v: &[u64]) -> &mut Self {
+        self.u64s_from(v.iter().copied())
+    }
+    /// Append a `u64s` field of the values `v` yields (no array of them needed).
+    #[inline]
+    pub fn u64s_from(&mut self, v: impl ExactSizeIterator<Item = u64>) -> &mut Self {
         self.put(&(v.len() as u32).to_le_bytes());
         for x in v {
             self.put(&x.to_le_bytes());

@@ -6,7 +6,7 @@
 use std::ffi::{c_uint, c_void};
 
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::Launch;
+use hrr_calls::shapes::{Launch, LaunchView};
 
 /// What a launch call (or a CUDA graph kernel node) says, whichever API and entry point made it
 /// (its launch attributes borrowed from the call's arguments).
@@ -63,6 +63,34 @@ impl LaunchCall<'_> {
         self.record_into(bufs, code, layout, known, in_capture)
     }
 
+    /// The `Launch` record of this launch as a view of `bufs` (the kernel's name and, when
+    /// `known`, the argument bytes) and `layout`: what [`LaunchCall::record_into`] would make
+    /// of them, written without moving the buffers (the launch hot path).
+    pub fn view<'a>(
+        &'a self,
+        bufs: &'a LaunchBufs,
+        code: Option<ObjectId>,
+        layout: &'a [(u32, u32)],
+        known: bool,
+        in_capture: bool,
+    ) -> LaunchView<'a> {
+        LaunchView {
+            function: self.f as u64,
+            kernel: &bufs.name,
+            code,
+            grid: self.grid,
+            block: self.block,
+            shared_mem: self.shared_mem,
+            stream: self.stream as u64,
+            args: if known { &bufs.args } else { &[] },
+            layout,
+            attrs: self.attrs,
+            cooperative: self.cooperative,
+            in_capture,
+            args_known: known,
+        }
+    }
+
     /// [`LaunchCall::record`] into `bufs`, which hold the kernel's name and the argument
     /// bytes already (`known`: the bytes are the arguments; else unknown); the layout's
     /// offsets and sizes go into its other buffers.
@@ -108,8 +136,9 @@ impl LaunchCall<'_> {
 }
 
 /// The buffers of a launch record: the kernel's name, the argument bytes, their offsets and
-/// sizes, the launch attributes. Kept per thread between launches ([`take_bufs`], [`keep`]),
-/// so that recording a launch allocates nothing once the buffers are large enough.
+/// sizes, the launch attributes. Kept per thread between launches, so that recording a launch
+/// allocates nothing once the buffers are large enough: a launch's record is written from them
+/// in place ([`LaunchCall::view`]); a graph kernel node's takes them ([`take_bufs`]).
 #[derive(Default)]
 pub struct LaunchBufs {
     pub name: String,
@@ -124,7 +153,7 @@ thread_local! {
 }
 
 /// `f` on this thread's kept launch buffers, left in place (a launch's record is prepared in
-/// them before its call, then taken: [`take_bufs`]).
+/// them before its call, then written from them).
 pub fn with_bufs<R>(f: impl FnOnce(&mut LaunchBufs) -> R) -> R {
     BUFS.with(|b| f(&mut b.borrow_mut()))
 }
@@ -132,18 +161,6 @@ pub fn with_bufs<R>(f: impl FnOnce(&mut LaunchBufs) -> R) -> R {
 /// This thread's kept launch buffers (empty ones the first time, or while a record holds them).
 pub fn take_bufs() -> LaunchBufs {
     BUFS.with(|b| std::mem::take(&mut *b.borrow_mut()))
-}
-
-/// Keep the buffers of the written record `l` for this thread's next launch.
-pub fn keep(l: Launch) {
-    let bufs = LaunchBufs {
-        name: l.kernel,
-        args: l.args,
-        offsets: l.arg_offsets,
-        sizes: l.arg_sizes,
-        attrs: l.attrs,
-    };
-    BUFS.with(|b| *b.borrow_mut() = bufs);
 }
 
 /// Hand each (key, value) pair of a launch's `extra` array to `each`, up to the terminating key

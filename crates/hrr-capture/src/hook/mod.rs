@@ -30,7 +30,7 @@ pub mod profile;
 pub mod record;
 pub mod results;
 
-pub use record::{after, before, before_real_call, record, record_returning, returned};
+pub use record::{after, before, before_real_call, record, record_written, returned};
 
 /// A wrapper's work once inside (capture on, not re-entered): the profile's clock (export
 /// `index` of the table `names`), [`before`], `body` (the real call and its recording) under

@@ -1,6 +1,7 @@
 //! Writing one event: the call's result (when it returns a status) then its shape's fields, in
 //! the shape's order, through the recorder. And what a wrapper does after a call of a kind.
 
+use hrr_archive::schema::PayloadBuilder;
 use hrr_calls::{Kind, Shape};
 
 use crate::api::ApiDef;
@@ -16,39 +17,23 @@ pub fn record<S: Shape>(
     result: Option<i32>,
     fill: impl FnOnce(&mut Recorder) -> S,
 ) -> Option<u64> {
-    record_then(api, id, result, fill, drop)
+    record_written(api, id, result, |rc, p| fill(rc).write(p))
 }
 
-/// [`record`], handing the shape back once written (`None`: nothing was recorded), so that its
-/// buffers serve the next record (launches: `hook::launch::keep`).
+/// [`record`] of a shape that `write` appends field by field itself (one borrowed from the
+/// caller's buffers, as a launch's `LaunchView`), after `result`.
 #[inline]
-pub fn record_returning<S: Shape>(
+pub fn record_written(
     api: &'static ApiDef,
     id: u16,
     result: Option<i32>,
-    fill: impl FnOnce(&mut Recorder) -> S,
-) -> Option<S> {
-    let mut written = None;
-    record_then(api, id, result, fill, |shape| written = Some(shape));
-    written
-}
-
-/// [`record`], `then` taking the shape once it is written.
-#[inline]
-fn record_then<S: Shape>(
-    api: &'static ApiDef,
-    id: u16,
-    result: Option<i32>,
-    fill: impl FnOnce(&mut Recorder) -> S,
-    then: impl FnOnce(S),
+    write: impl FnOnce(&mut Recorder, &mut PayloadBuilder),
 ) -> Option<u64> {
     recorder::record(api, id, |rc, p| {
         if let Some(r) = result {
             p.i32(r);
         }
-        let shape = fill(rc);
-        shape.write(p);
-        then(shape);
+        write(rc, p);
     })
 }
 

@@ -22,7 +22,7 @@ use crate::api::cuda::state::ParamLayout;
 use crate::api::cuda::API;
 use crate::hook::args::bytes_at;
 pub(super) use crate::hook::launch::LaunchCall;
-use crate::hook::launch::{extra_pairs, keep, pack_args_into, take_bufs, with_bufs};
+use crate::hook::launch::{extra_pairs, pack_args_into, take_bufs, with_bufs};
 use crate::hook::ApiExport;
 use crate::recorder::Recorder;
 use hrr_archive::ObjectId;
@@ -175,13 +175,27 @@ unsafe fn launch_and_record(
     let p = prepare(&l, params, extra);
     submit_launch(&l, &p);
     let r = call();
-    let written = crate::hook::record_returning(&API, h.id(), Some(r), |rc| {
-        launch_fields(rc, "cuLaunchKernel", l, p)
+    // written from this thread's kept buffers, where `prepare` left the name and arguments
+    with_bufs(|bufs| {
+        crate::hook::record_written(&API, h.id(), Some(r), |rc, payload| {
+            if !p.known {
+                note_layout_unknown(rc, "cuLaunchKernel", &bufs.name);
+            }
+            let layout = p.layout.as_deref().unwrap_or(&[]);
+            l.view(bufs, p.code, layout, p.known, p.in_capture)
+                .write(payload)
+        })
     });
-    if let Some(l) = written {
-        keep(l); // its buffers serve the next launch of this thread
-    }
     r
+}
+
+/// A launch of `kernel` (by `call`) whose argument layout capture does not know: its arguments
+/// are not recorded and replay cannot make it.
+fn note_layout_unknown(rc: &mut Recorder, call: &str, kernel: &str) {
+    rc.note_unreplayable(
+        call,
+        &format!("argument layout unknown for kernel `{kernel}`"),
+    );
 }
 
 /// The `Launch` record of launch `l` as `p` prepared it (`call`: the call named in a note when
@@ -189,10 +203,7 @@ unsafe fn launch_and_record(
 pub(super) fn launch_fields(rc: &mut Recorder, call: &str, l: LaunchCall, p: Prepared) -> Launch {
     let bufs = take_bufs();
     if !p.known {
-        rc.note_unreplayable(
-            call,
-            &format!("argument layout unknown for kernel `{}`", bufs.name),
-        );
+        note_layout_unknown(rc, call, &bufs.name);
     }
     let layout = p.layout.as_deref().unwrap_or(&[]);
     l.record_into(bufs, p.code, layout, p.known, p.in_capture)
