@@ -1,7 +1,9 @@
 //! Launch recording shared by the APIs: what a launch call says ([`LaunchCall`]), the walk of
-//! its `extra` array ([`extra_pairs`]), the packing of per-argument pointers into the argument
-//! buffer ([`pack_args`]) and the `Launch` record built from them ([`LaunchCall::record`]).
-//! Each API finds the kernel, its argument layout and the argument bytes its own way.
+//! its `extra` array ([`extra_pairs`]), the packing of per-argument pointers into a thread's
+//! kept argument buffer ([`pack_args_into`], [`with_bufs`]) and the `Launch` record written
+//! from them in place ([`LaunchCall::view`]; a graph kernel node's owned one:
+//! [`LaunchCall::record_into`]). Each API finds the kernel, its argument layout and the
+//! argument bytes its own way.
 
 use std::ffi::{c_uint, c_void};
 
@@ -43,46 +45,27 @@ impl LaunchCall<'_> {
         }
     }
 
-    /// The `Launch` record of this launch of kernel `kernel` (in code object `code`): its
-    /// argument layout (offset and size of each argument; empty when unknown), its argument
-    /// bytes (`None`: unknown) and whether its stream was capturing.
-    pub fn record(
-        self,
-        kernel: String,
-        code: Option<ObjectId>,
-        layout: &[(u32, u32)],
-        args: Option<Vec<u8>>,
-        in_capture: bool,
-    ) -> Launch {
-        let known = args.is_some();
-        let bufs = LaunchBufs {
-            name: kernel,
-            args: args.unwrap_or_default(),
-            ..LaunchBufs::default()
-        };
-        self.record_into(bufs, code, layout, known, in_capture)
-    }
-
-    /// The `Launch` record of this launch as a view of `bufs` (the kernel's name and, when
-    /// `known`, the argument bytes) and `layout`: what [`LaunchCall::record_into`] would make
-    /// of them, written without moving the buffers (the launch hot path).
+    /// The `Launch` record of this launch of kernel `kernel` (in code object `code`) as a
+    /// view: its argument bytes `args` (`known`: they are the arguments; else none recorded)
+    /// laid out as `layout` (offset and size of each argument; empty when unknown), written
+    /// where they are (the launch hot path: no owned record built).
     pub fn view<'a>(
         &'a self,
-        bufs: &'a LaunchBufs,
+        kernel: &'a str,
         code: Option<ObjectId>,
         layout: &'a [(u32, u32)],
-        known: bool,
+        (args, known): (&'a [u8], bool),
         in_capture: bool,
     ) -> LaunchView<'a> {
         LaunchView {
             function: self.f as u64,
-            kernel: &bufs.name,
+            kernel,
             code,
             grid: self.grid,
             block: self.block,
             shared_mem: self.shared_mem,
             stream: self.stream as u64,
-            args: if known { &bufs.args } else { &[] },
+            args: if known { args } else { &[] },
             layout,
             attrs: self.attrs,
             cooperative: self.cooperative,
@@ -91,9 +74,10 @@ impl LaunchCall<'_> {
         }
     }
 
-    /// [`LaunchCall::record`] into `bufs`, which hold the kernel's name and the argument
-    /// bytes already (`known`: the bytes are the arguments; else unknown); the layout's
-    /// offsets and sizes go into its other buffers.
+    /// The owned `Launch` record of this launch (in code object `code`, whether its stream was
+    /// capturing) made of `bufs`, which hold the kernel's name and the argument bytes already
+    /// (`known`: the bytes are the arguments; else unknown); the layout's offsets and sizes go
+    /// into its other buffers.
     pub fn record_into(
         self,
         mut bufs: LaunchBufs,
@@ -187,25 +171,13 @@ pub unsafe fn extra_pairs(
     }
 }
 
-/// Lay the arguments `params[i]` out at their offsets and sizes in `layout`: empty when there
-/// are none, `None` when `params` is null. A null `params[i]` is left as zero bytes or, with
-/// `null_unknown`, makes the arguments unknown (`None`).
+/// Lay the arguments `params[i]` out at their offsets and sizes in `layout`, into `buf`
+/// (cleared first): empty when there are none; `false` (the arguments are unknown) when
+/// `params` is null. A null `params[i]` is left as zero bytes or, with `null_unknown`, makes
+/// the arguments unknown.
 ///
 /// # Safety
 /// `params` is null or holds one pointer per argument, each null or readable for its size.
-pub unsafe fn pack_args(
-    layout: &[(u32, u32)],
-    params: *mut *mut c_void,
-    null_unknown: bool,
-) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    pack_args_into(&mut buf, layout, params, null_unknown).then_some(buf)
-}
-
-/// [`pack_args`] into `buf` (cleared first); `false`: the arguments are unknown.
-///
-/// # Safety
-/// As [`pack_args`].
 pub unsafe fn pack_args_into(
     buf: &mut Vec<u8>,
     layout: &[(u32, u32)],

@@ -182,7 +182,8 @@ unsafe fn launch_and_record(
                 note_layout_unknown(rc, "cuLaunchKernel", &bufs.name);
             }
             let layout = p.layout.as_deref().unwrap_or(&[]);
-            l.view(bufs, p.code, layout, p.known, p.in_capture)
+            let args = (&bufs.args[..], p.known);
+            l.view(&bufs.name, p.code, layout, args, p.in_capture)
                 .write(payload)
         })
     });

@@ -13,7 +13,8 @@ use crate::api::hip::calls::Export;
 use crate::api::hip::loader::runtime_symbol;
 use crate::api::hip::state::{self, KernelRef};
 use crate::hook::args::cstr;
-use crate::hook::launch::{extra_pairs, pack_args, LaunchCall};
+use crate::hook::launch::{extra_pairs, pack_args_into, with_bufs, LaunchCall};
+use crate::hook::record_written;
 use crate::hook::ApiExport;
 
 /// A launch of `f` given its grid and block as `Dim3`s (not cooperative).
@@ -40,7 +41,7 @@ const PARAM_BUFFER_SIZE: usize = 2;
 const PARAM_END: usize = 3;
 
 /// The argument buffer handed over in `extra`, if any.
-unsafe fn extra_buffer(extra: *mut Ptr) -> Option<Vec<u8>> {
+unsafe fn extra_buffer<'a>(extra: *mut Ptr) -> Option<&'a [u8]> {
     let (mut buf, mut size) = (std::ptr::null::<u8>(), None);
     extra_pairs(extra, PARAM_END, |key, value| match key {
         PARAM_BUFFER_POINTER => buf = value as *const u8,
@@ -53,9 +54,7 @@ unsafe fn extra_buffer(extra: *mut Ptr) -> Option<Vec<u8>> {
         _ => {}
     });
     match (buf.is_null(), size) {
-        (false, Some(n)) if n <= u16::MAX as usize * 64 => {
-            Some(std::slice::from_raw_parts(buf, n).to_vec())
-        }
+        (false, Some(n)) if n <= u16::MAX as usize * 64 => Some(std::slice::from_raw_parts(buf, n)),
         _ => None,
     }
 }
@@ -91,25 +90,32 @@ unsafe fn record_launch(h: Export, r: HipError, l: LaunchCall, args: *mut Ptr, e
         code: None,
         layout: Err("its registration or module load was not seen".into()),
     });
-    let packed = match extra_buffer(extra) {
-        Some(b) => Ok(b),
-        None => match &k.layout {
-            Ok(layout) => {
-                pack_args(layout, args, true).ok_or_else(|| "argument pointers missing".to_string())
-            }
-            Err(e) => Err(e.clone()),
-        },
-    };
     let in_capture = state::is_capturing(l.stream as u64);
-    rec(h, r, |rc| {
-        if let Err(why) = &packed {
-            rc.note_unreplayable(
-                h.base_name(),
-                &format!("argument layout unknown for kernel `{}`: {why}", k.name),
-            );
-        }
-        let layout = k.layout.as_deref().unwrap_or(&[]);
-        l.record(k.name.to_string(), k.code, layout, packed.ok(), in_capture)
+    // packed into this thread's kept launch buffers and written from there
+    with_bufs(|bufs| {
+        let packed = match extra_buffer(extra) {
+            Some(b) => {
+                bufs.args.clear();
+                bufs.args.extend_from_slice(b);
+                Ok(())
+            }
+            None => match &k.layout {
+                Ok(layout) if pack_args_into(&mut bufs.args, layout, args, true) => Ok(()),
+                Ok(_) => Err("argument pointers missing".to_string()),
+                Err(e) => Err(e.clone()),
+            },
+        };
+        record_written(Export::api(), h.id(), Some(r), |rc, p| {
+            if let Err(why) = &packed {
+                rc.note_unreplayable(
+                    h.base_name(),
+                    &format!("argument layout unknown for kernel `{}`: {why}", k.name),
+                );
+            }
+            let layout = k.layout.as_deref().unwrap_or(&[]);
+            let args = (&bufs.args[..], packed.is_ok());
+            l.view(&k.name, k.code, layout, args, in_capture).write(p)
+        });
     });
 }
 
@@ -296,8 +302,9 @@ mod tests {
             &x as *const u64 as Ptr,
             &n as *const i32 as Ptr,
         ];
-        let buf =
-            unsafe { pack_args(&[(0, 4), (8, 8), (16, 4)], ptrs.as_mut_ptr(), true) }.unwrap();
+        let mut buf = Vec::new();
+        let layout = [(0, 4), (8, 8), (16, 4)];
+        assert!(unsafe { pack_args_into(&mut buf, &layout, ptrs.as_mut_ptr(), true) });
         assert_eq!(buf.len(), 20);
         assert_eq!(&buf[0..4], &a.to_le_bytes());
         assert_eq!(&buf[8..16], &x.to_le_bytes());
@@ -310,10 +317,8 @@ mod tests {
             &mut size as *mut usize as Ptr,
             PARAM_END as Ptr,
         ];
-        assert_eq!(unsafe { extra_buffer(extra.as_mut_ptr()) }, Some(buf));
-        assert_eq!(
-            unsafe { pack_args(&[(0, 4)], std::ptr::null_mut(), true) },
-            None
-        );
+        assert_eq!(unsafe { extra_buffer(extra.as_mut_ptr()) }, Some(&buf[..]));
+        let null = std::ptr::null_mut();
+        assert!(!unsafe { pack_args_into(&mut buf, &[(0, 4)], null, true) });
     }
 }
