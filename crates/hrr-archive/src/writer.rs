@@ -92,7 +92,7 @@ impl EventWriter {
     fn push_record(&mut self, kind: u16, thread_id: u64, ts: u64, payload: &[u8]) -> Result<u64> {
         let mut record = self.begin_record();
         record.payload().encoded(payload);
-        self.close_record(record, kind, thread_id, ts)
+        self.close_record(record, (kind, thread_id, ts))
     }
 
     /// Start a record whose payload is written in place, after room for its header at the end
@@ -119,7 +119,7 @@ impl EventWriter {
         thread_id: u64,
         ts: u64,
     ) -> Result<u64> {
-        let seq = self.close_record(record, kind, thread_id, ts)?;
+        let seq = self.close_record(record, (kind, thread_id, ts))?;
         self.count_appended()?;
         Ok(seq)
     }
@@ -131,26 +131,24 @@ impl EventWriter {
         self.buf = buf;
     }
 
-    /// Give the buffer back with `record` closed: its header written in front of its payload.
+    /// Give the buffer back with `record` closed: its header (record type, thread, time stamp)
+    /// written in front of its payload.
     fn close_record(
         &mut self,
         record: OpenRecord,
-        kind: u16,
-        thread_id: u64,
-        ts: u64,
+        (kind, thread_id, ts): (u16, u64, u64),
     ) -> Result<u64> {
-        let start = record.start;
-        let mut buf = record.payload.into_bytes();
-        let total = (buf.len() - start) as u64;
+        let total = (record.payload.as_bytes().len() - record.start) as u64;
         if total > MAX_RECORD_LEN as u64 {
-            buf.truncate(start);
-            self.buf = buf;
+            self.cancel_record(record);
             return Err(Error::TooLarge {
                 what: "event record",
                 size: total,
                 limit: MAX_RECORD_LEN as u64,
             });
         }
+        let start = record.start;
+        let mut buf = record.payload.into_bytes();
         let seq = self.next_seq;
         let header = RecordHeader {
             kind,
