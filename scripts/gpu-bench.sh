@@ -27,7 +27,10 @@
 #   - replay's execute time (the summary's `execute_ms`: events issued, results compared)
 #     against the program's own launch loop for tiny_launches (goal: <= 0.8); with
 #     HRR_BENCH_BASELINE=DIR (another build's hrr-playback), replays with it alternate and the
-#     median current/baseline ratio is printed.
+#     median current/baseline ratio is printed; where DIR also holds that build's hrr-capture
+#     and libhrr_capture.so, the capture-overhead cases capture with it too, in the same
+#     alternation (plain, this build, the baseline), and the median ratio of the self-timed
+#     figure captured by this build over captured by the baseline is printed beside.
 # Results go to OUT_DIR/bench.txt (and bench.tsv, raw numbers); logs beside.
 # Exit status 0 unless a run failed; 0 with a SKIP message when there is no GPU.
 #
@@ -131,8 +134,8 @@ overhead() {
     shift
     local d=$OUT/$name
     mkdir -p "$d"
-    local -a pw=() cw=() ps=() cs=() rw=() rs=()
-    local r arch bytes=- p_self c_self
+    local -a pw=() cw=() ps=() cs=() rw=() rs=() rb=()
+    local r arch bytes=- p_self c_self b_self
     for r in $(seq 1 "$REPS"); do
         run_timed "$d/plain.$r" env "${envs[@]}" "$@"
         [ $LAST_RC = 0 ] || fail_note "$name: plain run $r exit status $LAST_RC"
@@ -154,7 +157,19 @@ overhead() {
         rw+=("$(ratio "$LAST_SECS" "${pw[-1]}")")
         rs+=("$(ratio "${c_self:--}" "${p_self:--}")")
         log "  $name rep $r: plain ${pw[-1]}s (self ${p_self:--}) captured $LAST_SECS s (self ${c_self:--})"
+        if [ -n "$BASE_CAPTURE" ]; then
+            rm -rf "$arch.base"
+            run_timed "$d/base.$r" env "${envs[@]}" HRR_CAPTURE_LIB="$BASE/libhrr_capture.so" \
+                "$BASE_CAPTURE" -o "$arch.base" -- "$@"
+            [ $LAST_RC = 0 ] || fail_note "$name: baseline-captured run $r exit status $LAST_RC"
+            b_self=$(self_time "$d/base.$r.err" "$rx")
+            printf '%s\t%s\tbaseline\t%s\t%s\t%s\t-\n' "$name" "$r" "$LAST_RC" "$LAST_SECS" "${b_self:--}" >>"$OUT/bench.tsv"
+            rb+=("$(ratio "${c_self:--}" "${b_self:--}")")
+            log "  $name rep $r: baseline captured $LAST_SECS s (self ${b_self:--})"
+            rm -rf "$arch.base"
+        fi
     done
+    [ ${#rb[@]} = 0 ] || RES[$name.vs_base]=$(median "${rb[@]}")
     RES[$name.plain]=$(median "${pw[@]}")
     RES[$name.captured]=$(median "${cw[@]}")
     RES[$name.ratio]=$(median "${rw[@]}")
@@ -254,6 +269,11 @@ replay_exec() {
 
 CASES=${HRR_BENCH_CASES:-tiny_launches mlp transformer gemm async_copies bulk_copies threads}
 BASE=${HRR_BENCH_BASELINE:-}
+# the baseline build's capture, when HRR_BENCH_BASELINE holds one (with its own library)
+BASE_CAPTURE=
+if [ -n "$BASE" ] && [ -x "$BASE/hrr-capture" ] && [ -e "$BASE/libhrr_capture.so" ]; then
+    BASE_CAPTURE=$BASE/hrr-capture
+fi
 case_on() { [[ " $CASES " == *" $1 "* ]]; }
 
 # ---- capture overhead ----
@@ -399,10 +419,11 @@ v() { echo "${RES[$1]:--}"; }
     echo "medians of $REPS alternated runs; ratios are medians of the per-pair ratios"
     echo
     echo "capture overhead (process wall time / time the program measured itself)"
-    printf '%-15s %10s %11s %8s   %10s %11s %8s %14s\n' case plain_s captured_s ratio plain_self captured_self ratio archive_bytes
+    echo "(self_vs_base: this build's captured self time / the baseline build's, HRR_BENCH_BASELINE)"
+    printf '%-15s %10s %11s %8s   %10s %11s %8s %14s %13s\n' case plain_s captured_s ratio plain_self captured_self ratio archive_bytes self_vs_base
     for n in tiny_launches mlp transformer gemm; do
-        printf '%-15s %10s %11s %8s   %10s %11s %8s %14s\n' "$n" "$(v $n.plain)" "$(v $n.captured)" "$(v $n.ratio)" \
-            "$(v $n.plain_self)" "$(v $n.captured_self)" "$(v $n.ratio_self)" "$(v $n.bytes)"
+        printf '%-15s %10s %11s %8s   %10s %11s %8s %14s %13s\n' "$n" "$(v $n.plain)" "$(v $n.captured)" "$(v $n.ratio)" \
+            "$(v $n.plain_self)" "$(v $n.captured_self)" "$(v $n.ratio_self)" "$(v $n.bytes)" "$(v $n.vs_base)"
     done
     echo
     echo "replay vs original (process wall time; replay_self = replay's own '[HRR] Wall time')"
