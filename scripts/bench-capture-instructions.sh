@@ -15,6 +15,9 @@
 #               over 20000 (what one more launch costs, start-up left out)
 #   chain       the same of `driver_app chain N`: two kernels alternating (15 of 16 launches
 #               `axpy`, one `fill_u32`), their arguments as pointers
+#   pinned      per launch of `launches N 64 pinned`: 64-word arguments (as PyTorch's kernels
+#               take) beside a mapped pinned region capture tracks (a `pin_memory` DataLoader's),
+#               so every launch's words are matched against the tracked regions
 #   launch_cold per launch with cold caches: `launches N 8` at N = 1000 and 2000 with 4 MiB of
 #               other memory touched before each launch (FAKE_APP_POLLUTE_KB, as an interpreter
 #               between a framework's launches), under callgrind's cache simulation (32 KiB D1,
@@ -37,7 +40,7 @@ command -v valgrind >/dev/null || { echo "bench-capture-instructions: needs valg
 fake_bench_setup bench-capture-instructions hrr-capture libhrr_capture.so
 base=${BASELINE:-}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(launch chain launch_cold multicopy d2h_reg d2h h2d reupload)
+[ ${#cases[@]} -gt 0 ] || cases=(launch chain pinned launch_cold multicopy d2h_reg d2h h2d reupload)
 
 # What callgrind counts and what is totalled: instructions, or (launch_cold) the cache
 # simulation's events too; `events` lists the totals, each a sum of callgrind events.
@@ -100,10 +103,12 @@ measure() {
 echo "instructions capture adds (callgrind; fake driver; build $bin${base:+, baseline $base})"
 for c in "${cases[@]}"; do
     case $c in
-    launch | chain)
-        # launch: one kernel, arguments in `extra`; chain: two kernels alternating
+    launch | chain | pinned)
+        # launch: one kernel, arguments in `extra`; chain: two kernels alternating; pinned:
+        # 64-word arguments beside a tracked region
         args=(launches 20000 8) more=(launches 40000 8) label="per launch"
-        [ $c = launch ] || args=(chain 20000) more=(chain 40000) label="per chained"
+        [ $c != chain ] || args=(chain 20000) more=(chain 40000) label="per chained"
+        [ $c != pinned ] || args=(launches 20000 64 pinned) more=(launches 40000 64 pinned) label="per pinned"
         read -r t1 b1 <<<"$(measure driver_app "${args[@]}")"
         read -r t2 b2 <<<"$(measure driver_app "${more[@]}")"
         report "$label" $(((t2 - t1) / 20000)) ${b1:+$(((b2 - b1) / 20000))}

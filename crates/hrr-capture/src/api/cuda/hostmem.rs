@@ -89,10 +89,19 @@ static REGIONS: Mutex<BTreeMap<u64, Region>> = Mutex::new(BTreeMap::new());
 static PINNED: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
 /// Number of tracked regions (fast path: no lock when none).
 static COUNT: AtomicUsize = AtomicUsize::new(0);
-/// The tracked regions' bounds `(base, end)`, by base: what a launch's argument words are
-/// matched against on the launch path, without the regions' lock (set with [`COUNT`] wherever
-/// regions come and go, the regions' lock held).
-static BOUNDS: RwLock<Vec<(u64, u64)>> = RwLock::new(Vec::new());
+/// The tracked regions' bounds: what a launch's argument words are matched against on the
+/// launch path, without the regions' lock (set with [`COUNT`] wherever regions come and go,
+/// the regions' lock held).
+static BOUNDS: RwLock<Bounds> = RwLock::new(Bounds {
+    regions: Vec::new(),
+    end: 0,
+});
+
+/// Tracked regions' `(base, end)`, by base, and the highest end of them.
+struct Bounds {
+    regions: Vec<(u64, u64)>,
+    end: u64,
+}
 
 /// No device work submitted since the last synchronisation of the whole device.
 static IDLE: AtomicBool = AtomicBool::new(true);
@@ -107,8 +116,9 @@ fn regions() -> std::sync::MutexGuard<'static, BTreeMap<u64, Region>> {
 
 /// `r` changed: its region count and bounds are published for the launch path.
 fn publish(r: &BTreeMap<u64, Region>) {
-    let bounds = r.iter().map(|(&b, g)| (b, b + g.len as u64)).collect();
-    *BOUNDS.write().unwrap_or_else(|e| e.into_inner()) = bounds;
+    let regions: Vec<(u64, u64)> = r.iter().map(|(&b, g)| (b, b + g.len as u64)).collect();
+    let end = regions.iter().map(|&(_, end)| end).max().unwrap_or(0);
+    *BOUNDS.write().unwrap_or_else(|e| e.into_inner()) = Bounds { regions, end };
     COUNT.store(r.len(), Ordering::Release);
 }
 
@@ -326,13 +336,29 @@ fn this_call<R>(f: impl FnOnce(&mut CallState) -> R) -> R {
     CALL.with(|c| f(&mut c.borrow_mut()))
 }
 
-/// The regions of `bounds` (base, end) that 8-byte words of `args` point into, by base.
-fn regions_pointed_into(bounds: &[(u64, u64)], args: &[u8]) -> Vec<u64> {
+/// The regions of `bounds` that 8-byte words of `args` point into, by base. One pass the
+/// compiler vectorises first asks whether any word lies between the lowest base and the highest
+/// end at all (most launches point into no tracked region: device memory only); only then is
+/// each word looked up.
+fn regions_pointed_into(bounds: &Bounds, args: &[u8]) -> Vec<u64> {
+    let regions = &bounds.regions[..];
+    let Some(&(low, _)) = regions.first() else {
+        return Vec::new();
+    };
+    let span = bounds.end.saturating_sub(low);
+    let words = args
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    if !words
+        .clone()
+        .fold(false, |any, v| any | (v.wrapping_sub(low) < span))
+    {
+        return Vec::new();
+    }
     let mut hit: Vec<u64> = Vec::new();
-    for w in args.chunks_exact(8) {
-        let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-        let i = bounds.partition_point(|&(base, _)| base <= v);
-        if let Some(&(base, end)) = i.checked_sub(1).map(|i| &bounds[i]) {
+    for v in words {
+        let i = regions.partition_point(|&(base, _)| base <= v);
+        if let Some(&(base, end)) = i.checked_sub(1).map(|i| &regions[i]) {
             if v < end && !hit.contains(&base) {
                 hit.push(base);
             }
@@ -654,6 +680,29 @@ fn emit(base: u64, off: usize, len: usize, check: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn argument_words_are_matched_to_the_regions_they_point_into() {
+        let bounds = Bounds {
+            regions: vec![(0x1000, 0x2000), (0x5000, 0x6000)],
+            end: 0x6000,
+        };
+        let words = |ws: &[u64]| ws.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let args = words(&[0x0fff, 0x1000, 0x3000, 0x5fff, 0x6000, 0x1fff]);
+        assert_eq!(regions_pointed_into(&bounds, &args), vec![0x1000, 0x5000]);
+        // below the lowest base, above the highest end, in the gap: none
+        let outside = words(&[0, 0xfff, 0x2000, 0x4fff, 0x6000, u64::MAX]);
+        assert!(regions_pointed_into(&bounds, &outside).is_empty());
+        // a trailing partial word is not a word
+        let mut partial = words(&[0x10]);
+        partial.extend_from_slice(&0x1800u64.to_le_bytes()[..4]);
+        assert!(regions_pointed_into(&bounds, &partial).is_empty());
+        let none = Bounds {
+            regions: Vec::new(),
+            end: 0,
+        };
+        assert!(regions_pointed_into(&none, &args).is_empty());
+    }
 
     #[test]
     fn only_changed_chunks_are_stored_again() {
