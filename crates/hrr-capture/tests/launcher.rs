@@ -3,7 +3,7 @@
 //! The programs are `/bin/sh -c` scripts; the "capture library" preloaded into them is this test
 //! process's own libc (harmless to preload), so nothing here depends on libhrr_capture.so.
 
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -461,7 +461,19 @@ fn pid_alive(pid: i32) -> bool {
 fn signal_the_launcher(dir: &Path, script: &str, sig: i32) -> (ExitStatus, i32) {
     let pidfile = dir.join("pid");
     let _ = std::fs::remove_file(&pidfile);
-    let mut child = launcher(dir, &["-o", "run.hrr", "--", "sh", "-c", script])
+    let mut c = launcher(dir, &["-o", "run.hrr", "--", "sh", "-c", script]);
+    // The signal's default disposition, whatever the test runner inherited (a run under
+    // `nohup` ignores SIGHUP, a background job of a script SIGINT and SIGQUIT, and an ignored
+    // signal stays ignored across exec: the program would outlive it for reasons of the
+    // harness, not of hrr-capture).
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            libc::signal(sig, libc::SIG_DFL);
+            Ok(())
+        })
+    };
+    let mut child = c
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
