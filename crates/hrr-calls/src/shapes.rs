@@ -399,6 +399,36 @@ pub struct LaunchView<'a> {
 }
 
 impl LaunchView<'_> {
+    /// The owned [`Launch`] of the same values (a graph kernel node keeps its launch's fields).
+    pub fn to_launch(&self) -> Launch {
+        let [grid_x, grid_y, grid_z] = self.grid;
+        let [block_x, block_y, block_z] = self.block;
+        Launch {
+            function: self.function,
+            kernel: self.kernel.to_owned(),
+            code: self.code,
+            grid_x,
+            grid_y,
+            grid_z,
+            block_x,
+            block_y,
+            block_z,
+            shared_mem: self.shared_mem,
+            stream: self.stream,
+            args: self.args.to_vec(),
+            arg_offsets: self
+                .layout
+                .iter()
+                .map(|&(offset, _)| offset as u64)
+                .collect(),
+            arg_sizes: self.layout.iter().map(|&(_, size)| size as u64).collect(),
+            attrs: self.attrs.to_vec(),
+            cooperative: self.cooperative as u8,
+            in_capture: self.in_capture as u8,
+            args_known: self.args_known as u8,
+        }
+    }
+
     /// Append the record's fields, in [`Launch`]'s order and wire types.
     #[inline]
     pub fn write(&self, p: &mut PayloadBuilder) {
@@ -443,8 +473,8 @@ pub mod direction {
 mod tests {
     use super::*;
 
-    /// A `LaunchView` writes the payload its `Launch` writes: a field added to, moved in or
-    /// retyped in `Launch` fails here until the view follows.
+    /// A `LaunchView` writes the payload its `Launch` writes, and owns up as that `Launch`: a
+    /// field added to, moved in or retyped in `Launch` fails here until the view follows.
     #[test]
     fn a_launch_view_is_written_as_its_launch() {
         let layout = [(0u32, 8u32), (8, 4), (16, 8)];
@@ -490,6 +520,7 @@ mod tests {
             owned.write(&mut a);
             view.write(&mut b);
             assert_eq!(a.as_bytes(), b.as_bytes());
+            assert_eq!(view.to_launch(), owned);
         }
     }
 }

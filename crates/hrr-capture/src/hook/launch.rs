@@ -1,14 +1,13 @@
 //! Launch recording shared by the APIs: what a launch call says ([`LaunchCall`]), the walk of
 //! its `extra` array ([`extra_pairs`]), the packing of per-argument pointers into a thread's
 //! kept argument buffer ([`pack_args_into`], [`with_bufs`]) and the `Launch` record written
-//! from them in place ([`LaunchCall::view`]; a graph kernel node's owned one:
-//! [`LaunchCall::record_into`]). Each API finds the kernel, its argument layout and the
-//! argument bytes its own way.
+//! from them in place ([`LaunchCall::view`]). Each API finds the kernel, its argument layout
+//! and the argument bytes its own way.
 
 use std::ffi::{c_uint, c_void};
 
 use hrr_archive::ObjectId;
-use hrr_calls::shapes::{Launch, LaunchView};
+use hrr_calls::shapes::LaunchView;
 
 /// What a launch call (or a CUDA graph kernel node) says, whichever API and entry point made it
 /// (its launch attributes borrowed from the call's arguments).
@@ -73,63 +72,15 @@ impl LaunchCall<'_> {
             args_known: known,
         }
     }
-
-    /// The owned `Launch` record of this launch (in code object `code`, whether its stream was
-    /// capturing) made of `bufs`, which hold the kernel's name and the argument bytes already
-    /// (`known`: the bytes are the arguments; else unknown); the layout's offsets and sizes go
-    /// into its other buffers.
-    pub fn record_into(
-        self,
-        mut bufs: LaunchBufs,
-        code: Option<ObjectId>,
-        layout: &[(u32, u32)],
-        known: bool,
-        in_capture: bool,
-    ) -> Launch {
-        let (mut arg_offsets, mut arg_sizes, mut attrs) = (bufs.offsets, bufs.sizes, bufs.attrs);
-        attrs.clear();
-        attrs.extend_from_slice(self.attrs);
-        arg_offsets.clear();
-        arg_offsets.extend(layout.iter().map(|&(o, _)| o as u64));
-        arg_sizes.clear();
-        arg_sizes.extend(layout.iter().map(|&(_, s)| s as u64));
-        if !known {
-            bufs.args.clear();
-        }
-        Launch {
-            function: self.f as u64,
-            kernel: bufs.name,
-            code,
-            grid_x: self.grid[0],
-            grid_y: self.grid[1],
-            grid_z: self.grid[2],
-            block_x: self.block[0],
-            block_y: self.block[1],
-            block_z: self.block[2],
-            shared_mem: self.shared_mem,
-            stream: self.stream as u64,
-            args_known: known as u8,
-            args: bufs.args,
-            arg_offsets,
-            arg_sizes,
-            attrs,
-            cooperative: self.cooperative as u8,
-            in_capture: in_capture as u8,
-        }
-    }
 }
 
-/// The buffers of a launch record: the kernel's name, the argument bytes, their offsets and
-/// sizes, the launch attributes. Kept per thread between launches, so that recording a launch
-/// allocates nothing once the buffers are large enough: a launch's record is written from them
-/// in place ([`LaunchCall::view`]); a graph kernel node's takes them ([`take_bufs`]).
+/// The buffers of a launch record: the kernel's name and the argument bytes. Kept per thread
+/// between launches, so that recording a launch allocates nothing once they are large enough:
+/// a launch's record is written from them in place ([`LaunchCall::view`]).
 #[derive(Default)]
 pub struct LaunchBufs {
     pub name: String,
     pub args: Vec<u8>,
-    offsets: Vec<u64>,
-    sizes: Vec<u64>,
-    attrs: Vec<u8>,
 }
 
 thread_local! {
@@ -140,11 +91,6 @@ thread_local! {
 /// them before its call, then written from them).
 pub fn with_bufs<R>(f: impl FnOnce(&mut LaunchBufs) -> R) -> R {
     BUFS.with(|b| f(&mut b.borrow_mut()))
-}
-
-/// This thread's kept launch buffers (empty ones the first time, or while a record holds them).
-pub fn take_bufs() -> LaunchBufs {
-    BUFS.with(|b| std::mem::take(&mut *b.borrow_mut()))
 }
 
 /// Hand each (key, value) pair of a launch's `extra` array to `each`, up to the terminating key

@@ -12,7 +12,7 @@ use crate::api::cuda::calls::args;
 use std::ffi::c_void;
 
 use hrr_calls::cuda::ffi::{CUresult, Handle, LAUNCH_ATTR_BYTES};
-use hrr_calls::shapes::Launch;
+use hrr_calls::shapes::{Launch, LaunchView};
 
 use super::code::bind_unseen_function;
 use crate::api::cuda::calls::Export;
@@ -22,7 +22,7 @@ use crate::api::cuda::state::ParamLayout;
 use crate::api::cuda::API;
 use crate::hook::args::bytes_at;
 pub(super) use crate::hook::launch::LaunchCall;
-use crate::hook::launch::{extra_pairs, pack_args_into, take_bufs, with_bufs};
+use crate::hook::launch::{extra_pairs, pack_args_into, with_bufs, LaunchBufs};
 use crate::hook::ApiExport;
 use crate::recorder::Recorder;
 use hrr_archive::ObjectId;
@@ -178,36 +178,35 @@ unsafe fn launch_and_record(
     // written from this thread's kept buffers, where `prepare` left the name and arguments
     with_bufs(|bufs| {
         crate::hook::record_written(&API, h.id(), Some(r), |rc, payload| {
-            if !p.known {
-                note_layout_unknown(rc, "cuLaunchKernel", &bufs.name);
-            }
-            let layout = p.layout.as_deref().unwrap_or(&[]);
-            let args = (&bufs.args[..], p.known);
-            l.view(&bufs.name, p.code, layout, args, p.in_capture)
-                .write(payload)
+            launch_view(rc, "cuLaunchKernel", &l, &p, bufs).write(payload)
         })
     });
     r
 }
 
-/// A launch of `kernel` (by `call`) whose argument layout capture does not know: its arguments
-/// are not recorded and replay cannot make it.
-fn note_layout_unknown(rc: &mut Recorder, call: &str, kernel: &str) {
-    rc.note_unreplayable(
-        call,
-        &format!("argument layout unknown for kernel `{kernel}`"),
-    );
-}
-
-/// The `Launch` record of launch `l` as `p` prepared it (`call`: the call named in a note when
-/// the argument layout is unknown).
-pub(super) fn launch_fields(rc: &mut Recorder, call: &str, l: LaunchCall, p: Prepared) -> Launch {
-    let bufs = take_bufs();
+/// The `Launch` record of launch `l` as `p` prepared it, a view of this thread's kept buffers
+/// `bufs` (`call`: the call named in a note when the argument layout is unknown: its arguments
+/// are not recorded and replay cannot make it).
+#[inline]
+fn launch_view<'a>(
+    rc: &mut Recorder,
+    call: &str,
+    l: &'a LaunchCall,
+    p: &'a Prepared,
+    bufs: &'a LaunchBufs,
+) -> LaunchView<'a> {
     if !p.known {
-        note_layout_unknown(rc, call, &bufs.name);
+        let why = format!("argument layout unknown for kernel `{}`", bufs.name);
+        rc.note_unreplayable(call, &why);
     }
     let layout = p.layout.as_deref().unwrap_or(&[]);
-    l.record_into(bufs, p.code, layout, p.known, p.in_capture)
+    let args = (&bufs.args[..], p.known);
+    l.view(&bufs.name, p.code, layout, args, p.in_capture)
+}
+
+/// The owned `Launch` record of launch `l` as `p` prepared it (a graph kernel node's).
+pub(super) fn launch_fields(rc: &mut Recorder, call: &str, l: LaunchCall, p: Prepared) -> Launch {
+    with_bufs(|bufs| launch_view(rc, call, &l, &p, bufs).to_launch())
 }
 
 pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> CUresult {
