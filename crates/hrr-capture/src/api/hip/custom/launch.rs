@@ -91,16 +91,13 @@ unsafe fn record_launch(h: Export, r: HipError, l: LaunchCall, args: *mut Ptr, e
         layout: Err("its registration or module load was not seen".into()),
     });
     let in_capture = state::is_capturing(l.stream as u64);
-    // packed into this thread's kept launch buffers and written from there
+    // `extra`'s buffer written from where it is, per-argument pointers packed into this
+    // thread's kept launch buffer first
     with_bufs(|bufs| {
-        let packed = match extra_buffer(extra) {
-            Some(b) => {
-                bufs.args.clear();
-                bufs.args.extend_from_slice(b);
-                Ok(())
-            }
+        let packed: Result<&[u8], String> = match extra_buffer(extra) {
+            Some(b) => Ok(b),
             None => match &k.layout {
-                Ok(layout) if pack_args_into(&mut bufs.args, layout, args, true) => Ok(()),
+                Ok(layout) if pack_args_into(&mut bufs.args, layout, args, true) => Ok(&bufs.args),
                 Ok(_) => Err("argument pointers missing".to_string()),
                 Err(e) => Err(e.clone()),
             },
@@ -113,7 +110,7 @@ unsafe fn record_launch(h: Export, r: HipError, l: LaunchCall, args: *mut Ptr, e
                 );
             }
             let layout = k.layout.as_deref().unwrap_or(&[]);
-            let args = (&bufs.args[..], packed.is_ok());
+            let args = (packed.as_deref().unwrap_or(&[]), packed.is_ok());
             l.view(&k.name, k.code, layout, args, in_capture).write(p)
         });
     });
