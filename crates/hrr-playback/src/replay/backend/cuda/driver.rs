@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use hrr_calls::cuda::ffi::{
-    Array3dDescriptor, ArrayDescriptor, CudaMemcpy2D, CudaMemcpy3D, IpcHandle,
+    Array3dDescriptor, ArrayDescriptor, CudaMemcpy2D, CudaMemcpy3D, IpcHandle, LaunchConfig,
 };
 
 use crate::replay::backend::shared::loaded_from;
@@ -263,23 +263,6 @@ pub struct HostNodeParams {
     pub func: Option<unsafe extern "C" fn(*mut c_void)>,
     /// Its argument.
     pub data: *mut c_void,
-}
-
-/// `CUlaunchConfig`.
-#[repr(C)]
-pub struct LaunchConfig {
-    /// Grid.
-    pub grid: [c_uint; 3],
-    /// Block.
-    pub block: [c_uint; 3],
-    /// Dynamic shared memory.
-    pub shared_mem: c_uint,
-    /// Stream.
-    pub stream: H,
-    /// Attributes (72 bytes each).
-    pub attrs: *const u8,
-    /// Attribute count.
-    pub num_attrs: c_uint,
 }
 
 /// `cuGetErrorName`'s signature.

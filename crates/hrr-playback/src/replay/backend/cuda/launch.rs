@@ -7,9 +7,10 @@
 use std::ffi::c_void;
 
 use anyhow::{anyhow, Result};
+use hrr_calls::cuda::ffi::{LaunchConfig, LAUNCH_ATTR_BYTES};
 use hrr_calls::shapes::Launch;
 
-use super::driver::{cu, packed_args_extra, LaunchConfig};
+use super::driver::{cu, packed_args_extra};
 use super::Cuda;
 use crate::replay::backend::shared::{launch_call, launch_gate};
 use crate::replay::backend::{Event, Outcome};
@@ -94,7 +95,7 @@ impl Cuda {
                 shared_mem: l.shared_mem,
                 stream,
                 attrs: attrs.as_ptr(),
-                num_attrs: (attrs.len() / 72) as u32,
+                num_attrs: (attrs.len() / LAUNCH_ATTR_BYTES) as u32,
             };
             cu!(
                 api,
