@@ -91,10 +91,25 @@ fn host_numa_prop() -> [u8; 32] {
 }
 
 impl Cuda {
-    /// Map `[addr, addr+len)` (page-rounded) at its address and register it for the device;
-    /// `contents` are written first. `None` when the address is taken or the driver's device
-    /// pointer differs (the caller then places the memory elsewhere).
-    fn map_at(&self, addr: u64, len: u64, contents: Option<&[u8]>) -> Result<Option<How>> {
+    /// Register `size` bytes of host memory at `p` for the device: whether the driver's device
+    /// pointer for them is `p` itself (unified addressing, as in the capture); they stay
+    /// registered only then.
+    fn register_in_place(&self, p: *mut c_void, size: usize) -> Result<bool> {
+        if cu!(self.api, cuMemHostRegister_v2(p, size, REGISTER_FLAGS)).is_err() {
+            return Ok(false);
+        }
+        let mut d = 0u64;
+        if cu!(self.api, cuMemHostGetDevicePointer_v2(&mut d, p, 0)).is_ok() && d == p as u64 {
+            return Ok(true);
+        }
+        cu!(self.api, cuMemHostUnregister(p))?;
+        Ok(false)
+    }
+
+    /// Map `[addr, addr+len)` (page-rounded) at its address and register it for the device.
+    /// `None` when the address is taken or the driver's device pointer differs (the caller then
+    /// places the memory elsewhere).
+    fn map_at(&self, addr: u64, len: u64) -> Result<Option<How>> {
         let start = addr / PAGE * PAGE;
         let end = (addr + len.max(1)).div_ceil(PAGE) * PAGE;
         let size = (end - start) as usize;
@@ -120,19 +135,7 @@ impl Cuda {
             unmap(); // an old kernel that ignores the flag put it elsewhere
             return Ok(None);
         }
-        if let Some(c) = contents {
-            let n = c.len().min(len as usize);
-            // SAFETY: inside the mapping.
-            unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), addr as *mut u8, n) };
-        }
-        if cu!(self.api, cuMemHostRegister_v2(p, size, REGISTER_FLAGS)).is_err() {
-            unmap();
-            return Ok(None);
-        }
-        let mut d = 0u64;
-        let same = cu!(self.api, cuMemHostGetDevicePointer_v2(&mut d, p, 0)).is_ok() && d == start;
-        if !same {
-            cu!(self.api, cuMemHostUnregister(p))?;
+        if !self.register_in_place(p, size)? {
             unmap();
             return Ok(None);
         }
@@ -144,53 +147,26 @@ impl Cuda {
 
     /// `[addr, addr+len)` inside a block held for host memory: the block made usable and
     /// registered for the device when it is first used (given up, `None`, when the driver's
-    /// device pointer would differ), `contents` written.
-    fn in_held_block(
-        &mut self,
-        addr: u64,
-        len: u64,
-        contents: Option<&[u8]>,
-    ) -> Result<Option<How>> {
+    /// device pointer would differ).
+    fn in_held_block(&mut self, addr: u64, len: u64) -> Result<Option<How>> {
         let Some((start, size, usable)) = self.host_held.block_of(addr, len) else {
             return Ok(None);
         };
         if !usable {
             self.host_held.make_usable(start)?;
-            let p = start as *mut c_void;
-            let registered = cu!(
-                self.api,
-                cuMemHostRegister_v2(p, size as usize, REGISTER_FLAGS)
-            );
-            let mut d = 0u64;
-            let same = registered.is_ok()
-                && cu!(self.api, cuMemHostGetDevicePointer_v2(&mut d, p, 0)).is_ok()
-                && d == start;
-            if !same {
-                if registered.is_ok() {
-                    cu!(self.api, cuMemHostUnregister(p))?;
-                }
+            if !self.register_in_place(start as *mut c_void, size as usize)? {
                 self.host_held.give_up(start);
                 return Ok(None);
             }
-        }
-        if let Some(c) = contents {
-            let n = c.len().min(len as usize);
-            // SAFETY: inside the block, mapped readable and writable.
-            unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), addr as *mut u8, n) };
         }
         Ok(Some(How::InBlock))
     }
 
     /// `[addr, addr+len)` inside what replay reserved for device memory: backed by the
-    /// driver's host memory mapped there (`None` when it cannot be), `contents` copied in.
-    /// The first time, the memory is checked by a round trip through copies; where that fails
-    /// the way is not taken again (the memory goes elsewhere, translated, as before).
-    fn in_reservation(
-        &mut self,
-        addr: u64,
-        len: u64,
-        contents: Option<&[u8]>,
-    ) -> Result<Option<How>> {
+    /// driver's host memory mapped there (`None` when it cannot be). The first time, the
+    /// memory is checked by a round trip through copies; where that fails the way is not taken
+    /// again (the memory goes elsewhere, translated, as before).
+    fn in_reservation(&mut self, addr: u64, len: u64) -> Result<Option<How>> {
         if self.host_in_reservation == Some(false)
             || !self
                 .mem
@@ -212,9 +188,6 @@ impl Cuda {
                 ));
                 return Ok(None);
             }
-        }
-        if let Some(c) = contents {
-            self.write_host(at, &c[..c.len().min(len as usize)])?;
         }
         Ok(Some(How::InReservation))
     }
@@ -255,45 +228,34 @@ impl Cuda {
 
     /// Pinned host memory recorded at `addr`: at its address (in the block held for it, in
     /// replay's device reservations, else mapped now), else elsewhere and translated;
-    /// `contents` written into it.
+    /// `contents` written into it (as [`Cuda::write_host`] writes, for however it was made).
     fn host_region(&mut self, addr: u64, len: u64, contents: Option<&[u8]>) -> Result<()> {
-        let placed = match self.in_held_block(addr, len, contents)? {
+        let placed = match self.in_held_block(addr, len)? {
             Some(how) => Some(how),
-            None => match self.in_reservation(addr, len, contents)? {
+            None => match self.in_reservation(addr, len)? {
                 Some(how) => Some(how),
-                None => self.map_at(addr, len, contents)?,
+                None => self.map_at(addr, len)?,
             },
         };
-        let region = match placed {
-            Some(how) => {
-                self.mem.note_host(true);
-                Region {
-                    live: addr,
-                    len,
-                    how,
-                }
-            }
+        let (live, how) = match placed {
+            Some(how) => (addr, how),
             None => {
                 let mut p: *mut c_void = std::ptr::null_mut();
                 cu!(
                     self.api,
                     cuMemHostAlloc(&mut p, len.max(1) as usize, HOST_ALLOC_FLAGS)
                 )?;
-                if let Some(c) = contents {
-                    let n = c.len().min(len as usize);
-                    // SAFETY: inside the allocation.
-                    unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), p as *mut u8, n) };
-                }
-                self.mem.note_moved(addr, len, p as u64);
-                self.mem.note_host(false);
-                Region {
-                    live: p as u64,
-                    len,
-                    how: How::Elsewhere,
-                }
+                (p as u64, How::Elsewhere)
             }
         };
-        self.host.0.insert(addr, region);
+        if let Some(c) = contents {
+            self.write_host((live, how), &c[..c.len().min(len as usize)])?;
+        }
+        if placed.is_none() {
+            self.mem.note_moved(addr, len, live);
+        }
+        self.mem.note_host(placed.is_some());
+        self.host.0.insert(addr, Region { live, len, how });
         Ok(())
     }
 
