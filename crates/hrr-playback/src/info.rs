@@ -69,22 +69,21 @@ pub fn check_links(dir: &Path) -> Result<()> {
 /// What the root listing knows about one process capture.
 #[derive(Debug)]
 pub struct ProcessRow {
-    /// pid (from the folder name).
-    pub pid: u32,
-    /// Parent pid from the manifest.
-    pub parent_pid: Option<u32>,
-    /// Clean shutdown, nothing dropped, manifest agrees.
-    pub complete: bool,
-    /// Events recorded.
-    pub events: Option<u64>,
-    /// `.blob` files.
-    pub blobs: Option<u64>,
-    /// The folder.
-    pub path: PathBuf,
-    /// Why it is not complete.
-    pub reasons: Vec<String>,
-    /// Why it could not be read at all.
+    /// What the listing shows of it: the text table's cells and, as it stands, its `--json` row
+    /// (pid from the folder name, parent pid from the manifest, the folder, why it is incomplete,
+    /// and the message of [`Self::error`]).
+    pub shown: ProcessRowJson,
+    /// Why it could not be read at all (its hint, if any, goes to stderr).
     pub error: Option<anyhow::Error>,
+}
+
+impl ProcessRow {
+    /// The row of a capture that could not be read at all: `error` kept and its message shown.
+    fn unreadable(mut self, error: anyhow::Error) -> Self {
+        self.shown.error = Some(hrr_cli::render(&error).message);
+        self.error = Some(error);
+        self
+    }
 }
 
 /// What became of reading a process manifest.
@@ -126,58 +125,59 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
     let events_path = dir.join(EVENTS_FILE);
     let manifest = manifest::read_process_manifest(dir);
     let mut row = ProcessRow {
-        pid,
-        parent_pid: manifest.as_ref().ok().map(|m| m.parent_pid),
-        complete: false,
-        events: None,
-        blobs: None,
-        path: dir.to_path_buf(),
-        reasons: Vec::new(),
+        shown: ProcessRowJson {
+            pid,
+            parent_pid: manifest.as_ref().ok().map(|m| m.parent_pid),
+            complete: false,
+            events: None,
+            blobs: None,
+            path: dir.display().to_string(),
+            incomplete_reasons: Vec::new(),
+            error: None,
+        },
         error: None,
     };
+    let ProcessRowJson {
+        complete,
+        events,
+        blobs,
+        incomplete_reasons: reasons,
+        ..
+    } = &mut row.shown;
     // A marker that is not a writer's makes the row unreadable (never "stale").
     let writer = match layout::running_writer(dir) {
         Ok(w) => w,
-        Err(e) => {
-            row.error = Some(e.into());
-            return Ok(row);
-        }
+        Err(e) => return Ok(row.unreadable(e.into())),
     };
     match count_objects(dir) {
-        Ok(c) => row.blobs = Some(c.blobs),
+        Ok(c) => *blobs = Some(c.blobs),
         Err(e @ Error::Symlink(_)) => return Err(e.into()),
-        Err(e) => row.reasons.push(format!("cannot count blobs: {e}")),
+        Err(e) => reasons.push(format!("cannot count blobs: {e}")),
     }
     if std::fs::symlink_metadata(&events_path).is_err() {
-        row.reasons.push("events.bin is missing".into());
-        row.reasons
-            .extend(ManifestState::of(&manifest).reasons(false));
+        reasons.push("events.bin is missing".into());
+        reasons.extend(ManifestState::of(&manifest).reasons(false));
         return Ok(row);
     }
     if let Ok(m) = &manifest {
         if m.complete && matches!(tail_trailer(&events_path), Ok(Some(n)) if n == m.event_count) {
-            row.complete = true;
-            row.events = Some(m.event_count);
+            *complete = true;
+            *events = Some(m.event_count);
             return Ok(row);
         }
     }
     match EventReader::scan_headers(&events_path) {
         Ok(rec) => {
-            row.events = Some(rec.records);
-            row.reasons = rec.incompleteness();
-            row.reasons
-                .extend(ManifestState::of(&manifest).reasons(rec.complete()));
+            *events = Some(rec.records);
+            *reasons = rec.incompleteness();
+            reasons.extend(ManifestState::of(&manifest).reasons(rec.complete()));
         }
-        Err(e) => {
-            row.error = Some(e.into());
-            return Ok(row);
-        }
+        Err(e) => return Ok(row.unreadable(e.into())),
     }
     if let Some(pid) = writer {
-        row.reasons
-            .push(format!("capture still running (pid {pid} holds it)"));
+        reasons.push(format!("capture still running (pid {pid} holds it)"));
     }
-    row.complete = row.reasons.is_empty();
+    *complete = reasons.is_empty();
     Ok(row)
 }
 
@@ -233,6 +233,7 @@ pub fn root_info(root: &Path, processes: &[(u32, PathBuf)]) -> Result<RootInfo> 
     if status == "ok" {
         let stale = m.processes.len() != rows.len()
             || m.processes.iter().zip(&rows).any(|(p, r)| {
+                let r = &r.shown;
                 p.pid != r.pid || p.complete != r.complete || Some(p.event_count) != r.events
             });
         if stale {
@@ -257,30 +258,17 @@ pub fn root_info(root: &Path, processes: &[(u32, PathBuf)]) -> Result<RootInfo> 
 /// Write the process table of a root (also used when asking the user to choose a process).
 pub fn write_process_table(out: &mut dyn Write, rows: &[ProcessRow]) -> std::io::Result<()> {
     let mut t = Table::new(["PID", "Parent PID", "Complete", "Events", "Blobs", "Path"]);
-    for r in rows {
+    for r in rows.iter().map(|r| &r.shown) {
         t.row([
             r.pid.to_string(),
             r.parent_pid.map_or("?".into(), |p| p.to_string()),
             if r.complete { "yes" } else { "NO" }.to_string(),
             r.events.map_or("?".into(), |e| e.to_string()),
             r.blobs.map_or("?".into(), |b| b.to_string()),
-            r.path.display().to_string(),
+            r.path.clone(),
         ]);
     }
     t.write(out)
-}
-
-fn row_json(r: &ProcessRow) -> ProcessRowJson {
-    ProcessRowJson {
-        pid: r.pid,
-        parent_pid: r.parent_pid,
-        complete: r.complete,
-        events: r.events,
-        blobs: r.blobs,
-        path: r.path.display().to_string(),
-        incomplete_reasons: r.reasons.clone(),
-        error: r.error.as_ref().map(|e| hrr_cli::render(e).message),
-    }
 }
 
 /// The processes of a root (or the one of a `pid-<pid>/` folder), for `--list`.
@@ -313,20 +301,15 @@ pub fn print_list(out: &mut dyn Write, info: &ListInfo, json: bool) -> Result<u8
             schema: "hrr.processes/1".into(),
             ok: !unreadable,
             path: info.path.display().to_string(),
-            processes: info.rows.iter().map(row_json).collect(),
+            processes: info.rows.iter().map(|r| r.shown.clone()).collect(),
         };
         serde_json::to_writer(&mut *out, &v)?;
         writeln!(out)?;
     } else {
         write_process_table(out, &info.rows)?;
         for r in &info.rows {
-            if let Some(e) = &r.error {
-                writeln!(
-                    out,
-                    "pid-{} could not be read: {}",
-                    r.pid,
-                    hrr_cli::render(e).message
-                )?;
+            if let Some(e) = &r.shown.error {
+                writeln!(out, "pid-{} could not be read: {e}", r.shown.pid)?;
             }
         }
     }
@@ -357,7 +340,7 @@ pub fn print_root<'a>(
             capture_mode: info.capture_mode.clone(),
             owner_pid: info.owner_pid,
             root_manifest: info.root_manifest.into(),
-            processes: info.rows.iter().map(row_json).collect(),
+            processes: info.rows.iter().map(|r| r.shown.clone()).collect(),
             notes: info.notes.clone(),
             process,
         };
@@ -371,7 +354,7 @@ pub fn print_root<'a>(
     writeln!(out, "Owner PID: {}", info.owner_pid)?;
     writeln!(out, "Processes: {}", info.rows.len())?;
     write_process_table(out, &info.rows)?;
-    let incomplete: Vec<&ProcessRow> = info.rows.iter().filter(|r| !r.complete).collect();
+    let incomplete: Vec<&ProcessRow> = info.rows.iter().filter(|r| !r.shown.complete).collect();
     if !incomplete.is_empty() || !info.notes.is_empty() {
         writeln!(out)?;
     }
@@ -380,9 +363,14 @@ pub fn print_root<'a>(
             Some(_) => writeln!(
                 out,
                 "pid-{} could not be read by this hrr-playback (the error follows on stderr)",
-                r.pid
+                r.shown.pid
             )?,
-            None => writeln!(out, "pid-{} is incomplete: {}", r.pid, r.reasons.join("; "))?,
+            None => writeln!(
+                out,
+                "pid-{} is incomplete: {}",
+                r.shown.pid,
+                r.shown.incomplete_reasons.join("; ")
+            )?,
         }
     }
     for n in &info.notes {
@@ -398,7 +386,7 @@ pub fn print_root<'a>(
         )?;
     } else {
         for r in incomplete.iter().filter(|r| r.error.is_none()) {
-            writeln!(out, "To repair: hrr-playback {} --repair", r.path.display())?;
+            writeln!(out, "To repair: hrr-playback {} --repair", r.shown.path)?;
         }
     }
     if let Some(d) = detail {
