@@ -5,6 +5,11 @@
 
 use std::io::{self, Write};
 
+use hrr_cli::json::{
+    AllocationsJson, BatchingJson, D2hChecksJson, KernelTimingJson, NondeterministicJson,
+    RecordedFailureJson, ReplacedKernelJson, ReplayJson, StoppedAtJson, UnreproducibleCallJson,
+};
+
 use super::check::{Checks, How, Nondeterministic};
 use super::fault::Site;
 use super::placement::Tally;
@@ -601,63 +606,126 @@ fn batching_line(b: &super::batch::Batching) -> String {
 /// | `replaced_kernels` | array of objects | `--replace-kernel`: `kernel` (demangled), `path`, `launches` (integer: launches that used the replacement) |
 /// | `perturbation` | string or null | only in a recheck's second replay (hidden `--perturb`): the noise kernels launched, or why none could be |
 /// | `batching` | object or null | launch batching (`super::batch`; null when nothing was batched): `runs`, `launches`, `graphs` (prepared before the clock), `fell_back` (runs issued launch by launch after all, every `--loop` pass), `first_fallback` (string or null: why), `unprepared` (integer: runs not prepared), `unprepared_why` (string or null) |
-/// The `timing` key: one object a kernel (or graph).
-fn timing_json(timing: &[crate::replay::timing::KernelTiming]) -> serde_json::Value {
-    timing
-        .iter()
-        .map(|t| {
-            serde_json::json!({"kernel": crate::demangle::demangle(&t.name), "launches": t.launches,
-                "total_ms": t.total_ms, "mean_ms": t.mean_ms(), "min_ms": t.min_ms, "max_ms": t.max_ms})
-        })
-        .collect()
-}
-
-/// The `batching` key.
-fn batching_json(b: &super::batch::Batching) -> serde_json::Value {
-    serde_json::json!({"runs": b.runs, "launches": b.launches, "graphs": b.graphs,
-        "fell_back": b.fell_back, "first_fallback": b.first_fallback,
-        "unprepared": b.unprepared.as_ref().map_or(0, |u| u.0),
-        "unprepared_why": b.unprepared.as_ref().map(|u| &u.1)})
-}
-
 pub fn write_json(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
-    let c = &s.checks;
-    let p = &s.placement;
-    let v = serde_json::json!({
-        "schema": "hrr.replay/1", "ok": s.pass(),
-        "archive": s.archive,
-        "events": s.captured.events, "kernels": s.captured.kernels, "blobs": s.captured.blobs,
-        "code_objects": s.captured.code_objects, "threads_captured": s.captured.threads,
-        "device": s.device, "runtime": s.runtime, "mode": s.mode,
-        "wall_time_ms": s.load_ms + s.execute_ms, "load_ms": s.load_ms, "execute_ms": s.execute_ms,
-        "threads_used": s.threads_used, "kernels_launched": s.kernels_launched,
-        "kernels_filtered": s.kernels_filtered, "graphs_launched": s.graphs_launched,
-        "d2h_checks": {"pass": c.exact + c.within_tol, "exact": c.exact,
-                       "within_tol": c.within_tol, "fail": c.fail, "skipped": c.skipped,
-                       "skipped_redacted": c.redacted, "nondeterministic": c.nondeterministic},
-        "mismatches": c.mismatches, "skipped_calls": s.skipped_calls,
-        "skipped_calls_total": s.skipped_total.max(s.skipped_calls.len() as u64),
-        "unreproducible_calls": s.unreproducible.iter().map(|u| serde_json::json!({
-            "call": u.call, "first_seq": u.first_seq, "count": u.count, "why": u.why})).collect::<Vec<_>>(),
-        "nondeterministic": s.nondeterministic.iter().map(|n| serde_json::json!({
-            "event": n.seq, "call": n.call, "bytes": n.bytes, "differing": n.differing,
-            "first_offset": n.first_offset, "how": n.how.key()})).collect::<Vec<_>>(),
-        "recheck_error": s.recheck_note,
-        "allocations": {"placed": p.placed, "translated": p.translated,
-                        "host_placed": p.host_placed, "host_translated": p.host_translated,
-                        "first_refusal": p.first_refusal},
-        "error": s.error, "result": s.result(),
-        "verdict": s.verdict.word(), "verdict_line": s.verdict_line(),
-        "exit_code": s.verdict.exit_code(),
-        "stopped_at": s.stopped_at.as_ref().map(|(seq, st)| serde_json::json!({"seq": seq, "status": st})),
-        "recorded_failure": s.recorded_failure.as_ref().map(|r| serde_json::json!({"seq": r.seq, "call": r.call, "code": r.code})),
-        "fault_site": s.fault_site, "last_launch": s.last_launch,
-        "replaced_kernels": s.replaced_kernels.iter().map(|(k, p, n)| serde_json::json!({"kernel": k, "path": p, "launches": n})).collect::<Vec<_>>(),
-        "timing": timing_json(&s.timing),
-        "perturbation": s.perturbation,
-        "batching": s.batching.as_ref().map(batching_json),
-    });
-    writeln!(w, "{v}")
+    let line = serde_json::to_string(&s.json()).expect("the replay summary serialises");
+    writeln!(w, "{line}")
+}
+
+impl Summary {
+    /// The [`write_json`] object: the `hrr.replay/1` type of `hrr_cli::json` (docs/json.md).
+    fn json(&self) -> ReplayJson {
+        let c = &self.checks;
+        let p = &self.placement;
+        ReplayJson {
+            schema: "hrr.replay/1".into(),
+            ok: self.pass(),
+            archive: self.archive.clone(),
+            events: self.captured.events,
+            kernels: self.captured.kernels,
+            blobs: self.captured.blobs,
+            code_objects: self.captured.code_objects,
+            threads_captured: self.captured.threads,
+            device: self.device.clone(),
+            runtime: self.runtime.clone(),
+            mode: self.mode.into(),
+            wall_time_ms: self.load_ms + self.execute_ms,
+            load_ms: self.load_ms,
+            execute_ms: self.execute_ms,
+            threads_used: self.threads_used,
+            kernels_launched: self.kernels_launched,
+            kernels_filtered: self.kernels_filtered,
+            graphs_launched: self.graphs_launched,
+            d2h_checks: D2hChecksJson {
+                pass: c.exact + c.within_tol,
+                exact: c.exact,
+                within_tol: c.within_tol,
+                fail: c.fail,
+                skipped: c.skipped,
+                skipped_redacted: c.redacted,
+                nondeterministic: c.nondeterministic,
+            },
+            mismatches: c.mismatches.clone(),
+            skipped_calls: self.skipped_calls.clone(),
+            skipped_calls_total: self.skipped_total.max(self.skipped_calls.len() as u64),
+            unreproducible_calls: self
+                .unreproducible
+                .iter()
+                .map(|u| UnreproducibleCallJson {
+                    call: u.call.clone(),
+                    first_seq: u.first_seq,
+                    count: u.count,
+                    why: u.why.into(),
+                })
+                .collect(),
+            nondeterministic: self
+                .nondeterministic
+                .iter()
+                .map(|n| NondeterministicJson {
+                    event: n.seq,
+                    call: n.call.clone(),
+                    bytes: n.bytes,
+                    differing: n.differing,
+                    first_offset: n.first_offset,
+                    how: n.how.key().into(),
+                })
+                .collect(),
+            recheck_error: self.recheck_note.clone(),
+            allocations: AllocationsJson {
+                placed: p.placed,
+                translated: p.translated,
+                host_placed: p.host_placed,
+                host_translated: p.host_translated,
+                first_refusal: p.first_refusal.clone(),
+            },
+            error: self.error.clone(),
+            result: self.result().into(),
+            verdict: self.verdict.word().into(),
+            verdict_line: self.verdict_line(),
+            exit_code: self.verdict.exit_code() as u8,
+            stopped_at: self.stopped_at.as_ref().map(|(seq, status)| StoppedAtJson {
+                seq: *seq,
+                status: status.clone(),
+            }),
+            recorded_failure: self.recorded_failure.as_ref().map(|r| RecordedFailureJson {
+                seq: r.seq,
+                call: r.call.clone(),
+                code: r.code,
+            }),
+            fault_site: self.fault_site.clone(),
+            last_launch: self.last_launch.clone(),
+            replaced_kernels: self
+                .replaced_kernels
+                .iter()
+                .map(|(kernel, path, launches)| ReplacedKernelJson {
+                    kernel: kernel.clone(),
+                    path: path.clone(),
+                    launches: *launches,
+                })
+                .collect(),
+            timing: self
+                .timing
+                .iter()
+                .map(|t| KernelTimingJson {
+                    kernel: crate::demangle::demangle(&t.name),
+                    launches: t.launches,
+                    total_ms: t.total_ms,
+                    mean_ms: t.mean_ms(),
+                    min_ms: t.min_ms,
+                    max_ms: t.max_ms,
+                })
+                .collect(),
+            perturbation: self.perturbation.clone(),
+            batching: self.batching.as_ref().map(|b| BatchingJson {
+                runs: b.runs,
+                launches: b.launches,
+                graphs: b.graphs,
+                fell_back: b.fell_back,
+                first_fallback: b.first_fallback.clone(),
+                unprepared: b.unprepared.as_ref().map_or(0, |u| u.0),
+                unprepared_why: b.unprepared.as_ref().map(|u| u.1.clone()),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
