@@ -163,28 +163,7 @@ pub unsafe fn stream_get_capture_info_v3(h: Export, a: args::StreamGetCaptureInf
 
 /// `cuStreamGetCaptureInfo_v2`: `_v3` without edge data.
 pub unsafe fn stream_get_capture_info_v2(h: Export, a: args::StreamGetCaptureInfoV2, r: CUresult) {
-    let args::StreamGetCaptureInfoV2 {
-        s,
-        status,
-        id,
-        g,
-        deps,
-        n,
-    } = a;
-    let edges = std::ptr::null_mut();
-    stream_get_capture_info_v3(
-        h,
-        args::StreamGetCaptureInfo {
-            s,
-            status,
-            id,
-            g,
-            deps,
-            edges,
-            n,
-        },
-        r,
-    )
+    capture_info(h, r, a.s, a.status, a.g, a.deps, a.n);
 }
 
 /// Records what the program learnt of an active capture (its graph, the nodes the next work

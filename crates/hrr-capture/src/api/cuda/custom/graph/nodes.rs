@@ -511,29 +511,22 @@ pub unsafe fn graph_add_node_v2(h: Export, a: args::GraphAddNodeV2, r: CUresult)
 }
 
 pub unsafe fn graph_add_dependencies(h: Export, a: args::GraphAddDependencies, r: CUresult) {
-    let args::GraphAddDependencies { g, from, to, n } = a;
-    let edges = std::ptr::null();
-    graph_add_dependencies_v2(
-        h,
-        args::GraphAddDependenciesV2 {
-            g,
-            from,
-            to,
-            edges,
-            n,
-        },
-        r,
-    )
+    edges_added(h, r, a.g, (a.from, a.to, a.n), std::ptr::null());
 }
 
 pub unsafe fn graph_add_dependencies_v2(h: Export, a: args::GraphAddDependenciesV2, r: CUresult) {
-    let args::GraphAddDependenciesV2 {
-        g,
-        from,
-        to,
-        edges,
-        n,
-    } = a;
+    edges_added(h, r, a.g, (a.from, a.to, a.n), a.edges);
+}
+
+/// The `n` edges `from[i]` -> `to[i]` added to graph `g`, with their edge data at `edges`
+/// (null: default edges, as `cuGraphAddDependencies` adds them).
+unsafe fn edges_added(
+    h: Export,
+    r: CUresult,
+    g: Handle,
+    (from, to, n): (*const Handle, *const Handle, usize),
+    edges: *const u8,
+) {
     rec(h, r, |_| GraphEdges {
         graph: g as u64,
         from: handles(from, n),
