@@ -371,19 +371,11 @@ pub unsafe fn put_host_blob(
     put_host_blob_as(api, ptr, len, BlobWrite::Staged)
 }
 
-/// [`put_host_blob`], the blob written before returning ([`BlobWrite::Now`]).
+/// [`put_host_blob`], the blob written as `how` says ([`BlobWrite::Now`]: before returning).
 ///
 /// # Safety
 /// As [`put_host_blob`].
-pub unsafe fn put_host_blob_now(
-    api: &'static ApiDef,
-    ptr: *const c_void,
-    len: usize,
-) -> Option<ObjectId> {
-    put_host_blob_as(api, ptr, len, BlobWrite::Now)
-}
-
-unsafe fn put_host_blob_as(
+pub(crate) unsafe fn put_host_blob_as(
     api: &'static ApiDef,
     ptr: *const c_void,
     len: usize,

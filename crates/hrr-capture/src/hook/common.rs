@@ -423,7 +423,7 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
     let r = call();
     let d2h_blob = if r == 0 {
         // written before the call returns (the flush below waits for it anyway): no staging
-        recorder::put_host_blob_now(E::api(), host(dst), n)
+        recorder::put_host_blob_as(E::api(), host(dst), n, recorder::BlobWrite::Now)
     } else {
         None
     };
