@@ -45,31 +45,30 @@ unsafe fn pitched(
     copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0)
 }
 
+/// Set the named fields of `$c` (a [`CopyPitched`]) to the same-named fields of `$d` (a
+/// `CUDA_MEMCPY2D` or `CUDA_MEMCPY3D` reference), as they are or (`as u64`) widened from
+/// `size_t`. A macro: the C structs and the record share these names but no type.
+macro_rules! copy_fields {
+    ($c:ident = $d:ident; $($f:ident)*) => {
+        $( $c.$f = $d.$f; )*
+    };
+    ($c:ident = $d:ident as u64; $($f:ident)*) => {
+        $( $c.$f = $d.$f as u64; )*
+    };
+}
+
 /// The recorded fields a `CUDA_MEMCPY2D` and a `CUDA_MEMCPY3D` (`$d`, a reference) share: memory
 /// types, pointers, arrays, x and y offsets and pitches of both sides, the row width and height
-/// (the 3D fields 0). A macro: the two C structs share these fields but no type.
+/// (the 3D fields 0).
 macro_rules! planar_fields {
-    ($d:expr) => {
-        CopyPitched {
-            src_type: $d.src_type,
-            src_host: $d.src_host,
-            src_device: $d.src_device,
-            src_array: $d.src_array,
-            src_x: $d.src_x as u64,
-            src_y: $d.src_y as u64,
-            src_pitch: $d.src_pitch as u64,
-            dst_type: $d.dst_type,
-            dst_host: $d.dst_host,
-            dst_device: $d.dst_device,
-            dst_array: $d.dst_array,
-            dst_x: $d.dst_x as u64,
-            dst_y: $d.dst_y as u64,
-            dst_pitch: $d.dst_pitch as u64,
-            width_bytes: $d.width_bytes as u64,
-            height: $d.height as u64,
-            ..Default::default()
-        }
-    };
+    ($d:ident) => {{
+        let mut c = CopyPitched::default();
+        copy_fields!(c = $d;
+            src_type src_host src_device src_array dst_type dst_host dst_device dst_array);
+        copy_fields!(c = $d as u64;
+            src_x src_y src_pitch dst_x dst_y dst_pitch width_bytes height);
+        c
+    }};
 }
 
 /// The recorded fields of a `CUDA_MEMCPY2D` (z, LOD and heights 0, depth 1).
@@ -84,16 +83,9 @@ unsafe fn fields_2d(p: *const CudaMemcpy2D) -> Option<CopyPitched> {
 /// The recorded fields of a `CUDA_MEMCPY3D`.
 unsafe fn fields_3d(p: *const CudaMemcpy3D) -> Option<CopyPitched> {
     let d = p.as_ref()?;
-    Some(CopyPitched {
-        src_z: d.src_z as u64,
-        src_lod: d.src_lod as u64,
-        src_height: d.src_height as u64,
-        dst_z: d.dst_z as u64,
-        dst_lod: d.dst_lod as u64,
-        dst_height: d.dst_height as u64,
-        depth: d.depth as u64,
-        ..planar_fields!(d)
-    })
+    let mut c = planar_fields!(d);
+    copy_fields!(c = d as u64; src_z src_lod src_height dst_z dst_lod dst_height depth);
+    Some(c)
 }
 
 /// A null descriptor: the driver's answer, recorded with empty fields.
