@@ -85,3 +85,46 @@ macro_rules! hip_api {
 }
 
 crate::hip_calls!(hip_api);
+
+/// The architecture name (`gfx90a:sramecc+:xnack-`) in a filled `hipDeviceProp_t`, wherever
+/// the layout of the ROCm at hand puts it: the first NUL-terminated string after `name` (the
+/// first 256 bytes) that starts with `gfx` and a hex digit, is printable ASCII and is shorter
+/// than 128 bytes.
+pub fn find_arch_name(buf: &[u8]) -> Option<String> {
+    let mut i = 256;
+    while i + 4 <= buf.len() {
+        if &buf[i..i + 3] == b"gfx" && buf[i + 3].is_ascii_hexdigit() && buf[i - 1] == 0 {
+            let end = buf[i..].iter().position(|&b| b == 0)? + i;
+            let s = &buf[i..end];
+            if s.len() < 128 && s.iter().all(|b| b.is_ascii_graphic()) {
+                return Some(String::from_utf8_lossy(s).into_owned());
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arch_name_is_found_wherever_the_layout_puts_it() {
+        let mut p = vec![0u8; 2048];
+        p[..13].copy_from_slice(b"AMD gfx Card\0");
+        p[396..396 + 22].copy_from_slice(b"gfx90a:sramecc+:xnack-");
+        assert_eq!(
+            find_arch_name(&p).as_deref(),
+            Some("gfx90a:sramecc+:xnack-")
+        );
+        let mut q = vec![0u8; 2048];
+        q[1160..1167].copy_from_slice(b"gfx1100");
+        assert_eq!(find_arch_name(&q).as_deref(), Some("gfx1100"));
+        assert_eq!(find_arch_name(&[0u8; 1024]), None);
+        let mut props = vec![0u8; 1024];
+        props[..5].copy_from_slice(b"Card\0");
+        props[396..403].copy_from_slice(b"gfx942\0");
+        assert_eq!(find_arch_name(&props).as_deref(), Some("gfx942"));
+    }
+}

@@ -7,6 +7,7 @@
 
 use std::ffi::{c_int, c_void, CStr};
 
+use hrr_calls::hip::find_arch_name;
 use serde_json::json;
 
 use super::loader::runtime_symbol;
@@ -19,24 +20,6 @@ unsafe fn sym<T>(name: &CStr) -> Option<T> {
 /// Bytes given to `hipGetDeviceProperties*` (larger than any layout so far: 792 in ROCm 5,
 /// about 1.5 KiB in ROCm 6).
 const PROPS_BYTES: usize = 8192;
-
-/// The first NUL-terminated string in `buf` (after `name`, the first 256 bytes) that starts
-/// with `gfx` and continues with a hex digit.
-pub fn find_arch_name(buf: &[u8]) -> Option<String> {
-    let mut i = 256;
-    while i + 4 <= buf.len() {
-        if &buf[i..i + 3] == b"gfx" && buf[i + 3].is_ascii_hexdigit() && (i == 0 || buf[i - 1] == 0)
-        {
-            let end = buf[i..].iter().position(|&b| b == 0)? + i;
-            let s = &buf[i..end];
-            if s.len() < 128 && s.iter().all(|b| b.is_ascii_graphic()) {
-                return Some(String::from_utf8_lossy(s).into_owned());
-            }
-        }
-        i += 1;
-    }
-    None
-}
 
 /// Path of the loaded runtime library.
 pub fn runtime_path() -> Option<String> {
@@ -118,24 +101,4 @@ pub fn collect() -> serde_json::Value {
         meta.insert("devices".into(), json!(devices));
     }
     serde_json::Value::Object(meta)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_arch_name_is_found_wherever_the_layout_puts_it() {
-        let mut p = vec![0u8; 2048];
-        p[..13].copy_from_slice(b"AMD gfx Card\0");
-        p[396..396 + 22].copy_from_slice(b"gfx90a:sramecc+:xnack-");
-        assert_eq!(
-            find_arch_name(&p).as_deref(),
-            Some("gfx90a:sramecc+:xnack-")
-        );
-        let mut q = vec![0u8; 2048];
-        q[1160..1167].copy_from_slice(b"gfx1100");
-        assert_eq!(find_arch_name(&q).as_deref(), Some("gfx1100"));
-        assert_eq!(find_arch_name(&[0u8; 1024]), None);
-    }
 }

@@ -5,11 +5,11 @@ use crate::api::hip::calls::args;
 use std::ffi::{c_int, CStr};
 
 use hrr_calls::hip::ffi::HipError;
+use hrr_calls::hip::find_arch_name;
 use hrr_calls::shapes::{DeviceProperties, NoFields};
 
 use super::rec;
 use crate::api::hip::calls::Export;
-use crate::api::hip::facts::find_arch_name;
 use crate::hook::args::bytes_at;
 
 /// Bytes of `hipDeviceProp_t` read back: the whole struct of ROCm 5 (792 bytes; `name` first,

@@ -17,19 +17,6 @@ use crate::replay::backend::Ops;
 use crate::replay::options::Options;
 use crate::replay::placement::Placement;
 
-/// The architecture name (`gfx90a:sramecc+:xnack-`) in a filled `hipDeviceProp_t`, wherever
-/// the layout of this ROCm puts it: the first string after `name` that starts with `gfx`.
-fn arch_name(props: &[u8]) -> Option<String> {
-    (256..props.len().saturating_sub(4))
-        .find(|&i| {
-            props[i - 1] == 0 && &props[i..i + 3] == b"gfx" && props[i + 3].is_ascii_hexdigit()
-        })
-        .and_then(|i| {
-            let end = props[i..].iter().position(|&b| b == 0)? + i;
-            Some(String::from_utf8_lossy(&props[i..end]).into_owned())
-        })
-}
-
 /// The allocation properties (and granularity) this runtime accepts, tried in the layout of
 /// its version first; `Err`: why VMM is unavailable.
 fn probe_vmm(
@@ -90,7 +77,7 @@ impl Hip {
             device_name = std::ffi::CStr::from_bytes_until_nul(&props[..256])
                 .map(|c| c.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            arch = arch_name(&props).unwrap_or_default();
+            arch = hrr_calls::hip::find_arch_name(&props).unwrap_or_default();
         }
         let mut name = [0 as std::ffi::c_char; 256];
         if hip!(api, hipDeviceGetName(name.as_mut_ptr(), 255, dev)).is_ok() {
@@ -156,18 +143,5 @@ impl Hip {
                 );
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arch_name_is_found_wherever_the_layout_puts_it() {
-        let mut props = vec![0u8; 1024];
-        props[..5].copy_from_slice(b"Card\0");
-        props[396..403].copy_from_slice(b"gfx942\0");
-        assert_eq!(arch_name(&props).as_deref(), Some("gfx942"));
     }
 }
