@@ -140,7 +140,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let m = w.finish()?;
     println!(
         "wrote {} events to {}",
-        m.event_count,
+        m.status.event_count,
         out.join("pid-4242").display()
     );
     Ok(())

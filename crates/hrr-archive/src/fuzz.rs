@@ -99,7 +99,7 @@ pub fn fuzz_one(data: &[u8]) {
         let _ = std::fs::create_dir(&copy);
         manifest::write_process_manifest(&copy, &m).expect("rewrite a manifest");
         let again = manifest::read_process_manifest(&copy).expect("re-read a rewritten manifest");
-        assert_eq!(again.pid, m.pid);
+        assert_eq!(again.status.pid, m.status.pid);
         assert_eq!(again.extra, m.extra);
     }
 
@@ -142,8 +142,8 @@ pub fn fuzz_one(data: &[u8]) {
         "repair keeps writer marks"
     );
     let m = manifest::read_process_manifest(&dir).expect("repair writes a manifest");
-    assert_eq!(m.event_count, n);
-    assert_eq!(m.complete, rec.incomplete_marks.is_empty());
+    assert_eq!(m.status.event_count, n);
+    assert_eq!(m.status.complete, rec.incomplete_marks.is_empty());
     if let RepairOutcome::AlreadyComplete { events } = outcome {
         assert_eq!(events, n);
     }

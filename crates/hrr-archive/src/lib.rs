@@ -20,7 +20,7 @@
 //! p.i32(0).u32(0);
 //! w.events().append(1, 7, p.as_bytes()).unwrap();
 //! let m = w.finish().unwrap();
-//! assert!(m.complete);
+//! assert!(m.status.complete);
 //! let mut r = EventReader::open(&root.path().join("pid-42/events.bin")).unwrap();
 //! let ev = r.next().unwrap().unwrap();
 //! let call = r.schema().unwrap().call(ev.header.kind).unwrap();

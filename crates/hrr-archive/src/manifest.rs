@@ -17,9 +17,11 @@ pub const ROOT_MANIFEST_VERSION: u32 = 1;
 /// Largest manifest the reader accepts.
 pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
 
-/// The per-process manifest (`pid-<pid>/manifest.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcessManifest {
+/// The five fields a process manifest and its row of the root index share (the root entry copies
+/// them from the process manifest: FORMAT.md §1). Both embed it flattened, so on disk they are
+/// top-level keys of either object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessStatus {
     /// Process id.
     pub pid: u32,
     /// Parent process id (0 when unknown).
@@ -34,6 +36,14 @@ pub struct ProcessManifest {
     /// Blob files plus code objects written.
     #[serde(default)]
     pub blob_count: u64,
+}
+
+/// The per-process manifest (`pid-<pid>/manifest.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessManifest {
+    /// Pid, parent, completeness and counts (the keys the root index copies).
+    #[serde(flatten)]
+    pub status: ProcessStatus,
     /// Why the capture is not complete, when it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete_reason: Option<String>,
@@ -58,11 +68,11 @@ impl ProcessManifest {
     /// A fresh manifest for `pid`.
     pub fn new(pid: u32, parent_pid: u32) -> Self {
         ProcessManifest {
-            pid,
-            parent_pid,
-            complete: false,
-            event_count: 0,
-            blob_count: 0,
+            status: ProcessStatus {
+                pid,
+                parent_pid,
+                ..ProcessStatus::default()
+            },
             incomplete_reason: None,
             api: None,
             unreplayable_apis: BTreeMap::new(),
@@ -320,20 +330,9 @@ fn scan_top_level_pairs(bytes: &[u8]) -> (Vec<(String, Value)>, Option<usize>) {
 /// One row of the root index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessEntry {
-    /// Process id.
-    pub pid: u32,
-    /// Parent process id.
-    #[serde(default)]
-    pub parent_pid: u32,
-    /// Clean shutdown.
-    #[serde(default)]
-    pub complete: bool,
-    /// Events recorded.
-    #[serde(default)]
-    pub event_count: u64,
-    /// Blobs + code objects.
-    #[serde(default)]
-    pub blob_count: u64,
+    /// The process manifest's pid, parent, completeness and counts.
+    #[serde(flatten)]
+    pub status: ProcessStatus,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -420,14 +419,7 @@ pub fn build_root_index(root: &Path) -> Result<RootRebuild> {
     let mut processes = Vec::new();
     for (_, dir) in dirs {
         match read_process_manifest(&dir) {
-            Ok(m) => processes.push(ProcessEntry {
-                pid: m.pid,
-                parent_pid: m.parent_pid,
-                complete: m.complete,
-                event_count: m.event_count,
-                blob_count: m.blob_count,
-                extra: Map::new(),
-            }),
+            Ok(m) => processes.push(m.status),
             Err(e) => skipped.push((dir, e.to_string())),
         }
     }
@@ -450,7 +442,13 @@ pub fn build_root_index(root: &Path) -> Result<RootRebuild> {
             .as_ref()
             .map_or_else(default_mode, |p| p.capture_mode.clone()),
         owner_pid,
-        processes,
+        processes: processes
+            .into_iter()
+            .map(|status| ProcessEntry {
+                status,
+                extra: Map::new(),
+            })
+            .collect(),
         extra: previous.map(|p| p.extra).unwrap_or_default(),
     };
     Ok(RootRebuild {
@@ -472,13 +470,43 @@ mod tests {
         )
         .unwrap();
         let mut m = read_process_manifest(dir.path()).unwrap();
-        assert_eq!((m.pid, m.parent_pid, m.event_count), (7, 1, 3));
-        m.event_count = 4;
+        assert_eq!(
+            (m.status.pid, m.status.parent_pid, m.status.event_count),
+            (7, 1, 3)
+        );
+        m.status.event_count = 4;
         write_process_manifest(dir.path(), &m).unwrap();
         let v: Value =
             serde_json::from_slice(&std::fs::read(dir.path().join(MANIFEST)).unwrap()).unwrap();
         assert_eq!(v["future_key"]["x"][1], 2);
         assert_eq!(v["event_count"], 4);
+    }
+
+    #[test]
+    fn the_shared_status_keys_stay_top_level_and_unknown_keys_stay_in_extra() {
+        // a root entry: the five keys go to `status` only, every other key to `extra`
+        let e: ProcessEntry =
+            serde_json::from_str(r#"{"zzz":1,"pid":5,"complete":true,"aaa":[2],"event_count":3}"#)
+                .unwrap();
+        let status = ProcessStatus {
+            pid: 5,
+            complete: true,
+            event_count: 3,
+            ..ProcessStatus::default()
+        };
+        assert_eq!(e.status, status);
+        assert_eq!(e.extra.keys().collect::<Vec<_>>(), ["zzz", "aaa"]);
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"pid":5,"parent_pid":0,"complete":true,"event_count":3,"blob_count":0,"zzz":1,"aaa":[2]}"#
+        );
+        // a process manifest: the five keys first, its own keys next, unknown keys last
+        let text = r#"{"pid":5,"parent_pid":0,"complete":true,"event_count":3,"blob_count":0,"incomplete_reason":"r","api":"hip","passthrough_calls":{"c":2},"zzz":1,"aaa":[2]}"#;
+        let m: ProcessManifest = serde_json::from_str(text).unwrap();
+        assert_eq!(m.status, status);
+        assert_eq!(m.api, Some(ApiFamily::Hip));
+        assert_eq!(m.extra.keys().collect::<Vec<_>>(), ["zzz", "aaa"]);
+        assert_eq!(serde_json::to_string(&m).unwrap(), text);
     }
 
     #[test]
@@ -488,7 +516,7 @@ mod tests {
         full.metadata = Some(serde_json::json!({"devices": [{"name": "NVIDIA H200"}]}));
         full.passthrough_calls
             .insert("cuGetProcAddress_v2".into(), 12);
-        full.event_count = 123;
+        full.status.event_count = 123;
         full.extra
             .insert("future".into(), serde_json::json!([1, 2]));
         let mut text = serde_json::to_vec_pretty(&full).unwrap();
@@ -497,7 +525,7 @@ mod tests {
         let mut v: Value = serde_json::from_slice(&text).unwrap();
         v["event_count"] = Value::from("lots");
         let s = salvage_process_manifest(&serde_json::to_vec(&v).unwrap());
-        assert!(s.has_pid && s.manifest.pid == 2674);
+        assert!(s.has_pid && s.manifest.status.pid == 2674);
         assert_eq!(s.manifest.api, Some(ApiFamily::CudaDriver));
         assert_eq!(s.manifest.metadata, full.metadata);
         assert_eq!(s.manifest.passthrough_calls, full.passthrough_calls);
@@ -506,7 +534,7 @@ mod tests {
         // truncated inside the last key: everything before it is kept
         let cut = text.len() - 8;
         let s = salvage_process_manifest(&text[..cut]);
-        assert_eq!(s.manifest.pid, 2674);
+        assert_eq!(s.manifest.status.pid, 2674);
         assert_eq!(s.manifest.metadata, full.metadata);
         assert_eq!(s.manifest.passthrough_calls, full.passthrough_calls);
         assert!(s.damage.contains("truncated"), "{}", s.damage);
@@ -516,11 +544,11 @@ mod tests {
         let s = salvage_process_manifest(garbled.as_bytes());
         assert_eq!(s.manifest.api, None);
         assert_eq!(s.manifest.metadata, full.metadata);
-        assert_eq!(s.manifest.pid, 2674);
+        assert_eq!(s.manifest.status.pid, 2674);
         assert!(!s.kept.contains(&"api".to_string()));
         // a number cut by the end of the file is not trusted
         let s = salvage_process_manifest(b"{\"parent_pid\": 7, \"pid\": 26");
-        assert!(!s.has_pid && s.manifest.parent_pid == 7);
+        assert!(!s.has_pid && s.manifest.status.parent_pid == 7);
         // nothing at all
         let s = salvage_process_manifest(b"\x00\x01garbage");
         assert!(s.kept.is_empty() && !s.has_pid);
@@ -575,7 +603,7 @@ mod tests {
         let r = rebuild_root_index(root.path()).unwrap();
         let m = read_root_manifest(root.path()).unwrap();
         assert_eq!(
-            m.processes.iter().map(|p| p.pid).collect::<Vec<_>>(),
+            m.processes.iter().map(|p| p.status.pid).collect::<Vec<_>>(),
             [10, 20]
         );
         assert_eq!(m.owner_pid, 10);

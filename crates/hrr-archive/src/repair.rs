@@ -79,7 +79,7 @@ fn manifest_to_rewrite(
             let mut m = s.manifest;
             let mut rebuilt = Vec::new();
             if !s.has_pid {
-                m.pid = folder_pid;
+                m.status.pid = folder_pid;
                 rebuilt.push("pid".to_string());
             }
             let mut notes = vec![format!(
@@ -123,7 +123,7 @@ fn manifest_to_rewrite(
     ]
     .into_iter()
     .filter(|k| match *k {
-        "parent_pid" => m.parent_pid == 0,
+        "parent_pid" => m.status.parent_pid == 0,
         "api" => m.api.is_none(),
         "unreplayable_apis" => m.unreplayable_apis.is_empty(),
         "passthrough_calls" => m.passthrough_calls.is_empty(),
@@ -215,7 +215,7 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
     let tail_clean = rec.complete() && rec.bytes_after_trailer == 0;
     if tail_clean {
         if let Some(m) = &manifest_now {
-            if m.complete && m.event_count == rec.records {
+            if m.status.complete && m.status.event_count == rec.records {
                 return Ok(RepairOutcome::AlreadyComplete {
                     events: rec.records,
                 });
@@ -244,9 +244,9 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
             .at(&events_path)?;
         file.sync_all().at(&events_path)?;
     }
-    m.event_count = rec.records;
-    m.blob_count = blob_count;
-    m.complete = rec.incomplete_marks.is_empty();
+    m.status.event_count = rec.records;
+    m.status.blob_count = blob_count;
+    m.status.complete = rec.incomplete_marks.is_empty();
     let still: Vec<String> = rec
         .incomplete_marks
         .iter()

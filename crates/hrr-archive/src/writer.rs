@@ -345,8 +345,8 @@ impl ProcessWriter {
     /// Write the manifest as it stands (complete: false), e.g. after metadata was learnt.
     pub fn checkpoint_manifest(&mut self) -> Result<()> {
         self.events.flush(false)?;
-        self.manifest.event_count = self.events.records();
-        self.manifest.blob_count = self.objects.new_objects();
+        self.manifest.status.event_count = self.events.records();
+        self.manifest.status.blob_count = self.objects.new_objects();
         manifest::write_process_manifest(&self.dir, &self.manifest)
     }
 
@@ -362,9 +362,9 @@ impl ProcessWriter {
             ..
         } = self;
         let marks = events.incomplete_marks().to_vec();
-        manifest.event_count = events.finish()?;
-        manifest.blob_count = objects.new_objects();
-        manifest.complete = marks.is_empty();
+        manifest.status.event_count = events.finish()?;
+        manifest.status.blob_count = objects.new_objects();
+        manifest.status.complete = marks.is_empty();
         manifest.incomplete_reason = (!marks.is_empty())
             .then(|| format!("writer marked it incomplete: {}", marks.join("; ")));
         manifest::write_process_manifest(&dir, &manifest)?;

@@ -87,7 +87,7 @@ fn clean_capture_reads_back_complete() {
     assert!(rec.complete());
     assert!(recs.windows(2).all(|w| w[0].header.seq < w[1].header.seq));
     let m = manifest::read_process_manifest(&dir).unwrap();
-    assert!(m.complete && m.event_count == 10);
+    assert!(m.status.complete && m.status.event_count == 10);
     assert!(!dir.join("active").exists());
     let rm = manifest::read_root_manifest(root.path()).unwrap();
     assert_eq!(rm.processes.len(), 1);
@@ -200,7 +200,8 @@ fn repair_recovers_a_crashed_capture_and_saves_the_tail() {
     let (recs, rec) = read_all(&path);
     assert_eq!(recs.len(), 8);
     assert!(rec.complete());
-    assert!(manifest::read_process_manifest(&dir).unwrap().complete);
+    let m = manifest::read_process_manifest(&dir).unwrap();
+    assert!(m.status.complete);
     assert_eq!(
         repair_process(&dir).unwrap(),
         RepairOutcome::AlreadyComplete { events: 8 }
@@ -214,7 +215,7 @@ fn repair_never_blesses_a_capture_the_writer_marked_incomplete() {
     let w = testkit::write_marked_incomplete(root.path(), 9, &schema(), reason).unwrap();
     let dir = w.dir().to_path_buf();
     let m = w.finish().unwrap();
-    assert!(!m.complete);
+    assert!(!m.status.complete);
     assert!(m.incomplete_reason.unwrap().contains("disk nearly full"));
     match repair_process(&dir).unwrap() {
         RepairOutcome::Repaired {
@@ -223,7 +224,7 @@ fn repair_never_blesses_a_capture_the_writer_marked_incomplete() {
         o => panic!("{o:?}"),
     }
     let m = manifest::read_process_manifest(&dir).unwrap();
-    assert!(!m.complete);
+    assert!(!m.status.complete);
     let (_, rec) = read_all(&dir.join(EVENTS_FILE));
     assert!(!rec.complete() && rec.clean_trailer());
 }
@@ -249,8 +250,8 @@ fn repair_root_repairs_every_process_and_rebuilds_the_index() {
         RepairOutcome::Repaired { events: 5, .. }
     ));
     let rm = manifest::read_root_manifest(root.path()).unwrap();
-    assert!(rm.processes.iter().all(|p| p.complete));
-    assert_eq!(rm.processes[1].event_count, 5);
+    assert!(rm.processes.iter().all(|p| p.status.complete));
+    assert_eq!(rm.processes[1].status.event_count, 5);
 }
 
 #[test]

@@ -291,13 +291,13 @@ fn repair_of_a_damaged_manifest_keeps_every_key_it_can_parse() {
     });
     let o = repair_process(&dir).unwrap();
     let m = manifest::read_process_manifest(&dir).unwrap();
-    assert_eq!(m.pid, PID);
+    assert_eq!(m.status.pid, PID);
     assert_eq!(m.api, Some(ApiFamily::CudaDriver));
     assert_eq!(m.metadata.as_ref().unwrap()["driver_version"], 13000);
     assert_eq!(m.passthrough_calls["cuGetProcAddress_v2"], 12);
     assert_eq!(m.unreplayable_apis.len(), 1);
     assert_eq!(m.extra["future_key"]["x"][1], 2);
-    assert_eq!(m.event_count, 6);
+    assert_eq!(m.status.event_count, 6);
     let n = notes(&o).join("\n");
     assert!(n.contains("damaged") && n.contains("parent_pid"), "{n}");
 
@@ -309,14 +309,14 @@ fn repair_of_a_damaged_manifest_keeps_every_key_it_can_parse() {
     });
     let o = repair_process(&dir).unwrap();
     let m = manifest::read_process_manifest(&dir).unwrap();
-    assert_eq!((m.pid, m.parent_pid), (PID, 1));
+    assert_eq!((m.status.pid, m.status.parent_pid), (PID, 1));
     assert_eq!(
         m.metadata.as_ref().unwrap()["devices"][0]["name"],
         "NVIDIA H200"
     );
     assert_eq!(m.passthrough_calls["cuGetProcAddress_v2"], 12);
     assert_eq!(m.api, Some(ApiFamily::CudaDriver));
-    assert!(m.complete && m.event_count == 6 && m.blob_count == 4);
+    assert!(m.status.complete && m.status.event_count == 6 && m.status.blob_count == 4);
     assert!(!m.extra.contains_key("future_key"));
     let n = notes(&o).join("\n");
     assert!(n.contains("truncated") && n.contains("rebuilt"), "{n}");
@@ -328,7 +328,7 @@ fn repair_of_a_damaged_manifest_keeps_every_key_it_can_parse() {
     });
     let o = repair_process(&dir).unwrap();
     let m = manifest::read_process_manifest(&dir).unwrap();
-    assert_eq!(m.pid, PID);
+    assert_eq!(m.status.pid, PID);
     assert_eq!(m.api, Some(ApiFamily::CudaDriver));
     assert!(
         m.metadata.is_some(),

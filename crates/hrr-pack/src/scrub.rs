@@ -735,7 +735,7 @@ fn scrub_process(
     m.extra
         .insert("redactions".into(), Value::from(n_ranges as u64));
     let counts = count_objects(stage)?;
-    m.blob_count = counts.blobs + counts.code_objects;
+    m.status.blob_count = counts.blobs + counts.code_objects;
     manifest::write_process_manifest(stage, &m)?;
     Ok(())
 }

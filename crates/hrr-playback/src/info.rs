@@ -107,7 +107,7 @@ impl<'a> ManifestState<'a> {
         match self {
             ManifestState::Missing => vec!["manifest.json is missing".into()],
             ManifestState::Bad(e) => vec![format!("manifest problem: {e}")],
-            ManifestState::Ok(m) if !m.complete && stream_complete => {
+            ManifestState::Ok(m) if !m.status.complete && stream_complete => {
                 vec![match &m.incomplete_reason {
                     Some(r) => format!("manifest.json says incomplete: {r}"),
                     None => "manifest.json says incomplete".into(),
@@ -127,7 +127,7 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
     let mut row = ProcessRow {
         shown: ProcessRowJson {
             pid,
-            parent_pid: manifest.as_ref().ok().map(|m| m.parent_pid),
+            parent_pid: manifest.as_ref().ok().map(|m| m.status.parent_pid),
             complete: false,
             events: None,
             blobs: None,
@@ -160,9 +160,11 @@ pub fn process_row(pid: u32, dir: &Path) -> Result<ProcessRow> {
         return Ok(row);
     }
     if let Ok(m) = &manifest {
-        if m.complete && matches!(tail_trailer(&events_path), Ok(Some(n)) if n == m.event_count) {
+        if m.status.complete
+            && matches!(tail_trailer(&events_path), Ok(Some(n)) if n == m.status.event_count)
+        {
             *complete = true;
-            *events = Some(m.event_count);
+            *events = Some(m.status.event_count);
             return Ok(row);
         }
     }
@@ -234,7 +236,9 @@ pub fn root_info(root: &Path, processes: &[(u32, PathBuf)]) -> Result<RootInfo> 
         let stale = m.processes.len() != rows.len()
             || m.processes.iter().zip(&rows).any(|(p, r)| {
                 let r = &r.shown;
-                p.pid != r.pid || p.complete != r.complete || Some(p.event_count) != r.events
+                p.status.pid != r.pid
+                    || p.status.complete != r.complete
+                    || Some(p.status.event_count) != r.events
             });
         if stale {
             status = "stale";
@@ -423,8 +427,8 @@ fn view(dir: &Path) -> Result<ProcessView<'_>> {
     let dir_pid = layout::pid_of_dir_name(dir);
     Ok(ProcessView {
         dir,
-        pid: s.manifest.as_ref().map(|m| m.pid).or(dir_pid),
-        parent_pid: s.manifest.as_ref().map(|m| m.parent_pid),
+        pid: s.manifest.as_ref().map(|m| m.status.pid).or(dir_pid),
+        parent_pid: s.manifest.as_ref().map(|m| m.status.parent_pid),
         complete: reasons.is_empty(),
         reasons,
         s,

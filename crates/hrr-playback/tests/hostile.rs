@@ -124,7 +124,7 @@ fn repair_keeps_the_keys_of_a_truncated_manifest_and_says_so() {
     assert_eq!(after.metadata, m.metadata);
     assert_eq!(after.passthrough_calls, m.passthrough_calls);
     assert_eq!(after.api, m.api);
-    assert!(after.complete && !after.extra.contains_key("last_key"));
+    assert!(after.status.complete && !after.extra.contains_key("last_key"));
 }
 
 #[test]

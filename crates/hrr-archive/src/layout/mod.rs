@@ -69,7 +69,7 @@ pub fn resolve(path: &Path) -> Result<Target> {
 /// pid of a process capture folder: from its manifest, else from its name.
 pub fn pid_of(dir: &Path) -> Option<u32> {
     manifest::read_process_manifest(dir)
-        .map(|m| m.pid)
+        .map(|m| m.status.pid)
         .ok()
         .or_else(|| pid_of_dir_name(dir))
 }

@@ -360,18 +360,20 @@ fn describe_process(rel: &str, dir: &Path) -> PackResult<ProcessListing> {
         dir: rel.to_string(),
         pid: m
             .as_ref()
-            .map(|m| m.pid)
+            .map(|m| m.status.pid)
             .or_else(|| layout::pid_of(dir))
             .unwrap_or(0),
-        complete: m.as_ref().is_some_and(|m| m.complete),
+        complete: m.as_ref().is_some_and(|m| m.status.complete),
         active: layout::has_active_marker(dir),
         scrubbed: m
             .as_ref()
             .is_some_and(|m| m.extra.get("scrubbed") == Some(&Value::Bool(true))),
         event_count: match &m {
-            Some(m) if m.complete => m.event_count,
-            _ => crate::reader::EventReader::scan_headers(&dir.join(EVENTS_FILE))
-                .map_or_else(|_| m.as_ref().map_or(0, |m| m.event_count), |r| r.records),
+            Some(m) if m.status.complete => m.status.event_count,
+            _ => crate::reader::EventReader::scan_headers(&dir.join(EVENTS_FILE)).map_or_else(
+                |_| m.as_ref().map_or(0, |m| m.status.event_count),
+                |r| r.records,
+            ),
         },
         events_bytes: fs::symlink_metadata(dir.join(EVENTS_FILE)).map_or(0, |m| m.len()),
         blobs: objects.blobs,

@@ -86,7 +86,8 @@ pub fn verify_dir(path: &Path, progress: &dyn Progress) -> Result<VerifyReport> 
         check_process(&mut report, &prefix, m.clone(), &framing, objects, active);
         verify_redactions(&mut report, &prefix, dir);
         manifests.push((
-            pid.or_else(|| m.as_ref().ok().map(|m| m.pid)).unwrap_or(0),
+            pid.or_else(|| m.as_ref().ok().map(|m| m.status.pid))
+                .unwrap_or(0),
             m,
         ));
     }

@@ -188,17 +188,17 @@ pub fn check_process(
     };
     let folder = prefix.rsplit('/').next().unwrap_or(prefix);
     if let Some(pid) = manifest::parse_pid_dir_name(folder) {
-        if pid != m.pid {
+        if pid != m.status.pid {
             report.bad(
                 &mpath,
-                format!("names pid {} but its folder is {folder}", m.pid),
+                format!("names pid {} but its folder is {folder}", m.status.pid),
             );
         }
     }
     if framing.unreadable.is_some() {
         return;
     }
-    if m.complete {
+    if m.status.complete {
         if !framing.complete() {
             let mut why = Vec::new();
             if let Some(d) = &framing.damaged {
@@ -220,21 +220,21 @@ pub fn check_process(
                 format!("says complete but events.bin is not ({})", why.join("; ")),
             );
         }
-        if m.event_count != framing.records {
+        if m.status.event_count != framing.records {
             report.bad(
                 &mpath,
                 format!(
                     "event_count {} but events.bin holds {} events",
-                    m.event_count, framing.records
+                    m.status.event_count, framing.records
                 ),
             );
         }
-        if m.blob_count != objects_on_disk {
+        if m.status.blob_count != objects_on_disk {
             report.bad(
                 &mpath,
                 format!(
                     "blob_count {} but {objects_on_disk} blobs and code objects are present",
-                    m.blob_count
+                    m.status.blob_count
                 ),
             );
         }
@@ -245,14 +245,14 @@ pub fn check_process(
             );
         }
     } else {
-        if m.event_count > framing.records {
+        if m.status.event_count > framing.records {
             // A checkpoint counts only what was written out before it: never more than the
             // records on disk.
             report.bad(
                 &mpath,
                 format!(
                     "event_count {} but events.bin holds only {} events",
-                    m.event_count, framing.records
+                    m.status.event_count, framing.records
                 ),
             );
         }
@@ -291,17 +291,17 @@ pub fn check_root(
     };
     let all_complete = processes
         .iter()
-        .all(|(_, m)| m.as_ref().is_ok_and(|m| m.complete));
+        .all(|(_, m)| m.as_ref().is_ok_and(|m| m.status.complete));
     let mut problems = Vec::new();
-    let listed: BTreeMap<u32, _> = root.processes.iter().map(|p| (p.pid, p)).collect();
+    let listed: BTreeMap<u32, _> = root.processes.iter().map(|p| (p.status.pid, p)).collect();
     for (pid, m) in processes {
         let Ok(m) = m else { continue };
         match listed.get(pid) {
             None => problems.push(format!("pid {pid} is not listed")),
             Some(e) => {
-                if e.complete != m.complete
-                    || e.event_count != m.event_count
-                    || e.blob_count != m.blob_count
+                if e.status.complete != m.status.complete
+                    || e.status.event_count != m.status.event_count
+                    || e.status.blob_count != m.status.blob_count
                 {
                     problems.push(format!("the entry of pid {pid} differs from its manifest"));
                 }

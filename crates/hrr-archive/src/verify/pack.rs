@@ -162,7 +162,7 @@ pub fn verify_pack(path: &Path, progress: &dyn Progress) -> PackResult<(PackInde
         check_process(&mut report, dir, m.clone(), &framing, objects, active);
         actual.push(listing_of(&index, dir, m.as_ref().ok(), active));
         let pid = manifest::parse_pid_dir_name(dir)
-            .or_else(|| m.as_ref().ok().map(|m| m.pid))
+            .or_else(|| m.as_ref().ok().map(|m| m.status.pid))
             .unwrap_or(0);
         processes.push((pid, m));
     }
@@ -190,16 +190,16 @@ fn listing_of(
     let mut l = ProcessListing {
         dir: dir.to_string(),
         pid: m
-            .map(|m| m.pid)
+            .map(|m| m.status.pid)
             .or_else(|| {
                 manifest::parse_pid_dir_name(if dir.is_empty() { &index.root } else { dir })
             })
             .unwrap_or(0),
-        complete: m.is_some_and(|m| m.complete),
+        complete: m.is_some_and(|m| m.status.complete),
         active,
         scrubbed: m
             .is_some_and(|m| m.extra.get("scrubbed") == Some(&serde_json::Value::Bool(true))),
-        event_count: m.map_or(0, |m| m.event_count),
+        event_count: m.map_or(0, |m| m.status.event_count),
         events_bytes: 0,
         blobs: 0,
         blob_bytes: 0,

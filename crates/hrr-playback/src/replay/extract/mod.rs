@@ -381,7 +381,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
     backend.preload(&scan.code)?;
 
     let pid = layout::pid_of_dir_name(dir).unwrap_or(1);
-    let ppid = sum.manifest.as_ref().map_or(0, |m| m.parent_pid);
+    let ppid = sum.manifest.as_ref().map_or(0, |m| m.status.parent_pid);
     let mut w = ProcessWriter::create(&req.out, pid, ppid, &schema)
         .with_context(|| format!("creating {}", req.out.display()))?;
     let blobs = |id: Option<ObjectId>, expected: Option<u64>| read_blob(dir, id, expected);
@@ -536,7 +536,7 @@ fn extract(opts: &Options, req: &Request, dir: &Path) -> Result<Done> {
         snapshot_bytes,
         pieces: before.len(),
         checks: after.len(),
-        events: written.event_count,
+        events: written.status.event_count,
         fault,
         out_dir,
         prefix_mismatches,
