@@ -248,7 +248,11 @@ pub fn open_code_object(
 #[derive(Debug)]
 pub struct ObjectStore {
     pid_dir: PathBuf,
+    /// Blobs written (or found on disk).
     written: Mutex<HashSet<ObjectId>>,
+    /// Code objects written (or found on disk): apart from blobs, whose files live elsewhere
+    /// (a code object with the bytes of a stored blob is still written).
+    written_code: Mutex<HashSet<ObjectId>>,
     /// Objects this store wrote (not found already on disk).
     new_objects: std::sync::atomic::AtomicU64,
 }
@@ -259,6 +263,7 @@ impl ObjectStore {
         ObjectStore {
             pid_dir: pid_dir.to_path_buf(),
             written: Mutex::new(HashSet::new()),
+            written_code: Mutex::new(HashSet::new()),
             new_objects: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -274,7 +279,7 @@ impl ObjectStore {
     /// blobs are content-addressed); returns whether it was new.
     pub fn put_blob_as(&self, id: ObjectId, bytes: &[u8]) -> Result<bool> {
         let path = blob_path(&self.pid_dir, &id);
-        self.put(id, &path, bytes, 1)
+        self.put(&self.written, id, &path, bytes, 1)
     }
 
     /// [`Self::put_blob_as`], a large buffer written by up to `threads` threads at once (each
@@ -282,12 +287,20 @@ impl ObjectStore {
     /// at more than one core's speed.
     pub fn put_blob_as_parallel(&self, id: ObjectId, bytes: &[u8], threads: usize) -> Result<bool> {
         let path = blob_path(&self.pid_dir, &id);
-        self.put(id, &path, bytes, threads)
+        self.put(&self.written, id, &path, bytes, threads)
     }
 
-    /// Whether this store has written (or found on disk) object `id`.
+    /// Whether this store has written (or found on disk) blob `id`.
     pub fn contains(&self, id: &ObjectId) -> bool {
         self.written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(id)
+    }
+
+    /// Whether this store has written (or found on disk) code object `id`.
+    pub fn contains_code(&self, id: &ObjectId) -> bool {
+        self.written_code
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains(id)
@@ -301,14 +314,27 @@ impl ObjectStore {
     /// Store a code object; returns its id and whether it was new.
     pub fn put_code_object(&self, bytes: &[u8], kind: CodeKind) -> Result<(ObjectId, bool)> {
         let id = ObjectId::of(bytes);
-        let path = code_object_path(&self.pid_dir, &id, kind);
-        let new = self.put(id, &path, bytes, 1)?;
+        let new = self.put_code_object_as(id, kind, bytes)?;
         Ok((id, new))
     }
 
-    fn put(&self, id: ObjectId, path: &Path, bytes: &[u8], threads: usize) -> Result<bool> {
-        if self
-            .written
+    /// Store a code object whose id the caller computed (`id` MUST be `ObjectId::of(bytes)`);
+    /// returns whether it was new.
+    pub fn put_code_object_as(&self, id: ObjectId, kind: CodeKind, bytes: &[u8]) -> Result<bool> {
+        let path = code_object_path(&self.pid_dir, &id, kind);
+        self.put(&self.written_code, id, &path, bytes, 1)
+    }
+
+    /// Write object `id` at `path` unless `written` (the set of its kind) holds it.
+    fn put(
+        &self,
+        written: &Mutex<HashSet<ObjectId>>,
+        id: ObjectId,
+        path: &Path,
+        bytes: &[u8],
+        threads: usize,
+    ) -> Result<bool> {
+        if written
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains(&id)
@@ -318,10 +344,7 @@ impl ObjectStore {
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink(path.to_path_buf())),
             Ok(m) if m.is_file() && m.len() == bytes.len() as u64 => {
-                self.written
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(id);
+                written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
                 return Ok(false);
             }
             _ => {}
@@ -339,10 +362,7 @@ impl ObjectStore {
             let _ = std::fs::remove_file(&tmp);
         }
         result?;
-        self.written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id);
+        written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
         self.new_objects
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)

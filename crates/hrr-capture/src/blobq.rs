@@ -1,4 +1,4 @@
-//! Host blobs stored off the calling thread. The caller hashes a buffer (its id is its content
+//! Host blobs (and code objects) stored off the calling thread. The caller hashes a buffer (its id is its content
 //! hash, `ObjectId::of`, on several threads for large buffers, or the last store's id when the
 //! same address held the same bytes: `crate::fingerprint::blob_id`) and, unless a blob of that id was
 //! already stored or queued, copies it into a staging buffer (on several threads for large
@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hrr_archive::blobs::ObjectStore;
-use hrr_archive::ObjectId;
+use hrr_archive::{CodeKind, ObjectId};
 
 /// Staged bytes in flight (queued or being written) beyond which a caller waits, at the least
 /// (see [`staging_limit`]).
@@ -52,10 +52,21 @@ const PARALLEL_COPY_MIN: usize = 8 << 20;
 /// Threads a parallel staging copy uses at most (half the cores, two at least).
 const COPY_THREADS: usize = 8;
 
-/// One staged blob.
+/// One staged blob, or code object (`code`: its kind).
 struct Job {
     id: ObjectId,
+    code: Option<CodeKind>,
     bytes: Vec<u8>,
+}
+
+impl Job {
+    /// Write this job's bytes into `store`.
+    fn write(&self, store: &ObjectStore) -> hrr_archive::Result<bool> {
+        match self.code {
+            None => store.put_blob_as(self.id, &self.bytes),
+            Some(kind) => store.put_code_object_as(self.id, kind, &self.bytes),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -70,6 +81,8 @@ struct State {
     copying: usize,
     /// Ids stored or queued (a buffer seen again is neither copied nor queued).
     known: HashSet<ObjectId>,
+    /// The same for code objects (stored apart from blobs).
+    known_code: HashSet<ObjectId>,
     /// The first write error; every later `put` and `drain` returns it.
     error: Option<String>,
     /// Idle staging buffers.
@@ -122,14 +135,39 @@ impl BlobQueue {
         self.lock().known.contains(id) || self.0.store.contains(id)
     }
 
+    /// Whether a code object of `id` is stored or queued.
+    pub fn knows_code(&self, id: &ObjectId) -> bool {
+        self.lock().known_code.contains(id) || self.0.store.contains_code(id)
+    }
+
     /// Queue `bytes` (whose id is `id`) unless known; waits while the staging limit is reached.
     pub fn put(&self, id: ObjectId, bytes: &[u8]) -> Result<(), String> {
+        self.stage_and_queue(id, None, bytes)
+    }
+
+    /// Queue code object `bytes` of `kind` (whose id is `id`) unless known, as [`Self::put`]
+    /// does a blob: a module loaded in the middle of a program's timed region (the runtime
+    /// loads modules lazily, at a kernel's first use) costs it a copy, not a file written.
+    pub fn put_code(&self, id: ObjectId, kind: CodeKind, bytes: &[u8]) -> Result<(), String> {
+        self.stage_and_queue(id, Some(kind), bytes)
+    }
+
+    fn stage_and_queue(
+        &self,
+        id: ObjectId,
+        code: Option<CodeKind>,
+        bytes: &[u8],
+    ) -> Result<(), String> {
         let mut st = self.lock();
         loop {
             if let Some(e) = &st.error {
                 return Err(e.clone());
             }
-            if st.known.contains(&id) {
+            let known = match code {
+                None => &st.known,
+                Some(_) => &st.known_code,
+            };
+            if known.contains(&id) {
                 return Ok(());
             }
             if st.in_flight == 0 || st.in_flight + bytes.len() <= self.0.limit {
@@ -137,7 +175,10 @@ impl BlobQueue {
             }
             st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        st.known.insert(id);
+        match code {
+            None => st.known.insert(id),
+            Some(_) => st.known_code.insert(id),
+        };
         st.in_flight += bytes.len();
         st.copying += 1;
         let mut buf = match st.pool.iter().position(|b| b.capacity() >= bytes.len()) {
@@ -152,7 +193,11 @@ impl BlobQueue {
         stage(&mut buf, bytes);
         let mut st = self.lock();
         st.copying -= 1;
-        st.jobs.push_back(Arc::new(Job { id, bytes: buf }));
+        st.jobs.push_back(Arc::new(Job {
+            id,
+            code,
+            bytes: buf,
+        }));
         self.0.changed.notify_all();
         Ok(())
     }
@@ -201,7 +246,7 @@ impl BlobQueue {
         let jobs: Vec<Arc<Job>> = st.jobs.drain(..).collect();
         drop(st);
         for job in jobs {
-            let _ = self.0.store.put_blob_as(job.id, &job.bytes);
+            let _ = job.write(&self.0.store);
         }
         let until = Instant::now() + Duration::from_secs(2);
         while Instant::now() < until {
@@ -276,7 +321,7 @@ fn write_loop(q: &Shared) {
                 st = q.changed.wait(st).unwrap_or_else(|e| e.into_inner());
             }
         };
-        let result = q.store.put_blob_as(job.id, &job.bytes);
+        let result = job.write(&q.store);
         let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = result {
             st.error.get_or_insert_with(|| e.to_string());
@@ -316,6 +361,26 @@ mod tests {
             let path = hrr_archive::blobs::blob_path(dir.path(), &id);
             assert_eq!(&std::fs::read(path).unwrap(), bytes);
         }
+    }
+
+    /// Code objects go through the queue to their own folder, once each, apart from blobs: a
+    /// code object with the bytes of a stored blob is written too.
+    #[test]
+    fn queued_code_objects_are_written_apart_from_blobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(ObjectStore::new(dir.path()));
+        let q = BlobQueue::start(store.clone()).unwrap();
+        let image = b"\x7fELF code object bytes".repeat(1000);
+        let id = ObjectId::of(&image);
+        q.put(id, &image).unwrap();
+        q.put_code(id, CodeKind::Cubin, &image).unwrap();
+        q.put_code(id, CodeKind::Cubin, &image).unwrap();
+        q.drain().unwrap();
+        assert_eq!(store.new_objects(), 2);
+        let code = hrr_archive::blobs::code_object_path(dir.path(), &id, CodeKind::Cubin);
+        assert_eq!(std::fs::read(code).unwrap(), image);
+        let blob = hrr_archive::blobs::blob_path(dir.path(), &id);
+        assert_eq!(std::fs::read(blob).unwrap(), image);
     }
 
     /// `put_now` writes before returning, from the caller's bytes (a large blob in parts on

@@ -386,47 +386,78 @@ pub(crate) unsafe fn put_host_blob_as(
     }
     let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
     let id = crate::fingerprint::blob_id(bytes);
+    store_object(api, id, bytes, Object::Blob(how))
+}
+
+/// What [`store_object`] stores.
+#[derive(Clone, Copy)]
+enum Object {
+    /// A host blob, written as it says.
+    Blob(BlobWrite),
+    /// A code object of this kind (staged like a blob).
+    Code(CodeKind),
+}
+
+/// Store `bytes`, whose id (content hash) is `id`, as `what`: nothing when the blob queue
+/// knows it; else handed to the queue outside the recorder's lock, or, without a blob thread,
+/// written here under it. A disk too full or a failed write stops the capture (`None`).
+fn store_object(
+    api: &'static ApiDef,
+    id: ObjectId,
+    bytes: &[u8],
+    what: Object,
+) -> Option<ObjectId> {
+    let failed = match what {
+        Object::Blob(_) => "cannot write a blob",
+        Object::Code(_) => "cannot write a code object",
+    };
     let queue = {
         let mut state = lock();
         if !open(&mut state, api) {
             return None;
         }
         let rec = state.as_mut()?;
-        match rec.blobs.clone() {
-            Some(q) if q.knows(&id) => return Some(id),
-            Some(q) => {
-                if let Some(why) = rec.disk_too_full(len as u64) {
-                    stop(&mut state, &why);
-                    return None;
-                }
-                q
-            }
+        let queue = rec.blobs.clone();
+        let known = queue.as_ref().is_some_and(|q| match what {
+            Object::Blob(_) => q.knows(&id),
+            Object::Code(_) => q.knows_code(&id),
+        });
+        if known {
+            return Some(id);
+        }
+        if let Some(why) = rec.disk_too_full(bytes.len() as u64) {
+            stop(&mut state, &why);
+            return None;
+        }
+        match queue {
+            Some(q) => q,
             None => {
                 // No blob thread: written here, under the lock.
-                if let Some(why) = rec.disk_too_full(len as u64) {
-                    stop(&mut state, &why);
-                    return None;
-                }
-                return match catch(|| rec.writer.put_blob(bytes))? {
+                let written = catch(|| match what {
+                    Object::Blob(_) => rec.writer.put_blob(bytes),
+                    Object::Code(kind) => rec.writer.put_code_object(bytes, kind),
+                })?;
+                return match written {
                     Ok(id) => Some(id),
                     Err(e) => {
-                        stop(&mut state, &format!("cannot write a blob: {e}"));
+                        stop(&mut state, &format!("{failed}: {e}"));
                         None
                     }
                 };
             }
         }
     };
-    let put = match how {
-        BlobWrite::Staged => queue.put(id, bytes),
-        BlobWrite::Now => queue.put_now(id, bytes),
+    let put = match what {
+        Object::Blob(BlobWrite::Staged) => queue.put(id, bytes),
+        Object::Blob(BlobWrite::Now) => queue.put_now(id, bytes),
+        Object::Code(kind) => queue.put_code(id, kind, bytes),
     };
     match put {
         Ok(()) => Some(id),
         Err(e) => {
             let mut state = lock();
             if state.is_some() {
-                stop(&mut state, &format!("cannot write a blob: {e}"));
+                stop(&mut state, &format!("{failed}: {e}"));
             }
             None
         }
@@ -448,22 +479,16 @@ pub fn note_unreplayable_now(api: &'static ApiDef, call: &str, why: &str) {
 }
 
 /// Store a code object; `None` if recording is off or failed.
+///
+/// Hashed on the calling thread (its id goes into the load's event) and, where the process has
+/// a blob queue, staged and written by its threads like a host blob: the runtime loads a
+/// module at its first kernel's first use, often inside a program's timed region, where a file
+/// created and renamed on the calling thread costs hundreds of microseconds.
 pub fn put_code(api: &'static ApiDef, bytes: &[u8], kind: CodeKind) -> Option<ObjectId> {
     if !active() {
         return None;
     }
-    let mut state = lock();
-    if !open(&mut state, api) {
-        return None;
-    }
-    let rec = state.as_mut()?;
-    match catch(|| rec.writer.put_code_object(bytes, kind))? {
-        Ok(id) => Some(id),
-        Err(e) => {
-            stop(&mut state, &format!("cannot write a code object: {e}"));
-            None
-        }
-    }
+    store_object(api, ObjectId::of(bytes), bytes, Object::Code(kind))
 }
 
 impl Recorder {
