@@ -596,8 +596,10 @@ mod tests {
         fields.iter().map(|(n, _)| n.to_string()).collect()
     }
 
-    /// Every export classifies as its base name does (the prescan knows base names only), and
-    /// the shape an extent is read through has its fields in every allocation it reads.
+    /// Every export classifies as its base name does (the prescan knows base names only), the
+    /// shape an extent is read through has its fields in every allocation it reads, and
+    /// `PrimaryCtx` (which CUDA replay reads every context open through) its fields in every
+    /// context open.
     fn classification_is_consistent<O: TableOp + std::fmt::Debug>(family: Family) {
         use hrr_calls::shapes::{MemAlloc, Range};
         for &(export, op) in O::EXPORTS {
@@ -610,6 +612,7 @@ mod tests {
                 Some(Prescan::Alloc(Extent::Bytes)) => MemAlloc::FIELDS,
                 Some(Prescan::Alloc(Extent::Pitched)) => MallocPitch::FIELDS,
                 Some(Prescan::Alloc(Extent::Reservation)) => Range::FIELDS,
+                Some(Prescan::ContextOpen) => PrimaryCtx::FIELDS,
                 _ => continue,
             };
             let have = names(op.fields());

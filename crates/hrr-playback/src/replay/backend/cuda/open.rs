@@ -152,24 +152,16 @@ impl Cuda {
     }
 
     /// `cuDevicePrimaryCtxRetain` / `cuCtxCreate` (`created`: current on its thread now): the
-    /// primary context of the live device the recorded one maps to.
+    /// primary context of the live device the recorded one maps to. Both read as `PrimaryCtx`
+    /// (`CtxCreate` has its fields, and its flags).
     pub(super) fn retain_context(&mut self, ev: &Event, created: bool) -> Result<Outcome> {
-        let (rec, device) = match created {
-            false => {
-                let s = ev.read::<shapes::PrimaryCtx>()?;
-                (s.ctx, s.device)
-            }
-            true => {
-                let s = ev.read::<shapes::CtxCreate>()?;
-                (s.ctx, s.device)
-            }
-        };
+        let s = ev.read::<shapes::PrimaryCtx>()?;
         let mut ctx: H = std::ptr::null_mut();
         cu!(
             self.api,
-            cuDevicePrimaryCtxRetain(&mut ctx, self.live_device(device))
+            cuDevicePrimaryCtxRetain(&mut ctx, self.live_device(s.device))
         )?;
-        self.handles.insert(rec, ctx);
+        self.handles.insert(s.ctx, ctx);
         if created {
             self.push_created(ev, ctx);
         }
