@@ -22,6 +22,23 @@ pub fn rec<E: ApiExport, S: Shape>(h: E, r: c_int, fill: impl FnOnce(&mut Record
     super::record(E::api(), h.id(), Some(r), fill);
 }
 
+/// Make the call and record its event (the shape `fill` builds), noting in the manifest, under
+/// the export's row, why its calls do not replay as they ran (`why`).
+#[inline]
+fn call_unreplayable<E: ApiExport, S: Shape>(
+    h: E,
+    why: &str,
+    call: impl FnOnce() -> c_int,
+    fill: impl FnOnce() -> S,
+) -> c_int {
+    let r = call();
+    rec(h, r, |rc| {
+        rc.note_unreplayable(h.base_name(), why);
+        fill()
+    });
+    r
+}
+
 /// [`rec`], returning the event's sequence number when it was written.
 #[inline]
 pub fn rec_seq<E: ApiExport, S: Shape>(
@@ -292,19 +309,13 @@ pub unsafe fn host_get_device_pointer<E: ApiExport, D: Copy + IntoField<u64>>(
     flags: c_uint,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    let r = call();
-    rec(h, r, |rc| {
-        rc.note_unreplayable(
-            h.base_name(),
-            "mapped host memory is read by kernels but its later host-side writes are not recorded",
-        );
-        HostDevicePointer {
-            dptr: out_field(dptr),
-            host_ptr: p as u64,
-            flags,
-        }
-    });
-    r
+    const WHY: &str =
+        "mapped host memory is read by kernels but its later host-side writes are not recorded";
+    call_unreplayable(h, WHY, call, || HostDevicePointer {
+        dptr: out_field(dptr),
+        host_ptr: p as u64,
+        flags,
+    })
 }
 
 /// `sizeof(CUmemAllocationProp)` = `sizeof(hipMemAllocationProp)`.
@@ -535,17 +546,10 @@ pub unsafe fn launch_host_func<E: ApiExport>(
     data: *mut c_void,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    let r = call();
-    rec(h, r, |rc| {
-        rc.note_unreplayable(
-            h.base_name(),
-            "host callbacks run application code that is not in the archive",
-        );
-        HostFunc {
-            stream: s as u64,
-            func: func as u64,
-            data: data as u64,
-        }
-    });
-    r
+    const WHY: &str = "host callbacks run application code that is not in the archive";
+    call_unreplayable(h, WHY, call, || HostFunc {
+        stream: s as u64,
+        func: func as u64,
+        data: data as u64,
+    })
 }
