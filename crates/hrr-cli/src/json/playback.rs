@@ -323,8 +323,8 @@ pub struct NondeterministicJson {
     pub how: String,
 }
 
-/// `allocations` of the replay summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `allocations` of the replay summary (`hrr-playback` counts into it as it places them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AllocationsJson {
     /// At their recorded address.
@@ -351,8 +351,8 @@ pub struct StoppedAtJson {
     pub status: String,
 }
 
-/// `recorded_failure` of the replay summary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `recorded_failure` of the replay summary (`hrr-playback`'s prescan finds it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordedFailureJson {
     /// The event.

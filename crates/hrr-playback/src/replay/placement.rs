@@ -17,6 +17,10 @@ use anyhow::{anyhow, Result};
 
 use crate::replay::backend::shared::{Call, H};
 
+/// How recorded allocations landed, counted as replay places them: the summary's JSON type
+/// (`allocations`; docs/json.md), used as it is.
+pub use hrr_cli::json::AllocationsJson as Tally;
+
 /// The driver calls placement needs (CUDA and HIP share their signatures and semantics).
 pub trait Vmm {
     /// Reserve `size` bytes of address space, `hint` the wished address (0: anywhere).
@@ -78,21 +82,6 @@ pub struct Policy {
     pub refuse_unbackable: bool,
     /// Wait for the device before unmapping (queued work may still use the memory).
     pub sync_before_unmap: bool,
-}
-
-/// How recorded allocations landed.
-#[derive(Debug, Clone, Default)]
-pub struct Tally {
-    /// Placed at their recorded address.
-    pub placed: u64,
-    /// Placed elsewhere, pointers translated.
-    pub translated: u64,
-    /// Host-visible memory (pinned, registered) re-created at its recorded address.
-    pub host_placed: u64,
-    /// Host-visible memory made elsewhere, pointers translated (managed memory always is).
-    pub host_translated: u64,
-    /// Why the first refused placement was refused.
-    pub first_refusal: Option<String>,
 }
 
 /// `CUmemAccessDesc` / `hipMemAccessDesc` (one layout) granting read/write to `dev`.

@@ -6,8 +6,8 @@
 use std::io::{self, Write};
 
 use hrr_cli::json::{
-    AllocationsJson, BatchingJson, D2hChecksJson, KernelTimingJson, NondeterministicJson,
-    RecordedFailureJson, ReplacedKernelJson, ReplayJson, StoppedAtJson, UnreproducibleCallJson,
+    BatchingJson, D2hChecksJson, KernelTimingJson, NondeterministicJson, ReplacedKernelJson,
+    ReplayJson, StoppedAtJson, UnreproducibleCallJson,
 };
 
 use super::check::{Checks, How, Nondeterministic};
@@ -615,7 +615,6 @@ impl Summary {
     /// The [`write_json`] object: the `hrr.replay/1` type of `hrr_cli::json` (docs/json.md).
     fn json(&self) -> ReplayJson {
         let c = &self.checks;
-        let p = &self.placement;
         ReplayJson {
             schema: "hrr.replay/1".into(),
             ok: self.pass(),
@@ -670,13 +669,7 @@ impl Summary {
                 })
                 .collect(),
             recheck_error: self.recheck_note.clone(),
-            allocations: AllocationsJson {
-                placed: p.placed,
-                translated: p.translated,
-                host_placed: p.host_placed,
-                host_translated: p.host_translated,
-                first_refusal: p.first_refusal.clone(),
-            },
+            allocations: self.placement.clone(),
             error: self.error.clone(),
             result: self.result().into(),
             verdict: self.verdict.word().into(),
@@ -686,11 +679,7 @@ impl Summary {
                 seq: *seq,
                 status: status.clone(),
             }),
-            recorded_failure: self.recorded_failure.as_ref().map(|r| RecordedFailureJson {
-                seq: r.seq,
-                call: r.call.clone(),
-                code: r.code,
-            }),
+            recorded_failure: self.recorded_failure.clone(),
             fault_site: self.fault_site.clone(),
             last_launch: self.last_launch.clone(),
             replaced_kernels: self

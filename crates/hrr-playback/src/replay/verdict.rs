@@ -13,6 +13,10 @@
 
 use crate::replay::backend::shared::{CallFailed, Hung};
 
+/// A failure the recorded run itself hit, a call whose recorded status is a GPU fault: the
+/// summary's JSON type (`recorded_failure`; docs/json.md), used as it is.
+pub use hrr_cli::json::RecordedFailureJson as RecordedFailure;
+
 /// Driver and runtime status codes that are the GPU failing while running work (the same
 /// numbers in CUDA and HIP): an illegal or misaligned address, a device-side assert, a bad
 /// instruction or stack, a failed or timed-out launch.
@@ -97,17 +101,6 @@ pub fn classify(err: &anyhow::Error) -> Stop {
         },
         _ => Stop::Error,
     }
-}
-
-/// A failure the recorded run itself hit: a call whose recorded status is a GPU fault.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordedFailure {
-    /// Its event.
-    pub seq: u64,
-    /// Its call.
-    pub call: String,
-    /// The recorded status.
-    pub code: i32,
 }
 
 #[cfg(test)]
