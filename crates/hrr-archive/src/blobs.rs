@@ -243,6 +243,16 @@ pub fn open_code_object(
     Ok(None)
 }
 
+/// Whether object `id` (a code object when `code`, else a blob) is stored under `pid_dir` as
+/// a regular file reached without a link.
+pub fn object_present(pid_dir: &Path, id: &ObjectId, code: bool) -> bool {
+    if code {
+        find_code_object(pid_dir, id).is_some()
+    } else {
+        std::fs::symlink_metadata(blob_path(pid_dir, id)).is_ok_and(|m| m.is_file())
+    }
+}
+
 /// Writes blobs and code objects of one process capture, each content stored once. Shareable
 /// between threads (a writer thread may store blobs while the recorder appends events).
 #[derive(Debug)]

@@ -118,6 +118,21 @@ impl RecordHeader {
     }
 }
 
+/// Encode a writer mark (a [`TYPE_INCOMPLETE`] record: the capture is incomplete, `reason`
+/// says why) with sequence number `seq`.
+pub fn encode_mark(seq: u64, timestamp_ns: u64, reason: &str) -> Vec<u8> {
+    let header = RecordHeader {
+        kind: TYPE_INCOMPLETE,
+        seq,
+        timestamp_ns,
+        thread_id: 0,
+        total_len: (RECORD_HEADER_LEN + reason.len()) as u32,
+    };
+    let mut b = header.encode().to_vec();
+    b.extend_from_slice(reason.as_bytes());
+    b
+}
+
 /// Encode the trailer record for `total_events` events; `seq` is one past the last event.
 pub fn encode_trailer(seq: u64, timestamp_ns: u64, total_events: u64) -> [u8; TRAILER_LEN] {
     let header = RecordHeader {

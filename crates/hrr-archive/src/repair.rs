@@ -1,20 +1,27 @@
 //! Repair after a crash: keep every complete record, drop the torn tail (saved beside the file,
 //! never silently lost), write a clean trailer and manifest, rebuild the root index. A capture
 //! the writer marked incomplete stays incomplete. See FORMAT.md §6.
+//!
+//! Capture writes host blobs and code objects on background threads and makes them durable at
+//! synchronisations, so a writer killed between two of them can leave events that name an
+//! object which never reached the disk. Replay could not run past such an event: the events from
+//! the first of them on are cut too (saved with the tail), and a writer mark put in their place
+//! says which event and object (the capture stays incomplete through later repairs).
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use crate::blobs::count_objects;
+use crate::blobs::{count_objects, object_present, ObjectId};
 use crate::error::{Error, IoContext, Result};
-use crate::framing::{encode_trailer, now_ns};
+use crate::framing::{encode_mark, encode_trailer, now_ns};
 use crate::fsutil;
 use crate::layout;
 use crate::layout::EVENTS_FILE;
 use crate::manifest::{self, ProcessManifest};
 use crate::reader::EventReader;
-use crate::schema::ApiFamily;
+use crate::schema::{object_fields, ApiFamily, FieldType};
 
 /// What a repair did to one process capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +206,61 @@ fn save_tail(events_path: &Path, from: u64, len: u64, tail_path: &Path) -> Resul
     result
 }
 
+/// Where a crashed capture must be cut because an event names an object that is not on disk.
+#[derive(Debug)]
+struct MissingObjectCut {
+    /// Offset in events.bin of the first such event.
+    offset: u64,
+    /// Records before it (writer marks included, as [`crate::stream::Recovery::records`]).
+    records: u64,
+    /// Sequence number of the record before it.
+    last_seq: Option<u64>,
+    /// Why, for the manifest's incomplete reason.
+    why: String,
+}
+
+/// The first record of events.bin (up to `good_len`) naming a blob or code object that `dir`
+/// does not hold, if any. Each object is looked up once.
+fn first_missing_object(dir: &Path, events_path: &Path) -> Result<Option<MissingObjectCut>> {
+    let mut reader = EventReader::open(events_path)?;
+    let schema = reader.schema().cloned();
+    let Some(schema) = schema else {
+        return Ok(None);
+    };
+    let mut present: HashSet<(ObjectId, bool)> = HashSet::new();
+    let (mut records, mut last_seq) = (0u64, None);
+    while let Some(rec) = reader.next_raw()? {
+        let end = reader.recovery().good_len;
+        let call = schema.call(rec.header.kind);
+        let refs = call.map(|c| object_fields(c, &rec.payload));
+        for r in refs.into_iter().flat_map(|r| r.unwrap_or_default()) {
+            let Some(id) = r.id else { continue };
+            let code = r.ty == FieldType::Code;
+            if present.contains(&(id, code)) {
+                continue;
+            }
+            if !object_present(dir, &id, code) {
+                let what = if code { "code object" } else { "blob" };
+                let name = call.map_or("?", |c| c.name.as_str());
+                return Ok(Some(MissingObjectCut {
+                    offset: end - u64::from(rec.header.total_len),
+                    records,
+                    last_seq,
+                    why: format!(
+                        "repair: event #{} ({name}) field `{}` names {what} {id}, which the \
+                         killed writer never wrote: events from it on cut",
+                        rec.header.seq, r.name
+                    ),
+                }));
+            }
+            present.insert((id, code));
+        }
+        records += 1;
+        last_seq = Some(rec.header.seq);
+    }
+    Ok(None)
+}
+
 /// Repair one `pid-<pid>/` capture.
 pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
     layout::check_no_links(dir)?;
@@ -222,14 +284,22 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
             }
         }
     }
+    // An event naming an object the writer never wrote ends what replay can use.
+    let missing = first_missing_object(dir, &events_path)?;
     // Save whatever follows the last complete record (torn record, stale trailer, garbage),
-    // then cut it and append a clean trailer. Each step leaves a readable file behind.
+    // or the first event naming a missing object, then cut it and append a clean trailer (after
+    // a mark saying why, for a missing object). Each step leaves a readable file behind.
     let file = fsutil::open_write(&events_path, false)?;
     let len = file.metadata().at(&events_path)?.len();
-    let cut_from = rec.good_len;
+    let cut_from = missing.as_ref().map_or(rec.good_len, |m| m.offset);
+    // records kept: a cut keeps those before it, and adds its mark
+    let (records, last_seq) = missing
+        .as_ref()
+        .map_or((rec.records, rec.last_seq), |m| (m.records + 1, m.last_seq));
     let mut saved_tail = None;
     let dropped = len.saturating_sub(cut_from);
-    let has_valid_trailer_only = rec.clean_trailer() && rec.bytes_after_trailer == 0;
+    let has_valid_trailer_only =
+        missing.is_none() && rec.clean_trailer() && rec.bytes_after_trailer == 0;
     if dropped > 0 && !has_valid_trailer_only {
         let tail_path = dir.join(layout::dropped_tail_name(cut_from));
         save_tail(&events_path, cut_from, len, &tail_path)?;
@@ -239,24 +309,31 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
         file.set_len(cut_from).at(&events_path)?;
         let mut f = &file;
         f.seek(SeekFrom::End(0)).at(&events_path)?;
-        let next_seq = rec.last_seq.map_or(0, |s| s + 1);
-        f.write_all(&encode_trailer(next_seq, now_ns(), rec.records))
+        let mut next_seq = last_seq.map_or(0, |s| s + 1);
+        if let Some(m) = &missing {
+            // the cut is marked in events.bin itself, so that no later repair blesses it
+            f.write_all(&encode_mark(next_seq, now_ns(), &m.why))
+                .at(&events_path)?;
+            next_seq += 1;
+        }
+        f.write_all(&encode_trailer(next_seq, now_ns(), records))
             .at(&events_path)?;
         file.sync_all().at(&events_path)?;
     }
-    m.status.event_count = rec.records;
+    m.status.event_count = records;
     m.status.blob_count = blob_count;
-    m.status.complete = rec.incomplete_marks.is_empty();
-    let still: Vec<String> = rec
+    let mut still: Vec<String> = rec
         .incomplete_marks
         .iter()
         .map(|r| format!("writer marked it incomplete: {r}"))
         .collect();
+    still.extend(missing.map(|m| m.why));
+    m.status.complete = still.is_empty();
     m.incomplete_reason = (!still.is_empty()).then(|| still.join("; "));
     manifest::write_process_manifest(dir, &m)?;
     layout::remove_active_marker(dir);
     Ok(RepairOutcome::Repaired {
-        events: rec.records,
+        events: records,
         dropped_bytes: if has_valid_trailer_only { 0 } else { dropped },
         saved_tail,
         still_incomplete: still,

@@ -385,3 +385,74 @@ fn records_written_in_place_are_the_appended_ones_and_cancelled_ones_leave_nothi
     assert_eq!(a.len(), 40);
     assert_eq!(a, b);
 }
+
+/// A writer killed before its background threads wrote a blob and a code object leaves events
+/// naming them: repair cuts the events from the first such one on (saved with the tail), says
+/// which event and object in the incomplete reason, and keeps the events before it.
+#[test]
+fn repair_cuts_a_crashed_capture_at_the_first_event_naming_an_unwritten_object() {
+    use hrr_archive::blobs::{blob_path, CodeKind, ObjectId};
+    let root = tempfile::tempdir().unwrap();
+    let schema = testkit::copy_schema(&[]);
+    let mut w = ProcessWriter::create(root.path(), 21, 1, &schema).unwrap();
+    let code = w.put_code_object(b"\x7fELF kept", CodeKind::Cubin).unwrap();
+    let blobs: Vec<ObjectId> = (0..4u8).map(|i| w.put_blob(&[i; 64]).unwrap()).collect();
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(0x1000).object(Some(code));
+    w.events().append(1, 7, p.as_bytes()).unwrap();
+    for (i, id) in blobs.iter().enumerate() {
+        let mut p = PayloadBuilder::new();
+        p.i32(0).u64(0x7e00 + i as u64).u64(64).object(Some(*id));
+        w.events().append(2, 7, p.as_bytes()).unwrap();
+    }
+    let dir = w.dir().to_path_buf();
+    w.events().flush(false).unwrap();
+    std::mem::forget(w); // killed: no trailer, no final manifest
+    std::fs::remove_file(dir.join("active")).unwrap();
+    // the third upload's blob never reached the disk
+    std::fs::remove_file(blob_path(&dir, &blobs[2])).unwrap();
+    let events_path = dir.join(EVENTS_FILE);
+    let before = std::fs::read(&events_path).unwrap();
+    let RepairOutcome::Repaired {
+        events,
+        dropped_bytes,
+        saved_tail,
+        still_incomplete,
+        ..
+    } = repair_process(&dir).unwrap()
+    else {
+        panic!("not repaired")
+    };
+    // kept: the load, two uploads and the mark saying why the rest was cut; the third and
+    // fourth uploads saved with the tail, byte for byte
+    assert_eq!(events, 4);
+    let (recs, rec) = read_all(&events_path);
+    assert_eq!(recs.len(), 3);
+    assert!(rec.clean_trailer());
+    assert_eq!(rec.incomplete_marks.len(), 1);
+    let cut = before.len() - dropped_bytes as usize;
+    assert_eq!(std::fs::read(saved_tail.unwrap()).unwrap(), &before[cut..]);
+    assert_eq!(&std::fs::read(&events_path).unwrap()[..cut], &before[..cut]);
+    assert_eq!(still_incomplete.len(), 1, "{still_incomplete:?}");
+    assert!(
+        still_incomplete[0].contains("cuMemcpyHtoD_v2")
+            && still_incomplete[0].contains(&blobs[2].to_string()),
+        "{still_incomplete:?}"
+    );
+    let m = manifest::read_process_manifest(&dir).unwrap();
+    assert!(!m.status.complete);
+    assert_eq!(m.status.event_count, 4);
+    // a second repair cuts nothing more and keeps it incomplete (the mark is in events.bin)
+    let again = repair_process(&dir).unwrap();
+    assert!(
+        matches!(&again, RepairOutcome::Repaired { events: 4, dropped_bytes: 0, still_incomplete, .. }
+            if still_incomplete.len() == 1 && still_incomplete[0].contains("repair: event #")),
+        "{again:?}"
+    );
+    assert!(
+        !manifest::read_process_manifest(&dir)
+            .unwrap()
+            .status
+            .complete
+    );
+}

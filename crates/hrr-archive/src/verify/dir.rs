@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{check_process, check_root, FramingSummary, VerifyReport};
-use crate::blobs::{blob_path, find_code_object, ObjectId};
+use crate::blobs::{blob_path, find_code_object, object_present, ObjectId};
 use crate::error::Result;
 use crate::fsutil;
 use crate::layout::{
@@ -247,12 +247,7 @@ fn verify_events(report: &mut VerifyReport, prefix: &str, dir: &Path) -> Framing
             if !checked.insert((id, code)) {
                 continue;
             }
-            let present = if code {
-                find_code_object(dir, &id).is_some()
-            } else {
-                std::fs::symlink_metadata(blob_path(dir, &id)).is_ok_and(|m| m.is_file())
-            };
-            if !present {
+            if !object_present(dir, &id, code) {
                 missing += 1;
                 if missing <= 20 {
                     report.bad(
