@@ -557,6 +557,10 @@ fn the_capture_profile_counts_every_call_and_is_off_by_default() {
     let added: f64 = calls[2].parse().unwrap();
     let total: f64 = calls[4].parse().unwrap();
     assert!(added > 0.0 && added <= total, "{launch}");
+    // the slow calls (16 us or more added) are among them, with at most their added time
+    assert_eq!(calls.len(), 10, "{launch}");
+    let (slow, slow_ms): (u64, f64) = (calls[8].parse().unwrap(), calls[9].parse().unwrap());
+    assert!(slow <= 300 && slow_ms <= added + 0.01, "{launch}");
     assert!(
         err.lines()
             .any(|l| l.contains("all ") && l.contains(" calls")),

@@ -3,7 +3,9 @@
 //! it spent in the real function; at exit the busiest calls are written to standard error as a
 //! table (`hrr-capture: profile ...`) with each call's mean added time and bounds under which
 //! half and nine tenths of its calls stayed (first calls that load or look up what later ones
-//! find cached weigh on the mean, not on these). Off (the default), a wrapper pays one relaxed load.
+//! find cached weigh on the mean, not on these), and how many calls added 16 µs or more and
+//! how much (the added time less theirs is what a workload's steady state costs). Off (the
+//! default), a wrapper pays one relaxed load.
 //!
 //! What it measures is the calling thread's cost of capture: the wrapper's own work (recording,
 //! waiting for the ordering lock, hashing on the caller, tracker scans) is `total - driver`.
@@ -34,12 +36,19 @@ struct Table {
     driver_ns: [AtomicU64; MAX_EXPORTS],
     /// Per export, calls by added time: bucket `b` holds those under `FIRST_BUCKET_NS << b`.
     added_hist: [[AtomicU64; BUCKETS]; MAX_EXPORTS],
+    /// Per export, calls that added [`SLOW_NS`] or more, and the time they added.
+    slow_calls: [AtomicU64; MAX_EXPORTS],
+    slow_ns: [AtomicU64; MAX_EXPORTS],
 }
 
 /// Buckets of the added-time histogram, and the upper bound of the first (ns); the last
 /// bucket takes everything longer.
 const BUCKETS: usize = 16;
 const FIRST_BUCKET_NS: u64 = 250;
+/// A call adding this much or more is counted apart ("slow"): first calls that load or look up
+/// what later ones find cached, waits for a lock or for the disk. What a workload's steady state
+/// costs is the added time less theirs.
+const SLOW_NS: u64 = 16_000;
 
 #[allow(clippy::declare_interior_mutable_const)]
 const ZERO: AtomicU64 = AtomicU64::new(0);
@@ -53,6 +62,8 @@ const EMPTY: Table = Table {
     total_ns: [ZERO; MAX_EXPORTS],
     driver_ns: [ZERO; MAX_EXPORTS],
     added_hist: [ZEROS; MAX_EXPORTS],
+    slow_calls: [ZERO; MAX_EXPORTS],
+    slow_ns: [ZERO; MAX_EXPORTS],
 };
 static TABLES: [Table; MAX_TABLES] = [EMPTY; MAX_TABLES];
 
@@ -119,7 +130,12 @@ fn add(names: &'static [&'static CStr], index: usize, total: u64) {
     table.calls[index].fetch_add(1, Ordering::Relaxed);
     table.total_ns[index].fetch_add(total, Ordering::Relaxed);
     table.driver_ns[index].fetch_add(driver.min(total), Ordering::Relaxed);
-    table.added_hist[index][bucket(total - driver.min(total))].fetch_add(1, Ordering::Relaxed);
+    let added = total - driver.min(total);
+    table.added_hist[index][bucket(added)].fetch_add(1, Ordering::Relaxed);
+    if added >= SLOW_NS {
+        table.slow_calls[index].fetch_add(1, Ordering::Relaxed);
+        table.slow_ns[index].fetch_add(added, Ordering::Relaxed);
+    }
 }
 
 /// The histogram bucket of an added time.
@@ -189,6 +205,10 @@ pub struct Row {
     pub added_p50_ns: u64,
     /// Nine calls in ten added less than this, ns.
     pub added_p90_ns: u64,
+    /// Calls that added [`SLOW_NS`] or more.
+    pub slow_calls: u64,
+    /// The time they added, ns.
+    pub slow_ns: u64,
 }
 
 impl Row {
@@ -220,6 +240,8 @@ pub fn rows() -> Vec<Row> {
                     driver_ns: t.driver_ns[i].load(Ordering::Relaxed),
                     added_p50_ns: quantile(&hist, 0.5),
                     added_p90_ns: quantile(&hist, 0.9),
+                    slow_calls: t.slow_calls[i].load(Ordering::Relaxed),
+                    slow_ns: t.slow_ns[i].load(Ordering::Relaxed),
                 });
             }
         }
@@ -232,18 +254,29 @@ pub fn rows() -> Vec<Row> {
 pub fn render(rows: &[Row], top: usize) -> String {
     let ms = |ns: u64| ns as f64 / 1e6;
     let mut s = format!(
-        "hrr-capture: profile of process {} (calling threads' time; added = wrapper - driver)\n",
-        std::process::id()
+        "hrr-capture: profile of process {} (calling threads' time; added = wrapper - driver; \
+         slow: calls adding {} us or more)\n",
+        std::process::id(),
+        SLOW_NS / 1000
     );
     let _ = writeln!(
         s,
-        "  {:<34} {:>10} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9}",
-        "call", "calls", "added ms", "driver ms", "total ms", "us/call", "p50 <us", "p90 <us"
+        "  {:<34} {:>10} {:>11} {:>11} {:>11} {:>9} {:>9} {:>9} {:>8} {:>9}",
+        "call",
+        "calls",
+        "added ms",
+        "driver ms",
+        "total ms",
+        "us/call",
+        "p50 <us",
+        "p90 <us",
+        "slow",
+        "slow ms"
     );
     for r in rows.iter().take(top) {
         let _ = writeln!(
             s,
-            "  {:<34} {:>10} {:>11.2} {:>11.2} {:>11.2} {:>9.2} {:>9} {:>9}",
+            "  {:<34} {:>10} {:>11.2} {:>11.2} {:>11.2} {:>9.2} {:>9} {:>9} {:>8} {:>9.2}",
             r.name,
             r.calls,
             ms(r.added_ns()),
@@ -251,7 +284,9 @@ pub fn render(rows: &[Row], top: usize) -> String {
             ms(r.total_ns),
             r.added_ns() as f64 / 1e3 / r.calls as f64,
             r.added_p50_ns as f64 / 1e3,
-            r.added_p90_ns as f64 / 1e3
+            r.added_p90_ns as f64 / 1e3,
+            r.slow_calls,
+            ms(r.slow_ns)
         );
     }
     let calls: u64 = rows.iter().map(|r| r.calls).sum();
@@ -298,6 +333,24 @@ mod tests {
         assert_eq!(quantile(&h, 0.9), 8000);
     }
 
+    /// Calls adding 16 us or more are counted apart with the time they added; the others only
+    /// in the histogram.
+    #[test]
+    fn slow_calls_are_counted_with_their_added_time() {
+        static NAMES: [&CStr; 2] = [c"hrrTestFast", c"hrrTestSlowProfiled"];
+        for total in [1_000, 2_000, 40_000, 100_000] {
+            DRIVER_NS.with(|d| d.set(500));
+            add(&NAMES, 1, total);
+        }
+        let row = rows()
+            .into_iter()
+            .find(|r| r.name == "hrrTestSlowProfiled")
+            .expect("the row");
+        assert_eq!((row.calls, row.slow_calls), (4, 2));
+        assert_eq!(row.slow_ns, 39_500 + 99_500);
+        assert_eq!(row.added_ns(), 143_000 - 4 * 500);
+    }
+
     #[test]
     fn the_table_sorts_by_added_time_and_sums_every_row() {
         let row = |name: &str, calls, total_ns, driver_ns| Row {
@@ -307,6 +360,8 @@ mod tests {
             driver_ns,
             added_p50_ns: 500,
             added_p90_ns: 2000,
+            slow_calls: calls / 5,
+            slow_ns: calls / 5 * 100_000,
         };
         let mut rows = vec![
             row("cuLaunchKernel", 1000, 5_000_000, 3_000_000),
@@ -317,7 +372,11 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[2].trim_start().starts_with("cuMemcpyHtoD_v2"), "{t}");
         assert!(lines[2].contains("8.00"), "{t}");
-        assert!(lines[2].ends_with("0.5         2"), "{t}");
+        // 2 of the 10 calls slow, adding 0.20 ms
+        assert!(
+            lines[2].ends_with("0.5         2        2      0.20"),
+            "{t}"
+        );
         assert!(
             !t.contains("cuLaunchKernel "),
             "top 1 leaves the launch out: {t}"
