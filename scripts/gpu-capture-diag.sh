@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Where capture's time goes in the cases issues 16 and 22 still miss, in one GPU run:
+#
+#   bash scripts/gpu-capture-diag.sh BIN_DIR SAMPLES_DIR OUT_DIR
+#
+# BIN_DIR holds hrr-capture, hrr-playback and libhrr_capture.so; SAMPLES_DIR is a checkout (or
+# `git archive` export) of NVIDIA/cuda-samples with Samples/ and Common/. For
+# cudaTensorCoreGemm and bf16TensorCoreGemm (built with nvcc for sm_90): plain and captured runs
+# alternated, with the runtime's lazy module loading and with CUDA_MODULE_LOADING=EAGER (the
+# lazy load falls inside the samples' event-timed region), the captured run's
+# HRR_CAPTURE_PROFILE=1 table and its events around the region (`--events`, timestamps in ms).
+# Then tests/gpu/transformer.py plain and captured with the profile (its timed steps are
+# launches only: the profile's `slow` columns say how much of the launches' added time is
+# first calls). Last, what creating a small file costs on the disk the archives go to (a new
+# small blob is one file). Everything lands in OUT_DIR and in OUT_DIR/diag.tgz (the device tool
+# brings back only a few files: fetch the tarball).
+# Environment: HRR_DIAG_REPS (2), HRR_DIAG_STEPS (transformer steps, 50), PYTHON (python3).
+set -uo pipefail
+
+if [ $# -ne 3 ]; then
+    sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+    exit 2
+fi
+BIN=$(cd "$1" && pwd)
+SAMPLES=$(cd "$2" && pwd)
+mkdir -p "$3"
+OUT=$(cd "$3" && pwd)
+REPS=${HRR_DIAG_REPS:-2}
+STEPS=${HRR_DIAG_STEPS:-50}
+PY=${PYTHON:-python3}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+log() { echo "[gpu-capture-diag] $*" | tee -a "$OUT/diag.txt"; }
+
+for n in cudaTensorCoreGemm bf16TensorCoreGemm; do
+    src=$SAMPLES/Samples/3_CUDA_Features/$n
+    if ! (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/$n" "$n.cu") \
+        >"$OUT/build-$n.log" 2>&1; then
+        log "$n: build failed (build-$n.log)"
+        continue
+    fi
+    for i in $(seq "$REPS"); do
+        for loading in LAZY EAGER; do
+            plain=$(cd "$work" && CUDA_MODULE_LOADING=$loading "./$n" 2>&1 | grep -E '^TFLOPS')
+            rm -rf "$work/$n.hrr"
+            (cd "$work" && CUDA_MODULE_LOADING=$loading HRR_CAPTURE_PROFILE=1 \
+                "$BIN/hrr-capture" -o "$work/$n.hrr" -- "./$n" \
+                >"$OUT/$n-$loading-$i.out" 2>"$OUT/$n-$loading-$i.profile")
+            captured=$(grep -E '^TFLOPS' "$OUT/$n-$loading-$i.out")
+            log "$n $loading run $i: plain ${plain#TFLOPS: } captured ${captured#TFLOPS: } TFLOPS"
+        done
+    done
+    # the timed region: from the last cuEventCreate to the cuEventSynchronize after it
+    "$BIN/hrr-playback" "$work/$n.hrr" --events 2>&1 |
+        awk '/cuEventCreate/ { keep = 1; n = 0; buf = "" } keep { buf = buf $0 "\n" }
+             /cuEventSynchronize/ && keep { printf "%s", buf; keep = 0 }' \
+            >"$OUT/$n-region-events.txt"
+done
+
+cd "$root/tests/gpu" || exit 1
+for i in $(seq "$REPS"); do
+    t=$(CUBLAS_WORKSPACE_CONFIG=:4096:8 "$PY" transformer.py --steps "$STEPS" 2>&1 | grep ' steps in ')
+    rm -rf "$work/t.hrr"
+    CUBLAS_WORKSPACE_CONFIG=:4096:8 HRR_CAPTURE_PROFILE=1 "$BIN/hrr-capture" -o "$work/t.hrr" -- \
+        "$PY" transformer.py --steps "$STEPS" >/dev/null 2>"$OUT/transformer-$i.profile"
+    c=$(grep ' steps in ' "$OUT/transformer-$i.profile")
+    log "transformer run $i: plain '${t#*] }' captured '${c#*] }'"
+done
+
+"$PY" - "$work/files" <<'EOF' | tee -a "$OUT/diag.txt"
+import os, sys, time
+d = sys.argv[1]; os.makedirs(d); n = 400
+t0 = time.perf_counter_ns()
+for i in range(n):
+    p = f"{d}/b{i}.tmp"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"x" * 64); os.close(fd); os.rename(p, f"{d}/b{i}")
+print(f"[gpu-capture-diag] small file create+write+close+rename in {d}: "
+      f"{(time.perf_counter_ns() - t0) / n / 1000:.1f} us")
+EOF
+tar czf "$OUT/diag.tgz" -C "$OUT" --exclude diag.tgz . 2>/dev/null
+log "done: $OUT/diag.txt, $OUT/diag.tgz"
