@@ -16,11 +16,8 @@
 # brings back only a few files: fetch the tarball).
 # Environment: HRR_DIAG_REPS (2), HRR_DIAG_STEPS (transformer steps, 50), PYTHON (python3).
 set -uo pipefail
-
-if [ $# -ne 3 ]; then
-    sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-    exit 2
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
+usage_unless $# 3 "${BASH_SOURCE[0]}"
 BIN=$(cd "$1" && pwd)
 SAMPLES=$(cd "$2" && pwd)
 mkdir -p "$3"

@@ -16,11 +16,8 @@
 # HRR_BENCH_BASELINE=DIR (another build's hrr-capture and libhrr_capture.so: its captured runs
 # alternate with the others, and its ratios are printed beside).
 set -euo pipefail
-
-if [ $# -ne 3 ]; then
-    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-    exit 2
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
+usage_unless $# 3 "${BASH_SOURCE[0]}"
 SAMPLES=$(cd "$1" && pwd)
 BIN=$(cd "$2" && pwd)
 mkdir -p "$3"

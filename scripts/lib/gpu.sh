@@ -1,4 +1,5 @@
-# Shared by the GPU scripts (gpu-bench.sh, gpu-e2e.sh); sourced, not run.
+# Shared by the GPU scripts (gpu-bench.sh, gpu-e2e.sh, samples-bench.sh, gpu-capture-diag.sh);
+# sourced, not run.
 
 # skip_without_gpu NAME FILE: without a working NVIDIA GPU (nvidia-smi missing or failing), say
 # so on stdout and in FILE, and exit 0: nothing was run.
@@ -7,5 +8,14 @@ skip_without_gpu() {
         echo "[$1] SKIP: no NVIDIA GPU here (nvidia-smi missing or failing); nothing was run"
         echo "SKIP: no NVIDIA GPU (nvidia-smi missing or failing)" >"$2"
         exit 0
+    fi
+}
+
+# usage_unless ARGC WANT SCRIPT: unless ARGC is WANT, print SCRIPT's opening comment (its usage,
+# up to its `set -` line) on stderr and exit 2.
+usage_unless() {
+    if [ "$1" -ne "$2" ]; then
+        sed -n '2,/^set -/p' "$3" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+        exit 2
     fi
 }
