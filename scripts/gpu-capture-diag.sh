@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Where capture's time goes in the cases issues 16 and 22 still miss, in one GPU run:
 #
-#   bash scripts/gpu-capture-diag.sh BIN_DIR SAMPLES_DIR OUT_DIR
+#   bash scripts/gpu-capture-diag.sh SAMPLES_DIR BIN_DIR OUT_DIR
 #
-# BIN_DIR holds hrr-capture, hrr-playback and libhrr_capture.so; SAMPLES_DIR is a checkout (or
-# `git archive` export) of NVIDIA/cuda-samples with Samples/ and Common/. For
+# SAMPLES_DIR is a checkout (or `git archive` export) of NVIDIA/cuda-samples with Samples/ and
+# Common/; BIN_DIR holds hrr-capture, hrr-playback and libhrr_capture.so. For
 # cudaTensorCoreGemm and bf16TensorCoreGemm (built with nvcc for sm_90): plain and captured runs
 # alternated, with the runtime's lazy module loading and with CUDA_MODULE_LOADING=EAGER (the
 # lazy load falls inside the samples' event-timed region), the captured run's
@@ -17,11 +17,7 @@
 # Environment: HRR_DIAG_REPS (2), HRR_DIAG_STEPS (transformer steps, 50), PYTHON (python3).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
-usage_unless $# 3 "${BASH_SOURCE[0]}"
-BIN=$(cd "$1" && pwd)
-SAMPLES=$(cd "$2" && pwd)
-mkdir -p "$3"
-OUT=$(cd "$3" && pwd)
+samples_args "${BASH_SOURCE[0]}" "$@"
 REPS=${HRR_DIAG_REPS:-2}
 STEPS=${HRR_DIAG_STEPS:-50}
 PY=${PYTHON:-python3}

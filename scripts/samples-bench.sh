@@ -17,11 +17,7 @@
 # alternate with the others, and its ratios are printed beside).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
-usage_unless $# 3 "${BASH_SOURCE[0]}"
-SAMPLES=$(cd "$1" && pwd)
-BIN=$(cd "$2" && pwd)
-mkdir -p "$3"
-OUT=$(cd "$3" && pwd)
+samples_args "${BASH_SOURCE[0]}" "$@"
 REPS=${HRR_BENCH_REPS:-3}
 STEP_TIMEOUT=${HRR_BENCH_STEP_TIMEOUT:-120}
 BASE=${HRR_BENCH_BASELINE:+$(cd "$HRR_BENCH_BASELINE" && pwd)}

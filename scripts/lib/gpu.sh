@@ -19,3 +19,15 @@ usage_unless() {
         exit 2
     fi
 }
+
+# samples_args SCRIPT ARGS...: the arguments of a script run as `SCRIPT SAMPLES BIN_DIR OUT_DIR`
+# (samples-bench.sh, gpu-capture-diag.sh): its usage and exit 2 unless there are three; else
+# SAMPLES, BIN and OUT set to their absolute paths (OUT created), exit 2 if one cannot be.
+samples_args() {
+    local script=$1
+    shift
+    usage_unless $# 3 "$script"
+    SAMPLES=$(cd "$1" && pwd) || exit 2
+    BIN=$(cd "$2" && pwd) || exit 2
+    OUT=$(mkdir -p "$3" && cd "$3" && pwd) || exit 2
+}
