@@ -47,11 +47,27 @@ impl BlobBytes {
     }
 }
 
+/// What failed to open: blob `id` of `dir`, and for a missing one how that comes about (a
+/// capture killed before its blob threads wrote it) and what to do.
+fn open_failed(dir: &Path, id: &ObjectId, e: &hrr_archive::Error) -> String {
+    let mut what = format!("blob {id} of {}", dir.display());
+    if matches!(e, hrr_archive::Error::Missing(_)) {
+        what.push_str(
+            " is missing (a capture killed before its blob was written leaves that: \
+             `hrr-playback <archive> --repair` keeps the events before the first one naming a \
+             missing object)",
+        );
+    }
+    what
+}
+
 /// Open blob `id` of `dir` (refusing a link, a non-file, or a size other than `expected`) and
 /// read or map it whole.
 pub fn load(dir: &Path, id: &ObjectId, expected: Option<u64>) -> Result<BlobBytes> {
-    let mut f = hrr_archive::blobs::open_blob(dir, id, expected)
-        .with_context(|| format!("blob {id} of {}", dir.display()))?;
+    let mut f = hrr_archive::blobs::open_blob(dir, id, expected).map_err(|e| {
+        let what = open_failed(dir, id, &e);
+        anyhow::Error::new(e).context(what)
+    })?;
     let len = f
         .metadata()
         .with_context(|| format!("blob {id} of {}", dir.display()))?
@@ -137,4 +153,28 @@ fn available_memory() -> u64 {
             Some(kib << 10)
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A missing blob says so and points at `--repair`; a blob of the wrong size does not.
+    #[test]
+    fn a_missing_blob_names_itself_and_the_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = ObjectId::of(b"never written");
+        let e = format!("{:#}", load(dir.path(), &id, None).err().unwrap());
+        assert!(
+            e.contains(&id.to_string()) && e.contains("is missing"),
+            "{e}"
+        );
+        assert!(e.contains("--repair"), "{e}");
+        let path = hrr_archive::blobs::blob_path(dir.path(), &id);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"never written").unwrap();
+        let e = format!("{:#}", load(dir.path(), &id, Some(3)).err().unwrap());
+        assert!(!e.contains("--repair"), "{e}");
+        assert_eq!(&*load(dir.path(), &id, Some(13)).unwrap(), b"never written");
+    }
 }
