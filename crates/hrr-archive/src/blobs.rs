@@ -258,11 +258,9 @@ pub fn object_present(pid_dir: &Path, id: &ObjectId, code: bool) -> bool {
 #[derive(Debug)]
 pub struct ObjectStore {
     pid_dir: PathBuf,
-    /// Blobs written (or found on disk).
-    written: Mutex<HashSet<ObjectId>>,
-    /// Code objects written (or found on disk): apart from blobs, whose files live elsewhere
-    /// (a code object with the bytes of a stored blob is still written).
-    written_code: Mutex<HashSet<ObjectId>>,
+    /// Objects written (or found on disk), by id and whether a code object: code objects
+    /// live apart from blobs (a code object with the bytes of a stored blob is still written).
+    written: Mutex<HashSet<(ObjectId, bool)>>,
     /// Objects this store wrote (not found already on disk).
     new_objects: std::sync::atomic::AtomicU64,
 }
@@ -273,7 +271,6 @@ impl ObjectStore {
         ObjectStore {
             pid_dir: pid_dir.to_path_buf(),
             written: Mutex::new(HashSet::new()),
-            written_code: Mutex::new(HashSet::new()),
             new_objects: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -289,7 +286,7 @@ impl ObjectStore {
     /// blobs are content-addressed); returns whether it was new.
     pub fn put_blob_as(&self, id: ObjectId, bytes: &[u8]) -> Result<bool> {
         let path = blob_path(&self.pid_dir, &id);
-        self.put(&self.written, id, &path, bytes, 1)
+        self.put((id, false), &path, bytes, 1)
     }
 
     /// [`Self::put_blob_as`], a large buffer written by up to `threads` threads at once (each
@@ -297,23 +294,16 @@ impl ObjectStore {
     /// at more than one core's speed.
     pub fn put_blob_as_parallel(&self, id: ObjectId, bytes: &[u8], threads: usize) -> Result<bool> {
         let path = blob_path(&self.pid_dir, &id);
-        self.put(&self.written, id, &path, bytes, threads)
+        self.put((id, false), &path, bytes, threads)
     }
 
-    /// Whether this store has written (or found on disk) blob `id`.
-    pub fn contains(&self, id: &ObjectId) -> bool {
+    /// Whether this store has written (or found on disk) object `id` (a code object when
+    /// `code`, else a blob).
+    pub fn contains(&self, id: &ObjectId, code: bool) -> bool {
         self.written
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .contains(id)
-    }
-
-    /// Whether this store has written (or found on disk) code object `id`.
-    pub fn contains_code(&self, id: &ObjectId) -> bool {
-        self.written_code
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(id)
+            .contains(&(*id, code))
     }
 
     /// How many objects this store wrote (those found already on disk not counted).
@@ -332,29 +322,32 @@ impl ObjectStore {
     /// returns whether it was new.
     pub fn put_code_object_as(&self, id: ObjectId, kind: CodeKind, bytes: &[u8]) -> Result<bool> {
         let path = code_object_path(&self.pid_dir, &id, kind);
-        self.put(&self.written_code, id, &path, bytes, 1)
+        self.put((id, true), &path, bytes, 1)
     }
 
-    /// Write object `id` at `path` unless `written` (the set of its kind) holds it.
+    /// Write object `key` (its id, and whether a code object) at `path` unless written before.
     fn put(
         &self,
-        written: &Mutex<HashSet<ObjectId>>,
-        id: ObjectId,
+        key: (ObjectId, bool),
         path: &Path,
         bytes: &[u8],
         threads: usize,
     ) -> Result<bool> {
+        let written = &self.written;
         if written
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .contains(&id)
+            .contains(&key)
         {
             return Ok(false);
         }
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => return Err(Error::Symlink(path.to_path_buf())),
             Ok(m) if m.is_file() && m.len() == bytes.len() as u64 => {
-                written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+                written
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key);
                 return Ok(false);
             }
             _ => {}
@@ -372,7 +365,10 @@ impl ObjectStore {
             let _ = std::fs::remove_file(&tmp);
         }
         result?;
-        written.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key);
         self.new_objects
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(true)

@@ -219,7 +219,7 @@ struct MissingObjectCut {
     why: String,
 }
 
-/// The first record of events.bin (up to `good_len`) naming a blob or code object that `dir`
+/// The first of events.bin's complete records naming a blob or code object that `dir`
 /// does not hold, if any. Each object is looked up once.
 fn first_missing_object(dir: &Path, events_path: &Path) -> Result<Option<MissingObjectCut>> {
     let mut reader = EventReader::open(events_path)?;

@@ -1,5 +1,5 @@
-//! Host blobs (and code objects) stored off the calling thread. The caller hashes a buffer (its id is its content
-//! hash, `ObjectId::of`, on several threads for large buffers, or the last store's id when the
+//! Host blobs (and code objects) stored off the calling thread. The caller hashes a buffer (its
+//! id is its content hash, `ObjectId::of`, on several threads for large buffers, or the last store's id when the
 //! same address held the same bytes: `crate::fingerprint::blob_id`) and, unless a blob of that id was
 //! already stored or queued, copies it into a staging buffer (on several threads for large
 //! buffers) and queues it; the `hrr-blobs` threads ([`WRITERS`] at most) write queued blobs
@@ -79,10 +79,9 @@ struct State {
     in_flight: usize,
     /// Callers copying into a staging buffer (their jobs are about to be queued).
     copying: usize,
-    /// Ids stored or queued (a buffer seen again is neither copied nor queued).
-    known: HashSet<ObjectId>,
-    /// The same for code objects (stored apart from blobs).
-    known_code: HashSet<ObjectId>,
+    /// Objects stored or queued, by id and whether a code object (a buffer seen again is
+    /// neither copied nor queued).
+    known: HashSet<(ObjectId, bool)>,
     /// The first write error; every later `put` and `drain` returns it.
     error: Option<String>,
     /// Idle staging buffers.
@@ -130,14 +129,9 @@ impl BlobQueue {
         self.0.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether a blob of `id` is stored or queued.
-    pub fn knows(&self, id: &ObjectId) -> bool {
-        self.lock().known.contains(id) || self.0.store.contains(id)
-    }
-
-    /// Whether a code object of `id` is stored or queued.
-    pub fn knows_code(&self, id: &ObjectId) -> bool {
-        self.lock().known_code.contains(id) || self.0.store.contains_code(id)
+    /// Whether object `id` (a code object when `code`, else a blob) is stored or queued.
+    pub fn knows(&self, id: &ObjectId, code: bool) -> bool {
+        self.lock().known.contains(&(*id, code)) || self.0.store.contains(id, code)
     }
 
     /// Queue `bytes` (whose id is `id`) unless known; waits while the staging limit is reached.
@@ -163,11 +157,7 @@ impl BlobQueue {
             if let Some(e) = &st.error {
                 return Err(e.clone());
             }
-            let known = match code {
-                None => &st.known,
-                Some(_) => &st.known_code,
-            };
-            if known.contains(&id) {
+            if st.known.contains(&(id, code.is_some())) {
                 return Ok(());
             }
             if st.in_flight == 0 || st.in_flight + bytes.len() <= self.0.limit {
@@ -175,10 +165,7 @@ impl BlobQueue {
             }
             st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        match code {
-            None => st.known.insert(id),
-            Some(_) => st.known_code.insert(id),
-        };
+        st.known.insert((id, code.is_some()));
         st.in_flight += bytes.len();
         st.copying += 1;
         let mut buf = match st.pool.iter().position(|b| b.capacity() >= bytes.len()) {
@@ -212,7 +199,7 @@ impl BlobQueue {
             if let Some(e) = &st.error {
                 return Err(e.clone());
             }
-            if !st.known.insert(id) {
+            if !st.known.insert((id, false)) {
                 return Ok(());
             }
             st.writing += 1;
@@ -357,7 +344,7 @@ mod tests {
         assert_eq!(store.new_objects(), 2);
         for bytes in [&a, &b] {
             let id = ObjectId::of(bytes);
-            assert!(q.knows(&id));
+            assert!(q.knows(&id, false));
             let path = hrr_archive::blobs::blob_path(dir.path(), &id);
             assert_eq!(&std::fs::read(path).unwrap(), bytes);
         }
@@ -403,7 +390,7 @@ mod tests {
                 "{} bytes",
                 bytes.len()
             );
-            assert!(q.knows(&id));
+            assert!(q.knows(&id, false));
         }
         assert_eq!(store.new_objects(), 2);
         // a staged put of the same content writes nothing again

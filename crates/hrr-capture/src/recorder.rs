@@ -418,11 +418,8 @@ fn store_object(
         }
         let rec = state.as_mut()?;
         let queue = rec.blobs.clone();
-        let known = queue.as_ref().is_some_and(|q| match what {
-            Object::Blob(_) => q.knows(&id),
-            Object::Code(_) => q.knows_code(&id),
-        });
-        if known {
+        let code = matches!(what, Object::Code(_));
+        if queue.as_ref().is_some_and(|q| q.knows(&id, code)) {
             return Some(id);
         }
         if let Some(why) = rec.disk_too_full(bytes.len() as u64) {
