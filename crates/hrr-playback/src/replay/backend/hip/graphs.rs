@@ -36,6 +36,19 @@ fn made(map: &HandleMap<H>, h: u64, what: &str) -> std::result::Result<H, Outcom
 }
 
 impl Graphs {
+    /// The graph replay made for recorded graph `h`, or the skip saying it was not made.
+    fn graph(&self, h: u64) -> std::result::Result<H, Outcome> {
+        let what = "graph not made by a recorded stream capture, not instantiated";
+        made(&self.graphs, h, what)
+    }
+
+    /// The instantiation replay made for recorded graph exec `h`, or the skip saying it was
+    /// not made.
+    fn exec(&self, h: u64) -> std::result::Result<H, Outcome> {
+        let what = "graph exec not instantiated in replay (its graph was not made)";
+        made(&self.execs, h, what)
+    }
+
     /// Is live stream `stream` capturing into a graph?
     pub fn capturing(&self, stream: H) -> bool {
         !self.capturing.is_empty() && self.capturing.contains(&(stream as usize))
@@ -76,8 +89,7 @@ impl Hip {
     /// of graph memory, change nothing replay sees: instantiated without).
     pub(super) fn graph_instantiate(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphInstantiate = ev.read()?;
-        let what = "graph not made by a recorded stream capture, not instantiated";
-        let g = or_skip!(made(&self.graphs.graphs, s.graph, what));
+        let g = or_skip!(self.graphs.graph(s.graph));
         let mut exec: H = std::ptr::null_mut();
         hip!(
             self.api,
@@ -90,8 +102,7 @@ impl Hip {
     /// `hipGraphLaunch` of an instantiation replay made.
     pub(super) fn graph_launch(&mut self, ev: &Event) -> Result<Outcome> {
         let s: GraphLaunch = ev.read()?;
-        let what = "graph exec not instantiated in replay (its graph was not made)";
-        let exec = or_skip!(made(&self.graphs.execs, s.exec, what));
+        let exec = or_skip!(self.graphs.exec(s.exec));
         let stream = self.stream(s.stream)?;
         let capturing = self.is_capturing(stream);
         let timed = self.timer.start(&self.api, stream, capturing)?;
