@@ -556,38 +556,34 @@ mod tests {
         assert_eq!(Family::of("cuda-driver"), Some(Family::Cuda));
         assert_eq!(Family::of("hip"), Some(Family::Hip));
         assert_eq!(Family::of("opencl"), None);
-        let (cuda, hip) = (Family::Cuda, Family::Hip);
-        let cases = [
+        let cuda: &[(&str, Option<Prescan>)] = &[
+            ("cuMemAllocPitch", Some(Prescan::Alloc(Extent::Pitched))),
             (
-                cuda,
-                "cuMemAllocPitch",
-                Some(Prescan::Alloc(Extent::Pitched)),
-            ),
-            (
-                cuda,
                 "cuLibraryLoadData",
                 Some(Prescan::CodeLoad { as_library: true }),
             ),
-            (cuda, "hipMalloc", None),
+            ("hipMalloc", None),
+            ("cuDeviceGet", Some(Prescan::DeviceLookup)),
+            ("cuDevicePrimaryCtxRetain", Some(Prescan::ContextOpen)),
+            ("cuCtxCreate", Some(Prescan::ContextOpen)),
+            ("cuDeviceGetCount", None),
+        ];
+        let hip: &[(&str, Option<Prescan>)] = &[
             (
-                hip,
                 "hipMemAddressReserve",
                 Some(Prescan::Alloc(Extent::Reservation)),
             ),
             (
-                hip,
                 "__hipRegisterFatBinary",
                 Some(Prescan::CodeLoad { as_library: false }),
             ),
-            (hip, "hipLaunchKernel", None),
-            (cuda, "cuDeviceGet", Some(Prescan::DeviceLookup)),
-            (cuda, "cuDevicePrimaryCtxRetain", Some(Prescan::ContextOpen)),
-            (cuda, "cuCtxCreate", Some(Prescan::ContextOpen)),
-            (cuda, "cuDeviceGetCount", None),
-            (hip, "hipDeviceGet", Some(Prescan::DeviceLookup)),
+            ("hipLaunchKernel", None),
+            ("hipDeviceGet", Some(Prescan::DeviceLookup)),
         ];
-        for (family, call, expected) in cases {
-            assert_eq!(family.classify(call), expected, "{family:?} {call}");
+        for (family, cases) in [(Family::Cuda, cuda), (Family::Hip, hip)] {
+            for &(call, expected) in cases {
+                assert_eq!(family.classify(call), expected, "{family:?} {call}");
+            }
         }
     }
 
