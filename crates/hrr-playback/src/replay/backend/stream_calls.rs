@@ -61,20 +61,6 @@ pub fn stream_synchronize(
     Ok(Outcome::Done)
 }
 
-/// The stream `stream` resolves made to wait for the recorded event.
-pub fn stream_wait_event(
-    handles: &Handles,
-    api: &impl Streams,
-    ev: &Event,
-    stream: impl FnOnce(u64) -> Result<H>,
-) -> Result<Outcome> {
-    let s: StreamWaitEvent = ev.read()?;
-    let st = stream(s.stream)?;
-    let e = handles.get(s.event)?;
-    api.wait_event(st, e, s.flags)??;
-    Ok(Outcome::Done)
-}
-
 /// An event the program created, with its recorded flags.
 pub fn event_create(handles: &mut Handles, api: &impl Streams, ev: &Event) -> Result<Outcome> {
     let s: EventCreate = ev.read()?;
@@ -83,17 +69,24 @@ pub fn event_create(handles: &mut Handles, api: &impl Streams, ev: &Event) -> Re
     Ok(Outcome::Done)
 }
 
-/// An event recorded on the stream `stream` resolves (`EventRecord`, or the event and stream
-/// of `EventRecordFlags`).
-pub fn event_record(
+/// A recorded event and the stream `stream` resolves from the recorded one: the stream made to
+/// wait for the event (`wait`: `StreamWaitEvent`), else the event recorded on the stream
+/// (`EventRecord`, or the event and stream of `EventRecordFlags`).
+pub fn event_on_stream(
     handles: &Handles,
     api: &impl Streams,
     ev: &Event,
+    wait: bool,
     stream: impl FnOnce(u64) -> Result<H>,
 ) -> Result<Outcome> {
-    let s: EventRecord = ev.read()?;
-    let e = handles.get(s.event)?;
-    api.record_event(e, stream(s.stream)?)??;
+    if wait {
+        let s: StreamWaitEvent = ev.read()?;
+        let st = stream(s.stream)?;
+        api.wait_event(st, handles.get(s.event)?, s.flags)??;
+    } else {
+        let s: EventRecord = ev.read()?;
+        api.record_event(handles.get(s.event)?, stream(s.stream)?)??;
+    }
     Ok(Outcome::Done)
 }
 

@@ -392,8 +392,9 @@ impl Backend for Cuda {
             }
             // `cuCtxSynchronize` and `cuCtxSynchronize_v2` (of a named context) alike.
             Op::CtxSynchronize | Op::CtxSynchronizeCtx => self.ctx_synchronize(),
-            Op::StreamWaitEvent => {
-                stream_calls::stream_wait_event(&self.handles, &self.api, ev, |s| {
+            Op::StreamWaitEvent | Op::EventRecord | Op::EventRecordWithFlags => {
+                let wait = op == Op::StreamWaitEvent;
+                stream_calls::event_on_stream(&self.handles, &self.api, ev, wait, |s| {
                     stream_of(&self.handles, per_thread, s)
                 })
             }
@@ -402,11 +403,6 @@ impl Backend for Cuda {
             | Op::StreamWaitValue32
             | Op::StreamWaitValue64 => self.stream_value(ev, op),
             Op::EventCreate => stream_calls::event_create(&mut self.handles, &self.api, ev),
-            Op::EventRecord | Op::EventRecordWithFlags => {
-                stream_calls::event_record(&self.handles, &self.api, ev, |s| {
-                    stream_of(&self.handles, per_thread, s)
-                })
-            }
             Op::StreamBeginCapture => self.begin_capture(ev),
             Op::StreamBeginCaptureToGraph => self.begin_capture_to_graph(ev),
             // its bytes went into its copy's event when it was decoded (engine::decode_ahead)

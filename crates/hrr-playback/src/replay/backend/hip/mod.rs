@@ -206,16 +206,14 @@ impl Backend for Hip {
                 })
             }
             Op::DeviceSynchronize => self.device_synchronize(),
-            Op::StreamWaitEvent => {
-                stream_calls::stream_wait_event(&self.handles, &self.api, ev, |s| {
+            Op::StreamWaitEvent | Op::EventRecord => {
+                let wait = op == Op::StreamWaitEvent;
+                stream_calls::event_on_stream(&self.handles, &self.api, ev, wait, |s| {
                     self.handles.get(s)
                 })
             }
             Op::EventCreate | Op::EventCreateWithFlags => {
                 stream_calls::event_create(&mut self.handles, &self.api, ev)
-            }
-            Op::EventRecord => {
-                stream_calls::event_record(&self.handles, &self.api, ev, |s| self.handles.get(s))
             }
             Op::StreamBeginCapture => self.begin_capture(ev),
             Op::StreamEndCapture => self.end_capture(ev),
