@@ -22,9 +22,13 @@
 #                host functions run on a worker thread), 10 rounds of async H2D+D2H of 16 MiB
 #                and an event, the host counting cuEventQuery "not ready" answers meanwhile:
 #                median captured/plain of those host-loop iterations (1.0: capture keeps the
-#                copies asynchronous; 0: it waits for them at the call).
+#                copies asynchronous; 0: it waits for them at the call);
+#   step         a training step's synchronisation path, 2000 rounds of an async upload of 8
+#                fresh bytes, a memset, an async 8-byte download and a stream synchronisation
+#                (PyTorch's `.item()`): median captured/plain of the microseconds a round takes
+#                (what capture adds where a small object must be durable at each sync).
 #   bash scripts/bench-capture-cpu.sh [ROUNDS=20000] [REPS=5]
-# (HRR_BENCH_COPY_CASES picks copy cases: "h2d d2h d2h_reg multicopy overlap" by default)
+# (HRR_BENCH_COPY_CASES picks copy cases: "h2d d2h d2h_reg multicopy overlap step" by default)
 #   BASELINE=/tmp/old-bin bash scripts/bench-capture-cpu.sh 20000 7
 # Needs `cargo build --release --workspace` and a C compiler.
 set -euo pipefail
@@ -78,13 +82,16 @@ chunk_mib=${HRR_BENCH_CHUNK_MIB:-64}
 # field NAME FILE: the number after "NAME=" in FILE
 field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" "$2" | head -1; }
 d2h_mib=${HRR_BENCH_D2H_MIB:-64}
-for case in ${HRR_BENCH_COPY_CASES:-h2d d2h d2h_reg multicopy overlap}; do
+for case in ${HRR_BENCH_COPY_CASES:-h2d d2h d2h_reg multicopy overlap step}; do
+    # metric: the program's own figure compared (empty: the process's wall time)
+    metric=
     case $case in
     h2d) args=(h2d "$h2d_mib" "$chunk_mib"); envs=() ;;
     d2h) args=(d2h 10 "$d2h_mib"); envs=() ;;
     d2h_reg) args=(d2h 10 "$d2h_mib" registered); envs=() ;;
     multicopy) args=(multicopy 10 16); envs=() ;;
-    overlap) args=(overlap 10 16); envs=(FAKE_CUDA_ASYNC_GBPS=20) ;;
+    overlap) args=(overlap 10 16); envs=(FAKE_CUDA_ASYNC_GBPS=20); metric=host_loop ;;
+    step) args=(step 2000); envs=(); metric=us_per_round ;;
     esac
     r_plain=()
     r_base=()
@@ -98,14 +105,14 @@ for case in ${HRR_BENCH_COPY_CASES:-h2d d2h d2h_reg multicopy overlap}; do
         t1c=$(now)
         env "${envs[@]}" "$bin/hrr-capture" -o "$work/c.hrr" -- "$work/fake/copy_app" "${args[@]}" >"$work/cap.out" 2>/dev/null
         t2=$(now)
-        if [ "$case" != overlap ]; then
+        if [ -z "$metric" ]; then
             a=$(echo "$t1 - $t0" | bc -l)
             b=$(echo "$t2 - $t1c" | bc -l)
             unit=s
         else
-            a=$(field host_loop "$work/plain.out")
-            b=$(field host_loop "$work/cap.out")
-            unit=" host-loop iterations"
+            a=$(field "$metric" "$work/plain.out")
+            b=$(field "$metric" "$work/cap.out")
+            unit=" $metric"
         fi
         r=$(echo "$b / $a" | bc -l)
         printf '%s round %d: plain %.3f%s  captured %.3f%s  ratio %.3f' "$case" "$i" "$a" "$unit" "$b" "$unit" "$r"
@@ -116,7 +123,7 @@ for case in ${HRR_BENCH_COPY_CASES:-h2d d2h d2h_reg multicopy overlap}; do
             t3=$(now)
             env "${envs[@]}" "$base/hrr-capture" -o "$work/b.hrr" -- "$work/fake/copy_app" "${args[@]}" >"$work/base.out" 2>/dev/null
             t4=$(now)
-            if [ "$case" != overlap ]; then c=$(echo "$t4 - $t3" | bc -l); else c=$(field host_loop "$work/base.out"); fi
+            if [ -z "$metric" ]; then c=$(echo "$t4 - $t3" | bc -l); else c=$(field "$metric" "$work/base.out"); fi
             rb=$(echo "$c / $a" | bc -l)
             printf '  baseline captured %.3f%s  baseline ratio %.3f' "$c" "$unit" "$rb"
             r_base+=("$rb")

@@ -86,7 +86,7 @@ const PARALLEL_HASH_LEAF: usize = 2 << 20;
 /// split pays where cores are free, e.g. a GPU host's 16; `hash_speed` measures it.)
 pub fn parallel_hash(bytes: &[u8]) -> blake3::Hash {
     use blake3::hazmat::{merge_subtrees_root, Mode};
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
+    let threads = crate::cores().min(16);
     if bytes.len() < PARALLEL_HASH_MIN || threads < 2 {
         return blake3::hash(bytes);
     }
@@ -205,11 +205,19 @@ const CODE_KINDS: [CodeKind; 4] = [
 /// must be a regular file ([`Error::NotAFile`]) and, when the event that uses it recorded a byte
 /// count (`expected_len`), hold exactly that many bytes ([`Error::SizeMismatch`]: a truncated or
 /// padded blob is never replayed as if it were whole). A missing blob is [`Error::Missing`].
+/// A blob whose file is missing in a capture that did not finish but that a synchronisation
+/// journaled ([`crate::journal`]) is read from the journal (as an unnamed temporary file).
 /// This is the opener replay should use for every blob it reads.
 pub fn open_blob(pid_dir: &Path, id: &ObjectId, expected_len: Option<u64>) -> Result<File> {
     let hex = id.to_hex();
     let name = blob_file_name(&hex);
-    let file = fsutil::open_beneath(pid_dir, &[BLOBS_DIR, &hex[..2], &name])?;
+    let file = match fsutil::open_beneath(pid_dir, &[BLOBS_DIR, &hex[..2], &name]) {
+        Err(Error::Missing(p)) => match crate::journal::read(pid_dir, id, false)? {
+            Some(bytes) => journaled_blob(pid_dir, &bytes)?,
+            None => return Err(Error::Missing(p)),
+        },
+        other => other?,
+    };
     if let Some(expected) = expected_len {
         let found = file.metadata().at(blob_path(pid_dir, id))?.len();
         if found != expected {
@@ -221,6 +229,16 @@ pub fn open_blob(pid_dir: &Path, id: &ObjectId, expected_len: Option<u64>) -> Re
         }
     }
     Ok(file)
+}
+
+/// `bytes` (a journaled blob) in an unnamed temporary file, read from its start.
+fn journaled_blob(pid_dir: &Path, bytes: &[u8]) -> Result<File> {
+    use std::io::{Seek, SeekFrom};
+    let journal = pid_dir.join(crate::layout::names::JOURNAL_FILE);
+    let mut f = tempfile::tempfile().at(&journal)?;
+    f.write_all(bytes).at(&journal)?;
+    f.seek(SeekFrom::Start(0)).at(&journal)?;
+    Ok(f)
 }
 
 /// Open code object `id` (whatever its kind) of the process capture `pid_dir` for reading,
@@ -273,6 +291,11 @@ impl ObjectStore {
             written: Mutex::new(HashSet::new()),
             new_objects: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The process capture this store writes into.
+    pub fn pid_dir(&self) -> &Path {
+        &self.pid_dir
     }
 
     /// Store a host buffer; returns its id and whether it was new.

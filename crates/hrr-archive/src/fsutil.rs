@@ -249,6 +249,18 @@ pub fn open_write(path: &Path, truncate: bool) -> Result<File> {
         .at(path)
 }
 
+/// Open a file for appending (every write lands at its end, also after it was truncated),
+/// creating it 0600 if missing; never through a link.
+pub fn open_append(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .at(path)
+}
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The last component of `path` as text (lossy), empty when it has none (`/`, `..`).

@@ -37,6 +37,7 @@ pub mod framing;
 pub mod fsutil;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
@@ -57,3 +58,12 @@ pub mod writer;
 pub use blobs::{CodeKind, ObjectId};
 pub use error::{Error, Result};
 pub use framing::FORMAT_VERSION;
+
+/// The cores this process may use (`std::thread::available_parallelism`, 1 when unknown), asked
+/// once: the standard library reads the cgroup's CPU quota from three files on every call,
+/// which costs a capture's hot paths (each blob hashed, each copy fingerprinted) tens of
+/// microseconds a call.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}

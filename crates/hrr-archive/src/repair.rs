@@ -17,6 +17,7 @@ use crate::blobs::{count_objects, object_present, ObjectId};
 use crate::error::{Error, IoContext, Result};
 use crate::framing::{encode_mark, encode_trailer, now_ns};
 use crate::fsutil;
+use crate::journal;
 use crate::layout;
 use crate::layout::EVENTS_FILE;
 use crate::manifest::{self, ProcessManifest};
@@ -44,6 +45,9 @@ pub enum RepairOutcome {
         /// What became of a missing or damaged manifest (what was kept, rebuilt from events.bin,
         /// lost), one line each; empty when the manifest parsed.
         manifest_notes: Vec<String>,
+        /// What the blob journal gave back (objects a synchronisation journaled whose files
+        /// the killed writer never wrote; [`crate::journal`]).
+        journal: journal::Restored,
     },
 }
 
@@ -265,6 +269,8 @@ fn first_missing_object(dir: &Path, events_path: &Path) -> Result<Option<Missing
 pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
     layout::check_no_links(dir)?;
     check_not_active(dir)?;
+    // objects a synchronisation journaled get their files before anything counts them
+    let journal = journal::restore(dir)?;
     let events_path = dir.join(EVENTS_FILE);
     let mut reader = EventReader::open_headers(&events_path)?;
     let api = reader.schema().map(|s| s.api.clone());
@@ -338,6 +344,7 @@ pub fn repair_process(dir: &Path) -> Result<RepairOutcome> {
         saved_tail,
         still_incomplete: still,
         manifest_notes,
+        journal,
     })
 }
 

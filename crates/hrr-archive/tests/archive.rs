@@ -456,3 +456,68 @@ fn repair_cuts_a_crashed_capture_at_the_first_event_naming_an_unwritten_object()
             .complete
     );
 }
+
+/// A writer killed after a synchronisation journaled a blob and a code object whose files were
+/// never written: repair restores both from `blobs.journal`, removes it and cuts nothing, so
+/// every event the synchronisation made durable is kept.
+#[test]
+fn repair_restores_journaled_objects_and_keeps_every_event() {
+    use hrr_archive::blobs::{blob_path, find_code_object, CodeKind, ObjectId};
+    use hrr_archive::journal::{Journal, Restored};
+    let root = tempfile::tempdir().unwrap();
+    let schema = testkit::copy_schema(&[]);
+    let mut w = ProcessWriter::create(root.path(), 22, 1, &schema).unwrap();
+    let dir = w.dir().to_path_buf();
+    let code_bytes = b"\x7fELF journaled".as_slice();
+    let code = ObjectId::of(code_bytes);
+    let blobs: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i; 64]).collect();
+    let ids: Vec<ObjectId> = blobs.iter().map(|b| ObjectId::of(b)).collect();
+    // the first blob has its file; the others and the code object are in the journal only
+    w.put_blob(&blobs[0]).unwrap();
+    let j = Journal::new(&dir);
+    j.append(&[
+        (code, Some(CodeKind::Cubin), code_bytes),
+        (ids[1], None, &blobs[1]),
+        (ids[2], None, &blobs[2]),
+    ])
+    .unwrap();
+    let mut p = PayloadBuilder::new();
+    p.i32(0).u64(0x1000).object(Some(code));
+    w.events().append(1, 7, p.as_bytes()).unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let mut p = PayloadBuilder::new();
+        p.i32(0).u64(0x7e00 + i as u64).u64(64).object(Some(*id));
+        w.events().append(2, 7, p.as_bytes()).unwrap();
+    }
+    w.events().flush(false).unwrap();
+    std::mem::forget(w); // killed: no trailer, no final manifest
+    std::fs::remove_file(dir.join("active")).unwrap();
+    let RepairOutcome::Repaired {
+        events,
+        still_incomplete,
+        journal,
+        ..
+    } = repair_process(&dir).unwrap()
+    else {
+        panic!("not repaired")
+    };
+    assert_eq!(events, 4);
+    assert!(still_incomplete.is_empty(), "{still_incomplete:?}");
+    assert_eq!(
+        journal,
+        Restored {
+            records: 3,
+            objects: 3,
+            torn: false
+        }
+    );
+    assert_eq!(std::fs::read(blob_path(&dir, &ids[2])).unwrap(), blobs[2]);
+    assert!(find_code_object(&dir, &code).is_some());
+    assert!(!dir.join("blobs.journal").exists());
+    assert!(
+        manifest::read_process_manifest(&dir)
+            .unwrap()
+            .status
+            .complete
+    );
+}

@@ -9,17 +9,24 @@
 //! staging buffers are reused (as much as the staging limit), so a steady stream of copies does
 //! not page-fault fresh memory, and fresh large ones are asked for huge pages.
 //!
-//! [`BlobQueue::drain`] waits until every queued blob is written: the recorder calls it
-//! wherever events are handed to the kernel for durability (synchronisations, blocking D2H
-//! copies, finish), so a `kill -9` after a synchronisation never finds an event naming a blob
-//! that is not on disk. [`BlobQueue::drain_here`] writes what is queued on the calling thread,
-//! for signal handlers (the writer threads may be stopped with the process).
+//! [`BlobQueue::drain`] makes every queued object durable: the recorder calls it wherever
+//! events are handed to the kernel for durability (synchronisations, blocking D2H copies), so a
+//! `kill -9` after a synchronisation never finds an event naming an object that is not on disk.
+//! Small objects ([`JOURNAL_OBJECT_MAX`] at most) still queued or being written are appended to
+//! the capture's blob journal in one write ([`hrr_archive::journal`]; `--repair` restores them
+//! from it) instead of waited for: a file created per object costs the program tens of
+//! microseconds to a millisecond at each synchronisation. Larger ones are waited for.
+//! [`BlobQueue::finish`] waits for every file and removes the journal. [`BlobQueue::drain_here`]
+//! writes what is queued on the calling thread, for signal handlers (the writer threads may be
+//! stopped with the process).
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hrr_archive::blobs::ObjectStore;
+use hrr_archive::journal::{Journal, JournalEntry, JOURNAL_OBJECT_MAX};
 use hrr_archive::{CodeKind, ObjectId};
 
 /// Staged bytes in flight (queued or being written) beyond which a caller waits, at the least
@@ -57,6 +64,8 @@ struct Job {
     id: ObjectId,
     code: Option<CodeKind>,
     bytes: Vec<u8>,
+    /// In the journal already (a drain journaled it before its file was written).
+    journaled: AtomicBool,
 }
 
 impl Job {
@@ -73,8 +82,12 @@ impl Job {
 struct State {
     /// Jobs queued and not yet taken by a writer.
     jobs: VecDeque<Arc<Job>>,
-    /// Jobs being written.
-    writing: usize,
+    /// Jobs being written by the writer threads.
+    writing: Vec<Arc<Job>>,
+    /// Blobs being written by callers ([`BlobQueue::put_now`]).
+    writing_now: usize,
+    /// Whether the journal may hold records (cleared once nothing is queued or being written).
+    journal_used: bool,
     /// Bytes of the jobs queued or being written.
     in_flight: usize,
     /// Callers copying into a staging buffer (their jobs are about to be queued).
@@ -91,6 +104,8 @@ struct State {
 
 struct Shared {
     store: Arc<ObjectStore>,
+    /// The capture's blob journal.
+    journal: Journal,
     state: Mutex<State>,
     /// Work queued, space freed or the queue emptied.
     changed: Condvar,
@@ -107,12 +122,13 @@ impl BlobQueue {
     /// started (the caller then writes blobs itself).
     pub fn start(store: Arc<ObjectStore>) -> Option<BlobQueue> {
         let shared = Arc::new(Shared {
+            journal: Journal::new(store.pid_dir()),
             store,
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             limit: staging_limit(),
         });
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = hrr_archive::cores();
         let started = (0..(cores / 4).clamp(1, WRITERS))
             .filter(|_| {
                 let worker = shared.clone();
@@ -184,6 +200,7 @@ impl BlobQueue {
             id,
             code,
             bytes: buf,
+            journaled: AtomicBool::new(false),
         }));
         self.0.changed.notify_all();
         Ok(())
@@ -202,11 +219,11 @@ impl BlobQueue {
             if !st.known.insert((id, false)) {
                 return Ok(());
             }
-            st.writing += 1;
+            st.writing_now += 1;
         }
         let written = self.0.store.put_blob_as_parallel(id, bytes, COPY_THREADS);
         let mut st = self.lock();
-        st.writing -= 1;
+        st.writing_now -= 1;
         if let Err(e) = &written {
             st.error.get_or_insert_with(|| e.to_string());
         }
@@ -214,11 +231,73 @@ impl BlobQueue {
         written.map(|_| ()).map_err(|e| e.to_string())
     }
 
-    /// Wait until every queued blob is written; the first write error, if any.
+    /// Make every queued object durable: small ones not yet written are journaled (one write),
+    /// larger ones waited for; the first write error, if any.
     pub fn drain(&self) -> Result<(), String> {
         let mut st = self.lock();
-        while (!st.jobs.is_empty() || st.writing > 0 || st.copying > 0) && st.error.is_none() {
+        loop {
+            if let Some(e) = &st.error {
+                return Err(e.clone());
+            }
+            let pending = || st.jobs.iter().chain(&st.writing);
+            let to_journal: Vec<Arc<Job>> = pending()
+                .filter(|j| j.bytes.len() <= JOURNAL_OBJECT_MAX)
+                .filter(|j| !j.journaled.load(Ordering::Acquire))
+                .cloned()
+                .collect();
+            if !to_journal.is_empty() {
+                st.journal_used = true;
+                drop(st);
+                let entries: Vec<JournalEntry<'_>> = to_journal
+                    .iter()
+                    .map(|j| (j.id, j.code, j.bytes.as_slice()))
+                    .collect();
+                let appended = self.0.journal.append(&entries);
+                st = self.lock();
+                match appended {
+                    Ok(()) => to_journal
+                        .iter()
+                        .for_each(|j| j.journaled.store(true, Ordering::Release)),
+                    Err(e) => {
+                        st.error.get_or_insert_with(|| e.to_string());
+                    }
+                }
+                continue;
+            }
+            let waiting = st.copying > 0
+                || st.writing_now > 0
+                || pending().any(|j| !j.journaled.load(Ordering::Acquire));
+            if !waiting {
+                break;
+            }
             st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        if st.journal_used && st.jobs.is_empty() && st.writing.is_empty() {
+            // every journaled object has its file now: keep the journal small
+            st.journal_used = false;
+            if let Err(e) = self.0.journal.clear() {
+                st.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        st.error.clone().map_or(Ok(()), Err)
+    }
+
+    /// Wait until every queued object's file is written, then remove the journal (a capture
+    /// finishing); the first write error, if any (the journal is then kept for `--repair`).
+    pub fn finish(&self) -> Result<(), String> {
+        let mut st = self.lock();
+        while (!st.jobs.is_empty()
+            || !st.writing.is_empty()
+            || st.writing_now > 0
+            || st.copying > 0)
+            && st.error.is_none()
+        {
+            st = self.0.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        if st.error.is_none() {
+            if let Err(e) = self.0.journal.remove() {
+                st.error.get_or_insert_with(|| e.to_string());
+            }
         }
         st.error.clone().map_or(Ok(()), Err)
     }
@@ -238,7 +317,7 @@ impl BlobQueue {
         let until = Instant::now() + Duration::from_secs(2);
         while Instant::now() < until {
             match self.0.state.try_lock() {
-                Ok(st) if st.writing == 0 => break,
+                Ok(st) if st.writing.is_empty() && st.writing_now == 0 => break,
                 _ => std::thread::sleep(Duration::from_millis(1)),
             }
         }
@@ -257,7 +336,7 @@ fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
         *buf = Vec::with_capacity(bytes.len());
         advise_huge_pages(buf.spare_capacity_mut());
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = hrr_archive::cores();
     let piece = bytes.len().div_ceil((cores / 2).clamp(2, COPY_THREADS));
     let (to, from) = (buf.as_mut_ptr() as usize, bytes.as_ptr() as usize);
     std::thread::scope(|s| {
@@ -302,7 +381,7 @@ fn write_loop(q: &Shared) {
             let mut st = q.state.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 if let Some(j) = st.jobs.pop_front() {
-                    st.writing += 1;
+                    st.writing.push(j.clone());
                     break j;
                 }
                 st = q.changed.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -313,7 +392,9 @@ fn write_loop(q: &Shared) {
         if let Err(e) = result {
             st.error.get_or_insert_with(|| e.to_string());
         }
-        st.writing -= 1;
+        if let Some(i) = st.writing.iter().position(|j| Arc::ptr_eq(j, &job)) {
+            st.writing.swap_remove(i);
+        }
         st.in_flight = st.in_flight.saturating_sub(job.bytes.len());
         if let Ok(job) = Arc::try_unwrap(job) {
             let cap = job.bytes.capacity();
@@ -340,7 +421,7 @@ mod tests {
         for bytes in [&a, &b, &a] {
             q.put(ObjectId::of(bytes), bytes).unwrap();
         }
-        q.drain().unwrap();
+        q.finish().unwrap();
         assert_eq!(store.new_objects(), 2);
         for bytes in [&a, &b] {
             let id = ObjectId::of(bytes);
@@ -362,7 +443,7 @@ mod tests {
         q.put(id, &image).unwrap();
         q.put_code(id, CodeKind::Cubin, &image).unwrap();
         q.put_code(id, CodeKind::Cubin, &image).unwrap();
-        q.drain().unwrap();
+        q.finish().unwrap();
         assert_eq!(store.new_objects(), 2);
         let code = hrr_archive::blobs::code_object_path(dir.path(), &id, CodeKind::Cubin);
         assert_eq!(std::fs::read(code).unwrap(), image);
@@ -414,10 +495,55 @@ mod tests {
             q.put(ObjectId::of(b), b).unwrap();
         }
         q.drain().unwrap();
+        // none of them is small enough to journal: a drain waited for their files
+        assert!(!dir.path().join("blobs.journal").exists());
         assert_eq!(store.new_objects(), blobs.len() as u64);
         for b in &blobs {
             let path = hrr_archive::blobs::blob_path(dir.path(), &ObjectId::of(b));
             assert!(std::fs::read(path).unwrap() == *b, "{} bytes", b.len());
         }
+    }
+
+    /// After a drain, every small object put before it is durable as a file or as a journal
+    /// record (what a `kill -9` right then leaves): restoring the journal into a copy of the
+    /// folder as it was gives back every object. `finish` writes every file and removes the
+    /// journal.
+    #[test]
+    fn a_drain_leaves_every_small_object_as_a_file_or_in_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(ObjectStore::new(dir.path()));
+        let q = BlobQueue::start(store.clone()).unwrap();
+        let journal = dir.path().join(hrr_archive::layout::names::JOURNAL_FILE);
+        for round in 0..20u32 {
+            let objects: Vec<Vec<u8>> = (0..8u32)
+                .map(|k| (round * 8 + k).to_le_bytes().repeat(100 + k as usize))
+                .collect();
+            for o in &objects {
+                q.put(ObjectId::of(o), o).unwrap();
+            }
+            q.put_code(ObjectId::of(&objects[0]), CodeKind::Ptx, &objects[0])
+                .unwrap();
+            q.drain().unwrap();
+            // the journal first, then the files: a file missing now was missing then too
+            let journaled = std::fs::read(&journal).unwrap_or_default();
+            let copy = tempfile::tempdir().unwrap();
+            std::fs::write(copy.path().join("blobs.journal"), &journaled).unwrap();
+            let restored = hrr_archive::journal::restore(copy.path()).unwrap();
+            assert!(!restored.torn);
+            for o in &objects {
+                let id = ObjectId::of(o);
+                let on_disk = hrr_archive::blobs::blob_path(dir.path(), &id).exists();
+                let in_journal = hrr_archive::blobs::blob_path(copy.path(), &id).exists();
+                assert!(on_disk || in_journal, "round {round}: {id} lost");
+            }
+            let code = ObjectId::of(&objects[0]);
+            assert!(
+                hrr_archive::blobs::find_code_object(dir.path(), &code).is_some()
+                    || hrr_archive::blobs::find_code_object(copy.path(), &code).is_some()
+            );
+        }
+        q.finish().unwrap();
+        assert!(!journal.exists(), "a finished queue leaves no journal");
+        assert_eq!(store.new_objects(), 20 * 9);
     }
 }

@@ -40,7 +40,7 @@ pub fn of(bytes: &[u8]) -> Fingerprint {
 /// several threads when `bytes` is large.
 pub fn chunks(bytes: &[u8], chunk: usize) -> Vec<Fingerprint> {
     let n = bytes.len().div_ceil(chunk);
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(THREADS));
+    let threads = hrr_archive::cores().min(THREADS);
     if bytes.len() < PARALLEL_MIN || threads < 2 || n < 2 {
         return bytes.chunks(chunk).map(of).collect();
     }

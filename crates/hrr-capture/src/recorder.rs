@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use hrr_archive::journal::JOURNAL_OBJECT_MAX;
 use hrr_archive::schema::PayloadBuilder;
 use hrr_archive::writer::ProcessWriter;
 use hrr_archive::{CodeKind, ObjectId};
@@ -128,7 +129,7 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
     ));
     if let Some(mut rec) = state.take() {
         if let Some(q) = rec.blobs.as_ref().filter(|_| rec.pid == current_pid()) {
-            let _ = q.drain();
+            let _ = q.finish();
         }
         let _ = rec.writer.events().mark_incomplete(why);
         rec.note_forwarded_calls();
@@ -446,7 +447,11 @@ fn store_object(
     };
     let put = match what {
         Object::Blob(BlobWrite::Staged) => queue.put(id, bytes),
-        Object::Blob(BlobWrite::Now) => queue.put_now(id, bytes),
+        // a small one is journaled by the flush that follows, sooner than its file is written
+        Object::Blob(BlobWrite::Now) if bytes.len() > JOURNAL_OBJECT_MAX => {
+            queue.put_now(id, bytes)
+        }
+        Object::Blob(BlobWrite::Now) => queue.put(id, bytes),
         Object::Code(kind) => queue.put_code(id, kind, bytes),
     };
     match put {
@@ -539,7 +544,7 @@ pub fn finish() {
     let mut state = lock();
     if let Some(mut rec) = state.take() {
         if rec.pid == current_pid() {
-            if let Some(Err(e)) = rec.blobs.as_ref().map(|q| q.drain()) {
+            if let Some(Err(e)) = rec.blobs.as_ref().map(|q| q.finish()) {
                 let _ = rec
                     .writer
                     .events()

@@ -23,6 +23,7 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
             saved_tail,
             still_incomplete,
             manifest_notes,
+            journal,
         } => {
             write!(
                 out,
@@ -36,6 +37,20 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
                 )?;
             }
             writeln!(out)?;
+            if journal.records > 0 || journal.torn {
+                write!(
+                    out,
+                    "[HRR] Blob journal: {} object(s) restored from {} record(s)",
+                    journal.objects, journal.records
+                )?;
+                if journal.torn {
+                    write!(
+                        out,
+                        "; its last record was torn (the writer was killed writing it)"
+                    )?;
+                }
+                writeln!(out)?;
+            }
             for note in manifest_notes {
                 writeln!(out, "[HRR] {note}")?;
             }

@@ -7,6 +7,10 @@
  *                                      host loop counting cuEventQuery NOT_READY answers until
  *                                      the event completes; checks the bytes came back (`any`:
  *                                      the H2D copy through cuMemcpyAsync)
+ *   copy_app step ITER                 ITER rounds of a training step's synchronisation path: an
+ *                                      async upload of 8 fresh bytes from pageable memory, a
+ *                                      memset, an async download of 8 bytes into pageable memory
+ *                                      and a stream synchronisation (PyTorch's `.item()`)
  *   copy_app reupload ITER              ITER blocking uploads of one 1 MiB page-locked buffer,
  *                                      each downloaded back into pageable memory: the host
  *                                      changes a byte between a sample capture takes of the
@@ -230,6 +234,24 @@ int main(int argc, char **argv) {
     }
     double t = now_s() - t0;
     printf("d2h iterations=%ld bytes=%zu seconds=%.3f\n", iters, n, t);
+    return 0;
+  }
+  if (!strcmp(mode, "step") && argc == 3) {
+    long iters = atol(argv[2]);
+    unsigned long long up, down, sum = 0;
+    CUdeviceptr d;
+    CK(cuMemAlloc_v2(&d, 64));
+    double t0 = now_s();
+    for (long i = 0; i < iters; i++) {
+      up = 0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1);
+      CK(cuMemcpyHtoDAsync_v2(d, &up, sizeof up, s));
+      CK(cuMemsetD32Async(d + 8, (unsigned)i, 2, s));
+      CK(cuMemcpyDtoHAsync_v2(&down, d, sizeof down, s));
+      CK(cuStreamSynchronize(s));
+      sum += down;
+    }
+    double t = now_s() - t0;
+    printf("step iterations=%ld sum=%llu us_per_round=%.3f\n", iters, sum, t * 1e6 / iters);
     return 0;
   }
   if (!strcmp(mode, "many")) {

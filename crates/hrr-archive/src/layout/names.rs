@@ -17,6 +17,9 @@ pub const ACTIVE_MARKER: &str = "active";
 pub const BLOBS_DIR: &str = "blobs";
 /// Folder of code objects inside a process capture.
 pub const CODE_OBJECTS_DIR: &str = "code_objects";
+/// Small objects a synchronisation needed durable before their own files were written, in a
+/// capture that has not finished (`crate::journal`; FORMAT.md §6).
+pub const JOURNAL_FILE: &str = "blobs.journal";
 /// Optional folder written by tooling outside the writer.
 pub const REGIONS_DIR: &str = "regions";
 /// The redaction record a scrub leaves in a process capture.

@@ -55,7 +55,7 @@ fn copy_into(dst: *mut u8, src: &[u8]) {
     let threads = if src.len() < PARALLEL_MIN {
         1
     } else {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = hrr_archive::cores();
         (cores / 2).clamp(1, COPY_THREADS)
     };
     let piece = src.len().div_ceil(threads);
