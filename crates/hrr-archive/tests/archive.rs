@@ -492,6 +492,17 @@ fn repair_restores_journaled_objects_and_keeps_every_event() {
     w.events().flush(false).unwrap();
     std::mem::forget(w); // killed: no trailer, no final manifest
     std::fs::remove_file(dir.join("active")).unwrap();
+    // verify tells journaled objects apart from missing ones: a warning, not a bad file
+    let report = hrr_archive::verify::verify_dir(&dir, &hrr_archive::progress::NoProgress).unwrap();
+    assert!(report.bad_files().is_empty(), "{:?}", report.bad_files());
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.path.ends_with("blobs.journal") && w.problem.contains("3 object(s)")),
+        "{:?}",
+        report.warnings
+    );
     let RepairOutcome::Repaired {
         events,
         still_incomplete,

@@ -226,6 +226,14 @@ fn verify_events(report: &mut VerifyReport, prefix: &str, dir: &Path) -> Framing
     let mut missing = 0u64;
     let mut undecodable = 0u64;
     let mut checked: BTreeSet<(ObjectId, bool)> = BTreeSet::new();
+    // objects a synchronisation journaled in a capture that did not finish (replay reads them
+    // from the journal, --repair writes their files)
+    let jpath = join(prefix, crate::layout::names::JOURNAL_FILE);
+    let journaled = crate::journal::journaled(dir).unwrap_or_else(|e| {
+        report.bad(&jpath, format!("unreadable: {e}"));
+        Default::default()
+    });
+    let mut in_journal = 0u64;
     for ev in reader.decoded(schema.as_ref()) {
         let ev = match ev {
             Ok(ev) => ev,
@@ -247,7 +255,9 @@ fn verify_events(report: &mut VerifyReport, prefix: &str, dir: &Path) -> Framing
             if !checked.insert((id, code)) {
                 continue;
             }
-            if !object_present(dir, &id, code) {
+            if !object_present(dir, &id, code) && journaled.contains(&(id, code)) {
+                in_journal += 1;
+            } else if !object_present(dir, &id, code) {
                 missing += 1;
                 if missing <= 20 {
                     report.bad(
@@ -263,6 +273,16 @@ fn verify_events(report: &mut VerifyReport, prefix: &str, dir: &Path) -> Framing
                 }
             }
         }
+    }
+    if in_journal > 0 {
+        report.warn(
+            &jpath,
+            format!(
+                "holds {in_journal} object(s) events refer to whose files were never written (the \
+                 capture did not finish); replay reads them from it, `hrr-playback ARCHIVE \
+                 --repair` writes their files"
+            ),
+        );
     }
     if missing > 20 {
         report.bad(&epath, format!("{} more missing objects", missing - 20));

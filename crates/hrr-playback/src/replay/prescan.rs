@@ -198,9 +198,15 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                 {
                     let (path, _) = find_code_object(dir, &id).ok_or_else(|| {
                         anyhow!(
-                            "code object {id} is referenced by event #{} but missing from {}",
+                            "code object {id} is referenced by event #{} but missing from {}{}",
                             rec.header.seq,
-                            dir.join(hrr_archive::layout::CODE_OBJECTS_DIR).display()
+                            dir.join(hrr_archive::layout::CODE_OBJECTS_DIR).display(),
+                            if dir.join(hrr_archive::layout::names::JOURNAL_FILE).exists() {
+                                " (the capture did not finish and holds a blob journal: \
+                                 `hrr-playback <archive> --repair` restores the objects in it)"
+                            } else {
+                                ""
+                            }
                         )
                     })?;
                     code.push(CodeObject {
