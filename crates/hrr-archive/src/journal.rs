@@ -340,7 +340,9 @@ mod tests {
         let bytes = b"result of the last synchronisation".as_slice();
         let id = ObjectId::of(bytes);
         assert!(crate::blobs::open_blob(dir.path(), &id, None).is_err());
-        Journal::new(dir.path()).append(&[(id, None, bytes)]).unwrap();
+        Journal::new(dir.path())
+            .append(&[(id, None, bytes)])
+            .unwrap();
         let mut got = Vec::new();
         crate::blobs::open_blob(dir.path(), &id, Some(bytes.len() as u64))
             .unwrap()

@@ -386,17 +386,19 @@ fn records_written_in_place_are_the_appended_ones_and_cancelled_ones_leave_nothi
     assert_eq!(a, b);
 }
 
-/// A writer killed before its background threads wrote a blob and a code object leaves events
-/// naming them: repair cuts the events from the first such one on (saved with the tail), says
-/// which event and object in the incomplete reason, and keeps the events before it.
-#[test]
-fn repair_cuts_a_crashed_capture_at_the_first_event_naming_an_unwritten_object() {
-    use hrr_archive::blobs::{blob_path, CodeKind, ObjectId};
+/// A capture killed after recording a code object load (`code`) and one upload per blob of
+/// `blobs` (events flushed, no trailer or final manifest, its `active` marker gone), the objects
+/// stored by `store` beforehand: the root (kept alive) and the process capture.
+fn killed_capture(
+    pid: u32,
+    code: hrr_archive::ObjectId,
+    blobs: &[hrr_archive::ObjectId],
+    store: impl FnOnce(&mut ProcessWriter),
+) -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().unwrap();
     let schema = testkit::copy_schema(&[]);
-    let mut w = ProcessWriter::create(root.path(), 21, 1, &schema).unwrap();
-    let code = w.put_code_object(b"\x7fELF kept", CodeKind::Cubin).unwrap();
-    let blobs: Vec<ObjectId> = (0..4u8).map(|i| w.put_blob(&[i; 64]).unwrap()).collect();
+    let mut w = ProcessWriter::create(root.path(), pid, 1, &schema).unwrap();
+    store(&mut w);
     let mut p = PayloadBuilder::new();
     p.i32(0).u64(0x1000).object(Some(code));
     w.events().append(1, 7, p.as_bytes()).unwrap();
@@ -409,6 +411,25 @@ fn repair_cuts_a_crashed_capture_at_the_first_event_naming_an_unwritten_object()
     w.events().flush(false).unwrap();
     std::mem::forget(w); // killed: no trailer, no final manifest
     std::fs::remove_file(dir.join("active")).unwrap();
+    (root, dir)
+}
+
+/// A writer killed before its background threads wrote a blob and a code object leaves events
+/// naming them: repair cuts the events from the first such one on (saved with the tail), says
+/// which event and object in the incomplete reason, and keeps the events before it.
+#[test]
+fn repair_cuts_a_crashed_capture_at_the_first_event_naming_an_unwritten_object() {
+    use hrr_archive::blobs::{blob_path, CodeKind, ObjectId};
+    let code_bytes = b"\x7fELF kept".as_slice();
+    let code = ObjectId::of(code_bytes);
+    let bytes: Vec<[u8; 64]> = (0..4u8).map(|i| [i; 64]).collect();
+    let blobs: Vec<ObjectId> = bytes.iter().map(|b| ObjectId::of(b)).collect();
+    let (_root, dir) = killed_capture(21, code, &blobs, |w| {
+        w.put_code_object(code_bytes, CodeKind::Cubin).unwrap();
+        for b in &bytes {
+            w.put_blob(b).unwrap();
+        }
+    });
     // the third upload's blob never reached the disk
     std::fs::remove_file(blob_path(&dir, &blobs[2])).unwrap();
     let events_path = dir.join(EVENTS_FILE);
@@ -464,34 +485,21 @@ fn repair_cuts_a_crashed_capture_at_the_first_event_naming_an_unwritten_object()
 fn repair_restores_journaled_objects_and_keeps_every_event() {
     use hrr_archive::blobs::{blob_path, find_code_object, CodeKind, ObjectId};
     use hrr_archive::journal::{Journal, Restored};
-    let root = tempfile::tempdir().unwrap();
-    let schema = testkit::copy_schema(&[]);
-    let mut w = ProcessWriter::create(root.path(), 22, 1, &schema).unwrap();
-    let dir = w.dir().to_path_buf();
     let code_bytes = b"\x7fELF journaled".as_slice();
     let code = ObjectId::of(code_bytes);
     let blobs: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i; 64]).collect();
     let ids: Vec<ObjectId> = blobs.iter().map(|b| ObjectId::of(b)).collect();
     // the first blob has its file; the others and the code object are in the journal only
-    w.put_blob(&blobs[0]).unwrap();
-    let j = Journal::new(&dir);
-    j.append(&[
-        (code, Some(CodeKind::Cubin), code_bytes),
-        (ids[1], None, &blobs[1]),
-        (ids[2], None, &blobs[2]),
-    ])
-    .unwrap();
-    let mut p = PayloadBuilder::new();
-    p.i32(0).u64(0x1000).object(Some(code));
-    w.events().append(1, 7, p.as_bytes()).unwrap();
-    for (i, id) in ids.iter().enumerate() {
-        let mut p = PayloadBuilder::new();
-        p.i32(0).u64(0x7e00 + i as u64).u64(64).object(Some(*id));
-        w.events().append(2, 7, p.as_bytes()).unwrap();
-    }
-    w.events().flush(false).unwrap();
-    std::mem::forget(w); // killed: no trailer, no final manifest
-    std::fs::remove_file(dir.join("active")).unwrap();
+    let (_root, dir) = killed_capture(22, code, &ids, |w| {
+        w.put_blob(&blobs[0]).unwrap();
+        Journal::new(w.dir())
+            .append(&[
+                (code, Some(CodeKind::Cubin), code_bytes),
+                (ids[1], None, &blobs[1]),
+                (ids[2], None, &blobs[2]),
+            ])
+            .unwrap();
+    });
     // verify tells journaled objects apart from missing ones: a warning, not a bad file
     let report = hrr_archive::verify::verify_dir(&dir, &hrr_archive::progress::NoProgress).unwrap();
     assert!(report.bad_files().is_empty(), "{:?}", report.bad_files());
