@@ -94,6 +94,7 @@ fn entry(dir: &Path, result: Result<&RepairOutcome, String>) -> RepairedJson {
         dropped_bytes: 0,
         saved_tail: None,
         still_incomplete: Vec::new(),
+        journal_restored: 0,
         error: None,
     };
     match result {
@@ -106,9 +107,11 @@ fn entry(dir: &Path, result: Result<&RepairOutcome, String>) -> RepairedJson {
             dropped_bytes,
             saved_tail,
             still_incomplete,
+            journal,
             ..
         }) => {
             e.outcome = "repaired".into();
+            e.journal_restored = journal.objects;
             e.events = Some(*events);
             e.dropped_bytes = *dropped_bytes;
             e.saved_tail = saved_tail.as_ref().map(|p| p.display().to_string());

@@ -49,6 +49,42 @@ fn repair_the_demo_root_then_everything_is_complete() {
     assert_eq!(v["events"], 9);
 }
 
+/// A killed capture's blob journal is turned back into files by `--repair`, which says so in
+/// its text and in `--json` (`journal_restored`), and leaves no journal behind.
+#[test]
+fn repair_restores_the_blob_journal_and_says_so() {
+    use hrr_archive::journal::Journal;
+    use hrr_archive::ObjectId;
+    let bytes = b"a result a synchronisation journaled".as_slice();
+    let id = ObjectId::of(bytes);
+    for json in [false, true] {
+        let (_t, d) = demo_copy();
+        let pid = d.join("pid-1204");
+        Journal::new(&pid).append(&[(id, None, bytes)]).unwrap();
+        let args: &[&str] = if json {
+            &["--repair", "--json"]
+        } else {
+            &["--repair"]
+        };
+        let o = run_at(&pid, args);
+        assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+            assert_eq!(v["processes"][0]["journal_restored"], 1, "{v}");
+        } else {
+            assert_contains(
+                &o.stdout,
+                "[HRR] Blob journal: 1 object(s) restored from 1 record(s)\n",
+            );
+        }
+        assert_eq!(
+            std::fs::read(hrr_archive::blobs::blob_path(&pid, &id)).unwrap(),
+            bytes
+        );
+        assert!(!pid.join("blobs.journal").exists());
+    }
+}
+
 #[test]
 fn repair_one_process_dir() {
     let (t, d) = demo_copy();

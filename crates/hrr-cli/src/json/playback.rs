@@ -40,6 +40,10 @@ pub struct RepairedJson {
     pub saved_tail: Option<String>,
     /// Why the capture is still incomplete (writer marks), empty when it is complete now.
     pub still_incomplete: Vec<String>,
+    /// Objects written back from the capture's blob journal (`blobs.journal`: small objects a
+    /// synchronisation made durable before their files were written; FORMAT.md §6).
+    #[serde(default)]
+    pub journal_restored: u64,
     /// Why the repair failed, or null.
     pub error: Option<String>,
 }
