@@ -174,6 +174,64 @@ fn a_killed_capture_is_recovered_by_repair_and_replays() {
     assert_contains(&out, "D2H checks      : 1 pass");
 }
 
+/// A capture whose process ended before the blob threads wrote an object's file leaves the
+/// object in `blobs.journal` only: replay reads blobs and code objects from there, with the
+/// same checks, without a repair. Made here by moving every object file of a finished
+/// capture into the journal.
+#[test]
+fn replay_reads_objects_only_the_blob_journal_holds() {
+    use hrr_archive::journal::Journal;
+    use hrr_archive::{CodeKind, ObjectId};
+    let (_tmp, _arch, dir) = captured(&[]);
+    let (_, baseline, _) = replay(&dir, &[]);
+    let mut files = Vec::new();
+    for sub in ["blobs", "code_objects"] {
+        for e in walkdir_files(&dir.join(sub)) {
+            let name = e.file_name().unwrap().to_string_lossy().into_owned();
+            let (stem, ext) = name.split_once('.').unwrap();
+            let code = (sub == "code_objects").then(|| CodeKind::from_extension(ext).unwrap());
+            files.push((
+                ObjectId::from_hex(stem).unwrap(),
+                code,
+                std::fs::read(&e).unwrap(),
+                e,
+            ));
+        }
+    }
+    assert!(files.iter().any(|f| f.1.is_some()) && files.iter().any(|f| f.1.is_none()));
+    let entries: Vec<_> = files
+        .iter()
+        .map(|(id, k, b, _)| (*id, *k, b.as_slice()))
+        .collect();
+    Journal::new(&dir).append(&entries).unwrap();
+    files
+        .iter()
+        .for_each(|f| std::fs::remove_file(&f.3).unwrap());
+    let (code, out, err) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let checks = |s: &str| {
+        s.lines()
+            .find(|l| l.contains("D2H checks"))
+            .map(str::to_owned)
+    };
+    assert_eq!(checks(&out), checks(&baseline));
+    assert_contains(&out, "[HRR] PASS");
+}
+
+/// The regular files below `dir` (none when it does not exist).
+fn walkdir_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 #[test]
 fn processes_that_never_touch_the_driver_get_no_pid_dir() {
     let (_tmp, arch) = temp_path("run.hrr");

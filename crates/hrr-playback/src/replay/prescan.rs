@@ -6,7 +6,7 @@
 //! API's [`Family::classify`]: no call name is spelled here.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
 use hrr_archive::blobs::find_code_object;
@@ -29,6 +29,11 @@ pub(super) const H2D_BLOB: &str = "h2d_blob";
 pub(super) struct Scan {
     /// Code objects loaded by the capture.
     pub(super) code: Vec<CodeObject>,
+    /// Where code objects of an unfinished capture that only its blob journal holds were
+    /// written for the backend to load (removed when the scan is dropped, after the replay:
+    /// held for that, never read).
+    #[allow(dead_code)]
+    pub(super) journaled_code: Option<tempfile::TempDir>,
     /// Device address ranges the capture allocated or reserved.
     pub(super) ranges: Vec<(u64, u64)>,
     /// The first GPU failure the recorded run hit.
@@ -67,6 +72,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
         .cloned()
         .ok_or_else(|| anyhow!("events.bin has no schema record"))?;
     let mut code: Vec<CodeObject> = Vec::new();
+    let mut journaled: Option<tempfile::TempDir> = None;
     let mut ranges = Vec::new();
     let mut recorded_failure = None;
     let mut unrepro: Vec<Unreproducible> = Vec::new();
@@ -196,19 +202,16 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                     .iter()
                     .any(|c| c.id == id && c.as_library == as_library)
                 {
-                    let (path, _) = find_code_object(dir, &id).ok_or_else(|| {
-                        anyhow!(
-                            "code object {id} is referenced by event #{} but missing from {}{}",
-                            rec.header.seq,
-                            dir.join(hrr_archive::layout::CODE_OBJECTS_DIR).display(),
-                            if dir.join(hrr_archive::layout::names::JOURNAL_FILE).exists() {
-                                " (the capture did not finish and holds a blob journal: \
-                                 `hrr-playback <archive> --repair` restores the objects in it)"
-                            } else {
-                                ""
-                            }
-                        )
-                    })?;
+                    let path = match find_code_object(dir, &id) {
+                        Some((path, _)) => path,
+                        None => journaled_code(dir, &id, &mut journaled)?.ok_or_else(|| {
+                            anyhow!(
+                                "code object {id} is referenced by event #{} but missing from {}",
+                                rec.header.seq,
+                                dir.join(hrr_archive::layout::CODE_OBJECTS_DIR).display(),
+                            )
+                        })?,
+                    };
                     code.push(CodeObject {
                         id,
                         path,
@@ -226,6 +229,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
     devices.sort_unstable();
     Ok(Scan {
         code,
+        journaled_code: journaled,
         ranges,
         recorded_failure,
         unreproducible: unrepro,
@@ -262,6 +266,35 @@ fn unreproducible(family: Family, call: &hrr_archive::schema::CallDef) -> Option
         }
         Some(_) => None,
     }
+}
+
+/// Code object `id` of an unfinished capture `dir` that only its blob journal holds (a
+/// synchronisation journaled it and the process ended before its file was written), written
+/// into a private temporary folder (`tmp`, made on first use) for the backend to load by path;
+/// `None` when the journal does not hold it either.
+fn journaled_code(
+    dir: &Path,
+    id: &ObjectId,
+    tmp: &mut Option<tempfile::TempDir>,
+) -> Result<Option<PathBuf>> {
+    let Some(bytes) = hrr_archive::journal::read(dir, id, true)? else {
+        return Ok(None);
+    };
+    if tmp.is_none() {
+        *tmp = Some(
+            tempfile::Builder::new()
+                .prefix("hrr-journaled-code")
+                .tempdir()?,
+        );
+    }
+    let path = tmp.as_ref().expect("made above").path().join(id.to_hex());
+    std::fs::write(&path, bytes).map_err(|e| {
+        anyhow!(
+            "writing journaled code object {id} to {}: {e}",
+            path.display()
+        )
+    })?;
+    Ok(Some(path))
 }
 
 #[cfg(test)]
