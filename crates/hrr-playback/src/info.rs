@@ -376,6 +376,9 @@ pub fn print_root<'a>(
                 r.shown.incomplete_reasons.join("; ")
             )?,
         }
+        if let Some(note) = journal_note(Path::new(&r.shown.path)) {
+            writeln!(out, "pid-{} {note}", r.shown.pid)?;
+        }
     }
     for n in &info.notes {
         writeln!(out, "Note: {n}")?;
@@ -764,7 +767,22 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     }
     if !v.complete {
         writeln!(out)?;
+        if let Some(note) = journal_note(&v.dir) {
+            writeln!(out, "This capture {note}")?;
+        }
         writeln!(out, "To repair: hrr-playback {} --repair", v.dir.display())?;
     }
     Ok(v.complete)
+}
+
+/// What the blob journal of the unfinished capture `dir` holds, when it holds anything: objects
+/// a synchronisation made durable before their files were written (replay reads them there).
+fn journal_note(dir: &Path) -> Option<String> {
+    let n = hrr_archive::journal::journaled(dir).ok()?.len();
+    (n > 0).then(|| {
+        format!(
+            "holds {n} object(s) in blobs.journal whose files were never written (replay reads \
+             them there; --repair writes them)"
+        )
+    })
 }

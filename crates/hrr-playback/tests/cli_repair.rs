@@ -49,8 +49,9 @@ fn repair_the_demo_root_then_everything_is_complete() {
     assert_eq!(v["events"], 9);
 }
 
-/// A killed capture's blob journal is turned back into files by `--repair`, which says so in
-/// its text and in `--json` (`journal_restored`), and leaves no journal behind.
+/// A killed capture's blob journal is named by `--info` and turned back into files by
+/// `--repair`, which says so in its text and in `--json` (`journal_restored`), and leaves no
+/// journal behind.
 #[test]
 fn repair_restores_the_blob_journal_and_says_so() {
     use hrr_archive::journal::Journal;
@@ -61,6 +62,11 @@ fn repair_restores_the_blob_journal_and_says_so() {
         let (_t, d) = demo_copy();
         let pid = d.join("pid-1204");
         Journal::new(&pid).append(&[(id, None, bytes)]).unwrap();
+        let info = run_at(&pid, &["--info"]);
+        assert_contains(
+            &info.stdout,
+            "This capture holds 1 object(s) in blobs.journal whose files were never written",
+        );
         let args: &[&str] = if json {
             &["--repair", "--json"]
         } else {
