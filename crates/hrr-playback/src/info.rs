@@ -767,7 +767,7 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
     }
     if !v.complete {
         writeln!(out)?;
-        if let Some(note) = journal_note(&v.dir) {
+        if let Some(note) = journal_note(v.dir) {
             writeln!(out, "This capture {note}")?;
         }
         writeln!(out, "To repair: hrr-playback {} --repair", v.dir.display())?;
