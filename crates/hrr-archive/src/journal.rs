@@ -12,8 +12,10 @@
 //!
 //! Record: `HRJ1` (4 bytes), kind (1 byte: 0 a blob, else a code object's [`CodeKind`] as
 //! [`kind_byte`] numbers it), the object id (16 bytes), length (u64 little-endian), the bytes.
-//! The id is the content hash, so a record is checked by hashing its bytes; reading stops at
-//! the first record torn or damaged (a killed writer leaves at most its last one so).
+//! The id is the content hash, so a record is checked by hashing its bytes (one that does not
+//! match is skipped); reading stops at a torn record or a damaged header (a killed writer tears
+//! at most its last record). Readers index the headers once ([`JournalIndex`], bounded), so
+//! many lookups read the journal once.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
@@ -120,17 +122,62 @@ impl Journal {
 /// What [`restore`] found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Restored {
-    /// Whole records read.
+    /// Whole records read whose bytes match their id.
     pub records: u64,
+    /// Records whose bytes do not hash to their id (altered after they were written): skipped.
+    pub damaged: u64,
     /// Objects written from them (their files were missing).
     pub objects: u64,
-    /// Whether reading stopped at a torn or damaged record (what followed it is lost).
+    /// Whether reading stopped at a torn record or a damaged header (what followed is lost).
     pub torn: bool,
+}
+
+/// Records indexed at the most ([`JournalIndex`]): a real journal holds what was queued at one
+/// synchronisation; a hostile one cannot make a reader hold more than this many entries.
+const INDEX_MAX: usize = 1 << 18;
+
+/// One record's header: the object's id, kind (`None`: a blob) and byte count.
+type Head = (ObjectId, Option<CodeKind>, u64);
+
+/// The next record header of `r`: `Ok(None)` at the end, `Err(())` for a torn or damaged one
+/// (short, bad magic or kind, longer than [`JOURNAL_OBJECT_MAX`]).
+fn next_head(r: &mut impl Read, path: &Path) -> Result<std::result::Result<Option<Head>, ()>> {
+    let mut head = [0u8; HEADER];
+    let n = read_full(r, &mut head).at(path)?;
+    if n == 0 {
+        return Ok(Ok(None));
+    }
+    let len = u64::from_le_bytes(head[21..29].try_into().expect("8 bytes"));
+    let kind = kind_of(head[4]);
+    if n < HEADER || &head[..4] != MAGIC || len > JOURNAL_OBJECT_MAX as u64 {
+        return Ok(Err(()));
+    }
+    let Some(kind) = kind else {
+        return Ok(Err(()));
+    };
+    Ok(Ok(Some((
+        ObjectId(head[5..21].try_into().expect("16 bytes")),
+        kind,
+        len,
+    ))))
+}
+
+/// Read a record's `len` bytes and check them against `id`: `None` when torn or altered.
+fn record_bytes(
+    r: &mut impl Read,
+    path: &Path,
+    id: &ObjectId,
+    len: u64,
+) -> Result<Option<Vec<u8>>> {
+    let mut bytes = vec![0u8; len as usize];
+    let whole = read_full(r, &mut bytes).at(path)? == bytes.len();
+    Ok((whole && ObjectId::of(&bytes) == *id).then_some(bytes))
 }
 
 /// Restore into the process capture `pid_dir` every journaled object whose file is missing,
 /// then remove the journal; nothing when there is none. Records are read one at a time (none
-/// larger than [`JOURNAL_OBJECT_MAX`]), each checked against its id.
+/// larger than [`JOURNAL_OBJECT_MAX`]), each checked against its id (one that does not match is
+/// skipped); reading stops at a torn record or a damaged header.
 pub fn restore(pid_dir: &Path) -> Result<Restored> {
     let path = pid_dir.join(JOURNAL_FILE);
     let file = match fsutil::open_read(&path) {
@@ -141,31 +188,24 @@ pub fn restore(pid_dir: &Path) -> Result<Restored> {
     let store = ObjectStore::new(pid_dir);
     let mut r = BufReader::new(file);
     let mut out = Restored::default();
-    let mut bytes = Vec::new();
     loop {
-        let mut head = [0u8; HEADER];
-        match read_full(&mut r, &mut head).at(&path)? {
-            0 => break,
-            n if n < HEADER => {
+        let (id, code, len) = match next_head(&mut r, &path)? {
+            Ok(Some(h)) => h,
+            Ok(None) => break,
+            Err(()) => {
                 out.torn = true;
                 break;
             }
-            _ => {}
-        }
-        let len = u64::from_le_bytes(head[21..29].try_into().expect("8 bytes"));
-        let (Some(code), true) = (kind_of(head[4]), &head[..4] == MAGIC) else {
-            out.torn = true;
-            break;
         };
-        if len > JOURNAL_OBJECT_MAX as u64 {
+        let mut bytes = vec![0u8; len as usize];
+        if read_full(&mut r, &mut bytes).at(&path)? < bytes.len() {
             out.torn = true;
             break;
         }
-        bytes.resize(len as usize, 0);
-        let id = ObjectId(head[5..21].try_into().expect("16 bytes"));
-        if read_full(&mut r, &mut bytes).at(&path)? < bytes.len() || ObjectId::of(&bytes) != id {
-            out.torn = true;
-            break;
+        if ObjectId::of(&bytes) != id {
+            // its header frames it: the records after it are read
+            out.damaged += 1;
+            continue;
         }
         out.records += 1;
         if !object_present(pid_dir, &id, code.is_some()) {
@@ -180,58 +220,96 @@ pub fn restore(pid_dir: &Path) -> Result<Restored> {
     Ok(out)
 }
 
+/// Where each object of a journal lies (its bytes' offset and length), up to the first torn
+/// or damaged header and at most [`INDEX_MAX`] records: built once by reading the headers, so
+/// a reader asking for many objects reads the journal once, not once per object.
+#[derive(Debug)]
+pub struct JournalIndex {
+    path: PathBuf,
+    /// The journal's length when indexed (a journal that grew is indexed again).
+    len: u64,
+    entries: std::collections::HashMap<(ObjectId, bool), (u64, u64)>,
+}
+
+impl JournalIndex {
+    /// Index the journal of the process capture `pid_dir`; `None` when there is none.
+    pub fn open(pid_dir: &Path) -> Result<Option<JournalIndex>> {
+        let path = pid_dir.join(JOURNAL_FILE);
+        let Ok(file) = fsutil::open_read(&path) else {
+            return Ok(None);
+        };
+        let len = file.metadata().at(&path)?.len();
+        let mut r = BufReader::new(file);
+        let (mut entries, mut at) = (std::collections::HashMap::new(), 0u64);
+        while entries.len() < INDEX_MAX {
+            let Ok(Some((id, code, n))) = next_head(&mut r, &path)? else {
+                break;
+            };
+            at += HEADER as u64;
+            if at + n > len {
+                break;
+            }
+            entries.entry((id, code.is_some())).or_insert((at, n));
+            r.seek_relative(n as i64).at(&path)?;
+            at += n;
+        }
+        Ok(Some(JournalIndex { path, len, entries }))
+    }
+
+    /// The objects indexed (id, and whether a code object).
+    pub fn objects(&self) -> impl Iterator<Item = &(ObjectId, bool)> {
+        self.entries.keys()
+    }
+
+    /// The bytes of object `id` (a code object when `code`), checked against the id; `None`
+    /// when not indexed, or its bytes do not hash to it.
+    pub fn get(&self, id: &ObjectId, code: bool) -> Result<Option<Vec<u8>>> {
+        let Some(&(at, n)) = self.entries.get(&(*id, code)) else {
+            return Ok(None);
+        };
+        let mut f = fsutil::open_read(&self.path)?;
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(at)).at(&self.path)?;
+        record_bytes(&mut f, &self.path, id, n)
+    }
+}
+
 /// The bytes of object `id` (a code object when `code`) journaled in the process capture
 /// `pid_dir`, checked against the id; `None` when there is no journal or no such record. For
 /// readers of a capture that did not finish and was not repaired (a process that ended with
 /// `_exit`, or was killed): a synchronisation made the object durable in the journal only.
+/// The journal's index is kept between calls (one capture's at a time).
 pub fn read(pid_dir: &Path, id: &ObjectId, code: bool) -> Result<Option<Vec<u8>>> {
+    static LAST: Mutex<Option<std::sync::Arc<JournalIndex>>> = Mutex::new(None);
     let path = pid_dir.join(JOURNAL_FILE);
-    let Ok(file) = fsutil::open_read(&path) else {
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
         return Ok(None);
     };
-    let mut r = BufReader::new(file);
-    let mut head = [0u8; HEADER];
-    while read_full(&mut r, &mut head).at(&path)? == HEADER && &head[..4] == MAGIC {
-        let len = u64::from_le_bytes(head[21..29].try_into().expect("8 bytes"));
-        let Some(kind) = kind_of(head[4]).filter(|_| len <= JOURNAL_OBJECT_MAX as u64) else {
-            break;
-        };
-        if head[5..21] == id.0 && kind.is_some() == code {
-            let mut bytes = vec![0u8; len as usize];
-            if read_full(&mut r, &mut bytes).at(&path)? == bytes.len()
-                && ObjectId::of(&bytes) == *id
-            {
-                return Ok(Some(bytes));
-            }
-            break;
+    let cached = LAST.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let index = match cached.filter(|i| i.path == path && i.len == meta.len()) {
+        Some(i) => i,
+        None => {
+            let Some(i) = JournalIndex::open(pid_dir)? else {
+                return Ok(None);
+            };
+            let i = std::sync::Arc::new(i);
+            *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(i.clone());
+            i
         }
-        std::io::copy(&mut (&mut r).take(len), &mut std::io::sink()).at(&path)?;
-    }
-    Ok(None)
+    };
+    index.get(id, code)
 }
 
 /// The objects journaled in the process capture `pid_dir` (id, and whether a code object),
 /// each record checked against its id, up to the first torn or damaged one; empty when there
 /// is no journal.
 pub fn journaled(pid_dir: &Path) -> Result<std::collections::HashSet<(ObjectId, bool)>> {
-    let path = pid_dir.join(JOURNAL_FILE);
     let mut out = std::collections::HashSet::new();
-    let Ok(file) = fsutil::open_read(&path) else {
-        return Ok(out);
-    };
-    let mut r = BufReader::new(file);
-    let (mut head, mut bytes) = ([0u8; HEADER], Vec::new());
-    while read_full(&mut r, &mut head).at(&path)? == HEADER && &head[..4] == MAGIC {
-        let len = u64::from_le_bytes(head[21..29].try_into().expect("8 bytes"));
-        let Some(kind) = kind_of(head[4]).filter(|_| len <= JOURNAL_OBJECT_MAX as u64) else {
-            break;
-        };
-        bytes.resize(len as usize, 0);
-        let id = ObjectId(head[5..21].try_into().expect("16 bytes"));
-        if read_full(&mut r, &mut bytes).at(&path)? < bytes.len() || ObjectId::of(&bytes) != id {
-            break;
+    if let Some(index) = JournalIndex::open(pid_dir)? {
+        for &(id, code) in index.objects() {
+            if index.get(&id, code)?.is_some() {
+                out.insert((id, code));
+            }
         }
-        out.insert((id, kind.is_some()));
     }
     Ok(out)
 }
@@ -284,6 +362,7 @@ mod tests {
             got,
             Restored {
                 records: 3,
+                damaged: 0,
                 objects: 2,
                 torn: true
             }
@@ -299,15 +378,48 @@ mod tests {
     }
 
     #[test]
-    fn a_record_whose_bytes_do_not_hash_to_its_id_is_not_restored() {
+    fn a_record_whose_bytes_do_not_hash_to_its_id_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::new(dir.path());
         let (good, bad) = (b"kept".as_slice(), b"altered".as_slice());
         j.append(&[(ObjectId::of(good), None, good)]).unwrap();
         j.append(&[(ObjectId::of(b"original"), None, bad)]).unwrap();
+        let after = b"after it".as_slice();
+        j.append(&[(ObjectId::of(after), None, after)]).unwrap();
+        assert_eq!(
+            journaled(dir.path()).unwrap().len(),
+            2,
+            "the altered one left out"
+        );
+        let got = restore(dir.path()).unwrap();
+        assert_eq!(
+            (got.records, got.damaged, got.objects, got.torn),
+            (2, 1, 2, false)
+        );
+        assert!(!blob_path(dir.path(), &ObjectId::of(b"original")).exists());
+        assert!(blob_path(dir.path(), &ObjectId::of(after)).exists());
+    }
+
+    /// A header claiming more than an object may hold ends the journal there: nothing is
+    /// allocated for it, by restore or by a reader.
+    #[test]
+    fn a_hostile_length_ends_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = b"good".as_slice();
+        Journal::new(dir.path())
+            .append(&[(ObjectId::of(good), None, good)])
+            .unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(JOURNAL_FILE))
+            .unwrap();
+        f.write_all(MAGIC).unwrap();
+        f.write_all(&[0u8; 17]).unwrap();
+        f.write_all(&u64::MAX.to_le_bytes()).unwrap();
+        drop(f);
+        assert_eq!(journaled(dir.path()).unwrap().len(), 1);
         let got = restore(dir.path()).unwrap();
         assert_eq!((got.records, got.objects, got.torn), (1, 1, true));
-        assert!(!blob_path(dir.path(), &ObjectId::of(b"original")).exists());
     }
 
     #[test]

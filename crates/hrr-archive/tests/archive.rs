@@ -514,6 +514,7 @@ fn repair_restores_journaled_objects_and_keeps_every_event() {
     let outcome = repair_process(&dir).unwrap();
     let restored = Restored {
         records: 3,
+        damaged: 0,
         objects: 3,
         torn: false,
     };

@@ -37,12 +37,19 @@ fn print_outcome(out: &mut dyn Write, outcome: &RepairOutcome) -> std::io::Resul
                 )?;
             }
             writeln!(out)?;
-            if journal.records > 0 || journal.torn {
+            if journal.records > 0 || journal.damaged > 0 || journal.torn {
                 write!(
                     out,
                     "[HRR] Blob journal: {} object(s) restored from {} record(s)",
                     journal.objects, journal.records
                 )?;
+                if journal.damaged > 0 {
+                    write!(
+                        out,
+                        "; {} record(s) whose bytes do not match their id skipped",
+                        journal.damaged
+                    )?;
+                }
                 if journal.torn {
                     write!(
                         out,
