@@ -34,26 +34,25 @@ pub const JOURNAL_OBJECT_MAX: usize = 1 << 20;
 const MAGIC: &[u8; 4] = b"HRJ1";
 const HEADER: usize = 4 + 1 + 16 + 8;
 
+/// Record kinds by number: 0 a blob, then the code kinds.
+const KINDS: [Option<CodeKind>; 5] = [
+    None,
+    Some(CodeKind::Cubin),
+    Some(CodeKind::Fatbin),
+    Some(CodeKind::Ptx),
+    Some(CodeKind::Hsaco),
+];
+
 /// The record kind of an object: 0 for a blob, else its code kind's number.
 pub fn kind_byte(code: Option<CodeKind>) -> u8 {
-    match code {
-        None => 0,
-        Some(CodeKind::Cubin) => 1,
-        Some(CodeKind::Fatbin) => 2,
-        Some(CodeKind::Ptx) => 3,
-        Some(CodeKind::Hsaco) => 4,
-    }
+    KINDS
+        .iter()
+        .position(|k| *k == code)
+        .expect("every kind numbered") as u8
 }
 
 fn kind_of(byte: u8) -> Option<Option<CodeKind>> {
-    Some(match byte {
-        0 => None,
-        1 => Some(CodeKind::Cubin),
-        2 => Some(CodeKind::Fatbin),
-        3 => Some(CodeKind::Ptx),
-        4 => Some(CodeKind::Hsaco),
-        _ => return None,
-    })
+    KINDS.get(usize::from(byte)).copied()
 }
 
 /// One object to journal: its id (`ObjectId::of(bytes)`), code kind (`None`: a blob), bytes.

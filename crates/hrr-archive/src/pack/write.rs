@@ -249,9 +249,7 @@ fn hash_files(
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<PackResult<String>>>> =
         Mutex::new((0..files.len()).map(|_| None).collect());
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, files.len().max(1));
+    let threads = crate::cores().clamp(1, files.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -349,7 +347,7 @@ impl Read for Exact<'_> {
 /// does not depend on it).
 pub fn workers(threads: u32) -> u32 {
     if threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+        crate::cores() as u32
     } else {
         threads
     }

@@ -255,9 +255,12 @@ fn verify_events(report: &mut VerifyReport, prefix: &str, dir: &Path) -> Framing
             if !checked.insert((id, code)) {
                 continue;
             }
-            if !object_present(dir, &id, code) && journaled.contains(&(id, code)) {
+            if object_present(dir, &id, code) {
+                continue;
+            }
+            if journaled.contains(&(id, code)) {
                 in_journal += 1;
-            } else if !object_present(dir, &id, code) {
+            } else {
                 missing += 1;
                 if missing <= 20 {
                     report.bad(

@@ -222,7 +222,7 @@ pub fn scan_archive(with: &ScanWith, path: &Path, progress: &dyn Progress) -> Re
         .sum();
     progress.start("scanning", total);
     let threads = if threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        hrr_archive::cores()
     } else {
         threads
     }
