@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod blobs;
+pub mod digest;
 pub mod error;
 pub mod event_sink;
 pub mod framing;

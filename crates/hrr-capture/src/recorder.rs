@@ -390,6 +390,56 @@ pub(crate) unsafe fn put_host_blob_as(
     store_object(api, id, bytes, Object::Blob(how))
 }
 
+/// D2H results this long or longer are recorded as digests, not bytes
+/// ([`hrr_archive::digest`]): `HRR_CAPTURE_DIGEST_MIN` bytes (`off`: never), else
+/// [`hrr_archive::digest::DEFAULT_MIN`]. Asked once.
+pub fn digest_min() -> u64 {
+    static MIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MIN.get_or_init(
+        || match std::env::var("HRR_CAPTURE_DIGEST_MIN").ok().as_deref() {
+            Some("off" | "never") => u64::MAX,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(hrr_archive::digest::DEFAULT_MIN),
+            None => hrr_archive::digest::DEFAULT_MIN,
+        },
+    )
+}
+
+/// Store a D2H result of `len` bytes that the copy left at `ptr` (from device address `src`,
+/// when the copy read device memory): below [`digest_min`] its bytes, written as `how` says;
+/// else its digest ([`hrr_archive::digest`]), taken on the device where the API can
+/// (`ApiDef::device_digests`), else here, and stored as a small blob. `None` if recording is
+/// off or failed.
+///
+/// # Safety
+/// `ptr` is null or readable for `len` bytes, and holds the result `src` holds.
+pub(crate) unsafe fn put_result(
+    api: &'static ApiDef,
+    ptr: *const c_void,
+    len: usize,
+    src: Option<u64>,
+    how: BlobWrite,
+) -> Option<ObjectId> {
+    if (len as u64) < digest_min() {
+        return put_host_blob_as(api, ptr, len, how);
+    }
+    if !active() || ptr.is_null() {
+        return None;
+    }
+    let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
+    let on_device = src.and_then(|s| api.device_digests.and_then(|f| f(s, bytes)));
+    let chunks = on_device.unwrap_or_else(|| hrr_archive::digest::digests(bytes));
+    let encoded = hrr_archive::digest::ResultDigest {
+        len: len as u64,
+        chunks,
+    }
+    .encode();
+    let id = ObjectId::of(&encoded);
+    store_object(api, id, &encoded, Object::Blob(BlobWrite::Staged))
+}
+
 /// What [`store_object`] stores.
 #[derive(Clone, Copy)]
 enum Object {

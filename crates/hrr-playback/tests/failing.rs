@@ -247,6 +247,26 @@ fn a_truncated_host_to_device_blob_is_an_error_naming_it() {
 }
 
 #[test]
+fn nondeterministic_bytes_of_a_result_recorded_as_digests_are_told_apart_too() {
+    let (tmp, noise) = noise_counter();
+    let env = [("FAKE_CUDA_NOISE_FILE", noise.as_str())];
+    let digests = [("HRR_CAPTURE_DIGEST_MIN", "1"), env[0]];
+    let (dir, d2h) = captured_noisy(tmp.path(), &["noisy"], &digests);
+    let seq = d2h["seq"].as_u64().unwrap();
+    let stored = std::fs::read(blob_path(&dir, d2h["fields"]["d2h_blob"].as_str().unwrap()));
+    assert!(hrr_archive::digest::ResultDigest::of_blob(&stored.unwrap(), 1024).is_some());
+    let (code, v) = fake().replay_json_env(&dir, &[], &env);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["d2h_checks"]["nondeterministic"], 1, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+    assert_eq!(v["nondeterministic"][0]["event"], seq, "{v}");
+    assert_eq!(v["nondeterministic"][0]["differing"], 512, "{v}");
+    let (code, _, _) = replay(&dir, &["--strict"], &env);
+    assert_eq!(code, 1);
+}
+
+#[test]
 fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismatches() {
     let (tmp, noise) = noise_counter();
     let env = [("FAKE_CUDA_NOISE_FILE", noise.as_str())];

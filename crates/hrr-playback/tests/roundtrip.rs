@@ -138,6 +138,63 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     assert_contains(&replay_mismatching_at(&dir, ev), "first at offset 5");
 }
 
+/// Every D2H result `driver_app` copies back, recorded as digests (`HRR_CAPTURE_DIGEST_MIN=1`):
+/// the folder (kept alive), its process folder, its events, and the result events (the copies
+/// and async results naming a `d2h_blob`) with their digests.
+fn captured_as_digests() -> (
+    tempfile::TempDir,
+    PathBuf,
+    Vec<(serde_json::Value, hrr_archive::digest::ResultDigest)>,
+) {
+    let (tmp, arch) = temp_path("run.hrr");
+    let o = fake().capture_env(&arch, "driver_app", &[], &[("HRR_CAPTURE_DIGEST_MIN", "1")]);
+    assert!(o.status.success(), "{o:?}");
+    let dir = pid_dirs(&arch).remove(0);
+    let results = events_json(&dir)
+        .into_iter()
+        .filter_map(|e| {
+            let id = e["fields"]["d2h_blob"].as_str()?.to_string();
+            let stored = std::fs::read(blob_path(&dir, &id)).unwrap();
+            let n = e["fields"]["bytes"].as_u64().unwrap() as usize;
+            let d = hrr_archive::digest::ResultDigest::of_blob(&stored, n);
+            Some((
+                e,
+                d.unwrap_or_else(|| panic!("result {id} of {n} bytes not a digest")),
+            ))
+        })
+        .collect();
+    (tmp, dir, results)
+}
+
+#[test]
+fn results_recorded_as_digests_replay_with_the_same_checks() {
+    let (_tmp, dir, results) = captured_as_digests();
+    // The blocking copies and the async results: every one of them a digest.
+    assert!(results.len() >= 6, "{}", results.len());
+    assert!(results.iter().any(|(e, _)| e["name"] == "cuMemcpyDtoH_v2"));
+    assert!(results.iter().any(|(e, _)| e["name"] == "hrrMemcpyResult"));
+    let (code, out, err) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_checks_exact(&out, 6);
+}
+
+#[test]
+fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() {
+    let (_tmp, dir, results) = captured_as_digests();
+    let (ev, d) = results
+        .iter()
+        .find(|(e, _)| e["name"] == "cuMemcpyDtoH_v2")
+        .unwrap();
+    // The stored digest of the first chunk, altered: what a different result would give.
+    flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 24, 0x01);
+    let out = replay_mismatching_at(&dir, ev);
+    let chunks = d.chunks.len();
+    assert_contains(
+        &out,
+        &format!("1 of {chunks} chunks of 64 KiB differ from the recorded digests, the first at offset 0"),
+    );
+}
+
 #[test]
 fn replay_really_runs_the_work_zeroed_inputs_fail() {
     let (_tmp, _, dir) = captured(&[]);

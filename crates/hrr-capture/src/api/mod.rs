@@ -24,7 +24,14 @@ pub struct ApiDef {
     pub schema: fn() -> hrr_archive::schema::Schema,
     /// Device and driver facts for the manifest.
     pub metadata: fn() -> serde_json::Value,
+    /// The chunk digests of a D2H result taken on the device from its source address
+    /// (`hrr_archive::digest`), given the copy's host bytes to check the first use against;
+    /// `None` where the API cannot (the host computes them then).
+    pub device_digests: Option<DeviceDigestsFn>,
 }
+
+/// [`ApiDef::device_digests`]: (device source, the result's host bytes) -> a digest per chunk.
+pub type DeviceDigestsFn = unsafe fn(u64, &[u8]) -> Option<Vec<[u8; 16]>>;
 
 /// A `cuDeviceGetName` / `hipDeviceGetName` entry point: (buffer, its length, device) -> status.
 pub(crate) type DeviceNameFn = unsafe extern "C" fn(

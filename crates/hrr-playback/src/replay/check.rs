@@ -1,7 +1,19 @@
 //! D2H checks: what the GPU produces now against what the original run copied back. Exact by
 //! default; with `--rtol/--atol` the bytes are compared as f32 values (NaN equals NaN). And,
 //! for a recheck (`super::recheck`), a failed comparison told apart by a second replay's bytes
-//! ([`Checks::settle`]).
+//! ([`Checks::settle`]). A result recorded as digests (`hrr_archive::digest`: results of
+//! 16 MiB or more by default) is compared chunk by chunk (64 KiB), exactly: tolerances need
+//! the recorded values, which such a recording does not hold.
+
+use hrr_archive::digest::{ResultDigest, CHUNK};
+
+/// Whether `got` is the recorded result `want` (its bytes, or its digests: [`ResultDigest`]),
+/// exactly.
+pub fn matches(got: &[u8], want: &[u8]) -> bool {
+    got == want
+        || ResultDigest::of_blob(want, got.len())
+            .is_some_and(|d| d.differing_chunks(got).is_empty())
+}
 
 /// Tolerances; both zero means exact.
 #[derive(Debug, Clone, Copy)]
@@ -108,6 +120,63 @@ impl Checks {
         true
     }
 
+    /// Compare one copy with the digests recorded of its result; true when it failed. Exact:
+    /// a tolerance needs the recorded values.
+    pub fn compare_digest(
+        &mut self,
+        seq: u64,
+        call: &str,
+        got: &[u8],
+        want: &ResultDigest,
+    ) -> bool {
+        let differing = want.differing_chunks(got);
+        let Some(&first) = differing.first() else {
+            self.exact += 1;
+            return false;
+        };
+        self.fail += 1;
+        if self.mismatches.len() < 10 {
+            self.mismatches.push(format!(
+                "event #{seq} {call}: {} of {} chunks of 64 KiB differ from the recorded \
+                 digests, the first at offset {} (the recording kept digests of this \
+                 {}-byte result, not its bytes)",
+                differing.len(),
+                want.chunks.len(),
+                first * CHUNK,
+                got.len()
+            ));
+        }
+        true
+    }
+
+    /// [`Self::settle`] for a result recorded as digests: nondeterministic when every chunk
+    /// that differs from the recording holds bytes that differ between the two replays (the
+    /// bytes of such a chunk that are stable across them cannot be held against the
+    /// recording, which kept no bytes).
+    fn settle_digest(
+        &mut self,
+        (seq, call): (u64, &str),
+        got: &[u8],
+        again: &[u8],
+        want: &ResultDigest,
+    ) -> Option<Nondeterministic> {
+        if again.len() != got.len() {
+            return None;
+        }
+        let unstable_in = |c: usize| {
+            let r = c * CHUNK..((c + 1) * CHUNK).min(got.len());
+            got[r.clone()] != again[r]
+        };
+        let differing = want.differing_chunks(got);
+        if differing.is_empty() || !differing.iter().all(|&c| unstable_in(c)) {
+            return None;
+        }
+        let first = got.iter().zip(again).position(|(a, b)| a != b)?;
+        let unstable = got.iter().zip(again).filter(|(a, b)| a != b).count();
+        let d = (unstable as u64, first as u64);
+        Some(self.settled(seq, call, got.len(), d, How::Replays))
+    }
+
     /// A comparison that failed (`got` against `want`, `call` at event `seq`), judged again with
     /// a second replay's bytes `again`, in aligned 4-byte words (the size of the values most
     /// results hold: a value whose low byte differs between replays is nondeterministic as a
@@ -124,6 +193,9 @@ impl Checks {
         want: &[u8],
         tol: Tolerance,
     ) -> Option<Nondeterministic> {
+        if let Some(d) = ResultDigest::of_blob(want, got.len()) {
+            return self.settle_digest((seq, call), got, again, &d);
+        }
         if got.len() != want.len() || again.len() != want.len() {
             return None;
         }
@@ -404,6 +476,47 @@ mod tests {
             differing_words(&[1, 2, 3, 4, 5, 6], &[1, 2, 3, 4, 5, 7]),
             vec![4]
         );
+    }
+
+    #[test]
+    fn a_result_recorded_as_digests_is_compared_and_settled_by_chunk() {
+        let want: Vec<u8> = (0..3 * CHUNK + 8).map(|i| (i % 251) as u8).collect();
+        let digest = ResultDigest::of(&want);
+        let stored = digest.encode();
+        assert!(matches(&want, &stored) && !matches(&want[1..], &stored));
+        let mut c = Checks::default();
+        assert!(!c.compare_digest(1, "d2h", &want, &digest));
+        let mut got = want.clone();
+        got[CHUNK + 3] ^= 1;
+        got[3 * CHUNK + 1] ^= 1;
+        assert!(!matches(&got, &stored));
+        assert!(c.compare_digest(2, "d2h", &got, &digest));
+        assert_eq!((c.exact, c.fail), (1, 1));
+        assert!(
+            c.mismatches[0].contains("2 of 4 chunks of 64 KiB differ")
+                && c.mismatches[0].contains(&format!("offset {CHUNK}")),
+            "{:?}",
+            c.mismatches
+        );
+        // Both differing chunks differ between the replays too: nondeterministic.
+        let mut again = got.clone();
+        again[CHUNK + 5] ^= 2;
+        again[3 * CHUNK + 1] ^= 4;
+        let n = c
+            .settle((2, "d2h"), &got, &again, &stored, EXACT)
+            .expect("settled");
+        assert_eq!(
+            (n.how, n.bytes, n.differing),
+            (How::Replays, want.len() as u64, 2)
+        );
+        assert_eq!((c.fail, c.nondeterministic), (0, 1));
+        // One of them stable across the replays: a divergence.
+        let mut c = Checks::default();
+        assert!(c.compare_digest(3, "d2h", &got, &digest));
+        let mut again = got.clone();
+        again[CHUNK + 5] ^= 2;
+        assert!(c.settle((3, "d2h"), &got, &again, &stored, EXACT).is_none());
+        assert_eq!(c.fail, 1);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
+use hrr_archive::digest::ResultDigest;
 use hrr_archive::reader::EventReader;
 use hrr_archive::schema::{decode_fields, CallDef, Value};
 use hrr_archive::writer::EVENTS_FILE;
@@ -538,7 +539,14 @@ pub(super) fn account(
             let checks = &mut report.checks;
             let ranges = expected.and_then(|id| cx.redacted.get(&id));
             let tol = cx.tol;
+            let digest = want
+                .as_deref()
+                .and_then(|w| ResultDigest::of_blob(w, got.len()));
             let failed = match (want.as_deref(), ranges) {
+                _ if digest.is_some() => {
+                    let digest = digest.as_ref().expect("a digest");
+                    checks.compare_digest(ev.seq, &call.name, &got, digest)
+                }
                 (Some(want), Some(ranges)) => {
                     checks.compare_redacted(ev.seq, &call.name, &got, want, ranges, tol)
                 }
@@ -547,8 +555,8 @@ pub(super) fn account(
             match (failed, want) {
                 (true, Some(want)) => {
                     let got = match ranges {
-                        Some(r) => mask(&got, &want, r),
-                        None => got,
+                        Some(r) if digest.is_none() => mask(&got, &want, r),
+                        _ => got,
                     };
                     prog.kept.keep(Failed {
                         pass,

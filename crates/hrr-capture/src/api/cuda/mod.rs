@@ -17,4 +17,5 @@ pub static API: ApiDef = ApiDef {
     name: "cuda-driver",
     schema: hrr_calls::cuda::schema,
     metadata: facts::collect,
+    device_digests: None,
 };

@@ -20,4 +20,5 @@ pub static API: ApiDef = ApiDef {
     name: "hip",
     schema: hrr_calls::hip::schema,
     metadata: facts::collect,
+    device_digests: None,
 };
