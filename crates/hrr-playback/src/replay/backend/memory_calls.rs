@@ -200,24 +200,29 @@ pub fn alloc_managed(mem: &mut Placement, api: &impl DeviceMemory, ev: &Event) -
     Ok(Outcome::Done)
 }
 
-/// Pinned host memory the program allocated: anywhere, translated; `flagged`: recorded with
-/// flags (`HostAlloc`), else without (`HostAllocPlain`, flags 0).
+/// A recorded pinned host allocation: with flags (`HostAlloc`, `flagged`), else without
+/// (`HostAllocPlain`, read as flags 0).
+pub fn read_host_alloc(ev: &Event, flagged: bool) -> Result<HostAlloc> {
+    if flagged {
+        return ev.read();
+    }
+    let s: HostAllocPlain = ev.read()?;
+    Ok(HostAlloc {
+        host_ptr: s.host_ptr,
+        bytesize: s.bytesize,
+        flags: 0,
+    })
+}
+
+/// Pinned host memory the program allocated: anywhere, translated; `flagged` as for
+/// [`read_host_alloc`].
 pub fn alloc_host(
     mem: &mut Placement,
     api: &impl DeviceMemory,
     ev: &Event,
     flagged: bool,
 ) -> Result<Outcome> {
-    let s = if flagged {
-        ev.read::<HostAlloc>()?
-    } else {
-        let s: HostAllocPlain = ev.read()?;
-        HostAlloc {
-            host_ptr: s.host_ptr,
-            bytesize: s.bytesize,
-            flags: 0,
-        }
-    };
+    let s = read_host_alloc(ev, flagged)?;
     let p = api.alloc_host(s.bytesize, s.flags)??;
     mem.note_moved(s.host_ptr, s.bytesize, p);
     Ok(Outcome::Done)

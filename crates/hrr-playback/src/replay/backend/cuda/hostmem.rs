@@ -24,8 +24,7 @@ use std::ffi::c_void;
 
 use anyhow::{anyhow, bail, Result};
 use hrr_calls::shapes::{
-    HostAlloc, HostAllocPlain, HostDevicePointer, HostMemCheck, HostMemWrite, HostPtr,
-    HostRegister, MemAllocFlags,
+    HostDevicePointer, HostMemCheck, HostMemWrite, HostPtr, HostRegister, MemAllocFlags,
 };
 
 use super::driver::cu;
@@ -261,14 +260,8 @@ impl Cuda {
 
     /// `cuMemHostAlloc` (`flagged`) and `cuMemAllocHost`.
     pub(super) fn host_alloc(&mut self, ev: &Event, flagged: bool) -> Result<Outcome> {
-        let (addr, len) = if flagged {
-            let s: HostAlloc = ev.read()?;
-            (s.host_ptr, s.bytesize)
-        } else {
-            let s: HostAllocPlain = ev.read()?;
-            (s.host_ptr, s.bytesize)
-        };
-        self.host_region(addr, len, None)?;
+        let s = memory_calls::read_host_alloc(ev, flagged)?;
+        self.host_region(s.host_ptr, s.bytesize, None)?;
         Ok(Outcome::Done)
     }
 
