@@ -46,19 +46,28 @@ pub fn enabled(opts: &Options) -> bool {
         || opts.perturb)
 }
 
-/// Consecutive plain launches of one thread on one stream, events `first..=last`.
+/// Consecutive plain launches of one thread on one stream, events [`Self::first`] to
+/// [`Self::last`].
 #[derive(Debug)]
 pub struct LaunchRun {
-    /// The run's first event.
-    pub first: u64,
-    /// Its last event.
-    pub last: u64,
     /// Per-thread default stream semantics (`_ptsz`) of its entry point.
     pub per_thread: bool,
     /// Its launches, in order.
     pub launches: Vec<Launch>,
-    /// Their events.
+    /// Their events (never empty: a run starts with a launch).
     pub seqs: Vec<u64>,
+}
+
+impl LaunchRun {
+    /// The run's first event.
+    pub fn first(&self) -> u64 {
+        self.seqs[0]
+    }
+
+    /// Its last event.
+    pub fn last(&self) -> u64 {
+        self.seqs[self.seqs.len() - 1]
+    }
 }
 
 /// What identifies a run's launches: the recording thread, the record type (entry point) and
@@ -83,15 +92,12 @@ impl Runs {
         let key = (thread, kind, l.stream);
         match &mut self.current {
             Some((k, run)) if *k == key => {
-                run.last = seq;
                 run.launches.push(l);
                 run.seqs.push(seq);
             }
             _ => {
                 self.other();
                 let run = LaunchRun {
-                    first: seq,
-                    last: seq,
                     per_thread,
                     launches: vec![l],
                     seqs: vec![seq],
@@ -183,7 +189,7 @@ mod tests {
         let found = runs.finish();
         let spans: Vec<_> = found
             .iter()
-            .map(|r| (r.first, r.last, r.launches.len()))
+            .map(|r| (r.first(), r.last(), r.launches.len()))
             .collect();
         assert_eq!(
             spans,

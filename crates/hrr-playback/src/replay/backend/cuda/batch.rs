@@ -72,7 +72,7 @@ impl Cuda {
     /// cannot be prepared is counted with the first reason and issued launch by launch.
     pub(super) fn prepare_batches(&mut self, runs: Vec<LaunchRun>) {
         for run in runs {
-            let (first, n) = (run.first, run.launches.len() as u64);
+            let (first, n) = (run.first(), run.launches.len() as u64);
             match self.prepare_run(run) {
                 Ok(p) => {
                     let s = &mut self.batches.summary;
@@ -103,7 +103,7 @@ impl Cuda {
     }
 
     fn prepare_run(&mut self, run: LaunchRun) -> Result<Prepared> {
-        let stream = run.launches.first().map_or(0, |l| l.stream);
+        let (stream, last) = (run.launches.first().map_or(0, |l| l.stream), run.last());
         let mut launches = Vec::with_capacity(run.launches.len());
         let mut names: HashMap<(hrr_archive::ObjectId, String), [H; 2]> = HashMap::new();
         for (launch, seq) in run.launches.into_iter().zip(run.seqs) {
@@ -138,7 +138,7 @@ impl Cuda {
             }
         }
         Ok(Prepared {
-            last: run.last,
+            last,
             per_thread: run.per_thread,
             stream,
             launches,
