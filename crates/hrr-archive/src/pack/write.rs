@@ -491,10 +491,6 @@ pub fn write_pack<W: Write>(
 pub struct PackOutcome {
     /// The pack written (`None`: standard output).
     pub path: Option<PathBuf>,
-    /// Files packed.
-    pub files: u64,
-    /// Their total size.
-    pub bytes_in: u64,
     /// Size of the pack.
     pub bytes_out: u64,
     /// Writer temp files left out (with `force`).
@@ -503,6 +499,18 @@ pub struct PackOutcome {
     pub index: PackIndex,
     /// Temp files of earlier packs to the same `out` whose process is gone (killed), removed.
     pub removed_stale: Vec<PathBuf>,
+}
+
+impl PackOutcome {
+    /// Files packed (the index's).
+    pub fn files(&self) -> u64 {
+        self.index.files.len() as u64
+    }
+
+    /// Their total size (the index's).
+    pub fn bytes_in(&self) -> u64 {
+        self.index.total_bytes
+    }
 }
 
 struct Counter<W> {
@@ -632,8 +640,6 @@ pub fn pack_to_file(
     };
     Ok(PackOutcome {
         path: out.map(Path::to_path_buf),
-        files: plan.index.files.len() as u64,
-        bytes_in: plan.index.total_bytes,
         bytes_out,
         skipped: plan.skipped.clone(),
         index: plan.index,

@@ -94,8 +94,8 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
                 pack::PackKind::Process => "process",
             }
             .into(),
-            files: o.files,
-            bytes_in: o.bytes_in,
+            files: o.files(),
+            bytes_in: o.bytes_in(),
             bytes_out: o.bytes_out,
             level: a.level,
             threads: pack::workers(a.threads) as u32,
@@ -110,11 +110,11 @@ pub fn run(a: Args, ui: &Ui) -> Result<i32> {
         let out_msg = format!(
             "packed {} -> {shown}: {} files, {} -> {} (ratio {:.2}) in {secs:.2} s ({})\n",
             a.archive.display(),
-            o.files,
-            bytes(o.bytes_in),
+            o.files(),
+            bytes(o.bytes_in()),
             bytes(o.bytes_out),
-            o.bytes_in as f64 / o.bytes_out.max(1) as f64,
-            rate(o.bytes_in, secs)
+            o.bytes_in() as f64 / o.bytes_out.max(1) as f64,
+            rate(o.bytes_in(), secs)
         );
         if o.path.is_some() {
             ui.out(&out_msg);
