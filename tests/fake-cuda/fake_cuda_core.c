@@ -375,6 +375,14 @@ CUresult i_ctx_get_device(CUdevice *d, CUcontext c) {
   *d = x->dev;
   return E_SUCCESS;
 }
+CUresult i_ctx_get_id(CUcontext c, unsigned long long *id) {
+  struct fc_ctx *x;
+  if (!id) return E_INVALID_VALUE;
+  CUresult e = ctx_or_current(c, &x);
+  if (e) return e;
+  *id = (unsigned long long)(uintptr_t)x;
+  return E_SUCCESS;
+}
 CUresult i_ctx_sync(CUcontext c) {
   struct fc_ctx *x;
   CUresult e = ctx_or_current(c, &x);

@@ -96,6 +96,7 @@ DEF(cuCtxGetCurrent, 4000, (CUcontext *pc), i_ctx_get_current(pc))
 DEFV(cuCtxPushCurrent_v2, cuCtxPushCurrent, 4000, (CUcontext c), i_ctx_push(c))
 DEFV(cuCtxPopCurrent_v2, cuCtxPopCurrent, 4000, (CUcontext *pc), i_ctx_pop(pc))
 DEF(cuCtxGetDevice, 2000, (CUdevice *d), i_ctx_get_device(d, NULL))
+DEF(cuCtxGetId, 12000, (CUcontext c, unsigned long long *id), i_ctx_get_id(c, id))
 DEF(cuCtxGetDevice_v2, 13000, (CUdevice *d, CUcontext c), i_ctx_get_device(d, c))
 DEF(cuCtxSynchronize, 2000, (void), i_ctx_sync(NULL))
 /* Peer access: kernels of the current context may touch the peer's device's memory (kernel_ok).

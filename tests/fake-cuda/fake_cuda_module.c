@@ -37,6 +37,9 @@ static const struct builtin {
   {"tma_load", K_TMA_LOAD, 3, {{0, 128}, {128, 8}, {136, 4}}},
   {"tma_load_global", K_TMA_LOAD_GLOBAL, 3, {{0, 8}, {8, 8}, {16, 4}}},
   {"idle", K_NOOP, 1, {{0, 8}}},      /* does nothing (the `launches` mode: replay's cost per launch) */
+  /* hrr_digest(const u64 *src, u64 nwords, u64 *out): capture's GPU digests of a D2H result
+   * (crates/hrr-capture/gpu/digest.cu), computed the same way here */
+  {"hrr_digest", K_DIGEST, 3, {{0, 8}, {8, 8}, {16, 8}}},
 };
 
 

@@ -118,7 +118,7 @@ fn thread_id() -> u64 {
     })
 }
 
-fn notice(msg: &str) {
+pub(crate) fn notice(msg: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "[HRR capture] {msg}");
 }

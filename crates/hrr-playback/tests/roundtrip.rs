@@ -141,14 +141,20 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
 /// Every D2H result `driver_app` copies back, recorded as digests (`HRR_CAPTURE_DIGEST_MIN=1`):
 /// the folder (kept alive), its process folder, its events, and the result events (the copies
 /// and async results naming a `d2h_blob`) with their digests.
-fn captured_as_digests() -> (
+/// With `env` besides (the fake's kernel made wrong); capture's stderr last.
+fn captured_as_digests(
+    env: &[(&str, &str)],
+) -> (
     tempfile::TempDir,
     PathBuf,
     Vec<(serde_json::Value, hrr_archive::digest::ResultDigest)>,
+    String,
 ) {
     let (tmp, arch) = temp_path("run.hrr");
-    let o = fake().capture_env(&arch, "driver_app", &[], &[("HRR_CAPTURE_DIGEST_MIN", "1")]);
+    let env = [&[("HRR_CAPTURE_DIGEST_MIN", "1")], env].concat();
+    let o = fake().capture_env(&arch, "driver_app", &[], &env);
     assert!(o.status.success(), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     let dir = pid_dirs(&arch).remove(0);
     let results = events_json(&dir)
         .into_iter()
@@ -163,13 +169,17 @@ fn captured_as_digests() -> (
             ))
         })
         .collect();
-    (tmp, dir, results)
+    (tmp, dir, results, stderr)
 }
+
+/// What capture says when the GPU's digests disagree with the host's.
+const DIGESTS_DISAGREE: &str = "GPU digests of D2H results disagree with the host's";
 
 #[test]
 fn results_recorded_as_digests_replay_with_the_same_checks() {
-    let (_tmp, dir, results) = captured_as_digests();
-    // The blocking copies and the async results: every one of them a digest.
+    // The blocking copies digested by the (fake) GPU's kernel, the async results by the host.
+    let (_tmp, dir, results, stderr) = captured_as_digests(&[]);
+    assert!(!stderr.contains("GPU digests"), "{stderr}");
     assert!(results.len() >= 6, "{}", results.len());
     assert!(results.iter().any(|(e, _)| e["name"] == "cuMemcpyDtoH_v2"));
     assert!(results.iter().any(|(e, _)| e["name"] == "hrrMemcpyResult"));
@@ -179,8 +189,18 @@ fn results_recorded_as_digests_replay_with_the_same_checks() {
 }
 
 #[test]
+fn gpu_digests_that_disagree_with_the_host_are_caught_and_the_host_takes_over() {
+    let wrong = [("FAKE_CUDA_DIGEST_WRONG", "1")];
+    let (_tmp, dir, _, stderr) = captured_as_digests(&wrong);
+    assert_eq!(stderr.matches(DIGESTS_DISAGREE).count(), 1, "{stderr}");
+    let (code, out, err) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_checks_exact(&out, 6);
+}
+
+#[test]
 fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() {
-    let (_tmp, dir, results) = captured_as_digests();
+    let (_tmp, dir, results, _) = captured_as_digests(&[]);
     let (ev, d) = results
         .iter()
         .find(|(e, _)| e["name"] == "cuMemcpyDtoH_v2")

@@ -171,9 +171,7 @@ impl Checks {
         if differing.is_empty() || !differing.iter().all(|&c| unstable_in(c)) {
             return None;
         }
-        let first = got.iter().zip(again).position(|(a, b)| a != b)?;
-        let unstable = got.iter().zip(again).filter(|(a, b)| a != b).count();
-        let d = (unstable as u64, first as u64);
+        let d = differences(got, again)?;
         Some(self.settled(seq, call, got.len(), d, How::Replays))
     }
 
@@ -236,9 +234,7 @@ impl Checks {
         if words.is_empty() || !words.iter().all(|w| unstable.contains(w)) {
             return None;
         }
-        let first = got.iter().zip(want).position(|(a, b)| a != b)?;
-        let differing = got.iter().zip(want).filter(|(a, b)| a != b).count();
-        let d = (differing as u64, first as u64);
+        let d = differences(got, want)?;
         Some(self.settled(seq, call, want.len(), d, How::SameCopy))
     }
 
@@ -297,8 +293,14 @@ pub fn reordered(got: &[u8], want: &[u8]) -> Option<(u64, u64)> {
     if words(got) != words(want) {
         return None;
     }
-    let first = got.iter().zip(want).position(|(a, b)| a != b)?;
-    let differing = got.iter().zip(want).filter(|(a, b)| a != b).count();
+    differences(got, want)
+}
+
+/// How many bytes of `a` and `b` (of one length) differ, and the first of them; `None` when
+/// none does.
+fn differences(a: &[u8], b: &[u8]) -> Option<(u64, u64)> {
+    let first = a.iter().zip(b).position(|(x, y)| x != y)?;
+    let differing = a.iter().zip(b).filter(|(x, y)| x != y).count();
     Some((differing as u64, first as u64))
 }
 

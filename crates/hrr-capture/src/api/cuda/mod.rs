@@ -3,6 +3,7 @@
 
 pub mod calls;
 pub mod custom;
+pub mod digest;
 pub mod facts;
 pub mod hostmem;
 pub mod image;
@@ -17,5 +18,5 @@ pub static API: ApiDef = ApiDef {
     name: "cuda-driver",
     schema: hrr_calls::cuda::schema,
     metadata: facts::collect,
-    device_digests: None,
+    device_digests: Some(digest::device_digests),
 };

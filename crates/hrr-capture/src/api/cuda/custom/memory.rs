@@ -19,7 +19,7 @@ use crate::hook::args::{bytes_at, out, out_addr};
 use crate::hook::common;
 
 /// `CU_MEMHOSTALLOC_DEVICEMAP` and `CU_MEMHOSTREGISTER_DEVICEMAP`.
-const DEVICEMAP: c_uint = 2;
+pub(crate) const DEVICEMAP: c_uint = 2;
 /// `sizeof(CUmemPoolProps)`.
 const POOL_PROPS_BYTES: usize = 88;
 /// `sizeof(CUmemAccessDesc)`.

@@ -1,0 +1,234 @@
+//! Large D2H results digested on the GPU ([`hrr_archive::digest`], FORMAT.md §7): the kernel of
+//! `crates/hrr-capture/gpu/digest.cu`, its PTX embedded, loaded into a context at the first
+//! large result the context copies back, launched after the program's blocking copy returned,
+//! on a stream of capture's own, writing the digests into mapped pinned memory. A 64 MiB
+//! result takes ~40 µs there (H100) against milliseconds on the host, so a loop copying back
+//! 64 MiB per repetition no longer waits for the host to read every byte.
+//!
+//! Only where the kernel can read what the copy read: the source is device memory of the
+//! context's device (a pointer the driver does not know, or memory of another device, is
+//! digested by the host), 8-byte aligned, a whole number of 8-byte words. The first result of
+//! each context is checked against the host's digest of its first chunk; a context where the
+//! module does not load, a launch fails or that check disagrees gets its digests from the
+//! host from then on (said once on stderr). Each context holds the module, a stream and 1 MiB
+//! of mapped pinned memory for the digests (a result of more than 4 GiB is digested 4 GiB at
+//! a time).
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::{Mutex, OnceLock};
+
+use hrr_archive::digest::{chunk_digest, CHUNK};
+
+use super::custom::MEMORYTYPE_DEVICE;
+use super::custom::{pointer_attribute, ATTR_DEVICE_ORDINAL, ATTR_MEMORY_TYPE, DEVICEMAP};
+use super::loader::driver_fn;
+
+/// The kernel's PTX, NUL-terminated for `cuModuleLoadData`.
+const PTX: &str = concat!(include_str!("../../../gpu/digest.ptx"), "\0");
+/// Threads per block (the kernel's `__launch_bounds__`).
+const THREADS: c_uint = 256;
+/// Chunks one launch digests (the size of each context's digest buffer, 16 bytes each).
+const SEGMENT_CHUNKS: usize = 1 << 16;
+
+type Ptr = *mut c_void;
+/// `cuLaunchKernel`: function, grid x, y, z, block x, y, z, shared bytes, stream, parameters,
+/// extra.
+type LaunchFn = unsafe extern "C" fn(
+    Ptr,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    Ptr,
+    *mut Ptr,
+    *mut Ptr,
+) -> c_int;
+
+/// The driver's entry points used: the real driver's, never capture's wrappers.
+struct Fns {
+    ctx_get_current: unsafe extern "C" fn(*mut Ptr) -> c_int,
+    ctx_get_id: unsafe extern "C" fn(Ptr, *mut u64) -> c_int,
+    ctx_get_device: unsafe extern "C" fn(*mut c_int) -> c_int,
+    module_load_data: unsafe extern "C" fn(*mut Ptr, *const c_void) -> c_int,
+    module_get_function: unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> c_int,
+    stream_create: unsafe extern "C" fn(*mut Ptr, c_uint) -> c_int,
+    host_alloc: unsafe extern "C" fn(*mut Ptr, usize, c_uint) -> c_int,
+    host_device_pointer: unsafe extern "C" fn(*mut u64, Ptr, c_uint) -> c_int,
+    launch: LaunchFn,
+    stream_synchronize: unsafe extern "C" fn(Ptr) -> c_int,
+}
+
+/// The entry points, looked up once; `None` when the driver lacks one.
+fn fns() -> Option<&'static Fns> {
+    static FNS: OnceLock<Option<Fns>> = OnceLock::new();
+    FNS.get_or_init(|| unsafe {
+        Some(Fns {
+            ctx_get_current: driver_fn(c"cuCtxGetCurrent")?,
+            ctx_get_id: driver_fn(c"cuCtxGetId")?,
+            ctx_get_device: driver_fn(c"cuCtxGetDevice")?,
+            module_load_data: driver_fn(c"cuModuleLoadData")?,
+            module_get_function: driver_fn(c"cuModuleGetFunction")?,
+            stream_create: driver_fn(c"cuStreamCreate")?,
+            host_alloc: driver_fn(c"cuMemHostAlloc")?,
+            host_device_pointer: driver_fn(c"cuMemHostGetDevicePointer_v2")?,
+            launch: driver_fn(c"cuLaunchKernel")?,
+            stream_synchronize: driver_fn(c"cuStreamSynchronize")?,
+        })
+    })
+    .as_ref()
+}
+
+/// What a context holds of the kernel.
+struct Loaded {
+    function: Ptr,
+    stream: Ptr,
+    /// Mapped pinned memory for [`SEGMENT_CHUNKS`] digests: the host's address, the device's.
+    out: (Ptr, u64),
+    /// Whether a result's digests were checked against the host's.
+    checked: bool,
+}
+
+/// A context's state: loaded, or digests taken by the host.
+enum Slot {
+    Ready(Loaded),
+    Off,
+}
+
+// SAFETY: the handles are the driver's, usable from any thread; the map's lock orders their use.
+unsafe impl Send for Slot {}
+
+/// The contexts seen, by their unique id (`cuCtxGetId`: a context destroyed and another created
+/// at the same address get different ids).
+fn contexts() -> std::sync::MutexGuard<'static, HashMap<u64, Slot>> {
+    static MAP: OnceLock<Mutex<HashMap<u64, Slot>>> = OnceLock::new();
+    MAP.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// The chunk digests of the `host.len()` bytes a blocking copy just copied from device address
+/// `src` into `host`, taken on the GPU; `None`: the host takes them ([module docs](self)).
+///
+/// # Safety
+/// Called on the thread whose current context made the copy, after it returned successfully.
+pub unsafe fn device_digests(src: u64, host: &[u8]) -> Option<Vec<[u8; 16]>> {
+    let n = host.len();
+    if n == 0 || !n.is_multiple_of(8) || !src.is_multiple_of(8) {
+        return None;
+    }
+    let f = fns()?;
+    let mut ctx: Ptr = std::ptr::null_mut();
+    let mut id = 0u64;
+    if (f.ctx_get_current)(&mut ctx) != 0
+        || ctx.is_null()
+        || (f.ctx_get_id)(ctx, &mut id) != 0
+        || !on_this_device(f, src)
+    {
+        return None;
+    }
+    let mut map = contexts();
+    let slot = map.entry(id).or_insert_with(|| load(f));
+    let Slot::Ready(gpu) = slot else {
+        return None;
+    };
+    let first = &host[..CHUNK.min(n)];
+    match run(f, gpu, src, n) {
+        Some(d) if gpu.checked || d[0] == chunk_digest(first) => {
+            gpu.checked = true;
+            Some(d)
+        }
+        got => {
+            let what = match got {
+                Some(_) => "disagree with the host's",
+                None => "failed",
+            };
+            crate::recorder::notice(&format!(
+                "GPU digests of D2H results {what} in this context; the host takes them"
+            ));
+            *slot = Slot::Off;
+            None
+        }
+    }
+}
+
+/// Is `src` device memory of the current context's device?
+unsafe fn on_this_device(f: &Fns, src: u64) -> bool {
+    let mut device: c_int = -1;
+    pointer_attribute(src, ATTR_MEMORY_TYPE) == Some(MEMORYTYPE_DEVICE)
+        && (f.ctx_get_device)(&mut device) == 0
+        && pointer_attribute(src, ATTR_DEVICE_ORDINAL) == Some(device as c_uint)
+}
+
+/// Load the kernel into the current context, with a stream and a digest buffer of its own.
+unsafe fn load(f: &Fns) -> Slot {
+    let null = std::ptr::null_mut;
+    let (mut module, mut function, mut stream, mut out) = (null(), null(), null(), null());
+    let mut out_dev = 0u64;
+    let loaded = (f.module_load_data)(&mut module, PTX.as_ptr() as *const c_void) == 0
+        && (f.module_get_function)(&mut function, module, c"hrr_digest".as_ptr()) == 0
+        && (f.stream_create)(&mut stream, STREAM_NON_BLOCKING) == 0
+        && (f.host_alloc)(&mut out, SEGMENT_CHUNKS * 16, DEVICEMAP) == 0
+        && (f.host_device_pointer)(&mut out_dev, out, 0) == 0;
+    if !loaded {
+        crate::recorder::notice(
+            "GPU digests of D2H results unavailable in this context (the kernel did not load); \
+             the host takes them",
+        );
+        return Slot::Off;
+    }
+    Slot::Ready(Loaded {
+        function,
+        stream,
+        out: (out, out_dev),
+        checked: false,
+    })
+}
+
+/// `CU_STREAM_NON_BLOCKING`: capture's stream waits for no work of the program's.
+const STREAM_NON_BLOCKING: c_uint = 1;
+
+/// Run the kernel over the `n` bytes at `src`, a segment at a time, waiting for each: the
+/// digests, `None` on an error.
+unsafe fn run(f: &Fns, gpu: &mut Loaded, src: u64, n: usize) -> Option<Vec<[u8; 16]>> {
+    let mut digests = Vec::with_capacity(n.div_ceil(CHUNK));
+    for start in (0..n).step_by(SEGMENT_CHUNKS * CHUNK) {
+        let len = (n - start).min(SEGMENT_CHUNKS * CHUNK);
+        let chunks = len.div_ceil(CHUNK);
+        let (mut s, mut words, mut out) = (src + start as u64, (len / 8) as u64, gpu.out.1);
+        let mut params: [Ptr; 3] = [
+            &mut s as *mut u64 as Ptr,
+            &mut words as *mut u64 as Ptr,
+            &mut out as *mut u64 as Ptr,
+        ];
+        let (p, null) = (params.as_mut_ptr(), std::ptr::null_mut());
+        let grid = chunks as c_uint;
+        if (f.launch)(
+            gpu.function,
+            grid,
+            1,
+            1,
+            THREADS,
+            1,
+            1,
+            0,
+            gpu.stream,
+            p,
+            null,
+        ) != 0
+            || (f.stream_synchronize)(gpu.stream) != 0
+        {
+            return None;
+        }
+        let bytes = std::slice::from_raw_parts(gpu.out.0 as *const u8, chunks * 16);
+        digests.extend(
+            bytes
+                .chunks_exact(16)
+                .map(|d| <[u8; 16]>::try_from(d).expect("16")),
+        );
+    }
+    Some(digests)
+}
