@@ -390,7 +390,7 @@ pub(crate) unsafe fn put_host_blob_as(
     store_object(api, id, bytes, Object::Blob(how))
 }
 
-/// D2H results this long or longer are recorded as digests, not bytes
+/// Blocking D2H results this long or longer are recorded as digests, not bytes
 /// ([`hrr_archive::digest`]): `HRR_CAPTURE_DIGEST_MIN` bytes (`off`: never), else
 /// [`hrr_archive::digest::DEFAULT_MIN`]. Asked once.
 pub fn digest_min() -> u64 {
@@ -407,11 +407,13 @@ pub fn digest_min() -> u64 {
     )
 }
 
-/// Store a D2H result of `len` bytes that the copy left at `ptr` (from device address `src`,
-/// when the copy read device memory): below [`digest_min`] its bytes, written as `how` says;
-/// else its digest ([`hrr_archive::digest`]), taken on the device where the API can
-/// (`ApiDef::device_digests`), else here, and stored as a small blob. `None` if recording is
-/// off or failed.
+/// Store the result of `len` bytes a blocking D2H copy from device address `src` left at
+/// `ptr`, before the copy returns: below [`digest_min`] its bytes; else its digest
+/// ([`hrr_archive::digest`]), taken on the device where the API can
+/// (`ApiDef::device_digests`), else here on several threads, stored as a small blob. Async
+/// results are stored whole (by the recorder thread, off the program's; an unchanged result
+/// in the same buffer costs a fingerprint, not a store: [`crate::fingerprint::blob_id`]).
+/// `None` if recording is off or failed.
 ///
 /// # Safety
 /// `ptr` is null or readable for `len` bytes, and holds the result `src` holds.
@@ -419,17 +421,16 @@ pub(crate) unsafe fn put_result(
     api: &'static ApiDef,
     ptr: *const c_void,
     len: usize,
-    src: Option<u64>,
-    how: BlobWrite,
+    src: u64,
 ) -> Option<ObjectId> {
     if (len as u64) < digest_min() {
-        return put_host_blob_as(api, ptr, len, how);
+        return put_host_blob_as(api, ptr, len, BlobWrite::Now);
     }
     if !active() || ptr.is_null() {
         return None;
     }
     let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
-    let on_device = src.and_then(|s| api.device_digests.and_then(|f| f(s, bytes)));
+    let on_device = api.device_digests.and_then(|f| f(src, bytes));
     let chunks = on_device.unwrap_or_else(|| hrr_archive::digest::digests(bytes));
     let encoded = hrr_archive::digest::ResultDigest {
         len: len as u64,

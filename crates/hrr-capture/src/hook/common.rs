@@ -67,7 +67,7 @@ struct PendingResult<E> {
 
 /// Store the bytes an async D2H copy left at `p.dst`; record its result event.
 unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
-    let d2h_blob = recorder::put_result(E::api(), p.dst, p.n, None, recorder::BlobWrite::Staged);
+    let d2h_blob = host_blob(p.result, p.dst, p.n);
     rec(p.result, 0, |_| CopyResult {
         copy: p.copy,
         dst: p.dst as u64,
@@ -434,8 +434,7 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
     let r = call();
     let d2h_blob = if r == 0 {
         // written before the call returns (the flush below waits for it anyway): no staging
-        let src = Some(src.into_field());
-        recorder::put_result(E::api(), host(dst), n, src, recorder::BlobWrite::Now)
+        recorder::put_result(E::api(), host(dst), n, src.into_field())
     } else {
         None
     };
