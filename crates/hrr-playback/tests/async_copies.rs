@@ -258,6 +258,25 @@ fn a_context_destroyed_behind_a_running_copy_still_records_its_result() {
     assert!(seq(results[0]) < seq(destroy), "{destroy}");
 }
 
+/// A stream destroyed behind a running async D2H copy: its result is recorded before the
+/// stream goes (`cuStreamDestroy` settles it), so a later claim by a host-memory call never
+/// enqueues a host function on the destroyed stream (what crashed simpleCallback once in
+/// eight runs: one worker freeing its buffer claimed another's result while that worker
+/// destroyed its stream); replay checks the result.
+#[test]
+fn a_stream_destroyed_behind_a_running_copy_records_its_result_first() {
+    let (_tmp, arch, events) = copy_app_events(&["streamgone"], 1);
+    let copy = first_named(&events, "cuMemcpyDtoHAsync_v2");
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert_eq!(results[0]["fields"]["copy"], copy["seq"]);
+    let destroy = first_named(&events, "cuStreamDestroy_v2");
+    assert!(seq(results[0]) < seq(destroy), "{destroy}");
+    let (code, v) = fake().replay_json(&arch, &[]);
+    assert_eq!((code, &v["verdict"]), (0, &"PASS".into()), "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
+}
+
 /// An async H2D copy of 1 MiB or more from page-locked memory returns without its source being
 /// hashed: the copy's event has no bytes, and exactly one `hrrMemcpySource` event after it
 /// names it, before the event query that tells the program the copy is done (the program

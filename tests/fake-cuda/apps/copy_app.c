@@ -18,6 +18,10 @@
  *                                      (i % 3 == 2), or nothing (i % 3 == 0)
  *   copy_app reuse                     two async D2H copies of different bytes into one pinned
  *                                      buffer, one synchronisation, then the buffer's checksum
+ *   copy_app streamgone                an async D2H copy into page-locked memory on a stream of
+ *                                      its own, that stream destroyed at once, then another
+ *                                      page-locked buffer freed (a host-memory call: pending
+ *                                      results are claimed) and the device synchronised
  *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
  *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
  *                                      have made durable)
@@ -58,6 +62,9 @@ CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
+CUresult cuStreamDestroy_v2(CUstream);
+CUresult cuMemFreeHost(void *);
+CUresult cuCtxSynchronize(void);
 CUresult cuEventCreate(CUevent *, unsigned);
 CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuEventQuery(CUevent);
@@ -341,6 +348,25 @@ int main(int argc, char **argv) {
     printf("reuse sum=%llu same=%d\n", sum, !memcmp(back, h + n, n));
     return 0;
   }
+  if (!strcmp(mode, "streamgone")) {
+    size_t n = (size_t)8 << 20; /* 8 ms a copy at 1 GB/s: still running when its stream goes */
+    unsigned char *back, *other;
+    CUdeviceptr d;
+    CUstream own;
+    CK(cuMemAllocHost_v2((void **)&back, n));
+    CK(cuMemAllocHost_v2((void **)&other, 4096));
+    CK(cuMemAlloc_v2(&d, n));
+    CK(cuStreamCreate(&own, 0));
+    CK(cuMemsetD32Async(d, 0x5eed, n / 4, own));
+    CK(cuMemcpyDtoHAsync_v2(back, d, n, own));
+    CK(cuStreamDestroy_v2(own));
+    CK(cuMemFreeHost(other));
+    CK(cuCtxSynchronize());
+    unsigned long long sum = 0;
+    for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
+    printf("streamgone sum=%llu\n", sum);
+    return 0;
+  }
   if (!strcmp(mode, "killsync")) {
     size_t n = (size_t)48 << 20, m = 1 << 20;
     CUdeviceptr d;
@@ -370,6 +396,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | streamgone | many\n");
   return 2;
 }

@@ -88,7 +88,7 @@ macro_rules! cuda_calls {
             LaunchCooperativeKernel [cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz] (f: Handle, gx: c_uint, gy: c_uint, gz: c_uint, bx: c_uint, by: c_uint, bz: c_uint, shmem: c_uint, stream: Handle, params: *mut *mut c_void) : Launch, Launch => launch_cooperative;
             StreamCreate [cuStreamCreate] (s: *mut Handle => stream, flags: c_uint = flags) : StreamCreate, Stream, ordered;
             StreamCreateWithPriority [cuStreamCreateWithPriority] (s: *mut Handle => stream, flags: c_uint = flags, prio: c_int = priority) : StreamCreatePriority, Stream, ordered;
-            StreamDestroy [cuStreamDestroy_v2] (s: Handle = stream) : Stream, Stream, ordered;
+            StreamDestroy [cuStreamDestroy_v2] (s: Handle = stream) : Stream, Stream, ordered => stream_destroy;
             StreamSynchronize [cuStreamSynchronize, cuStreamSynchronize_ptsz] (s: Handle = stream) : Stream, Sync => stream_synchronize;
             StreamWaitEvent [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (s: Handle = stream, e: Handle = event, flags: c_uint = flags) : StreamWaitEvent, Event;
             EventCreate [cuEventCreate] (e: *mut Handle => event, flags: c_uint = flags) : EventCreate, Event, ordered;

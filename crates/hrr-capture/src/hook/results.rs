@@ -89,17 +89,24 @@ impl Deferred {
         (self.fire)(self.data);
     }
 
-    /// Program code may run behind the copy: enqueue the host function now (behind the copy
-    /// and before that code, on the copy's stream), or, where that fails, wait for the copy.
+    /// Program code may run behind the copy: a copy that completed is handed over as it is;
+    /// else the host function is enqueued now (behind the copy and before that code, on the
+    /// copy's stream), or, where that fails, the copy waited for. Called holding
+    /// [`streams_kept`], so that no stream is destroyed meanwhile ([`stream_going`]).
     unsafe fn enqueue(self) {
-        let launched = (self.fns.launch_host_fn)(self.stream, self.fire, self.data) == 0;
-        if !launched {
-            (self.fns.synchronize)(self.event);
+        if (self.fns.query)(self.event) != 0
+            && (self.fns.launch_host_fn)(self.stream, self.fire, self.data) == 0
+        {
+            (self.fns.destroy)(self.event);
+            return;
         }
-        (self.fns.destroy)(self.event);
-        if !launched {
-            (self.fire)(self.data);
-        }
+        self.wait_and_fire();
+    }
+
+    /// Wait for the copy, then hand the result over.
+    unsafe fn wait_and_fire(self) {
+        (self.fns.synchronize)(self.event);
+        self.fire();
     }
 }
 
@@ -266,19 +273,40 @@ const MAX_DEFERRED: usize = 256;
 /// every deferred result is waited for (its copy completes first, as the teardown itself would
 /// make it) and handed over now, so that no event of a gone context is asked about later.
 pub fn settle_deferred() {
+    settle_where(|_| true);
+}
+
+/// A stream goes (`cuStreamDestroy`): the deferred results of copies on it are waited for and
+/// handed over now, so that no host function is ever enqueued on it once it is gone (a
+/// program freeing host memory on one thread while another destroys its stream: each
+/// worker of simpleCallback).
+pub fn stream_going(stream: *mut c_void) -> MutexGuard<'static, ()> {
+    let kept = streams_kept();
+    settle_where(|d| d.stream == stream);
+    kept
+}
+
+/// Held while host functions are enqueued for claimed results, and by a stream's destruction
+/// (the guard [`stream_going`] returns, kept until the driver destroyed it): a result taken out
+/// of the table by one thread is never enqueued on a stream another thread is destroying.
+fn streams_kept() -> MutexGuard<'static, ()> {
+    static KEPT: Mutex<()> = Mutex::new(());
+    KEPT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Wait for the deferred results `which` picks and hand them over, then for every result
+/// handed over.
+fn settle_where(which: impl Fn(&Deferred) -> bool) {
     own();
-    let all: Vec<Deferred> = table()
+    let picked: Vec<Deferred> = table()
         .pending
         .iter_mut()
-        .filter_map(|p| p.deferred.take())
+        .filter_map(|p| p.deferred.take_if(|d| which(d)))
         .collect();
-    for d in all {
+    for d in picked {
         // SAFETY: taken out of the table under its lock: this thread alone has it; the event
-        // is live (its context is not gone yet).
-        unsafe {
-            (d.fns.synchronize)(d.event);
-            d.fire();
-        }
+        // is live (its context and stream are not gone yet).
+        unsafe { d.wait_and_fire() }
     }
     wait_recorded();
 }
@@ -388,10 +416,13 @@ fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
         }
         if !enqueue.is_empty() {
             drop(t);
+            let kept = streams_kept();
             for d in enqueue.drain(..) {
-                // SAFETY: taken out of the table under its lock: this thread alone has it.
+                // SAFETY: taken out of the table under its lock: this thread alone has it; its
+                // stream is live (destroying one waits for `kept`, settling its results first).
                 unsafe { d.enqueue() }
             }
+            drop(kept);
             t = table();
             continue;
         }

@@ -211,6 +211,18 @@ pub unsafe fn stream_synchronize(
     r
 }
 
+/// `cuStreamDestroy`: async D2H results of copies on the stream still waiting for their event
+/// are settled first, and no host function is enqueued for a claimed result until the stream
+/// is gone (`hook::results::stream_going`).
+pub unsafe fn stream_destroy(h: Export, a: args::StreamDestroy, call: impl Call) -> CUresult {
+    let args::StreamDestroy { s } = a;
+    let settled = crate::hook::results::stream_going(s);
+    let r = call();
+    drop(settled);
+    rec(h, r, |_| Stream { stream: s as u64 });
+    r
+}
+
 /// `cuIpcOpenMemHandle`: memory another process exported, opened here; recorded with the
 /// handle's bytes (which pair it with the export at replay) and the size of the allocation
 /// the driver mapped (`cuMemGetAddressRange`), which replay translates as a whole.
