@@ -249,13 +249,20 @@ fn results_waiting_for_their_event_are_bounded() {
 /// (its event would go with it), ahead of the `cuCtxDestroy` event.
 #[test]
 fn a_context_destroyed_behind_a_running_copy_still_records_its_result() {
-    let (_tmp, _, events) = copy_app_events(&["destroy"], 1);
+    one_result_recorded_before("destroy", "cuCtxDestroy_v2");
+}
+
+/// `copy_app mode` captured (copies at 1 GB/s): its one async D2H copy has one result, recorded
+/// before the first `call` event. The folder (kept alive) and the archive.
+fn one_result_recorded_before(mode: &str, call: &str) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, arch, events) = copy_app_events(&[mode], 1);
     let copy = first_named(&events, "cuMemcpyDtoHAsync_v2");
     let results = all_named(&events, "hrrMemcpyResult");
     assert_eq!(results.len(), 1, "{events:?}");
     assert_eq!(results[0]["fields"]["copy"], copy["seq"]);
-    let destroy = first_named(&events, "cuCtxDestroy_v2");
+    let destroy = first_named(&events, call);
     assert!(seq(results[0]) < seq(destroy), "{destroy}");
+    (tmp, arch)
 }
 
 /// A stream destroyed behind a running async D2H copy: its result is recorded before the
@@ -265,13 +272,7 @@ fn a_context_destroyed_behind_a_running_copy_still_records_its_result() {
 /// destroyed its stream); replay checks the result.
 #[test]
 fn a_stream_destroyed_behind_a_running_copy_records_its_result_first() {
-    let (_tmp, arch, events) = copy_app_events(&["streamgone"], 1);
-    let copy = first_named(&events, "cuMemcpyDtoHAsync_v2");
-    let results = all_named(&events, "hrrMemcpyResult");
-    assert_eq!(results.len(), 1, "{events:?}");
-    assert_eq!(results[0]["fields"]["copy"], copy["seq"]);
-    let destroy = first_named(&events, "cuStreamDestroy_v2");
-    assert!(seq(results[0]) < seq(destroy), "{destroy}");
+    let (_tmp, arch) = one_result_recorded_before("streamgone", "cuStreamDestroy_v2");
     let (code, v) = fake().replay_json(&arch, &[]);
     assert_eq!((code, &v["verdict"]), (0, &"PASS".into()), "{v}");
     assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
