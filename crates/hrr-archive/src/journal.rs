@@ -227,7 +227,8 @@ pub struct JournalIndex {
     path: PathBuf,
     /// The journal's length when indexed (a journal that grew is indexed again).
     len: u64,
-    entries: std::collections::HashMap<(ObjectId, bool), (u64, u64)>,
+    /// Where each object's bytes start and their length, and a code object's kind.
+    entries: std::collections::HashMap<(ObjectId, bool), (u64, u64, Option<CodeKind>)>,
 }
 
 impl JournalIndex {
@@ -248,7 +249,7 @@ impl JournalIndex {
             if at + n > len {
                 break;
             }
-            entries.entry((id, code.is_some())).or_insert((at, n));
+            entries.entry((id, code.is_some())).or_insert((at, n, code));
             r.seek_relative(n as i64).at(&path)?;
             at += n;
         }
@@ -263,7 +264,7 @@ impl JournalIndex {
     /// The bytes of object `id` (a code object when `code`), checked against the id; `None`
     /// when not indexed, or its bytes do not hash to it.
     pub fn get(&self, id: &ObjectId, code: bool) -> Result<Option<Vec<u8>>> {
-        let Some(&(at, n)) = self.entries.get(&(*id, code)) else {
+        let Some(&(at, n, _)) = self.entries.get(&(*id, code)) else {
             return Ok(None);
         };
         let mut f = fsutil::open_read(&self.path)?;
@@ -278,24 +279,42 @@ impl JournalIndex {
 /// `_exit`, or was killed): a synchronisation made the object durable in the journal only.
 /// The journal's index is kept between calls (one capture's at a time).
 pub fn read(pid_dir: &Path, id: &ObjectId, code: bool) -> Result<Option<Vec<u8>>> {
+    match index_of(pid_dir)? {
+        Some(index) => index.get(id, code),
+        None => Ok(None),
+    }
+}
+
+/// [`read`] for code object `id`, with its kind (what a reader that writes it elsewhere needs:
+/// `--extract` of an unrepaired capture).
+pub fn read_code(pid_dir: &Path, id: &ObjectId) -> Result<Option<(Vec<u8>, CodeKind)>> {
+    let Some(index) = index_of(pid_dir)? else {
+        return Ok(None);
+    };
+    let Some(&(_, _, Some(kind))) = index.entries.get(&(*id, true)) else {
+        return Ok(None);
+    };
+    Ok(index.get(id, true)?.map(|bytes| (bytes, kind)))
+}
+
+/// The index of `pid_dir`'s journal, kept between calls (one capture's at a time) while the
+/// journal keeps its length; `None` when there is no journal.
+fn index_of(pid_dir: &Path) -> Result<Option<std::sync::Arc<JournalIndex>>> {
     static LAST: Mutex<Option<std::sync::Arc<JournalIndex>>> = Mutex::new(None);
     let path = pid_dir.join(JOURNAL_FILE);
     let Ok(meta) = std::fs::symlink_metadata(&path) else {
         return Ok(None);
     };
     let cached = LAST.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let index = match cached.filter(|i| i.path == path && i.len == meta.len()) {
-        Some(i) => i,
-        None => {
-            let Some(i) = JournalIndex::open(pid_dir)? else {
-                return Ok(None);
-            };
-            let i = std::sync::Arc::new(i);
-            *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(i.clone());
-            i
-        }
+    if let Some(i) = cached.filter(|i| i.path == path && i.len == meta.len()) {
+        return Ok(Some(i));
+    }
+    let Some(i) = JournalIndex::open(pid_dir)? else {
+        return Ok(None);
     };
-    index.get(id, code)
+    let i = std::sync::Arc::new(i);
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(i.clone());
+    Ok(Some(i))
 }
 
 /// The objects journaled in the process capture `pid_dir` (id, and whether a code object),

@@ -259,10 +259,43 @@ fn a_killed_capture_is_recovered_by_repair_and_replays() {
 /// capture into the journal.
 #[test]
 fn replay_reads_objects_only_the_blob_journal_holds() {
-    use hrr_archive::journal::Journal;
-    use hrr_archive::{CodeKind, ObjectId};
     let (_tmp, _arch, dir) = captured(&[]);
     let (_, baseline, _) = replay(&dir, &[]);
+    journal_every_object(&dir);
+    let (code, out, err) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let checks = |s: &str| {
+        s.lines()
+            .find(|l| l.contains("D2H checks"))
+            .map(str::to_owned)
+    };
+    assert_eq!(checks(&out), checks(&baseline));
+    assert_contains(&out, "[HRR] PASS");
+}
+
+/// `--extract` of a capture not repaired yet, whose blobs and code objects only the journal
+/// holds: the extracted archive holds them as files and replays PASS.
+#[test]
+fn a_launch_extracts_from_objects_only_the_blob_journal_holds() {
+    let (tmp, _arch, dir) = captured(&[]);
+    journal_every_object(&dir);
+    let out = tmp.path().join("gather.hrr");
+    let (code, o, e) = replay(&dir, &["--extract", "gather", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{o}{e}");
+    assert!(
+        !walkdir_files(&pid_dirs(&out)[0].join("code_objects")).is_empty(),
+        "{o}"
+    );
+    let (code, o, e) = replay(&out, &[]);
+    assert_eq!(code, 0, "{o}{e}");
+    assert_contains(&o, "[HRR] PASS");
+}
+
+/// Move every blob and code object of the process capture `dir` into its blob journal, as a
+/// capture killed right after a synchronisation leaves them.
+fn journal_every_object(dir: &Path) {
+    use hrr_archive::journal::Journal;
+    use hrr_archive::{CodeKind, ObjectId};
     let mut files = Vec::new();
     for sub in ["blobs", "code_objects"] {
         for e in walkdir_files(&dir.join(sub)) {
@@ -282,19 +315,10 @@ fn replay_reads_objects_only_the_blob_journal_holds() {
         .iter()
         .map(|(id, k, b, _)| (*id, *k, b.as_slice()))
         .collect();
-    Journal::new(&dir).append(&entries).unwrap();
+    Journal::new(dir).append(&entries).unwrap();
     files
         .iter()
         .for_each(|f| std::fs::remove_file(&f.3).unwrap());
-    let (code, out, err) = replay(&dir, &[]);
-    assert_eq!(code, 0, "{out}{err}");
-    let checks = |s: &str| {
-        s.lines()
-            .find(|l| l.contains("D2H checks"))
-            .map(str::to_owned)
-    };
-    assert_eq!(checks(&out), checks(&baseline));
-    assert_contains(&out, "[HRR] PASS");
 }
 
 /// The regular files below `dir` (none when it does not exist).

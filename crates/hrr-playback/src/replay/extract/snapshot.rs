@@ -152,6 +152,17 @@ pub(super) fn snapshot(
     Ok(pieces)
 }
 
+/// Code object `id` of the process capture `dir` and its kind: its file, else (a capture not
+/// repaired yet) its record in the blob journal.
+fn code_object(dir: &Path, id: &ObjectId) -> Result<(Vec<u8>, hrr_archive::CodeKind)> {
+    if let Some((path, kind)) = find_code_object(dir, id) {
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        return Ok((bytes, kind));
+    }
+    hrr_archive::journal::read_code(dir, id)?
+        .ok_or_else(|| anyhow!("code object {id} is missing (no file, no journal record)"))
+}
+
 /// Copy one source event into `w` verbatim, with the blobs and code objects it names (a
 /// reference is rewritten should the store name the content otherwise).
 pub(super) fn copy_event(
@@ -166,10 +177,7 @@ pub(super) fn copy_event(
     for r in refs {
         let Some(id) = r.id else { continue };
         let new = if r.ty == FieldType::Code {
-            let (path, kind) = find_code_object(dir, &id)
-                .ok_or_else(|| anyhow!("event #{seq}: code object {id} is missing"))?;
-            let bytes = std::fs::read(&path)
-                .with_context(|| format!("event #{seq}: reading {}", path.display()))?;
+            let (bytes, kind) = code_object(dir, &id).with_context(|| format!("event #{seq}"))?;
             w.put_code_object(&bytes, kind)?
         } else {
             let mut f = open_blob(dir, &id, None)
