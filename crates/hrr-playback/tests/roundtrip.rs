@@ -188,6 +188,10 @@ fn results_recorded_as_digests_replay_with_the_same_checks() {
     let (code, out, err) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert_checks_exact(&out, 6);
+    let by_digest = format!(", {} by digest\n", results.len());
+    assert!(out.contains(&by_digest), "{by_digest:?} not in {out}");
+    let (_, v) = fake().replay_json(&dir, &[]);
+    assert_eq!(v["d2h_checks"]["by_digest"], results.len(), "{v}");
 }
 
 #[test]

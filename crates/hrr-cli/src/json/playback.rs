@@ -291,6 +291,9 @@ pub struct D2hChecksJson {
     /// Differing from the recording only in bytes that also differ between two replays (the
     /// program's own nondeterminism; not in `fail`).
     pub nondeterministic: u64,
+    /// Of the results compared, those the recording kept as digests (absent before them).
+    #[serde(default)]
+    pub by_digest: u64,
 }
 
 /// One of `unreproducible_calls` of the replay summary: a recorded call that changed state

@@ -40,6 +40,8 @@ pub struct Checks {
     /// Failed at first, but every differing byte also differs between two replays: the
     /// program's own nondeterminism (not in `fail`).
     pub nondeterministic: u64,
+    /// Of those compared, results the recording kept as digests (`hrr_archive::digest`).
+    pub by_digest: u64,
     /// The first mismatches, described.
     pub mismatches: Vec<String>,
 }
@@ -129,6 +131,7 @@ impl Checks {
         got: &[u8],
         want: &ResultDigest,
     ) -> bool {
+        self.by_digest += 1;
         let differing = want.differing_chunks(got);
         let Some(&first) = differing.first() else {
             self.exact += 1;
