@@ -408,7 +408,8 @@ pub fn digest_min() -> u64 {
 }
 
 /// Store the result of `len` bytes a blocking D2H copy from device address `src` left at
-/// `ptr`, before the copy returns: below [`digest_min`] its bytes; else its digest
+/// `ptr`, before the copy returns: below [`digest_min`] its bytes, written as `how` says; else
+/// its digest
 /// ([`hrr_archive::digest`]), taken on the device where the API can
 /// (`ApiDef::device_digests`), else here on several threads, stored as a small blob. Async
 /// results are stored whole (by the recorder thread, off the program's; an unchanged result
@@ -422,9 +423,10 @@ pub(crate) unsafe fn put_result(
     ptr: *const c_void,
     len: usize,
     src: u64,
+    how: BlobWrite,
 ) -> Option<ObjectId> {
     if (len as u64) < digest_min() {
-        return put_host_blob_as(api, ptr, len, BlobWrite::Now);
+        return put_host_blob_as(api, ptr, len, how);
     }
     if !active() || ptr.is_null() {
         return None;

@@ -194,6 +194,34 @@ fn results_recorded_as_digests_replay_with_the_same_checks() {
     assert_eq!(v["d2h_checks"]["by_digest"], results.len(), "{v}");
 }
 
+/// cudaMemcpyDefault's path, a blocking `cuMemcpy` whose destination is host memory: its
+/// results recorded as digests too (by capture's kernel, as `cuMemcpyDtoH`'s), and replay
+/// checks each one.
+#[test]
+fn blocking_unified_copies_to_the_host_are_recorded_as_digests() {
+    let (_tmp, arch) = temp_path("run.hrr");
+    let env = [("HRR_CAPTURE_DIGEST_MIN", "1")];
+    let o = fake().capture_env(&arch, "copy_app", &["unified", "3"], &env);
+    assert!(o.status.success(), "{o:?}");
+    let dir = pid_dirs(&arch).remove(0);
+    let copies = events_json(&dir)
+        .into_iter()
+        .filter(|e| e["name"] == "cuMemcpy")
+        .collect::<Vec<_>>();
+    assert_eq!(copies.len(), 3);
+    for c in &copies {
+        let stored = std::fs::read(blob_path(&dir, c["fields"]["d2h_blob"].as_str().unwrap()));
+        assert!(
+            hrr_archive::digest::ResultDigest::of_blob(&stored.unwrap(), 1 << 20).is_some(),
+            "{c}"
+        );
+    }
+    let (code, v) = fake().replay_json(&dir, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 3, "{v}");
+    assert_eq!(v["d2h_checks"]["by_digest"], 3, "{v}");
+}
+
 #[test]
 fn gpu_digests_that_disagree_with_the_host_are_caught_and_the_host_takes_over() {
     let wrong = [("FAKE_CUDA_DIGEST_WRONG", "1")];

@@ -18,6 +18,9 @@
  *                                      (i % 3 == 2), or nothing (i % 3 == 0)
  *   copy_app reuse                     two async D2H copies of different bytes into one pinned
  *                                      buffer, one synchronisation, then the buffer's checksum
+ *   copy_app unified ITER              ITER rounds of a memset and a blocking cuMemcpy of the
+ *                                      1 MiB result into pageable memory (cudaMemcpyDefault's
+ *                                      path), each checksummed
  *   copy_app streamgone                an async D2H copy into page-locked memory on a stream of
  *                                      its own, that stream destroyed at once, then another
  *                                      page-locked buffer freed (a host-memory call: pending
@@ -36,6 +39,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +68,7 @@ CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamDestroy_v2(CUstream);
 CUresult cuMemFreeHost(void *);
+CUresult cuMemcpy(CUdeviceptr, CUdeviceptr, size_t);
 CUresult cuCtxSynchronize(void);
 CUresult cuEventCreate(CUevent *, unsigned);
 CUresult cuEventRecord(CUevent, CUstream);
@@ -348,6 +353,23 @@ int main(int argc, char **argv) {
     printf("reuse sum=%llu same=%d\n", sum, !memcmp(back, h + n, n));
     return 0;
   }
+  if (!strcmp(mode, "unified") && argc == 3) {
+    long iters = atol(argv[2]);
+    size_t n = (size_t)1 << 20;
+    unsigned char *back = malloc(n);
+    CUdeviceptr d;
+    if (!back) return 1;
+    CK(cuMemAlloc_v2(&d, n));
+    unsigned long long sum = 0;
+    for (long i = 0; i < iters; i++) {
+      CK(cuMemsetD32Async(d, 0x700 + (unsigned)i, n / 4, s));
+      CK(cuStreamSynchronize(s));
+      CK(cuMemcpy((CUdeviceptr)(uintptr_t)back, d, n));
+      for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
+    }
+    printf("unified iterations=%ld sum=%llu\n", iters, sum);
+    return 0;
+  }
   if (!strcmp(mode, "streamgone")) {
     size_t n = (size_t)8 << 20; /* 8 ms a copy at 1 GB/s: still running when its stream goes */
     unsigned char *back, *other;
@@ -396,6 +418,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | streamgone | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | streamgone | unified ITER | many\n");
   return 2;
 }

@@ -434,7 +434,8 @@ pub unsafe fn memcpy_dtoh<E: ApiExport, D: Addr, S: Addr>(
     let r = call();
     let d2h_blob = if r == 0 {
         // written before the call returns (the flush below waits for it anyway): no staging
-        recorder::put_result(E::api(), host(dst), n, src.into_field())
+        let now = recorder::BlobWrite::Now;
+        recorder::put_result(E::api(), host(dst), n, src.into_field(), now)
     } else {
         None
     };

@@ -23,7 +23,6 @@ use hrr_calls::cuda::ffi::{CUresult, Handle, CUDA_ERROR_NOT_FOUND};
 use hrr_calls::shapes::direction;
 use hrr_calls::shapes::*;
 
-use super::host_blob;
 use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
 use crate::api::cuda::state::{self, HostRegion};
@@ -290,7 +289,16 @@ unsafe fn generic_copy(
     };
     // A blocking copy's result is there now; an async one's is recorded when it completes.
     let d2h_blob = match stream {
-        None if r == 0 && dir == direction::D2H => host_blob(dst as *const c_void, n),
+        None if r == 0 && dir == direction::D2H => {
+            let staged = crate::recorder::BlobWrite::Staged;
+            crate::recorder::put_result(
+                &crate::api::cuda::API,
+                dst as *const c_void,
+                n,
+                src,
+                staged,
+            )
+        }
         _ => None,
     };
     let seq = rec_seq(h, r, |_| CopyAny {
