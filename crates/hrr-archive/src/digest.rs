@@ -83,26 +83,12 @@ pub fn chunk_digest(chunk: &[u8]) -> [u8; 16] {
 
 /// The digest of each [`CHUNK`] of `bytes`, on up to [`crate::cores`] threads for a large one.
 pub fn digests(bytes: &[u8]) -> Vec<[u8; 16]> {
-    let n = bytes.len().div_ceil(CHUNK);
-    let mut out = vec![[0u8; 16]; n];
-    let threads = crate::cores().min(n);
-    if bytes.len() < PARALLEL_MIN || threads < 2 {
-        for (d, c) in out.iter_mut().zip(bytes.chunks(CHUNK)) {
-            *d = chunk_digest(c);
-        }
-        return out;
-    }
-    let per = n.div_ceil(threads);
-    std::thread::scope(|s| {
-        for (outs, ins) in out.chunks_mut(per).zip(bytes.chunks(per * CHUNK)) {
-            s.spawn(move || {
-                for (d, c) in outs.iter_mut().zip(ins.chunks(CHUNK)) {
-                    *d = chunk_digest(c);
-                }
-            });
-        }
-    });
-    out
+    let threads = if bytes.len() < PARALLEL_MIN {
+        1
+    } else {
+        crate::cores()
+    };
+    crate::map_chunks(bytes, CHUNK, threads, chunk_digest)
 }
 
 /// A result recorded as digests.

@@ -68,3 +68,37 @@ pub fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
+
+/// `f` of each `chunk`-sized piece of `bytes` (the last may be shorter), in order, on up to
+/// `threads` threads of their own (a run of consecutive pieces each); on the calling thread
+/// when `threads` is below 2, or when a thread cannot start (a process limit: nothing panics).
+pub fn map_chunks<T: Send + Clone + Default>(
+    bytes: &[u8],
+    chunk: usize,
+    threads: usize,
+    f: impl Fn(&[u8]) -> T + Sync,
+) -> Vec<T> {
+    let n = bytes.len().div_ceil(chunk);
+    if threads < 2 || n < 2 {
+        return bytes.chunks(chunk).map(&f).collect();
+    }
+    let per = n.div_ceil(threads);
+    let mut out = vec![T::default(); n];
+    let f = &f;
+    let all_started = std::thread::scope(|s| {
+        out.chunks_mut(per)
+            .zip(bytes.chunks(per * chunk))
+            .all(|(outs, ins)| {
+                let work = move || {
+                    for (o, c) in outs.iter_mut().zip(ins.chunks(chunk)) {
+                        *o = f(c);
+                    }
+                };
+                std::thread::Builder::new().spawn_scoped(s, work).is_ok()
+            })
+    });
+    if !all_started {
+        return bytes.chunks(chunk).map(f).collect();
+    }
+    out
+}

@@ -39,31 +39,12 @@ pub fn of(bytes: &[u8]) -> Fingerprint {
 /// The fingerprint of each `chunk`-sized piece of `bytes` (the last may be shorter), on
 /// several threads when `bytes` is large.
 pub fn chunks(bytes: &[u8], chunk: usize) -> Vec<Fingerprint> {
-    let n = bytes.len().div_ceil(chunk);
-    let threads = hrr_archive::cores().min(THREADS);
-    if bytes.len() < PARALLEL_MIN || threads < 2 || n < 2 {
-        return bytes.chunks(chunk).map(of).collect();
-    }
-    let per = n.div_ceil(threads);
-    let mut out = vec![0; n];
-    let all_started = std::thread::scope(|s| {
-        bytes
-            .chunks(per * chunk)
-            .zip(out.chunks_mut(per))
-            .all(|(part, out)| {
-                let work = move || {
-                    for (f, c) in out.iter_mut().zip(part.chunks(chunk)) {
-                        *f = of(c);
-                    }
-                };
-                std::thread::Builder::new().spawn_scoped(s, work).is_ok()
-            })
-    });
-    if !all_started {
-        // a thread could not start: its part was never fingerprinted
-        return bytes.chunks(chunk).map(of).collect();
-    }
-    out
+    let threads = if bytes.len() < PARALLEL_MIN {
+        1
+    } else {
+        hrr_archive::cores().min(THREADS)
+    };
+    hrr_archive::map_chunks(bytes, chunk, threads, of)
 }
 
 /// The fingerprint of all of `bytes`: of their 1 MiB pieces' fingerprints when large (on

@@ -398,10 +398,13 @@ pub fn digest_min() -> u64 {
     *MIN.get_or_init(
         || match std::env::var("HRR_CAPTURE_DIGEST_MIN").ok().as_deref() {
             Some("off" | "never") => u64::MAX,
-            Some(v) => v
-                .trim()
-                .parse::<u64>()
-                .unwrap_or(hrr_archive::digest::DEFAULT_MIN),
+            Some(v) => v.trim().parse::<u64>().unwrap_or_else(|_| {
+                notice(&format!(
+                    "HRR_CAPTURE_DIGEST_MIN={v:?} is not a number of bytes (or `off`): \
+                     results of 16 MiB or more are digested"
+                ));
+                hrr_archive::digest::DEFAULT_MIN
+            }),
             None => hrr_archive::digest::DEFAULT_MIN,
         },
     )
@@ -439,6 +442,10 @@ pub(crate) unsafe fn put_result(
         chunks,
     }
     .encode();
+    if encoded.len() == len {
+        // a digest the result's length would read as the result itself (a 40-byte one)
+        return put_host_blob_as(api, ptr, len, how);
+    }
     let id = ObjectId::of(&encoded);
     store_object(api, id, &encoded, Object::Blob(BlobWrite::Staged))
 }

@@ -80,6 +80,8 @@ pub struct EventFns {
     pub destroy: unsafe extern "C" fn(*mut c_void) -> c_int,
     pub launch_host_fn:
         unsafe extern "C" fn(*mut c_void, unsafe extern "C" fn(*mut c_void), *mut c_void) -> c_int,
+    /// `cuStreamIsCapturing`: (stream, status out; 0 none).
+    pub is_capturing: unsafe extern "C" fn(*mut c_void, *mut c_int) -> c_int,
 }
 
 impl Deferred {
@@ -91,10 +93,15 @@ impl Deferred {
 
     /// Program code may run behind the copy: a copy that completed is handed over as it is;
     /// else the host function is enqueued now (behind the copy and before that code, on the
-    /// copy's stream), or, where that fails, the copy waited for. Called holding
-    /// [`streams_kept`], so that no stream is destroyed meanwhile ([`stream_going`]).
+    /// copy's stream), or, where that fails or the stream is being captured into a graph
+    /// (the host function would become a node of the program's graph), the copy waited for.
+    /// Called holding [`streams_kept`], so that no stream is destroyed meanwhile
+    /// ([`stream_going`]).
     unsafe fn enqueue(self) {
+        let mut capturing: c_int = 0;
+        let captured = (self.fns.is_capturing)(self.stream, &mut capturing) != 0 || capturing != 0;
         if (self.fns.query)(self.event) != 0
+            && !captured
             && (self.fns.launch_host_fn)(self.stream, self.fire, self.data) == 0
         {
             (self.fns.destroy)(self.event);
@@ -393,6 +400,9 @@ pub fn claim_all() {
 /// none handed over is left among them.
 fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
     own();
+    // Taken before the table: a result this claim takes out of the table stays on a live
+    // stream until its host function is enqueued ([`stream_going`] waits for it).
+    let _kept = (stage == Stage::Inline).then(streams_kept);
     let mut t = table();
     if t.pending.is_empty() {
         return;
@@ -416,13 +426,12 @@ fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
         }
         if !enqueue.is_empty() {
             drop(t);
-            let kept = streams_kept();
             for d in enqueue.drain(..) {
                 // SAFETY: taken out of the table under its lock: this thread alone has it; its
-                // stream is live (destroying one waits for `kept`, settling its results first).
+                // stream is live (destroying one waits for `kept`, held since before the
+                // table was read, and settles its results first).
                 unsafe { d.enqueue() }
             }
-            drop(kept);
             t = table();
             continue;
         }

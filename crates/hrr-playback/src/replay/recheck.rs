@@ -135,7 +135,7 @@ pub fn recheck(
     // What stayed stable in every replay, yet only in values other results of the same copy
     // showed unstable: the same nondeterminism, which these results happened to repeat.
     for f in open {
-        let key = (f.site, f.want.len());
+        let key = (f.site, f.got.len());
         if let Some(unstable) = copies.get(&key).filter(|c| f.site != 0 && c.results >= 2) {
             let words = &unstable.words;
             found.extend(checks.settle_like_copy((f.seq, &f.call), &f.got, &f.want, words));
@@ -227,7 +227,7 @@ fn replay_once(
         if let Some(b) = again.get(&(f.pass, f.seq)) {
             if let Some(n) = checks.settle((f.seq, &f.call), &f.got, b, &f.want, tol) {
                 if n.how == How::Replays && f.site != 0 {
-                    let c = copies.entry((f.site, f.want.len())).or_default();
+                    let c = copies.entry((f.site, f.got.len())).or_default();
                     c.results += 1;
                     c.words.extend(differing_words(&f.got, b));
                 }

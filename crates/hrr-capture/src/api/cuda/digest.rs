@@ -5,14 +5,20 @@
 //! result takes ~40 µs there (H100) against milliseconds on the host, so a loop copying back
 //! 64 MiB per repetition no longer waits for the host to read every byte.
 //!
-//! Only where the kernel can read what the copy read: the source is device memory of the
-//! context's device (a pointer the driver does not know, or memory of another device, is
-//! digested by the host), 8-byte aligned, a whole number of 8-byte words. The first result of
-//! each context is checked against the host's digest of its first chunk; a context where the
-//! module does not load, a launch fails or that check disagrees gets its digests from the
-//! host from then on (said once on stderr). Each context holds the module, a stream and 1 MiB
-//! of mapped pinned memory for the digests (a result of more than 4 GiB is digested 4 GiB at
-//! a time).
+//! Only where the kernel can read what the copy read, and without disturbing the program: the
+//! source is device memory of the current context itself (not managed memory, whose pages the
+//! kernel would migrate; not another context's or device's memory, which the kernel could not
+//! reach: a fault there would break the program's context), 8-byte aligned, a whole number of
+//! 8-byte words. capture's driver calls run in the relaxed stream-capture mode
+//! (`cuThreadExchangeStreamCaptureMode`), so a graph another thread is capturing is not
+//! invalidated by them. The kernel is waited for at most [`WAIT`]: a GPU kept busy by the
+//! program's own kernels gets the host's digests instead of stalling the program's copy. The
+//! first result of each context is checked against the host's digest of its first chunk; a
+//! context where the module does not load, a launch fails, that check disagrees or the wait
+//! runs out gets its digests from the host from then on (said once on stderr). Each context
+//! holds the module, a stream and 1 MiB of mapped pinned memory for the digests (a result of
+//! more than 4 GiB is digested 4 GiB at a time); a context destroyed or reset forgets them
+//! ([`forget`]).
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -20,8 +26,7 @@ use std::sync::{Mutex, OnceLock};
 
 use hrr_archive::digest::{chunk_digest, CHUNK};
 
-use super::custom::MEMORYTYPE_DEVICE;
-use super::custom::{pointer_attribute, ATTR_DEVICE_ORDINAL, ATTR_MEMORY_TYPE, DEVICEMAP};
+use super::custom::{ATTR_IS_MANAGED, ATTR_MEMORY_TYPE, DEVICEMAP, MEMORYTYPE_DEVICE};
 use super::loader::driver_fn;
 
 /// The kernel's PTX, NUL-terminated for `cuModuleLoadData`.
@@ -30,6 +35,12 @@ const PTX: &str = concat!(include_str!("../../../gpu/digest.ptx"), "\0");
 const THREADS: c_uint = 256;
 /// Chunks one launch digests (the size of each context's digest buffer, 16 bytes each).
 const SEGMENT_CHUNKS: usize = 1 << 16;
+/// How long a launch is waited for before the host takes over.
+const WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+/// `CU_POINTER_ATTRIBUTE_CONTEXT`; `CUDA_ERROR_NOT_READY`; `CU_STREAM_CAPTURE_MODE_RELAXED`.
+const ATTR_CONTEXT: c_int = 1;
+const NOT_READY: c_int = 600;
+const CAPTURE_MODE_RELAXED: c_int = 2;
 
 type Ptr = *mut c_void;
 /// `cuLaunchKernel`: function, grid x, y, z, block x, y, z, shared bytes, stream, parameters,
@@ -52,14 +63,16 @@ type LaunchFn = unsafe extern "C" fn(
 struct Fns {
     ctx_get_current: unsafe extern "C" fn(*mut Ptr) -> c_int,
     ctx_get_id: unsafe extern "C" fn(Ptr, *mut u64) -> c_int,
-    ctx_get_device: unsafe extern "C" fn(*mut c_int) -> c_int,
+    pointer_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> c_int,
     module_load_data: unsafe extern "C" fn(*mut Ptr, *const c_void) -> c_int,
     module_get_function: unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> c_int,
     stream_create: unsafe extern "C" fn(*mut Ptr, c_uint) -> c_int,
     host_alloc: unsafe extern "C" fn(*mut Ptr, usize, c_uint) -> c_int,
     host_device_pointer: unsafe extern "C" fn(*mut u64, Ptr, c_uint) -> c_int,
     launch: LaunchFn,
-    stream_synchronize: unsafe extern "C" fn(Ptr) -> c_int,
+    stream_query: unsafe extern "C" fn(Ptr) -> c_int,
+    /// `cuThreadExchangeStreamCaptureMode` (drivers before CUDA 10.1 lack it).
+    exchange_capture_mode: Option<unsafe extern "C" fn(*mut c_int) -> c_int>,
 }
 
 /// The entry points, looked up once; `None` when the driver lacks one.
@@ -69,14 +82,15 @@ fn fns() -> Option<&'static Fns> {
         Some(Fns {
             ctx_get_current: driver_fn(c"cuCtxGetCurrent")?,
             ctx_get_id: driver_fn(c"cuCtxGetId")?,
-            ctx_get_device: driver_fn(c"cuCtxGetDevice")?,
+            pointer_attribute: driver_fn(c"cuPointerGetAttribute")?,
             module_load_data: driver_fn(c"cuModuleLoadData")?,
             module_get_function: driver_fn(c"cuModuleGetFunction")?,
             stream_create: driver_fn(c"cuStreamCreate")?,
             host_alloc: driver_fn(c"cuMemHostAlloc")?,
             host_device_pointer: driver_fn(c"cuMemHostGetDevicePointer_v2")?,
             launch: driver_fn(c"cuLaunchKernel")?,
-            stream_synchronize: driver_fn(c"cuStreamSynchronize")?,
+            stream_query: driver_fn(c"cuStreamQuery")?,
+            exchange_capture_mode: driver_fn(c"cuThreadExchangeStreamCaptureMode"),
         })
     })
     .as_ref()
@@ -126,41 +140,86 @@ pub unsafe fn device_digests(src: u64, host: &[u8]) -> Option<Vec<[u8; 16]>> {
     if (f.ctx_get_current)(&mut ctx) != 0
         || ctx.is_null()
         || (f.ctx_get_id)(ctx, &mut id) != 0
-        || !on_this_device(f, src)
+        || !in_this_context(f, src, ctx)
     {
         return None;
     }
+    let _relaxed = Relaxed::enter(f);
     let mut map = contexts();
     let slot = map.entry(id).or_insert_with(|| load(f));
     let Slot::Ready(gpu) = slot else {
         return None;
     };
     let first = &host[..CHUNK.min(n)];
-    match run(f, gpu, src, n) {
-        Some(d) if gpu.checked || d[0] == chunk_digest(first) => {
+    let why = match run(f, gpu, src, n) {
+        Ok(d) if gpu.checked || d[0] == chunk_digest(first) => {
             gpu.checked = true;
-            Some(d)
+            return Some(d);
         }
-        got => {
-            let what = match got {
-                Some(_) => "disagree with the host's",
-                None => "failed",
-            };
-            crate::recorder::notice(&format!(
-                "GPU digests of D2H results {what} in this context; the host takes them"
-            ));
-            *slot = Slot::Off;
-            None
+        Ok(_) => "disagree with the host's",
+        Err(why) => why,
+    };
+    crate::recorder::notice(&format!(
+        "GPU digests of D2H results {why} in this context; the host takes them"
+    ));
+    *slot = Slot::Off;
+    None
+}
+
+/// A context goes (`cuCtxDestroy` of `ctx`; `None`: a primary context released or reset, whose
+/// id may not be known any more): what it held of the kernel is forgotten (all contexts' for
+/// `None`: they load it again at their next large result).
+///
+/// # Safety
+/// `ctx` is a live context handle.
+pub unsafe fn forget(ctx: Option<Ptr>) {
+    let Some(f) = fns() else {
+        return;
+    };
+    let mut map = contexts();
+    match ctx {
+        Some(c) => {
+            let mut id = 0u64;
+            if (f.ctx_get_id)(c, &mut id) == 0 {
+                map.remove(&id);
+            }
+        }
+        None => map.clear(),
+    }
+}
+
+/// Runs capture's driver calls in the relaxed stream-capture mode, the thread's own mode
+/// restored when dropped.
+struct Relaxed(Option<(unsafe extern "C" fn(*mut c_int) -> c_int, c_int)>);
+
+impl Relaxed {
+    unsafe fn enter(f: &Fns) -> Relaxed {
+        Relaxed(f.exchange_capture_mode.and_then(|exchange| {
+            let mut mode = CAPTURE_MODE_RELAXED;
+            (exchange(&mut mode) == 0).then_some((exchange, mode))
+        }))
+    }
+}
+
+impl Drop for Relaxed {
+    fn drop(&mut self) {
+        if let Some((exchange, mut mode)) = self.0 {
+            // SAFETY: the driver's entry point, given the mode it handed out.
+            unsafe { exchange(&mut mode) };
         }
     }
 }
 
-/// Is `src` device memory of the current context's device?
-unsafe fn on_this_device(f: &Fns, src: u64) -> bool {
-    let mut device: c_int = -1;
-    pointer_attribute(src, ATTR_MEMORY_TYPE) == Some(MEMORYTYPE_DEVICE)
-        && (f.ctx_get_device)(&mut device) == 0
-        && pointer_attribute(src, ATTR_DEVICE_ORDINAL) == Some(device as c_uint)
+/// Is `src` device memory of context `ctx` itself (not managed)?
+unsafe fn in_this_context(f: &Fns, src: u64, ctx: Ptr) -> bool {
+    let (mut kind, mut managed, mut owner): (c_uint, c_uint, Ptr) = (0, 0, std::ptr::null_mut());
+    let attr = |v: *mut c_void, a: c_int| (f.pointer_attribute)(v, a, src) == 0;
+    attr(&mut kind as *mut c_uint as *mut c_void, ATTR_MEMORY_TYPE)
+        && kind == MEMORYTYPE_DEVICE
+        && attr(&mut managed as *mut c_uint as *mut c_void, ATTR_IS_MANAGED)
+        && managed == 0
+        && attr(&mut owner as *mut Ptr as *mut c_void, ATTR_CONTEXT)
+        && owner == ctx
 }
 
 /// Load the kernel into the current context, with a stream and a digest buffer of its own.
@@ -191,9 +250,14 @@ unsafe fn load(f: &Fns) -> Slot {
 /// `CU_STREAM_NON_BLOCKING`: capture's stream waits for no work of the program's.
 const STREAM_NON_BLOCKING: c_uint = 1;
 
-/// Run the kernel over the `n` bytes at `src`, a segment at a time, waiting for each: the
-/// digests, `None` on an error.
-unsafe fn run(f: &Fns, gpu: &mut Loaded, src: u64, n: usize) -> Option<Vec<[u8; 16]>> {
+/// Run the kernel over the `n` bytes at `src`, a segment at a time, waiting for each (at most
+/// [`WAIT`]): the digests, or why not.
+unsafe fn run(
+    f: &Fns,
+    gpu: &mut Loaded,
+    src: u64,
+    n: usize,
+) -> Result<Vec<[u8; 16]>, &'static str> {
     let mut digests = Vec::with_capacity(n.div_ceil(CHUNK));
     for start in (0..n).step_by(SEGMENT_CHUNKS * CHUNK) {
         let len = (n - start).min(SEGMENT_CHUNKS * CHUNK);
@@ -219,9 +283,17 @@ unsafe fn run(f: &Fns, gpu: &mut Loaded, src: u64, n: usize) -> Option<Vec<[u8; 
             p,
             null,
         ) != 0
-            || (f.stream_synchronize)(gpu.stream) != 0
         {
-            return None;
+            return Err("failed");
+        }
+        let until = std::time::Instant::now() + WAIT;
+        loop {
+            match (f.stream_query)(gpu.stream) {
+                0 => break,
+                NOT_READY if std::time::Instant::now() < until => std::thread::yield_now(),
+                NOT_READY => return Err("waited for over 250 ms (the GPU busy)"),
+                _ => return Err("failed"),
+            }
         }
         let bytes = std::slice::from_raw_parts(gpu.out.0 as *const u8, chunks * 16);
         digests.extend(
@@ -230,5 +302,5 @@ unsafe fn run(f: &Fns, gpu: &mut Loaded, src: u64, n: usize) -> Option<Vec<[u8; 
                 .map(|d| <[u8; 16]>::try_from(d).expect("16")),
         );
     }
-    Some(digests)
+    Ok(digests)
 }

@@ -154,17 +154,15 @@ unsafe fn is_plain_pinned(ptr: u64) -> bool {
         && pointer_attribute(ptr, ATTR_IS_MANAGED) == Some(0)
 }
 
-/// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`, `_IS_MANAGED`, `_DEVICE_ORDINAL`;
-/// `CU_MEMORYTYPE_HOST`, `_DEVICE`.
+/// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`, `_IS_MANAGED`; `CU_MEMORYTYPE_HOST`, `_DEVICE`.
 pub(crate) const ATTR_MEMORY_TYPE: c_int = 2;
-const ATTR_IS_MANAGED: c_int = 8;
-pub(crate) const ATTR_DEVICE_ORDINAL: c_int = 9;
+pub(crate) const ATTR_IS_MANAGED: c_int = 8;
 const MEMORYTYPE_HOST: c_uint = 1;
 pub(crate) const MEMORYTYPE_DEVICE: c_uint = 2;
 
 /// A 32-bit pointer attribute of `ptr` (`None`: the driver does not know the memory, as for
 /// pageable host memory, or has no `cuPointerGetAttribute`).
-pub(crate) unsafe fn pointer_attribute(ptr: u64, attr: c_int) -> Option<c_uint> {
+unsafe fn pointer_attribute(ptr: u64, attr: c_int) -> Option<c_uint> {
     type GetAttribute = unsafe extern "C" fn(*mut c_void, c_int, u64) -> CUresult;
     let f = driver_fn::<GetAttribute>(c"cuPointerGetAttribute")?;
     let mut v: c_uint = 0;
@@ -224,6 +222,7 @@ unsafe fn event_ops() -> Option<crate::hook::common::EventOps> {
             synchronize: real_fn(Export::cuEventSynchronize)?,
             destroy: real_fn(Export::cuEventDestroy_v2)?,
             launch_host_fn: real_fn(Export::cuLaunchHostFunc)?,
+            is_capturing: driver_fn(c"cuStreamIsCapturing")?,
         },
     })
 }

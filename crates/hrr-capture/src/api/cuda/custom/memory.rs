@@ -122,6 +122,7 @@ pub unsafe fn mem_free(h: Export, a: args::MemFree, call: impl Call) -> CUresult
 /// still waiting for their event are settled first (`hook::results::settle_deferred`).
 pub unsafe fn device_context_gone(h: Export, dev: c_int, call: impl Call) -> CUresult {
     crate::hook::results::settle_deferred();
+    crate::api::cuda::digest::forget(None);
     hostmem::untrack_all();
     let r = call();
     rec(h, r, |_| Device { device: dev });
@@ -132,6 +133,7 @@ pub unsafe fn device_context_gone(h: Export, dev: c_int, call: impl Call) -> CUr
 pub unsafe fn ctx_destroy(h: Export, a: args::CtxDestroy, call: impl Call) -> CUresult {
     let args::CtxDestroy { ctx } = a;
     crate::hook::results::settle_deferred();
+    crate::api::cuda::digest::forget(Some(ctx));
     hostmem::untrack_all();
     let r = call();
     rec(h, r, |_| Ctx { ctx: ctx as u64 });
