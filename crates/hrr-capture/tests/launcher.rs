@@ -147,6 +147,7 @@ fn help_lists_the_flags_and_exit_codes() {
         "--force",
         "--version",
         "Exit status",
+        "HRR_CAPTURE_DIGEST_MIN",
         "2 usage",
         "126",
         "127",

@@ -21,7 +21,12 @@ SIGQUIT, SIGUSR1 or SIGUSR2 sent to hrr-capture reaches the program itself.\n\
 \n\
 The library is looked for in $HRR_CAPTURE_LIB, next to this program, and in ../lib beside it. By \
 hand: HIP_HRR_CAPTURE_OUTPUT=run.hrr LD_PRELOAD=/path/libhrr_capture.so COMMAND [ARGS]...",
-    after_help = "Exit status: the program's own; killed by a signal, hrr-capture dies of the same \
+    after_help = "Environment: HRR_CAPTURE_DIGEST_MIN bytes (default 16 MiB; `off`): blocking D2H \
+results this large are recorded as digests of each 64 KiB, not their bytes; \
+HRR_CAPTURE_MIN_FREE_MB (default 512): capture stops, the program runs on, below this much free \
+disk; HRR_CAPTURE_PROFILE=1: where capture's time went, on stderr at exit.\n\
+\n\
+Exit status: the program's own; killed by a signal, hrr-capture dies of the same \
 signal. Before the program starts: 1 failure (libhrr_capture.so not found, the old archive could \
 not be moved aside), 2 usage (also: -o names the archive of an earlier run), 126 COMMAND cannot be \
 executed, 127 COMMAND not found."
