@@ -201,7 +201,7 @@ fn results_recorded_as_digests_replay_with_the_same_checks() {
 fn blocking_unified_copies_to_the_host_are_recorded_as_digests() {
     let (_tmp, arch) = temp_path("run.hrr");
     let env = [("HRR_CAPTURE_DIGEST_MIN", "1")];
-    let o = fake().capture_env(&arch, "copy_app", &["unified", "3"], &env);
+    let o = fake().capture_env(&arch, "copy_app", &["d2h", "3", "1", "unified"], &env);
     assert!(o.status.success(), "{o:?}");
     let dir = pid_dirs(&arch).remove(0);
     let copies = events_json(&dir)

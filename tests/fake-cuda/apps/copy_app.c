@@ -18,9 +18,6 @@
  *                                      (i % 3 == 2), or nothing (i % 3 == 0)
  *   copy_app reuse                     two async D2H copies of different bytes into one pinned
  *                                      buffer, one synchronisation, then the buffer's checksum
- *   copy_app unified ITER              ITER rounds of a memset and a blocking cuMemcpy of the
- *                                      1 MiB result into pageable memory (cudaMemcpyDefault's
- *                                      path), each checksummed
  *   copy_app streamgone                an async D2H copy into page-locked memory on a stream of
  *                                      its own, that stream destroyed at once, then another
  *                                      page-locked buffer freed (a host-memory call: pending
@@ -95,6 +92,12 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
 }
 
 /* The `waiting` mode's threads. */
+/* `sum` folded with the n bytes at p (a checksum a result line prints). */
+static unsigned long long fold(unsigned long long sum, const unsigned char *p, size_t n) {
+  for (size_t k = 0; k < n; k++) sum = sum * 31 + p[k];
+  return sum;
+}
+
 static CUcontext g_ctx;
 static atomic_int g_waited;
 static unsigned g_back_sum;
@@ -227,22 +230,27 @@ int main(int argc, char **argv) {
            ((unsigned *)out[0])[0], t);
     return 0;
   }
-  if (!strcmp(mode, "d2h") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "registered")))) {
+  int unified = argc == 5 && !strcmp(argv[4], "unified");
+  if (!strcmp(mode, "d2h") && (argc == 4 || unified || (argc == 5 && !strcmp(argv[4], "registered")))) {
     /* Blocking D2H copies of a fresh result each (simpleStreams' non-streamed loop): ITER
      * rounds of a memset, then the MIB bytes copied back into pageable memory, or with
      * `registered` into memory registered with the driver and mapped into the device, as
-     * simpleStreams' `cudaHostRegister(..., cudaHostRegisterMapped)` does. */
+     * simpleStreams' `cudaHostRegister(..., cudaHostRegisterMapped)` does; with `unified`
+     * through cuMemcpy (cudaMemcpyDefault's path). */
     long iters = atol(argv[2]);
     size_t n = (size_t)atol(argv[3]) << 20;
     unsigned char *back = malloc(n);
     CUdeviceptr d;
     if (!back || !n) return 2;
-    if (argc == 5) CK(cuMemHostRegister_v2(back, n, 2 /* DEVICEMAP */));
+    if (argc == 5 && !unified) CK(cuMemHostRegister_v2(back, n, 2 /* DEVICEMAP */));
     CK(cuMemAlloc_v2(&d, n));
     double t0 = now_s();
     for (long i = 0; i < iters; i++) {
       CK(cuMemsetD32Async(d, 0x1000 + (unsigned)i, n / 4, s));
-      CK(cuMemcpyDtoH_v2(back, d, n));
+      if (unified)
+        CK(cuMemcpy((CUdeviceptr)(uintptr_t)back, d, n));
+      else
+        CK(cuMemcpyDtoH_v2(back, d, n));
     }
     double t = now_s() - t0;
     printf("d2h iterations=%ld bytes=%zu seconds=%.3f\n", iters, n, t);
@@ -330,7 +338,7 @@ int main(int argc, char **argv) {
       if (i % 3 == 2) h[(size_t)i] ^= 0x5a;                      /* in the first piece */
       CK(cuMemcpyHtoD_v2(d, h, n));
       CK(cuMemcpyDtoH_v2(back, d, n));
-      for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
+      sum = fold(sum, back, n);
     }
     printf("reupload iterations=%ld sum=%llu\n", iters, sum);
     return 0;
@@ -348,26 +356,7 @@ int main(int argc, char **argv) {
     CK(cuMemcpyDtoHAsync_v2(back, d, n, s));
     CK(cuMemcpyDtoHAsync_v2(back, d + n, n, s)); /* overwrites the first before any sync */
     CK(cuStreamSynchronize(s));
-    unsigned long long sum = 0;
-    for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
-    printf("reuse sum=%llu same=%d\n", sum, !memcmp(back, h + n, n));
-    return 0;
-  }
-  if (!strcmp(mode, "unified") && argc == 3) {
-    long iters = atol(argv[2]);
-    size_t n = (size_t)1 << 20;
-    unsigned char *back = malloc(n);
-    CUdeviceptr d;
-    if (!back) return 1;
-    CK(cuMemAlloc_v2(&d, n));
-    unsigned long long sum = 0;
-    for (long i = 0; i < iters; i++) {
-      CK(cuMemsetD32Async(d, 0x700 + (unsigned)i, n / 4, s));
-      CK(cuStreamSynchronize(s));
-      CK(cuMemcpy((CUdeviceptr)(uintptr_t)back, d, n));
-      for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
-    }
-    printf("unified iterations=%ld sum=%llu\n", iters, sum);
+    printf("reuse sum=%llu same=%d\n", fold(0, back, n), !memcmp(back, h + n, n));
     return 0;
   }
   if (!strcmp(mode, "streamgone")) {
@@ -384,9 +373,7 @@ int main(int argc, char **argv) {
     CK(cuStreamDestroy_v2(own));
     CK(cuMemFreeHost(other));
     CK(cuCtxSynchronize());
-    unsigned long long sum = 0;
-    for (size_t k = 0; k < n; k++) sum = sum * 31 + back[k];
-    printf("streamgone sum=%llu\n", sum);
+    printf("streamgone sum=%llu\n", fold(0, back, n));
     return 0;
   }
   if (!strcmp(mode, "killsync")) {
@@ -418,6 +405,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | streamgone | unified ITER | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered|unified] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | streamgone | many\n");
   return 2;
 }

@@ -152,32 +152,6 @@ impl Checks {
         true
     }
 
-    /// [`Self::settle`] for a result recorded as digests: nondeterministic when every chunk
-    /// that differs from the recording holds bytes that differ between the two replays (the
-    /// bytes of such a chunk that are stable across them cannot be held against the
-    /// recording, which kept no bytes).
-    fn settle_digest(
-        &mut self,
-        (seq, call): (u64, &str),
-        got: &[u8],
-        again: &[u8],
-        want: &ResultDigest,
-    ) -> Option<Nondeterministic> {
-        if again.len() != got.len() {
-            return None;
-        }
-        let unstable_in = |c: usize| {
-            let r = c * CHUNK..((c + 1) * CHUNK).min(got.len());
-            got[r.clone()] != again[r]
-        };
-        let differing = want.differing_chunks(got);
-        if differing.is_empty() || !differing.iter().all(|&c| unstable_in(c)) {
-            return None;
-        }
-        let d = differences(got, again)?;
-        Some(self.settled(seq, call, got.len(), d, How::Replays))
-    }
-
     /// A comparison that failed (`got` against `want`, `call` at event `seq`), judged again with
     /// a second replay's bytes `again`, in aligned 4-byte words (the size of the values most
     /// results hold: a value whose low byte differs between replays is nondeterministic as a
@@ -239,6 +213,32 @@ impl Checks {
         }
         let d = differences(got, want)?;
         Some(self.settled(seq, call, want.len(), d, How::SameCopy))
+    }
+
+    /// [`Self::settle`] for a result recorded as digests: nondeterministic when every chunk
+    /// that differs from the recording holds bytes that differ between the two replays (the
+    /// bytes of such a chunk that are stable across them cannot be held against the
+    /// recording, which kept no bytes).
+    fn settle_digest(
+        &mut self,
+        (seq, call): (u64, &str),
+        got: &[u8],
+        again: &[u8],
+        want: &ResultDigest,
+    ) -> Option<Nondeterministic> {
+        if again.len() != got.len() {
+            return None;
+        }
+        let unstable_in = |c: usize| {
+            let r = c * CHUNK..((c + 1) * CHUNK).min(got.len());
+            got[r.clone()] != again[r]
+        };
+        let differing = want.differing_chunks(got);
+        if differing.is_empty() || !differing.iter().all(|&c| unstable_in(c)) {
+            return None;
+        }
+        let d = differences(got, again)?;
+        Some(self.settled(seq, call, got.len(), d, How::Replays))
     }
 
     /// A failed check judged nondeterministic: out of `fail` and the mismatch list.
