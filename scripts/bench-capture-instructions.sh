@@ -26,6 +26,8 @@
 #               added time is mostly these misses, not its instructions)
 #   multicopy   `copy_app multicopy 10 4`: simpleMultiCopy's serialized loop over 8 mapped
 #               page-locked buffers (the tracker of host-visible memory, one buffer uploaded again)
+#   multicopy_same  the same with every round's result the same bytes (as simpleMultiCopy's
+#               kernel gives them): a result stored again costs its fingerprints only
 #   d2h_reg     `copy_app d2h 4 16 registered`: a fresh blocking 16 MiB D2H result per round
 #               into memory registered and mapped (simpleStreams' non-streamed loop)
 #   d2h         the same into pageable memory
@@ -40,7 +42,7 @@ command -v valgrind >/dev/null || { echo "bench-capture-instructions: needs valg
 fake_bench_setup bench-capture-instructions hrr-capture libhrr_capture.so
 base=${BASELINE:-}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(launch chain pinned launch_cold multicopy d2h_reg d2h h2d reupload)
+[ ${#cases[@]} -gt 0 ] || cases=(launch chain pinned launch_cold multicopy multicopy_same d2h_reg d2h h2d reupload)
 
 # What callgrind counts and what is totalled: instructions, or (launch_cold) the cache
 # simulation's events too; `events` lists the totals, each a sum of callgrind events.
@@ -145,6 +147,7 @@ for c in "${cases[@]}"; do
         fi
         ;;
     multicopy) read -r t b <<<"$(measure copy_app multicopy 10 4)" && report "$c" "$t" $b ;;
+    multicopy_same) read -r t b <<<"$(measure copy_app multicopy 10 4 same)" && report "$c" "$t" $b ;;
     d2h_reg) read -r t b <<<"$(measure copy_app d2h 4 16 registered)" && report "$c" "$t" $b ;;
     d2h) read -r t b <<<"$(measure copy_app d2h 4 16)" && report "$c" "$t" $b ;;
     h2d) read -r t b <<<"$(measure copy_app h2d 256 16)" && report "$c" "$t" $b ;;

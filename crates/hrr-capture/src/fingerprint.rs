@@ -47,19 +47,44 @@ pub fn chunks(bytes: &[u8], chunk: usize) -> Vec<Fingerprint> {
     hrr_archive::map_chunks(bytes, chunk, threads, of)
 }
 
-/// The fingerprint of all of `bytes`: of their 1 MiB pieces' fingerprints when large (on
-/// several threads), with their length.
+/// The pieces [`whole`] fingerprints a large buffer in: the tracker of host-visible memory's
+/// chunk, so that it can take them over ([`recent_pieces`]).
+pub const PIECE: usize = 64 << 10;
+
+thread_local! {
+    /// The last large buffer [`whole`] fingerprinted on this thread: its address, length and
+    /// pieces' fingerprints.
+    static RECENT: std::cell::RefCell<Option<(usize, usize, Vec<Fingerprint>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The fingerprint of all of `bytes`: of their [`PIECE`]s' fingerprints when large (on several
+/// threads), with their length. The pieces' fingerprints are kept for [`recent_pieces`].
 pub fn whole(bytes: &[u8]) -> Fingerprint {
     if bytes.len() < PARALLEL_MIN {
         return of(bytes);
     }
-    let parts = chunks(bytes, 1 << 20);
+    let parts = chunks(bytes, PIECE);
     let mut all = Vec::with_capacity(parts.len() * 16 + 8);
-    for p in parts {
+    for p in &parts {
         all.extend_from_slice(&p.to_le_bytes());
     }
     all.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    RECENT.with(|r| *r.borrow_mut() = Some((bytes.as_ptr() as usize, bytes.len(), parts)));
     of(&all)
+}
+
+/// The fingerprints of the `count` [`PIECE`]s from address `at` on, when the last large buffer
+/// [`whole`] fingerprinted on this thread holds them whole at a piece boundary of its own;
+/// taken once (the caller, reading the same bytes right after, need not read them again: an
+/// async D2H result stored, then made known to the tracker of host-visible memory).
+pub fn recent_pieces(at: usize, count: usize) -> Option<Vec<Fingerprint>> {
+    let (base, len, parts) = RECENT.with(|r| r.borrow_mut().take())?;
+    let off = at.checked_sub(base)?;
+    let first = off / PIECE;
+    let whole_pieces = len / PIECE;
+    (off % PIECE == 0 && first + count <= whole_pieces)
+        .then(|| parts[first..first + count].to_vec())
 }
 
 /// Pieces of a buffer its [`sample`] reads, and their size.
@@ -144,6 +169,34 @@ mod tests {
         let serial: Vec<Fingerprint> = bytes.chunks(64 << 10).map(of).collect();
         assert_eq!(chunks(&bytes, 64 << 10), serial);
         assert_ne!(whole(&bytes), whole(&bytes[1..]));
+    }
+
+    #[test]
+    fn the_pieces_of_the_last_whole_fingerprint_are_handed_over_once() {
+        let bytes: Vec<u8> = (0..PARALLEL_MIN + PIECE / 2)
+            .map(|i| (i * 13) as u8)
+            .collect();
+        let at = bytes.as_ptr() as usize;
+        let pieces = |from: usize, n: usize| -> Vec<Fingerprint> {
+            bytes[from * PIECE..(from + n) * PIECE]
+                .chunks(PIECE)
+                .map(of)
+                .collect()
+        };
+        whole(&bytes);
+        assert_eq!(recent_pieces(at + 2 * PIECE, 3), Some(pieces(2, 3)));
+        // taken once
+        assert_eq!(recent_pieces(at + 2 * PIECE, 3), None);
+        // not at a piece boundary, past the whole pieces, before the buffer: read again
+        let n = bytes.len() / PIECE;
+        whole(&bytes);
+        assert_eq!(recent_pieces(at + 1, 1), None);
+        whole(&bytes);
+        assert_eq!(recent_pieces(at + PIECE, n), None);
+        whole(&bytes);
+        assert_eq!(recent_pieces(at - PIECE, 1), None);
+        whole(&bytes);
+        assert_eq!(recent_pieces(at, n), Some(pieces(0, n)));
     }
 
     /// Stores of one buffer: (its first byte, whether BLAKE3 ran), in order.

@@ -195,12 +195,14 @@ int main(int argc, char **argv) {
            now_s() - t0);
     return 0;
   }
-  if (!strcmp(mode, "multicopy") && argc == 4) {
+  int same = argc == 5 && !strcmp(argv[4], "same");
+  if (!strcmp(mode, "multicopy") && (argc == 4 || same)) {
     /* simpleMultiCopy's serialized loop: 4 input and 4 output buffers of MIB each, page-locked
      * and mapped into the device (which capture's tracker of host-visible memory follows);
      * ITER rounds of: wait for the last round's event, a memset standing for the kernel, an
      * async upload from input 0, an async download into output 0, an event; the host then
-     * changes a byte of input 3, which no device work reaches. */
+     * changes a byte of input 3, which no device work reaches. With `same`, every round's
+     * result is the same bytes (simpleMultiCopy's kernel, given the same input each round). */
     long iters = atol(argv[2]);
     size_t n = (size_t)atol(argv[3]) << 20;
     unsigned char *in[4], *out[4];
@@ -218,7 +220,7 @@ int main(int argc, char **argv) {
     double t0 = now_s();
     for (long i = 0; i < iters; i++) {
       CK(cuEventSynchronize(e));
-      CK(cuMemsetD32Async(d_out, 0x100 + (unsigned)i, n / 4, s));
+      CK(cuMemsetD32Async(d_out, 0x100 + (same ? 0u : (unsigned)i), n / 4, s));
       CK(cuMemcpyHtoDAsync_v2(d_in, in[0], n, s));
       CK(cuMemcpyDtoHAsync_v2(out[0], d_out, n, s));
       CK(cuEventRecord(e, s));
@@ -405,6 +407,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered|unified] | multicopy ITER MIB | pageable | reuse | killsync | waiting | destroy | streamgone | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered|unified] | multicopy ITER MIB [same] | pageable | reuse | killsync | waiting | destroy | streamgone | many\n");
   return 2;
 }

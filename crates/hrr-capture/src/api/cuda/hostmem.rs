@@ -218,10 +218,7 @@ pub fn result_recorded(dst: u64, n: usize, how: Recorded) {
             (last - first) * CHUNK,
         )
     };
-    for (known, h) in r.known[first..last]
-        .iter_mut()
-        .zip(chunk_fingerprints(covered))
-    {
+    for (known, h) in r.known[first..last].iter_mut().zip(pieces_of(covered)) {
         *known = Some(h);
     }
     match how {
@@ -650,6 +647,16 @@ fn changed_runs(
 }
 
 /// The fingerprint of each [`CHUNK`] of `bytes` (on several threads for large regions).
+/// [`chunk_fingerprints`] of bytes a result just stored: those its store fingerprinted, when
+/// they are the same pieces (`crate::fingerprint::recent_pieces`; an unchanged result stored
+/// again), else read again.
+fn pieces_of(bytes: &[u8]) -> Vec<Fingerprint> {
+    const _: () = assert!(CHUNK == crate::fingerprint::PIECE);
+    let n = bytes.len() / CHUNK;
+    crate::fingerprint::recent_pieces(bytes.as_ptr() as usize, n)
+        .unwrap_or_else(|| chunk_fingerprints(bytes))
+}
+
 fn chunk_fingerprints(bytes: &[u8]) -> Vec<Fingerprint> {
     crate::fingerprint::chunks(bytes, CHUNK)
 }
