@@ -109,6 +109,11 @@ impl ResultDigest {
         }
     }
 
+    /// The length of the stored form of a result of `len` bytes' digests.
+    pub fn stored_len(len: usize) -> usize {
+        HEADER + 16 * len.div_ceil(CHUNK)
+    }
+
     /// The stored form.
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(HEADER + 16 * self.chunks.len());
@@ -209,6 +214,7 @@ mod tests {
         let d = ResultDigest::of(&bytes);
         let enc = d.encode();
         assert_eq!(enc.len(), HEADER + 32);
+        assert_eq!(ResultDigest::stored_len(bytes.len()), enc.len());
         assert_eq!(ResultDigest::parse(&enc), Some(d.clone()));
         assert_eq!(ResultDigest::of_blob(&enc, bytes.len()), Some(d));
         // A blob the result's length is the result itself, whatever its first bytes.

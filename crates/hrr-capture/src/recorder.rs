@@ -428,7 +428,8 @@ pub(crate) unsafe fn put_result(
     src: u64,
     how: BlobWrite,
 ) -> Option<ObjectId> {
-    if (len as u64) < digest_min() {
+    // (a digest object as long as its result, 40 bytes, would read as the result itself)
+    if (len as u64) < digest_min() || hrr_archive::digest::ResultDigest::stored_len(len) == len {
         return put_host_blob_as(api, ptr, len, how);
     }
     if !active() || ptr.is_null() {
@@ -442,10 +443,6 @@ pub(crate) unsafe fn put_result(
         chunks,
     }
     .encode();
-    if encoded.len() == len {
-        // a digest the result's length would read as the result itself (a 40-byte one)
-        return put_host_blob_as(api, ptr, len, how);
-    }
     let id = ObjectId::of(&encoded);
     store_object(api, id, &encoded, Object::Blob(BlobWrite::Staged))
 }

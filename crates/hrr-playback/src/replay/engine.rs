@@ -542,15 +542,12 @@ pub(super) fn account(
             let digest = want
                 .as_deref()
                 .and_then(|w| ResultDigest::of_blob(w, got.len()));
-            let failed = match (want.as_deref(), ranges) {
-                _ if digest.is_some() => {
-                    let digest = digest.as_ref().expect("a digest");
-                    checks.compare_digest(ev.seq, &call.name, &got, digest)
-                }
-                (Some(want), Some(ranges)) => {
+            let failed = match (&digest, want.as_deref(), ranges) {
+                (Some(d), ..) => checks.compare_digest(ev.seq, &call.name, &got, d),
+                (None, Some(want), Some(ranges)) => {
                     checks.compare_redacted(ev.seq, &call.name, &got, want, ranges, tol)
                 }
-                (want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
+                (None, want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
             };
             match (failed, want) {
                 (true, Some(want)) => {

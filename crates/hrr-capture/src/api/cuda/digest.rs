@@ -41,6 +41,8 @@ const WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 const ATTR_CONTEXT: c_int = 1;
 const NOT_READY: c_int = 600;
 const CAPTURE_MODE_RELAXED: c_int = 2;
+/// `CU_STREAM_NON_BLOCKING`: capture's stream waits for no work of the program's.
+const STREAM_NON_BLOCKING: c_uint = 1;
 
 type Ptr = *mut c_void;
 /// `cuLaunchKernel`: function, grid x, y, z, block x, y, z, shared bytes, stream, parameters,
@@ -246,9 +248,6 @@ unsafe fn load(f: &Fns) -> Slot {
         checked: false,
     })
 }
-
-/// `CU_STREAM_NON_BLOCKING`: capture's stream waits for no work of the program's.
-const STREAM_NON_BLOCKING: c_uint = 1;
 
 /// Run the kernel over the `n` bytes at `src`, a segment at a time, waiting for each (at most
 /// [`WAIT`]): the digests, or why not.
