@@ -713,6 +713,15 @@ if [ $plain_only = 0 ] && [ -x "$B/nondeterministic" ]; then
         fail_note "nondeterministic: capture exit $crc, replay '${v:-none}' (exit $rrc, said: $said), --strict '${sv:-none}' (exit $src)"
 fi
 
+# ---- capture's own GPU kernels against their C references (digests, fingerprints) ----
+kernels_result="not run"
+if [ -x "$B/digest_kernels" ]; then
+    log "== capture's GPU kernels"
+    step krc "$OUT/digest_kernels.out" "$B/digest_kernels" "$root/crates/hrr-capture/gpu/digest.ptx"
+    kernels_result="exit $krc: $(grep -E '^hrr_' "$OUT/digest_kernels.out" | tr '\n' ';' | sed 's/;$//')"
+    [ $krc = 0 ] || fail_note "capture's GPU kernels differ from their C references: $kernels_result"
+fi
+
 # ---- diagnostics: kernel names ----
 if [ $diag = 1 ]; then
     log "== diagnostics (kernel names)"
@@ -763,6 +772,7 @@ if [ $plain_only = 0 ]; then
         echo
         echo "zeroed-blob check ($ZERO_WL): $zero_result"
         echo "extract (issue 18): $extract_result"
+        echo "capture's GPU kernels: $kernels_result"
         if [ ${#FAIL_ROWS[@]} -gt 0 ]; then
             echo
             printf '%-22s %-14s %-5s %-8s %s\n' failing verdict exit kernel notes

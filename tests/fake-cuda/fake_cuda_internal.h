@@ -224,7 +224,7 @@ struct fc_pool { CUmemPoolProps props; unsigned long long attr[9]; int access; }
 #define D2D(d, s, n, st, chk) copy_checked((uintptr_t)(d), 1, (uintptr_t)(s), 1, (n), (st), (chk))
 #define UVA(d, s, n, st, chk) copy_checked((uintptr_t)(d), -1, (uintptr_t)(s), -1, (n), (st), (chk))
 
-enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY, K_AXPY_PARAMS, K_NOOP, K_TMA_LOAD, K_TMA_LOAD_GLOBAL, K_DIGEST };
+enum { K_NONE = 0, K_AXPY, K_FILL_U32, K_GATHER, K_ADD_GLOBAL, K_SPIN, K_FAULT, K_TEX_FETCH, K_SURF_WRITE, K_NOISY, K_AXMY, K_AXPY_PARAMS, K_NOOP, K_TMA_LOAD, K_TMA_LOAD_GLOBAL, K_DIGEST, K_FINGERPRINT };
 
 struct fc_param { unsigned off, size; };
 

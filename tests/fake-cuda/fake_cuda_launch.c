@@ -4,6 +4,7 @@
  * (captured into a graph on a capturing stream).
  */
 #include "fake_cuda_internal.h"
+#include "capture_kernels_ref.h"
 
 /* ------------------------------------------------------------------------ */
 /* Kernel execution                                                         */
@@ -17,14 +18,6 @@ static unsigned long long count_of(long long n, unsigned long long threads) {
 
 /* A byte new at every `noisy` launch: from a counter kept in the file $FAKE_CUDA_NOISE_FILE
    when set (so tests know every process gets a different one), else from the clock and pid. */
-/* The SplitMix64 finaliser of hrr_archive::digest. */
-static uint64_t digest_mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 static uint8_t noise_byte(void) {
   static unsigned long long base;
@@ -162,20 +155,25 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     uint64_t chunks = (nw + 8191) / 8192;
     if (nw > (1ull << 40) || !kernel_ok(s, nw * 8, 1, dev) || !kernel_ok(o, chunks * 16, 2, dev))
       return E_ILLEGAL_ADDRESS;
-    const uint64_t K = 0x9E3779B97F4A7C15ull, S = 0xD6E8FEB86659FD93ull;
-    const uint64_t *W = (const uint64_t *)(uintptr_t)s;
     uint64_t *O = (uint64_t *)(uintptr_t)o;
-    uint64_t off = getenv("FAKE_CUDA_DIGEST_WRONG") ? 1 : 0;
-    for (uint64_t c = 0; c < chunks; c++) {
-      uint64_t a = 0, b = 0, f = c * 8192, e = f + 8192 < nw ? f + 8192 : nw;
-      for (uint64_t i = f; i < e; i++) {
-        uint64_t x = W[i] ^ ((i - f) * K);
-        a += digest_mix(x);
-        b += digest_mix(x ^ S);
-      }
-      uint64_t len = (e - f) * 8;
-      O[2 * c] = digest_mix(a ^ len) + off;
-      O[2 * c + 1] = digest_mix(b + len * K);
+    hrr_digest_ref((const uint64_t *)(uintptr_t)s, nw, O);
+    if (getenv("FAKE_CUDA_DIGEST_WRONG"))
+      for (uint64_t c = 0; c < chunks; c++) O[2 * c] += 1;
+    return E_SUCCESS;
+  }
+  case K_FINGERPRINT: {
+    /* hrr_fingerprint(src, nchunks, out): XXH3-128 of each whole 64 KiB chunk of src, low and
+       high halves at out[2 * chunk], out[2 * chunk + 1] (one warp per chunk on a GPU).
+       $FAKE_CUDA_FINGERPRINT_WRONG set: every fingerprint off by one; `rest`: all but the
+       first of each launch (what capture's check of the first chunk cannot see). */
+    uint64_t s = RD(uint64_t, 0), n = RD(uint64_t, 8), o = RD(uint64_t, 16);
+    if (n > (1ull << 24) || !kernel_ok(s, n * 65536, 1, dev) || !kernel_ok(o, n * 16, 2, dev))
+      return E_ILLEGAL_ADDRESS;
+    uint64_t *O = (uint64_t *)(uintptr_t)o;
+    const char *wrong = getenv("FAKE_CUDA_FINGERPRINT_WRONG");
+    for (uint64_t c = 0; c < n; c++) {
+      xxh3_128_64k((const uint8_t *)(uintptr_t)(s + c * 65536), &O[2 * c], &O[2 * c + 1]);
+      if (wrong && (c > 0 || strcmp(wrong, "rest"))) O[2 * c] += 1;
     }
     return E_SUCCESS;
   }

@@ -4,7 +4,7 @@
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
 # TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc
-# two_devices threads nondeterministic tma (default: all). Writes into
+# two_devices threads nondeterministic tma digest_kernels (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
@@ -22,6 +22,7 @@
 #   threads (host threads with a stream each, kernels and waits overlapping)
 #   nondeterministic (half its result is the GPU's timer)
 #   tma (Hopper TMA tiles through a tensor map passed by value; sm_90 and later)
+#   digest_kernels (capture's GPU kernels against their C references; not a workload)
 #   build.log           every command and its output
 #   build.env           NVCC=..., CUDA_ROOT=..., CUBLAS_LIB_DIR=... (sourceable)
 #   failed              one line per target that did not build (absent if none)
@@ -33,7 +34,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc two_devices threads nondeterministic tma)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc two_devices threads nondeterministic tma digest_kernels)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -194,6 +195,9 @@ single threads
 
 single nondeterministic
 single tma
+if want digest_kernels; then
+    run digest_kernels "$nvcc" -O2 -o "$out/digest_kernels" "$here/digest_kernels.cu" -lcuda || { fail digest_kernels; status=1; }
+fi
 
 {
     printf 'NVCC=%q\n' "$nvcc"

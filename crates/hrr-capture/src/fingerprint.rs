@@ -62,6 +62,7 @@ thread_local! {
 /// threads), with their length. The pieces' fingerprints are kept for [`recent_pieces`].
 pub fn whole(bytes: &[u8]) -> Fingerprint {
     if bytes.len() < PARALLEL_MIN {
+        forget_recent();
         return of(bytes);
     }
     let parts = chunks(bytes, PIECE);
@@ -85,6 +86,18 @@ pub fn recent_pieces(at: usize, count: usize) -> Option<Vec<Fingerprint>> {
     let whole_pieces = len / PIECE;
     (off % PIECE == 0 && first + count <= whole_pieces)
         .then(|| parts[first..first + count].to_vec())
+}
+
+/// The fingerprints of the [`PIECE`]s from address `at` on, taken elsewhere (a GPU computed
+/// them from the bytes a copy just wrote there), for [`recent_pieces`] to hand over as
+/// [`whole`]'s own.
+pub fn remember_pieces(at: usize, parts: Vec<Fingerprint>) {
+    RECENT.with(|r| *r.borrow_mut() = Some((at, parts.len() * PIECE, parts)));
+}
+
+/// Forget what [`whole`] or [`remember_pieces`] left for [`recent_pieces`] on this thread.
+pub fn forget_recent() {
+    RECENT.with(|r| *r.borrow_mut() = None);
 }
 
 /// Pieces of a buffer its [`sample`] reads, and their size.

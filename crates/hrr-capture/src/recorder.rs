@@ -428,6 +428,8 @@ pub(crate) unsafe fn put_result(
     src: u64,
     how: BlobWrite,
 ) -> Option<ObjectId> {
+    // (what the tracker of host-visible memory takes over is this result's pieces: below)
+    crate::fingerprint::forget_recent();
     // (a digest object as long as its result, 40 bytes, would read as the result itself)
     if (len as u64) < digest_min() || hrr_archive::digest::ResultDigest::stored_len(len) == len {
         return put_host_blob_as(api, ptr, len, how);

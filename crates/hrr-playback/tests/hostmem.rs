@@ -182,6 +182,52 @@ fn copies_into_tracked_memory_are_recorded_once() {
     assert_mismatch_without(&dir, "cuMemcpyDtoH_v2", "d2h_blob", 0);
 }
 
+/// simpleStreams' non-streamed loop (`regloop`), its blocking results recorded as digests: the
+/// fingerprints of the registered memory they land in are the (fake) GPU's, taken from the
+/// copies' sources, and the tracker reads nothing more to know them: each next launch finds
+/// no host write there, and replay checks the three results.
+#[test]
+fn results_landing_in_tracked_memory_are_fingerprinted_on_the_gpu() {
+    // `wrong`: how the fake's fingerprints are wrong ("off": results stored whole, and the
+    // tracker reads what they cover on the host)
+    let capture = |wrong: &str| {
+        let (tmp, arch) = temp_path("regloop.hrr");
+        let digests = if wrong == "off" { "off" } else { "1" };
+        let mut env = vec![("HRR_CAPTURE_DIGEST_MIN", digests)];
+        if !wrong.is_empty() {
+            env.push(("FAKE_CUDA_FINGERPRINT_WRONG", wrong));
+        }
+        let o = succeeded(fake().capture_env(&arch, "hostmem_app", &["regloop"], &env));
+        let dir = pid_dirs(&arch).remove(0);
+        let writes = names_of(&dir)
+            .iter()
+            .filter(|n| *n == "hrrHostMemWrite")
+            .count();
+        let (code, v) = replay(&dir);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(checks(&v), 3, "{v}");
+        let by_digest = if wrong == "off" { 0 } else { 3 };
+        assert_eq!(v["d2h_checks"]["by_digest"], by_digest, "{v}");
+        (tmp, writes, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    const DISAGREE: &str = "GPU fingerprints of D2H results disagree with the host's";
+    // the registered memory's first contents, written by the host before the first launch
+    let (_t, host_read, _) = capture("off");
+    assert_eq!(host_read, 1);
+    let (_t, writes, err) = capture("");
+    assert_eq!(writes, host_read, "{err}");
+    assert!(!err.contains("GPU fingerprints"), "{err}");
+    // Wrong fingerprints but for the first chunk (which capture checks): proof that they are
+    // the ones the tracker keeps. The next launch finds the other chunks "changed" and records
+    // them as host writes: the bytes the host holds, so replay still passes.
+    let (_t, writes, err) = capture("rest");
+    assert_eq!(writes, host_read + 2, "{err}");
+    // All wrong: the check of the first chunk catches it, once; the host reads them.
+    let (_t, writes, err) = capture("all");
+    assert_eq!(writes, host_read, "{err}");
+    assert_eq!(err.matches(DISAGREE).count(), 1, "{err}");
+}
+
 /// An async D2H result recorded at once (a host-memory call claims it), then a kernel on the
 /// same stream overwriting the same registered memory: the synchronisation still reads the
 /// region (the chunks the result hashed are taken as known only while no later work may have

@@ -9,6 +9,9 @@
  *             synchronisation
  *   regasync  an async, then a blocking D2H copy into registered (DEVICEMAP) memory: each
  *             recorded once, as the copy's result, not again as a host read of the region
+ *   regloop   simpleStreams' non-streamed loop: three times a kernel, then a blocking D2H copy
+ *             of its output into registered (DEVICEMAP) memory, which the next kernel's launch
+ *             looks at for host writes (none: the host only reads it)
  *   regthen   an async D2H copy into registered (DEVICEMAP) memory whose result is recorded at
  *             once (a host-memory call claims it), then a kernel on the same stream writing
  *             the same memory: what the kernel wrote is read at the synchronisation
@@ -367,6 +370,16 @@ static void regasync(CUdevice dev, CUdeviceptr x) {
   reg_free(&r);
 }
 
+static void regloop(CUdevice dev, CUdeviceptr x) {
+  struct reg r = reg_new();
+  for (unsigned k = 0; k < 3; k++) {
+    fill(r.d, 20u + k, REG_WORDS, 0);
+    CK(cuMemcpyDtoH_v2(r.host, r.d, REG_WORDS * sizeof(unsigned)));
+    printf("regloop %u sum=%llu\n", k, usum(r.host, REG_WORDS));
+  }
+  reg_free(&r);
+}
+
 static void regthen(CUdevice dev, CUdeviceptr x) {
   struct reg r = reg_new();
   CUdeviceptr dreg;
@@ -387,7 +400,7 @@ static const struct mode {
   void (*run)(CUdevice dev, CUdeviceptr x);
 } k_modes[] = {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
-  {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync},
+  {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
   {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"regthen", 0, regthen},
 };
 
@@ -403,6 +416,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regthen|h2dsrc|table\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table\n");
   return 2;
 }

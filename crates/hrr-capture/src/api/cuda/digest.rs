@@ -16,9 +16,18 @@
 //! first result of each context is checked against the host's digest of its first chunk; a
 //! context where the module does not load, a launch fails, that check disagrees or the wait
 //! runs out gets its digests from the host from then on (said once on stderr). Each context
-//! holds the module, a stream and 1 MiB of mapped pinned memory for the digests (a result of
-//! more than 4 GiB is digested 4 GiB at a time); a context destroyed or reset forgets them
-//! ([`forget`]).
+//! holds the module, a stream and 2 MiB of mapped pinned memory for the digests and
+//! fingerprints (a result of more than 4 GiB is digested 4 GiB at a time); a context destroyed
+//! or reset forgets them ([`forget`]).
+//!
+//! A result that lands in host-visible memory the tracker watches (`super::hostmem`: mapped
+//! pinned memory, simpleStreams' registered buffer) also has the tracker's fingerprints of the
+//! 64 KiB chunks it covers whole taken by the same module's `hrr_fingerprint` (XXH3-128, as
+//! `crate::fingerprint` computes it), so that the tracker need not read the result on the host
+//! to know it (`crate::fingerprint::remember_pieces`). Checked like the digests, against the
+//! host's fingerprint of the first chunk, once per context. A wrong fingerprint could only make
+//! the tracker record bytes the host holds as a host write it did not make (the next scan finds
+//! them "changed"), never miss one.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void};
@@ -33,8 +42,11 @@ use super::loader::driver_fn;
 const PTX: &str = concat!(include_str!("../../../gpu/digest.ptx"), "\0");
 /// Threads per block (the kernel's `__launch_bounds__`).
 const THREADS: c_uint = 256;
-/// Chunks one launch digests (the size of each context's digest buffer, 16 bytes each).
+/// Chunks one launch digests or fingerprints (each of the two halves of a context's buffer,
+/// 16 bytes a chunk).
 const SEGMENT_CHUNKS: usize = 1 << 16;
+/// Threads `hrr_fingerprint` takes per chunk (a warp).
+const FINGERPRINT_THREADS: usize = 32;
 /// How long a launch is waited for before the host takes over.
 const WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 /// `CU_POINTER_ATTRIBUTE_CONTEXT`; `CUDA_ERROR_NOT_READY`; `CU_STREAM_CAPTURE_MODE_RELAXED`.
@@ -98,14 +110,19 @@ fn fns() -> Option<&'static Fns> {
     .as_ref()
 }
 
-/// What a context holds of the kernel.
+/// What a context holds of the kernels.
 struct Loaded {
     function: Ptr,
+    /// `hrr_fingerprint`, while its fingerprints are taken (`None`: the host reads them).
+    fingerprint: Option<Ptr>,
     stream: Ptr,
-    /// Mapped pinned memory for [`SEGMENT_CHUNKS`] digests: the host's address, the device's.
+    /// Mapped pinned memory for [`SEGMENT_CHUNKS`] digests, then as many fingerprints: the
+    /// host's address, the device's.
     out: (Ptr, u64),
     /// Whether a result's digests were checked against the host's.
     checked: bool,
+    /// Whether fingerprints were.
+    fingerprints_checked: bool,
 }
 
 /// A context's state: loaded, or digests taken by the host.
@@ -156,6 +173,7 @@ pub unsafe fn device_digests(src: u64, host: &[u8]) -> Option<Vec<[u8; 16]>> {
     let why = match run(f, gpu, src, n) {
         Ok(d) if gpu.checked || d[0] == chunk_digest(first) => {
             gpu.checked = true;
+            fingerprint_covered(f, gpu, src, host);
             return Some(d);
         }
         Ok(_) => "disagree with the host's",
@@ -166,6 +184,40 @@ pub unsafe fn device_digests(src: u64, host: &[u8]) -> Option<Vec<[u8; 16]>> {
     ));
     *slot = Slot::Off;
     None
+}
+
+/// The tracker's fingerprints of the chunks of host-visible memory the copy of `host.len()`
+/// bytes from `src` into `host` covers whole, taken on the GPU and handed to the tracker
+/// ([module docs](self)); nothing when it covers none, or where the GPU's are not taken.
+unsafe fn fingerprint_covered(f: &Fns, gpu: &mut Loaded, src: u64, host: &[u8]) {
+    let Some(function) = gpu.fingerprint else {
+        return;
+    };
+    let dst = host.as_ptr() as u64;
+    let Some((at, count)) = super::hostmem::chunks_to_cover(dst, host.len()) else {
+        return;
+    };
+    let from = src + (at - dst);
+    if !from.is_multiple_of(8) {
+        return; // (the kernel reads 8-byte words)
+    }
+    let why = match fingerprints(f, gpu, function, from, count) {
+        Ok(parts) => {
+            let off = (at - dst) as usize;
+            let first = &host[off..off + crate::fingerprint::PIECE];
+            if gpu.fingerprints_checked || parts[0] == crate::fingerprint::of(first) {
+                gpu.fingerprints_checked = true;
+                crate::fingerprint::remember_pieces(at as usize, parts);
+                return;
+            }
+            "disagree with the host's"
+        }
+        Err(why) => why,
+    };
+    crate::recorder::notice(&format!(
+        "GPU fingerprints of D2H results {why} in this context; the host reads them"
+    ));
+    gpu.fingerprint = None;
 }
 
 /// A context goes (`cuCtxDestroy` of `ctx`; `None`: a primary context released or reset, whose
@@ -224,16 +276,20 @@ unsafe fn in_this_context(f: &Fns, src: u64, ctx: Ptr) -> bool {
         && owner == ctx
 }
 
-/// Load the kernel into the current context, with a stream and a digest buffer of its own.
+/// Load the kernels into the current context, with a stream and a buffer of its own.
 unsafe fn load(f: &Fns) -> Slot {
     let null = std::ptr::null_mut;
     let (mut module, mut function, mut stream, mut out) = (null(), null(), null(), null());
+    let mut fingerprint = null();
     let mut out_dev = 0u64;
     let loaded = (f.module_load_data)(&mut module, PTX.as_ptr() as *const c_void) == 0
         && (f.module_get_function)(&mut function, module, c"hrr_digest".as_ptr()) == 0
         && (f.stream_create)(&mut stream, STREAM_NON_BLOCKING) == 0
-        && (f.host_alloc)(&mut out, SEGMENT_CHUNKS * 16, DEVICEMAP) == 0
+        && (f.host_alloc)(&mut out, 2 * SEGMENT_CHUNKS * 16, DEVICEMAP) == 0
         && (f.host_device_pointer)(&mut out_dev, out, 0) == 0;
+    let fingerprint =
+        ((f.module_get_function)(&mut fingerprint, module, c"hrr_fingerprint".as_ptr()) == 0)
+            .then_some(fingerprint);
     if !loaded {
         crate::recorder::notice(
             "GPU digests of D2H results unavailable in this context (the kernel did not load); \
@@ -243,14 +299,16 @@ unsafe fn load(f: &Fns) -> Slot {
     }
     Slot::Ready(Loaded {
         function,
+        fingerprint,
         stream,
         out: (out, out_dev),
         checked: false,
+        fingerprints_checked: false,
     })
 }
 
-/// Run the kernel over the `n` bytes at `src`, a segment at a time, waiting for each (at most
-/// [`WAIT`]): the digests, or why not.
+/// Run `hrr_digest` over the `n` bytes at `src`, a segment at a time, waiting for each (at
+/// most [`WAIT`]): the digests, or why not.
 unsafe fn run(
     f: &Fns,
     gpu: &mut Loaded,
@@ -261,39 +319,8 @@ unsafe fn run(
     for start in (0..n).step_by(SEGMENT_CHUNKS * CHUNK) {
         let len = (n - start).min(SEGMENT_CHUNKS * CHUNK);
         let chunks = len.div_ceil(CHUNK);
-        let (mut s, mut words, mut out) = (src + start as u64, (len / 8) as u64, gpu.out.1);
-        let mut params: [Ptr; 3] = [
-            &mut s as *mut u64 as Ptr,
-            &mut words as *mut u64 as Ptr,
-            &mut out as *mut u64 as Ptr,
-        ];
-        let (p, null) = (params.as_mut_ptr(), std::ptr::null_mut());
-        let grid = chunks as c_uint;
-        if (f.launch)(
-            gpu.function,
-            grid,
-            1,
-            1,
-            THREADS,
-            1,
-            1,
-            0,
-            gpu.stream,
-            p,
-            null,
-        ) != 0
-        {
-            return Err("failed");
-        }
-        let until = std::time::Instant::now() + WAIT;
-        loop {
-            match (f.stream_query)(gpu.stream) {
-                0 => break,
-                NOT_READY if std::time::Instant::now() < until => std::thread::yield_now(),
-                NOT_READY => return Err("waited for over 250 ms (the GPU busy)"),
-                _ => return Err("failed"),
-            }
-        }
+        let (s, words, out) = (src + start as u64, (len / 8) as u64, gpu.out.1);
+        launch_and_wait(f, gpu, gpu.function, chunks as c_uint, [s, words, out])?;
         let bytes = std::slice::from_raw_parts(gpu.out.0 as *const u8, chunks * 16);
         digests.extend(
             bytes
@@ -302,4 +329,65 @@ unsafe fn run(
         );
     }
     Ok(digests)
+}
+
+/// Run `function` (`hrr_fingerprint`) over the `count` whole chunks at `src`, a segment at a
+/// time: their fingerprints, or why not.
+unsafe fn fingerprints(
+    f: &Fns,
+    gpu: &Loaded,
+    function: Ptr,
+    src: u64,
+    count: usize,
+) -> Result<Vec<crate::fingerprint::Fingerprint>, &'static str> {
+    let mut parts = Vec::with_capacity(count);
+    let half = SEGMENT_CHUNKS * 16;
+    for first in (0..count).step_by(SEGMENT_CHUNKS) {
+        let chunks = (count - first).min(SEGMENT_CHUNKS);
+        let s = src + (first * CHUNK) as u64;
+        let grid = (chunks * FINGERPRINT_THREADS).div_ceil(THREADS as usize) as c_uint;
+        launch_and_wait(
+            f,
+            gpu,
+            function,
+            grid,
+            [s, chunks as u64, gpu.out.1 + half as u64],
+        )?;
+        let words = std::slice::from_raw_parts((gpu.out.0 as *const u8).add(half), chunks * 16);
+        parts.extend(words.chunks_exact(16).map(|w| {
+            let lo = u64::from_le_bytes(w[..8].try_into().expect("8"));
+            let hi = u64::from_le_bytes(w[8..].try_into().expect("8"));
+            (hi as u128) << 64 | lo as u128
+        }));
+    }
+    Ok(parts)
+}
+
+/// Launch `function` with three 8-byte parameters on capture's stream, `grid` blocks of
+/// [`THREADS`], and wait for it (at most [`WAIT`]).
+unsafe fn launch_and_wait(
+    f: &Fns,
+    gpu: &Loaded,
+    function: Ptr,
+    grid: c_uint,
+    mut args: [u64; 3],
+) -> Result<(), &'static str> {
+    let mut params: [Ptr; 3] = [
+        &mut args[0] as *mut u64 as Ptr,
+        &mut args[1] as *mut u64 as Ptr,
+        &mut args[2] as *mut u64 as Ptr,
+    ];
+    let (p, null) = (params.as_mut_ptr(), std::ptr::null_mut());
+    if (f.launch)(function, grid, 1, 1, THREADS, 1, 1, 0, gpu.stream, p, null) != 0 {
+        return Err("failed");
+    }
+    let until = std::time::Instant::now() + WAIT;
+    loop {
+        match (f.stream_query)(gpu.stream) {
+            0 => return Ok(()),
+            NOT_READY if std::time::Instant::now() < until => std::thread::yield_now(),
+            NOT_READY => return Err("waited for over 250 ms (the GPU busy)"),
+            _ => return Err("failed"),
+        }
+    }
 }

@@ -198,19 +198,10 @@ pub fn result_recorded(dst: u64, n: usize, how: Recorded) {
         return;
     }
     let mut regs = regions();
-    let Some((&base, r)) = regs.range_mut(..=dst).next_back() else {
+    let Some((base, first, last)) = chunks_covered(&regs, dst, n) else {
         return;
     };
-    let end = dst.saturating_add(n as u64).min(base + r.len as u64);
-    if dst >= end {
-        return;
-    }
-    let first = ((dst - base) as usize).div_ceil(CHUNK);
-    let last = ((end - base) as usize) / CHUNK; // exclusive; a partial last chunk stays unknown
-    let last = last.min(r.known.len());
-    if first >= last {
-        return;
-    }
+    let r = regs.get_mut(&base).expect("the region just found");
     // SAFETY: whole chunks of a live tracked region (untracked before it is freed).
     let covered = unsafe {
         std::slice::from_raw_parts(
@@ -228,6 +219,31 @@ pub fn result_recorded(dst: u64, n: usize, how: Recorded) {
         }
         Recorded::Async(_) => {}
     }
+}
+
+/// The chunks of a tracked region that `n` bytes at `dst` cover whole: the region's base and
+/// the range of its chunks (a partial first or last chunk is not covered).
+fn chunks_covered(regs: &BTreeMap<u64, Region>, dst: u64, n: usize) -> Option<(u64, usize, usize)> {
+    let (&base, r) = regs.range(..=dst).next_back()?;
+    let end = dst.saturating_add(n as u64).min(base + r.len as u64);
+    if dst >= end {
+        return None;
+    }
+    let first = ((dst - base) as usize).div_ceil(CHUNK);
+    let last = (((end - base) as usize) / CHUNK).min(r.known.len());
+    (first < last).then_some((base, first, last))
+}
+
+/// The whole chunks of a tracked region a D2H result of `n` bytes at `dst` is about to cover
+/// ([`result_recorded`]): the address of the first and their number, for their fingerprints
+/// to be taken where the result's bytes came from (`super::digest`; handed over with
+/// `crate::fingerprint::remember_pieces`). `None`: it covers none.
+pub fn chunks_to_cover(dst: u64, n: usize) -> Option<(u64, usize)> {
+    if COUNT.load(Ordering::Acquire) == 0 || n < CHUNK {
+        return None;
+    }
+    let (base, first, last) = chunks_covered(&regions(), dst, n)?;
+    Some((base + (first * CHUNK) as u64, last - first))
 }
 
 /// The base and write count ([`Recorded::Async`]) of the region the copy this thread's call
