@@ -212,6 +212,23 @@ static const char k_ptx_text[] =
     "\t.param .u32 axpy_param_3\n"
     ")\n{\n\tret;\n}\n";
 
+/* k_ptx_text with a comment of 320 KiB after it, as large as a real module whose image capture
+ * stores on a thread of its own while the driver loads it (crates/hrr-capture, code.rs). */
+static const char *large_ptx_text(void) {
+  static char *text;
+  if (!text) {
+    size_t n = strlen(k_ptx_text), pad = 320 << 10;
+    text = malloc(n + pad + 2);
+    if (!text) exit(1);
+    memcpy(text, k_ptx_text, n);
+    memcpy(text + n, "//", 2);
+    memset(text + n + 2, 'x', pad - 3);
+    text[n + pad - 1] = '\n';
+    text[n + pad] = 0;
+  }
+  return text;
+}
+
 struct fatbin_wrapper {
   int magic;
   int version;

@@ -56,7 +56,7 @@ static void workload(struct outbuf *out) {
   CK(cu->KernelGetFunction(&f_axpy, k_axpy), "cuKernelGetFunction");
   CK(cu->KernelGetFunction(&f_fill, k_fill), "cuKernelGetFunction");
   CK(cu->KernelGetFunction(&f_gather, k_gather), "cuKernelGetFunction");
-  CK(cu->ModuleLoadData(&mod, k_ptx_text), "cuModuleLoadData");
+  CK(cu->ModuleLoadData(&mod, large_ptx_text()), "cuModuleLoadData");
   CK(cu->ModuleGetFunction(&f_mod_axpy, mod, "axpy"), "cuModuleGetFunction");
   (void)f_axpy;
 

@@ -21,13 +21,45 @@ use crate::api::cuda::API;
 use crate::hook::args::{cstr, file_at, out_addr};
 use crate::recorder::{self};
 
-/// Store the image at `image` as a code object.
-unsafe fn store_image(image: *const c_void) -> Option<ObjectId> {
-    if !recorder::active() {
-        return None;
+/// Images this large or larger are stored (hashed and queued) by a thread of their own while
+/// the driver loads them ([`load_image`]).
+const STORE_BESIDE_MIN: usize = 256 << 10;
+
+/// Make a module or library load (`call`) of the image at `image`, stored as a code object,
+/// and record it. A large image is stored while the driver loads it, on a thread of its own:
+/// the runtime loads a program's module at its first kernel launch, often inside the program's
+/// own timed region (cudaTensorCoreGemm's: hashing its image there cost the kernel's figure
+/// 0.4 ms before), and the driver takes as long to load it as capture to hash it.
+unsafe fn load_image(
+    h: Export,
+    m: *mut Handle,
+    image: *const c_void,
+    library: bool,
+    call: impl Call,
+) -> CUresult {
+    let img = if recorder::active() {
+        crate::api::cuda::image::identify(image as *const u8)
+    } else {
+        None
+    };
+    let Some(img) = img else {
+        return load(h, m, None, library, call);
+    };
+    // SAFETY: `identify` measured the image there; the driver only reads it meanwhile.
+    let bytes = std::slice::from_raw_parts(img.ptr, img.len);
+    let store = move || recorder::put_code(&API, bytes, img.kind);
+    if bytes.len() < STORE_BESIDE_MIN {
+        return load(h, m, store(), library, call);
     }
-    let img = crate::api::cuda::image::identify(image as *const u8)?;
-    recorder::put_code(&API, std::slice::from_raw_parts(img.ptr, img.len), img.kind)
+    std::thread::scope(
+        |s| match std::thread::Builder::new().spawn_scoped(s, store) {
+            Ok(storing) => {
+                let r = call();
+                record_load(h, m, storing.join().ok().flatten(), library, r)
+            }
+            Err(_) => load(h, m, store(), library, call),
+        },
+    )
 }
 
 /// Store the image file at `fname` as a code object.
@@ -62,7 +94,17 @@ unsafe fn load(
     library: bool,
     call: impl Call,
 ) -> CUresult {
-    let r = call();
+    record_load(h, m, code, library, call())
+}
+
+/// Record that a module or library load of `code` returned `r` and produced `*m`.
+unsafe fn record_load(
+    h: Export,
+    m: *mut Handle,
+    code: Option<ObjectId>,
+    library: bool,
+    r: CUresult,
+) -> CUresult {
     let handle = out_addr(m);
     let remember = || state::with(|st| st.modules.insert(handle, code));
     if library {
@@ -96,7 +138,7 @@ pub unsafe fn module_load_data(
     image: *const c_void,
     call: impl Call,
 ) -> CUresult {
-    load(h, m, store_image(image), false, call)
+    load_image(h, m, image, false, call)
 }
 
 pub unsafe fn module_load_data_ex(
@@ -110,7 +152,7 @@ pub unsafe fn module_load_data_ex(
 
 pub unsafe fn library_load_data(h: Export, a: args::LibraryLoadData, call: impl Call) -> CUresult {
     let args::LibraryLoadData { lib, code, .. } = a;
-    load(h, lib, store_image(code), true, call)
+    load_image(h, lib, code, true, call)
 }
 
 pub unsafe fn library_load_from_file(
