@@ -174,6 +174,30 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
+    /// A program forks after capture hashed on the pool of `hrr_archive::map_chunks`: the
+    /// child's copy of the pool has no threads, and its fingerprints are taken without it.
+    #[test]
+    fn a_fork_child_fingerprints_without_its_parents_pool() {
+        let bytes: Vec<u8> = (0..PARALLEL_MIN * 2).map(|i| (i % 253) as u8).collect();
+        let serial: Vec<Fingerprint> = bytes.chunks(PIECE).map(of).collect();
+        assert_eq!(chunks(&bytes, PIECE), serial); // the pool started (where there are cores)
+                                                   // SAFETY: the child only hashes and exits (a child that hangs dies of SIGALRM).
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            unsafe {
+                libc::alarm(20);
+                libc::_exit(i32::from(chunks(&bytes, PIECE) != serial));
+            }
+        }
+        let mut status = 0;
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status:#x}"
+        );
+    }
+
     #[test]
     fn chunk_fingerprints_on_several_threads_are_those_of_one() {
         let bytes: Vec<u8> = (0..PARALLEL_MIN * 2 + 12_345)
