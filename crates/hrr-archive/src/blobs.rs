@@ -75,53 +75,18 @@ impl fmt::Debug for ObjectId {
 }
 
 /// Inputs at least this long are hashed on several threads.
-const PARALLEL_HASH_MIN: usize = 4 << 20;
-/// The smallest subtree a thread hashes alone.
-const PARALLEL_HASH_LEAF: usize = 2 << 20;
+const PARALLEL_HASH_MIN: usize = 1 << 20;
 
-/// BLAKE3 of `bytes`, the same as `blake3::hash`, computed on up to 16 threads for inputs of
-/// [`PARALLEL_HASH_MIN`] bytes or more: the input is split into BLAKE3's own subtrees
-/// (`hazmat::left_subtree_len`), hashed in parallel and merged, so the result is the standard
-/// hash. (One core hashes a 64 MiB buffer in about 30-45 ms on the 2-core test VM, AVX2; the
+/// BLAKE3 of `bytes`, the same as `blake3::hash`, computed on the threads of
+/// [`crate::map_chunks`]'s pool (BLAKE3's own split into subtrees, `Hasher::update_rayon`)
+/// for inputs of [`PARALLEL_HASH_MIN`] bytes or more, on the calling thread where there is no
+/// pool. (One core hashes a 64 MiB buffer in about 30-45 ms on the 2-core test VM, AVX2; the
 /// split pays where cores are free, e.g. a GPU host's 16; `hash_speed` measures it.)
 pub fn parallel_hash(bytes: &[u8]) -> blake3::Hash {
-    use blake3::hazmat::{merge_subtrees_root, Mode};
-    let threads = crate::cores().min(16);
-    if bytes.len() < PARALLEL_HASH_MIN || threads < 2 {
-        return blake3::hash(bytes);
+    match crate::pool().filter(|_| bytes.len() >= PARALLEL_HASH_MIN) {
+        Some(pool) => pool.install(|| blake3::Hasher::new().update_rayon(bytes).finalize()),
+        None => blake3::hash(bytes),
     }
-    let depth = threads.ilog2();
-    let left = blake3::hazmat::left_subtree_len(bytes.len() as u64) as usize;
-    let (l, r) = std::thread::scope(|s| {
-        let right = s.spawn(|| subtree_cv(&bytes[left..], left as u64, depth - 1));
-        let l = subtree_cv(&bytes[..left], 0, depth - 1);
-        (l, right.join())
-    });
-    match r {
-        Ok(r) => merge_subtrees_root(&l, &r, Mode::Hash),
-        Err(_) => blake3::hash(bytes), // a hashing thread could not run: hash here
-    }
-}
-
-/// The chaining value of the subtree `bytes` starting at `offset`, split `depth` more times.
-fn subtree_cv(bytes: &[u8], offset: u64, depth: u32) -> blake3::hazmat::ChainingValue {
-    use blake3::hazmat::{merge_subtrees_non_root, HasherExt, Mode};
-    if depth == 0 || bytes.len() <= PARALLEL_HASH_LEAF {
-        return blake3::Hasher::new()
-            .set_input_offset(offset)
-            .update(bytes)
-            .finalize_non_root();
-    }
-    let left = blake3::hazmat::left_subtree_len(bytes.len() as u64) as usize;
-    let (l, r) = std::thread::scope(|s| {
-        let right = s.spawn(|| subtree_cv(&bytes[left..], offset + left as u64, depth - 1));
-        let l = subtree_cv(&bytes[..left], offset, depth - 1);
-        let r = right
-            .join()
-            .unwrap_or_else(|_| subtree_cv(&bytes[left..], offset + left as u64, 0));
-        (l, r)
-    });
-    merge_subtrees_non_root(&l, &r, Mode::Hash)
 }
 
 /// What a code object holds; its file extension.

@@ -72,11 +72,11 @@ pub fn cores() -> usize {
 /// Threads the pool of [`map_chunks`] has at most.
 const POOL_MAX: usize = 16;
 
-/// The threads [`map_chunks`] runs on (`hrr-chunks-N`, as many as [`cores`] up to
+/// The threads [`map_chunks`] and [`blobs::parallel_hash`] run on (`hrr-chunks-N`, as many as [`cores`] up to
 /// [`POOL_MAX`]), started at its first use in this process and kept: starting 16 threads for
 /// each large buffer cost a capture ~0.3 ms a buffer. `None` where they cannot start, and in a
 /// fork child of a process that started them (its copy of the pool has no threads).
-fn pool() -> Option<&'static rayon::ThreadPool> {
+pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<(u32, rayon::ThreadPool)>> = std::sync::OnceLock::new();
     let (pid, pool) = POOL
         .get_or_init(|| {
@@ -89,6 +89,26 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
         })
         .as_ref()?;
     (*pid == std::process::id()).then_some(pool)
+}
+
+/// `f` of each `piece`-long range of `0..n` (the last may be shorter), on the pool's threads
+/// ([`pool`]), the caller waiting for all; `false` where there is no pool (nothing was run).
+pub fn on_pool_pieces(
+    n: usize,
+    piece: usize,
+    f: impl Fn(std::ops::Range<usize>) + Sync + Send,
+) -> bool {
+    use rayon::prelude::*;
+    let Some(pool) = pool() else {
+        return false;
+    };
+    let piece = piece.max(1);
+    pool.install(|| {
+        (0..n.div_ceil(piece))
+            .into_par_iter()
+            .for_each(|i| f(i * piece..((i + 1) * piece).min(n)))
+    });
+    true
 }
 
 /// `f` of each `chunk`-sized piece of `bytes` (the last may be shorter), in order: on the

@@ -58,6 +58,8 @@ pub const WRITERS: usize = 4;
 const PARALLEL_COPY_MIN: usize = 8 << 20;
 /// Threads a parallel staging copy uses at most (half the cores, two at least).
 const COPY_THREADS: usize = 8;
+/// The pieces a staging copy is split into on the threads of `hrr_archive::map_chunks`'s pool.
+const POOL_COPY_PIECE: usize = 1 << 20;
 
 /// One staged blob, or code object (`code`: its kind).
 struct Job {
@@ -336,23 +338,33 @@ fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
         *buf = Vec::with_capacity(bytes.len());
         advise_huge_pages(buf.spare_capacity_mut());
     }
+    let (to, from) = (buf.as_mut_ptr() as usize, bytes.as_ptr() as usize);
+    // SAFETY: `buf` has room for `bytes.len()` bytes (reserved above); the ranges are disjoint
+    // and `bytes` does not overlap `buf`.
+    let copy_range = |r: std::ops::Range<usize>| unsafe {
+        std::ptr::copy_nonoverlapping(
+            (from + r.start) as *const u8,
+            (to + r.start) as *mut u8,
+            r.len(),
+        )
+    };
+    if hrr_archive::on_pool_pieces(bytes.len(), POOL_COPY_PIECE, copy_range) {
+        // SAFETY: every byte of the first `bytes.len()` was written by the pool's threads,
+        // all done when it returned.
+        unsafe { buf.set_len(bytes.len()) };
+        return;
+    }
     let cores = hrr_archive::cores();
     let piece = bytes.len().div_ceil((cores / 2).clamp(2, COPY_THREADS));
-    let (to, from) = (buf.as_mut_ptr() as usize, bytes.as_ptr() as usize);
     std::thread::scope(|s| {
         for start in (0..bytes.len()).step_by(piece) {
-            let n = piece.min(bytes.len() - start);
-            // SAFETY: `buf` has room for `bytes.len()` bytes (reserved above); the pieces are
-            // disjoint and `bytes` does not overlap `buf`.
-            let copy = move || unsafe {
-                std::ptr::copy_nonoverlapping(
-                    (from + start) as *const u8,
-                    (to + start) as *mut u8,
-                    n,
-                )
+            let r = start..start + piece.min(bytes.len() - start);
+            let copy = {
+                let r = r.clone();
+                move || copy_range(r)
             };
             if std::thread::Builder::new().spawn_scoped(s, copy).is_err() {
-                copy();
+                copy_range(r);
             }
         }
     });
