@@ -663,9 +663,9 @@ fn changed_runs(
 }
 
 /// The fingerprint of each [`CHUNK`] of `bytes` (on several threads for large regions).
-/// [`chunk_fingerprints`] of bytes a result just stored: those its store fingerprinted, when
-/// they are the same pieces (`crate::fingerprint::recent_pieces`; an unchanged result stored
-/// again), else read again.
+/// [`chunk_fingerprints`] of bytes a result just stored: those its store fingerprinted, or
+/// the GPU took from the copy's source (`super::digest`: a result recorded as digests), when
+/// they are the same pieces (`crate::fingerprint::recent_pieces`), else read again.
 fn pieces_of(bytes: &[u8]) -> Vec<Fingerprint> {
     const _: () = assert!(CHUNK == crate::fingerprint::PIECE);
     let n = bytes.len() / CHUNK;
