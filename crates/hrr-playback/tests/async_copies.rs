@@ -216,6 +216,24 @@ fn downloads_into_mapped_buffers_are_recorded_once() {
     assert_contains(&out, "D2H checks      : 5 pass");
 }
 
+/// A synchronisation that finds async copies complete records their results on its own thread
+/// (it waits for them anyway): not handed to capture's recorder thread and waited for, two
+/// thread wake-ups per synchronisation in simpleMultiCopy's serialized loop. The results carry
+/// the program's thread, as its copies do.
+#[test]
+fn results_a_synchronisation_finds_complete_are_recorded_on_its_thread() {
+    let (_tmp, _arch, events) = copy_app_events(&["multicopy", "5", "1"], 0);
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert_eq!(results.len(), 5);
+    for r in results {
+        let copy = events
+            .iter()
+            .find(|e| e["seq"] == r["fields"]["copy"])
+            .unwrap();
+        assert_eq!(r["thread_id"], copy["thread_id"], "{r}");
+    }
+}
+
 /// 300 async D2H copies into one buffer and no synchronisation until the end: past 256 results
 /// waiting for their event, those whose copies completed are handed over (all but the newest
 /// dropped: later copies overwrote them unseen), so events do not pile up; the last copy's

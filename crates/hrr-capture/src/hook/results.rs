@@ -269,7 +269,7 @@ pub fn defer(id: u64, d: Deferred) {
     let deferred = t.pending.iter().filter(|p| p.deferred.is_some()).count();
     drop(t);
     if deferred > MAX_DEFERRED {
-        fire_completed();
+        fire_completed(false);
     }
 }
 
@@ -318,9 +318,19 @@ fn settle_where(which: impl Fn(&Deferred) -> bool) {
     wait_recorded();
 }
 
+thread_local! {
+    /// Results whose copies completed are recorded on this thread, not handed to the recorder
+    /// thread ([`fire_completed`] for a caller that waits for them anyway).
+    static RECORD_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Hand over the deferred results whose copies completed (their event says so): after a
-/// synchronisation or a query that may have told the program so.
-fn fire_completed() {
+/// synchronisation or a query that may have told the program so. `here`: the caller waits for
+/// them to be recorded ([`wait_recorded`]), so they are recorded on its thread: handing them
+/// to the recorder thread and waiting for it cost a synchronisation two thread wake-ups
+/// (simpleMultiCopy's serialized loop, where the GPU idles until its event synchronisation
+/// returns).
+fn fire_completed(here: bool) {
     let ready: Vec<Deferred> = {
         let mut t = table();
         t.pending
@@ -332,10 +342,12 @@ fn fire_completed() {
             })
             .collect()
     };
+    let was = RECORD_HERE.with(|r| r.replace(here));
     for d in ready {
         // SAFETY: taken out of the table under its lock: this thread alone has it.
         unsafe { d.fire() }
     }
+    RECORD_HERE.with(|r| r.set(was));
 }
 
 /// Result `id` recorded (or given up): forget it.
@@ -368,7 +380,7 @@ fn completed(id: u64, job: Job) -> Option<Job> {
         shared().recorded.notify_all();
         return None;
     }
-    if p.stage == Stage::Inline || !worker() {
+    if p.stage == Stage::Inline || RECORD_HERE.with(|r| r.get()) || !worker() {
         return Some(job);
     }
     p.stage = Stage::Handed;
@@ -450,7 +462,7 @@ fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
 /// recorded (30 s at most, should the archive's disk stall).
 pub fn wait_recorded() {
     own();
-    fire_completed();
+    fire_completed(true);
     if HANDED.load(Ordering::Acquire) == 0 {
         return;
     }
