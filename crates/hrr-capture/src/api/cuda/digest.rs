@@ -287,9 +287,6 @@ unsafe fn load(f: &Fns) -> Slot {
         && (f.stream_create)(&mut stream, STREAM_NON_BLOCKING) == 0
         && (f.host_alloc)(&mut out, 2 * SEGMENT_CHUNKS * 16, DEVICEMAP) == 0
         && (f.host_device_pointer)(&mut out_dev, out, 0) == 0;
-    let fingerprint =
-        ((f.module_get_function)(&mut fingerprint, module, c"hrr_fingerprint".as_ptr()) == 0)
-            .then_some(fingerprint);
     if !loaded {
         crate::recorder::notice(
             "GPU digests of D2H results unavailable in this context (the kernel did not load); \
@@ -297,6 +294,9 @@ unsafe fn load(f: &Fns) -> Slot {
         );
         return Slot::Off;
     }
+    let fingerprint =
+        ((f.module_get_function)(&mut fingerprint, module, c"hrr_fingerprint".as_ptr()) == 0)
+            .then_some(fingerprint);
     Slot::Ready(Loaded {
         function,
         fingerprint,
