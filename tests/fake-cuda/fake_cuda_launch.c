@@ -19,9 +19,10 @@ static unsigned long long count_of(long long n, unsigned long long threads) {
 /* A byte new at every `noisy` launch: from a counter kept in the file $FAKE_CUDA_NOISE_FILE
    when set (so tests know every process gets a different one), else from the clock and pid. */
 
-static uint8_t noise_byte(void) {
+/* This process's noise base: the counter of $FAKE_CUDA_NOISE_FILE (taken, and the next value
+   left for the next process), else from the clock and pid. */
+static unsigned long long noise_base(void) {
   static unsigned long long base;
-  static unsigned launches;
   static int seeded;
   if (!seeded) {
     seeded = 1;
@@ -38,6 +39,29 @@ static uint8_t noise_byte(void) {
       base = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 8);
     }
   }
+  return base;
+}
+
+/* With $FAKE_CUDA_NOISE_MASKS (a comma-separated list of numbers, indexed by the process's
+   noise base modulo its length): which words of the `noisy` kernel's second half take the
+   launch's noise in this process (bit j: word j, modulo 64); the others are deterministic.
+   All of them without it. */
+static unsigned long long noise_mask(void) {
+  const char *list = getenv("FAKE_CUDA_NOISE_MASKS");
+  if (!list) return ~0ull;
+  unsigned long long masks[64];
+  int n = 0;
+  for (const char *p = list; *p && n < 64;) {
+    char *end;
+    masks[n++] = strtoull(p, &end, 0);
+    p = *end == ',' ? end + 1 : end + strlen(end);
+  }
+  return n ? masks[noise_base() % (unsigned long long)n] : ~0ull;
+}
+
+static uint8_t noise_byte(void) {
+  static unsigned launches;
+  unsigned long long base = noise_base();
   /* Every $FAKE_CUDA_NOISE_STABLE_EVERY-th launch, the byte $FAKE_CUDA_NOISE_CONST instead: the
      same in every process given the same value (a result that repeats one outcome of the
      program's nondeterminism in every replay). */
@@ -185,7 +209,8 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
        $FAKE_CUDA_NOISE_IDLE set, the second half says whether the device was idle at the
        launch (right after a synchronisation; `always`: every launch, as in a recording whose
        launches were each slowed until the device was idle): a result that depends on when
-       the launch came, the same in every replay issued alike. */
+       the launch came, the same in every replay issued alike. $FAKE_CUDA_NOISE_MASKS: only
+       some words of the second half are noise (noise_mask). */
     uint64_t p = RD(uint64_t, 0), n64 = RD(uint64_t, 8);
     unsigned long long n = n64 < threads ? n64 : threads;
     if (n > (1ull << 40) || !kernel_ok(p, n * 4, 2, dev)) return E_ILLEGAL_ADDRESS;
@@ -200,7 +225,11 @@ CUresult run_kernel(struct fc_func *f, const unsigned char *pb, unsigned long lo
     const char *by_idle = getenv("FAKE_CUDA_NOISE_IDLE");
     uint32_t noise = by_idle ? ((idle || !strcmp(by_idle, "always")) ? 0xa1u : 0x5bu) * 0x01010101u
                              : noise_byte() * 0x01010101u;
-    for (unsigned long long i = 0; i < n; i++) P[i] = i < n / 2 ? (uint32_t)i * 2654435761u : noise;
+    unsigned long long mask = noise_mask();
+    for (unsigned long long i = 0; i < n; i++) {
+      int noisy = i >= n / 2 && ((mask >> ((i - n / 2) % 64)) & 1);
+      P[i] = noisy ? noise : (uint32_t)i * 2654435761u;
+    }
     return E_SUCCESS;
   }
   case K_SPIN:

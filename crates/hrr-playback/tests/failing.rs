@@ -266,6 +266,29 @@ fn nondeterministic_bytes_of_a_result_recorded_as_digests_are_told_apart_too() {
     assert_eq!(code, 1);
 }
 
+/// A result nondeterministic in two words, each of which differs from the first replay in
+/// another replay of the recheck, never both in one (`FAKE_CUDA_NOISE_MASKS`: which words are
+/// noise in each process: the recording both, the first replay none, then the first, then the
+/// second): each word was seen to change, so the result is the program's nondeterminism.
+#[test]
+fn words_differing_in_different_replays_of_the_recheck_are_told_apart() {
+    let (tmp, noise) = noise_counter();
+    let env = [
+        ("FAKE_CUDA_NOISE_FILE", noise.as_str()),
+        ("FAKE_CUDA_NOISE_MASKS", "0,3,0,1,2,0,0,0"),
+    ];
+    let (dir, d2h) = captured_noisy(tmp.path(), &["noisy"], &env);
+    let (code, v) = fake().replay_json_env(&dir, &[], &env);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS", "{v}");
+    assert_eq!(v["d2h_checks"]["nondeterministic"], 1, "{v}");
+    assert_eq!(v["nondeterministic"][0]["event"], d2h["seq"], "{v}");
+    assert_eq!(v["nondeterministic"][0]["first_offset"], 512, "{v}");
+    // Only those words (the masks repeat every 64 words: 4 of the 128): the rest of the
+    // second half is deterministic under them.
+    assert_eq!(v["nondeterministic"][0]["differing"], 16, "{v}");
+}
+
 #[test]
 fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismatches() {
     let (tmp, noise) = noise_counter();

@@ -199,10 +199,24 @@ impl Checks {
     /// result of the copy showed unstable.
     pub fn settle_like_copy(
         &mut self,
+        at: (u64, &str),
+        got: &[u8],
+        want: &[u8],
+        unstable: &std::collections::BTreeSet<usize>,
+    ) -> Option<Nondeterministic> {
+        self.settle_within(at, got, want, unstable, How::SameCopy)
+    }
+
+    /// A failed comparison whose every differing aligned 4-byte word (by offset) is among
+    /// `unstable`, words shown to differ from one replay to another (`how` says where): the
+    /// program's own nondeterminism, judged exactly (no tolerance); `None` otherwise.
+    pub fn settle_within(
+        &mut self,
         (seq, call): (u64, &str),
         got: &[u8],
         want: &[u8],
         unstable: &std::collections::BTreeSet<usize>,
+        how: How,
     ) -> Option<Nondeterministic> {
         if got.len() != want.len() {
             return None;
@@ -212,7 +226,7 @@ impl Checks {
             return None;
         }
         let d = differences(got, want)?;
-        Some(self.settled(seq, call, want.len(), d, How::SameCopy))
+        Some(self.settled(seq, call, want.len(), d, how))
     }
 
     /// [`Self::settle`] for a result recorded as digests: nondeterministic when every chunk
