@@ -141,6 +141,29 @@ fn captured_noisy(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> (PathBuf, 
     (dir, d2h)
 }
 
+/// `driver_app noisy` captured with a noise counter ([`noise_counter`]) and `var=value`: the
+/// counter's folder, the process folder, the D2H copy after the `noisy` launch, and the
+/// environment its replays need (the counter and `var`).
+fn captured_noisy_with(
+    var: &'static str,
+    value: &'static str,
+) -> (
+    tempfile::TempDir,
+    PathBuf,
+    serde_json::Value,
+    [(&'static str, String); 2],
+) {
+    let (tmp, noise) = noise_counter();
+    let env = [("FAKE_CUDA_NOISE_FILE", noise), (var, value.to_string())];
+    let (dir, d2h) = captured_noisy(tmp.path(), &["noisy"], &pairs(&env));
+    (tmp, dir, d2h, env)
+}
+
+/// `env` as the `(&str, &str)` pairs the runners take.
+fn pairs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
 #[test]
 fn a_recorded_fault_is_reproduced_and_its_kernel_named() {
     let (_tmp, arch) = temp_path("run.hrr");
@@ -272,13 +295,8 @@ fn nondeterministic_bytes_of_a_result_recorded_as_digests_are_told_apart_too() {
 /// second): each word was seen to change, so the result is the program's nondeterminism.
 #[test]
 fn words_differing_in_different_replays_of_the_recheck_are_told_apart() {
-    let (tmp, noise) = noise_counter();
-    let env = [
-        ("FAKE_CUDA_NOISE_FILE", noise.as_str()),
-        ("FAKE_CUDA_NOISE_MASKS", "0,3,0,1,2,0,0,0"),
-    ];
-    let (dir, d2h) = captured_noisy(tmp.path(), &["noisy"], &env);
-    let (code, v) = fake().replay_json_env(&dir, &[], &env);
+    let (_tmp, dir, d2h, env) = captured_noisy_with("FAKE_CUDA_NOISE_MASKS", "0,3,0,1,2,0,0,0");
+    let (code, v) = fake().replay_json_env(&dir, &[], &pairs(&env));
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["verdict"], "PASS", "{v}");
     assert_eq!(v["d2h_checks"]["nondeterministic"], 1, "{v}");
@@ -382,12 +400,8 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
 
 #[test]
 fn results_holding_the_recorded_values_in_another_order_are_named_so() {
-    let (tmp, noise) = noise_counter();
-    let env = [
-        ("FAKE_CUDA_NOISE_FILE", noise.as_str()),
-        ("FAKE_CUDA_NOISE_ORDER", "1"),
-    ];
-    let (dir, d2h) = captured_noisy(tmp.path(), &["noisy"], &env);
+    let (_tmp, dir, d2h, env) = captured_noisy_with("FAKE_CUDA_NOISE_ORDER", "1");
+    let env = pairs(&env);
     let seq = d2h["seq"].as_u64().unwrap();
 
     let (code, out, err) = replay(&dir, &[], &env);
