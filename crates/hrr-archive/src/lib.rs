@@ -92,23 +92,19 @@ pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
 }
 
 /// `f` of each `piece`-long range of `0..n` (the last may be shorter), on the pool's threads
-/// ([`pool`]), the caller waiting for all; `false` where there is no pool (nothing was run).
-pub fn on_pool_pieces(
-    n: usize,
-    piece: usize,
-    f: impl Fn(std::ops::Range<usize>) + Sync + Send,
-) -> bool {
+/// ([`pool`]), else one after another on the calling thread; all done when it returns.
+pub fn on_pool_pieces(n: usize, piece: usize, f: impl Fn(std::ops::Range<usize>) + Sync + Send) {
     use rayon::prelude::*;
-    let Some(pool) = pool() else {
-        return false;
-    };
     let piece = piece.max(1);
-    pool.install(|| {
-        (0..n.div_ceil(piece))
-            .into_par_iter()
-            .for_each(|i| f(i * piece..((i + 1) * piece).min(n)))
-    });
-    true
+    let range = |i: usize| i * piece..((i + 1) * piece).min(n);
+    match pool() {
+        Some(pool) => pool.install(|| {
+            (0..n.div_ceil(piece))
+                .into_par_iter()
+                .for_each(|i| f(range(i)))
+        }),
+        None => (0..n.div_ceil(piece)).for_each(|i| f(range(i))),
+    }
 }
 
 /// `f` of each `chunk`-sized piece of `bytes` (the last may be shorter), in order: on the

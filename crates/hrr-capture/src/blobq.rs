@@ -56,7 +56,7 @@ fn staging_limit() -> usize {
 pub const WRITERS: usize = 4;
 /// Buffers this large or larger are copied into staging on several threads.
 const PARALLEL_COPY_MIN: usize = 8 << 20;
-/// Threads a parallel staging copy uses at most (half the cores, two at least).
+/// Threads a blob written at once ([`BlobQueue::put_now`]) is written on besides the caller.
 const COPY_THREADS: usize = 8;
 /// The pieces a staging copy is split into on the threads of `hrr_archive::map_chunks`'s pool.
 const POOL_COPY_PIECE: usize = 1 << 20;
@@ -326,8 +326,9 @@ impl BlobQueue {
     }
 }
 
-/// Copy `bytes` into the staging buffer `buf` (its earlier contents dropped), on several
-/// threads when large: a big upload is staged at memory bandwidth, not one core's copy speed.
+/// Copy `bytes` into the staging buffer `buf` (its earlier contents dropped), on the threads of
+/// `hrr_archive::map_chunks`'s pool when large: a big upload is staged at memory bandwidth, not
+/// one core's copy speed.
 fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
     buf.clear();
     if bytes.len() < PARALLEL_COPY_MIN {
@@ -348,28 +349,8 @@ fn stage(buf: &mut Vec<u8>, bytes: &[u8]) {
             r.len(),
         )
     };
-    if hrr_archive::on_pool_pieces(bytes.len(), POOL_COPY_PIECE, copy_range) {
-        // SAFETY: every byte of the first `bytes.len()` was written by the pool's threads,
-        // all done when it returned.
-        unsafe { buf.set_len(bytes.len()) };
-        return;
-    }
-    let cores = hrr_archive::cores();
-    let piece = bytes.len().div_ceil((cores / 2).clamp(2, COPY_THREADS));
-    std::thread::scope(|s| {
-        for start in (0..bytes.len()).step_by(piece) {
-            let r = start..start + piece.min(bytes.len() - start);
-            let copy = {
-                let r = r.clone();
-                move || copy_range(r)
-            };
-            if std::thread::Builder::new().spawn_scoped(s, copy).is_err() {
-                copy_range(r);
-            }
-        }
-    });
-    // SAFETY: every byte of the first `bytes.len()` was written above (each piece by a thread
-    // that was joined when the scope ended, or here).
+    hrr_archive::on_pool_pieces(bytes.len(), POOL_COPY_PIECE, copy_range);
+    // SAFETY: every byte of the first `bytes.len()` was written above.
     unsafe { buf.set_len(bytes.len()) };
 }
 

@@ -62,7 +62,6 @@ thread_local! {
 /// threads), with their length. The pieces' fingerprints are kept for [`recent_pieces`].
 pub fn whole(bytes: &[u8]) -> Fingerprint {
     if bytes.len() < PARALLEL_MIN {
-        forget_recent();
         return of(bytes);
     }
     let parts = chunks(bytes, PIECE);
@@ -95,7 +94,9 @@ pub fn remember_pieces(at: usize, parts: Vec<Fingerprint>) {
     RECENT.with(|r| *r.borrow_mut() = Some((at, parts.len() * PIECE, parts)));
 }
 
-/// Forget what [`whole`] or [`remember_pieces`] left for [`recent_pieces`] on this thread.
+/// Forget what [`whole`] or [`remember_pieces`] left for [`recent_pieces`] on this thread:
+/// every buffer stored ([`blob_id`], a result recorded as digests) starts so, so that the
+/// pieces handed over are never an earlier buffer's.
 pub fn forget_recent() {
     RECENT.with(|r| *r.borrow_mut() = None);
 }
@@ -145,6 +146,7 @@ pub fn blob_id(bytes: &[u8]) -> ObjectId {
 
 /// [`blob_id`] with `hash` as the content address (tests count its calls).
 fn blob_id_with(bytes: &[u8], hash: impl Fn(&[u8]) -> ObjectId) -> ObjectId {
+    forget_recent(); // (only these bytes' pieces may be handed over next)
     if bytes.len() < SEEN_MIN {
         return hash(bytes);
     }
@@ -180,8 +182,9 @@ mod tests {
     fn a_fork_child_fingerprints_without_its_parents_pool() {
         let bytes: Vec<u8> = (0..PARALLEL_MIN * 2).map(|i| (i % 253) as u8).collect();
         let serial: Vec<Fingerprint> = bytes.chunks(PIECE).map(of).collect();
-        assert_eq!(chunks(&bytes, PIECE), serial); // the pool started (where there are cores)
-                                                   // SAFETY: the child only hashes and exits (a child that hangs dies of SIGALRM).
+        // the pool starts here (where there are cores)
+        assert_eq!(chunks(&bytes, PIECE), serial);
+        // SAFETY: the child only hashes and exits (a child that hangs dies of SIGALRM).
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {

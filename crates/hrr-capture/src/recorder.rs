@@ -428,8 +428,6 @@ pub(crate) unsafe fn put_result(
     src: u64,
     how: BlobWrite,
 ) -> Option<ObjectId> {
-    // (what the tracker of host-visible memory takes over is this result's pieces: below)
-    crate::fingerprint::forget_recent();
     // (a digest object as long as its result, 40 bytes, would read as the result itself)
     if (len as u64) < digest_min() || hrr_archive::digest::ResultDigest::stored_len(len) == len {
         return put_host_blob_as(api, ptr, len, how);
@@ -437,6 +435,9 @@ pub(crate) unsafe fn put_result(
     if !active() || ptr.is_null() {
         return None;
     }
+    // (the tracker of host-visible memory takes over this result's pieces, when the GPU took
+    // them: never an earlier buffer's)
+    crate::fingerprint::forget_recent();
     let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
     let on_device = api.device_digests.and_then(|f| f(src, bytes));
     let chunks = on_device.unwrap_or_else(|| hrr_archive::digest::digests(bytes));
