@@ -73,8 +73,10 @@ pub fn cores() -> usize {
 const POOL_MAX: usize = 16;
 
 /// The threads [`map_chunks`] and [`blobs::parallel_hash`] run on (`hrr-chunks-N`, as many as [`cores`] up to
-/// [`POOL_MAX`]), started at its first use in this process and kept: starting 16 threads for
-/// each large buffer cost a capture ~0.3 ms a buffer. `None` where they cannot start, and in a
+/// [`POOL_MAX`]), started at its first use in this process and kept, instead of threads
+/// started for each large buffer (H100, `scripts/samples-bench.sh`, the same run: simpleStreams'
+/// non-streamed loop 0.537 of plain against 0.502, simpleMultiCopy's serialized 0.464 against
+/// 0.418). `None` where they cannot start, and in a
 /// fork child of a process that started them (its copy of the pool has no threads).
 pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<(u32, rayon::ThreadPool)>> = std::sync::OnceLock::new();
