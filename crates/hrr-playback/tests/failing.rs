@@ -295,12 +295,7 @@ fn nondeterministic_bytes_of_a_result_recorded_as_digests_are_told_apart_too() {
 /// second): each word was seen to change, so the result is the program's nondeterminism.
 #[test]
 fn words_differing_in_different_replays_of_the_recheck_are_told_apart() {
-    let (_tmp, dir, d2h, env) = captured_noisy_with("FAKE_CUDA_NOISE_MASKS", "0,3,0,1,2,0,0,0");
-    let (code, v) = fake().replay_json_env(&dir, &[], &pairs(&env));
-    assert_eq!(code, 0, "{v}");
-    assert_eq!(v["verdict"], "PASS", "{v}");
-    assert_eq!(v["d2h_checks"]["nondeterministic"], 1, "{v}");
-    assert_eq!(v["nondeterministic"][0]["event"], d2h["seq"], "{v}");
+    let v = settled_noisy_result("0,3,0,1,2,0,0,0");
     assert_eq!(v["nondeterministic"][0]["first_offset"], 512, "{v}");
     // Only those words (the masks repeat every 64 words: 4 of the 128): the rest of the
     // second half is deterministic under them.
@@ -314,13 +309,21 @@ fn words_differing_in_different_replays_of_the_recheck_are_told_apart() {
 /// three and finds the word unstable, where it stopped at three with a MISMATCH before.
 #[test]
 fn a_word_rarely_unstable_is_found_by_replays_past_the_first_three() {
-    let (_tmp, dir, d2h, env) = captured_noisy_with("FAKE_CUDA_NOISE_MASKS", "0,1,0,0,0,0,0,1");
+    let v = settled_noisy_result("0,1,0,0,0,0,0,1");
+    assert_eq!(v["nondeterministic"][0]["how"], "replays", "{v}");
+}
+
+/// `driver_app noisy` captured and replayed with `FAKE_CUDA_NOISE_MASKS=masks` (which words
+/// are noise in each process, by its turn): the replay's `--json`, asserted a PASS whose one
+/// nondeterministic result is the copy after the noisy launch.
+fn settled_noisy_result(masks: &'static str) -> serde_json::Value {
+    let (_tmp, dir, d2h, env) = captured_noisy_with("FAKE_CUDA_NOISE_MASKS", masks);
     let (code, v) = fake().replay_json_env(&dir, &[], &pairs(&env));
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["verdict"], "PASS", "{v}");
     assert_eq!(v["d2h_checks"]["nondeterministic"], 1, "{v}");
     assert_eq!(v["nondeterministic"][0]["event"], d2h["seq"], "{v}");
-    assert_eq!(v["nondeterministic"][0]["how"], "replays", "{v}");
+    v
 }
 
 #[test]
