@@ -83,7 +83,11 @@ const PARALLEL_HASH_MIN: usize = 1 << 20;
 /// pool. (One core hashes a 64 MiB buffer in about 30-45 ms on the 2-core test VM, AVX2; the
 /// split pays where cores are free, e.g. a GPU host's 16; `hash_speed` measures it.)
 pub fn parallel_hash(bytes: &[u8]) -> blake3::Hash {
-    match crate::pool().filter(|_| bytes.len() >= PARALLEL_HASH_MIN) {
+    // the size first: a small input never starts the pool's threads
+    match (bytes.len() >= PARALLEL_HASH_MIN)
+        .then(crate::pool)
+        .flatten()
+    {
         Some(pool) => pool.install(|| blake3::Hasher::new().update_rayon(bytes).finalize()),
         None => blake3::hash(bytes),
     }

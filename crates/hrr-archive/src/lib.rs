@@ -90,6 +90,14 @@ pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
     ours(started)
 }
 
+/// Start the pool's threads ([`pool`]) now, if they are not running: a process that will hash
+/// or copy large buffers calls this from a thread of its own early on, so that none of its
+/// callers waits for the threads to start (up to 16 thread starts, hundreds of microseconds,
+/// where a module load or a copy first needs them). Returns whether the pool runs.
+pub fn start_pool() -> bool {
+    pool().is_some()
+}
+
 /// The pool of [`pool`], with the pid of the process that started it.
 static POOL: std::sync::OnceLock<Option<(u32, rayon::ThreadPool)>> = std::sync::OnceLock::new();
 

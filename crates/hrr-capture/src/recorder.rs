@@ -630,8 +630,10 @@ const FLUSH_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
 /// The process whose flusher thread runs (a fork child starts its own).
 static FLUSHER_PID: AtomicU32 = AtomicU32::new(0);
 
-/// Start this process's flusher thread once: every [`FLUSH_PERIOD`] it hands buffered events
-/// to the kernel (not fsync), skipping a tick when another thread holds the recorder.
+/// Start this process's flusher thread once: it first starts the pool of hashing threads
+/// (`hrr_archive::start_pool`, off the program's threads: a module load or a copy that needed
+/// it first waited for its threads to start), then every [`FLUSH_PERIOD`] it hands buffered
+/// events to the kernel (not fsync), skipping a tick when another thread holds the recorder.
 fn start_flusher() {
     let pid = current_pid();
     if FLUSHER_PID.swap(pid, Ordering::AcqRel) == pid {
@@ -639,18 +641,21 @@ fn start_flusher() {
     }
     let spawned = std::thread::Builder::new()
         .name("hrr-flush".into())
-        .spawn(move || loop {
-            std::thread::sleep(FLUSH_PERIOD);
-            if !active() || current_pid() != pid {
-                return;
-            }
-            if let Ok(mut state) = STATE.try_lock() {
-                match state.as_mut() {
-                    Some(rec) if rec.pid == pid => {
-                        // written by the events thread, not under the recorder's lock
-                        let _ = rec.writer.events().hand_over();
+        .spawn(move || {
+            hrr_archive::start_pool();
+            loop {
+                std::thread::sleep(FLUSH_PERIOD);
+                if !active() || current_pid() != pid {
+                    return;
+                }
+                if let Ok(mut state) = STATE.try_lock() {
+                    match state.as_mut() {
+                        Some(rec) if rec.pid == pid => {
+                            // written by the events thread, not under the recorder's lock
+                            let _ = rec.writer.events().hand_over();
+                        }
+                        _ => return,
                     }
-                    _ => return,
                 }
             }
         });
