@@ -14,7 +14,8 @@
 # Results: OUT_DIR/samples-bench.txt (and samples-bench.tsv, raw numbers); logs beside.
 # Environment: HRR_BENCH_REPS (3), HRR_BENCH_STEP_TIMEOUT (120 s per run),
 # HRR_BENCH_BASELINE=DIR (another build's hrr-capture and libhrr_capture.so: its captured runs
-# alternate with the others, and its ratios are printed beside).
+# alternate with the others, and its ratios are printed beside), HRR_BENCH_ONLY=REGEX (only the
+# samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy').
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
@@ -42,12 +43,15 @@ FIGURES=(
     "3_CUDA_Features_cudaTensorCoreGemm|TFLOPS|TFLOPS: ([0-9.]+)|1"
 )
 
-# The sample keys, once each, in order.
-keys=()
+# The figures of the samples asked for, and those samples' keys, once each, in order.
+keys=() figures=()
 for f in "${FIGURES[@]}"; do
     k=${f%%|*}
+    [[ -z "${HRR_BENCH_ONLY:-}" || "$k" =~ $HRR_BENCH_ONLY ]] || continue
+    figures+=("$f")
     [[ " ${keys[*]} " == *" $k "* ]] || keys+=("$k")
 done
+[ ${#keys[@]} -gt 0 ] || { echo "[samples-bench] no sample matches HRR_BENCH_ONLY=$HRR_BENCH_ONLY" >&2; exit 2; }
 
 tsv=$OUT/samples-bench.tsv
 printf 'sample\trep\tmode\tfigure\tvalue\n' >"$tsv"
@@ -72,7 +76,7 @@ for k in "${keys[@]}"; do
                     "$b/hrr-capture" -o "$OUT/$k.hrr" -- "./$name" >"$log" 2>&1) || true
                 rm -rf "$OUT/$k.hrr"
             fi
-            for f in "${FIGURES[@]}"; do
+            for f in "${figures[@]}"; do
                 IFS='|' read -r fk fig re _ <<<"$f"
                 [ "$fk" = "$k" ] || continue
                 v=$(grep -m1 -E "$re" "$log" | sed -E "s#.*$re.*#\\1#" || true)
@@ -82,7 +86,7 @@ for k in "${keys[@]}"; do
     done
 done
 
-python3 - "$tsv" "${FIGURES[@]}" >"$OUT/samples-bench.txt" <<'PY'
+python3 - "$tsv" "${figures[@]}" >"$OUT/samples-bench.txt" <<'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]).readlines()[1:]]
 higher = {tuple(f.split("|")[:2]): f.split("|")[3] == "1" for f in sys.argv[2:]}
