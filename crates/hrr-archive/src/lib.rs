@@ -108,12 +108,13 @@ fn ours(started: &Option<(u32, rayon::ThreadPool)>) -> Option<&rayon::ThreadPool
 }
 
 /// `here()` on the calling thread while `there()` runs on a thread of the pool ([`pool`]), both
-/// done when it returns, where this process has the pool running already; otherwise both
-/// handed back (`Err`) for the caller to run its own way (starting the pool's threads costs
-/// more than running `there` beside saves). Handing `there` to a waiting pool thread costs the
-/// caller a few microseconds, a thread started for it tens (43 µs to start and join one here,
-/// 2 cores, against 14 µs for the pool's, both waited for).
-pub fn beside<A, B, H, T>(here: H, there: T) -> std::result::Result<(A, B), (H, T)>
+/// done when it returns (`there`'s result `None` if it panicked: the panic stays on the pool's
+/// side, as a thread's would), where this process has the pool running already; otherwise
+/// both handed back (`Err`) for the caller to run its own way (starting the pool's threads
+/// costs more than running `there` beside saves). Handing `there` to a waiting pool thread
+/// costs the caller a few microseconds, a thread started for it tens (43 µs to start and join
+/// one here, 2 cores, against 14 µs for the pool's, both waited for).
+pub fn beside<A, B, H, T>(here: H, there: T) -> std::result::Result<(A, Option<B>), (H, T)>
 where
     H: FnOnce() -> A,
     T: FnOnce() -> B + Send,
@@ -124,13 +125,12 @@ where
     };
     let mut done = None;
     let a = pool.in_place_scope(|s| {
-        s.spawn(|_| done = Some(there()));
+        s.spawn(|_| {
+            done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(there)).ok();
+        });
         here()
     });
-    match done {
-        Some(b) => Ok((a, b)),
-        None => unreachable!("a scope returns after its tasks"),
-    }
+    Ok((a, done))
 }
 
 /// `f` of each `piece`-long range of `0..n` (the last may be shorter), on the pool's threads
@@ -243,6 +243,16 @@ mod tests {
         .ok()
         .expect("the pool is running");
         assert_eq!(waited, caller);
+        let there = there.expect("the task ran");
         assert!(there.is_some_and(|n| n.starts_with("hrr-chunks-")));
+        // a task that panics leaves the caller's result and the pool as they were
+        let (here, panicked) = super::beside(|| 7, || -> u8 { panic!("a task's panic") })
+            .ok()
+            .expect("the pool is running");
+        assert_eq!((here, panicked), (7, None));
+        assert_eq!(
+            super::map_chunks(&[1u8; 10], 4, 8, |c| c.len()),
+            vec![4, 4, 2]
+        );
     }
 }

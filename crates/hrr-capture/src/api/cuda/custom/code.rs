@@ -59,7 +59,7 @@ unsafe fn load_image(
         return load(h, m, store(), library, call);
     }
     let (call, store) = match hrr_archive::beside(call, store) {
-        Ok((r, code)) => return record_load(h, m, code, library, r),
+        Ok((r, code)) => return record_load(h, m, code.flatten(), library, r),
         Err(back) => back,
     };
     if bytes.len() < STORE_BESIDE_MIN {
