@@ -415,6 +415,17 @@ fn nondeterministic_bytes_pass_named_strict_fails_and_a_zeroed_blob_still_mismat
         "{v}"
     );
     assert!(v["d2h_checks"]["pass"].as_u64().unwrap() > 0, "{v}");
+    // The recheck ran past its three (cheap replays) up to its most, and says so.
+    assert_eq!(v["recheck_replays"], 12, "{v}");
+    let (code, out, _) = replay(&dir, &[], &env);
+    assert_eq!(code, 1, "{out}");
+    assert_contains(
+        &out,
+        "[HRR] Rechecked: 12 more replays; 1 result still differs from the recording where no replay varied",
+    );
+    // Without it, none.
+    let (_, v) = fake().replay_json_env(&dir, &["--no-recheck"], &env);
+    assert_eq!(v["recheck_replays"], 0, "{v}");
 }
 
 #[test]

@@ -465,6 +465,9 @@ pub struct ReplayJson {
     pub nondeterministic: Vec<NondeterministicJson>,
     /// Why failed D2H checks could not (all) be rechecked by a second replay, or null.
     pub recheck_error: Option<String>,
+    /// Replays the recheck ran (0: no check failed, or `--no-recheck`).
+    #[serde(default)]
+    pub recheck_replays: u32,
     /// How recorded allocations landed.
     pub allocations: AllocationsJson,
     /// The failure that stopped the replay, or null.

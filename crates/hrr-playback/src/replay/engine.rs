@@ -443,7 +443,10 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
             out.flush()?;
         }
         match recheck::recheck(dir, opts, &kept, &mut report.checks, tol) {
-            Ok(n) => report.nondeterministic = n,
+            Ok((n, replays)) => {
+                report.nondeterministic = n;
+                report.recheck_replays = replays;
+            }
             Err(e) => report.recheck_note = Some(format!("{e:#}")),
         }
         if kept.dropped > 0 && report.recheck_note.is_none() {

@@ -113,21 +113,23 @@ const RECHECK_BUDGET: std::time::Duration = std::time::Duration::from_secs(120);
 /// Replay `archive` again, at least [`RECHECK_REPLAYS`] times while failures remain unsettled
 /// (more while replays are cheap or make progress, up to [`RECHECK_REPLAYS_MAX`], and
 /// within [`RECHECK_BUDGET`]), and settle the `kept` failures against each replay's results:
-/// returns the nondeterministic ones, in event order. An error: a replay could not be run or
-/// produced no result for a kept check (those checks stay failures).
+/// returns the nondeterministic ones, in event order, and how many replays ran. An error: a
+/// replay could not be run or produced no result for a kept check (those checks stay failures).
 pub fn recheck(
     archive: &Path,
     opts: &Options,
     kept: &Kept,
     checks: &mut Checks,
     tol: Tolerance,
-) -> Result<Vec<Nondeterministic>> {
+) -> Result<(Vec<Nondeterministic>, u32)> {
     let start = std::time::Instant::now();
     let mut open: Vec<&Failed> = kept.failed.iter().collect();
     let mut found = Vec::new();
     let mut copies = Copies::default();
     let mut unstable = Unstable::default();
+    let mut replays = 0;
     for n in 1..=RECHECK_REPLAYS_MAX {
+        replays = n as u32;
         let seen_before = unstable_words(&unstable);
         let settled = replay_once(
             archive,
@@ -156,7 +158,7 @@ pub fn recheck(
         }
     }
     found.sort_by_key(|n| n.seq);
-    Ok(found)
+    Ok((found, replays))
 }
 
 /// Per copy (recorded host destination, size): how many of its results were settled by

@@ -97,6 +97,8 @@ pub struct Summary {
     pub nondeterministic: Vec<Nondeterministic>,
     /// Why failed D2H checks could not (all) be rechecked by a second replay.
     pub recheck_note: Option<String>,
+    /// Replays the recheck ran (0: none ran).
+    pub recheck_replays: u32,
     /// How recorded allocations landed.
     pub placement: Tally,
     /// The failure that stopped the replay (`event #<seq> <call>: <error>`).
@@ -429,6 +431,17 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             )?,
         }
     }
+    if s.recheck_replays > 0 && s.checks.fail > 0 {
+        writeln!(
+            w,
+            "[HRR] Rechecked: {} more replay{}; {} result{} still differ{} from the recording where no replay varied",
+            s.recheck_replays,
+            if s.recheck_replays == 1 { "" } else { "s" },
+            s.checks.fail,
+            if s.checks.fail == 1 { "" } else { "s" },
+            if s.checks.fail == 1 { "s" } else { "" },
+        )?;
+    }
     if let Some(r) = &s.recheck_note {
         writeln!(w, "[HRR] Recheck: {r}")?;
     }
@@ -595,6 +608,7 @@ fn batching_line(b: &super::batch::Batching) -> String {
 /// | `unreproducible_calls` | array of objects | recorded state-changing calls replay cannot reproduce (named before replay starts): `call`, `first_seq`, `count`, `why` |
 /// | `nondeterministic` | array of objects | D2H results part of which differed between two replays: `event`, `call`, `bytes` (its size), `differing` (bytes differing between the replays), `first_offset`, `how` (`replays`: its differing bytes differed between two replays; `reordered`: every replay held the recorded 4-byte values in another order; `same_copy`: stable across replays, but every differing 4-byte value is one that differed between replays in other results of the same copy; for the last two `differing` counts bytes differing from the recording) |
 /// | `recheck_error` | string or null | why failed D2H checks could not (all) be rechecked by a second replay |
+/// | `recheck_replays` | number | replays the recheck ran (0: no check failed, or `--no-recheck`) |
 /// | `allocations` | object | `placed` (integer: at their recorded address), `translated` (integer: elsewhere, pointers translated), `first_refusal` (string or null: why the first placement was refused) |
 /// | `error` | string or null | the failure that stopped the replay, `event #<seq> <call>: <error>` or `final synchronisation: <error>` |
 /// | `result` | string | `PASS` (the verdict's exit code is 0) or `FAIL` |
@@ -673,6 +687,7 @@ impl Summary {
                 })
                 .collect(),
             recheck_error: self.recheck_note.clone(),
+            recheck_replays: self.recheck_replays,
             allocations: self.placement.clone(),
             error: self.error.clone(),
             result: self.result().into(),
