@@ -77,8 +77,18 @@ const POOL_MAX: usize = 16;
 /// started for each large buffer (H100, `scripts/samples-bench.sh`, the same run: simpleStreams'
 /// non-streamed loop 0.537 of plain against 0.502, simpleMultiCopy's serialized 0.464 against
 /// 0.418). `None` where they cannot start, and in a
-/// fork child of a process that started them (its copy of the pool has no threads).
+/// fork child of a process that started them (its copy of the pool has no threads) or was
+/// starting them when it forked (its copy of the pool's lock would wait forever for a starter
+/// the child does not have: [`may_start`]).
 pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
+    if let Some(started) = POOL.get() {
+        return ours(started);
+    }
+    let me = std::process::id();
+    if !may_start(STARTING.load(std::sync::atomic::Ordering::Acquire), me) {
+        return None;
+    }
+    STARTING.store(me, std::sync::atomic::Ordering::Release);
     let started = POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(cores().min(POOL_MAX))
@@ -96,6 +106,17 @@ pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
 /// where a module load or a copy first needs them). Returns whether the pool runs.
 pub fn start_pool() -> bool {
     pool().is_some()
+}
+
+/// The process that began starting the pool (0: none yet).
+static STARTING: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Whether process `me` may start the pool, or wait for another of its threads to: not when
+/// another process (`starting`, 0: none) began starting it, i.e. `me` is a fork child of a
+/// process that forked while its pool was starting (capture starts it on a thread of its own
+/// when recording opens, so a program forking then would leave its child waiting).
+fn may_start(starting: u32, me: u32) -> bool {
+    starting == 0 || starting == me
 }
 
 /// The pool of [`pool`], with the pid of the process that started it.
@@ -217,6 +238,16 @@ mod tests {
             vec![sum(&bytes[..100])]
         );
         assert!(map_chunks(&[], 4096, 8, sum).is_empty());
+    }
+
+    #[test]
+    fn a_fork_child_of_a_process_starting_the_pool_does_not_wait_for_it() {
+        assert!(super::may_start(0, 42), "nobody started it");
+        assert!(super::may_start(42, 42), "this process is starting it");
+        assert!(
+            !super::may_start(41, 42),
+            "the parent was starting it when it forked"
+        );
     }
 
     #[test]
