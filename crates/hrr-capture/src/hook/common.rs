@@ -242,18 +242,35 @@ pub unsafe fn host_blob_alongside<E: ApiExport, R>(
         return (id, call());
     }
     let at = ptr as usize;
-    std::thread::scope(|s| {
-        // SAFETY: the caller's bytes stay valid and unchanged until `call` returns, and the
-        // scope joins the thread before that.
-        let store = move || unsafe { host_blob(h, at as *const c_void, len) };
-        match std::thread::Builder::new().spawn_scoped(s, store) {
+    // SAFETY: the caller's bytes stay valid and unchanged until `call` returns, and `alongside`
+    // returns after the store.
+    alongside(
+        move || unsafe { host_blob(h, at as *const c_void, len) },
+        call,
+    )
+}
+
+/// `call()` on the calling thread while `store()` runs beside it: on a waiting thread of the
+/// hashing pool where it runs (`hrr_archive::beside`, a few microseconds to hand over), else on
+/// a thread of its own (tens: started and joined), else before it; both done when it returns.
+/// `None` from a store that panicked.
+pub fn alongside<S: Send, R>(
+    store: impl FnOnce() -> Option<S> + Send + Copy,
+    call: impl FnOnce() -> R,
+) -> (Option<S>, R) {
+    let (call, store) = match hrr_archive::beside(call, store) {
+        Ok((r, stored)) => return (stored.flatten(), r),
+        Err(back) => back,
+    };
+    std::thread::scope(
+        |s| match std::thread::Builder::new().spawn_scoped(s, store) {
             Ok(t) => {
                 let r = call();
                 (t.join().ok().flatten(), r)
             }
-            Err(_) => (host_blob(h, ptr, len), call()),
-        }
-    })
+            Err(_) => (store(), call()),
+        },
+    )
 }
 
 /// A host or device address argument (`u64`, `void *`, `const void *`).

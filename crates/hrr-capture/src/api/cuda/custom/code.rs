@@ -21,18 +21,13 @@ use crate::api::cuda::API;
 use crate::hook::args::{cstr, file_at, out_addr};
 use crate::recorder::{self};
 
-/// Images this large or larger are stored (hashed and queued) by a thread of their own while
-/// the driver loads them, where the process has no pool of hashing threads running
-/// ([`load_image`]).
-const STORE_BESIDE_MIN: usize = 256 << 10;
-
-/// Images this large or larger are stored on a thread of the pool while the driver loads them,
-/// where the pool runs (`hrr_archive::beside`).
-const STORE_ON_POOL_MIN: usize = 16 << 10;
+/// Images this large or larger are stored (hashed and queued) beside the driver's load of
+/// them ([`load_image`], `hook::common::alongside`): on a waiting thread of the hashing pool.
+const STORE_BESIDE_MIN: usize = 16 << 10;
 
 /// Make a module or library load (`call`) of the image at `image`, stored as a code object,
 /// and record it. An image is stored while the driver loads it, on a thread of the pool of
-/// hashing threads, or (a large one, where no pool runs) on a thread of its own: the runtime
+/// hashing threads (or, where none runs, a thread of its own): the runtime
 /// loads a program's module at its first kernel launch, often inside the program's own timed
 /// region (cudaTensorCoreGemm's: hashing its image there cost the kernel's figure 0.4 ms
 /// before; starting a thread for it, 48 µs of the 70 µs capture still added there, H100), and
@@ -55,25 +50,11 @@ unsafe fn load_image(
     // SAFETY: `identify` measured the image there; the driver only reads it meanwhile.
     let bytes = std::slice::from_raw_parts(img.ptr, img.len);
     let store = move || recorder::put_code(&API, bytes, img.kind);
-    if bytes.len() < STORE_ON_POOL_MIN {
-        return load(h, m, store(), library, call);
-    }
-    let (call, store) = match hrr_archive::beside(call, store) {
-        Ok((r, code)) => return record_load(h, m, code.flatten(), library, r),
-        Err(back) => back,
-    };
     if bytes.len() < STORE_BESIDE_MIN {
         return load(h, m, store(), library, call);
     }
-    std::thread::scope(
-        |s| match std::thread::Builder::new().spawn_scoped(s, store) {
-            Ok(storing) => {
-                let r = call();
-                record_load(h, m, storing.join().ok().flatten(), library, r)
-            }
-            Err(_) => load(h, m, store(), library, call),
-        },
-    )
+    let (code, r) = crate::hook::common::alongside(store, call);
+    record_load(h, m, code, library, r)
 }
 
 /// Store the image file at `fname` as a code object.
