@@ -45,7 +45,7 @@
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
 #                         triton_add tiny_launches async_copies cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
-#                         graph_conditional copies2d tma hostmem ipc torch_ipc torch_graph torch_compile
+#                         graph_conditional copies2d tma hostmem limits ipc torch_ipc torch_graph torch_compile
 #                         threads (replayed with --multi-thread)
 #                         two_devices ddp (these two need two GPUs)
 #   HRR_E2E_TINY_COUNT    launches for tiny_launches (default 100000)
@@ -225,6 +225,9 @@ add_wl copies2d copies2d "scale2d add3d tex2d_fetch surf2d_write tex3d_fetch" ""
 # Hopper TMA: a tensor map by value, encoded again at replay (also replayed with --no-placement)
 add_wl tma tma "tma_scale" "" "$B/tma"
 add_wl hostmem hostmem "scale_add via_table fill_index fill_slow check_fill" "" "$B/hostmem"
+# The device heap and stack limits, function attributes, a kernel without parameters, a
+# cooperative launch
+add_wl limits limits "heap_sum deep_local bump big_shared coop_sum" "" "$B/limits"
 # Two processes sharing memory through an IPC handle: replayed together (--all)
 add_wl ipc ipc "fill count_not_a" "" "$B/ipc"
 add_wl torch_ipc torch "elementwise" "" "$PY" "$root/tests/gpu/torch_ipc.py"

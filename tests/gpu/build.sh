@@ -3,7 +3,7 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc
+# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem limits ipc
 # two_devices threads nondeterministic tma digest_kernels (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
@@ -17,6 +17,8 @@
 #   graph_conditional (IF and WHILE conditional nodes, conditions set by kernels)
 #   copies2d (2D/3D copies, arrays, texture and surface objects)
 #   hostmem (zero-copy, managed and stream-ordered memory, self-checking)
+#   limits (context limits, the device heap, function attributes, a kernel without
+#     parameters, a cooperative launch; self-checking)
 #   ipc (two processes sharing device memory through an IPC handle, self-checking)
 #   two_devices (one process, two GPUs: peer access, peer copies, self-checking)
 #   threads (host threads with a stream each, kernels and waits overlapping)
@@ -34,7 +36,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem ipc two_devices threads nondeterministic tma digest_kernels)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem limits ipc two_devices threads nondeterministic tma digest_kernels)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -189,6 +191,7 @@ single graph_nodes
 single graph_conditional
 single copies2d
 single hostmem
+single limits
 single ipc
 single two_devices
 single threads
