@@ -82,6 +82,10 @@ pub enum Kind {
     /// process exported (`cuIpc*`): replay re-pairs them between the processes it replays
     /// together (`hrr-playback --all`).
     Ipc,
+    /// What device memory held when the program freed it, in a process that had copied no
+    /// result back: replay compares it like a D2H result (a pseudo-call recorded by capture,
+    /// no driver export).
+    FreeCheck,
 }
 
 impl Kind {
@@ -92,7 +96,9 @@ impl Kind {
             Kind::GraphLaunch => CallClass::GraphLaunch,
             Kind::H2d => CallClass::H2d,
             // A generic copy may hold a D2H result.
-            Kind::D2h | Kind::Copy | Kind::HostCheck | Kind::D2hResult => CallClass::D2h,
+            Kind::D2h | Kind::Copy | Kind::HostCheck | Kind::D2hResult | Kind::FreeCheck => {
+                CallClass::D2h
+            }
             Kind::HostWrite => CallClass::H2d,
             _ => CallClass::Other,
         }

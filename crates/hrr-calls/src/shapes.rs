@@ -325,6 +325,9 @@ shapes! {
     /// Bytes of host-visible memory that changed by the time the host synchronised: replay
     /// compares them like a D2H result.
     HostMemCheck { ptr: Ptr, offset: U64, bytes: U64, d2h_blob: Blob }
+    /// The `bytes` device allocation `dptr` held when the program freed it (a process that had
+    /// copied no result back): replay compares them like a D2H result.
+    FreeCheck { dptr: Ptr, bytes: U64, d2h_blob: Blob }
     /// A created memory pool and its properties (`CUmemPoolProps`, 88 bytes).
     PoolCreate { pool: Handle, props: Bytes }
     /// A call on one memory pool.

@@ -441,6 +441,16 @@ pub(crate) unsafe fn put_result(
     let bytes = std::slice::from_raw_parts(ptr as *const u8, len);
     let on_device = api.device_digests.and_then(|f| f(src, bytes));
     let chunks = on_device.unwrap_or_else(|| hrr_archive::digest::digests(bytes));
+    put_digests(api, len, chunks)
+}
+
+/// Store the digest object of a result of `len` bytes whose chunk digests are `chunks`
+/// ([`hrr_archive::digest::ResultDigest`]), as a small blob. `None` if recording failed.
+pub(crate) fn put_digests(
+    api: &'static ApiDef,
+    len: usize,
+    chunks: Vec<[u8; 16]>,
+) -> Option<ObjectId> {
     let encoded = hrr_archive::digest::ResultDigest {
         len: len as u64,
         chunks,

@@ -382,3 +382,38 @@ fn stream_ordered_frees_and_pools_replay() {
     // The async copy's bytes are in the result event capture recorded when it completed.
     assert_mismatch_without(&dir, "hrrMemcpyResult", "d2h_blob", 0);
 }
+
+/// A process that copies no result back (`nocopy`: kernels write device memory that is freed
+/// unread): what each allocation held when freed is recorded (`hrrFreeCheck`, the 1 MiB one as
+/// the fake GPU's digests) and replay checks it; what the kernels wrote is what it compares.
+#[test]
+fn what_a_program_frees_unread_is_checked() {
+    let (_tmp, arch) = temp_path("nocopy.hrr");
+    let env = [("HRR_CAPTURE_DIGEST_MIN", "65536")];
+    let o = succeeded(fake().capture_env(&arch, "hostmem_app", &["nocopy"], &env));
+    assert_contains(&String::from_utf8_lossy(&o.stdout), "nocopy done");
+    let dir = pid_dirs(&arch).remove(0);
+    // y and the 1 MiB buffer, then x (freed by the app's main)
+    assert_name_counts(&dir, &[("hrrFreeCheck", 3), ("cuMemcpyDtoH_v2", 0)]);
+    let (code, v) = replay(&dir);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (0, &serde_json::json!("PASS")),
+        "{v}"
+    );
+    assert_eq!(checks(&v), 3, "{v}");
+    assert_eq!(v["d2h_checks"]["by_digest"], 1, "{v}");
+    // y's bytes as recorded are 2x + 2x + y; zeroed, replay's y no longer matches
+    assert_mismatch_without(&dir, "hrrFreeCheck", "d2h_blob", 0);
+}
+
+/// Once a process copied a result back, its frees are not checked (the results are).
+#[test]
+fn frees_are_not_checked_after_a_result_was_copied_back() {
+    let (_tmp, dir) = captured("table");
+    let names = names_of(&dir);
+    let count = |n: &str| names.iter().filter(|x| *x == n).count();
+    assert!(count("cuMemcpyDtoH_v2") > 0, "{names:?}");
+    assert!(count("cuMemFree_v2") >= 2, "{names:?}");
+    assert_eq!(count("hrrFreeCheck"), 0, "{names:?}");
+}

@@ -16,6 +16,8 @@
  *             once (a host-memory call claims it), then a kernel on the same stream writing
  *             the same memory: what the kernel wrote is read at the synchronisation
  *   table     mapped flags a kernel reads only through pointers kept in device memory
+ *   nocopy    kernels writing device memory that is freed unread (nothing copied back): what
+ *             each free releases is what replay can check
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
@@ -392,6 +394,25 @@ static void regthen(CUdevice dev, CUdeviceptr x) {
   reg_free(&r);
 }
 
+/* Results left in device memory, never copied back (a benchmark timing its kernels): y = 2x + y
+ * twice, a 1 MiB buffer filled by a kernel, both freed unread (then `x`, by main). */
+static void nocopy(CUdevice dev, CUdeviceptr x) {
+  (void)dev;
+  static float hy[N];
+  CUdeviceptr y, z;
+  for (int i = 0; i < N; i++) hy[i] = (float)(i % 3);
+  CK(cuMemAlloc_v2(&y, sizeof hy));
+  CK(cuMemcpyHtoD_v2(y, hy, sizeof hy));
+  axpy(2.0f, x, y, NULL);
+  axpy(2.0f, x, y, NULL);
+  const unsigned long long words = 1 << 18; /* 1 MiB */
+  CK(cuMemAlloc_v2(&z, words * 4));
+  fill(z, 0x5eed, words, NULL);
+  CK(cuMemFree_v2(y));
+  CK(cuMemFree_v2(z));
+  printf("nocopy done\n");
+}
+
 /* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
  * buffer (else 0), which is freed after the mode. */
 static const struct mode {
@@ -402,6 +423,7 @@ static const struct mode {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
   {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"regthen", 0, regthen},
+  {"nocopy", 1, nocopy},
 };
 
 int main(int argc, char **argv) {
@@ -416,6 +438,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy\n");
   return 2;
 }

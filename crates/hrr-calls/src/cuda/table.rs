@@ -227,6 +227,9 @@ macro_rules! cuda_calls {
             TensorMapEncodeTiled [cuTensorMapEncodeTiled] (map: *mut u8, dtype: c_int, rank: c_uint, addr: *mut c_void, dims: *const u64, strides: *const u64, box_dim: *const c_uint, elem_strides: *const c_uint, interleave: c_int, swizzle: c_int, l2: c_int, oob: c_int) : TensorMapEncode, Array, ordered after tensor_map_encode_tiled;
             TensorMapEncodeIm2col [cuTensorMapEncodeIm2col] (map: *mut u8, dtype: c_int, rank: c_uint, addr: *mut c_void, dims: *const u64, strides: *const u64, lower: *const c_int, upper: *const c_int, channels: c_uint, pixels: c_uint, elem_strides: *const c_uint, interleave: c_int, swizzle: c_int, l2: c_int, oob: c_int) : TensorMapEncode, Array, ordered after tensor_map_encode_im2col;
             TensorMapReplaceAddress [cuTensorMapReplaceAddress] (map: *mut u8, addr: *mut c_void) : TensorMapReplace, Array, ordered => tensor_map_replace_address;
+            // Pseudo-call (no driver export): what a device allocation held when the program
+            // freed it, in a process that had copied no result back (capture's `freecheck`).
+            FreeCheck [hrrFreeCheck] () -> () : FreeCheck, FreeCheck => pseudo_call(..);
         }
     };
 }

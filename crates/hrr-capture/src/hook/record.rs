@@ -50,6 +50,9 @@ pub fn before(kind: Kind) {
         super::results::claim_all();
         super::results::wait_recorded();
     }
+    if matches!(kind, Kind::D2h | Kind::Copy) {
+        crate::api::cuda::freecheck::results_copied();
+    }
     if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy) {
         recorder::flush_events();
     }

@@ -149,8 +149,29 @@ fn contexts() -> std::sync::MutexGuard<'static, HashMap<u64, Slot>> {
 /// # Safety
 /// Called on the thread whose current context made the copy, after it returned successfully.
 pub unsafe fn device_digests(src: u64, host: &[u8]) -> Option<Vec<[u8; 16]>> {
-    let n = host.len();
-    if n == 0 || !n.is_multiple_of(8) || !src.is_multiple_of(8) {
+    taken_on_device(src, host.len(), &host[..CHUNK.min(host.len())], Some(host))
+}
+
+/// The chunk digests of `n` bytes of device memory at `src` that no copy brought to the host
+/// (what a freed allocation held: `super::freecheck`), taken on the GPU; `first`: its first
+/// chunk as the host read it, to check the first use against. `None`: not taken.
+///
+/// # Safety
+/// Called on a thread whose current context holds `src`, with no work left writing it.
+pub unsafe fn device_memory_digests(src: u64, n: usize, first: &[u8]) -> Option<Vec<[u8; 16]>> {
+    taken_on_device(src, n, first, None)
+}
+
+/// [`device_digests`] of `n` bytes at `src` whose first chunk the host holds as `first`; `host`:
+/// the whole result where a copy brought it to the host (its chunks in tracked host-visible
+/// memory are fingerprinted on the GPU too).
+unsafe fn taken_on_device(
+    src: u64,
+    n: usize,
+    first: &[u8],
+    host: Option<&[u8]>,
+) -> Option<Vec<[u8; 16]>> {
+    if n == 0 || !n.is_multiple_of(8) || !src.is_multiple_of(8) || first.len() != CHUNK.min(n) {
         return None;
     }
     let f = fns()?;
@@ -169,11 +190,12 @@ pub unsafe fn device_digests(src: u64, host: &[u8]) -> Option<Vec<[u8; 16]>> {
     let Slot::Ready(gpu) = slot else {
         return None;
     };
-    let first = &host[..CHUNK.min(n)];
     let why = match run(f, gpu, src, n) {
         Ok(d) if gpu.checked || d[0] == chunk_digest(first) => {
             gpu.checked = true;
-            fingerprint_covered(f, gpu, src, host);
+            if let Some(host) = host {
+                fingerprint_covered(f, gpu, src, host);
+            }
             return Some(d);
         }
         Ok(_) => "disagree with the host's",

@@ -684,6 +684,7 @@ fn emit(base: u64, off: usize, len: usize, check: bool) {
         unsafe { recorder::put_host_blob(&API, (base as usize + off) as *const c_void, len) };
     let (ptr, offset, bytes) = (base, off as u64, len as u64);
     if check {
+        super::freecheck::results_copied();
         crate::hook::record(&API, Export::hrrHostMemCheck.id(), None, |_| HostMemCheck {
             ptr,
             offset,

@@ -5,6 +5,7 @@ pub mod calls;
 pub mod custom;
 pub mod digest;
 pub mod facts;
+pub mod freecheck;
 pub mod hostmem;
 pub mod image;
 pub mod loader;

@@ -114,6 +114,7 @@ pub unsafe fn mem_host_unregister(
 
 pub unsafe fn mem_free(h: Export, a: args::MemFree, call: impl Call) -> CUresult {
     let args::MemFree { dptr } = a;
+    crate::api::cuda::freecheck::before_free(dptr);
     freeing(h, dptr, call, DevicePtr { dptr })
 }
 

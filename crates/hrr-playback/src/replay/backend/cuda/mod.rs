@@ -51,7 +51,7 @@ mod tensor_maps;
 use std::collections::HashMap;
 use std::ffi::c_int;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use hrr_archive::ObjectId;
 
 use hrr_calls::cuda::Op;
@@ -184,6 +184,35 @@ impl Cuda {
         }
         memory_calls::free(&mut self.mem, &self.api, ev)
     }
+
+    /// `hrrFreeCheck`: what a device allocation held when the program freed it (recorded in a
+    /// process that copied no result back), read once all work is done and compared like a
+    /// D2H result. The length must lie within an allocation alive now (an archive's count is
+    /// never trusted to size a buffer by itself).
+    fn free_check(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: hrr_calls::shapes::FreeCheck = ev.read()?;
+        let within = self
+            .mem
+            .live()
+            .iter()
+            .any(|&(start, len)| start <= s.dptr && s.dptr + s.bytes <= start + len);
+        if !within {
+            bail!(
+                "event #{}: the freed allocation 0x{:x} (+{} bytes) is not an allocation alive here",
+                ev.seq,
+                s.dptr,
+                s.bytes
+            );
+        }
+        let got = self
+            .read_recorded(s.dptr, s.bytes as usize)
+            .with_context(|| format!("event #{}: what the program freed", ev.seq))?;
+        Ok(Outcome::D2h {
+            got,
+            expected: s.d2h_blob,
+            site: s.dptr,
+        })
+    }
 }
 
 impl Backend for Cuda {
@@ -305,6 +334,7 @@ impl Backend for Cuda {
             Op::MemHostGetDevicePointer => self.host_device_pointer(ev),
             Op::HostMemWrite => self.host_write(ev, blobs),
             Op::HostMemCheck => self.host_check(ev),
+            Op::FreeCheck => self.free_check(ev),
             Op::MemPoolCreate => self.pool_create(ev),
             Op::MemPoolDestroy => self.pool_destroy(ev),
             Op::MemPoolSetAttribute => self.pool_set_attribute(ev),

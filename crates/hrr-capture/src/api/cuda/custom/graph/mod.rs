@@ -407,6 +407,7 @@ pub unsafe fn graph_launch(h: Export, a: args::GraphLaunch, call: impl Call) -> 
     });
     let results: Vec<_> = regions.iter().filter(|r| r.to_host).collect();
     if r == 0 && !results.is_empty() && sync_stream(h, s) == 0 {
+        crate::api::cuda::freecheck::results_copied();
         for reg in results {
             // the bytes before program code of the graph ran, if it changed them
             let kept = host_node::take((reg.ptr, reg.len));
