@@ -243,6 +243,13 @@ static void pool_trim(void) {
   g_npooled = 0;
 }
 
+/* FAKE_CUDA_ALLOC_FILL=<byte>: fresh device memory (cuMemAlloc, cuMemCreate) holds that byte
+   instead of zeros, as a real GPU's fresh memory holds whatever was there before; -1: unset. */
+static int alloc_fill(void) {
+  const char *v = getenv("FAKE_CUDA_ALLOC_FILL");
+  return v && *v ? (int)(strtoul(v, NULL, 0) & 0xff) : -1;
+}
+
 CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async) {
   struct fc_ctx *c;
   if (!dptr) return E_INVALID_VALUE;
@@ -269,6 +276,7 @@ CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async) {
   if (!p) return E_OUT_OF_MEMORY;
   region_add(p, size, R_DEV, 3, c, charged, NULL);
   g_used += charged;
+  if (alloc_fill() >= 0) memset_run(p, (unsigned)alloc_fill(), size, 1);
   *dptr = p;
   return E_SUCCESS;
 }
@@ -602,6 +610,14 @@ CUresult i_mem_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemA
   int fd = memfd_create("hrr-fake-cuda-vmm", MFD_CLOEXEC);
   if (fd < 0) return E_OUT_OF_MEMORY;
   if (ftruncate(fd, (off_t)size) != 0) { close(fd); return E_OUT_OF_MEMORY; }
+  if (alloc_fill() >= 0) {
+    static unsigned char fill[1 << 16];
+    memset(fill, alloc_fill(), sizeof fill);
+    for (size_t at = 0; at < size; at += sizeof fill) {
+      size_t n = size - at < sizeof fill ? size - at : sizeof fill;
+      if (pwrite(fd, fill, n, (off_t)at) != (ssize_t)n) { close(fd); return E_OUT_OF_MEMORY; }
+    }
+  }
   struct fc_vmem *vm = calloc(1, sizeof *vm);
   if (!vm) { close(fd); return E_OUT_OF_MEMORY; }
   vm->fd = fd;

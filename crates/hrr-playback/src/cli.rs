@@ -199,6 +199,12 @@ pub struct ReplayOptions {
     #[arg(long, hide = true)]
     pub perturb: bool,
 
+    /// Internal (the replays of a recheck): fill each device allocation replay makes with
+    /// this byte before the program's work reaches it, so bytes the program never wrote differ
+    /// from one replay to the next.
+    #[arg(long, value_name = "BYTE", hide = true)]
+    pub fill_fresh: Option<u8>,
+
     /// Extracting one launch into a small archive, and replacing kernels.
     #[command(flatten)]
     pub extract: ExtractArgs,
@@ -261,6 +267,7 @@ impl ReplayOptions {
             no_recheck: self.no_recheck,
             dump_d2h: self.dump_d2h.clone().map(|d| (d, self.dump_seqs.clone())),
             perturb: self.perturb,
+            fill_fresh: self.fill_fresh,
             device_map: self.device_map.clone().unwrap_or_default(),
             multi_thread: self.multi_thread,
             no_batch: self.no_batch,

@@ -417,3 +417,34 @@ fn frees_are_not_checked_after_a_result_was_copied_back() {
     assert!(count("cuMemFree_v2") >= 2, "{names:?}");
     assert_eq!(count("hrrFreeCheck"), 0, "{names:?}");
 }
+
+/// A freed buffer the program wrote only half of (`halfwritten`): the other half holds what the
+/// memory held before (the fake's `FAKE_CUDA_ALLOC_FILL` byte: 0x11 when recorded, 0x22 at
+/// replay), stable from replay to replay. The recheck's replays fill each allocation they make
+/// with a byte of their own (`--fill-fresh`), so those bytes vary between them and are told
+/// apart as not the program's: PASS naming exactly the unwritten half; MISMATCH with --strict.
+#[test]
+fn bytes_the_program_never_wrote_are_told_apart_from_its_results() {
+    let (_tmp, arch) = temp_path("halfwritten.hrr");
+    let env = [("FAKE_CUDA_ALLOC_FILL", "0x11")];
+    succeeded(fake().capture_env(&arch, "hostmem_app", &["halfwritten"], &env));
+    let dir = pid_dirs(&arch).remove(0);
+    assert_name_counts(&dir, &[("hrrFreeCheck", 1)]);
+    let at_replay = [("FAKE_CUDA_ALLOC_FILL", "0x22")];
+    let (code, v) = fake().replay_json_env(&dir, &[], &at_replay);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (0, &serde_json::json!("PASS")),
+        "{v}"
+    );
+    assert_contains(
+        v["verdict_line"].as_str().unwrap(),
+        "131072 of 262144 bytes nondeterministic",
+    );
+    let (code, v) = fake().replay_json_env(&dir, &["--strict"], &at_replay);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (1, &serde_json::json!("MISMATCH")),
+        "{v}"
+    );
+}

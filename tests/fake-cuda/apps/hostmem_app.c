@@ -18,6 +18,8 @@
  *   table     mapped flags a kernel reads only through pointers kept in device memory
  *   nocopy    kernels writing device memory that is freed unread (nothing copied back): what
  *             each free releases is what replay can check
+ *   halfwritten  a buffer a kernel writes half of, freed unread: its other half is what the
+ *             memory held before
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
@@ -413,6 +415,19 @@ static void nocopy(CUdevice dev, CUdeviceptr x) {
   printf("nocopy done\n");
 }
 
+/* A buffer a kernel writes only half of, freed unread: its other half holds whatever the memory
+ * held before (FAKE_CUDA_ALLOC_FILL's byte on the fake). */
+static void halfwritten(CUdevice dev, CUdeviceptr x) {
+  (void)dev;
+  (void)x;
+  const unsigned long long words = 1 << 16; /* 256 KiB */
+  CUdeviceptr z;
+  CK(cuMemAlloc_v2(&z, words * 4));
+  fill(z, 0x5eed, words / 2, NULL);
+  CK(cuMemFree_v2(z));
+  printf("halfwritten done\n");
+}
+
 /* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
  * buffer (else 0), which is freed after the mode. */
 static const struct mode {
@@ -423,7 +438,7 @@ static const struct mode {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
   {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"regthen", 0, regthen},
-  {"nocopy", 1, nocopy},
+  {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten},
 };
 
 int main(int argc, char **argv) {
@@ -438,6 +453,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy|halfwritten\n");
   return 2;
 }

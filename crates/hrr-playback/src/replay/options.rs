@@ -48,6 +48,11 @@ pub struct Options {
     /// The second replay of a recheck: launch a short kernel of replay's own before each
     /// launch, so scheduling differs from the first replay (CUDA; `backend/cuda/noise.rs`).
     pub perturb: bool,
+    /// The replays of a recheck: fill each device allocation (`cuMemAlloc`, `cuMemAllocPitch`)
+    /// with this byte when replay makes it: what the recorded run left unwritten (a buffer's
+    /// tail, a library's scratch) then differs between replays and is told apart like other
+    /// run-to-run differences (CUDA).
+    pub fill_fresh: Option<u8>,
     /// `--device-map REC=LIVE,...`: the live device each recorded device ordinal replays on
     /// (unmapped: the same ordinal); see `super::devices`.
     pub device_map: super::devices::DeviceMap,
@@ -80,6 +85,7 @@ impl Default for Options {
             no_recheck: false,
             dump_d2h: None,
             perturb: false,
+            fill_fresh: None,
             device_map: Default::default(),
             multi_thread: false,
             no_batch: false,

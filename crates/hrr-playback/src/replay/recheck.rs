@@ -134,7 +134,7 @@ pub fn recheck(
         let settled = replay_once(
             archive,
             opts,
-            Variant::of(n),
+            (Variant::of(n), n),
             &open,
             checks,
             tol,
@@ -211,12 +211,20 @@ impl Variant {
     }
 }
 
-/// One replay, run otherwise than the first (`variant`), dumping the results of the `open`
+/// What the `n`th (1-based) replay of a recheck fills fresh device allocations with
+/// (`--fill-fresh`): a different byte each replay, none of them 0 (what a first replay's fresh
+/// memory most often holds), so bytes no recorded work wrote vary between replays.
+fn fill_byte(n: usize) -> u8 {
+    const FILLS: [u8; 4] = [0xa5, 0x5a, 0xc3, 0x3c];
+    FILLS[(n - 1) % FILLS.len()]
+}
+
+/// One replay, run otherwise than the first (`variant`, the `n`th of the recheck), dumping the results of the `open`
 /// failures, each settled against it.
 fn replay_once(
     archive: &Path,
     opts: &Options,
-    variant: Variant,
+    (variant, n): (Variant, usize),
     open: &[&Failed],
     checks: &mut Checks,
     tol: Tolerance,
@@ -229,6 +237,8 @@ fn replay_once(
     let list: Vec<String> = seqs.iter().map(u64::to_string).collect();
     let mut c = rerun_command(archive, opts)?;
     c.arg(variant.flag())
+        .arg("--fill-fresh")
+        .arg(fill_byte(n).to_string())
         .arg("--dump-d2h")
         .arg(tmp.path())
         .arg("--dump-seqs")

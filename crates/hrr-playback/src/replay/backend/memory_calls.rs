@@ -19,7 +19,14 @@ use crate::replay::placement::{DeviceMemory, Placement, Vmm};
 /// An allocation (`cuMemAlloc*`, `hipMalloc*`): placed at the recorded address, or translated.
 /// Its range is read through the shape of its [`Extent`].
 pub fn alloc(mem: &mut Placement, vmm: &impl Vmm, ev: &Event, extent: Extent) -> Result<Outcome> {
-    let (addr, size) = match extent {
+    let (addr, size) = allocated(ev, extent)?;
+    mem.alloc(vmm, addr, size)?;
+    Ok(Outcome::Done)
+}
+
+/// The recorded address and length of allocation event `ev` (a byte or pitched allocation).
+pub fn allocated(ev: &Event, extent: Extent) -> Result<(u64, u64)> {
+    Ok(match extent {
         Extent::Pitched => {
             let s: MallocPitch = ev.read()?;
             (s.dptr, s.pitch * s.height)
@@ -28,9 +35,7 @@ pub fn alloc(mem: &mut Placement, vmm: &impl Vmm, ev: &Event, extent: Extent) ->
             let s: MemAlloc = ev.read()?;
             (s.dptr, s.bytesize)
         }
-    };
-    mem.alloc(vmm, addr, size)?;
-    Ok(Outcome::Done)
+    })
 }
 
 /// A free of an allocation (`DevicePtr`, or the `dptr` of `MemFreeAsync`).

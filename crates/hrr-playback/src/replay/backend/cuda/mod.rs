@@ -130,6 +130,8 @@ pub struct Cuda {
     /// `--perturb`: the noise kernel launched before each launch, or why it could not be
     /// loaded.
     noise: Option<std::result::Result<noise::Noise, String>>,
+    /// `--fill-fresh` (a recheck's replays): the byte each new device allocation is filled with.
+    fill_fresh: Option<u8>,
     /// Stream captures begun and not ended yet (while none is, no stream is capturing).
     captures: u32,
     /// Graph memory: recorded addresses of allocations made inside stream captures.
@@ -146,7 +148,26 @@ impl Cuda {
     /// An allocation, after the deferred frees of its range were released.
     fn alloc(&mut self, ev: &Event, extent: Extent) -> Result<Outcome> {
         let api = &self.api;
-        memory_calls::alloc_after_frees(&mut self.mem, api, api, &mut self.deferred, ev, extent)
+        let done = memory_calls::alloc_after_frees(
+            &mut self.mem,
+            api,
+            api,
+            &mut self.deferred,
+            ev,
+            extent,
+        )?;
+        if let (Some(byte), 0) = (self.fill_fresh, self.captures) {
+            // a recheck's replay: what no recorded work writes differs from replay to replay
+            let (addr, size) = memory_calls::allocated(ev, extent)?;
+            let live = self.mem.translate(addr);
+            let null = std::ptr::null_mut();
+            driver::cu!(self.api, cuMemsetD8Async(live, byte, size as usize, null))?;
+            self.wait(
+                null,
+                &format!("filling allocation 0x{addr:x} (event #{})", ev.seq),
+            )?;
+        }
+        Ok(done)
     }
 
     /// A stream-ordered allocation (`(dptr, stream)` as recorded). One made inside a stream

@@ -118,6 +118,7 @@ impl Cuda {
             graph_mem: Default::default(),
             captures: 0,
             noise,
+            fill_fresh: opts.fill_fresh,
         };
         cuda.mem.prereserve(&cuda.api, ranges)?;
         Ok(cuda)
