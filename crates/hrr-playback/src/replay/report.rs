@@ -406,6 +406,9 @@ fn write_timing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// How a failed check of host-visible memory the host reads is named in `mismatches`.
+const HOST_SHARED: &str = " hrrHostMemCheck:";
+
 pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     for c in &s.skipped_calls {
         writeln!(w, "[HRR] Skipped {c}")?;
@@ -440,6 +443,16 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             s.checks.fail,
             if s.checks.fail == 1 { "" } else { "s" },
             if s.checks.fail == 1 { "s" } else { "" },
+        )?;
+    }
+    if let Some(m) = s.checks.mismatches.iter().find(|m| m.contains(HOST_SHARED)) {
+        let at = m.split(':').next().unwrap_or(m);
+        writeln!(
+            w,
+            "[HRR] Note: {at} compares host-visible memory (managed, mapped or pageable) that the \
+             program's host code can write too; host code is not replayed, so what it wrote \
+             there while the GPU worked (CPU atomics beside system-scope GPU atomics) is in the \
+             recording only"
         )?;
     }
     if let Some(r) = &s.recheck_note {

@@ -185,3 +185,25 @@ fn human_and_json_shapes() {
     assert_eq!(v["d2h_checks"]["pass"], 2);
     assert_eq!(v["allocations"]["first_refusal"], "--no-placement");
 }
+
+/// A failed check of host-visible memory says that host code the replay does not run may have
+/// written it (systemWideAtomics); a failed D2H copy does not.
+#[test]
+fn a_mismatch_in_memory_the_host_shares_names_host_code_as_a_cause() {
+    let closing = |mismatch: &str| {
+        let mut s = sample();
+        s.checks.fail = 1;
+        s.verdict = Verdict::Mismatch;
+        s.checks.mismatches.push(mismatch.into());
+        let mut out = Vec::new();
+        write_human_closing(&s, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let text = closing("event #135 hrrHostMemCheck: 8 of 40 bytes differ, first at offset 2");
+    assert!(
+        text.contains("[HRR] Note: event #135 hrrHostMemCheck compares host-visible memory"),
+        "{text}"
+    );
+    let text = closing("event #9 cuMemcpyDtoH_v2: 8 of 40 bytes differ, first at offset 2");
+    assert!(!text.contains("[HRR] Note:"), "{text}");
+}
