@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod blobq;
+pub mod crash;
 pub mod fingerprint;
 pub mod hook;
 pub mod recorder;

@@ -1,5 +1,6 @@
-//! Signals. On SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT the recorder hands what it has
-//! buffered to the kernel, then the previous disposition is restored and the signal takes its
+//! Signals. On SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT a report says on stderr where the
+//! signal arrived and whether capture's code was on that stack ([`crate::crash`]), the recorder
+//! hands what it has buffered to the kernel, then the previous disposition is restored and the signal takes its
 //! course (the faulting instruction re-runs, `abort` re-raises). On the terminating signals
 //! (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, SIGUSR1, SIGUSR2: what a scheduler, a
 //! supervisor or Ctrl-C sends) the archive is also marked incomplete with the signal's name,
@@ -33,7 +34,9 @@ const TERMINATING: [(libc::c_int, &str); 7] = [
 
 static mut PREVIOUS: [Option<libc::sigaction>; 5] = [None; 5];
 
-extern "C" fn on_fatal(sig: libc::c_int) {
+extern "C" fn on_fatal(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+    // SAFETY: in the handler of `sig`, with the kernel's `info`.
+    unsafe { crate::crash::report(sig, info) };
     crate::recorder::emergency_flush();
     if let Some(i) = FATAL.iter().position(|&s| s == sig) {
         // SAFETY: written once in `install` before the handler could run.
@@ -61,21 +64,27 @@ extern "C" fn on_terminate(sig: libc::c_int) {
     }
 }
 
+/// A handler: of the signal's number only, or with its `siginfo_t` (`SA_SIGINFO`).
+#[derive(Clone, Copy)]
+enum Handler {
+    Plain(extern "C" fn(libc::c_int)),
+    Info(extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)),
+}
+
 /// Install `handler` for `sig` if its disposition is the default; the old one when installed.
 ///
 /// # Safety
 /// `handler` must be async-signal-tolerant.
-unsafe fn install_over_default(
-    sig: libc::c_int,
-    handler: extern "C" fn(libc::c_int),
-) -> Option<libc::sigaction> {
+unsafe fn install_over_default(sig: libc::c_int, handler: Handler) -> Option<libc::sigaction> {
     let mut old: libc::sigaction = std::mem::zeroed();
     if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL {
         return None;
     }
     let mut act: libc::sigaction = std::mem::zeroed();
-    act.sa_sigaction = handler as *const () as usize;
-    act.sa_flags = libc::SA_NODEFER;
+    (act.sa_sigaction, act.sa_flags) = match handler {
+        Handler::Plain(f) => (f as *const () as usize, libc::SA_NODEFER),
+        Handler::Info(f) => (f as *const () as usize, libc::SA_NODEFER | libc::SA_SIGINFO),
+    };
     libc::sigemptyset(&mut act.sa_mask);
     (libc::sigaction(sig, &act, std::ptr::null_mut()) == 0).then_some(old)
 }
@@ -95,16 +104,18 @@ pub fn block_in_this_thread() {
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        crate::crash::prepare();
         for (i, &sig) in FATAL.iter().enumerate() {
-            // SAFETY: the handler only flushes with try_lock and restores a disposition.
-            if let Some(old) = unsafe { install_over_default(sig, on_fatal) } {
+            // SAFETY: the handler reports (no allocation, no lock), flushes with try_lock and
+            // restores a disposition.
+            if let Some(old) = unsafe { install_over_default(sig, Handler::Info(on_fatal)) } {
                 // SAFETY: written before any handler can read it, once.
                 unsafe { (*std::ptr::addr_of_mut!(PREVIOUS))[i] = Some(old) };
             }
         }
         for (sig, _) in TERMINATING {
             // SAFETY: as above.
-            unsafe { install_over_default(sig, on_terminate) };
+            unsafe { install_over_default(sig, Handler::Plain(on_terminate)) };
         }
     });
 }

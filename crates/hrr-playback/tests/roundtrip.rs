@@ -543,6 +543,29 @@ fn an_aborting_program_leaves_what_it_recorded_for_repair() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// A program that crashes by itself (`segv`: a store through a null pointer after recording):
+/// it dies of SIGSEGV as it would have, capture says so on stderr with the faulting address and
+/// that its own code is not on the stack, and what was recorded is kept for repair.
+#[test]
+fn a_crashing_program_is_said_to_have_crashed_outside_capture() {
+    let (_tmp, arch) = temp_path("run.hrr");
+    let o = capture(&arch, "driver_app", &["segv"]);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(11),
+        "SIGSEGV's death is forwarded"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_contains(
+        &err,
+        "received SIGSEGV at address 0x0; capture's code is not on the stack",
+    );
+    // the frames named by the files mapped there: the program's first
+    assert_contains(&err, "hrr-capture:   #0 driver_app+0x");
+    let dir = pid_dirs(&arch).remove(0);
+    assert!(manifest_json(&dir)["event_count"].as_u64().unwrap() > 10);
+}
+
 /// The `graph` mode: a memset, an H2D copy and two launches captured from a stream into a graph,
 /// instantiated with flags and with params, launched 3 times; then an explicitly built (empty)
 /// graph instantiated and launched once (explicit construction: `graphs.rs`).

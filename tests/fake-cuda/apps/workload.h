@@ -138,7 +138,7 @@ static int run_one(void (*w)(struct outbuf *)) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: %s [crash|abort|hang|fault|hidden|reload|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N [WORDS [pinned]]|chain N]\n", g_prog);
+  fprintf(stderr, "usage: %s [crash|abort|segv|hang|fault|hidden|reload|noisy [N]|noisy_burst [N]|fork|nocuda|threads [N]|graph|graph_nodes|graph_cond|graph_cond_capture|two_devices|graph_capture|loop N|launches N [WORDS [pinned]]|chain N]\n", g_prog);
   exit(2);
 }
 
@@ -148,6 +148,7 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
   if (argc > 1) {
     if (!strcmp(argv[1], "crash")) g_opts.mode = MODE_CRASH;
     else if (!strcmp(argv[1], "abort")) g_opts.mode = MODE_ABORT;
+    else if (!strcmp(argv[1], "segv")) g_opts.mode = MODE_SEGV;
     else if (!strcmp(argv[1], "fork")) g_opts.mode = MODE_FORK;
     else if (!strcmp(argv[1], "nocuda")) g_opts.mode = MODE_NOCUDA;
     else if (!strcmp(argv[1], "threads")) {

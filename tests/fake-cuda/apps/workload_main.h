@@ -125,9 +125,13 @@ static void workload(struct outbuf *out) {
     outf(out, "noisy first=%u last=%u", hn[1], hn[255]);
     CK(cu->MemFree(nz), "cuMemFree");
   }
-  if (g_opts.mode == MODE_CRASH || g_opts.mode == MODE_ABORT) {
+  if (g_opts.mode == MODE_CRASH || g_opts.mode == MODE_ABORT || g_opts.mode == MODE_SEGV) {
     outflush(out);
     if (g_opts.mode == MODE_CRASH) kill(getpid(), SIGKILL);
+    if (g_opts.mode == MODE_SEGV) { /* the program's own bug: a store through a null pointer */
+      volatile int *volatile nowhere = NULL;
+      *nowhere = 1;
+    }
     abort();
   }
 
