@@ -407,6 +407,19 @@ fn what_a_program_frees_unread_is_checked() {
     assert_mismatch_without(&dir, "hrrFreeCheck", "d2h_blob", 0);
 }
 
+/// At most 64 frees are checked per process, and capture says when it stops checking.
+#[test]
+fn frees_beyond_the_cap_are_not_checked_and_capture_says_so() {
+    let (_tmp, arch) = temp_path("manyfrees.hrr");
+    let o = succeeded(fake().capture_env(&arch, "hostmem_app", &["manyfrees"], &[]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_contains(&err, "64 freed allocations recorded for replay to check");
+    let dir = pid_dirs(&arch).remove(0);
+    assert_name_counts(&dir, &[("hrrFreeCheck", 64), ("cuMemFree_v2", 70)]);
+    let (code, v) = replay(&dir);
+    assert_eq!((code, checks(&v)), (0, 64), "{v}");
+}
+
 /// Once a process copied a result back, its frees are not checked (the results are).
 #[test]
 fn frees_are_not_checked_after_a_result_was_copied_back() {

@@ -20,6 +20,7 @@
  *             each free releases is what replay can check
  *   halfwritten  a buffer a kernel writes half of, freed unread: its other half is what the
  *             memory held before
+ *   manyfrees 70 buffers filled and freed unread: more than capture checks
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
@@ -428,6 +429,19 @@ static void halfwritten(CUdevice dev, CUdeviceptr x) {
   printf("halfwritten done\n");
 }
 
+/* More frees than capture checks (70 small buffers, each filled by a kernel, freed unread). */
+static void manyfrees(CUdevice dev, CUdeviceptr x) {
+  (void)dev;
+  (void)x;
+  for (unsigned i = 0; i < 70; i++) {
+    CUdeviceptr z;
+    CK(cuMemAlloc_v2(&z, 1024));
+    fill(z, i, 256, NULL);
+    CK(cuMemFree_v2(z));
+  }
+  printf("manyfrees done\n");
+}
+
 /* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
  * buffer (else 0), which is freed after the mode. */
 static const struct mode {
@@ -438,7 +452,7 @@ static const struct mode {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
   {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"regthen", 0, regthen},
-  {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten},
+  {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten}, {"manyfrees", 0, manyfrees},
 };
 
 int main(int argc, char **argv) {
@@ -453,6 +467,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy|halfwritten\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy|halfwritten|manyfrees\n");
   return 2;
 }

@@ -93,7 +93,11 @@ pub unsafe fn before_free(dptr: u64) {
     let Some(bytes) = whole_device_allocation(f, dptr) else {
         return;
     };
-    if (f.synchronize)() != 0 || CHECKED.fetch_add(1, Ordering::Relaxed) >= MAX_CHECKS {
+    if (f.synchronize)() != 0 {
+        return;
+    }
+    let checked = CHECKED.fetch_add(1, Ordering::Relaxed) + 1;
+    if checked > MAX_CHECKS {
         return;
     }
     let Some(blob) = take(f, dptr, bytes) else {
@@ -104,6 +108,12 @@ pub unsafe fn before_free(dptr: u64) {
         bytes: bytes as u64,
         d2h_blob: Some(blob),
     });
+    if checked == MAX_CHECKS {
+        recorder::notice(&format!(
+            "{MAX_CHECKS} freed allocations recorded for replay to check (the process copied no \
+             result back); later frees are not"
+        ));
+    }
 }
 
 /// The length of the allocation starting at `dptr`, when it is plain device memory (not
