@@ -13,7 +13,6 @@
 //! address range is found then too (from `/proc/self/maps`).
 
 use std::ffi::{c_int, c_void};
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Capture's library's mapped range (start, end; 0, 0 until [`prepare`] found it).
