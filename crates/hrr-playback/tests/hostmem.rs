@@ -407,7 +407,8 @@ fn what_a_program_frees_unread_is_checked() {
     assert_mismatch_without(&dir, "hrrFreeCheck", "d2h_blob", 0);
 }
 
-/// At most 64 frees are checked per process, and capture says when it stops checking.
+/// At most 64 frees are checked per process, and capture says when it stops checking; none with
+/// `HRR_CAPTURE_FREE_CHECKS=0`.
 #[test]
 fn frees_beyond_the_cap_are_not_checked_and_capture_says_so() {
     let (_tmp, arch) = temp_path("manyfrees.hrr");
@@ -418,6 +419,14 @@ fn frees_beyond_the_cap_are_not_checked_and_capture_says_so() {
     assert_name_counts(&dir, &[("hrrFreeCheck", 64), ("cuMemFree_v2", 70)]);
     let (code, v) = replay(&dir);
     assert_eq!((code, checks(&v)), (0, 64), "{v}");
+    // HRR_CAPTURE_FREE_CHECKS=0: none
+    let (_tmp, arch) = temp_path("off.hrr");
+    let off = [("HRR_CAPTURE_FREE_CHECKS", "0")];
+    succeeded(fake().capture_env(&arch, "hostmem_app", &["manyfrees"], &off));
+    assert_name_counts(
+        &pid_dirs(&arch)[0],
+        &[("hrrFreeCheck", 0), ("cuMemFree_v2", 70)],
+    );
 }
 
 /// Once a process copied a result back, its frees are not checked (the results are).

@@ -24,7 +24,8 @@ hand: HIP_HRR_CAPTURE_OUTPUT=run.hrr LD_PRELOAD=/path/libhrr_capture.so COMMAND 
     after_help = "Environment: HRR_CAPTURE_DIGEST_MIN bytes (default 16 MiB; `off`): blocking D2H \
 results this large are recorded as digests of each 64 KiB, not their bytes; \
 HRR_CAPTURE_MIN_FREE_MB (default 512): capture stops, the program runs on, below this much free \
-disk; HRR_CAPTURE_PROFILE=1: where capture's time went, on stderr at exit.\n\
+disk; HRR_CAPTURE_PROFILE=1: where capture's time went, on stderr at exit; \
+HRR_CAPTURE_FREE_CHECKS=0: a process that copies no result back is not checked at its frees.\n\
 \n\
 Exit status: the program's own; killed by a signal, hrr-capture dies of the same \
 signal. Before the program starts: 1 failure (libhrr_capture.so not found, the old archive could \

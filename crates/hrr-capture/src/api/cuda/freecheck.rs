@@ -15,6 +15,7 @@
 //! stored; from there on the GPU takes the digests of its 64 KiB chunks
 //! (`super::digest::device_memory_digests`, as for large D2H results), else the host does, up
 //! to [`MAX_HOST_BYTES`]. `cuMemFreeAsync` (stream-ordered) is not checked.
+//! `HRR_CAPTURE_FREE_CHECKS=0` turns the checks off ([`enabled`]).
 
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -52,6 +53,17 @@ pub fn results_copied() {
     }
 }
 
+/// Whether frees are checked at all: not with `HRR_CAPTURE_FREE_CHECKS=0` (or `off`). Asked once.
+fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        !matches!(
+            std::env::var("HRR_CAPTURE_FREE_CHECKS").ok().as_deref(),
+            Some("0" | "off")
+        )
+    })
+}
+
 /// The driver's entry points used: the real driver's, never capture's wrappers.
 struct Fns {
     address_range: unsafe extern "C" fn(*mut u64, *mut usize, u64) -> c_int,
@@ -82,6 +94,7 @@ pub unsafe fn before_free(dptr: u64) {
     if dptr == 0
         || RESULTS_COPIED.load(Ordering::Relaxed)
         || CHECKED.load(Ordering::Relaxed) >= MAX_CHECKS
+        || !enabled()
         || !recorder::active()
         || super::state::any_capturing()
     {
