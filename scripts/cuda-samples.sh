@@ -25,7 +25,9 @@
 #      pid-* folder with the largest events.bin), each step under `timeout`,
 #      N samples at a time (xargs -P).
 #   3. one row a sample: plain exit, captured exit, replay verdict, D2H checks
-#      (pass/fail), kernels launched by replay, first error; then totals.
+#      (pass/fail), kernels launched by replay, first error; then totals. A MISMATCH
+#      also gets its first failed check's recorded and replayed bytes side by side
+#      (scripts/mismatch-bytes.sh: work/<sample>/mismatch.txt and mismatch/).
 #
 # Options:
 #   --list            print the samples, whether each is present in SAMPLES_DIR,
@@ -211,6 +213,13 @@ run_one() {
         (cd "$dir/bin" && timeout "$step_timeout" "$bin/hrr-playback" "$target" --json --no-progress \
             >"$dir/replay.json" 2>"$dir/replay.log") || true
         IFS=$'\t' read -r verdict checks kernels err < <(parse_replay <"$dir/replay.json")
+        if [ "$verdict" = MISMATCH ]; then
+            # the first failed check's recorded and replayed bytes, side by side
+            local seq
+            seq=$(grep -o '"mismatches":\["event #[0-9]*' "$dir/replay.json" | grep -o '[0-9]*$' || true)
+            [ -z "$seq" ] || (cd "$dir/bin" && timeout "$step_timeout" bash "$here/mismatch-bytes.sh" \
+                "$bin" "$target" "$dir/mismatch" "$seq" >"$dir/mismatch.txt" 2>&1) || true
+        fi
     else
         verdict="NO ARCHIVE"
     fi

@@ -3,10 +3,10 @@
 #
 #   bash scripts/mismatch-bytes.sh BIN_DIR ARCHIVE OUT_DIR [SEQ]
 #
-# BIN_DIR holds hrr-playback; ARCHIVE is a pid-* folder (or an archive of one process). Replays
-# ARCHIVE with --json (the recheck included) and takes the first event its `mismatches` name
-# (or SEQ), then replays once more without the recheck, writing that event's result (the
-# hidden --dump-d2h/--dump-seqs a recheck uses), and leaves in OUT_DIR: replay.json, the
+# BIN_DIR holds hrr-playback; ARCHIVE is a pid-* folder (or an archive of one process). Without
+# SEQ, replays ARCHIVE with --json (the recheck included) and takes the first event its
+# `mismatches` name; then replays once more without the recheck, writing that event's result
+# (the hidden --dump-d2h/--dump-seqs a recheck uses), and leaves in OUT_DIR: replay.json, the
 # event's decoded record (event.json), the recorded result (recorded.bin; a digest object when
 # the recording kept digests) and the replayed one (replayed.bin), and prints where they differ
 # (first offsets, as 8-byte words, and how many bytes). Needs a GPU and python3.
@@ -15,8 +15,8 @@ set -euo pipefail
 bin=$1 arch=$2 out=$3 seq=${4:-}
 pb=$bin/hrr-playback
 mkdir -p "$out"
-"$pb" "$arch" --json > "$out/replay.json" 2> "$out/replay.err" || true
 if [ -z "$seq" ]; then
+    "$pb" "$arch" --json > "$out/replay.json" 2> "$out/replay.err" || true
     seq=$(python3 -c 'import json,re,sys
 m = json.load(open(sys.argv[1])).get("mismatches") or []
 print(re.search(r"#(\d+)", m[0]).group(1) if m else "")' "$out/replay.json")
