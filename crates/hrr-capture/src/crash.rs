@@ -9,8 +9,10 @@
 //! Written from the signal handler ([`crate::signals`]), so async-signal-safe as far as glibc
 //! allows: no allocation and no lock here (the text is formatted into a buffer on the stack and
 //! written with `write(2)`); `backtrace` is called once when the handlers are installed
-//! ([`prepare`]), which loads the unwinder it needs before any signal can arrive. Capture's own
-//! address range is found then too (from `/proc/self/maps`).
+//! ([`prepare`]), which loads the unwinder it needs before any signal can arrive, and an
+//! `alarm` ends a process whose report hangs (a crash inside the dynamic loader holding a lock
+//! the unwinder takes). Capture's own address range is found at install too (from
+//! `/proc/self/maps`).
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +21,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 static OWN: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 /// Frames reported at most.
 const FRAMES: usize = 32;
+/// Seconds a report may take before the process is ended (`alarm`).
+const HANG_LIMIT_S: u32 = 5;
 
 extern "C" {
     /// glibc's `backtrace(3)`.
@@ -90,6 +94,9 @@ fn name(sig: c_int) -> &'static str {
 /// # Safety
 /// Called from the handler of `sig`, `info` the handler's `siginfo_t` (or null).
 pub unsafe fn report(sig: c_int, info: *const libc::siginfo_t) {
+    // A crash inside the dynamic loader or the unwinder may leave a lock `backtrace` needs
+    // held: the process then dies of SIGALRM within seconds instead of hanging.
+    libc::alarm(HANG_LIMIT_S);
     let mut frames = [std::ptr::null_mut(); FRAMES];
     let n = backtrace(frames.as_mut_ptr(), FRAMES as c_int).clamp(0, FRAMES as c_int) as usize;
     let mut raw = [0usize; FRAMES];
