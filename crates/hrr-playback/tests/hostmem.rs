@@ -403,6 +403,9 @@ fn what_a_program_frees_unread_is_checked() {
     );
     assert_eq!(checks(&v), 3, "{v}");
     assert_eq!(v["d2h_checks"]["by_digest"], 1, "{v}");
+    assert_eq!(v["d2h_checks"]["at_free"], 3, "{v}");
+    let (_, out, _) = fake().replay(&dir, &[]);
+    assert_contains(&out, "0 fail, 0 skipped, 1 by digest, 3 at frees\n");
     // y's bytes as recorded are 2x + 2x + y; zeroed, replay's y no longer matches
     assert_mismatch_without(&dir, "hrrFreeCheck", "d2h_blob", 0);
 }
@@ -419,6 +422,7 @@ fn frees_beyond_the_cap_are_not_checked_and_capture_says_so() {
     assert_name_counts(&dir, &[("hrrFreeCheck", 64), ("cuMemFree_v2", 70)]);
     let (code, v) = replay(&dir);
     assert_eq!((code, checks(&v)), (0, 64), "{v}");
+    assert_eq!(v["d2h_checks"]["at_free"], 64, "{v}");
     // HRR_CAPTURE_FREE_CHECKS=0: none
     let (_tmp, arch) = temp_path("off.hrr");
     let off = [("HRR_CAPTURE_FREE_CHECKS", "0")];

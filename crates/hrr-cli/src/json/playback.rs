@@ -294,6 +294,10 @@ pub struct D2hChecksJson {
     /// Of the results compared, those the recording kept as digests (absent before them).
     #[serde(default)]
     pub by_digest: u64,
+    /// Of the results compared, what allocations held when the program freed them
+    /// (`hrrFreeCheck`: a process that copied nothing back; absent before them).
+    #[serde(default)]
+    pub at_free: u64,
 }
 
 /// One of `unreproducible_calls` of the replay summary: a recorded call that changed state

@@ -42,6 +42,8 @@ pub struct Checks {
     pub nondeterministic: u64,
     /// Of those compared, results the recording kept as digests (`hrr_archive::digest`).
     pub by_digest: u64,
+    /// Of those compared, what allocations held when the program freed them (`hrrFreeCheck`).
+    pub at_free: u64,
     /// The first mismatches, described.
     pub mismatches: Vec<String>,
 }

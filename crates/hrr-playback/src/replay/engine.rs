@@ -37,6 +37,10 @@ use super::recheck::{self, Failed, Kept};
 use super::report::{self, Summary};
 use super::verdict::{self, Stop, Verdict};
 
+/// The pseudo-call that checks what an allocation held when the program freed it (capture's
+/// `freecheck`), counted apart on the D2H checks line.
+const FREE_CHECK: &str = "hrrFreeCheck";
+
 /// Batches of decoded events the reading thread may be ahead of the replaying one.
 pub(super) const DECODE_AHEAD: usize = 4;
 
@@ -552,6 +556,9 @@ pub(super) fn account(
                 }
                 (None, want, _) => checks.compare(ev.seq, &call.name, &got, want, tol),
             };
+            if want.is_some() && call.name == FREE_CHECK {
+                checks.at_free += 1;
+            }
             match (failed, want) {
                 (true, Some(want)) => {
                     let got = match ranges {

@@ -533,7 +533,8 @@ pub fn write_human_closing(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         c.skipped,
         [
             (c.nondeterministic, "nondeterministic"),
-            (c.by_digest, "by digest")
+            (c.by_digest, "by digest"),
+            (c.at_free, "at frees")
         ]
         .iter()
         .filter(|(n, _)| *n > 0)
@@ -614,7 +615,7 @@ fn batching_line(b: &super::batch::Batching) -> String {
 /// | `kernels_launched` | integer | kernels launched (graph launches not counted) |
 /// | `kernels_filtered` | integer | launches left out by `--kernel-filter` |
 /// | `graphs_launched` | integer | CUDA graphs launched |
-/// | `d2h_checks` | object | D2H comparisons: `pass` (= `exact` + `within_tol`), `exact`, `within_tol`, `fail`, `skipped` (no recorded result, or differing only in redacted ranges), `skipped_redacted` (of `skipped`, the latter), `nondeterministic` (differing from the recording only in bytes that also differ between two replays; not in `fail`), `by_digest` (of those compared, results the recording kept as digests); all integers |
+/// | `d2h_checks` | object | D2H comparisons: `pass` (= `exact` + `within_tol`), `exact`, `within_tol`, `fail`, `skipped` (no recorded result, or differing only in redacted ranges), `skipped_redacted` (of `skipped`, the latter), `nondeterministic` (differing from the recording only in bytes that also differ between two replays; not in `fail`), `by_digest` (of those compared, results the recording kept as digests), `at_free` (of those compared, what allocations held when a program that copied nothing back freed them); all integers |
 /// | `mismatches` | array of strings | the first 10 failed comparisons, `event #<seq> <call>: <n> of <len> bytes differ, first at offset <o>` |
 /// | `skipped_calls` | array of strings | the first 20 calls not reissued, `#<seq> <call>: <why>` |
 /// | `skipped_calls_total` | integer | calls not reissued, all of them |
@@ -673,6 +674,7 @@ impl Summary {
                 skipped_redacted: c.redacted,
                 nondeterministic: c.nondeterministic,
                 by_digest: c.by_digest,
+                at_free: c.at_free,
             },
             mismatches: c.mismatches.clone(),
             skipped_calls: self.skipped_calls.clone(),
