@@ -7,8 +7,9 @@
 //! compares it like a D2H result (`hrr-playback`, `Op::FreeCheck`).
 //!
 //! Only where reading cannot disturb the program: outside any stream capture (the
-//! synchronisation below would end it), for a whole allocation of the current context's own
-//! device memory (not managed memory, whose pages the read would migrate), of at most
+//! synchronisation below would end it), for a whole allocation of plain device memory (not
+//! managed memory, whose pages the read would migrate; the GPU's digests only of the current
+//! context's own, as `super::digest` requires), of at most
 //! [`MAX_BYTES`], and at most [`MAX_CHECKS`] times per process (a program freeing in a loop pays
 //! for the first few only). The context is synchronised first, as `cuMemFree` itself waits for
 //! the device. Below `HRR_CAPTURE_DIGEST_MIN` (16 MiB) the bytes are copied to the host and
