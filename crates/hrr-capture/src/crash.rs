@@ -43,23 +43,43 @@ pub fn prepare() {
 /// The range of the mappings of the file this code was loaded from.
 fn own_range() -> Option<(usize, usize)> {
     let here = own_range as *const () as usize;
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let parse = |line: &str| -> Option<(usize, usize, String)> {
-        let mut f = line.split_whitespace();
-        let (a, b) = f.next()?.split_once('-')?;
-        let path = f.nth(4)?.to_string();
-        Some((
-            usize::from_str_radix(a, 16).ok()?,
-            usize::from_str_radix(b, 16).ok()?,
-            path,
-        ))
-    };
-    let rows: Vec<_> = maps.lines().filter_map(parse).collect();
-    let (_, _, path) = rows.iter().find(|(a, b, _)| (*a..*b).contains(&here))?;
-    let mine = rows.iter().filter(|(_, _, p)| p == path);
-    let start = mine.clone().map(|r| r.0).min()?;
-    let end = mine.map(|r| r.1).max()?;
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    let rows: Vec<MapsLine> = maps.split(|&b| b == b'\n').filter_map(maps_line).collect();
+    let path = rows.iter().find(|r| (r.start..r.end).contains(&here))?.path;
+    let mine = rows.iter().filter(|r| r.path == path);
+    let start = mine.clone().map(|r| r.start).min()?;
+    let end = mine.map(|r| r.end).max()?;
     Some((start, end))
+}
+
+/// One line of `/proc/self/maps` (`start-end perms offset dev inode path`), of a mapped file.
+struct MapsLine<'a> {
+    start: usize,
+    end: usize,
+    /// Where the mapping starts in the file.
+    offset: usize,
+    path: &'a [u8],
+}
+
+/// The fields of `line`; `None` for a line without a path (anonymous memory) or malformed.
+/// Allocates nothing (the signal handler parses with it).
+fn maps_line(line: &[u8]) -> Option<MapsLine<'_>> {
+    let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
+    let hex = |f: &[u8]| {
+        std::str::from_utf8(f)
+            .ok()
+            .and_then(|t| usize::from_str_radix(t, 16).ok())
+    };
+    let mut ends = fields.next()?.split(|&b| b == b'-');
+    let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
+    let offset = fields.nth(1).and_then(hex).unwrap_or(0);
+    let path = fields.nth(2)?;
+    Some(MapsLine {
+        start,
+        end,
+        offset,
+        path,
+    })
 }
 
 /// A fixed buffer `core::fmt` writes into (what does not fit is cut).
@@ -187,28 +207,16 @@ unsafe fn locate(frames: &[usize], places: &mut [Place]) {
     libc::close(fd);
 }
 
-/// One line of `/proc/self/maps` (`start-end perms offset dev inode path`): the frames inside
+/// One line of `/proc/self/maps` ([`maps_line`]): the frames inside
 /// its range get its path and their offset in the file.
 fn place_line(line: &[u8], frames: &[usize], places: &mut [Place]) {
-    let mut fields = line.split(|&b| b == b' ').filter(|f| !f.is_empty());
-    let hex = |f: &[u8]| {
-        std::str::from_utf8(f)
-            .ok()
-            .and_then(|t| usize::from_str_radix(t, 16).ok())
-    };
-    let Some(range) = fields.next() else { return };
-    let mut ends = range.split(|&b| b == b'-');
-    let (Some(start), Some(end)) = (ends.next().and_then(hex), ends.next().and_then(hex)) else {
-        return;
-    };
-    let offset = fields.nth(1).and_then(hex).unwrap_or(0);
-    let Some(path) = fields.nth(2) else { return };
+    let Some(m) = maps_line(line) else { return };
     for (&a, place) in frames.iter().zip(places.iter_mut()) {
-        if (start..end).contains(&a) {
-            let keep = &path[path.len().saturating_sub(PLACE_NAME)..];
+        if (m.start..m.end).contains(&a) {
+            let keep = &m.path[m.path.len().saturating_sub(PLACE_NAME)..];
             place.name[..keep.len()].copy_from_slice(keep);
             place.len = keep.len();
-            place.offset = a - start + offset;
+            place.offset = a - m.start + m.offset;
         }
     }
 }

@@ -77,7 +77,7 @@ type LaunchFn = unsafe extern "C" fn(
 struct Fns {
     ctx_get_current: unsafe extern "C" fn(*mut Ptr) -> c_int,
     ctx_get_id: unsafe extern "C" fn(Ptr, *mut u64) -> c_int,
-    pointer_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> c_int,
+    pointer_attribute: PointerAttributeFn,
     module_load_data: unsafe extern "C" fn(*mut Ptr, *const c_void) -> c_int,
     module_get_function: unsafe extern "C" fn(*mut Ptr, Ptr, *const c_char) -> c_int,
     stream_create: unsafe extern "C" fn(*mut Ptr, c_uint) -> c_int,
@@ -288,14 +288,27 @@ impl Drop for Relaxed {
 
 /// Is `src` device memory of context `ctx` itself (not managed)?
 unsafe fn in_this_context(f: &Fns, src: u64, ctx: Ptr) -> bool {
-    let (mut kind, mut managed, mut owner): (c_uint, c_uint, Ptr) = (0, 0, std::ptr::null_mut());
-    let attr = |v: *mut c_void, a: c_int| (f.pointer_attribute)(v, a, src) == 0;
-    attr(&mut kind as *mut c_uint as *mut c_void, ATTR_MEMORY_TYPE)
-        && kind == MEMORYTYPE_DEVICE
-        && attr(&mut managed as *mut c_uint as *mut c_void, ATTR_IS_MANAGED)
-        && managed == 0
-        && attr(&mut owner as *mut Ptr as *mut c_void, ATTR_CONTEXT)
+    let mut owner: Ptr = std::ptr::null_mut();
+    plain_device_memory(f.pointer_attribute, src)
+        && (f.pointer_attribute)(&mut owner as *mut Ptr as *mut c_void, ATTR_CONTEXT, src) == 0
         && owner == ctx
+}
+
+/// `cuPointerGetAttribute`.
+pub type PointerAttributeFn = unsafe extern "C" fn(*mut c_void, c_int, u64) -> c_int;
+
+/// Is `ptr` device memory, not managed memory, by the driver's pointer attributes
+/// (`attribute`: the real `cuPointerGetAttribute`)?
+///
+/// # Safety
+/// `attribute` is the driver's entry point.
+pub unsafe fn plain_device_memory(attribute: PointerAttributeFn, ptr: u64) -> bool {
+    let (mut kind, mut managed): (c_uint, c_uint) = (0, 0);
+    let attr = |v: *mut c_uint, a: c_int| attribute(v as *mut c_void, a, ptr) == 0;
+    attr(&mut kind, ATTR_MEMORY_TYPE)
+        && kind == MEMORYTYPE_DEVICE
+        && attr(&mut managed, ATTR_IS_MANAGED)
+        && managed == 0
 }
 
 /// Load the kernels into the current context, with a stream and a buffer of its own.

@@ -18,7 +18,7 @@
 //! to [`MAX_HOST_BYTES`]. `cuMemFreeAsync` (stream-ordered) is not checked.
 //! `HRR_CAPTURE_FREE_CHECKS=0` turns the checks off ([`enabled`]).
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
@@ -27,7 +27,6 @@ use hrr_archive::ObjectId;
 use hrr_calls::shapes::FreeCheck;
 
 use super::calls::Export;
-use super::custom::{ATTR_IS_MANAGED, ATTR_MEMORY_TYPE, MEMORYTYPE_DEVICE};
 use super::loader::driver_fn;
 use super::API;
 use crate::hook::ApiExport;
@@ -68,7 +67,7 @@ fn enabled() -> bool {
 /// The driver's entry points used: the real driver's, never capture's wrappers.
 struct Fns {
     address_range: unsafe extern "C" fn(*mut u64, *mut usize, u64) -> c_int,
-    pointer_attribute: unsafe extern "C" fn(*mut c_void, c_int, u64) -> c_int,
+    pointer_attribute: super::digest::PointerAttributeFn,
     synchronize: unsafe extern "C" fn() -> c_int,
     copy_to_host: unsafe extern "C" fn(*mut c_void, u64, usize) -> c_int,
 }
@@ -141,13 +140,7 @@ unsafe fn whole_device_allocation(f: &Fns, dptr: u64) -> Option<usize> {
     {
         return None;
     }
-    let (mut kind, mut managed): (c_uint, c_uint) = (0, 0);
-    let attr = |v: *mut c_uint, a: c_int| (f.pointer_attribute)(v as *mut c_void, a, dptr) == 0;
-    (attr(&mut kind, ATTR_MEMORY_TYPE)
-        && kind == MEMORYTYPE_DEVICE
-        && attr(&mut managed, ATTR_IS_MANAGED)
-        && managed == 0)
-        .then_some(size)
+    super::digest::plain_device_memory(f.pointer_attribute, dptr).then_some(size)
 }
 
 /// Store what the `n` bytes at `dptr` hold: their bytes below the digest threshold, else their
