@@ -276,7 +276,8 @@ CUresult i_mem_alloc(CUdeviceptr *dptr, size_t size, CUstream s, int async) {
   if (!p) return E_OUT_OF_MEMORY;
   region_add(p, size, R_DEV, 3, c, charged, NULL);
   g_used += charged;
-  if (alloc_fill() >= 0) memset_run(p, (unsigned)alloc_fill(), size, 1);
+  int fill = alloc_fill();
+  if (fill >= 0) memset_run(p, (unsigned)fill, size, 1);
   *dptr = p;
   return E_SUCCESS;
 }
@@ -610,12 +611,13 @@ CUresult i_mem_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemA
   int fd = memfd_create("hrr-fake-cuda-vmm", MFD_CLOEXEC);
   if (fd < 0) return E_OUT_OF_MEMORY;
   if (ftruncate(fd, (off_t)size) != 0) { close(fd); return E_OUT_OF_MEMORY; }
-  if (alloc_fill() >= 0) {
-    static unsigned char fill[1 << 16];
-    memset(fill, alloc_fill(), sizeof fill);
-    for (size_t at = 0; at < size; at += sizeof fill) {
-      size_t n = size - at < sizeof fill ? size - at : sizeof fill;
-      if (pwrite(fd, fill, n, (off_t)at) != (ssize_t)n) { close(fd); return E_OUT_OF_MEMORY; }
+  int fill = alloc_fill();
+  if (fill >= 0) {
+    static unsigned char bytes[1 << 16];
+    memset(bytes, fill, sizeof bytes);
+    for (size_t at = 0; at < size; at += sizeof bytes) {
+      size_t n = size - at < sizeof bytes ? size - at : sizeof bytes;
+      if (pwrite(fd, bytes, n, (off_t)at) != (ssize_t)n) { close(fd); return E_OUT_OF_MEMORY; }
     }
   }
   struct fc_vmem *vm = calloc(1, sizeof *vm);
