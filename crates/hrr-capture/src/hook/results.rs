@@ -43,6 +43,12 @@ enum Stage {
     Dropped,
     /// Its copy completed; the recorder thread has it.
     Handed,
+    /// A thread took its [`Deferred`] out of the table to hand it over (its event said the
+    /// copy completed, or a context or stream going waits for it) and may be reading its
+    /// destination now: claims wait for it as for [`Stage::Handed`], so that program code
+    /// enqueued next (a host function freeing that memory: simpleCallback) never runs while
+    /// it is read.
+    Firing,
 }
 
 struct Pending {
@@ -114,6 +120,16 @@ impl Deferred {
     unsafe fn wait_and_fire(self) {
         (self.fns.synchronize)(self.event);
         self.fire();
+    }
+}
+
+impl Pending {
+    /// Its [`Deferred`] is being taken out of the table to be handed over by this thread
+    /// (a dropped result stays dropped: nothing reads it).
+    fn firing(&mut self) {
+        if self.stage == Stage::Enqueued {
+            self.stage = Stage::Firing;
+        }
     }
 }
 
@@ -308,7 +324,11 @@ fn settle_where(which: impl Fn(&Deferred) -> bool) {
     let picked: Vec<Deferred> = table()
         .pending
         .iter_mut()
-        .filter_map(|p| p.deferred.take_if(|d| which(d)))
+        .filter_map(|p| {
+            let d = p.deferred.take_if(|d| which(d))?;
+            p.firing();
+            Some(d)
+        })
         .collect();
     for d in picked {
         // SAFETY: taken out of the table under its lock: this thread alone has it; the event
@@ -338,7 +358,11 @@ fn fire_completed(here: bool) {
             .filter_map(|p| {
                 let d = p.deferred?;
                 // SAFETY: the event is live until fired or enqueued (then taken out).
-                (unsafe { (d.fns.query)(d.event) } == 0).then(|| p.deferred.take())?
+                if unsafe { (d.fns.query)(d.event) } != 0 {
+                    return None;
+                }
+                p.firing();
+                p.deferred.take()
             })
             .collect()
     };
@@ -433,7 +457,7 @@ fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
                     }
                 }
                 Stage::Inline | Stage::Dropped => {}
-                Stage::Handed => handed = true,
+                Stage::Handed | Stage::Firing => handed = true,
             }
         }
         if !enqueue.is_empty() {
@@ -474,5 +498,80 @@ pub fn wait_recorded() {
             .wait_timeout(t, Duration::from_millis(50))
             .unwrap_or_else(|e| e.into_inner())
             .0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    static READING: AtomicBool = AtomicBool::new(false);
+    static READ: AtomicBool = AtomicBool::new(false);
+
+    unsafe extern "C" fn ok(_: *mut c_void) -> c_int {
+        0
+    }
+    unsafe extern "C" fn no_host_fn(
+        _: *mut c_void,
+        _: unsafe extern "C" fn(*mut c_void),
+        _: *mut c_void,
+    ) -> c_int {
+        1
+    }
+    unsafe extern "C" fn not_capturing(_: *mut c_void, status: *mut c_int) -> c_int {
+        *status = 0;
+        0
+    }
+
+    /// What the host function of an async D2H result does: read the destination (slowly
+    /// here), then hand the result over.
+    unsafe extern "C" fn read_slowly(data: *mut c_void) {
+        READING.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        READ.store(true, Ordering::SeqCst);
+        hand_over(data as u64, Job::new(Box::new(|| {})));
+    }
+
+    /// A deferred result whose copy completed, taken by a synchronisation on another thread
+    /// and being read there when `claim` runs: `claim` must return only once it was read.
+    fn claimed_while_read_elsewhere(claim: impl FnOnce()) -> bool {
+        READING.store(false, Ordering::SeqCst);
+        READ.store(false, Ordering::SeqCst);
+        let id = register(0x1000, 64);
+        let fns = EventFns {
+            query: ok,
+            synchronize: ok,
+            destroy: ok,
+            launch_host_fn: no_host_fn,
+            is_capturing: not_capturing,
+        };
+        defer(
+            id,
+            Deferred {
+                event: std::ptr::dangling_mut(),
+                stream: 2 as *mut c_void,
+                data: id as *mut c_void,
+                fire: read_slowly,
+                fns,
+            },
+        );
+        let sync = std::thread::spawn(wait_recorded);
+        while !READING.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        claim();
+        let read_first = READ.load(Ordering::SeqCst);
+        sync.join().unwrap();
+        read_first
+    }
+
+    #[test]
+    fn claims_wait_for_results_another_thread_is_reading() {
+        // a host function enqueued next (it may free the destination)
+        assert!(claimed_while_read_elsewhere(claim_all));
+        // a free of the destination, or a copy overwriting it
+        assert!(claimed_while_read_elsewhere(|| claim(0x1020, 8)));
+        assert!(table().pending.is_empty());
     }
 }

@@ -263,12 +263,14 @@ pub fn tracks(ptr: u64) -> bool {
         .is_some_and(|(&base, r)| ptr < base + r.len as u64)
 }
 
-/// `base` is freed or unregistered: stop tracking it (before the real call frees it).
-pub fn untrack(base: u64) {
-    pinned().remove(&base);
+/// `base` is freed or unregistered: stop tracking it (before the real call frees it). Its
+/// length, where it was known.
+pub fn untrack(base: u64) -> Option<usize> {
+    let pinned_len = pinned().remove(&base);
     let mut r = regions();
-    r.remove(&base);
+    let region_len = r.remove(&base).map(|g| g.len);
     publish(&r);
+    region_len.or(pinned_len)
 }
 
 /// A context goes (destroyed, reset, or a primary context released — which frees its memory

@@ -90,9 +90,13 @@ pub unsafe fn host_get_device_pointer(h: Export, a: args::MemHostGetDevicePointe
     });
 }
 
-/// A free of host-visible memory stops its tracking before the memory goes.
+/// A free of host-visible memory stops its tracking before the memory goes, and waits for the
+/// async D2H results being read from it (`hook::results::claim`: one a synchronisation on
+/// another thread is recording must not lose its bytes under it; one whose copy the program
+/// cannot know completed is dropped, its bytes freed unread).
 unsafe fn freeing<S: hrr_calls::Shape>(h: Export, p: u64, call: impl Call, shape: S) -> CUresult {
-    hostmem::untrack(p);
+    let n = hostmem::untrack(p).unwrap_or(1);
+    crate::hook::results::claim(p as usize, n);
     let r = call();
     rec(h, r, |_| shape);
     r
