@@ -77,6 +77,18 @@ CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, CUstream
   return memset_run(d, v, n, width);
 }
 
+/* A 2D memset: `h` rows of `w` elements, `pitch` bytes apart, each row a memset (a stream
+   capture gets one node a row). */
+CUresult memset_2d_checked(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, int width, CUstream s,
+                           int check_stream) {
+  if (h > 1 && (w > pitch / (size_t)width || pitch % (size_t)width)) return E_INVALID_VALUE;
+  for (size_t y = 0; y < h; y++) {
+    CUresult e = memset_checked(d + y * pitch, v, w, width, s, check_stream);
+    if (e) return e;
+  }
+  return E_SUCCESS;
+}
+
 /* Stream memory operations: a 32- or 64-bit value written to device memory in stream order
    (`wait` 0), or a wait until the word there compares to `v` as `flags` say (GEQ, EQ, AND, NOR).
    Work runs at once here, so a wait whose condition does not hold now would wait forever: it

@@ -209,6 +209,18 @@ DEFV_PTDS(cuMemsetD32_v2, cuMemsetD32, 3020, (CUdeviceptr d, unsigned v, size_t 
 DEF_PTSZ(cuMemsetD8Async, 3020, (CUdeviceptr d, unsigned char v, size_t n, CUstream s), memset_checked(d, v, n, 1, s, 1))
 DEF_PTSZ(cuMemsetD16Async, 3020, (CUdeviceptr d, unsigned short v, size_t n, CUstream s), memset_checked(d, v, n, 2, s, 1))
 DEF_PTSZ(cuMemsetD32Async, 3020, (CUdeviceptr d, unsigned v, size_t n, CUstream s), memset_checked(d, v, n, 4, s, 1))
+DEFV_PTDS(cuMemsetD2D8_v2, cuMemsetD2D8, 3020, (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h),
+          memset_2d_checked(d, p, v, w, h, 1, NULL, 0))
+DEFV_PTDS(cuMemsetD2D16_v2, cuMemsetD2D16, 3020, (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h),
+          memset_2d_checked(d, p, v, w, h, 2, NULL, 0))
+DEFV_PTDS(cuMemsetD2D32_v2, cuMemsetD2D32, 3020, (CUdeviceptr d, size_t p, unsigned v, size_t w, size_t h),
+          memset_2d_checked(d, p, v, w, h, 4, NULL, 0))
+DEF_PTSZ(cuMemsetD2D8Async, 3020, (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h, CUstream s),
+         memset_2d_checked(d, p, v, w, h, 1, s, 1))
+DEF_PTSZ(cuMemsetD2D16Async, 3020, (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h, CUstream s),
+         memset_2d_checked(d, p, v, w, h, 2, s, 1))
+DEF_PTSZ(cuMemsetD2D32Async, 3020, (CUdeviceptr d, size_t p, unsigned v, size_t w, size_t h, CUstream s),
+         memset_2d_checked(d, p, v, w, h, 4, s, 1))
 /* stream memory operations: NAME_v2, its _ptsz and the legacy NAME (the same calls here) */
 #define STREAM_VALUE1(name, T, width, wait) \
   DEF_(name, (CUstream s, CUdeviceptr a, T v, unsigned f), stream_value(s, a, v, f, width, wait), 1)

@@ -515,6 +515,8 @@ CUresult copy_checked(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, si
                       int check_stream);
 CUresult memset_run(CUdeviceptr d, unsigned v, size_t n, int width);
 CUresult memset_checked(CUdeviceptr d, unsigned v, size_t n, int width, CUstream s, int check_stream);
+CUresult memset_2d_checked(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, int width, CUstream s,
+                           int check_stream);
 CUresult stream_value(CUstream s, CUdeviceptr addr, uint64_t v, unsigned flags, int width, int wait);
 void plan_run(const struct plan *p);
 CUresult copy3d(const CUDA_MEMCPY3D *c, CUstream s, int async);

@@ -140,6 +140,8 @@ shapes! {
     CopyKind { dst: Ptr, src: Ptr, bytes: U64, kind: I32, stream: Handle, direction: U8, h2d_blob: Blob, d2h_blob: Blob }
     /// A memset of 1-, 2- or 4-byte elements.
     Memset { dst: Ptr, value: U32, element_bytes: U32, count: U64, stream: Handle }
+    /// A 2D memset: `height` rows of `width` 1-, 2- or 4-byte elements, `pitch` bytes apart.
+    Memset2d { dst: Ptr, pitch: U64, value: U32, element_bytes: U32, width: U64, height: U64, stream: Handle }
     /// A stream memory operation: a 32- or 64-bit `value` written to device memory at `addr` in
     /// stream order (`cuStreamWriteValue*`), or the stream waiting until the word there
     /// compares to `value` as `flags` say (`cuStreamWaitValue*`).

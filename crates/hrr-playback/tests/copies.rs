@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
-/// The D2H results `copies_app` reads back (2D x3, 3D, array 2D, texture, surface, 1D array x2,
-/// mipmap level, mipmap texture, stream values).
-const CHECKS: u64 = 12;
+/// The D2H results `copies_app` reads back (2D x3, 2D memsets, 3D, array 2D, texture, surface,
+/// 1D array x2, mipmap level, mipmap texture, stream values).
+const CHECKS: u64 = 13;
 
 fn fake() -> &'static FakeCuda {
     FakeCuda::get("-copies")
@@ -100,6 +100,83 @@ fn pitched_and_array_copies_replay_with_every_d2h_checked() {
     assert_eq!(v["result"], "PASS", "{v}");
     assert_eq!(v["d2h_checks"]["pass"], CHECKS, "{v}");
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+}
+
+#[test]
+fn two_d_memsets_are_recorded_and_replayed() {
+    let (_tmp, arch) = captured("0x5000");
+    let events = events_json(&arch);
+    assert_recorded(&events, &["cuMemsetD2D32Async", "cuMemsetD2D8_v2"]);
+    let m = first_named(&events, "cuMemsetD2D32Async");
+    let f = &m["fields"];
+    assert_eq!(
+        (&f["value"], &f["element_bytes"], &f["width"], &f["height"]),
+        (
+            &serde_json::json!(0xabad1deau32),
+            &serde_json::json!(4),
+            &serde_json::json!(11),
+            &serde_json::json!(6)
+        ),
+        "{m}"
+    );
+    assert!(f["pitch"].as_u64().unwrap() >= 13 * 4, "{m}");
+    let b = first_named(&events, "cuMemsetD2D8_v2");
+    assert_eq!(
+        (&b["fields"]["value"], &b["fields"]["element_bytes"]),
+        (&serde_json::json!(0x11), &serde_json::json!(1)),
+        "{b}"
+    );
+    // The copy after them reads what they wrote: a replay that skipped them fails that check.
+    let (code, v) = replay(&arch, "0x5000");
+    assert_eq!(
+        (code, &v["verdict"]),
+        (0, &serde_json::json!("PASS")),
+        "{v}"
+    );
+    assert_eq!(v["d2h_checks"]["pass"], CHECKS, "{v}");
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
+}
+
+/// A call capture passed through without recording it (no table row: the manifest counts it)
+/// that writes device memory is named before replay and in the verdict, never a bare PASS;
+/// a query passed through is not.
+#[test]
+fn device_writes_passed_through_unrecorded_are_named() {
+    let (_tmp, arch) = captured("0x5000");
+    let dir = pid_dirs(&arch).remove(0);
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    m["passthrough_calls"]["cuMemcpy3DPeer_v2"] = 2.into();
+    m["passthrough_calls"]["cuDeviceGetP2PAttribute"] = 40.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let (code, v) = replay(&dir, "0x5000");
+    assert_eq!(
+        (code, &v["verdict"]),
+        (0, &serde_json::json!("PASS")),
+        "{v}"
+    );
+    assert_eq!(
+        v["unreproducible_calls"],
+        serde_json::json!([{
+            "call": "cuMemcpy3DPeer_v2",
+            "first_seq": null,
+            "count": 2,
+            "why": "capture passed it through without recording it (no table row); it writes device memory"
+        }]),
+        "{v}"
+    );
+    let line = v["verdict_line"].as_str().unwrap();
+    assert!(
+        line.starts_with("PASS (2 state-changing calls not reproducible, first: cuMemcpy3DPeer_v2: capture passed it through"),
+        "{line}"
+    );
+    let (_, out, _) = fake().replay_env(&dir, &[], &[("FAKE_CUDA_OBJECT_BASE", "0x5000")]);
+    assert!(
+        out.contains(
+            "[HRR] Not reproducible: cuMemcpy3DPeer_v2 (2 calls): capture passed it through"
+        ),
+        "{out}"
+    );
 }
 
 #[test]

@@ -46,6 +46,8 @@ CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
 CUresult cuStreamDestroy_v2(CUstream);
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
+CUresult cuMemsetD2D8_v2(CUdeviceptr, size_t, unsigned char, size_t, size_t);
+CUresult cuMemsetD2D32Async(CUdeviceptr, size_t, unsigned, size_t, size_t, CUstream);
 CUresult cuStreamWriteValue32_v2(CUstream, CUdeviceptr, uint32_t, unsigned);
 CUresult cuStreamWriteValue64_v2(CUstream, CUdeviceptr, uint64_t, unsigned);
 CUresult cuStreamWaitValue32_v2(CUstream, CUdeviceptr, uint32_t, unsigned);
@@ -192,6 +194,17 @@ int main(void) {
   c.dstDevice = 0;
   CK(cuMemcpy2DUnaligned_v2(&c));
   expect("2d unaligned", back2d, want2d, W * H);
+  /* 2D memsets: a 32-bit value over columns 1..W-2 of rows 1.. (async), the byte 0x11 over the
+     first element of row 0; read back with the same 2D copy. */
+  CK(cuMemsetD2D32Async(dp + pitch + 4, pitch, 0xabad1deau, W - 2, H - 1, st));
+  CK(cuStreamSynchronize(st));
+  CK(cuMemsetD2D8_v2(dp, pitch, 0x11, 4, 1));
+  for (size_t y = 1; y < H; y++)
+    for (size_t x = 1; x < W - 1; x++) want2d[y * W + x] = 0xabad1deau;
+  want2d[0] = 0x11111111u;
+  memset(back2d, 0, sizeof back2d);
+  CK(cuMemcpy2D_v2(&c));
+  expect("2d memsets", back2d, want2d, W * H);
 
   /* 3D: a host volume into a device volume (pitch 64 bytes, 9 rows a slice), back asynchronously. */
   enum { VW = 5, VH = 4, VP = 16, VSH = 9 };

@@ -230,6 +230,14 @@ macro_rules! cuda_calls {
             // Pseudo-call (no driver export): what a device allocation held when the program
             // freed it, in a process that had copied no result back (capture's `freecheck`).
             FreeCheck [hrrFreeCheck] () -> () : FreeCheck, FreeCheck => pseudo_call(..);
+            // 2D memsets (`cudaMemset2D*`; cuBLAS zeroes a matrix with them when alpha and
+            // beta are 0), replayed as the async call of their element width.
+            MemsetD2D8 [cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds] (dst: u64, pitch: usize, v: c_uchar, w: usize, h: usize) : Memset2d, Memset => memset_2d(..);
+            MemsetD2D16 [cuMemsetD2D16_v2, cuMemsetD2D16_v2_ptds] (dst: u64, pitch: usize, v: c_ushort, w: usize, h: usize) : Memset2d, Memset => memset_2d(..);
+            MemsetD2D32 [cuMemsetD2D32_v2, cuMemsetD2D32_v2_ptds] (dst: u64, pitch: usize, v: c_uint, w: usize, h: usize) : Memset2d, Memset => memset_2d(..);
+            MemsetD2D8Async [cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz] (dst: u64, pitch: usize, v: c_uchar, w: usize, h: usize, stream: Handle) : Memset2d, Memset => memset_2d_async(..);
+            MemsetD2D16Async [cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz] (dst: u64, pitch: usize, v: c_ushort, w: usize, h: usize, stream: Handle) : Memset2d, Memset => memset_2d_async(..);
+            MemsetD2D32Async [cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz] (dst: u64, pitch: usize, v: c_uint, w: usize, h: usize, stream: Handle) : Memset2d, Memset => memset_2d_async(..);
         }
     };
 }

@@ -539,6 +539,50 @@ pub unsafe fn memset_async<E: ApiExport, D: Addr, V: MemsetValue>(
     r
 }
 
+/// A 2D memset (`cuMemsetD2D8/16/32`, async or not): `height` rows of `width` elements of
+/// `V`, `pitch` bytes apart.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn memset_2d_async<E: ApiExport, D: Addr, V: MemsetValue>(
+    h: E,
+    dst: D,
+    pitch: usize,
+    v: V,
+    width: usize,
+    height: usize,
+    stream: *mut c_void,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let row = width.saturating_mul(std::mem::size_of::<V>());
+    let span = match (row, height) {
+        (0, _) | (_, 0) => 0,
+        _ => pitch.saturating_mul(height - 1).saturating_add(row),
+    };
+    submit_copy(dst.into_field(), None, span);
+    let r = call();
+    rec(h, r, |_| Memset2d {
+        dst: dst.into_field(),
+        pitch: pitch as u64,
+        value: v.value(),
+        element_bytes: std::mem::size_of::<V>() as u32,
+        width: width as u64,
+        height: height as u64,
+        stream: stream as u64,
+    });
+    r
+}
+
+pub unsafe fn memset_2d<E: ApiExport, D: Addr, V: MemsetValue>(
+    h: E,
+    dst: D,
+    pitch: usize,
+    v: V,
+    width: usize,
+    height: usize,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    memset_2d_async(h, dst, pitch, v, width, height, std::ptr::null_mut(), call)
+}
+
 pub unsafe fn get_global<E: ApiExport, D: Copy + IntoField<u64>>(
     h: E,
     dptr: *mut D,

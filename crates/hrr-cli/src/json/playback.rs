@@ -307,9 +307,9 @@ pub struct D2hChecksJson {
 pub struct UnreproducibleCallJson {
     /// The call, as recorded.
     pub call: String,
-    /// Its first event.
-    pub first_seq: u64,
-    /// How often it was recorded (successfully).
+    /// Its first event (`null` for a call capture passed through unrecorded).
+    pub first_seq: Option<u64>,
+    /// How often it was recorded (successfully), or passed through.
     pub count: u64,
     /// Why replay cannot reproduce it.
     pub why: String,

@@ -32,7 +32,7 @@ use super::fault;
 use super::fields;
 use super::host_ranges::HostRanges;
 use super::options::Options;
-use super::prescan::{has_launch_shape, prescan, H2D_BLOB};
+use super::prescan::{has_launch_shape, passed_through_writes, prescan, H2D_BLOB};
 use super::recheck::{self, Failed, Kept};
 use super::report::{self, Summary};
 use super::verdict::{self, Stop, Verdict};
@@ -246,6 +246,10 @@ pub fn run(opts: &Options, dir: &Path, out: &mut dyn Write) -> Result<i32> {
     };
     let load_start = Instant::now();
     let mut scan = prescan(dir, family, batch::enabled(opts))?;
+    if let Some(m) = &sum.manifest {
+        scan.unreproducible
+            .extend(passed_through_writes(family, &m.passthrough_calls));
+    }
     // host memory's recorded addresses held first, before the driver maps anything
     let held = match opts.no_placement {
         true => HostRanges::default(),

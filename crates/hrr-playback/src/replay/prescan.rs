@@ -138,7 +138,7 @@ pub(super) fn prescan(dir: &Path, family: Family, batch: bool) -> Result<Scan> {
                 Some(u) => u.count += 1,
                 None => unrepro.push(Unreproducible {
                     call: call.name.clone(),
-                    first_seq: rec.header.seq,
+                    first_seq: Some(rec.header.seq),
                     count: 1,
                     why,
                 }),
@@ -266,6 +266,25 @@ fn unreproducible(family: Family, call: &hrr_archive::schema::CallDef) -> Option
         }
         Some(_) => None,
     }
+}
+
+/// Entry points capture passed through without recording them (the manifest's
+/// `passthrough_calls`: name, calls) that may write device memory: replay never issues them,
+/// so it names them as it names recorded calls it cannot reproduce.
+pub(super) fn passed_through_writes(
+    family: Family,
+    passthrough: &std::collections::BTreeMap<String, u64>,
+) -> Vec<Unreproducible> {
+    passthrough
+        .iter()
+        .filter(|(name, &count)| count > 0 && family.passed_through_writes(name))
+        .map(|(name, &count)| Unreproducible {
+            call: name.clone(),
+            first_seq: None,
+            count,
+            why: "capture passed it through without recording it (no table row); it writes device memory",
+        })
+        .collect()
 }
 
 /// Code object `id` of an unfinished capture `dir` that only its blob journal holds (a

@@ -20,9 +20,10 @@ use super::verdict::{RecordedFailure, Verdict};
 pub struct Unreproducible {
     /// The call, as recorded.
     pub call: String,
-    /// Its first event.
-    pub first_seq: u64,
-    /// How often it was recorded (successfully).
+    /// Its first event (`None`: capture passed it through without recording it, and counted
+    /// its calls only: the manifest's `passthrough_calls`).
+    pub first_seq: Option<u64>,
+    /// How often it was recorded (successfully), or passed through.
     pub count: u64,
     /// Why replay cannot reproduce it.
     pub why: &'static str,
@@ -279,9 +280,9 @@ impl Summary {
         if let Some(u) = unnamed.first() {
             let n: u64 = unnamed.iter().map(|u| u.count).sum();
             notes.push(format!(
-                "{n} state-changing call{} not reproducible, first: #{} {}: {}",
+                "{n} state-changing call{} not reproducible, first: {}{}: {}",
                 plural(n),
-                u.first_seq,
+                u.first_seq.map(|s| format!("#{s} ")).unwrap_or_default(),
                 u.call,
                 u.why
             ));
@@ -359,11 +360,13 @@ pub fn write_unreproducible_note(s: &Summary, w: &mut dyn Write) -> io::Result<(
     for u in &s.unreproducible {
         writeln!(
             w,
-            "[HRR] Not reproducible: {} ({} call{}, first at event #{}): {}",
+            "[HRR] Not reproducible: {} ({} call{}{}): {}",
             u.call,
             u.count,
             plural(u.count),
-            u.first_seq,
+            u.first_seq
+                .map(|s| format!(", first at event #{s}"))
+                .unwrap_or_default(),
             u.why
         )?;
     }

@@ -428,6 +428,33 @@ impl Family {
         }
     }
 
+    /// Whether an entry point capture passed through without recording it (no table row; the
+    /// manifest's `passthrough_calls`) may write device memory by its name: a copy, a memset,
+    /// a launch or a stream memory write that replay cannot reissue, so results it wrote may
+    /// differ. Queries and calls that change no data are not named.
+    pub fn passed_through_writes(self, name: &str) -> bool {
+        let prefixes: &[&str] = match self {
+            Family::Cuda => &[
+                "cuMemcpy",
+                "cuMemset",
+                "cuLaunch",
+                "cuGraphLaunch",
+                "cuStreamWriteValue",
+                "cuStreamBatchMemOp",
+            ],
+            Family::Hip => &[
+                "hipMemcpy",
+                "hipMemset",
+                "hipLaunch",
+                "hipModuleLaunch",
+                "hipExtLaunch",
+                "hipGraphLaunch",
+                "hipStreamWriteValue",
+            ],
+        };
+        prefixes.iter().any(|p| name.starts_with(p))
+    }
+
     /// What the prescan must know of call `name` (base name, ABI suffixes stripped): from the
     /// table's operations of that name ([`prescan_of`]), listed once per family.
     pub fn classify(self, name: &str) -> Option<Prescan> {

@@ -63,7 +63,7 @@ fn skipped_work_never_leaves_a_bare_pass() {
     // A state-changing call replay cannot reproduce, named by the prescan only.
     let u = Unreproducible {
         call: "cuMemHostRegister_v2".into(),
-        first_seq: 9,
+        first_seq: Some(9),
         count: 2,
         why: "host memory registration is not reissued",
     };

@@ -24,7 +24,7 @@ mod tensor_map;
 
 pub use crate::hook::common::{
     device_get_name, get_global, mem_create, mem_set_access, memcpy_dtod, memcpy_dtoh, memcpy_htod,
-    memset, memset_async, query_done,
+    memset, memset_2d, memset_2d_async, memset_async, query_done,
 };
 pub use array::*;
 pub use code::*;

@@ -80,6 +80,9 @@ driver_api! {
     cuMemsetD8Async: fn(u64, u8, usize, H);
     cuMemsetD16Async: fn(u64, u16, usize, H);
     cuMemsetD32Async: fn(u64, u32, usize, H);
+    cuMemsetD2D8Async: fn(u64, usize, u8, usize, usize, H);
+    cuMemsetD2D16Async: fn(u64, usize, u16, usize, usize, H);
+    cuMemsetD2D32Async: fn(u64, usize, u32, usize, usize, H);
     cuModuleLoadData: fn(*mut H, *const c_void);
     cuModuleGetFunction: fn(*mut H, H, *const c_char);
     cuModuleGetGlobal_v2: fn(*mut u64, *mut usize, H, *const c_char);

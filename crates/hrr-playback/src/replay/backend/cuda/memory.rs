@@ -4,7 +4,7 @@
 //! (translated) and `cuMemCreate` with the recorded properties.
 
 use anyhow::Result;
-use hrr_calls::shapes::MemCreate;
+use hrr_calls::shapes::{MemCreate, Memset2d};
 
 use super::driver::{cu, Api};
 use super::Cuda;
@@ -54,6 +54,32 @@ impl_device_memory!(Api, cu, managed: cuMemAllocManaged, host: cuMemHostAlloc,
     memset8: cuMemsetD8Async, memset16: cuMemsetD16Async, memset32: cuMemsetD32Async);
 
 impl Cuda {
+    /// `cuMemsetD2D8/16/32`, async or not: the async call of the recorded element width at
+    /// the translated address, on the stream replay made for the recorded one (as 1D memsets).
+    pub(super) fn memset_2d(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: Memset2d = ev.read()?;
+        let stream = self.stream(ev, s.stream)?;
+        let dst = self.mem.translate(s.dst);
+        let (pitch, v, w, h) = (
+            s.pitch as usize,
+            s.value,
+            s.width as usize,
+            s.height as usize,
+        );
+        match s.element_bytes {
+            1 => cu!(
+                self.api,
+                cuMemsetD2D8Async(dst, pitch, v as u8, w, h, stream)
+            )?,
+            2 => cu!(
+                self.api,
+                cuMemsetD2D16Async(dst, pitch, v as u16, w, h, stream)
+            )?,
+            _ => cu!(self.api, cuMemsetD2D32Async(dst, pitch, v, w, h, stream))?,
+        }
+        Ok(Outcome::Done)
+    }
+
     /// `cuMemCreate`: with the recorded properties, on the live device of the recorded one.
     pub(super) fn vmm_create(&mut self, ev: &Event) -> Result<Outcome> {
         let s: MemCreate = ev.read()?;

@@ -409,6 +409,12 @@ impl Backend for Cuda {
             | Op::MemsetD32Async => memory_calls::memset(&self.mem, &self.api, ev, |s| {
                 stream_of(&self.handles, per_thread, s)
             }),
+            Op::MemsetD2D8
+            | Op::MemsetD2D16
+            | Op::MemsetD2D32
+            | Op::MemsetD2D8Async
+            | Op::MemsetD2D16Async
+            | Op::MemsetD2D32Async => self.memset_2d(ev),
             Op::ModuleLoad
             | Op::ModuleLoadData
             | Op::ModuleLoadDataEx
