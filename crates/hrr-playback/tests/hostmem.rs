@@ -410,6 +410,31 @@ fn what_a_program_frees_unread_is_checked() {
     assert_mismatch_without(&dir, "hrrFreeCheck", "d2h_blob", 0);
 }
 
+/// VMM memory unmapped unread (two mappings side by side, one `cuMemUnmap`) is checked like a
+/// free: its 4 MiB, bytes a kernel wrote and bytes it left as they were, compared at replay.
+#[test]
+fn what_a_program_unmaps_unread_is_checked() {
+    let (_tmp, arch) = temp_path("vmm.hrr");
+    let o = succeeded(fake().capture_env(&arch, "hostmem_app", &["vmmnocopy"], &[]));
+    assert_contains(&String::from_utf8_lossy(&o.stdout), "vmmnocopy done");
+    let dir = pid_dirs(&arch).remove(0);
+    assert_name_counts(&dir, &[("hrrFreeCheck", 1), ("cuMemUnmap", 1)]);
+    let ev = events_json(&dir)
+        .into_iter()
+        .find(|e| e["name"] == "hrrFreeCheck")
+        .unwrap();
+    assert_eq!(ev["fields"]["bytes"], 4u64 << 20, "{ev}");
+    let (code, v) = replay(&dir);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (0, &serde_json::json!("PASS")),
+        "{v}"
+    );
+    assert_eq!(v["d2h_checks"]["at_free"], 1, "{v}");
+    assert_eq!(v["d2h_checks"]["by_digest"], 0, "{v}");
+    assert_mismatch_without(&dir, "hrrFreeCheck", "d2h_blob", 0);
+}
+
 /// At most 64 frees are checked per process, and capture says when it stops checking; none with
 /// `HRR_CAPTURE_FREE_CHECKS=0`.
 #[test]

@@ -21,6 +21,8 @@
  *   halfwritten  a buffer a kernel writes half of, freed unread: its other half is what the
  *             memory held before
  *   manyfrees 70 buffers filled and freed unread: more than capture checks
+ *   vmmnocopy two 2 MiB VMM mappings side by side filled by a kernel and unmapped unread in one
+ *             call (nothing copied back): what the unmap releases is what replay can check
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
@@ -77,6 +79,13 @@ CUresult cuMemPoolSetAccess(CUmemoryPool, const CUmemAccessDesc *, size_t);
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *, CUdevice);
 CUresult cuDeviceGetMemPool(CUmemoryPool *, CUdevice);
 CUresult cuDeviceSetMemPool(CUdevice, CUmemoryPool);
+CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+CUresult cuMemAddressFree(CUdeviceptr, size_t);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
+CUresult cuMemRelease(CUmemGenericAllocationHandle);
+CUresult cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+CUresult cuMemUnmap(CUdeviceptr, size_t);
+CUresult cuMemSetAccess(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
 
 #define CHECK_PROG "hostmem_app"
 #include "check.h"
@@ -442,6 +451,31 @@ static void manyfrees(CUdevice dev, CUdeviceptr x) {
   printf("manyfrees done\n");
 }
 
+/* VMM memory filled by a kernel and unmapped unread: two handles mapped side by side, one unmap. */
+static void vmmnocopy(CUdevice dev, CUdeviceptr x) {
+  (void)x;
+  const size_t gran = (size_t)2 << 20;
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = 1;          /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  prop.location.type = 1; /* CU_MEM_LOCATION_TYPE_DEVICE */
+  prop.location.id = dev;
+  CUdeviceptr va;
+  CUmemGenericAllocationHandle h[2];
+  CK(cuMemAddressReserve(&va, 2 * gran, 0, 0, 0));
+  for (int i = 0; i < 2; i++) {
+    CK(cuMemCreate(&h[i], gran, &prop, 0));
+    CK(cuMemMap(va + i * gran, gran, 0, h[i], 0));
+  }
+  CUmemAccessDesc acc = {{1, dev}, 3};
+  CK(cuMemSetAccess(va, 2 * gran, &acc, 1));
+  fill(va, 0xc0ffee, 2 * gran / 4 - 1024, NULL);
+  CK(cuMemUnmap(va, 2 * gran));
+  for (int i = 0; i < 2; i++) CK(cuMemRelease(h[i]));
+  CK(cuMemAddressFree(va, 2 * gran));
+  printf("vmmnocopy done\n");
+}
+
 /* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
  * buffer (else 0), which is freed after the mode. */
 static const struct mode {
@@ -453,6 +487,7 @@ static const struct mode {
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
   {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"regthen", 0, regthen},
   {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten}, {"manyfrees", 0, manyfrees},
+  {"vmmnocopy", 0, vmmnocopy},
 };
 
 int main(int argc, char **argv) {
@@ -467,6 +502,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy|halfwritten|manyfrees\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy|halfwritten|manyfrees|vmmnocopy\n");
   return 2;
 }

@@ -126,6 +126,8 @@ pub struct Placement {
     live: BTreeMap<u64, u64>,
     /// Recorded VMM handles → live ones.
     handles: HashMap<u64, u64>,
+    /// Ranges the program's VMM calls mapped, alive now: recorded start → length.
+    mapped: BTreeMap<u64, u64>,
     /// Recorded allocations made plainly, never placed: those exported to other processes
     /// (an IPC handle is for memory of a plain allocation, not of mapped physical memory).
     plain: std::collections::HashSet<u64>,
@@ -152,6 +154,7 @@ impl Placement {
             moved: BTreeMap::new(),
             live: BTreeMap::new(),
             handles: HashMap::new(),
+            mapped: BTreeMap::new(),
             plain: Default::default(),
             host_pages: HashMap::new(),
             tally: Tally::default(),
@@ -635,13 +638,36 @@ impl Placement {
             .get(&recorded)
             .ok_or_else(|| anyhow!("{call} of an unknown allocation handle"))?;
         vmm.map(self.translate(addr), size, offset, h)??;
+        self.mapped.insert(addr, size);
         Ok(())
     }
 
     /// `cuMemUnmap` / `hipMemUnmap` of the program.
     pub fn unmap_recorded(&mut self, vmm: &impl Vmm, addr: u64, size: u64) -> Result<()> {
         vmm.unmap(self.translate(addr), size)??;
+        let end = addr.saturating_add(size);
+        self.mapped.retain(|&start, _| start < addr || start >= end);
         Ok(())
+    }
+
+    /// Whether `[start, start + len)` (recorded addresses) is memory replay holds now: inside
+    /// one live allocation, or covered by ranges the program's VMM calls mapped.
+    pub fn holds(&self, start: u64, len: u64) -> bool {
+        let end = start.saturating_add(len);
+        if self.live.iter().any(|(&s, &l)| s <= start && end <= s + l) {
+            return true;
+        }
+        // mapped ranges, contiguous from the one holding `start` to `end`
+        let mut at = start;
+        for (&s, &l) in self.mapped.range(..end) {
+            if s <= at && at < s + l {
+                at = s + l;
+                if at >= end {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// `cuMemSetAccess` / `hipMemSetAccess` of the program: read/write for the current device,

@@ -15,7 +15,8 @@
 //! the device. Below `HRR_CAPTURE_DIGEST_MIN` (16 MiB) the bytes are copied to the host and
 //! stored; from there on the GPU takes the digests of its 64 KiB chunks
 //! (`super::digest::device_memory_digests`, as for large D2H results), else the host does, up
-//! to [`MAX_HOST_BYTES`]. `cuMemFreeAsync` (stream-ordered) is not checked.
+//! to [`MAX_HOST_BYTES`]. A VMM range the program unmaps (`cuMemUnmap`) is checked the same
+//! way ([`before_unmap`]). `cuMemFreeAsync` (stream-ordered) is not checked.
 //! `HRR_CAPTURE_FREE_CHECKS=0` turns the checks off ([`enabled`]).
 
 use std::ffi::{c_int, c_void};
@@ -91,6 +92,27 @@ fn fns() -> Option<&'static Fns> {
 /// # Safety
 /// Called on the program's thread, before its `cuMemFree(dptr)`.
 pub unsafe fn before_free(dptr: u64) {
+    before_release(dptr, |f| whole_device_allocation(f, dptr));
+}
+
+/// The program is about to unmap `size` bytes of VMM-mapped memory at `ptr` (`cuMemUnmap`):
+/// as [`before_free`], for the whole range when it is device memory (a compressible buffer, a
+/// segment of PyTorch's expandable allocator) of at most [`MAX_BYTES`].
+///
+/// # Safety
+/// Called on the program's thread, before its `cuMemUnmap(ptr, size)`.
+pub unsafe fn before_unmap(ptr: u64, size: usize) {
+    before_release(ptr, |f| {
+        (size != 0
+            && size <= MAX_BYTES
+            && super::digest::plain_device_memory(f.pointer_attribute, ptr))
+        .then_some(size)
+    });
+}
+
+/// Record what the device memory at `dptr` holds before the program releases it, `bytes` of
+/// it (`None`: not a range checked).
+unsafe fn before_release(dptr: u64, bytes: impl FnOnce(&Fns) -> Option<usize>) {
     if dptr == 0
         || RESULTS_COPIED.load(Ordering::Relaxed)
         || CHECKED.load(Ordering::Relaxed) >= MAX_CHECKS
@@ -103,7 +125,7 @@ pub unsafe fn before_free(dptr: u64) {
     let Some(f) = fns() else {
         return;
     };
-    let Some(bytes) = whole_device_allocation(f, dptr) else {
+    let Some(bytes) = bytes(f) else {
         return;
     };
     if (f.synchronize)() != 0 {

@@ -122,6 +122,19 @@ pub unsafe fn mem_free(h: Export, a: args::MemFree, call: impl Call) -> CUresult
     freeing(h, dptr, call, DevicePtr { dptr })
 }
 
+/// `cuMemUnmap`: like a free, what the range holds is recorded first while the process has
+/// copied no result back (`freecheck::before_unmap`).
+pub unsafe fn mem_unmap(h: Export, a: args::MemUnmap, call: impl Call) -> CUresult {
+    let args::MemUnmap { ptr, size } = a;
+    crate::api::cuda::freecheck::before_unmap(ptr, size);
+    let r = call();
+    rec(h, r, |_| Range {
+        ptr,
+        size: size as u64,
+    });
+    r
+}
+
 /// `cuDevicePrimaryCtxRelease`, `cuDevicePrimaryCtxReset`: host-visible memory may go with
 /// the context, so it is no longer tracked (before the call frees it), and async D2H results
 /// still waiting for their event are settled first (`hook::results::settle_deferred`).

@@ -212,14 +212,9 @@ impl Cuda {
     /// never trusted to size a buffer by itself).
     fn free_check(&mut self, ev: &Event) -> Result<Outcome> {
         let s: hrr_calls::shapes::FreeCheck = ev.read()?;
-        let within = self
-            .mem
-            .live()
-            .iter()
-            .any(|&(start, len)| start <= s.dptr && s.dptr + s.bytes <= start + len);
-        if !within {
+        if !self.mem.holds(s.dptr, s.bytes) {
             bail!(
-                "event #{}: the freed allocation 0x{:x} (+{} bytes) is not an allocation alive here",
+                "event #{}: the freed memory 0x{:x} (+{} bytes) is not memory alive here",
                 ev.seq,
                 s.dptr,
                 s.bytes
