@@ -79,13 +79,7 @@ CUresult cuMemPoolSetAccess(CUmemoryPool, const CUmemAccessDesc *, size_t);
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *, CUdevice);
 CUresult cuDeviceGetMemPool(CUmemoryPool *, CUdevice);
 CUresult cuDeviceSetMemPool(CUdevice, CUmemoryPool);
-CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
-CUresult cuMemAddressFree(CUdeviceptr, size_t);
-CUresult cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
-CUresult cuMemRelease(CUmemGenericAllocationHandle);
-CUresult cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-CUresult cuMemUnmap(CUdeviceptr, size_t);
-CUresult cuMemSetAccess(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+#include "vmm.h"
 
 #define CHECK_PROG "hostmem_app"
 #include "check.h"

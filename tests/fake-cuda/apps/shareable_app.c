@@ -16,13 +16,7 @@
 
 #include "two_process.h"
 
-CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
-CUresult cuMemAddressFree(CUdeviceptr, size_t);
-CUresult cuMemCreate(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long);
-CUresult cuMemRelease(CUmemGenericAllocationHandle);
-CUresult cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
-CUresult cuMemUnmap(CUdeviceptr, size_t);
-CUresult cuMemSetAccess(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+#include "vmm.h"
 CUresult cuMemExportToShareableHandle(void *, CUmemGenericAllocationHandle, int, unsigned long long);
 CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *, void *, int);
 
