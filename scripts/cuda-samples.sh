@@ -210,9 +210,17 @@ run_one() {
             # several processes: the one with the most recorded work
             target=$(dirname "$(ls -S "$target"/pid-*/events.bin | head -n 1)")
         fi
+        local replay_rc=0
         (cd "$dir/bin" && timeout "$step_timeout" "$bin/hrr-playback" "$target" --json --no-progress \
-            >"$dir/replay.json" 2>"$dir/replay.log") || true
+            >"$dir/replay.json" 2>"$dir/replay.log") || replay_rc=$?
         IFS=$'\t' read -r verdict checks kernels err < <(parse_replay <"$dir/replay.json")
+        if [ "$verdict" = "NO JSON" ]; then
+            # killed by the step timeout, or ended without a report: say which
+            case $replay_rc in
+            124 | 137) verdict=TIMEOUT err="replay ran past ${step_timeout}s (HRR_SAMPLES_TIMEOUT)" ;;
+            *) err="replay exit $replay_rc: $(last_line "$dir/replay.log")" ;;
+            esac
+        fi
         if [ "$verdict" = MISMATCH ]; then
             # the first failed check's recorded and replayed bytes, side by side
             local seq

@@ -74,4 +74,27 @@ grep -q '^| 1_Utilities/deviceQuery | nvcc | not built | .*not in ' "$md" || fai
 grep -q '^3 samples: 1 built (nvcc), 1 exit 0 plain, 1 exit 0 captured, 1 replay PASS/REPRODUCED (sm_90)$' "$md" ||
     fail "totals: $(cat "$md")"
 [ -f "$tmp/out/work/0_Introduction_vectorAdd/bin/input.txt" ] || fail "sources not beside the binary"
+
+# A replay that ends without a report says how: TIMEOUT when the step timeout killed it (124),
+# else its exit status and last line.
+mkdir -p "$tmp/bin2" "$tmp/samples/Samples/0_Introduction/other"
+echo 'int main() { return 0; }' >"$tmp/samples/Samples/0_Introduction/other/other.cu"
+ln -s "$bin/hrr-capture" "$tmp/bin2/hrr-capture"
+ln -s "$bin/libhrr_capture.so" "$tmp/bin2/libhrr_capture.so"
+cat >"$tmp/bin2/hrr-playback" <<'EOS'
+#!/bin/sh
+case "$1" in *vectorAdd*) exit 124 ;; esac
+echo "replay stopped here" >&2
+exit 3
+EOS
+chmod +x "$tmp/bin2/hrr-playback"
+printf '0_Introduction/vectorAdd\n0_Introduction/other\n' >"$tmp/list2.txt"
+LD_LIBRARY_PATH=$tmp/fake HRR_GPU_ARCH=90 NVCC=$tmp/nvcc HRR_SAMPLES_TIMEOUT=60 \
+    bash "$script" --no-cmake -j 2 --samples-list "$tmp/list2.txt" "$tmp/samples" "$tmp/bin2" "$tmp/out2" \
+    >"$tmp/run2.log" 2>&1 || true
+md=$tmp/out2/compatibility.md
+grep -q '^| 0_Introduction/vectorAdd | nvcc | 0 | 0 | TIMEOUT | - | - | replay ran past 60s' "$md" ||
+    fail "timeout row: $(cat "$md") $(cat "$tmp/run2.log")"
+grep -q '^| 0_Introduction/other | nvcc | 0 | 0 | NO JSON | - | - | replay exit 3: replay stopped here' "$md" ||
+    fail "no-report row: $(cat "$md")"
 echo "cuda-samples.sh: all checks passed"
