@@ -412,6 +412,37 @@ DEF_HOSTFN(cuLaunchHostFunc)
 DEF_HOSTFN(cuLaunchHostFunc_ptsz)
 PROC(cuLaunchHostFunc, 10000, cuLaunchHostFunc, (void *)cuLaunchHostFunc_ptsz__self)
 
+/* cuStreamAddCallback: a host function whose callback also takes the stream and a status. */
+typedef void (*fc_stream_cb)(CUstream, CUresult, void *);
+struct fc_callback {
+  fc_stream_cb cb;
+  CUstream s;
+  void *ud;
+};
+static void callback_trampoline(void *p) {
+  struct fc_callback *c = p;
+  c->cb(c->s, E_SUCCESS, c->ud);
+  free(c);
+}
+static CUresult stream_add_callback(const char *name, CUstream s, fc_stream_cb cb, void *ud, unsigned flags) {
+  if (flags || !cb) return E_INVALID_VALUE;
+  struct fc_callback *c = malloc(sizeof *c);
+  if (!c) return E_OUT_OF_MEMORY;
+  *c = (struct fc_callback){cb, s, ud};
+  CUresult r = hostfn(name, s, callback_trampoline, c);
+  if (r) free(c);
+  return r;
+}
+#define DEF_STREAM_CALLBACK(name)                                                                           \
+  FC_EXPORT CUresult name(CUstream s, fc_stream_cb cb, void *ud, unsigned flags);                           \
+  CUresult name(CUstream s, fc_stream_cb cb, void *ud, unsigned flags) {                                    \
+    return stream_add_callback(#name, s, cb, ud, flags);                                                    \
+  }                                                                                                         \
+  SELF_ALIAS(name)
+DEF_STREAM_CALLBACK(cuStreamAddCallback)
+DEF_STREAM_CALLBACK(cuStreamAddCallback_ptsz)
+PROC(cuStreamAddCallback, 5000, cuStreamAddCallback, (void *)cuStreamAddCallback_ptsz__self)
+
 /* ------------------------------------------------------------------------ */
 /* cuGetProcAddress                                                         */
 /* ------------------------------------------------------------------------ */

@@ -296,6 +296,80 @@ fn a_stream_destroyed_behind_a_running_copy_records_its_result_first() {
     assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
 }
 
+/// An archive whose async result comes after the destroy of its copy's stream (a worker
+/// destroying its stream while another thread's synchronisation records the result, as
+/// simpleCallback's did): replay waits for the copy before the stream goes, and the result
+/// event compares without touching the stream (it crashed the driver before).
+#[test]
+fn a_result_recorded_after_its_stream_was_destroyed_is_compared() {
+    let (_tmp, arch) = one_result_recorded_before("streamgone", "cuStreamDestroy_v2");
+    let dir = pid_dirs(&arch).remove(0);
+    move_after(&dir, "hrrMemcpyResult", "cuStreamDestroy_v2");
+    let events = events_json(&dir);
+    let result = first_named(&events, "hrrMemcpyResult");
+    assert!(seq(result) > seq(first_named(&events, "cuStreamDestroy_v2")));
+    assert_eq!(
+        result["fields"]["copy"],
+        first_named(&events, "cuMemcpyDtoHAsync_v2")["seq"]
+    );
+    let (code, v) = fake().replay_json(&dir, &[]);
+    assert_eq!((code, &v["verdict"]), (0, &"PASS".into()), "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
+}
+
+/// Rewrite `dir`'s events with the first `moved` event placed right after the first `after`
+/// event (later events renumbered; a result names its copy, which comes before both).
+fn move_after(dir: &Path, moved: &str, after: &str) {
+    use hrr_archive::reader::EventReader;
+    use hrr_archive::writer::{EventWriter, FlushPolicy};
+    let path = dir.join(hrr_archive::writer::EVENTS_FILE);
+    let mut reader = EventReader::open(&path).unwrap();
+    let schema = reader.schema().unwrap().clone();
+    let kind_of = |name: &str| schema.calls.iter().find(|c| c.name == name).unwrap().id;
+    let (moved, after) = (kind_of(moved), kind_of(after));
+    let mut records = Vec::new();
+    while let Some(r) = reader.next_raw().unwrap() {
+        records.push(r);
+    }
+    drop(reader);
+    let from = records.iter().position(|r| r.header.kind == moved).unwrap();
+    let r = records.remove(from);
+    let to = records.iter().position(|r| r.header.kind == after).unwrap();
+    records.insert(to + 1, r);
+    std::fs::remove_file(&path).unwrap();
+    let mut w = EventWriter::create(&path, &schema, FlushPolicy::default()).unwrap();
+    for r in &records {
+        let h = &r.header;
+        w.append_at(h.kind, h.thread_id, h.timestamp_ns, &r.payload)
+            .unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// A stream callback (`cuStreamAddCallback`, `cudaStreamAddCallback`) is program code behind an
+/// async D2H copy, as a host function is: the copy's result is recorded before the callback
+/// runs (here it overwrites the destination, which a result read at the later
+/// synchronisation would hold instead), and replay names the callback as not reproducible.
+#[test]
+fn a_stream_callback_sees_the_result_recorded_first() {
+    let (_tmp, arch, events) = copy_app_events(&["callback"], 1);
+    let callback = first_named(&events, "cuStreamAddCallback");
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert_eq!(results.len(), 1, "{events:?}");
+    assert!(seq(results[0]) < seq(first_named(&events, "cuStreamSynchronize")));
+    let (code, v) = fake().replay_json(&arch, &[]);
+    assert_eq!((code, &v["verdict"]), (0, &"PASS".into()), "{v}");
+    assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
+    assert_eq!(
+        v["unreproducible_calls"][0]["call"], "cuStreamAddCallback",
+        "{v}"
+    );
+    assert_eq!(
+        v["unreproducible_calls"][0]["first_seq"], callback["seq"],
+        "{v}"
+    );
+}
+
 /// An async H2D copy of 1 MiB or more from page-locked memory returns without its source being
 /// hashed: the copy's event has no bytes, and exactly one `hrrMemcpySource` event after it
 /// names it, before the event query that tells the program the copy is done (the program

@@ -22,6 +22,10 @@
  *                                      its own, that stream destroyed at once, then another
  *                                      page-locked buffer freed (a host-memory call: pending
  *                                      results are claimed) and the device synchronised
+ *   copy_app callback                  an async D2H copy into page-locked memory, then a stream
+ *                                      callback (cuStreamAddCallback) overwriting that memory,
+ *                                      then a stream synchronisation: the copy's result is what
+ *                                      the copy wrote, not what the callback left
  *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
  *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
  *                                      have made durable)
@@ -63,6 +67,7 @@ CUresult cuMemcpyAsync(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuStreamCreate(CUstream *, unsigned);
 CUresult cuStreamSynchronize(CUstream);
+CUresult cuStreamAddCallback(CUstream, void (*)(CUstream, CUresult, void *), void *, unsigned);
 CUresult cuStreamDestroy_v2(CUstream);
 CUresult cuMemFreeHost(void *);
 CUresult cuMemcpy(CUdeviceptr, CUdeviceptr, size_t);
@@ -101,6 +106,13 @@ static unsigned long long fold(unsigned long long sum, const unsigned char *p, s
 static CUcontext g_ctx;
 static atomic_int g_waited;
 static unsigned g_back_sum;
+
+/* The `callback` mode's stream callback: program code overwriting the copy's destination. */
+static void overwrite_cb(CUstream s, CUresult status, void *p) {
+  (void)s;
+  (void)status;
+  memset(p, 0xff, (size_t)8 << 20);
+}
 
 static void *waiting_first(void *arg) {
   (void)arg;
@@ -378,6 +390,21 @@ int main(int argc, char **argv) {
     printf("streamgone sum=%llu\n", fold(0, back, n));
     return 0;
   }
+  if (!strcmp(mode, "callback")) {
+    size_t n = (size_t)8 << 20; /* 8 ms a copy at 1 GB/s: still running when the callback is added */
+    unsigned char *back;
+    CUdeviceptr d;
+    CUstream s;
+    CK(cuMemAllocHost_v2((void **)&back, n));
+    CK(cuMemAlloc_v2(&d, n));
+    CK(cuStreamCreate(&s, 0));
+    CK(cuMemsetD32Async(d, 0x5eed, n / 4, s));
+    CK(cuMemcpyDtoHAsync_v2(back, d, n, s));
+    CK(cuStreamAddCallback(s, overwrite_cb, back, 0));
+    CK(cuStreamSynchronize(s));
+    printf("callback sum=%llu\n", fold(0, back, n));
+    return 0;
+  }
   if (!strcmp(mode, "killsync")) {
     size_t n = (size_t)48 << 20, m = 1 << 20;
     CUdeviceptr d;
@@ -407,6 +434,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered|unified] | multicopy ITER MIB [same] | pageable | reuse | killsync | waiting | destroy | streamgone | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | overlap ITER MIB [any] | d2h ITER MIB [registered|unified] | multicopy ITER MIB [same] | pageable | reuse | killsync | waiting | destroy | streamgone | callback | many\n");
   return 2;
 }

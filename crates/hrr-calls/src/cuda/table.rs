@@ -238,6 +238,9 @@ macro_rules! cuda_calls {
             MemsetD2D8Async [cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz] (dst: u64, pitch: usize, v: c_uchar, w: usize, h: usize, stream: Handle) : Memset2d, Memset => memset_2d_async(..);
             MemsetD2D16Async [cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz] (dst: u64, pitch: usize, v: c_ushort, w: usize, h: usize, stream: Handle) : Memset2d, Memset => memset_2d_async(..);
             MemsetD2D32Async [cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz] (dst: u64, pitch: usize, v: c_uint, w: usize, h: usize, stream: Handle) : Memset2d, Memset => memset_2d_async(..);
+            // `cudaStreamAddCallback`: a host function by its older name (program code behind
+            // the stream's work: pending async D2H results are recorded before it).
+            StreamAddCallback [cuStreamAddCallback, cuStreamAddCallback_ptsz] (s: Handle, cb: *mut c_void, data: *mut c_void, flags: c_uint) : HostFunc, HostFunc => stream_add_callback;
         }
     };
 }

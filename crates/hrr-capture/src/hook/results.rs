@@ -456,8 +456,12 @@ fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
                         enqueue.extend(p.deferred.take());
                     }
                 }
-                Stage::Inline | Stage::Dropped => {}
-                Stage::Handed | Stage::Firing => handed = true,
+                Stage::Dropped => {}
+                // Program code claiming every result: one another claim gave a host function
+                // (or is recording) is recorded before that code runs, in stream order.
+                Stage::Inline if stage == Stage::Inline => {}
+                // A destination freed or overwritten: whoever records it must be done first.
+                Stage::Inline | Stage::Handed | Stage::Firing => handed = true,
             }
         }
         if !enqueue.is_empty() {
@@ -533,9 +537,10 @@ mod tests {
         hand_over(data as u64, Job::new(Box::new(|| {})));
     }
 
-    /// A deferred result whose copy completed, taken by a synchronisation on another thread
-    /// and being read there when `claim` runs: `claim` must return only once it was read.
-    fn claimed_while_read_elsewhere(claim: impl FnOnce()) -> bool {
+    /// A deferred result whose copy completed, taken by `reader` on another thread (a
+    /// synchronisation, or program code claiming every result) and being read there when
+    /// `claim` runs: `claim` must return only once it was read.
+    fn claimed_while_read_elsewhere(reader: fn(), claim: impl FnOnce()) -> bool {
         READING.store(false, Ordering::SeqCst);
         READ.store(false, Ordering::SeqCst);
         let id = register(0x1000, 64);
@@ -556,7 +561,7 @@ mod tests {
                 fns,
             },
         );
-        let sync = std::thread::spawn(wait_recorded);
+        let sync = std::thread::spawn(reader);
         while !READING.load(Ordering::SeqCst) {
             std::thread::yield_now();
         }
@@ -568,10 +573,15 @@ mod tests {
 
     #[test]
     fn claims_wait_for_results_another_thread_is_reading() {
-        // a host function enqueued next (it may free the destination)
-        assert!(claimed_while_read_elsewhere(claim_all));
-        // a free of the destination, or a copy overwriting it
-        assert!(claimed_while_read_elsewhere(|| claim(0x1020, 8)));
+        // read by a synchronisation: a host function enqueued next (it may free the
+        // destination), a free of the destination, or a copy overwriting it
+        assert!(claimed_while_read_elsewhere(wait_recorded, claim_all));
+        assert!(claimed_while_read_elsewhere(wait_recorded, || claim(
+            0x1020, 8
+        )));
+        // read by another thread's host-memory call (program code behind the copy): a free
+        // of the destination on this one (simpleCallback's workers)
+        assert!(claimed_while_read_elsewhere(claim_all, || claim(0x1020, 8)));
         assert!(table().pending.is_empty());
     }
 }

@@ -95,7 +95,7 @@ impl Cuda {
         )?;
         if later && expected.is_none() {
             // The heap buffer stays where the driver writes, wherever the Vec moves.
-            self.pending_d2h.insert(ev.seq, (got, stream));
+            self.pending_d2h.insert(ev.seq, (got, Some(stream)));
             return Ok(Outcome::Done);
         }
         self.wait(stream, &format!("D2H copy (event #{})", ev.seq))?;
@@ -136,16 +136,48 @@ impl Cuda {
                 s.copy
             )));
         };
-        self.wait(
-            stream,
-            &format!("D2H copy (event #{}, result #{})", s.copy, ev.seq),
-        )?;
+        if let Some(stream) = stream {
+            self.wait(
+                stream,
+                &format!("D2H copy (event #{}, result #{})", s.copy, ev.seq),
+            )?;
+        }
         self.mirror_d2h(s.dst, &got)?;
         Ok(Outcome::D2h {
             got,
             expected: s.d2h_blob,
             site: s.dst,
         })
+    }
+
+    /// `cuStreamDestroy` of a stream async D2H copies whose results come later are on (a
+    /// program's worker may destroy its stream while another thread's synchronisation records
+    /// those results: simpleCallback): the copies are waited for now, while the stream lives,
+    /// and their result events compare without waiting on it.
+    pub(super) fn settle_pending_on(&mut self, ev: &Event) -> Result<()> {
+        let recorded = ev.read::<hrr_calls::shapes::Stream>()?.stream;
+        let Ok(stream) = self.handles.get(recorded) else {
+            return Ok(());
+        };
+        let on: Vec<u64> = self
+            .pending_d2h
+            .iter()
+            .filter(|(_, (_, s))| *s == Some(stream))
+            .map(|(&seq, _)| seq)
+            .collect();
+        if on.is_empty() {
+            return Ok(());
+        }
+        self.wait(
+            stream,
+            &format!("D2H copies on a stream destroyed (event #{})", ev.seq),
+        )?;
+        for seq in on {
+            if let Some(p) = self.pending_d2h.get_mut(&seq) {
+                p.1 = None;
+            }
+        }
+        Ok(())
     }
 
     /// Copy `n` bytes from recorded `src` to recorded `dst`, both translated.

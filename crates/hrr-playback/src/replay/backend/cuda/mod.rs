@@ -106,8 +106,9 @@ pub struct Cuda {
     /// Texture and surface object values: recorded value to live value.
     objects: arrays::Objects,
     /// Async D2H copies whose result comes in a later `hrrMemcpyResult` event: by the copy's
-    /// sequence number, the buffer it is copying into and its stream.
-    pending_d2h: HashMap<u64, (Vec<u8>, H)>,
+    /// sequence number, the buffer it is copying into and its stream (`None` once waited for:
+    /// its stream was destroyed before the result event, `copies::settle_pending_on`).
+    pending_d2h: HashMap<u64, (Vec<u8>, Option<H>)>,
     /// A large D2H buffer the engine handed back, for the next large result.
     spare_d2h: Vec<u8>,
     /// The argument pointers of the launch being issued (kept: no allocation per launch).
@@ -429,6 +430,13 @@ impl Backend for Cuda {
             Op::FuncSetAttribute => self.func_set_attribute(ev),
             Op::KernelSetAttribute => self.kernel_set_attribute(ev),
             Op::FuncSetCacheConfig => self.func_set_cache_config(ev),
+            Op::StreamAddCallback => Ok(Outcome::Skipped(
+                crate::replay::backend::shared::HOST_FUNC.into(),
+            )),
+            Op::StreamDestroy => {
+                self.settle_pending_on(ev)?;
+                stream_calls::stream_destroy(&mut self.handles, &self.api, ev)
+            }
             Op::CtxSetLimit => self.ctx_set_limit(ev),
             Op::CtxSetCacheConfig => self.ctx_set_cache_config(ev),
             Op::LaunchKernel | Op::LaunchCooperativeKernel => self.launch(ev, filter, false),

@@ -374,6 +374,18 @@ pub unsafe fn graph_add_host_node(
     r
 }
 
+/// `cuStreamAddCallback`: a host function by another name (its callback also takes the stream
+/// and a status), recorded as every host function (`hook::common`); a stream capture refuses
+/// it.
+pub unsafe fn stream_add_callback(
+    h: Export,
+    a: args::StreamAddCallback,
+    call: impl Call,
+) -> CUresult {
+    let args::StreamAddCallback { s, cb, data, .. } = a;
+    crate::hook::common::launch_host_func(h, s, cb, data, call)
+}
+
 /// `cuLaunchHostFunc`: recorded as every host function (`hook::common`); inside a stream
 /// capture, one following D2H copies of the capture is wrapped (`host_node.rs`).
 pub unsafe fn launch_host_func(h: Export, a: args::LaunchHostFunc, call: impl Call) -> CUresult {
