@@ -130,7 +130,7 @@ pub unsafe fn result_at_completion<E: ApiExport>(
     sync: impl FnOnce() -> bool,
 ) {
     let p = Box::into_raw(Box::new(PendingResult {
-        pending: results::register(dst as usize, n),
+        pending: results::register(dst as usize, n, stream as usize),
         result,
         copy,
         dst,
@@ -185,7 +185,7 @@ pub unsafe fn source_later<E: ApiExport>(
     (src, n): (*const c_void, usize),
     stream: *mut c_void,
 ) {
-    let id = results::register(src as usize, n);
+    let id = results::register(src as usize, n, stream as usize);
     let (at, stream) = (src as usize, stream as u64);
     let job = results::Job::new(Box::new(move || {
         recorder::recording_result(|| {

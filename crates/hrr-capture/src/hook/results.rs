@@ -55,6 +55,8 @@ struct Pending {
     id: u64,
     dst: usize,
     n: usize,
+    /// The copy's stream.
+    stream: usize,
     stage: Stage,
     /// How its copy's completion is learnt without a host function (`None`: a host function
     /// was enqueued behind it).
@@ -250,8 +252,8 @@ fn work() {
     }
 }
 
-/// A result of `n` bytes at `dst` about to be enqueued behind its copy: its id.
-pub fn register(dst: usize, n: usize) -> u64 {
+/// A result of `n` bytes at `dst` about to be enqueued behind its copy on `stream`: its id.
+pub fn register(dst: usize, n: usize, stream: usize) -> u64 {
     own();
     let mut t = table();
     t.next += 1;
@@ -260,6 +262,7 @@ pub fn register(dst: usize, n: usize) -> u64 {
         id,
         dst,
         n,
+        stream,
         stage: Stage::Enqueued,
         deferred: None,
     });
@@ -306,7 +309,24 @@ pub fn settle_deferred() {
 pub fn stream_going(stream: *mut c_void) -> MutexGuard<'static, ()> {
     let kept = streams_kept();
     settle_where(|d| d.stream == stream);
+    // Results of copies on it that another thread took out to record: recorded before the
+    // stream goes, so the archive holds them ahead of its destruction.
+    wait_while(|p| p.stream == stream as usize && p.stage == Stage::Firing);
     kept
+}
+
+/// Wait (30 s at most, should the archive's disk stall) until no pending result `which` picks
+/// is left.
+fn wait_while(which: impl Fn(&Pending) -> bool) {
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut t = table();
+    while t.pending.iter().any(&which) && Instant::now() < until {
+        t = shared()
+            .recorded
+            .wait_timeout(t, Duration::from_millis(50))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
 }
 
 /// Held while host functions are enqueued for claimed results, and by a stream's destruction
@@ -543,7 +563,7 @@ mod tests {
     fn claimed_while_read_elsewhere(reader: fn(), claim: impl FnOnce()) -> bool {
         READING.store(false, Ordering::SeqCst);
         READ.store(false, Ordering::SeqCst);
-        let id = register(0x1000, 64);
+        let id = register(0x1000, 64, 2);
         let fns = EventFns {
             query: ok,
             synchronize: ok,
@@ -582,6 +602,9 @@ mod tests {
         // read by another thread's host-memory call (program code behind the copy): a free
         // of the destination on this one (simpleCallback's workers)
         assert!(claimed_while_read_elsewhere(claim_all, || claim(0x1020, 8)));
+        // read by a synchronisation while the copy's stream is destroyed: recorded first
+        let going = || drop(stream_going(2 as *mut c_void));
+        assert!(claimed_while_read_elsewhere(wait_recorded, going));
         assert!(table().pending.is_empty());
     }
 }
