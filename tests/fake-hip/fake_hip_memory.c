@@ -435,6 +435,19 @@ static hipError_t fill(void *dst, unsigned v, size_t count, int width, hipStream
   return r;
 }
 hipError_t hipMemset(void *d, int v, size_t n) { RET(fill(d, (unsigned char)v, n, 1, NULL)); }
+/* hipMemset2D: `h` rows of `w` bytes, `pitch` apart, each row a memset of its own. */
+static hipError_t fill_2d(void *d, size_t pitch, int v, size_t w, size_t h, hipStream_t st) {
+  if (h > 1 && w > pitch) return E_INVALID_VALUE;
+  for (size_t r = 0; r < h; r++) {
+    hipError_t e = fill((char *)d + r * pitch, (unsigned char)v, w, 1, st);
+    if (e) return e;
+  }
+  return E_SUCCESS;
+}
+hipError_t hipMemset2D(void *d, size_t pitch, int v, size_t w, size_t h) { RET(fill_2d(d, pitch, v, w, h, NULL)); }
+hipError_t hipMemset2DAsync(void *d, size_t pitch, int v, size_t w, size_t h, hipStream_t s) {
+  RET(fill_2d(d, pitch, v, w, h, s));
+}
 hipError_t hipMemsetAsync(void *d, int v, size_t n, hipStream_t s) { RET(fill(d, (unsigned char)v, n, 1, s)); }
 hipError_t hipMemsetD8(void *d, unsigned char v, size_t n) { RET(fill(d, v, n, 1, NULL)); }
 hipError_t hipMemsetD8Async(void *d, unsigned char v, size_t n, hipStream_t s) { RET(fill(d, v, n, 1, s)); }

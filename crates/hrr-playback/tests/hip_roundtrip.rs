@@ -412,6 +412,40 @@ fn pitched_copies_round_trip() {
     pitched_round_trip(dir, "2d", "hipMemcpy2D", (192, 256));
 }
 
+/// 2D memsets (`hipMemset2D`, `hipMemset2DAsync`) of pitched memory, read back with a 2D copy:
+/// recorded with their rows, replayed (a replay without them fails the read back's check).
+#[test]
+fn memsets_2d_round_trip() {
+    let dir = fake_or_skip!();
+    let (_tmp, arch, events) = captured_run(dir, "streams", &["memset2d"]);
+    let named =
+        |n: &str| -> Vec<&serde_json::Value> { events.iter().filter(|e| e["name"] == n).collect() };
+    assert_eq!(named("hipMemset2D").len(), 2, "{events:?}");
+    let a = named("hipMemset2DAsync");
+    assert_eq!(a.len(), 1, "{events:?}");
+    let f = &a[0]["fields"];
+    assert_eq!(
+        (
+            f["value"].as_u64(),
+            f["width"].as_u64(),
+            f["height"].as_u64(),
+            f["element_bytes"].as_u64()
+        ),
+        (Some(0x3f), Some(16), Some(16), Some(1)),
+        "{f}"
+    );
+    let (code, v) = replay_json(dir, &arch, &[]);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")), "{v}");
+    let (_plain_tmp, plain_arch, _) = captured_run(dir, "streams", &[]);
+    let (_, p) = replay_json(dir, &plain_arch, &[]);
+    assert_eq!(
+        v["d2h_checks"]["pass"].as_u64(),
+        Some(p["d2h_checks"]["pass"].as_u64().unwrap() + 1),
+        "the read back is checked: {v}"
+    );
+    assert_eq!(v["skipped_calls_total"], 0, "{v}");
+}
+
 /// 3D copies (`hipMemcpy3D`, `hipMemcpy3DAsync`) of a box of a host volume into pitched device
 /// memory, scaled, device to device at an offset, and back: slices packed one after the other.
 #[test]

@@ -5,8 +5,9 @@
 // device at an offset, and back; with `2d`, also pitched copies
 // (hipMemcpy2D and hipMemcpy2DAsync) between a wider host matrix and hipMallocPitch memory;
 // with `pool`, allocations from a memory pool of the program's own (hipMemPoolCreate,
-// hipMallocFromPoolAsync, hipFreeAsync, hipMemPoolTrimTo, hipMemPoolDestroy).
-//   streams [2d | 3d | pool]
+// hipMallocFromPoolAsync, hipFreeAsync, hipMemPoolTrimTo, hipMemPoolDestroy); with `memset2d`,
+// 2D memsets (hipMemset2D, hipMemset2DAsync) of hipMallocPitch memory, read back.
+//   streams [2d | 3d | pool | memset2d]
 #include <dlfcn.h>
 
 #include "common.h"
@@ -139,6 +140,25 @@ int main(int argc, char **argv) {
     CHECK(hipFree(dp1));
     CHECK(hipFree(dp2));
     free(host);
+    free(back);
+  }
+
+  if (argc > 1 && !strcmp(argv[1], "memset2d")) {
+    // a 48 x 20 byte matrix in pitched memory: zeroed, then 0x3f over columns 4..19 of rows
+    // 2..17 (async), 0x7e over the first 3 bytes of row 0; read back whole rows
+    const size_t w = 48, h = 20;
+    unsigned char *dp, *back = (unsigned char *)malloc(w * h);
+    size_t p;
+    CHECK(hipMallocPitch((void **)&dp, &p, w, h));
+    CHECK(hipMemset2D(dp, p, 0, w, h));
+    CHECK(hipMemset2DAsync(dp + 2 * p + 4, p, 0x3f, 16, h - 4, s1));
+    CHECK(hipStreamSynchronize(s1));
+    CHECK(hipMemset2D(dp, p, 0x7e, 3, 1));
+    CHECK(hipMemcpy2D(back, w, dp, p, w, h, hipMemcpyDeviceToHost));
+    unsigned long long sum = 0;
+    for (size_t i = 0; i < w * h; i++) sum = sum * 31 + back[i];
+    printf("memset2d sum=%llu\n", sum);
+    CHECK(hipFree(dp));
     free(back);
   }
 

@@ -146,6 +146,9 @@ macro_rules! hip_calls {
             // 3D copies between pitched linear memory (arrays are not recorded).
             Memcpy3D [hipMemcpy3D] (p: *const Memcpy3DParms) : CopyPitched, Copy => memcpy_3d;
             Memcpy3DAsync [hipMemcpy3DAsync] (p: *const Memcpy3DParms, stream: Handle) : CopyPitched, Copy => memcpy_3d_async;
+            // 2D memsets: `h` rows of `w` bytes `pitch` apart, the value an `int` (its low byte).
+            Memset2D [hipMemset2D] (dst: Ptr, pitch: usize, v: c_int, w: usize, h: usize) : Memset2d, Memset after memset_2d_bytes;
+            Memset2DAsync [hipMemset2DAsync] (dst: Ptr, pitch: usize, v: c_int, w: usize, h: usize, stream: Handle) : Memset2d, Memset after memset_2d_bytes_async;
         }
     };
 }

@@ -182,6 +182,51 @@ fn memset_event(
     });
 }
 
+/// `hipMemset2D`: `h` rows of `w` bytes, `pitch` apart, the value given as an `int`.
+pub unsafe fn memset_2d_bytes(e: Export, a: args::Memset2D, r: HipError) {
+    let args::Memset2D {
+        dst,
+        pitch,
+        v,
+        w,
+        h,
+    } = a;
+    let stream = std::ptr::null_mut();
+    memset_2d_bytes_async(
+        e,
+        args::Memset2DAsync {
+            dst,
+            pitch,
+            v,
+            w,
+            h,
+            stream,
+        },
+        r,
+    )
+}
+
+/// `hipMemset2DAsync`: as [`memset_2d_bytes`], on a stream.
+pub unsafe fn memset_2d_bytes_async(e: Export, a: args::Memset2DAsync, r: HipError) {
+    let args::Memset2DAsync {
+        dst,
+        pitch,
+        v,
+        w,
+        h,
+        stream,
+    } = a;
+    rec(e, r, |_| Memset2d {
+        dst: dst as u64,
+        pitch: pitch as u64,
+        value: v as u8 as u32,
+        element_bytes: 1,
+        width: w as u64,
+        height: h as u64,
+        stream: stream as u64,
+    });
+}
+
 /// `hipMemset`: bytes, the value given as an `int`.
 pub unsafe fn memset_bytes(h: Export, a: args::Memset, r: HipError) {
     let args::Memset { dst, v, n } = a;

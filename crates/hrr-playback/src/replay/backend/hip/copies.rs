@@ -26,6 +26,26 @@ const CAPTURED_HOST_COPY: &str =
     "copy between host memory and a capturing stream: not replayed in HIP graphs yet";
 
 impl Hip {
+    /// `hipMemset2D`, `hipMemset2DAsync`: bytes (the only width HIP's 2D memset has), at the
+    /// translated address, on the stream replay made for the recorded one.
+    pub(super) fn memset_2d(&mut self, ev: &Event) -> Result<Outcome> {
+        let s: hrr_calls::shapes::Memset2d = ev.read()?;
+        if s.element_bytes != 1 {
+            bail!(
+                "a 2D memset of {}-byte elements: HIP's are of bytes",
+                s.element_bytes
+            );
+        }
+        let stream = self.stream(s.stream)?;
+        let dst = self.mem.translate(s.dst);
+        let (pitch, w, h) = (s.pitch as usize, s.width as usize, s.height as usize);
+        hip!(
+            self.api,
+            hipMemset2DAsync(dst, pitch, s.value as i32, w, h, stream)
+        )?;
+        Ok(Outcome::Done)
+    }
+
     fn copy(&mut self, dst: u64, src: u64, n: usize, k: i32, stream: H, what: &str) -> Result<()> {
         hip!(self.api, hipMemcpyAsync(dst, src, n, k, stream))?;
         if k != kind::D2D {

@@ -181,6 +181,7 @@ impl Backend for Hip {
             | Op::MemsetD32Async => {
                 memory_calls::memset(&self.mem, &self.api, ev, |s| self.handles.get(s))
             }
+            Op::Memset2D | Op::Memset2DAsync => self.memset_2d(ev),
             Op::MemcpyToSymbol | Op::MemcpyToSymbolAsync => self.copy_to_symbol(ev, blobs),
             Op::Memcpy2D | Op::Memcpy2DAsync | Op::Memcpy3D | Op::Memcpy3DAsync => {
                 self.copy_pitched(ev, blobs)

@@ -94,6 +94,7 @@ hip_api! {
     hipMemsetD8Async: fn(u64, u8, usize, H);
     hipMemsetD16Async: fn(u64, u16, usize, H);
     hipMemsetD32Async: fn(u64, c_int, usize, H);
+    hipMemset2DAsync: fn(u64, usize, c_int, usize, usize, H);
     hipModuleLoadData: fn(*mut H, *const c_void);
     hipModuleGetFunction: fn(*mut H, H, *const c_char);
     hipModuleGetGlobal: fn(*mut u64, *mut usize, H, *const c_char);
