@@ -252,6 +252,7 @@ DEF(cuMemMap, 10020, (CUdeviceptr p, size_t size, size_t offset, CUmemGenericAll
 DEF(cuMemUnmap, 10020, (CUdeviceptr p, size_t size), i_mem_unmap(p, size))
 DEF(cuMemSetAccess, 10020, (CUdeviceptr p, size_t size, const CUmemAccessDesc *desc, size_t count),
     i_mem_set_access(p, size, desc, count))
+DEF(cuMemGetAccess, 10020, (unsigned long long *f, const CUmemLocation *loc, CUdeviceptr p), i_mem_get_access(f, loc, p))
 
 /* streams and events */
 DEF(cuStreamCreate, 2000, (CUstream *ps, unsigned flags), i_stream_create(ps, flags, 0))

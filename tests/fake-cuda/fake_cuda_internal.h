@@ -426,6 +426,7 @@ CUresult i_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllo
                    unsigned long long flags);
 CUresult i_mem_unmap(CUdeviceptr ptr, size_t size);
 CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+CUresult i_mem_get_access(unsigned long long *flags, const CUmemLocation *loc, CUdeviceptr ptr);
 
 /* fake_cuda_streams.c */
 extern int g_hung;

@@ -726,6 +726,15 @@ CUresult i_mem_unmap(CUdeviceptr ptr, size_t size) {
     if (g_reg[i].kind == R_VMM && overlaps(g_reg[i].base, g_reg[i].size, ptr, size)) vmm_drop_region(i, 1);
   return E_SUCCESS;
 }
+/* cuMemGetAccess: what cuMemSetAccess let device `loc` do with the mapping holding `ptr`. */
+CUresult i_mem_get_access(unsigned long long *flags, const CUmemLocation *loc, CUdeviceptr ptr) {
+  if (!flags || !loc || loc->type != 1) return E_INVALID_VALUE;
+  if (chk_dev(loc->id)) return E_INVALID_DEVICE;
+  long i = region_find((uintptr_t)ptr);
+  if (i < 0 || g_reg[i].kind != R_VMM) return E_INVALID_VALUE;
+  *flags = (g_reg[i].reach >> loc->id & 1) ? (unsigned long long)g_reg[i].access : 0;
+  return E_SUCCESS;
+}
 CUresult i_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
   if (!desc || count == 0) return E_INVALID_VALUE;
   int flags = 0;

@@ -411,14 +411,16 @@ fn what_a_program_frees_unread_is_checked() {
 }
 
 /// VMM memory unmapped unread (two mappings side by side, one `cuMemUnmap`) is checked like a
-/// free: its 4 MiB, bytes a kernel wrote and bytes it left as they were, compared at replay.
+/// free: its 4 MiB, bytes a kernel wrote and bytes it left as they were, compared at replay; a
+/// mapping the device was never given access to is not read.
 #[test]
 fn what_a_program_unmaps_unread_is_checked() {
     let (_tmp, arch) = temp_path("vmm.hrr");
     let o = succeeded(fake().capture_env(&arch, "hostmem_app", &["vmmnocopy"], &[]));
     assert_contains(&String::from_utf8_lossy(&o.stdout), "vmmnocopy done");
     let dir = pid_dirs(&arch).remove(0);
-    assert_name_counts(&dir, &[("hrrFreeCheck", 1), ("cuMemUnmap", 1)]);
+    // the mapping never opened to the device is not read (on a GPU the read could fault)
+    assert_name_counts(&dir, &[("hrrFreeCheck", 1), ("cuMemUnmap", 2)]);
     let ev = events_json(&dir)
         .into_iter()
         .find(|e| e["name"] == "hrrFreeCheck")

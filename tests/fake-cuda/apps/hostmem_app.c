@@ -22,7 +22,8 @@
  *             memory held before
  *   manyfrees 70 buffers filled and freed unread: more than capture checks
  *   vmmnocopy two 2 MiB VMM mappings side by side filled by a kernel and unmapped unread in one
- *             call (nothing copied back): what the unmap releases is what replay can check
+ *             call (nothing copied back): what the unmap releases is what replay can check;
+ *             then a mapping never opened to the device, unmapped (nothing may read it)
  *   h2dsrc    async H2D copies of 2 MiB from memory a kernel may write (device-mapped pinned,
  *             managed): their sources are recorded at the call, not read after it
  *   async     cuMemAllocAsync/cuMemFreeAsync reusing an address on one stream (a kernel is
@@ -467,6 +468,13 @@ static void vmmnocopy(CUdevice dev, CUdeviceptr x) {
   CK(cuMemUnmap(va, 2 * gran));
   for (int i = 0; i < 2; i++) CK(cuMemRelease(h[i]));
   CK(cuMemAddressFree(va, 2 * gran));
+  /* mapped, never opened to the device, unmapped: nothing may read it */
+  CK(cuMemAddressReserve(&va, gran, 0, 0, 0));
+  CK(cuMemCreate(&h[0], gran, &prop, 0));
+  CK(cuMemMap(va, gran, 0, h[0], 0));
+  CK(cuMemUnmap(va, gran));
+  CK(cuMemRelease(h[0]));
+  CK(cuMemAddressFree(va, gran));
   printf("vmmnocopy done\n");
 }
 

@@ -105,9 +105,37 @@ pub unsafe fn before_unmap(ptr: u64, size: usize) {
     before_release(ptr, |f| {
         (size != 0
             && size <= MAX_BYTES
-            && super::digest::plain_device_memory(f.pointer_attribute, ptr))
+            && super::digest::plain_device_memory(f.pointer_attribute, ptr)
+            && readable_here(ptr, size))
         .then_some(size)
     });
+}
+
+/// Whether the current context's device may read every mapping of the `size` bytes at `ptr`
+/// (`cuMemGetAccess` every 2 MiB, the VMM granularity, and at the last byte): a mapping the
+/// program never opened to it would fault the read, and a fault would end the program's
+/// context.
+unsafe fn readable_here(ptr: u64, size: usize) -> bool {
+    type GetAccess = unsafe extern "C" fn(*mut u64, *const [c_int; 2], u64) -> c_int;
+    type GetDevice = unsafe extern "C" fn(*mut c_int) -> c_int;
+    static FNS: OnceLock<Option<(GetAccess, GetDevice)>> = OnceLock::new();
+    let found =
+        FNS.get_or_init(|| Some((driver_fn(c"cuMemGetAccess")?, driver_fn(c"cuCtxGetDevice")?)));
+    let Some((get_access, get_device)) = *found else {
+        return false;
+    };
+    let mut dev: c_int = 0;
+    if get_device(&mut dev) != 0 {
+        return false;
+    }
+    let here = [1, dev]; // CU_MEM_LOCATION_TYPE_DEVICE, this device
+    let readable = |p: u64| {
+        let mut flags = 0u64;
+        get_access(&mut flags, &here, p) == 0 && flags & 1 != 0
+    };
+    const STEP: usize = 2 << 20;
+    let last = ptr + size as u64 - 1;
+    (0..size).step_by(STEP).all(|o| readable(ptr + o as u64)) && readable(last)
 }
 
 /// Record what the device memory at `dptr` holds before the program releases it, `bytes` of
