@@ -764,6 +764,20 @@ pub fn print_process(out: &mut dyn Write, dir: &Path, json: bool) -> Result<bool
                 sorted.len() - SHOWN
             )?;
         }
+        // the ones replay names as not reproducible (`replay::prescan::passed_through_writes`)
+        let api = s.schema.as_ref().map_or("", |x| x.api.as_str());
+        let writers: Vec<&str> = sorted
+            .iter()
+            .filter(|(n, _)| crate::replay::passed_through_writes(api, n))
+            .map(|(n, _)| *n)
+            .collect();
+        if !writers.is_empty() {
+            writeln!(
+                out,
+                "  Of these, writing device memory (replay cannot reissue them): {}",
+                writers.join(", ")
+            )?;
+        }
     }
     if !v.complete {
         writeln!(out)?;

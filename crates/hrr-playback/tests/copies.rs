@@ -177,6 +177,13 @@ fn device_writes_passed_through_unrecorded_are_named() {
         ),
         "{out}"
     );
+    // --info lists both and says which writes device memory
+    let (code, info, _) = fake().replay(&dir, &["--info"]);
+    assert_eq!(code, 0, "{info}");
+    assert!(info.contains("cuDeviceGetP2PAttribute"), "{info}");
+    let line =
+        "  Of these, writing device memory (replay cannot reissue them): cuMemcpy3DPeer_v2\n";
+    assert!(info.contains(line), "{info}");
 }
 
 #[test]

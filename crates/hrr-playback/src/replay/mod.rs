@@ -46,3 +46,9 @@ pub mod verdict;
 
 pub use engine::run;
 pub use options::Options;
+
+/// Whether entry point `name`, which capture of an `api` archive passed through unrecorded,
+/// writes device memory by its name (replay names such calls as not reproducible).
+pub fn passed_through_writes(api: &str, name: &str) -> bool {
+    backend::Family::of(api).is_some_and(|f| f.passed_through_writes(name))
+}
