@@ -654,8 +654,10 @@ impl Placement {
     /// one live allocation, or covered by ranges the program's VMM calls mapped.
     pub fn holds(&self, start: u64, len: u64) -> bool {
         let end = start.saturating_add(len);
-        if self.live.iter().any(|(&s, &l)| s <= start && end <= s + l) {
-            return true;
+        if let Some((&s, &l)) = self.live.range(..=start).next_back() {
+            if end <= s + l {
+                return true;
+            }
         }
         // mapped ranges, contiguous from the one holding `start` to `end`
         let mut at = start;

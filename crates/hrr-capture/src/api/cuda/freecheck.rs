@@ -71,7 +71,14 @@ struct Fns {
     pointer_attribute: super::digest::PointerAttributeFn,
     synchronize: unsafe extern "C" fn() -> c_int,
     copy_to_host: unsafe extern "C" fn(*mut c_void, u64, usize) -> c_int,
+    /// `cuMemGetAccess` and `cuCtxGetDevice` (unmapped ranges only: without them, none is read).
+    access: Option<(GetAccess, GetDevice)>,
 }
+
+/// `cuMemGetAccess`: (flags out, location `{type, id}`, address).
+type GetAccess = unsafe extern "C" fn(*mut u64, *const [c_int; 2], u64) -> c_int;
+/// `cuCtxGetDevice`.
+type GetDevice = unsafe extern "C" fn(*mut c_int) -> c_int;
 
 fn fns() -> Option<&'static Fns> {
     static FNS: OnceLock<Option<Fns>> = OnceLock::new();
@@ -81,6 +88,7 @@ fn fns() -> Option<&'static Fns> {
             pointer_attribute: driver_fn(c"cuPointerGetAttribute")?,
             synchronize: driver_fn(c"cuCtxSynchronize")?,
             copy_to_host: driver_fn(c"cuMemcpyDtoH_v2")?,
+            access: driver_fn(c"cuMemGetAccess").zip(driver_fn(c"cuCtxGetDevice")),
         })
     })
     .as_ref()
@@ -106,7 +114,7 @@ pub unsafe fn before_unmap(ptr: u64, size: usize) {
         (size != 0
             && size <= MAX_BYTES
             && super::digest::plain_device_memory(f.pointer_attribute, ptr)
-            && readable_here(ptr, size))
+            && readable_here(f, ptr, size))
         .then_some(size)
     });
 }
@@ -115,13 +123,8 @@ pub unsafe fn before_unmap(ptr: u64, size: usize) {
 /// (`cuMemGetAccess` every 2 MiB, the VMM granularity, and at the last byte): a mapping the
 /// program never opened to it would fault the read, and a fault would end the program's
 /// context.
-unsafe fn readable_here(ptr: u64, size: usize) -> bool {
-    type GetAccess = unsafe extern "C" fn(*mut u64, *const [c_int; 2], u64) -> c_int;
-    type GetDevice = unsafe extern "C" fn(*mut c_int) -> c_int;
-    static FNS: OnceLock<Option<(GetAccess, GetDevice)>> = OnceLock::new();
-    let found =
-        FNS.get_or_init(|| Some((driver_fn(c"cuMemGetAccess")?, driver_fn(c"cuCtxGetDevice")?)));
-    let Some((get_access, get_device)) = *found else {
+unsafe fn readable_here(f: &Fns, ptr: u64, size: usize) -> bool {
+    let Some((get_access, get_device)) = f.access else {
         return false;
     };
     let mut dev: c_int = 0;

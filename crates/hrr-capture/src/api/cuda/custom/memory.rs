@@ -90,13 +90,23 @@ pub unsafe fn host_get_device_pointer(h: Export, a: args::MemHostGetDevicePointe
     });
 }
 
-/// A free of host-visible memory stops its tracking before the memory goes, and waits for the
-/// async D2H results being read from it (`hook::results::claim`: one a synchronisation on
-/// another thread is recording must not lose its bytes under it; one whose copy the program
-/// cannot know completed is dropped, its bytes freed unread).
-unsafe fn freeing<S: hrr_calls::Shape>(h: Export, p: u64, call: impl Call, shape: S) -> CUresult {
-    let n = hostmem::untrack(p).unwrap_or(1);
-    crate::hook::results::claim(p as usize, n);
+/// A free of host-visible memory (`host`: of host memory, else device memory, which is host
+/// visible when managed) stops its tracking before the memory goes, and waits for the async D2H
+/// results being read from it (`hook::results::claim`: one a synchronisation on another thread
+/// is recording must not lose its bytes under it; one whose copy the program cannot know
+/// completed is dropped, its bytes freed unread). Its length is the tracked one, else one byte
+/// (results starting at `p`); plain device memory holds no result.
+unsafe fn freeing<S: hrr_calls::Shape>(
+    h: Export,
+    (p, host): (u64, bool),
+    call: impl Call,
+    shape: S,
+) -> CUresult {
+    match (hostmem::untrack(p), host) {
+        (Some(n), _) => crate::hook::results::claim(p as usize, n),
+        (None, true) => crate::hook::results::claim(p as usize, 1),
+        (None, false) => {}
+    }
     let r = call();
     rec(h, r, |_| shape);
     r
@@ -104,7 +114,7 @@ unsafe fn freeing<S: hrr_calls::Shape>(h: Export, p: u64, call: impl Call, shape
 
 pub unsafe fn mem_free_host(h: Export, a: args::MemFreeHost, call: impl Call) -> CUresult {
     let args::MemFreeHost { p } = a;
-    freeing(h, p as u64, call, HostPtr { host_ptr: p as u64 })
+    freeing(h, (p as u64, true), call, HostPtr { host_ptr: p as u64 })
 }
 
 pub unsafe fn mem_host_unregister(
@@ -113,13 +123,13 @@ pub unsafe fn mem_host_unregister(
     call: impl Call,
 ) -> CUresult {
     let args::MemHostUnregister { p } = a;
-    freeing(h, p as u64, call, HostPtr { host_ptr: p as u64 })
+    freeing(h, (p as u64, true), call, HostPtr { host_ptr: p as u64 })
 }
 
 pub unsafe fn mem_free(h: Export, a: args::MemFree, call: impl Call) -> CUresult {
     let args::MemFree { dptr } = a;
     crate::api::cuda::freecheck::before_free(dptr);
-    freeing(h, dptr, call, DevicePtr { dptr })
+    freeing(h, (dptr, false), call, DevicePtr { dptr })
 }
 
 /// `cuMemUnmap`: like a free, what the range holds is recorded first while the process has

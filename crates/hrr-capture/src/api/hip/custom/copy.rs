@@ -206,7 +206,8 @@ pub unsafe fn memset_2d_bytes(e: Export, a: args::Memset2D, r: HipError) {
     )
 }
 
-/// `hipMemset2DAsync`: as [`memset_2d_bytes`], on a stream.
+/// `hipMemset2DAsync`: as [`memset_2d_bytes`], on a stream; recorded as CUDA's byte-wide 2D
+/// memsets are (`hook::common::memset_2d_async`).
 pub unsafe fn memset_2d_bytes_async(e: Export, a: args::Memset2DAsync, r: HipError) {
     let args::Memset2DAsync {
         dst,
@@ -216,15 +217,7 @@ pub unsafe fn memset_2d_bytes_async(e: Export, a: args::Memset2DAsync, r: HipErr
         h,
         stream,
     } = a;
-    rec(e, r, |_| Memset2d {
-        dst: dst as u64,
-        pitch: pitch as u64,
-        value: v as u8 as u32,
-        element_bytes: 1,
-        width: w as u64,
-        height: h as u64,
-        stream: stream as u64,
-    });
+    crate::hook::common::memset_2d_async(e, dst, pitch, v as u8, w, h, stream, || r);
 }
 
 /// `hipMemset`: bytes, the value given as an `int`.
