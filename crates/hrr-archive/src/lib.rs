@@ -154,6 +154,19 @@ where
     Ok((a, done))
 }
 
+/// `f()` on a thread of the pool ([`pool`]) some time later, where this process has the pool
+/// running already: returns whether it was handed over (else `f` is dropped unrun). A panic in
+/// `f` stays there.
+pub fn later(f: impl FnOnce() + Send + 'static) -> bool {
+    let Some(pool) = POOL.get().and_then(ours) else {
+        return false;
+    };
+    pool.spawn(move || {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    });
+    true
+}
+
 /// `f` of each `piece`-long range of `0..n` (the last may be shorter), on the pool's threads
 /// ([`pool`]), else one after another on the calling thread; all done when it returns.
 pub fn on_pool_pieces(n: usize, piece: usize, f: impl Fn(std::ops::Range<usize>) + Sync + Send) {

@@ -21,10 +21,14 @@ pub mod fingerprint;
 pub mod hook;
 pub mod recorder;
 pub mod signals;
+pub mod warm;
 
 extern "C" fn on_load() {
     hook::dlsym::prime();
     recorder::init_from_env();
+    if recorder::active() {
+        warm::page_in_own_code();
+    }
 }
 
 #[used]

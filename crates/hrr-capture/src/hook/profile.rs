@@ -303,6 +303,57 @@ pub fn render(rows: &[Row], top: usize) -> String {
     s
 }
 
+/// Capture's own work timed apart with profiling on, on the program's calling threads and on
+/// capture's background threads: what a row's added time holds, or what moved out of it.
+pub struct Work {
+    what: &'static str,
+    /// Per side (0: calling threads, 1: background): how many, and their time.
+    calls: [AtomicU64; 2],
+    ns: [AtomicU64; 2],
+}
+
+/// Argument layouts asked of the driver (`api::cuda::state::query_layout`).
+pub static LAYOUT_QUERIES: Work = Work::new("argument layouts asked of the driver");
+
+impl Work {
+    const fn new(what: &'static str) -> Work {
+        Work {
+            what,
+            calls: [AtomicU64::new(0), AtomicU64::new(0)],
+            ns: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+
+    /// `f()`, timed when profiling is on (`background`: on a thread of capture's own).
+    pub fn time<R>(&self, background: bool, f: impl FnOnce() -> R) -> R {
+        if !enabled() {
+            return f();
+        }
+        let t = Instant::now();
+        let r = f();
+        let side = usize::from(background);
+        self.calls[side].fetch_add(1, Ordering::Relaxed);
+        self.ns[side].fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        r
+    }
+
+    /// Its line of the report (`None`: none done).
+    fn line(&self) -> Option<String> {
+        let n = |side: usize| self.calls[side].load(Ordering::Relaxed);
+        let us = |side: usize| self.ns[side].load(Ordering::Relaxed) as f64 / 1e3;
+        (n(0) + n(1) > 0).then(|| {
+            format!(
+                "  capture's own: {}: {} on calling threads ({:.1} us), {} in the background ({:.1} us)\n",
+                self.what,
+                n(0),
+                us(0),
+                n(1),
+                us(1)
+            )
+        })
+    }
+}
+
 /// At exit, with profiling on: write the table to standard error.
 pub fn report() {
     static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -310,6 +361,9 @@ pub fn report() {
         let rows = rows();
         if !rows.is_empty() {
             eprint!("{}", render(&rows, 25));
+        }
+        if let Some(l) = LAYOUT_QUERIES.line() {
+            eprint!("{l}");
         }
     }
 }
