@@ -128,35 +128,9 @@ fn ours(started: &Option<(u32, rayon::ThreadPool)>) -> Option<&rayon::ThreadPool
     (*pid == std::process::id()).then_some(pool)
 }
 
-/// `here()` on the calling thread while `there()` runs on a thread of the pool ([`pool`]), both
-/// done when it returns (`there`'s result `None` if it panicked: the panic stays on the pool's
-/// side, as a thread's would), where this process has the pool running already; otherwise
-/// both handed back (`Err`) for the caller to run its own way (starting the pool's threads
-/// costs more than running `there` beside saves). Handing `there` to a waiting pool thread
-/// costs the caller a few microseconds, a thread started for it tens (43 µs to start and join
-/// one here, 2 cores, against 14 µs for the pool's, both waited for).
-pub fn beside<A, B, H, T>(here: H, there: T) -> std::result::Result<(A, Option<B>), (H, T)>
-where
-    H: FnOnce() -> A,
-    T: FnOnce() -> B + Send,
-    B: Send,
-{
-    let Some(pool) = POOL.get().and_then(ours) else {
-        return Err((here, there));
-    };
-    let mut done = None;
-    let a = pool.in_place_scope(|s| {
-        s.spawn(|_| {
-            done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(there)).ok();
-        });
-        here()
-    });
-    Ok((a, done))
-}
-
-/// `f()` on a thread of the pool ([`pool`]) some time later, where this process has the pool
+/// `f()` on a thread of the pool ([`pool`]) when one is free, where this process has the pool
 /// running already: returns whether it was handed over (else `f` is dropped unrun). A panic in
-/// `f` stays there.
+/// `f` stays on the pool's side.
 pub fn later(f: impl FnOnce() + Send + 'static) -> bool {
     let Some(pool) = POOL.get().and_then(ours) else {
         return false;
@@ -165,6 +139,13 @@ pub fn later(f: impl FnOnce() + Send + 'static) -> bool {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     });
     true
+}
+
+/// Threads of the pool ([`pool`]) where this process has it running (0: none).
+pub fn pool_threads() -> usize {
+    POOL.get()
+        .and_then(ours)
+        .map_or(0, |p| p.current_num_threads())
 }
 
 /// `f` of each `piece`-long range of `0..n` (the last may be shorter), on the pool's threads
@@ -260,43 +241,6 @@ mod tests {
         assert!(
             !super::may_start(41, 42),
             "the parent was starting it when it forked"
-        );
-    }
-
-    #[test]
-    fn beside_runs_its_task_on_a_pool_thread_while_the_caller_runs_its_own() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        assert!(super::pool().is_some(), "the pool starts here");
-        let started = AtomicBool::new(false);
-        let caller = std::thread::current().id();
-        let (waited, there) = super::beside(
-            || {
-                // returns only once the task has started: the two overlap
-                let t = std::time::Instant::now();
-                while !started.load(Ordering::Acquire) {
-                    assert!(t.elapsed().as_secs() < 30, "the task never started");
-                    std::thread::yield_now();
-                }
-                std::thread::current().id()
-            },
-            || {
-                started.store(true, Ordering::Release);
-                std::thread::current().name().map(str::to_string)
-            },
-        )
-        .ok()
-        .expect("the pool is running");
-        assert_eq!(waited, caller);
-        let there = there.expect("the task ran");
-        assert!(there.is_some_and(|n| n.starts_with("hrr-chunks-")));
-        // a task that panics leaves the caller's result and the pool as they were
-        let (here, panicked) = super::beside(|| 7, || -> u8 { panic!("a task's panic") })
-            .ok()
-            .expect("the pool is running");
-        assert_eq!((here, panicked), (7, None));
-        assert_eq!(
-            super::map_chunks(&[1u8; 10], 4, 8, |c| c.len()),
-            vec![4, 4, 2]
         );
     }
 }

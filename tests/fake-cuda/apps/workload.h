@@ -202,11 +202,6 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
 
   if (g_opts.mode == MODE_LAUNCHES) { /* N launches of a kernel that does nothing */
     CUlibrary lib = setup_library();
-    /* FAKE_APP_PAUSE_US=U: U microseconds before the kernel's look-up and again between it
-     * and its first launch (what a program does meanwhile: capture's threads start, and ask
-     * for the argument layout). */
-    const char *pause = getenv("FAKE_APP_PAUSE_US");
-    if (pause) usleep((useconds_t)strtoul(pause, NULL, 10));
     CUkernel k;
     CK(g_cu.LibraryGetKernel(&k, lib, "idle"), "cuLibraryGetKernel");
     unsigned long long v = 0;
@@ -227,7 +222,6 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
       if (!g_cu.MemHostAlloc) usage();
       CK(g_cu.MemHostAlloc(&h, 1 << 20, 0x02 /* DEVICEMAP */), "cuMemHostAlloc");
     }
-    if (pause) usleep((useconds_t)strtoul(pause, NULL, 10));
     /* FAKE_APP_POLLUTE_KB=K: K KiB of other memory touched before each launch, as an
      * interpreter's work between a framework's launches evicts what the previous launch left in
      * the caches (the cost a launch's hook then pays in cache misses). */

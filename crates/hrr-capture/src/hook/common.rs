@@ -251,14 +251,15 @@ pub unsafe fn host_blob_alongside<E: ApiExport, R>(
 }
 
 /// `call()` on the calling thread while `store()` runs beside it: on a waiting thread of the
-/// hashing pool where it runs (`hrr_archive::beside`, a few microseconds to hand over), else on
+/// hashing pool where it runs (`super::offer::beside`, a few microseconds to hand over; on the
+/// calling thread after `call` when every pool thread is busy), else on
 /// a thread of its own (tens: started and joined), else before it; both done when it returns.
 /// `None` from a store that panicked.
-pub fn alongside<S: Send, R>(
+pub fn alongside<S: Send + 'static, R>(
     store: impl FnOnce() -> Option<S> + Send + Copy,
     call: impl FnOnce() -> R,
 ) -> (Option<S>, R) {
-    let (call, store) = match hrr_archive::beside(call, store) {
+    let (call, store) = match super::offer::beside(call, store) {
         Ok((r, stored)) => return (stored.flatten(), r),
         Err(back) => back,
     };

@@ -25,6 +25,7 @@ pub mod dlsym;
 pub mod forward;
 pub mod guard;
 pub mod launch;
+pub mod offer;
 pub mod pitched;
 pub mod profile;
 pub mod record;

@@ -44,11 +44,6 @@ pub fn record_written(
 #[inline]
 pub fn before(kind: Kind) {
     crate::api::cuda::hostmem::before(kind);
-    // argument layouts asked for in the background must not outlive their code (contexts
-    // going: `ctx_destroy`, `device_context_gone`)
-    if kind == Kind::Unload {
-        crate::api::cuda::state::quiesce_layout_queries();
-    }
     // Program code or host memory changes behind pending async D2H copies, without a
     // synchronisation: their results are recorded first (hook::results).
     if matches!(kind, Kind::HostFunc | Kind::GraphLaunch | Kind::HostMem) {

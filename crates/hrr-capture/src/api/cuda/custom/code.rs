@@ -187,7 +187,6 @@ unsafe fn looked_up<S: hrr_calls::Shape>(
         let (handle, name) = (out_addr(out), cstr(name));
         if r == 0 {
             define_kernel(handle, owner as u64, &name, library);
-            state::prefetch_layout(handle);
         }
         shape(handle, owner as u64, name)
     });
@@ -243,7 +242,6 @@ pub unsafe fn kernel_get_function(h: Export, a: args::KernelGetFunction, r: CUre
                         ..info
                     },
                 );
-                st.share_layout(k as u64, function);
             }
         });
         KernelGetFunction {

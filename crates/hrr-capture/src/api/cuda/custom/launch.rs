@@ -89,14 +89,14 @@ unsafe fn kernel_facts(f: u64, name: &mut String) -> (Option<ObjectId>, Option<P
         return facts;
     }
     bind_unseen_function(f as Handle);
-    let code = state::with(|st| {
+    let (code, layout) = state::with(|st| {
         name.clear();
-        st.kernels.get(&f).and_then(|k| {
+        let code = st.kernels.get(&f).and_then(|k| {
             name.push_str(&k.name);
             k.code
-        })
+        });
+        (code, st.param_layout(f))
     });
-    let layout = state::param_layout(f);
     LAUNCHED.with(|known| {
         let mut known = known.borrow_mut();
         // the slot's name buffer is reused: a loop alternating kernels allocates nothing

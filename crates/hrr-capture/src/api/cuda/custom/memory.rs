@@ -152,7 +152,6 @@ pub unsafe fn device_context_gone(h: Export, dev: c_int, call: impl Call) -> CUr
     crate::hook::results::settle_deferred();
     crate::api::cuda::digest::forget(None);
     hostmem::untrack_all();
-    crate::api::cuda::state::quiesce_layout_queries();
     let r = call();
     rec(h, r, |_| Device { device: dev });
     r
@@ -164,7 +163,6 @@ pub unsafe fn ctx_destroy(h: Export, a: args::CtxDestroy, call: impl Call) -> CU
     crate::hook::results::settle_deferred();
     crate::api::cuda::digest::forget(Some(ctx));
     hostmem::untrack_all();
-    crate::api::cuda::state::quiesce_layout_queries();
     let r = call();
     rec(h, r, |_| Ctx { ctx: ctx as u64 });
     r
