@@ -128,7 +128,7 @@ fn ours(started: &Option<(u32, rayon::ThreadPool)>) -> Option<&rayon::ThreadPool
     (*pid == std::process::id()).then_some(pool)
 }
 
-/// `f()` on a thread of the pool ([`pool`]) when one is free, where this process has the pool
+/// `f()` on a thread of the hashing pool (the threads of [`map_chunks`]) when one is free, where this process has the pool
 /// running already: returns whether it was handed over (else `f` is dropped unrun). A panic in
 /// `f` stays on the pool's side.
 pub fn later(f: impl FnOnce() + Send + 'static) -> bool {
@@ -141,7 +141,8 @@ pub fn later(f: impl FnOnce() + Send + 'static) -> bool {
     true
 }
 
-/// Threads of the pool ([`pool`]) where this process has it running (0: none).
+/// Threads of the hashing pool (those of [`map_chunks`]) where this process has it running (0:
+/// none).
 pub fn pool_threads() -> usize {
     POOL.get()
         .and_then(ours)
