@@ -6,7 +6,8 @@
 # SAMPLES_OUT is the OUT_DIR of a `scripts/cuda-samples.sh` run (its built samples under
 # work/<sample>/bin/); BIN_DIR holds hrr-capture and libhrr_capture.so. Each sample below runs
 # from its binary's folder plain, then under `hrr-capture -o`, alternated REPS times; for each
-# figure the medians of both and the median of the per-pair captured/plain ratios are printed,
+# figure the medians of both and the median of the per-pair captured/plain ratios are printed
+# (with the lowest and highest pair's ratio: these figures are noisy),
 # as "better" ratios (1.0: no cost; throughputs and iteration counts as captured/plain, times
 # as plain/captured), against the goals of issue 22: asyncAPI's overlap loop and
 # simpleMultiCopy's pinned bandwidth >= 0.5, simpleStreams' times >= 0.5 (captured <= 2x
@@ -91,7 +92,7 @@ import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]).readlines()[1:]]
 higher = {tuple(f.split("|")[:2]): f.split("|")[3] == "1" for f in sys.argv[2:]}
 base = any(r[2] == "baseline" for r in rows)
-print(f"{'sample':<36} {'figure':<24} {'plain':>10} {'captured':>10} {'ratio':>7}" + (f" {'baseline':>10} {'ratio':>7}" if base else ""))
+print(f"{'sample':<36} {'figure':<24} {'plain':>10} {'captured':>10} {'ratio':>7} {'pairs':>11}" + (f" {'baseline':>10} {'ratio':>7} {'pairs':>11}" if base else ""))
 for (k, fig), up in higher.items():
     def vals(mode):
         return {r[1]: float(r[4]) for r in rows if r[0] == k and r[3] == fig and r[2] == mode and r[4] != "NA"}
@@ -101,11 +102,12 @@ for (k, fig), up in higher.items():
         c = vals(mode)
         pairs = [(p[i], c[i]) for i in p if i in c and p[i] > 0 and c[i] > 0]
         if not pairs:
-            line += f" {'-':>10} {'-':>7}"
+            line += f" {'-':>10} {'-':>7} {'-':>11}"
             continue
-        ratio = statistics.median((b / a) if up else (a / b) for a, b in pairs)
-        line += f" {statistics.median(c.values()):>10.2f} {ratio:>7.3f}"
+        ratios = [(b / a) if up else (a / b) for a, b in pairs]
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        line += f" {statistics.median(c.values()):>10.2f} {statistics.median(ratios):>7.3f} {spread:>11}"
     print(line)
-print("ratio: captured/plain for throughputs and counts, plain/captured for times (1.0 = no cost); medians of pairs")
+print("ratio: captured/plain for throughputs and counts, plain/captured for times (1.0 = no cost); medians of pairs; pairs: the lowest and highest pair's ratio")
 PY
 cat "$OUT/samples-bench.txt"
