@@ -27,22 +27,25 @@ where
     }
     let task: Box<dyn FnOnce() -> B + Send + '_> = Box::new(there);
     // SAFETY: only the lifetime is erased. The task, and what it borrows, is run or dropped
-    // before this function returns: by the caller (`take_or_wait` takes it out of the offer),
-    // or by a pool thread while the caller waits for its result. A pool thread that comes to
-    // the offer later finds it taken and touches nothing of the task's.
+    // before this function returns or unwinds: by the caller (`take_or_wait` takes it out of
+    // the offer), or by a pool thread while the caller waits for its result. A pool thread that
+    // comes to the offer later finds it taken and touches nothing of the task's.
     let task: Box<dyn FnOnce() -> B + Send + 'static> = unsafe { std::mem::transmute(task) };
     let offer = Arc::new(Offer {
         stage: Mutex::new(Stage::Offered(task)),
         finished: Condvar::new(),
     });
     let taken_up = offer.clone();
-    if !hrr_archive::later(move || taken_up.run_if_offered()) {
-        // the pool went away meanwhile (a fork child's): the task runs here
-        let a = here();
-        return Ok((a, offer.take_or_wait()));
+    // not handed over (the pool went away meanwhile: a fork child's), it stays offered and
+    // runs on the caller below
+    let _ = hrr_archive::later(move || taken_up.run_if_offered());
+    // the task is settled before a panic of `here` unwinds past its borrows
+    let a = std::panic::catch_unwind(std::panic::AssertUnwindSafe(here));
+    let b = offer.take_or_wait();
+    match a {
+        Ok(a) => Ok((a, b)),
+        Err(panic) => std::panic::resume_unwind(panic),
     }
-    let a = here();
-    Ok((a, offer.take_or_wait()))
 }
 
 /// A task offered to the pool, and where it stands.
@@ -150,6 +153,29 @@ mod tests {
             .ok()
             .expect("the pool is running");
         assert_eq!((here, panicked), (7, None));
+
+        // the caller's part panics while a pool thread runs the task: the panic goes on only
+        // once the task is done with what it borrowed
+        let done = AtomicBool::new(false);
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let started = AtomicBool::new(false);
+            let _ = beside(
+                || {
+                    until("the task never started", || started.load(Ordering::Acquire));
+                    panic!("the caller's part panics")
+                },
+                || {
+                    started.store(true, Ordering::Release);
+                    std::thread::sleep(Duration::from_millis(100));
+                    done.store(true, Ordering::Release);
+                },
+            );
+        }));
+        assert!(unwound.is_err());
+        assert!(
+            done.load(Ordering::Acquire),
+            "unwound before the task was done"
+        );
 
         // every pool thread held (as by the hashing of a large upload): the caller runs it
         let hold = Duration::from_millis(1500);
