@@ -16,7 +16,9 @@
 # Environment: HRR_BENCH_REPS (3), HRR_BENCH_STEP_TIMEOUT (120 s per run),
 # HRR_BENCH_BASELINE=DIR (another build's hrr-capture and libhrr_capture.so: its captured runs
 # alternate with the others, and its ratios are printed beside), HRR_BENCH_ONLY=REGEX (only the
-# samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy').
+# samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy'). HRR_CAPTURE_PROFILE=1 passes
+# through to the captured runs: each OUT_DIR/<sample>.captured.<rep>.log then ends with capture's
+# profile (which calls added time, and the `slow` ones: where a stalled pair's time went).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
