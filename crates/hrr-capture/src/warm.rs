@@ -13,7 +13,7 @@ use std::ffi::c_void;
 /// `MADV_POPULATE_READ` (Linux 5.14; the libc crate may not name it).
 const MADV_POPULATE_READ: libc::c_int = 22;
 
-/// Map every page of this library's executable segment.
+/// Map every page of this library's executable segment (nothing where that fails).
 pub fn page_in_own_code() {
     let Some((start, len)) = own_code() else {
         return;
@@ -28,6 +28,11 @@ pub fn page_in_own_code() {
     // SAFETY: the range is this library's own mapped, readable code segment; populating only
     // maps its pages.
     if unsafe { libc::madvise(first as *mut c_void, end - first, MADV_POPULATE_READ) } == 0 {
+        return;
+    }
+    // only a kernel that does not know the advice gets the pages read (any other failure,
+    // a range not all mapped among them, leaves them to be mapped as they are run)
+    if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
         return;
     }
     let mut p = first;
