@@ -128,9 +128,9 @@ fn ours(started: &Option<(u32, rayon::ThreadPool)>) -> Option<&rayon::ThreadPool
     (*pid == std::process::id()).then_some(pool)
 }
 
-/// `f()` on a thread of the hashing pool (the threads of [`map_chunks`]) when one is free, where this process has the pool
-/// running already: returns whether it was handed over (else `f` is dropped unrun). A panic in
-/// `f` stays on the pool's side.
+/// `f()` on a thread of the hashing pool (the threads of [`map_chunks`]) when one is free,
+/// where this process has the pool running already: returns whether it was handed over (else
+/// `f` is dropped unrun). A panic in `f` stays on the pool's side.
 pub fn later(f: impl FnOnce() + Send + 'static) -> bool {
     let Some(pool) = POOL.get().and_then(ours) else {
         return false;
