@@ -72,6 +72,30 @@ static CUresult image_text(const void *image, const char **text, size_t *len) {
     memcpy(&hs, p + 6, 2);
     memcpy(&fs, p + 8, 8);
     if (hs < 16 || fs == 0 || fs > ((uint64_t)1 << 32)) return E_INVALID_IMAGE;
+    const unsigned char *e = p + hs, *end = p + hs + fs;
+    uint16_t kind, ever;
+    memcpy(&kind, e, 2);
+    memcpy(&ever, e + 2, 2);
+    if ((kind == 1 || kind == 2) && ever == 0x0101) {
+      /* entries {u16 kind, u16 0x0101, u32 header size, u64 payload size, ...} as nvcc writes
+       * them: the text is the first PTX (kind 1) entry's payload; ELF entries (kind 2) are
+       * skipped (they carry what capture reads of the code, `.nv.info.*`) */
+      while (e + 16 <= end) {
+        uint32_t eh;
+        uint64_t ps;
+        memcpy(&kind, e, 2);
+        memcpy(&eh, e + 4, 4);
+        memcpy(&ps, e + 8, 8);
+        if (eh < 16 || ps > (uint64_t)(end - e) - eh) return E_INVALID_IMAGE;
+        if (kind == 1) {
+          *text = (const char *)e + eh;
+          *len = (size_t)ps;
+          return E_SUCCESS;
+        }
+        e += eh + ps;
+      }
+      return E_INVALID_IMAGE;
+    }
     *text = (const char *)p + hs;
     *len = (size_t)fs;
     return E_SUCCESS;

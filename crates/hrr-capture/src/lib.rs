@@ -17,6 +17,7 @@
 pub mod api;
 pub mod blobq;
 pub mod crash;
+pub mod elf;
 pub mod fingerprint;
 pub mod hook;
 pub mod recorder;

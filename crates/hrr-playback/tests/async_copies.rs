@@ -595,3 +595,69 @@ fn a_stream_wait_lets_the_other_threads_go_on_under_multi_thread() {
     );
     assert!(!order(&[]), "one replay thread issues in recorded order");
 }
+
+/// A kernel's argument layout is read from the `.nv.info` records of the ELF entry its fatbin
+/// carries, so the driver is never asked (the profile says so), and the replay of what capture
+/// recorded with it passes. With `HRR_CAPTURE_CHECK_LAYOUTS=1` the driver is asked too: a
+/// layout that differs (the image declares axpy's last parameter 8 bytes, the driver 4) is
+/// reported, and the driver's answer is the one recorded, so that replay passes as well.
+#[test]
+fn argument_layouts_come_from_the_code_and_can_be_checked() {
+    // `copy_app cubin WRONG` captured with `env`: its archive (in a folder kept while the
+    // temporary lives), capture's stderr and the first launch's event.
+    let cubin = |wrong: &str, env: &[(&str, &str)]| {
+        let (tmp, arch) = temp_path("code.hrr");
+        let out = succeeded(fake().capture_env(&arch, "copy_app", &["cubin", wrong], env));
+        assert_contains(&String::from_utf8_lossy(&out.stdout), "cubin sum=13300.0");
+        let launch = first_named(&events_json(&arch), "cuLaunchKernel").clone();
+        assert_checks_exact(&fake().replay_ok(&arch, &[]), 1);
+        (
+            tmp,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            launch,
+        )
+    };
+
+    let (_tmp, err, _) = cubin(
+        "0",
+        &[
+            ("HRR_CAPTURE_PROFILE", "1"),
+            ("HRR_CAPTURE_LAYOUTS_FROM_CODE", "0"),
+        ],
+    );
+    assert_contains(
+        &err,
+        "capture's own: argument layouts asked of the driver: 1 (",
+    );
+    assert!(!err.contains("read from the code"), "{err}");
+    let (_tmp, err, launch) = cubin(
+        "0",
+        &[
+            ("HRR_CAPTURE_PROFILE", "1"),
+            ("HRR_CAPTURE_LAYOUTS_FROM_CODE", "1"),
+        ],
+    );
+    assert_contains(
+        &err,
+        "capture's own: argument layouts read from the code: 1\n",
+    );
+    assert!(!err.contains("asked of the driver"), "{err}");
+    assert_eq!(
+        launch["fields"]["arg_offsets"],
+        serde_json::json!([0, 8, 16, 24])
+    );
+
+    let (_tmp, err, launch) = cubin("1", &[("HRR_CAPTURE_CHECK_LAYOUTS", "1")]);
+    assert_contains(
+        &err,
+        "hrr-capture: argument layout of axpy read from its code [(0, 4), (8, 8), (16, 8), (24, 8)] differs from the driver's [(0, 4), (8, 8), (16, 8), (24, 4)]",
+    );
+    assert_contains(
+        &err,
+        "argument layouts read from the code and checked against the driver: 1, differing: 1",
+    );
+    assert_eq!(
+        launch["fields"]["arg_sizes"],
+        serde_json::json!([4, 8, 8, 4])
+    );
+}

@@ -30,6 +30,10 @@
  *                                      time), then a library load of a KIB fatbin (as the tensor-core
  *                                      GEMM samples load their module lazily after uploading their
  *                                      inputs); prints how long the load took (`load_us`)
+ *   copy_app cubin WRONG               a library whose fatbin holds the kernel's text (a PTX entry)
+ *                                      and an ELF entry declaring axpy's parameter layout in
+ *                                      `.nv.info.axpy` (WRONG 1: its last parameter declared 8
+ *                                      bytes, not 4); axpy launched 3 times, y printed as a sum
  *   copy_app killsync                  async H2D copies of three fresh 48 MiB buffers and a D2H,
  *                                      cuStreamSynchronize, then SIGKILL itself (what a sync must
  *                                      have made durable)
@@ -85,6 +89,7 @@ CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
 CUresult cuCtxDestroy_v2(CUcontext);
 CUresult cuLibraryLoadData(void **, const void *, void *, void *, unsigned, void *, void *, unsigned);
 CUresult cuLibraryGetKernel(void **, void *, const char *);
+CUresult cuLaunchKernel(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **);
 
 #define CHECK_PROG "copy_app"
 #include "check.h"
@@ -153,6 +158,70 @@ static void *waiting_second(void *arg) {
   return NULL;
 }
 
+/* Append `n` bytes to the buffer `b` of `*len` bytes (capacity known large enough). */
+static void put(unsigned char *b, size_t *len, const void *p, size_t n) {
+  memcpy(b + *len, p, n);
+  *len += n;
+}
+
+/* A minimal ELF64 cubin holding one section `.nv.info.axpy` whose attribute records declare
+ * axpy(float a, float *x, float *y, int n): offsets 0, 8, 16, 24, sizes 4, 8, 8 and `last`.
+ * Returns its length. */
+static size_t axpy_cubin(unsigned char *b, unsigned last) {
+  unsigned char info[128];
+  size_t il = 0;
+  const unsigned sizes[4] = {4, 8, 8, last}, offs[4] = {0, 8, 16, 24};
+  unsigned char hval[4] = {0x03, 0x19, 32, 0}; /* EIATTR_CBANK_PARAM_SIZE, an HVAL record */
+  put(info, &il, hval, 4);
+  for (int i = 3; i >= 0; i--) { /* EIATTR_KPARAM_INFO (SVAL, 12 bytes), last parameter first */
+    unsigned char rec[4] = {0x04, 0x17, 12, 0};
+    uint32_t index = 0, flags = (sizes[i] << 18) | 0x1f000;
+    uint16_t ordinal = (uint16_t)i, off = (uint16_t)offs[i];
+    put(info, &il, rec, 4);
+    put(info, &il, &index, 4);
+    put(info, &il, &ordinal, 2);
+    put(info, &il, &off, 2);
+    put(info, &il, &flags, 4);
+  }
+  static const char names[] = "\0.nv.info.axpy\0.shstrtab\0";
+  size_t len = 64;
+  memset(b, 0, 64);
+  memcpy(b, "\x7f" "ELF", 4);
+  b[4] = 2, b[5] = 1;
+  uint64_t info_at = len;
+  put(b, &len, info, il);
+  uint64_t names_at = len;
+  put(b, &len, names, sizeof names);
+  while (len % 8) b[len++] = 0;
+  uint64_t shoff = len;
+  uint16_t shentsize = 64, shnum = 3, shstrndx = 2;
+  memcpy(b + 0x28, &shoff, 8);
+  memcpy(b + 0x3a, &shentsize, 2);
+  memcpy(b + 0x3c, &shnum, 2);
+  memcpy(b + 0x3e, &shstrndx, 2);
+  unsigned char sh[64] = {0};
+  put(b, &len, sh, 64); /* section 0 */
+  uint32_t name = 1, type = 0x70000000; /* SHT_LOPROC, as .nv.info sections are */
+  uint64_t size = il;
+  memcpy(sh, &name, 4), memcpy(sh + 4, &type, 4), memcpy(sh + 0x18, &info_at, 8), memcpy(sh + 0x20, &size, 8);
+  put(b, &len, sh, 64);
+  name = 15, type = 3, size = sizeof names; /* .shstrtab, SHT_STRTAB */
+  memcpy(sh, &name, 4), memcpy(sh + 4, &type, 4), memcpy(sh + 0x18, &names_at, 8), memcpy(sh + 0x20, &size, 8);
+  put(b, &len, sh, 64);
+  return len;
+}
+
+/* A fatbin entry header {u16 kind, u16 0x0101, u32 64, u64 payload size, 48 more bytes} and
+ * its payload. */
+static void fat_entry(unsigned char *b, size_t *len, uint16_t kind, const void *payload, uint64_t n) {
+  unsigned char h[64] = {0};
+  uint16_t version = 0x0101;
+  uint32_t hs = 64;
+  memcpy(h, &kind, 2), memcpy(h + 2, &version, 2), memcpy(h + 4, &hs, 4), memcpy(h + 8, &n, 8);
+  put(b, len, h, 64);
+  put(b, len, payload, n);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   int dev;
@@ -215,6 +284,38 @@ int main(int argc, char **argv) {
     double t = now_s() - t0;
     CK(cuLibraryGetKernel(&k, lib, "idle"));
     printf("load uploaded_mib=%zu image_kib=%zu load_us=%.1f\n", total >> 20, kib, t * 1e6);
+    return 0;
+  }
+  if (!strcmp(mode, "cubin") && argc == 3) {
+    static unsigned char fb[8192], cubin[2048];
+    static const char text[] = ".entry axpy\n";
+    size_t clen = axpy_cubin(cubin, atoi(argv[2]) ? 8 : 4), len = 16;
+    fat_entry(fb, &len, 1, text, sizeof text);
+    fat_entry(fb, &len, 2, cubin, clen);
+    unsigned magic = 0xBA55ED50u;
+    unsigned short version = 1, header = 16;
+    unsigned long long size = len - 16;
+    memcpy(fb, &magic, 4), memcpy(fb + 4, &version, 2), memcpy(fb + 6, &header, 2), memcpy(fb + 8, &size, 8);
+    struct { int magic, version; const void *data; void *unused; } wrapper = {0x466243B1, 1, fb, NULL};
+    void *lib, *k;
+    CK(cuLibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0));
+    CK(cuLibraryGetKernel(&k, lib, "axpy"));
+    enum { NX = 1024 };
+    static float hx[NX], hy[NX];
+    for (int i = 0; i < NX; i++) hx[i] = (float)(i % 5), hy[i] = 1.0f;
+    CUdeviceptr x, y;
+    CK(cuMemAlloc_v2(&x, sizeof hx));
+    CK(cuMemAlloc_v2(&y, sizeof hy));
+    CK(cuMemcpyHtoD_v2(x, hx, sizeof hx));
+    CK(cuMemcpyHtoD_v2(y, hy, sizeof hy));
+    float a = 2.0f;
+    int n = NX;
+    void *params[] = {&a, &x, &y, &n};
+    for (int i = 0; i < 3; i++) CK(cuLaunchKernel(k, NX / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
+    CK(cuMemcpyDtoH_v2(hy, y, sizeof hy));
+    double sum = 0;
+    for (int i = 0; i < NX; i++) sum += hy[i];
+    printf("cubin sum=%.1f\n", sum);
     return 0;
   }
   if (!strcmp(mode, "overlap") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "any")))) {

@@ -315,6 +315,40 @@ pub struct Work {
 /// first launch: cudaTensorCoreGemm's, inside the sample's timed region, 11-18 us on an H100).
 pub static LAYOUT_QUERIES: Work = Work::new("argument layouts asked of the driver");
 
+/// Argument layouts read from the code (`api::cuda::param_info`) without asking the driver.
+pub static LAYOUTS_FROM_CODE: AtomicU64 = AtomicU64::new(0);
+/// With [`check_layouts`]: layouts read from the code and checked against the driver's.
+pub static LAYOUTS_CHECKED: AtomicU64 = AtomicU64::new(0);
+/// Of those, the ones that differed (each reported on standard error when found).
+pub static LAYOUTS_DIFFERING: AtomicU64 = AtomicU64::new(0);
+
+/// Is `HRR_CAPTURE_CHECK_LAYOUTS` set (to anything but `0` or empty)? Then every layout read
+/// from the code is checked against the driver's answer, which is the one used, and the count
+/// is written to standard error at exit.
+pub fn check_layouts() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| flag("HRR_CAPTURE_CHECK_LAYOUTS").unwrap_or(false))
+}
+
+/// Are argument layouts read from the code (`api::cuda::param_info`)? `HRR_CAPTURE_LAYOUTS_FROM_CODE`
+/// (`1` or `0`) decides, else [`LAYOUTS_FROM_CODE_DEFAULT`]; [`check_layouts`] reads them too.
+pub fn layouts_from_code() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        flag("HRR_CAPTURE_LAYOUTS_FROM_CODE").unwrap_or(LAYOUTS_FROM_CODE_DEFAULT)
+            || check_layouts()
+    })
+}
+
+/// Whether layouts are read from the code unless `HRR_CAPTURE_LAYOUTS_FROM_CODE` says.
+pub const LAYOUTS_FROM_CODE_DEFAULT: bool = false;
+
+/// A boolean variable: `None` unset or empty, `false` for `0`, else `true`.
+fn flag(name: &str) -> Option<bool> {
+    let v = std::env::var_os(name).filter(|v| !v.is_empty())?;
+    Some(v != "0")
+}
+
 impl Work {
     const fn new(what: &'static str) -> Work {
         Work {
@@ -345,10 +379,14 @@ impl Work {
     }
 }
 
-/// At exit, with profiling on: write the table to standard error.
+/// At exit, with profiling on: write the table to standard error (and, with
+/// [`check_layouts`], the check's count).
 pub fn report() {
     static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if STATE.load(Ordering::Relaxed) == ON && !REPORTED.swap(true, Ordering::AcqRel) {
+    if REPORTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if STATE.load(Ordering::Relaxed) == ON {
         let rows = rows();
         if !rows.is_empty() {
             eprint!("{}", render(&rows, 25));
@@ -356,6 +394,17 @@ pub fn report() {
         if let Some(l) = LAYOUT_QUERIES.line() {
             eprint!("{l}");
         }
+        let from_code = LAYOUTS_FROM_CODE.load(Ordering::Relaxed);
+        if from_code > 0 {
+            eprintln!("  capture's own: argument layouts read from the code: {from_code}");
+        }
+    }
+    if check_layouts() {
+        eprintln!(
+            "hrr-capture: argument layouts read from the code and checked against the driver: {}, differing: {}",
+            LAYOUTS_CHECKED.load(Ordering::Relaxed),
+            LAYOUTS_DIFFERING.load(Ordering::Relaxed)
+        );
     }
 }
 

@@ -9,6 +9,7 @@ pub mod freecheck;
 pub mod hostmem;
 pub mod image;
 pub mod loader;
+pub mod param_info;
 pub mod proc_address;
 pub mod state;
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use hrr_archive::ObjectId;
 
 use super::loader::driver_fn;
+use crate::hook::profile;
 
 /// `CUDA_ERROR_INVALID_VALUE`.
 const CUDA_ERROR_INVALID_VALUE: c_int = 1;
@@ -43,7 +44,7 @@ pub struct HostRegion {
 /// Node handle → the host regions its copies touch (a child-graph node: all of its child's).
 pub type NodeRegions = HandleMap<Vec<HostRegion>>;
 
-/// A kernel's parameters as (offset, size), from the driver.
+/// A kernel's parameters as (offset, size), from its code or the driver.
 pub type ParamLayout = Arc<[(u32, u32)]>;
 
 /// The CUDA capture state of this process.
@@ -54,6 +55,8 @@ pub struct State {
     /// Function or kernel handle → what it is.
     pub kernels: HandleMap<KernelInfo>,
     layouts: HandleMap<Option<ParamLayout>>,
+    /// Code object → the parameter layouts its code declares ([`super::param_info`]).
+    pub code_layouts: std::collections::HashMap<ObjectId, Arc<super::param_info::Layouts>>,
     /// Streams currently in stream capture ([`State::begin_capture`], [`any_capturing`]).
     capturing: HandleSet,
     /// Streams capturing into a graph of the program's (`cuStreamBeginCaptureToGraph`) → it.
@@ -130,21 +133,43 @@ impl State {
         self.modules.get(&module).copied().flatten()
     }
 
-    /// Parameter layout `(offset, size)` of a function or kernel handle, from the driver.
+    /// Parameter layout `(offset, size)` of a function or kernel handle: from its code where
+    /// the code declares it ([`super::param_info`]), else from the driver. With
+    /// `HRR_CAPTURE_CHECK_LAYOUTS=1` the driver is asked anyway, its answer taken, and a
+    /// difference reported on standard error.
     pub fn param_layout(&mut self, handle: u64) -> Option<ParamLayout> {
         if let Some(l) = self.layouts.get(&handle) {
             return l.clone();
         }
-        let is_kernel = self
-            .kernels
-            .get(&handle)
-            .is_some_and(|k| k.is_library_kernel);
+        let info = self.kernels.get(&handle);
+        let from_code = info.and_then(|k| self.code_layouts.get(&k.code?)?.get(&k.name).cloned());
+        let check = profile::check_layouts();
+        if let (Some(l), false) = (&from_code, check) {
+            profile::LAYOUTS_FROM_CODE.fetch_add(1, Ordering::Relaxed);
+            self.layouts.insert(handle, Some(l.clone()));
+            return from_code;
+        }
+        let is_kernel = info.is_some_and(|k| k.is_library_kernel);
         let order: [&CStr; 2] = if is_kernel {
             [c"cuKernelGetParamInfo", c"cuFuncGetParamInfo"]
         } else {
             [c"cuFuncGetParamInfo", c"cuKernelGetParamInfo"]
         };
-        let layout = crate::hook::profile::LAYOUT_QUERIES.time(|| query_layout(handle, order));
+        let layout = profile::LAYOUT_QUERIES.time(|| query_layout(handle, order));
+        if let (Some(code), true) = (&from_code, check) {
+            profile::LAYOUTS_CHECKED.fetch_add(1, Ordering::Relaxed);
+            if layout.as_ref() != Some(code) {
+                profile::LAYOUTS_DIFFERING.fetch_add(1, Ordering::Relaxed);
+                let name = info.map_or("?", |k| k.name.as_str());
+                let driver = layout
+                    .as_deref()
+                    .map_or("none".into(), |l| format!("{l:?}"));
+                eprintln!(
+                    "hrr-capture: argument layout of {name} read from its code {:?} differs from the driver's {driver}",
+                    &**code
+                );
+            }
+        }
         self.layouts.insert(handle, layout.clone());
         layout
     }

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use super::msgpack::{self, Value};
+use crate::elf::{u16_at, u32_at, u64_at};
 
 /// Magic of the wrapper `__hipRegisterFatBinary` receives.
 pub const HIPF_MAGIC: u32 = 0x4849_5046;
@@ -28,6 +29,8 @@ pub const HIPF_MAGIC: u32 = 0x4849_5046;
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
 /// Magic of a compressed offload bundle.
 pub const CCOB_MAGIC: &[u8; 4] = b"CCOB";
+/// Program header type of a note segment.
+const PT_NOTE: u32 = 4;
 /// ELF note type of the AMDGPU code object metadata.
 pub const NT_AMDGPU_METADATA: u32 = 32;
 /// Largest image accepted (a sanity bound against garbage).
@@ -110,22 +113,6 @@ impl Entry<'_> {
     pub fn is_amdgcn(&self) -> bool {
         self.triple.contains("amdgcn-amd-amdhsa")
     }
-}
-
-fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(off..off.checked_add(2)?)?.try_into().ok()?,
-    ))
-}
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(off..off.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-fn u64_at(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        b.get(off..off.checked_add(8)?)?.try_into().ok()?,
-    ))
 }
 
 /// Entries of the offload bundle `b` (which may be followed by unrelated bytes).
@@ -253,46 +240,23 @@ pub fn decompress_bundle(image: &[u8]) -> Result<Vec<u8>, Error> {
 
 /// The description of the `NT_AMDGPU_METADATA` note of an ELF code object, if it has one.
 pub fn elf_metadata_note(elf: &[u8]) -> Result<Option<&[u8]>, Error> {
-    if !elf.starts_with(b"\x7fELF") {
-        return err("not an ELF file");
-    }
-    if elf.get(4) != Some(&2) || elf.get(5) != Some(&1) {
-        return err("not a 64-bit little-endian ELF file");
-    }
-    let bad = || Error("ELF headers are truncated".into());
-    let shoff = u64_at(elf, 0x28).ok_or_else(bad)? as usize;
-    let shentsize = u16_at(elf, 0x3a).ok_or_else(bad)? as usize;
-    let shnum = u16_at(elf, 0x3c).ok_or_else(bad)? as usize;
-    let phoff = u64_at(elf, 0x20).ok_or_else(bad)? as usize;
-    let phentsize = u16_at(elf, 0x36).ok_or_else(bad)? as usize;
-    let phnum = u16_at(elf, 0x38).ok_or_else(bad)? as usize;
     // Note ranges: SHT_NOTE sections, else PT_NOTE segments.
-    let mut ranges = Vec::new();
-    for i in 0..shnum {
-        let sh = shoff.saturating_add(i.saturating_mul(shentsize));
-        if u32_at(elf, sh + 4) == Some(7) {
-            ranges.push((
-                u64_at(elf, sh + 0x18).ok_or_else(bad)?,
-                u64_at(elf, sh + 0x20).ok_or_else(bad)?,
-            ));
+    let mut notes: Vec<&[u8]> = crate::elf::sections(elf)
+        .map_err(Error)?
+        .into_iter()
+        .filter(|s| s.kind == crate::elf::SHT_NOTE)
+        .map(|s| s.data)
+        .collect();
+    if notes.is_empty() {
+        for (off, size) in crate::elf::segments(elf, PT_NOTE).map_err(Error)? {
+            notes.push(
+                off.checked_add(size)
+                    .and_then(|end| elf.get(off as usize..end as usize))
+                    .ok_or_else(|| Error("ELF note lies outside the file".into()))?,
+            );
         }
     }
-    if ranges.is_empty() {
-        for i in 0..phnum {
-            let ph = phoff.saturating_add(i.saturating_mul(phentsize));
-            if u32_at(elf, ph) == Some(4) {
-                ranges.push((
-                    u64_at(elf, ph + 0x08).ok_or_else(bad)?,
-                    u64_at(elf, ph + 0x20).ok_or_else(bad)?,
-                ));
-            }
-        }
-    }
-    for (off, size) in ranges {
-        let notes = off
-            .checked_add(size)
-            .and_then(|end| elf.get(off as usize..end as usize))
-            .ok_or_else(|| Error("ELF note lies outside the file".into()))?;
+    for notes in notes {
         let mut p = 0usize;
         while p + 12 <= notes.len() {
             let namesz = u32_at(notes, p).unwrap_or(0) as usize;

@@ -16,6 +16,7 @@ use super::rec;
 use crate::api::cuda::calls::real_fn;
 use crate::api::cuda::calls::Export;
 use crate::api::cuda::loader::driver_fn;
+use crate::api::cuda::param_info;
 use crate::api::cuda::state::{self, KernelInfo};
 use crate::api::cuda::API;
 use crate::hook::args::{cstr, file_at, out_addr};
@@ -45,31 +46,49 @@ unsafe fn load_image(
         None
     };
     let Some(img) = img else {
-        return load(h, m, None, library, call);
+        return load(h, m, Stored::default(), library, call);
     };
     // SAFETY: `identify` measured the image there; the driver only reads it meanwhile.
     let bytes = std::slice::from_raw_parts(img.ptr, img.len);
-    let store = move || recorder::put_code(&API, bytes, img.kind);
+    let store = move || Some(Stored::new(bytes, img.kind));
     if bytes.len() < STORE_BESIDE_MIN {
-        return load(h, m, store(), library, call);
+        return load(h, m, Stored::new(bytes, img.kind), library, call);
     }
-    let (code, r) = crate::hook::common::alongside(store, call);
-    record_load(h, m, code, library, r)
+    let (stored, r) = crate::hook::common::alongside(store, call);
+    record_load(h, m, stored.unwrap_or_default(), library, r)
 }
 
-/// Store the image file at `fname` as a code object.
-unsafe fn store_image_file(fname: *const c_char) -> Option<ObjectId> {
-    if !recorder::active() {
-        return None;
+/// An image stored as a code object, with the parameter layouts its code declares.
+#[derive(Default)]
+struct Stored {
+    code: Option<ObjectId>,
+    layouts: param_info::Layouts,
+}
+
+impl Stored {
+    fn new(bytes: &[u8], kind: CodeKind) -> Stored {
+        let code = recorder::put_code(&API, bytes, kind);
+        let layouts = match code {
+            Some(_) if crate::hook::profile::layouts_from_code() => {
+                param_info::layouts(bytes, kind)
+            }
+            _ => Default::default(),
+        };
+        Stored { code, layouts }
     }
-    let mut bytes = file_at(fname)?;
+}
+
+/// Store the image file at `fname` as a code object (with its declared layouts).
+unsafe fn store_image_file(fname: *const c_char) -> Stored {
+    if !recorder::active() {
+        return Stored::default();
+    }
+    let Some(mut bytes) = file_at(fname) else {
+        return Stored::default();
+    };
     let kind = match bytes.get(..4) {
         Some([0x7f, b'E', b'L', b'F']) => CodeKind::Cubin,
-        Some(m)
-            if u32::from_le_bytes(m.try_into().ok()?) == crate::api::cuda::image::FATBIN_MAGIC =>
-        {
-            CodeKind::Fatbin
-        }
+        Some(m) if m == crate::api::cuda::image::FATBIN_MAGIC.to_le_bytes() => CodeKind::Fatbin,
         _ => {
             if bytes.last() != Some(&0) {
                 bytes.push(0);
@@ -77,7 +96,7 @@ unsafe fn store_image_file(fname: *const c_char) -> Option<ObjectId> {
             CodeKind::Ptx
         }
     };
-    recorder::put_code(&API, &bytes, kind)
+    Stored::new(&bytes, kind)
 }
 
 /// Make a module or library load (`call`) of `code` (stored before it) and record that it
@@ -85,23 +104,31 @@ unsafe fn store_image_file(fname: *const c_char) -> Option<ObjectId> {
 unsafe fn load(
     h: Export,
     m: *mut Handle,
-    code: Option<ObjectId>,
+    code: Stored,
     library: bool,
     call: impl Call,
 ) -> CUresult {
     record_load(h, m, code, library, call())
 }
 
-/// Record that a module or library load of `code` returned `r` and produced `*m`.
+/// Record that a module or library load of `stored` returned `r` and produced `*m`.
 unsafe fn record_load(
     h: Export,
     m: *mut Handle,
-    code: Option<ObjectId>,
+    stored: Stored,
     library: bool,
     r: CUresult,
 ) -> CUresult {
     let handle = out_addr(m);
-    let remember = || state::with(|st| st.modules.insert(handle, code));
+    let Stored { code, layouts } = stored;
+    let remember = move || {
+        state::with(|st| {
+            st.modules.insert(handle, code);
+            if let (Some(id), false) = (code, layouts.is_empty()) {
+                st.code_layouts.entry(id).or_insert_with(|| layouts.into());
+            }
+        })
+    };
     if library {
         rec(h, r, |_| {
             remember();
