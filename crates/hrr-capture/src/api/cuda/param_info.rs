@@ -5,23 +5,25 @@
 //! Where they are: each kernel of a cubin (an ELF file) has a section `.nv.info.<name>` of
 //! attribute records `{u8 format, u8 attribute, u16 value-or-size}`, followed, for the format
 //! `EIFMT_SVAL` (4), by `size` bytes. Attribute `EIATTR_KPARAM_INFO` (0x17) describes one
-//! parameter in 12 bytes: `u32` index, `u16` ordinal, `u16` offset in the parameter buffer and a
-//! `u32` whose bits 18-31 are its size in bytes. A fat binary (`0xBA55ED50`) holds entries
-//! `{u16 kind, u16, u32 header_size, u64 payload_size, ...}`; kind 2 is an ELF cubin. Entries
-//! stored compressed (their payload does not start with the ELF magic) and PTX are not read:
-//! their kernels' layouts are asked of the driver as before.
+//! parameter in 12 bytes: `u32` index, `u16` ordinal, `u16` offset in the parameter buffer
+//! and a `u32` whose bits 18-31 are its size in bytes. Kernels whose parameters pass 4 KiB
+//! (CUDA 12.1 and later) have `EIATTR_KPARAM_INFO_V2` (0x45) records instead: the same index,
+//! ordinal and offset, then a `u16` size in bytes and a `u16` of attributes. A fat binary
+//! (`0xBA55ED50`) holds entries `{u16 kind, u16, u32 header_size, u64 payload_size, ...}`;
+//! kind 2 is an ELF cubin. Entries stored compressed (their payload does not start with the
+//! ELF magic) and PTX are not read: their kernels' layouts are asked of the driver as before.
 //!
 //! Only a complete layout is taken: ordinals 0..n each once, none empty, offsets rising in
-//! ordinal order without overlap, the whole inside the 32,764 bytes a launch may pass. Anything else (a format this reader does not
-//! know, a damaged record, a kernel without parameters) leaves that kernel to the driver.
+//! ordinal order without overlap, the whole inside the 32,764 bytes a launch may pass.
+//! Anything else (a format this reader does not know, a damaged record, a kernel without
+//! parameters) leaves that kernel to the driver.
 //! `HRR_CAPTURE_CHECK_LAYOUTS=1` asks the driver anyway and reports every difference
 //! ([`crate::api::cuda::state`]).
 //!
 //! Off by default (`HRR_CAPTURE_LAYOUTS_FROM_CODE=1` turns it on, `hook::profile`): the records
 //! are NVIDIA's, undocumented; the reading matches the cubins of nvcc (CUDA 12) and Triton
 //! (the test below), but the check against the driver has not yet run over real programs on
-//! a GPU. Newer toolchains may write `EIATTR_KPARAM_INFO_V2` (0x45) instead, whose encoding
-//! is not confirmed here: not read, so those kernels are asked of the driver.
+//! a GPU; the V2 records are read as public decoders describe them, not yet seen here.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,6 +40,8 @@ pub type Layouts = HashMap<String, Arc<[(u32, u32)]>>;
 const EIFMT_SVAL: u8 = 4;
 /// `EIATTR_KPARAM_INFO`.
 const EIATTR_KPARAM_INFO: u8 = 0x17;
+/// `EIATTR_KPARAM_INFO_V2` (parameters past 4 KiB).
+const EIATTR_KPARAM_INFO_V2: u8 = 0x45;
 /// Bytes of parameters a launch may pass (CUDA 12.1 and later).
 const MAX_PARAM_BYTES: u32 = 32_764;
 /// Fat binary entry kind of an ELF cubin.
@@ -139,13 +143,16 @@ fn kernel_layout(info: &[u8]) -> Option<Vec<(u32, u32)>> {
             EIFMT_SVAL => {
                 let data = info.get(p..p.checked_add(value as usize)?)?;
                 p += value as usize;
-                if attr == EIATTR_KPARAM_INFO {
+                if attr == EIATTR_KPARAM_INFO || attr == EIATTR_KPARAM_INFO_V2 {
                     if data.len() < 12 {
                         return None;
                     }
                     let ordinal = u16_at(data, 4)?;
                     let offset = u16_at(data, 6)? as u32;
-                    let size = u32_at(data, 8)? >> 18;
+                    let size = match attr {
+                        EIATTR_KPARAM_INFO => u32_at(data, 8)? >> 18,
+                        _ => u16_at(data, 8)? as u32,
+                    };
                     params.push((ordinal, offset, size));
                 }
             }
@@ -292,6 +299,24 @@ mod tests {
                 Some(&[(0, 4), (8, 8), (16, 8), (24, 8), (32, 4)][..])
             );
         }
+    }
+
+    #[test]
+    fn reads_the_records_of_parameters_past_4_kib() {
+        // kernel(struct { int v[2000]; } big, float *out): 8,000 bytes, then a pointer.
+        let record = |ordinal: u16, offset: u16, size: u16, attrs: u16| {
+            let mut r = vec![EIFMT_SVAL, EIATTR_KPARAM_INFO_V2, 12, 0, 0, 0, 0, 0];
+            for v in [ordinal, offset, size, attrs] {
+                r.extend_from_slice(&v.to_le_bytes());
+            }
+            r
+        };
+        let mut info = record(1, 8000, 8, 0x0500);
+        info.extend(record(0, 0, 8000, 0));
+        assert_eq!(
+            kernel_layout(&info).as_deref(),
+            Some(&[(0, 8000), (8000, 8)][..])
+        );
     }
 
     #[test]
