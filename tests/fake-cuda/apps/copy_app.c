@@ -158,6 +158,21 @@ static void *waiting_second(void *arg) {
   return NULL;
 }
 
+/* Load, as a library through cudart's fatbin wrapper, the fatbin whose `payload` bytes follow
+ * the 16 bytes at `fb` that this writes: {magic, version 1, header size 16, payload size}.
+ * `*seconds`: how long the load call took. */
+static void *load_fatbin(unsigned char *fb, unsigned long long payload, double *seconds) {
+  unsigned magic = 0xBA55ED50u;
+  unsigned short version = 1, header = 16;
+  memcpy(fb, &magic, 4), memcpy(fb + 4, &version, 2), memcpy(fb + 6, &header, 2), memcpy(fb + 8, &payload, 8);
+  struct { int magic, version; const void *data; void *unused; } wrapper = {0x466243B1, 1, fb, NULL};
+  void *lib;
+  double t0 = now_s();
+  CK(cuLibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0));
+  *seconds = now_s() - t0;
+  return lib;
+}
+
 /* Append `n` bytes to the buffer `b` of `*len` bytes (capacity known large enough). */
 static void put(unsigned char *b, size_t *len, const void *p, size_t n) {
   memcpy(b + *len, p, n);
@@ -270,18 +285,8 @@ int main(int argc, char **argv) {
       text[k + m - 1] = '\n';
     }
     text[plen - 1] = 0;
-    unsigned magic = 0xBA55ED50u;
-    unsigned short version = 1, header = 16;
-    unsigned long long size = fat;
-    memcpy(fb, &magic, 4);
-    memcpy(fb + 4, &version, 2);
-    memcpy(fb + 6, &header, 2);
-    memcpy(fb + 8, &size, 8);
-    struct { int magic, version; const void *data; void *unused; } wrapper = {0x466243B1, 1, fb, NULL};
-    void *lib, *k;
-    double t0 = now_s();
-    CK(cuLibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0));
-    double t = now_s() - t0;
+    double t;
+    void *lib = load_fatbin(fb, fat, &t), *k;
     CK(cuLibraryGetKernel(&k, lib, "idle"));
     printf("load uploaded_mib=%zu image_kib=%zu load_us=%.1f\n", total >> 20, kib, t * 1e6);
     return 0;
@@ -292,13 +297,8 @@ int main(int argc, char **argv) {
     size_t clen = axpy_cubin(cubin, atoi(argv[2]) ? 8 : 4), len = 16;
     fat_entry(fb, &len, 1, text, sizeof text);
     fat_entry(fb, &len, 2, cubin, clen);
-    unsigned magic = 0xBA55ED50u;
-    unsigned short version = 1, header = 16;
-    unsigned long long size = len - 16;
-    memcpy(fb, &magic, 4), memcpy(fb + 4, &version, 2), memcpy(fb + 6, &header, 2), memcpy(fb + 8, &size, 8);
-    struct { int magic, version; const void *data; void *unused; } wrapper = {0x466243B1, 1, fb, NULL};
-    void *lib, *k;
-    CK(cuLibraryLoadData(&lib, &wrapper, NULL, NULL, 0, NULL, NULL, 0));
+    double t;
+    void *lib = load_fatbin(fb, len - 16, &t), *k;
     CK(cuLibraryGetKernel(&k, lib, "axpy"));
     enum { NX = 1024 };
     static float hx[NX], hy[NX];
