@@ -84,7 +84,7 @@ pub fn enabled() -> bool {
 
 #[cold]
 fn decide() -> bool {
-    let on = std::env::var_os("HRR_CAPTURE_PROFILE").is_some_and(|v| !v.is_empty() && v != "0");
+    let on = flag("HRR_CAPTURE_PROFILE").unwrap_or(false);
     STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
     on
 }

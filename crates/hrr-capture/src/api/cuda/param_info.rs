@@ -46,7 +46,7 @@ const EIATTR_KPARAM_INFO_V2: u8 = 0x45;
 const MAX_PARAM_BYTES: u32 = 32_764;
 /// Fat binary entry kind of an ELF cubin.
 const FATBIN_ELF: u16 = 2;
-/// Most fat binary entries read (a bound against garbage).
+/// Most ELF entries taken from one image (a bound against garbage).
 const MAX_ENTRIES: usize = 4096;
 
 /// The parameter layouts the image declares, by kernel name (empty where it declares none
