@@ -13,7 +13,8 @@
 # OUT_DIR/check-layouts.txt gives the processes, the layouts checked, the differing ones (each
 # kernel named), and the layouts checked by sample. Exit 1 when a layout differs or when none
 # was checked (a check of nothing has not passed), 0 otherwise, and 0 with a SKIP line
-# without a GPU. HRR_SAMPLES_LIST=FILE passes `--samples-list FILE` to cuda-samples.sh.
+# without a GPU. HRR_SAMPLES_LIST=FILE passes `--samples-list FILE` to cuda-samples.sh,
+# HRR_SAMPLES_JOBS=N its `-j N` (samples at a time).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$root/scripts/lib/gpu.sh"
@@ -24,6 +25,7 @@ skip_without_gpu check-layouts "$report"
 export HRR_CAPTURE_CHECK_LAYOUTS=1
 list=()
 [ -z "${HRR_SAMPLES_LIST:-}" ] || list=(--samples-list "$HRR_SAMPLES_LIST")
+[ -z "${HRR_SAMPLES_JOBS:-}" ] || list+=(-j "$HRR_SAMPLES_JOBS")
 echo "[check-layouts] CUDA samples (scripts/cuda-samples.sh)"
 bash "$root/scripts/cuda-samples.sh" "${list[@]}" "$SAMPLES" "$BIN" "$OUT/corpus" \
     >"$OUT/corpus.log" 2>&1 || echo "[check-layouts] cuda-samples.sh failed (corpus.log): its logs are counted all the same"
