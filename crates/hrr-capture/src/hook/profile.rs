@@ -341,7 +341,7 @@ pub fn layouts_from_code() -> bool {
 }
 
 /// Whether layouts are read from the code unless `HRR_CAPTURE_LAYOUTS_FROM_CODE` says.
-pub const LAYOUTS_FROM_CODE_DEFAULT: bool = false;
+pub const LAYOUTS_FROM_CODE_DEFAULT: bool = true;
 
 /// A boolean variable: `None` unset or empty, `false` for `0`, else `true`.
 fn flag(name: &str) -> Option<bool> {
