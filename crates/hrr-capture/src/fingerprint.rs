@@ -141,7 +141,9 @@ fn seen<R>(f: impl FnOnce(&mut HashMap<(usize, usize), Seen>) -> R) -> R {
 /// changed, take BLAKE3 only; the next takes BLAKE3 and the whole fingerprint; later ones
 /// of the same bytes, the fingerprints only.
 pub fn blob_id(bytes: &[u8]) -> ObjectId {
-    blob_id_with(bytes, ObjectId::of)
+    blob_id_with(bytes, |b| {
+        crate::hook::profile::BLOB_HASHES.time(|| ObjectId::of(b))
+    })
 }
 
 /// [`blob_id`] with `hash` as the content address (tests count its calls).
@@ -153,7 +155,7 @@ fn blob_id_with(bytes: &[u8], hash: impl Fn(&[u8]) -> ObjectId) -> ObjectId {
     let key = (bytes.as_ptr() as usize, bytes.len());
     let sample = sample(bytes);
     let last = seen(|m| m.get(&key).copied()).filter(|s| s.sample == sample);
-    let whole = last.map(|_| whole(bytes));
+    let whole = last.map(|_| crate::hook::profile::BLOB_FINGERPRINTS.time(|| whole(bytes)));
     if let Some(s) = last.filter(|s| s.whole.is_some() && s.whole == whole) {
         return s.id;
     }

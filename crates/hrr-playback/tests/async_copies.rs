@@ -125,6 +125,44 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
     panic!("the capture waited for the copies: {outs:?}");
 }
 
+/// With `HRR_CAPTURE_PROFILE=1`, capture's profile times the work async copies leave it: one
+/// record per `hrrMemcpyResult` and per `hrrMemcpySource` event, and the synchronisations that
+/// waited for them, so that where a synchronisation's added time goes can be told.
+#[test]
+fn the_profile_times_async_results_and_the_waits_for_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("profiled.hrr");
+    let out = succeeded(fake().capture_env(
+        &arch,
+        "copy_app",
+        &["overlap", "3", "4"],
+        &[("FAKE_CUDA_ASYNC_GBPS", "5"), ("HRR_CAPTURE_PROFILE", "1")],
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let events = events_json(&arch);
+    let count = |line: &str| -> usize {
+        let l = err
+            .lines()
+            .find(|l| l.contains(line))
+            .unwrap_or_else(|| panic!("no `{line}` line: {err}"));
+        // `  capture's own: WHAT: N (T us)`
+        let n = l
+            .rsplit(": ")
+            .next()
+            .and_then(|r| r.split_whitespace().next());
+        n.and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no count in `{l}`"))
+    };
+    let results = all_named(&events, "hrrMemcpyResult").len();
+    assert!(results >= 1, "no async result recorded");
+    assert_eq!(count("capture's own: async D2H results recorded:"), results);
+    let sources = all_named(&events, "hrrMemcpySource").len();
+    if sources > 0 {
+        assert_eq!(count("capture's own: async H2D sources recorded:"), sources);
+    }
+    assert!(count("capture's own: synchronisations waiting for results:") >= 1);
+}
+
 /// A buffer uploaded again from the same address is stored once per content: the same bytes
 /// again take the last store's blob (capture skips their BLAKE3, `fingerprint.rs`), and bytes
 /// changed anywhere, between the pieces capture samples too, make a new blob. Replay puts each

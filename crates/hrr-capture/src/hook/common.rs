@@ -67,6 +67,10 @@ struct PendingResult<E> {
 
 /// Store the bytes an async D2H copy left at `p.dst`; record its result event.
 unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
+    super::profile::RESULTS_RECORDED.time(|| record_result_now(p))
+}
+
+unsafe fn record_result_now<E: ApiExport>(p: &PendingResult<E>) {
     let d2h_blob = host_blob(p.result, p.dst, p.n);
     rec(p.result, 0, |_| CopyResult {
         copy: p.copy,
@@ -189,14 +193,16 @@ pub unsafe fn source_later<E: ApiExport>(
     let (at, stream) = (src as usize, stream as u64);
     let job = results::Job::new(Box::new(move || {
         recorder::recording_result(|| {
-            let h2d_blob = host_blob(source, at as *const c_void, n);
-            rec(source, 0, |_| CopySource {
-                copy,
-                src: at as u64,
-                bytes: n as u64,
-                stream,
-                h2d_blob,
-            });
+            super::profile::SOURCES_RECORDED.time(|| {
+                let h2d_blob = host_blob(source, at as *const c_void, n);
+                rec(source, 0, |_| CopySource {
+                    copy,
+                    src: at as u64,
+                    bytes: n as u64,
+                    stream,
+                    h2d_blob,
+                });
+            })
         })
     }));
     results::hand_over(id, job);

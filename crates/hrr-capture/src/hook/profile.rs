@@ -315,6 +315,23 @@ pub struct Work {
 /// first launch: cudaTensorCoreGemm's, inside the sample's timed region, 11-18 us on an H100).
 pub static LAYOUT_QUERIES: Work = Work::new("argument layouts asked of the driver");
 
+/// Async D2H results recorded (`hook::common::record_result`: their content address, a
+/// fingerprint when the same buffer held the same bytes before, and their store), on
+/// whichever thread records them.
+pub static RESULTS_RECORDED: Work = Work::new("async D2H results recorded");
+
+/// Async H2D sources read after their call returned (`hook::common::source_later`).
+pub static SOURCES_RECORDED: Work = Work::new("async H2D sources recorded");
+
+/// Content addresses (BLAKE3) of buffers about to be stored (`crate::fingerprint::blob_id`),
+/// and the fingerprints that spare them when a buffer holds what it held before.
+pub static BLOB_HASHES: Work = Work::new("content addresses hashed");
+pub static BLOB_FINGERPRINTS: Work = Work::new("buffers fingerprinted as seen before");
+
+/// Synchronisations' waits for the results their completion made visible
+/// (`hook::results::wait_recorded`, records made on the waiting thread included).
+pub static RESULT_WAITS: Work = Work::new("synchronisations waiting for results");
+
 /// Argument layouts read from the code (`api::cuda::param_info`) without asking the driver.
 pub static LAYOUTS_FROM_CODE: AtomicU64 = AtomicU64::new(0);
 /// With [`check_layouts`]: layouts read from the code and checked against the driver's.
@@ -391,8 +408,17 @@ pub fn report() {
         if !rows.is_empty() {
             eprint!("{}", render(&rows, 25));
         }
-        if let Some(l) = LAYOUT_QUERIES.line() {
-            eprint!("{l}");
+        for work in [
+            &LAYOUT_QUERIES,
+            &RESULTS_RECORDED,
+            &SOURCES_RECORDED,
+            &BLOB_HASHES,
+            &BLOB_FINGERPRINTS,
+            &RESULT_WAITS,
+        ] {
+            if let Some(l) = work.line() {
+                eprint!("{l}");
+            }
         }
         let from_code = LAYOUTS_FROM_CODE.load(Ordering::Relaxed);
         if from_code > 0 {

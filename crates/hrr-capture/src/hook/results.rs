@@ -509,6 +509,10 @@ fn claim_where(hits: impl Fn(&Pending) -> bool, stage: Stage) {
 /// After a synchronisation: wait until every result handed to the recorder thread so far is
 /// recorded (30 s at most, should the archive's disk stall).
 pub fn wait_recorded() {
+    super::profile::RESULT_WAITS.time(wait_recorded_now)
+}
+
+fn wait_recorded_now() {
     own();
     fire_completed(true);
     if HANDED.load(Ordering::Acquire) == 0 {
