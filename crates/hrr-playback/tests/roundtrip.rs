@@ -138,9 +138,11 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
     assert_contains(&replay_mismatching_at(&dir, ev), "first at offset 5");
 }
 
-/// `driver_app` captured with every blocking D2H result recorded as digests
+/// `driver_app` captured with every D2H result recorded as digests
 /// (`HRR_CAPTURE_DIGEST_MIN=1`): the folder (kept alive), its process folder, the blocking
-/// copies with their digests (async results stay whole: checked here too).
+/// copies and the async results (`hrrMemcpyResult`, digested by the kernel capture enqueues
+/// behind their copies, or whole where the host took over) with their digests; any other
+/// stored result must be whole.
 /// With `env` besides (the fake's kernel made wrong); capture's stderr last.
 fn captured_as_digests(
     env: &[(&str, &str)],
@@ -163,7 +165,8 @@ fn captured_as_digests(
             let stored = std::fs::read(blob_path(&dir, &id)).unwrap();
             let n = e["fields"]["bytes"].as_u64().unwrap() as usize;
             let d = hrr_archive::digest::ResultDigest::of_blob(&stored, n);
-            if e["name"] != "cuMemcpyDtoH_v2" {
+            let digested_here = e["name"] == "hrrMemcpyResult" && d.is_some();
+            if e["name"] != "cuMemcpyDtoH_v2" && !digested_here {
                 assert!(d.is_none() && stored.len() == n, "{e}");
                 return None;
             }
@@ -185,6 +188,11 @@ fn results_recorded_as_digests_replay_with_the_same_checks() {
     let (_tmp, dir, results, stderr) = captured_as_digests(&[]);
     assert!(!stderr.contains("GPU digests"), "{stderr}");
     assert!(results.len() >= 2, "{}", results.len());
+    // the async results among them, digested behind their copies
+    assert!(
+        results.iter().any(|(e, _)| e["name"] == "hrrMemcpyResult"),
+        "no async result recorded as digests"
+    );
     let (code, out, err) = replay(&dir, &[]);
     assert_eq!(code, 0, "{out}{err}");
     assert_checks_exact(&out, 6);
@@ -240,6 +248,24 @@ fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() 
         .find(|(e, _)| e["name"] == "cuMemcpyDtoH_v2")
         .unwrap();
     // The stored digest of the first chunk, altered: what a different result would give.
+    flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 24, 0x01);
+    let out = replay_mismatching_at(&dir, ev);
+    let chunks = d.chunks.len();
+    assert_contains(
+        &out,
+        &format!("1 of {chunks} chunks of 64 KiB differ from the recorded digests, the first at offset 0"),
+    );
+}
+
+/// An async result recorded as the digests capture's kernel took behind its copy: a digest
+/// altered in the archive is a MISMATCH at that result's event, as a blocking one's is.
+#[test]
+fn an_async_result_differing_from_its_digest_behind_the_copy_is_a_mismatch() {
+    let (_tmp, dir, results, _) = captured_as_digests(&[]);
+    let (ev, d) = results
+        .iter()
+        .find(|(e, _)| e["name"] == "hrrMemcpyResult")
+        .expect("an async result recorded as digests");
     flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 24, 0x01);
     let out = replay_mismatching_at(&dir, ev);
     let chunks = d.chunks.len();

@@ -63,15 +63,45 @@ struct PendingResult<E> {
     /// Its destination region's write count as its copy's submission left it
     /// (`hostmem::Recorded::Async`).
     writes: Option<(u64, u64)>,
+    /// Its digests, taken on the device by work enqueued behind the copy (`None`: its bytes
+    /// are stored).
+    digests: Option<Box<dyn DigestsBehind>>,
 }
 
-/// Store the bytes an async D2H copy left at `p.dst`; record its result event.
-unsafe fn record_result<E: ApiExport>(p: &PendingResult<E>) {
+/// The chunk digests of a large async D2H result ([`hrr_archive::digest`]), taken on the device
+/// by work the API enqueued on the copy's stream right behind the copy, so that the host need
+/// not read the result (CUDA: `api::cuda::digest::behind`). Dropped only once the copy's stream
+/// has passed that work (a result is freed after its copy completed).
+pub trait DigestsBehind: Send {
+    /// The digests, once the copy's stream passed the work that takes them; `first`: the
+    /// result's first chunk as the host holds it, to check the device's against. `None`: the
+    /// host takes the result itself.
+    ///
+    /// # Safety
+    /// The copy and the work behind it completed.
+    unsafe fn take(self: Box<Self>, first: &[u8]) -> Option<Vec<[u8; 16]>>;
+}
+
+/// Store the result an async D2H copy left at `p.dst` (its digests where the device took them,
+/// else its bytes); record its result event.
+unsafe fn record_result<E: ApiExport>(p: &mut PendingResult<E>) {
     super::profile::RESULTS_RECORDED.time(|| record_result_now(p))
 }
 
-unsafe fn record_result_now<E: ApiExport>(p: &PendingResult<E>) {
-    let d2h_blob = host_blob(p.result, p.dst, p.n);
+unsafe fn record_result_now<E: ApiExport>(p: &mut PendingResult<E>) {
+    let digests = p.digests.take().and_then(|d| {
+        let first =
+            std::slice::from_raw_parts(p.dst as *const u8, p.n.min(hrr_archive::digest::CHUNK));
+        d.take(first)
+    });
+    let d2h_blob = match digests {
+        Some(chunks) => {
+            // (no pieces of an earlier buffer are handed to the tracker as this one's)
+            crate::fingerprint::forget_recent();
+            recorder::put_digests(E::api(), p.n, chunks)
+        }
+        None => host_blob(p.result, p.dst, p.n),
+    };
     rec(p.result, 0, |_| CopyResult {
         copy: p.copy,
         dst: p.dst as u64,
@@ -91,12 +121,12 @@ unsafe fn record_result_now<E: ApiExport>(p: &PendingResult<E>) {
 /// here ([`super::results`]).
 unsafe extern "C" fn d2h_completed<E: ApiExport>(data: *mut c_void) {
     // SAFETY: `data` is the box `result_at_completion` leaked, handed to this function once.
-    let p = Box::from_raw(data as *mut PendingResult<E>);
+    let mut p = Box::from_raw(data as *mut PendingResult<E>);
     let id = p.pending;
     // SAFETY: the destination stays the copy's until the result is recorded (module docs of
     // `results`: synchronisations, later copies there and frees wait for it).
     let job = results::Job::new(Box::new(move || {
-        recorder::recording_result(|| record_result(&p))
+        recorder::recording_result(|| record_result(&mut p))
     }));
     results::hand_over(id, job);
 }
@@ -124,13 +154,15 @@ const EVENT_DISABLE_TIMING: c_uint = 2;
 /// `events`, once a synchronisation finds an event recorded behind the copy complete
 /// ([`results::Deferred`]: the stream does not wait for the host), else by a host function
 /// enqueued behind it with `launch`. Where neither can be set up, `sync` waits for the stream
-/// (true: done) and the result is recorded at once.
+/// (true: done) and the result is recorded at once. `digests`: its digests, taken by work the
+/// API already enqueued behind the copy ([`DigestsBehind`]).
 pub unsafe fn result_at_completion<E: ApiExport>(
     result: E,
     copy: u64,
     (dst, n): (*mut c_void, usize),
     stream: *mut c_void,
     (launch, events): (Option<LaunchHostFn>, Option<EventOps>),
+    digests: Option<Box<dyn DigestsBehind>>,
     sync: impl FnOnce() -> bool,
 ) {
     let p = Box::into_raw(Box::new(PendingResult {
@@ -141,6 +173,7 @@ pub unsafe fn result_at_completion<E: ApiExport>(
         n,
         stream,
         writes: crate::api::cuda::hostmem::copy_writes(),
+        digests,
     }));
     let id = (*p).pending;
     if let Some(ops) = events.filter(|_| launch.is_some()) {
@@ -166,9 +199,9 @@ pub unsafe fn result_at_completion<E: ApiExport>(
     };
     if !launched {
         // SAFETY: not handed to the driver: still ours.
-        let p = Box::from_raw(p);
+        let mut p = Box::from_raw(p);
         if sync() {
-            record_result(&p);
+            record_result(&mut p);
         }
         results::done(p.pending);
     }

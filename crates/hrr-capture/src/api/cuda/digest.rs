@@ -123,6 +123,9 @@ struct Loaded {
     checked: bool,
     /// Whether fingerprints were.
     fingerprints_checked: bool,
+    /// Mapped pinned buffers for async results' digests ([`behind`]) no result holds now: host
+    /// address, device address, bytes.
+    spare: Vec<(Ptr, u64, usize)>,
 }
 
 /// A context's state: loaded, or digests taken by the host.
@@ -175,15 +178,7 @@ unsafe fn taken_on_device(
         return None;
     }
     let f = fns()?;
-    let mut ctx: Ptr = std::ptr::null_mut();
-    let mut id = 0u64;
-    if (f.ctx_get_current)(&mut ctx) != 0
-        || ctx.is_null()
-        || (f.ctx_get_id)(ctx, &mut id) != 0
-        || !in_this_context(f, src, ctx)
-    {
-        return None;
-    }
+    let id = context_holding(f, src)?;
     let _relaxed = Relaxed::enter(f);
     let mut map = contexts();
     let slot = map.entry(id).or_insert_with(|| load(f));
@@ -206,6 +201,130 @@ unsafe fn taken_on_device(
     ));
     *slot = Slot::Off;
     None
+}
+
+/// The unique id of the current context, when it holds `src` itself ([`in_this_context`]).
+unsafe fn context_holding(f: &Fns, src: u64) -> Option<u64> {
+    let mut ctx: Ptr = std::ptr::null_mut();
+    let mut id = 0u64;
+    let ok = (f.ctx_get_current)(&mut ctx) == 0
+        && !ctx.is_null()
+        && (f.ctx_get_id)(ctx, &mut id) == 0
+        && in_this_context(f, src, ctx);
+    ok.then_some(id)
+}
+
+/// Right after an async D2H copy of `n` bytes from `src` was enqueued on `stream` (not being
+/// captured into a graph): the kernel enqueued behind it on the same stream, so that it reads
+/// what the copy read, writing the result's chunk digests into mapped pinned memory the
+/// result holds until recorded; the host then reads 16 bytes per 64 KiB instead of the
+/// result (simpleMultiCopy's loops synchronise behind a 16 MiB download each time). For
+/// results of [`crate::recorder::digest_min`] bytes or more (as blocking ones), under the
+/// conditions of the [module docs](self); `None`: the host takes the result's bytes. The
+/// program's stream runs one more kernel (~10 us for 16 MiB on an H100).
+///
+/// # Safety
+/// Called on the thread whose current context enqueued the copy, right after it was.
+pub unsafe fn behind(
+    src: u64,
+    n: usize,
+    stream: Ptr,
+) -> Option<Box<dyn crate::hook::common::DigestsBehind>> {
+    if (n as u64) < crate::recorder::digest_min()
+        || hrr_archive::digest::ResultDigest::stored_len(n) == n
+        || !n.is_multiple_of(8)
+        || !src.is_multiple_of(8)
+    {
+        return None;
+    }
+    let f = fns()?;
+    let ctx = context_holding(f, src)?;
+    let chunks = n.div_ceil(CHUNK);
+    let grid = c_uint::try_from(chunks).ok()?;
+    let _relaxed = Relaxed::enter(f);
+    let mut map = contexts();
+    let Slot::Ready(gpu) = map.entry(ctx).or_insert_with(|| load(f)) else {
+        return None;
+    };
+    let bytes = chunks * 16;
+    let buffer = match gpu.spare.iter().position(|b| b.2 >= bytes) {
+        Some(i) => gpu.spare.swap_remove(i),
+        None => {
+            let cap = bytes.next_power_of_two();
+            let (mut host, mut dev) = (std::ptr::null_mut(), 0u64);
+            if (f.host_alloc)(&mut host, cap, DEVICEMAP) != 0 {
+                return None;
+            }
+            if (f.host_device_pointer)(&mut dev, host, 0) != 0 {
+                return None; // (the buffer is left to the context)
+            }
+            (host, dev, cap)
+        }
+    };
+    if !launch(
+        f,
+        gpu.function,
+        grid,
+        [src, (n / 8) as u64, buffer.1],
+        stream,
+    ) {
+        gpu.spare.push(buffer);
+        return None;
+    }
+    Some(Box::new(Behind {
+        ctx,
+        buffer,
+        chunks,
+    }))
+}
+
+/// The digests [`behind`] has the GPU write: the context, the buffer (host address, device
+/// address, bytes), the chunks.
+struct Behind {
+    ctx: u64,
+    buffer: (Ptr, u64, usize),
+    chunks: usize,
+}
+
+// SAFETY: the buffer is the driver's mapped memory, readable from any thread; the context map's
+// lock orders its reuse.
+unsafe impl Send for Behind {}
+
+impl crate::hook::common::DigestsBehind for Behind {
+    unsafe fn take(self: Box<Self>, first: &[u8]) -> Option<Vec<[u8; 16]>> {
+        // (the map's lock, a local, is released before `self`, a parameter, is dropped and
+        // gives its buffer back to the context)
+        let mut map = contexts();
+        // (a context gone took its buffers with it: the host reads the result)
+        let slot = map.get_mut(&self.ctx)?;
+        let Slot::Ready(gpu) = slot else {
+            return None;
+        };
+        let bytes = std::slice::from_raw_parts(self.buffer.0 as *const u8, self.chunks * 16);
+        let digests: Vec<[u8; 16]> = bytes
+            .chunks_exact(16)
+            .map(|d| <[u8; 16]>::try_from(d).expect("16"))
+            .collect();
+        if gpu.checked || digests[0] == chunk_digest(first) {
+            gpu.checked = true;
+            return Some(digests);
+        }
+        crate::recorder::notice(
+            "GPU digests of D2H results disagree with the host's in this context; the host \
+             takes them",
+        );
+        *slot = Slot::Off;
+        None
+    }
+}
+
+impl Drop for Behind {
+    fn drop(&mut self) {
+        // (the copy's stream passed the kernel: the buffer is free for another result)
+        if let Some(Slot::Ready(gpu)) = contexts().get_mut(&self.ctx) {
+            gpu.spare.push(self.buffer);
+        }
+    }
 }
 
 /// The tracker's fingerprints of the chunks of host-visible memory the copy of `host.len()`
@@ -339,6 +458,7 @@ unsafe fn load(f: &Fns) -> Slot {
         out: (out, out_dev),
         checked: false,
         fingerprints_checked: false,
+        spare: Vec::new(),
     })
 }
 
@@ -398,6 +518,18 @@ unsafe fn fingerprints(
     Ok(parts)
 }
 
+/// Launch `function` with three 8-byte parameters on `stream`, `grid` blocks of [`THREADS`]:
+/// whether the driver took it.
+unsafe fn launch(f: &Fns, function: Ptr, grid: c_uint, mut args: [u64; 3], stream: Ptr) -> bool {
+    let mut params: [Ptr; 3] = [
+        &mut args[0] as *mut u64 as Ptr,
+        &mut args[1] as *mut u64 as Ptr,
+        &mut args[2] as *mut u64 as Ptr,
+    ];
+    let (p, null) = (params.as_mut_ptr(), std::ptr::null_mut());
+    (f.launch)(function, grid, 1, 1, THREADS, 1, 1, 0, stream, p, null) == 0
+}
+
 /// Launch `function` with three 8-byte parameters on capture's stream, `grid` blocks of
 /// [`THREADS`], and wait for it (at most [`WAIT`]).
 unsafe fn launch_and_wait(
@@ -405,15 +537,9 @@ unsafe fn launch_and_wait(
     gpu: &Loaded,
     function: Ptr,
     grid: c_uint,
-    mut args: [u64; 3],
+    args: [u64; 3],
 ) -> Result<(), &'static str> {
-    let mut params: [Ptr; 3] = [
-        &mut args[0] as *mut u64 as Ptr,
-        &mut args[1] as *mut u64 as Ptr,
-        &mut args[2] as *mut u64 as Ptr,
-    ];
-    let (p, null) = (params.as_mut_ptr(), std::ptr::null_mut());
-    if (f.launch)(function, grid, 1, 1, THREADS, 1, 1, 0, gpu.stream, p, null) != 0 {
+    if !launch(f, function, grid, args, gpu.stream) {
         return Err("failed");
     }
     let until = std::time::Instant::now() + WAIT;

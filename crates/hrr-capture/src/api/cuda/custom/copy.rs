@@ -193,20 +193,34 @@ pub(super) unsafe fn sync_stream(h: Export, stream: Handle) -> CUresult {
 /// when it completes (see the module docs). A copy into pageable memory has completed when the
 /// call returns (CUDA's API synchronisation rules), and the program may reuse that memory at
 /// once (a stack variable, say): its result is recorded now, not by a host function later.
-unsafe fn result_at_completion(h: Export, copy: u64, dst: *mut c_void, n: usize, stream: Handle) {
+/// A large result into memory the driver knows has its digests taken on the GPU behind the
+/// copy (`api::cuda::digest::behind`), so that the host need not read it.
+unsafe fn result_at_completion(
+    h: Export,
+    copy: u64,
+    (dst, src, n): (*mut c_void, u64, usize),
+    stream: Handle,
+) {
     let pageable = is_pageable(dst as u64);
     if !pageable {
         crate::api::cuda::hostmem::async_copy();
     }
+    let stream = effective_stream(h, stream);
+    let digests = if pageable {
+        None
+    } else {
+        crate::api::cuda::digest::behind(src, n, stream)
+    };
     crate::hook::common::result_at_completion(
         Export::hrrMemcpyResult,
         copy,
         (dst, n),
-        effective_stream(h, stream),
+        stream,
         (
             real_fn::<LaunchHostFn>(Export::cuLaunchHostFunc).filter(|_| !pageable),
             event_ops(),
         ),
+        digests,
         || pageable || sync_stream(h, stream) == 0,
     );
 }
@@ -239,7 +253,7 @@ pub unsafe fn memcpy_dtoh_async(h: Export, a: args::MemcpyDtoHAsync, call: impl 
     let (r, seq) = memcpy_dtoh_async_event(h, (dst, a.src, n), stream, call, |_| None);
     if let Some(copy) = seq.filter(|_| r == 0) {
         if !note_captured_copy(h, stream, (dst as u64, n as u64), true) {
-            result_at_completion(h, copy, dst, n, stream);
+            result_at_completion(h, copy, (dst, a.src, n), stream);
         }
     }
     r
@@ -315,7 +329,7 @@ unsafe fn generic_copy(
                 && dir == direction::D2H
                 && !note_captured_copy(h, s, (dst, n as u64), true) =>
         {
-            result_at_completion(h, copy, dst as *mut c_void, n, s)
+            result_at_completion(h, copy, (dst as *mut c_void, src, n), s)
         }
         (Some(s), Some(copy)) if r == 0 && later => {
             source_later(h, copy, (src as *const c_void, n), s)

@@ -121,6 +121,7 @@ unsafe fn result_later(copy: u64, dst: Ptr, n: usize, stream: Handle) {
         (dst, n),
         stream,
         (real_fn::<LaunchHostFn>(Export::hipLaunchHostFunc), None),
+        None,
         || sync_stream(stream) == 0,
     );
 }
