@@ -3,7 +3,11 @@
 //! large result the context copies back, launched after the program's blocking copy returned,
 //! on a stream of capture's own, writing the digests into mapped pinned memory. A 64 MiB
 //! result takes ~40 µs there (H100) against milliseconds on the host, so a loop copying back
-//! 64 MiB per repetition no longer waits for the host to read every byte.
+//! 64 MiB per repetition no longer waits for the host to read every byte. A large async result
+//! ([`behind`]) has the same kernel enqueued on the copy's own stream right behind the copy,
+//! writing into a mapped buffer the pending result holds; its digests are read when the result
+//! is recorded (the synchronisation that made it visible), so that synchronisation does not
+//! read the result on the host.
 //!
 //! Only where the kernel can read what the copy read, and without disturbing the program: the
 //! source is device memory of the current context itself (not managed memory, whose pages the
