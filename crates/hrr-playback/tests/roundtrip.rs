@@ -139,9 +139,10 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
 }
 
 /// `driver_app` captured with every D2H result recorded as digests
-/// (`HRR_CAPTURE_DIGEST_MIN=1`): the folder (kept alive), its process folder, the blocking
-/// copies and the async results (`hrrMemcpyResult`, digested by the kernel capture enqueues
-/// behind their copies, or whole where the host took over) with their digests; any other
+/// (`HRR_CAPTURE_DIGEST_MIN=1`, `HRR_CAPTURE_ASYNC_DIGESTS=1`): the folder (kept alive), its
+/// process folder, the blocking copies and the async results (`hrrMemcpyResult`, digested by
+/// the kernel capture enqueues behind their copies, or whole where the host took over) with
+/// their digests; any other
 /// stored result must be whole.
 /// With `env` besides (the fake's kernel made wrong); capture's stderr last.
 fn captured_as_digests(
@@ -153,7 +154,11 @@ fn captured_as_digests(
     String,
 ) {
     let (tmp, arch) = temp_path("run.hrr");
-    let env = [&[("HRR_CAPTURE_DIGEST_MIN", "1")], env].concat();
+    let digests = [
+        ("HRR_CAPTURE_DIGEST_MIN", "1"),
+        ("HRR_CAPTURE_ASYNC_DIGESTS", "1"),
+    ];
+    let env = [&digests[..], env].concat();
     let o = fake().capture_env(&arch, "driver_app", &[], &env);
     assert!(o.status.success(), "{o:?}");
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -255,6 +260,30 @@ fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() 
         &out,
         &format!("1 of {chunks} chunks of 64 KiB differ from the recorded digests, the first at offset 0"),
     );
+}
+
+/// Unless `HRR_CAPTURE_ASYNC_DIGESTS=1`, no kernel is enqueued behind an async copy: its
+/// result is stored whole, whatever the digest size, and replay checks its bytes.
+#[test]
+fn async_results_stay_whole_unless_asked_to_be_digested_behind_their_copies() {
+    let (_tmp, arch) = temp_path("run.hrr");
+    let env = [("HRR_CAPTURE_DIGEST_MIN", "1")];
+    let o = fake().capture_env(&arch, "driver_app", &[], &env);
+    assert!(o.status.success(), "{o:?}");
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert!(!results.is_empty(), "no async result");
+    for e in results {
+        let stored = std::fs::read(blob_path(&dir, e["fields"]["d2h_blob"].as_str().unwrap()));
+        assert_eq!(
+            stored.unwrap().len() as u64,
+            e["fields"]["bytes"].as_u64().unwrap(),
+            "{e}"
+        );
+    }
+    let (code, out, err) = replay(&dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
 }
 
 /// An async result recorded as the digests capture's kernel took behind its copy: a digest

@@ -360,6 +360,18 @@ pub fn layouts_from_code() -> bool {
 /// Whether layouts are read from the code unless `HRR_CAPTURE_LAYOUTS_FROM_CODE` says.
 pub const LAYOUTS_FROM_CODE_DEFAULT: bool = true;
 
+/// Are large async D2H results digested by a kernel enqueued behind their copy
+/// (`api::cuda::digest::behind`)? `HRR_CAPTURE_ASYNC_DIGESTS` (`1` or `0`) decides, else
+/// [`ASYNC_DIGESTS_DEFAULT`].
+pub fn async_digests() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| flag("HRR_CAPTURE_ASYNC_DIGESTS").unwrap_or(ASYNC_DIGESTS_DEFAULT))
+}
+
+/// Off until a GPU run has checked it: the kernel behind the copy runs on the program's own
+/// stream, which only the fake driver's tests have exercised so far.
+pub const ASYNC_DIGESTS_DEFAULT: bool = false;
+
 /// A boolean variable: `None` unset or empty, `false` for `0`, else `true`.
 fn flag(name: &str) -> Option<bool> {
     let v = std::env::var_os(name).filter(|v| !v.is_empty())?;

@@ -3,7 +3,8 @@
 //! large result the context copies back, launched after the program's blocking copy returned,
 //! on a stream of capture's own, writing the digests into mapped pinned memory. A 64 MiB
 //! result takes ~40 µs there (H100) against milliseconds on the host, so a loop copying back
-//! 64 MiB per repetition no longer waits for the host to read every byte. A large async result
+//! 64 MiB per repetition no longer waits for the host to read every byte. With
+//! `HRR_CAPTURE_ASYNC_DIGESTS=1` (off by default until a GPU run checks it), a large async result
 //! ([`behind`]) has the same kernel enqueued on the copy's own stream right behind the copy,
 //! writing into a mapped buffer the pending result holds; its digests are read when the result
 //! is recorded (the synchronisation that made it visible), so that synchronisation does not
@@ -225,7 +226,8 @@ unsafe fn context_holding(f: &Fns, src: u64) -> Option<u64> {
 /// result (simpleMultiCopy's loops synchronise behind a 16 MiB download each time). For
 /// results of [`crate::recorder::digest_min`] bytes or more (as blocking ones), under the
 /// conditions of the [module docs](self); `None`: the host takes the result's bytes. The
-/// program's stream runs one more kernel (~10 us for 16 MiB on an H100).
+/// program's stream runs one more kernel (~10 us for 16 MiB on an H100). Off unless
+/// `HRR_CAPTURE_ASYNC_DIGESTS=1` (`crate::hook::profile::async_digests`): not yet run on a GPU.
 ///
 /// # Safety
 /// Called on the thread whose current context enqueued the copy, right after it was.
@@ -234,7 +236,8 @@ pub unsafe fn behind(
     n: usize,
     stream: Ptr,
 ) -> Option<Box<dyn crate::hook::common::DigestsBehind>> {
-    if (n as u64) < crate::recorder::digest_min()
+    if !crate::hook::profile::async_digests()
+        || (n as u64) < crate::recorder::digest_min()
         || hrr_archive::digest::ResultDigest::stored_len(n) == n
         || !n.is_multiple_of(8)
         || !src.is_multiple_of(8)
