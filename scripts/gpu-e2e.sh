@@ -43,7 +43,7 @@
 #   HRR_E2E_STEP_TIMEOUT  seconds per step (default 300)
 #   HRR_E2E_WORKLOADS     space-separated subset of: driver_api driver_api_ptx
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
-#                         triton_add tiny_launches async_copies cupy_fft cupy_rand
+#                         triton_add tiny_launches async_copies async_digests cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
 #                         graph_conditional copies2d tma hostmem limits ipc torch_ipc torch_graph torch_compile
 #                         threads (replayed with --multi-thread)
@@ -210,6 +210,10 @@ add_wl torch_compile triton "gemm triton" "CUBLAS_WORKSPACE_CONFIG=:4096:8" \
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
 # Async copies: D2H results recorded when the copies complete (hrrMemcpyResult), 64 MiB blobs.
 add_wl async_copies async_copies "fill_kernel increment_kernel" "" "$B/async_copies" 3
+# The same with the 64 MiB async results digested on the GPU behind their copies
+# (HRR_CAPTURE_ASYNC_DIGESTS=1, off by default): replay must check them by digest.
+add_wl async_digests async_copies "fill_kernel increment_kernel" "HRR_CAPTURE_ASYNC_DIGESTS=1" \
+    "$B/async_copies" 3
 # The math libraries' own kernels (cuFFT reaches its functions through a private export table).
 add_wl cupy_fft cupy "fft" "" "$PY" "$root/tests/gpu/libs.py" cupy_fft
 add_wl cupy_rand cupy "rand|generate|normal" "" "$PY" "$root/tests/gpu/libs.py" cupy_rand
@@ -486,6 +490,13 @@ if [ $plain_only = 0 ]; then
             fail_note "$name: replay passed with 0 D2H checks: it compared nothing (see $d/replay.out)"
         elif [ $LAST_RC = 0 ] && grep -qE '\[HRR\] (PASS|All [0-9]+ processes)' "$d/replay.out" "$d/replay.err"; then
             R_REPLAY[$name]=PASS
+            # (async results digested behind their copies: some must be checked by digest, and
+            # capture must not have given the GPU's digests up)
+            if [ "$name" = async_digests ] && { ! grep -qE ', [1-9][0-9]* by digest' "$d/replay.out" ||
+                grep -q 'GPU digests' "$d/capture.err" 2>/dev/null; }; then
+                R_REPLAY[$name]=PASS-NO-DIGESTS
+                fail_note "$name: no result checked by digest, or capture gave the GPU's digests up (see $d/replay.out, $d/capture.err)"
+            fi
         else
             R_REPLAY[$name]="FAIL($LAST_RC)"
             fail_note "$name: replay of $target: exit status $LAST_RC (see $d/replay.out)"

@@ -16,7 +16,9 @@
 # Environment: HRR_BENCH_REPS (3), HRR_BENCH_STEP_TIMEOUT (120 s per run),
 # HRR_BENCH_BASELINE=DIR (another build's hrr-capture and libhrr_capture.so: its captured runs
 # alternate with the others, and its ratios are printed beside), HRR_BENCH_ONLY=REGEX (only the
-# samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy'). HRR_CAPTURE_PROFILE=1 passes
+# samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy'), HRR_BENCH_CAPTURED_ENV='VAR=V
+# ...' (set for the captured runs only, not the baseline's: one build with and without a switch,
+# e.g. HRR_CAPTURE_ASYNC_DIGESTS=1 with HRR_BENCH_BASELINE the same BIN_DIR). HRR_CAPTURE_PROFILE=1 passes
 # through to the captured runs: each OUT_DIR/<sample>.captured.<rep>.log then ends with capture's
 # profile (which calls added time, and the `slow` ones: where a stalled pair's time went).
 set -euo pipefail
@@ -26,6 +28,8 @@ REPS=${HRR_BENCH_REPS:-3}
 STEP_TIMEOUT=${HRR_BENCH_STEP_TIMEOUT:-120}
 BASE=${HRR_BENCH_BASELINE:+$(cd "$HRR_BENCH_BASELINE" && pwd)}
 modes=(plain captured)
+captured_env=()
+[ -z "${HRR_BENCH_CAPTURED_ENV:-}" ] || read -r -a captured_env <<<"$HRR_BENCH_CAPTURED_ENV"
 [ -z "$BASE" ] || modes+=(baseline)
 
 # sample key (work/ folder) | figure | extended regex whose first group is the number | higher is better
@@ -72,10 +76,10 @@ for k in "${keys[@]}"; do
             if [ $mode = plain ]; then
                 (cd "$dir" && timeout "$STEP_TIMEOUT" "./$name" >"$log" 2>&1) || true
             else
-                b=$BIN
-                [ $mode = captured ] || b=$BASE
+                b=$BIN extra=("${captured_env[@]}")
+                [ $mode = captured ] || { b=$BASE; extra=(); }
                 rm -rf "$OUT/$k.hrr"
-                (cd "$dir" && HRR_CAPTURE_LIB="$b/libhrr_capture.so" timeout "$STEP_TIMEOUT" \
+                (cd "$dir" && env "${extra[@]}" HRR_CAPTURE_LIB="$b/libhrr_capture.so" timeout "$STEP_TIMEOUT" \
                     "$b/hrr-capture" -o "$OUT/$k.hrr" -- "./$name" >"$log" 2>&1) || true
                 rm -rf "$OUT/$k.hrr"
             fi
