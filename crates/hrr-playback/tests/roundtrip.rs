@@ -245,14 +245,15 @@ fn gpu_digests_that_disagree_with_the_host_are_caught_and_the_host_takes_over() 
     assert_checks_exact(&out, 6);
 }
 
-#[test]
-fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() {
+/// The first result of event `name` recorded as digests (in a capture with every result
+/// digested), its stored digest of the first chunk altered (what a different result would
+/// give): replay is a MISMATCH at that event naming the chunk.
+fn altered_digest_is_a_mismatch_naming_the_chunk(name: &str) {
     let (_tmp, dir, results, _) = captured_as_digests(&[]);
     let (ev, d) = results
         .iter()
-        .find(|(e, _)| e["name"] == "cuMemcpyDtoH_v2")
-        .unwrap();
-    // The stored digest of the first chunk, altered: what a different result would give.
+        .find(|(e, _)| e["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} result recorded as digests"));
     flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 24, 0x01);
     let out = replay_mismatching_at(&dir, ev);
     let chunks = d.chunks.len();
@@ -260,6 +261,11 @@ fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() 
         &out,
         &format!("1 of {chunks} chunks of 64 KiB differ from the recorded digests, the first at offset 0"),
     );
+}
+
+#[test]
+fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() {
+    altered_digest_is_a_mismatch_naming_the_chunk("cuMemcpyDtoH_v2");
 }
 
 /// Unless `HRR_CAPTURE_ASYNC_DIGESTS=1`, no kernel is enqueued behind an async copy: its
@@ -290,18 +296,7 @@ fn async_results_stay_whole_unless_asked_to_be_digested_behind_their_copies() {
 /// altered in the archive is a MISMATCH at that result's event, as a blocking one's is.
 #[test]
 fn an_async_result_differing_from_its_digest_behind_the_copy_is_a_mismatch() {
-    let (_tmp, dir, results, _) = captured_as_digests(&[]);
-    let (ev, d) = results
-        .iter()
-        .find(|(e, _)| e["name"] == "hrrMemcpyResult")
-        .expect("an async result recorded as digests");
-    flip_blob_byte(&dir, ev["fields"]["d2h_blob"].as_str().unwrap(), 24, 0x01);
-    let out = replay_mismatching_at(&dir, ev);
-    let chunks = d.chunks.len();
-    assert_contains(
-        &out,
-        &format!("1 of {chunks} chunks of 64 KiB differ from the recorded digests, the first at offset 0"),
-    );
+    altered_digest_is_a_mismatch_naming_the_chunk("hrrMemcpyResult");
 }
 
 #[test]
