@@ -125,6 +125,43 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
     panic!("the capture waited for the copies: {outs:?}");
 }
 
+/// With `HRR_CAPTURE_ASYNC_DIGESTS=1`, every async result of the digest size or more is
+/// digested by the kernel capture enqueues behind its copy, over an overlap loop's copies (the
+/// fake's copies take time, the digests' buffers go back to the context as results are
+/// recorded and are taken again): each result is a digest object and replay checks every one
+/// by digest.
+#[test]
+fn async_results_in_flight_together_are_each_digested_behind_their_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("digested.hrr");
+    succeeded(fake().capture_env(
+        &arch,
+        "copy_app",
+        &["overlap", "6", "1"],
+        &[
+            ("FAKE_CUDA_ASYNC_GBPS", "1"),
+            ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+            ("HRR_CAPTURE_ASYNC_DIGESTS", "1"),
+        ],
+    ));
+    let dir = pid_dirs(&arch).remove(0);
+    let events = events_json(&dir);
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert!(results.len() >= 6, "{} results", results.len());
+    for e in &results {
+        let n = e["fields"]["bytes"].as_u64().unwrap() as usize;
+        let stored = std::fs::read(blob_path(&dir, e["fields"]["d2h_blob"].as_str().unwrap()));
+        assert!(
+            hrr_archive::digest::ResultDigest::of_blob(&stored.unwrap(), n).is_some(),
+            "not a digest: {e}"
+        );
+    }
+    let (code, v) = fake().replay_json(&arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["d2h_checks"]["by_digest"], results.len(), "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+}
+
 /// With `HRR_CAPTURE_PROFILE=1`, capture's profile times the work async copies leave it: one
 /// record per `hrrMemcpyResult` and per `hrrMemcpySource` event, and the synchronisations that
 /// waited for them, so that where a synchronisation's added time goes can be told.
