@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Whether the argument layouts capture reads from the code (crates/hrr-capture/src/api/cuda/
-# param_info.rs, off by default) equal the driver's, over real programs on an NVIDIA GPU.
+# param_info.rs, on by default since d46d293) equal the driver's, over real programs on an NVIDIA GPU.
 #
 #   bash scripts/check-layouts.sh SAMPLES_CHECKOUT BIN_DIR OUT_DIR
 #

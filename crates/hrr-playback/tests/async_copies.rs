@@ -705,22 +705,20 @@ fn argument_layouts_come_from_the_code_and_can_be_checked() {
         "capture's own: argument layouts asked of the driver: 1 (",
     );
     assert!(!err.contains("read from the code"), "{err}");
-    let (_tmp, err, launch) = cubin(
-        "0",
-        &[
-            ("HRR_CAPTURE_PROFILE", "1"),
-            ("HRR_CAPTURE_LAYOUTS_FROM_CODE", "1"),
-        ],
-    );
-    assert_contains(
-        &err,
-        "capture's own: argument layouts read from the code: 1\n",
-    );
-    assert!(!err.contains("asked of the driver"), "{err}");
-    assert_eq!(
-        launch["fields"]["arg_offsets"],
-        serde_json::json!([0, 8, 16, 24])
-    );
+    // on by default, and with `HRR_CAPTURE_LAYOUTS_FROM_CODE=1`
+    for on in [&[][..], &[("HRR_CAPTURE_LAYOUTS_FROM_CODE", "1")][..]] {
+        let env = [&[("HRR_CAPTURE_PROFILE", "1")][..], on].concat();
+        let (_tmp, err, launch) = cubin("0", &env);
+        assert_contains(
+            &err,
+            "capture's own: argument layouts read from the code: 1\n",
+        );
+        assert!(!err.contains("asked of the driver"), "{err}");
+        assert_eq!(
+            launch["fields"]["arg_offsets"],
+            serde_json::json!([0, 8, 16, 24])
+        );
+    }
 
     let (_tmp, err, launch) = cubin("1", &[("HRR_CAPTURE_CHECK_LAYOUTS", "1")]);
     assert_contains(
