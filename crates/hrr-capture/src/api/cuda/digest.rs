@@ -191,21 +191,48 @@ unsafe fn taken_on_device(
         return None;
     };
     let why = match run(f, gpu, src, n) {
-        Ok(d) if gpu.checked || d[0] == chunk_digest(first) => {
-            gpu.checked = true;
+        Ok(d) if agrees(gpu, &d, first) => {
             if let Some(host) = host {
                 fingerprint_covered(f, gpu, src, host);
             }
             return Some(d);
         }
-        Ok(_) => "disagree with the host's",
+        Ok(_) => DISAGREE,
         Err(why) => why,
     };
+    give_up(slot, why);
+    None
+}
+
+/// Why a context's digests are given up when they differ from the host's.
+const DISAGREE: &str = "disagree with the host's";
+
+/// Do a result's GPU digests `d` agree with the host's digest of its `first` chunk? Checked at
+/// a context's first result only ([module docs](self)).
+fn agrees(gpu: &mut Loaded, d: &[[u8; 16]], first: &[u8]) -> bool {
+    if !gpu.checked && d.first() != Some(&chunk_digest(first)) {
+        return false;
+    }
+    gpu.checked = true;
+    true
+}
+
+/// The host takes this context's digests from now on (`why`: said once).
+fn give_up(slot: &mut Slot, why: &str) {
     crate::recorder::notice(&format!(
         "GPU digests of D2H results {why} in this context; the host takes them"
     ));
     *slot = Slot::Off;
-    None
+}
+
+/// The `chunks` 16-byte digests the kernel wrote at `host`.
+///
+/// # Safety
+/// `host` is readable for `chunks * 16` bytes the kernel finished writing.
+unsafe fn digests_at(host: Ptr, chunks: usize) -> impl Iterator<Item = [u8; 16]> {
+    std::slice::from_raw_parts(host as *const u8, chunks * 16)
+        .chunks_exact(16)
+        .map(|d| <[u8; 16]>::try_from(d).expect("16"))
 }
 
 /// The unique id of the current context, when it holds `src` itself ([`in_this_context`]).
@@ -307,20 +334,11 @@ impl crate::hook::common::DigestsBehind for Behind {
         let Slot::Ready(gpu) = slot else {
             return None;
         };
-        let bytes = std::slice::from_raw_parts(self.buffer.0 as *const u8, self.chunks * 16);
-        let digests: Vec<[u8; 16]> = bytes
-            .chunks_exact(16)
-            .map(|d| <[u8; 16]>::try_from(d).expect("16"))
-            .collect();
-        if gpu.checked || digests[0] == chunk_digest(first) {
-            gpu.checked = true;
+        let digests: Vec<[u8; 16]> = digests_at(self.buffer.0, self.chunks).collect();
+        if agrees(gpu, &digests, first) {
             return Some(digests);
         }
-        crate::recorder::notice(
-            "GPU digests of D2H results disagree with the host's in this context; the host \
-             takes them",
-        );
-        *slot = Slot::Off;
+        give_up(slot, DISAGREE);
         None
     }
 }
@@ -483,12 +501,7 @@ unsafe fn run(
         let chunks = len.div_ceil(CHUNK);
         let (s, words, out) = (src + start as u64, (len / 8) as u64, gpu.out.1);
         launch_and_wait(f, gpu, gpu.function, chunks as c_uint, [s, words, out])?;
-        let bytes = std::slice::from_raw_parts(gpu.out.0 as *const u8, chunks * 16);
-        digests.extend(
-            bytes
-                .chunks_exact(16)
-                .map(|d| <[u8; 16]>::try_from(d).expect("16")),
-        );
+        digests.extend(digests_at(gpu.out.0, chunks));
     }
     Ok(digests)
 }
