@@ -332,6 +332,11 @@ pub static BLOB_FINGERPRINTS: Work = Work::new("buffers fingerprinted as seen be
 /// (`hook::results::wait_recorded`, records made on the waiting thread included).
 pub static RESULT_WAITS: Work = Work::new("synchronisations waiting for results");
 
+/// The tracker of host-visible memory (`api::cuda::hostmem`) reading regions for host writes
+/// before device work that may reach them, and for device writes after a synchronisation.
+pub static HOSTMEM_BEFORE_WORK: Work = Work::new("host-visible memory read before device work");
+pub static HOSTMEM_AFTER_SYNC: Work = Work::new("host-visible memory read after synchronisations");
+
 /// Argument layouts read from the code (`api::cuda::param_info`) without asking the driver.
 pub static LAYOUTS_FROM_CODE: AtomicU64 = AtomicU64::new(0);
 /// With [`check_layouts`]: layouts read from the code and checked against the driver's.
@@ -427,6 +432,8 @@ pub fn report() {
             &BLOB_HASHES,
             &BLOB_FINGERPRINTS,
             &RESULT_WAITS,
+            &HOSTMEM_BEFORE_WORK,
+            &HOSTMEM_AFTER_SYNC,
         ] {
             if let Some(l) = work.line() {
                 eprint!("{l}");

@@ -46,6 +46,7 @@ use hrr_calls::Kind;
 use super::calls::Export;
 use super::API;
 use crate::fingerprint::Fingerprint;
+use crate::hook::profile::{HOSTMEM_AFTER_SYNC, HOSTMEM_BEFORE_WORK};
 use crate::hook::ApiExport;
 use crate::recorder;
 
@@ -486,7 +487,8 @@ pub fn submit(target: Target) {
         }
         // SAFETY: the region is live (untracked before it is freed) and `len` bytes long.
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
-        for (off, len) in changed_runs(&mut r.known, bytes, skip) {
+        let runs = HOSTMEM_BEFORE_WORK.time(|| changed_runs(&mut r.known, bytes, skip));
+        for (off, len) in runs {
             emit(base, off, len, false);
         }
     }
@@ -611,7 +613,8 @@ fn scan(at: Point, just_known: Option<(u64, std::ops::Range<usize>)>) {
             (_, Some((chunks, writes))) if writes == r.writes => chunks,
             _ => 0..0,
         };
-        for (off, len) in changed_runs(&mut r.known, bytes, skip) {
+        let runs = HOSTMEM_AFTER_SYNC.time(|| changed_runs(&mut r.known, bytes, skip));
+        for (off, len) in runs {
             emit(base, off, len, true);
         }
     }
