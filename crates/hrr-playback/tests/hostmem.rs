@@ -157,6 +157,39 @@ fn memory_reached_through_pointers_in_device_memory_replays() {
     assert_mismatch_without(&dir, "hrrHostMemWrite", "h2d_blob", writes - 1);
 }
 
+/// Mapped memory the host rewrites between kernels that reach device memory only (`escape`):
+/// no device code holds a pointer into it, so the first work after each synchronisation does
+/// not read it; the kernel then handed a pointer into it does, before its launch: one host
+/// write, its last contents, which replay needs (the result it feeds is a MISMATCH without).
+/// With `HRR_CAPTURE_HOSTMEM_READ_ALL=1` each round's first kernel reads it, as before.
+#[test]
+fn unreached_tracked_memory_is_not_read_before_work() {
+    assert_replays_checked(
+        "escape",
+        &[("hrrHostMemWrite", 1), ("hrrHostMemCheck", 0)],
+        4,
+        ("hrrHostMemWrite", "h2d_blob", 0),
+    );
+    let (_tmp, arch) = temp_path("escape-all.hrr");
+    let env = [("HRR_CAPTURE_HOSTMEM_READ_ALL", "1")];
+    succeeded(fake().capture_env(&arch, "hostmem_app", &["escape"], &env));
+    let dir = pid_dirs(&arch).remove(0);
+    assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
+    assert_pass(&dir, 4);
+}
+
+/// As `table`, the pointers to the mapped flags written by the host into managed memory the
+/// kernel is handed (`hosttable`): the flags are reached through those host writes, so they
+/// are read before each launch too; replay needs their last write.
+#[test]
+fn memory_reached_through_pointers_the_host_wrote_replays() {
+    let (_tmp, dir) = captured("hosttable");
+    assert_pass(&dir, 2);
+    // per round: the table and the flags, each written by the host
+    assert_name_counts(&dir, &[("hrrHostMemWrite", 4)]);
+    assert_mismatch_without(&dir, "hrrHostMemWrite", "h2d_blob", 3);
+}
+
 #[test]
 fn zero_copy_host_reads_are_checked() {
     let (_tmp, dir) = captured("zerocopy");
@@ -185,7 +218,9 @@ fn copies_into_tracked_memory_are_recorded_once() {
 /// simpleStreams' non-streamed loop (`regloop`), its blocking results recorded as digests: the
 /// fingerprints of the registered memory they land in are the (fake) GPU's, taken from the
 /// copies' sources, and the tracker reads nothing more to know them: each next launch finds
-/// no host write there, and replay checks the three results.
+/// no host write there, and replay checks the three results. (The region is read at those
+/// launches only with `HRR_CAPTURE_HOSTMEM_READ_ALL=1`: no device code is handed a pointer
+/// into it, so by default it is never read: `unreached_tracked_memory_is_not_read_before_work`.)
 #[test]
 fn results_landing_in_tracked_memory_are_fingerprinted_on_the_gpu() {
     // `wrong`: how the fake's fingerprints are wrong ("off": results stored whole, and the
@@ -193,7 +228,10 @@ fn results_landing_in_tracked_memory_are_fingerprinted_on_the_gpu() {
     let capture = |wrong: &str| {
         let (tmp, arch) = temp_path("regloop.hrr");
         let digests = if wrong == "off" { "off" } else { "1" };
-        let mut env = vec![("HRR_CAPTURE_DIGEST_MIN", digests)];
+        let mut env = vec![
+            ("HRR_CAPTURE_DIGEST_MIN", digests),
+            ("HRR_CAPTURE_HOSTMEM_READ_ALL", "1"),
+        ];
         if !wrong.is_empty() {
             env.push(("FAKE_CUDA_FINGERPRINT_WRONG", wrong));
         }

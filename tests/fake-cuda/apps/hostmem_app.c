@@ -16,6 +16,9 @@
  *             once (a host-memory call claims it), then a kernel on the same stream writing
  *             the same memory: what the kernel wrote is read at the synchronisation
  *   table     mapped flags a kernel reads only through pointers kept in device memory
+ *   hosttable as table, the pointers kept in managed memory the host writes
+ *   escape    mapped memory the host rewrites between kernels that reach device memory only,
+ *             then hands to a kernel as its input: read before that kernel only
  *   nocopy    kernels writing device memory that is freed unread (nothing copied back): what
  *             each free releases is what replay can check
  *   halfwritten  a buffer a kernel writes half of, freed unread: its other half is what the
@@ -182,6 +185,53 @@ static void zerocopy(CUdevice dev, CUdeviceptr x) {
   printf("registered2 sum=%llu\n", usum(reg, 2 * N));
   CK(cuMemHostUnregister(reg));
   free(reg);
+  CK(cuMemFreeHost(hy));
+}
+
+/* As `table`, the pointers kept in managed memory the host writes (not uploaded): the flags are
+ * reached through what the host wrote there */
+static void hosttable(CUdevice dev, CUdeviceptr x) {
+  enum { F = 64 };
+  float *flags;
+  CK(cuMemHostAlloc((void **)&flags, F * sizeof(float), 2 /* DEVICEMAP */));
+  CUdeviceptr ptrs, out;
+  CK(cuMemAllocManaged(&ptrs, F * sizeof(CUdeviceptr), 1 /* CU_MEM_ATTACH_GLOBAL */));
+  CK(cuMemAlloc_v2(&out, F * sizeof(float)));
+  CUdeviceptr *table = (CUdeviceptr *)(uintptr_t)ptrs;
+  float back[F];
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < F; i++) flags[i] = (float)(100 * round + i);
+    for (int i = 0; i < F; i++) table[i] = (CUdeviceptr)(uintptr_t)&flags[(F - 1 - i + round) % F];
+    int n = F;
+    void *params[] = {&ptrs, &out, &n};
+    CK(cuLaunchKernel(g_gather, 1, 1, 1, F, 1, 1, 0, NULL, params, NULL));
+    CK(cuMemcpyDtoH_v2(back, out, sizeof back));
+    printf("hosttable%d sum=%.1f first=%.1f\n", round + 1, fsum(back, F), back[0]);
+  }
+  CK(cuMemFree_v2(ptrs));
+  CK(cuMemFree_v2(out));
+  CK(cuMemFreeHost(flags));
+}
+
+/* Mapped memory the host rewrites between kernels whose arguments point into device memory
+ * only (each the first work after a synchronisation), then hands to a kernel as its input */
+static void escape(CUdevice dev, CUdeviceptr x) {
+  float *hy;
+  CK(cuMemHostAlloc((void **)&hy, N * sizeof(float), 2 /* DEVICEMAP */));
+  CUdeviceptr y;
+  CK(cuMemAlloc_v2(&y, N * sizeof(float)));
+  static float back[N];
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) hy[i] = (float)(10 * round + i % 3);
+    fill(y, 0u, N, NULL);
+    axpy(1.0f, x, y, NULL);
+    CK(cuMemcpyDtoH_v2(back, y, sizeof back));
+    printf("escape%d sum=%.1f\n", round, fsum(back, N));
+  }
+  axpy(2.0f, (CUdeviceptr)(uintptr_t)hy, y, NULL); /* the kernel reads it: by UVA */
+  CK(cuMemcpyDtoH_v2(back, y, sizeof back));
+  printf("escaped sum=%.1f\n", fsum(back, N));
+  CK(cuMemFree_v2(y));
   CK(cuMemFreeHost(hy));
 }
 
@@ -487,7 +537,7 @@ static const struct mode {
 } k_modes[] = {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
-  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"regthen", 0, regthen},
+  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"escape", 1, escape},   {"hosttable", 0, hosttable},     {"regthen", 0, regthen},
   {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten}, {"manyfrees", 0, manyfrees},
   {"vmmnocopy", 0, vmmnocopy},
 };
@@ -504,6 +554,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|nocopy|halfwritten|manyfrees|vmmnocopy\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|escape|nocopy|halfwritten|manyfrees|vmmnocopy\n");
   return 2;
 }

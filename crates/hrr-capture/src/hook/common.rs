@@ -423,6 +423,18 @@ pub fn submit_copy(dst: u64, src: Option<u64>, n: usize) {
     crate::api::cuda::hostmem::submit(crate::api::cuda::hostmem::Target::Copy { dst, src, n });
 }
 
+/// Before an H2D copy of `n` bytes from host address `src` to `dst` is made: as
+/// [`submit_copy`], after the uploaded bytes were looked at for pointers into host-visible
+/// memory (`crate::api::cuda::hostmem::uploaded`).
+///
+/// # Safety
+/// `src` must be readable for `n` bytes (the copy reads them).
+pub unsafe fn submit_upload(dst: u64, src: *const c_void, n: usize) {
+    // SAFETY: the caller's.
+    unsafe { crate::api::cuda::hostmem::uploaded(src.cast(), n, dst) };
+    submit_copy(dst, None, n);
+}
+
 pub unsafe fn memcpy_htod<E: ApiExport, D: Addr, S: Addr>(
     h: E,
     dst: D,
@@ -441,7 +453,7 @@ pub unsafe fn memcpy_htod_async<E: ApiExport, D: Addr, S: Addr>(
     stream: *mut c_void,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
-    submit_copy(dst.into_field(), None, n);
+    submit_upload(dst.into_field(), host(src), n);
     let (h2d_blob, r) = host_blob_alongside(h, host(src), n, call);
     rec(h, r, |_| CopyH2d {
         dst: dst.into_field(),

@@ -69,6 +69,11 @@ struct Region {
     /// submitted: while no later submission may have written the region, the next scan takes
     /// them as known instead of hashing them again ([`result_recorded`]).
     settled: Option<(std::ops::Range<usize>, u64)>,
+    /// Device code may hold a pointer into it ([`escape`]): a launch's argument words pointed
+    /// into it, an upload or a host write to another region carried such a pointer, or work
+    /// whose reach is not known was submitted. Only such regions may be reached by work
+    /// through pointers kept in memory; never unset while tracked.
+    escaped: bool,
 }
 
 /// A stream not known: device work of a copy, memset or graph launch.
@@ -90,6 +95,12 @@ static REGIONS: Mutex<BTreeMap<u64, Region>> = Mutex::new(BTreeMap::new());
 static PINNED: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
 /// Number of tracked regions (fast path: no lock when none).
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Number of tracked regions not [`Region::escaped`] (uploads are looked at for pointers into
+/// them only while there are some).
+static UNESCAPED: AtomicUsize = AtomicUsize::new(0);
+/// Uploads this large or smaller are looked at for pointers into tracked regions
+/// ([`uploaded`]); larger ones are not (README: what capture does not record yet).
+pub const UPLOAD_SCAN_MAX: usize = 1 << 20;
 /// The tracked regions' bounds: what a launch's argument words are matched against on the
 /// launch path, without the regions' lock (set with [`COUNT`] wherever regions come and go,
 /// the regions' lock held).
@@ -121,6 +132,7 @@ fn publish(r: &BTreeMap<u64, Region>) {
     let end = regions.iter().map(|&(_, end)| end).max().unwrap_or(0);
     *BOUNDS.write().unwrap_or_else(|e| e.into_inner()) = Bounds { regions, end };
     COUNT.store(r.len(), Ordering::Release);
+    UNESCAPED.store(r.values().filter(|g| !g.escaped).count(), Ordering::Release);
 }
 
 fn pinned() -> std::sync::MutexGuard<'static, BTreeMap<u64, usize>> {
@@ -146,6 +158,7 @@ pub fn track(base: u64, len: usize) {
             touched: Vec::new(),
             writes: 0,
             settled: None,
+            escaped: false,
         },
     );
     publish(&r);
@@ -429,6 +442,23 @@ pub fn submit(target: Target) {
         _ => None,
     };
     let mut regs = regions();
+    let unescaped = UNESCAPED.load(Ordering::Acquire) != 0;
+    let mut escaped_now = false;
+    match (&target, &hits) {
+        // work whose reach is not known may hold a pointer into any region from now on
+        (Target::All | Target::Launch { args: None, .. }, _) if unescaped => {
+            for r in regs.values_mut() {
+                r.escaped = true;
+            }
+            escaped_now = true;
+        }
+        (_, Some(hit)) if unescaped => {
+            for b in hit {
+                escaped_now |= escape(&mut regs, *b);
+            }
+        }
+        _ => {}
+    }
     let mut copy_dst = None;
     let (reached, written, stream): (Vec<Reached>, Vec<u64>, u64) = match target {
         Target::Nothing => return,
@@ -465,9 +495,20 @@ pub fn submit(target: Target) {
             (reached, written, ANY_STREAM)
         }
     };
-    let reached = if first {
-        // the first work since the device was idle may reach any region through pointers
-        // kept in memory (NCCL's flags): every region is read, as the work's own are
+    let mut reached = if first && !read_all_at_first() {
+        // the first work since the device was idle may reach, through pointers kept in memory
+        // (NCCL's flags), any region device code was handed a pointer into: those are read, as
+        // the work's own are
+        let mut all = reached;
+        all.extend(
+            regs.iter()
+                .filter(|(b, r)| r.escaped && !all.iter().any(|(a, _)| a == *b))
+                .map(|(&b, _)| (b, 0..0))
+                .collect::<Vec<_>>(),
+        );
+        all
+    } else if first {
+        // (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`: every region, escaped or not)
         let skip_of = |b: u64| {
             reached
                 .iter()
@@ -478,7 +519,10 @@ pub fn submit(target: Target) {
     } else {
         reached
     };
-    for (base, skip) in reached {
+    let mut i = 0;
+    while i < reached.len() {
+        let (base, skip) = reached[i].clone();
+        i += 1;
         let Some(r) = regs.get_mut(&base) else {
             continue;
         };
@@ -489,8 +533,23 @@ pub fn submit(target: Target) {
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
         let runs = HOSTMEM_BEFORE_WORK.time(|| changed_runs(&mut r.known, bytes, skip));
         for (off, len) in runs {
+            if UNESCAPED.load(Ordering::Acquire) != 0 || escaped_now {
+                // a pointer the host wrote here reaches device code with it: the region it
+                // points into is read now too (the work may follow it)
+                for b in pointed_into(&bytes[off..off + len]) {
+                    if escape(&mut regs, b) {
+                        escaped_now = true;
+                        if !reached.iter().any(|(a, _)| *a == b) {
+                            reached.push((b, 0..0));
+                        }
+                    }
+                }
+            }
             emit(base, off, len, false);
         }
+    }
+    if escaped_now {
+        recount_unescaped(&regs);
     }
     for base in written {
         if let Some(r) = regs.get_mut(&base) {
@@ -503,6 +562,66 @@ pub fn submit(target: Target) {
             }
         }
     }
+}
+
+/// Mark region `base` [`Region::escaped`]; whether it was not before.
+fn escape(regs: &mut BTreeMap<u64, Region>, base: u64) -> bool {
+    regs.get_mut(&base)
+        .is_some_and(|r| !std::mem::replace(&mut r.escaped, true))
+}
+
+fn recount_unescaped(regs: &BTreeMap<u64, Region>) {
+    UNESCAPED.store(
+        regs.values().filter(|g| !g.escaped).count(),
+        Ordering::Release,
+    );
+}
+
+/// The tracked regions 8-byte words of `bytes` (aligned as they will be on the device) point
+/// into, by base.
+fn pointed_into(bytes: &[u8]) -> Vec<u64> {
+    regions_pointed_into(&BOUNDS.read().unwrap_or_else(|e| e.into_inner()), bytes)
+}
+
+/// `n` bytes at host address `src` are about to be uploaded to `dst` (an H2D copy): where they
+/// hold a pointer into a tracked region device code was not handed one into before, that
+/// region is [`Region::escaped`] from now on (work may reach it through the uploaded pointer:
+/// NCCL's tables of its flags' addresses). Uploads over [`UPLOAD_SCAN_MAX`] are not looked at.
+///
+/// # Safety
+/// `src` must be readable for `n` bytes (the copy reads them).
+pub unsafe fn uploaded(src: *const u8, n: usize, dst: u64) {
+    if UNESCAPED.load(Ordering::Acquire) == 0 || src.is_null() || n > UPLOAD_SCAN_MAX {
+        return;
+    }
+    // the words as the device will see them: 8-byte aligned at the destination
+    let lead = ((8 - dst % 8) % 8) as usize;
+    if n <= lead {
+        return;
+    }
+    // SAFETY: the caller's.
+    let bytes = unsafe { std::slice::from_raw_parts(src.add(lead), n - lead) };
+    let hit = pointed_into(bytes);
+    if hit.is_empty() {
+        return;
+    }
+    let mut regs = regions();
+    let mut any = false;
+    for b in hit {
+        any |= escape(&mut regs, b);
+    }
+    if any {
+        recount_unescaped(&regs);
+    }
+}
+
+/// Whether the first work after a synchronisation of the whole device reads every region
+/// (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`), not only those device code was handed a pointer into.
+fn read_all_at_first() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var_os("HRR_CAPTURE_HOSTMEM_READ_ALL").is_some_and(|v| !v.is_empty() && v != "0")
+    })
 }
 
 /// The real call of a hook is about to be made: device work whose hook did not say what it

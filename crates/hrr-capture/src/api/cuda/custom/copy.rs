@@ -27,7 +27,7 @@ use crate::api::cuda::calls::{effective_stream, real_fn, Export};
 use crate::api::cuda::loader::driver_fn;
 use crate::api::cuda::state::{self, HostRegion};
 use crate::hook::common::{
-    host_blob_alongside, memcpy_dtoh_async_event, rec_seq, submit_copy, LaunchHostFn,
+    host_blob_alongside, memcpy_dtoh_async_event, rec_seq, submit_copy, submit_upload, LaunchHostFn,
 };
 
 /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`.
@@ -107,7 +107,7 @@ pub unsafe fn memcpy_htod_async(h: Export, a: args::MemcpyHtoDAsync, call: impl 
         stream,
     } = a;
     if source_later_applies(h, src as u64, n, stream) {
-        submit_copy(dst, None, n);
+        submit_upload(dst, src, n);
         let r = call();
         let seq = rec_seq(h, r, |_| CopyH2d {
             dst,
@@ -294,7 +294,11 @@ unsafe fn generic_copy(
     // an async upload from page-locked memory: its source is read after the call
     let later = dir == direction::H2D && stream.is_some_and(|s| source_later_applies(h, src, n, s));
     // a host source's bytes are the copy's own (recorded with it or after it)
-    submit_copy(dst, (dir != direction::H2D).then_some(src), n);
+    if dir == direction::H2D {
+        submit_upload(dst, src as *const c_void, n);
+    } else {
+        submit_copy(dst, Some(src), n);
+    }
     let (h2d_blob, r) = if dir == direction::H2D && !later {
         host_blob_alongside(h, src as *const c_void, n, call)
     } else {
