@@ -188,31 +188,6 @@ static void zerocopy(CUdevice dev, CUdeviceptr x) {
   CK(cuMemFreeHost(hy));
 }
 
-/* As `table`, the pointers kept in managed memory the host writes (not uploaded): the flags are
- * reached through what the host wrote there */
-static void hosttable(CUdevice dev, CUdeviceptr x) {
-  enum { F = 64 };
-  float *flags;
-  CK(cuMemHostAlloc((void **)&flags, F * sizeof(float), 2 /* DEVICEMAP */));
-  CUdeviceptr ptrs, out;
-  CK(cuMemAllocManaged(&ptrs, F * sizeof(CUdeviceptr), 1 /* CU_MEM_ATTACH_GLOBAL */));
-  CK(cuMemAlloc_v2(&out, F * sizeof(float)));
-  CUdeviceptr *table = (CUdeviceptr *)(uintptr_t)ptrs;
-  float back[F];
-  for (int round = 0; round < 2; round++) {
-    for (int i = 0; i < F; i++) flags[i] = (float)(100 * round + i);
-    for (int i = 0; i < F; i++) table[i] = (CUdeviceptr)(uintptr_t)&flags[(F - 1 - i + round) % F];
-    int n = F;
-    void *params[] = {&ptrs, &out, &n};
-    CK(cuLaunchKernel(g_gather, 1, 1, 1, F, 1, 1, 0, NULL, params, NULL));
-    CK(cuMemcpyDtoH_v2(back, out, sizeof back));
-    printf("hosttable%d sum=%.1f first=%.1f\n", round + 1, fsum(back, F), back[0]);
-  }
-  CK(cuMemFree_v2(ptrs));
-  CK(cuMemFree_v2(out));
-  CK(cuMemFreeHost(flags));
-}
-
 /* Mapped memory the host rewrites between kernels whose arguments point into device memory
  * only (each the first work after a synchronisation), then hands to a kernel as its input */
 static void escape(CUdevice dev, CUdeviceptr x) {
@@ -235,32 +210,62 @@ static void escape(CUdevice dev, CUdeviceptr x) {
   CK(cuMemFreeHost(hy));
 }
 
-/* Mapped flags a kernel reaches only through pointers kept in device memory (as NCCL keeps its
- * pinned flags' addresses): the host writes them, copies the pointers to the device, and
- * `gather` reads the flags through them; twice, the host changing the flags between. */
-static void table(CUdevice dev, CUdeviceptr x) {
-  enum { F = 64 };
+enum { F = 64 };
+
+/* Two rounds of `gather` reading mapped flags through a table of pointers to them at `ptrs`:
+ * the host writes the flags, `point` puts the round's pointers where the table is, the kernel
+ * reads the flags through them; printed as `what` */
+static void gather_rounds(const char *what, CUdeviceptr ptrs, void (*point)(CUdeviceptr ptrs, CUdeviceptr dflags, int round)) {
   float *flags;
   CK(cuMemHostAlloc((void **)&flags, F * sizeof(float), 2 /* DEVICEMAP */));
-  CUdeviceptr dflags, ptrs, out;
+  CUdeviceptr dflags, out;
   CK(cuMemHostGetDevicePointer_v2(&dflags, flags, 0));
-  CUdeviceptr table[F];
-  for (int i = 0; i < F; i++) table[i] = dflags + (CUdeviceptr)((F - 1 - i) * sizeof(float));
-  CK(cuMemAlloc_v2(&ptrs, sizeof table));
   CK(cuMemAlloc_v2(&out, F * sizeof(float)));
   float back[F];
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < F; i++) flags[i] = (float)(100 * round + i);
-    CK(cuMemcpyHtoD_v2(ptrs, table, sizeof table));
+    point(ptrs, dflags, round);
     int n = F;
     void *params[] = {&ptrs, &out, &n};
     CK(cuLaunchKernel(g_gather, 1, 1, 1, F, 1, 1, 0, NULL, params, NULL));
     CK(cuMemcpyDtoH_v2(back, out, sizeof back));
-    printf("table%d sum=%.1f first=%.1f\n", round + 1, fsum(back, F), back[0]);
+    printf("%s%d sum=%.1f first=%.1f\n", what, round + 1, fsum(back, F), back[0]);
   }
   CK(cuMemFree_v2(ptrs));
   CK(cuMemFree_v2(out));
   CK(cuMemFreeHost(flags));
+}
+
+/* The round's pointers to the flags, reversed and rotated by the round */
+static void pointers(CUdeviceptr *table, CUdeviceptr dflags, int round) {
+  for (int i = 0; i < F; i++) table[i] = dflags + (CUdeviceptr)(((F - 1 - i + round) % F) * sizeof(float));
+}
+
+static void upload_pointers(CUdeviceptr ptrs, CUdeviceptr dflags, int round) {
+  CUdeviceptr table[F];
+  pointers(table, dflags, round);
+  CK(cuMemcpyHtoD_v2(ptrs, table, sizeof table));
+}
+
+static void write_pointers(CUdeviceptr ptrs, CUdeviceptr dflags, int round) {
+  pointers((CUdeviceptr *)(uintptr_t)ptrs, dflags, round);
+}
+
+/* Mapped flags a kernel reaches only through pointers kept in device memory (as NCCL keeps its
+ * pinned flags' addresses): the host writes them, copies the pointers to the device, and
+ * `gather` reads the flags through them; twice, the host changing the flags between. */
+static void table(CUdevice dev, CUdeviceptr x) {
+  CUdeviceptr ptrs;
+  CK(cuMemAlloc_v2(&ptrs, F * sizeof(CUdeviceptr)));
+  gather_rounds("table", ptrs, upload_pointers);
+}
+
+/* As `table`, the pointers kept in managed memory the host writes (not uploaded): the flags are
+ * reached through what the host wrote there */
+static void hosttable(CUdevice dev, CUdeviceptr x) {
+  CUdeviceptr ptrs;
+  CK(cuMemAllocManaged(&ptrs, F * sizeof(CUdeviceptr), 1 /* CU_MEM_ATTACH_GLOBAL */));
+  gather_rounds("hosttable", ptrs, write_pointers);
 }
 
 static void managed(CUdevice dev, CUdeviceptr x) {

@@ -536,7 +536,8 @@ pub fn submit(target: Target) {
             if UNESCAPED.load(Ordering::Acquire) != 0 || escaped_now {
                 // a pointer the host wrote here reaches device code with it: the region it
                 // points into is read now too (the work may follow it)
-                for b in pointed_into(&bytes[off..off + len]) {
+                let found = pointed_into(&bytes[off..off + len]);
+                for b in found {
                     if escape(&mut regs, b) {
                         escaped_now = true;
                         if !reached.iter().any(|(a, _)| *a == b) {
