@@ -9,8 +9,9 @@
 //! - before device work is submitted (launch, copy, memset, graph launch: [`submit`]), the
 //!   regions it may reach (those a launch's argument words point into, a copy's destination
 //!   and device-side source; every region for a graph launch or a launch whose arguments are
-//!   not known, and for the first submission since a synchronisation of the whole device,
-//!   since work may reach a region through pointers kept in memory, as NCCL's flags) are read
+//!   not known; and for the first submission since a synchronisation of the whole device,
+//!   since work may reach a region through pointers kept in memory, as NCCL's flags, every
+//!   region device code was handed a pointer into: [`Region::escaped`]) are read
 //!   unless device work in flight may be writing them: changed chunks are **host writes**,
 //!   replayed before the same call; chunks a copy overwrites whole are not read first;
 //! - after a synchronisation (context, stream or event synchronisation, a blocking D2H copy):
@@ -24,11 +25,21 @@
 //!   synchronisation (what the host changed there is read before device work next may reach
 //!   it), nor are the chunks a blocking copy's recorded result covers.
 //!
+//! A region escapes when a launch's argument words point into it, when an upload of at most
+//! [`UPLOAD_SCAN_MAX`] bytes ([`uploaded`]) or a host write recorded into another region holds
+//! a pointer into it (that region is then read at once, before the same work), or when work
+//! whose reach is not known is submitted (every region). A region that never escapes (a
+//! staging buffer only copies reach, simpleStreams' registered 64 MiB) is read only where a
+//! copy reaches it, not at every first submission (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`: it is).
+//!
 //! Unchanged chunks are never stored again, nor are chunks an async D2H result recorded whole
 //! ([`result_recorded`]). Limits (README, "what capture does not record
 //! yet"): a host write made while device work that may write the same region is in flight is
 //! seen at the next synchronisation and recorded as a check (replay then reports a mismatch: a
-//! program whose host and device update the same managed words at once); a kernel reaching a
+//! program whose host and device update the same managed words at once); a pointer into a
+//! region handed to device code inside an upload over [`UPLOAD_SCAN_MAX`] or otherwise unseen
+//! (a value a kernel computes) leaves it unescaped, so host writes there before the first work
+//! after a synchronisation are not recorded; a kernel reaching a
 //! region through a pointer stored in memory rather than in its arguments is not seen, so its
 //! writes there are recorded as host writes (replayed, not compared); an event
 //! synchronisation is taken as the whole device being idle, and so is a stream's for copies,
