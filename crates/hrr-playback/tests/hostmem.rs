@@ -161,7 +161,8 @@ fn memory_reached_through_pointers_in_device_memory_replays() {
 /// no device code holds a pointer into it, so the first work after each synchronisation does
 /// not read it; the kernel then handed a pointer into it does, before its launch: one host
 /// write, its last contents, which replay needs (the result it feeds is a MISMATCH without).
-/// With `HRR_CAPTURE_HOSTMEM_READ_ALL=1` each round's first kernel reads it, as before.
+/// With `HRR_CAPTURE_HOSTMEM_READ_ALL=1` each round's first kernel reads it, as before, and so
+/// it does when the program asked for its device pointer.
 #[test]
 fn unreached_tracked_memory_is_not_read_before_work() {
     assert_replays_checked(
@@ -172,6 +173,14 @@ fn unreached_tracked_memory_is_not_read_before_work() {
     );
     let (_tmp, arch) = temp_path("escape-all.hrr");
     let env = [("HRR_CAPTURE_HOSTMEM_READ_ALL", "1")];
+    succeeded(fake().capture_env(&arch, "hostmem_app", &["escape"], &env));
+    let dir = pid_dirs(&arch).remove(0);
+    assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
+    assert_pass(&dir, 4);
+    // a program that asks for the device pointer means to hand it to device code: read at
+    // every round's first kernel too
+    let (_tmp, arch) = temp_path("escape-asked.hrr");
+    let env = [("HOSTMEM_APP_ASK", "1")];
     succeeded(fake().capture_env(&arch, "hostmem_app", &["escape"], &env));
     let dir = pid_dirs(&arch).remove(0);
     assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);

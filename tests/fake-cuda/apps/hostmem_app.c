@@ -18,7 +18,8 @@
  *   table     mapped flags a kernel reads only through pointers kept in device memory
  *   hosttable as table, the pointers kept in managed memory the host writes
  *   escape    mapped memory the host rewrites between kernels that reach device memory only,
- *             then hands to a kernel as its input: read before that kernel only
+ *             then hands to a kernel as its input: read before that kernel only (with
+ *             HOSTMEM_APP_ASK set its device pointer is asked first: read at every round)
  *   nocopy    kernels writing device memory that is freed unread (nothing copied back): what
  *             each free releases is what replay can check
  *   halfwritten  a buffer a kernel writes half of, freed unread: its other half is what the
@@ -193,6 +194,10 @@ static void zerocopy(CUdevice dev, CUdeviceptr x) {
 static void escape(CUdevice dev, CUdeviceptr x) {
   float *hy;
   CK(cuMemHostAlloc((void **)&hy, N * sizeof(float), 2 /* DEVICEMAP */));
+  if (getenv("HOSTMEM_APP_ASK")) { /* asked for its device pointer: handed to device code */
+    CUdeviceptr dy;
+    CK(cuMemHostGetDevicePointer_v2(&dy, hy, 0));
+  }
   CUdeviceptr y;
   CK(cuMemAlloc_v2(&y, N * sizeof(float)));
   static float back[N];
@@ -218,8 +223,9 @@ enum { F = 64 };
 static void gather_rounds(const char *what, CUdeviceptr ptrs, void (*point)(CUdeviceptr ptrs, CUdeviceptr dflags, int round)) {
   float *flags;
   CK(cuMemHostAlloc((void **)&flags, F * sizeof(float), 2 /* DEVICEMAP */));
-  CUdeviceptr dflags, out;
-  CK(cuMemHostGetDevicePointer_v2(&dflags, flags, 0));
+  /* the host pointer, by UVA: a device pointer asked for would mark the flags as handed to
+   * device code by itself; here only the pointers the kernel finds in memory do */
+  CUdeviceptr dflags = (CUdeviceptr)(uintptr_t)flags, out;
   CK(cuMemAlloc_v2(&out, F * sizeof(float)));
   float back[F];
   for (int round = 0; round < 2; round++) {

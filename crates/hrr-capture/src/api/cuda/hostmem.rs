@@ -182,7 +182,10 @@ pub fn note_pinned(base: u64, len: usize) {
     }
 }
 
-/// The program asked for the device pointer of `host`: track the pinned allocation holding it.
+/// The program asked for the device pointer of `host`: track the pinned allocation holding it,
+/// and take the region holding it as [`Region::escaped`] (the program means to hand that
+/// pointer to device code, in whatever way; where the device's address differs from the
+/// host's, as without unified addressing, a launch's argument words would not be matched).
 pub fn promote(host: u64) {
     let found = {
         let p = pinned();
@@ -194,6 +197,12 @@ pub fn promote(host: u64) {
     if let Some((base, len)) = found {
         if !regions().contains_key(&base) {
             track(base, len);
+        }
+    }
+    let mut regs = regions();
+    if let Some(base) = region_of(&regs, host) {
+        if escape(&mut regs, base) {
+            recount_unescaped(&regs);
         }
     }
 }
