@@ -199,6 +199,20 @@ fn memory_reached_through_pointers_the_host_wrote_replays() {
     assert_mismatch_without(&dir, "hrrHostMemWrite", "h2d_blob", 3);
 }
 
+/// A blocking copy through `cuMemcpy` or `cuMemcpy2D` (their direction known from the pointers
+/// only) waits for the kernels before it like `cuMemcpyDtoH`: what the host writes into mapped
+/// memory after it is recorded before the next kernel, as a host write replay needs
+/// (`blockingcopy`: the host writes are the second kernel's input).
+#[test]
+fn blocking_copies_of_any_direction_complete_earlier_work() {
+    let (_tmp, dir) = captured("blockingcopy");
+    assert_pass(&dir, 4);
+    let n = names_of(&dir);
+    let writes = n.iter().filter(|x| *x == "hrrHostMemWrite").count();
+    assert!(writes >= 2, "{n:?}");
+    assert_mismatch_without(&dir, "hrrHostMemWrite", "h2d_blob", writes - 1);
+}
+
 #[test]
 fn zero_copy_host_reads_are_checked() {
     let (_tmp, dir) = captured("zerocopy");

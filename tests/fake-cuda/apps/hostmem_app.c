@@ -17,6 +17,8 @@
  *             the same memory: what the kernel wrote is read at the synchronisation
  *   table     mapped flags a kernel reads only through pointers kept in device memory
  *   hosttable as table, the pointers kept in managed memory the host writes
+ *   blockingcopy  mapped memory a kernel writes, a blocking cuMemcpy / cuMemcpy2D, host writes
+ *             to that memory, a kernel reading it: the host's writes are the second's input
  *   escape    mapped memory the host rewrites between kernels that reach device memory only,
  *             then hands to a kernel as its input: read before that kernel only (with
  *             HOSTMEM_APP_ASK set its device pointer is asked first: read at every round)
@@ -62,6 +64,8 @@ CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuMemcpy(CUdeviceptr, CUdeviceptr, size_t);
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *);
 CUresult cuMemHostAlloc(void **, size_t, unsigned);
 CUresult cuMemFreeHost(void *);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
@@ -186,6 +190,40 @@ static void zerocopy(CUdevice dev, CUdeviceptr x) {
   printf("registered2 sum=%llu\n", usum(reg, 2 * N));
   CK(cuMemHostUnregister(reg));
   free(reg);
+  CK(cuMemFreeHost(hy));
+}
+
+/* Mapped memory a kernel writes, a blocking copy through cuMemcpy (unified addressing: its
+ * direction known only from the pointers) or cuMemcpy2D, the host rewriting the memory, a
+ * kernel reading and writing it again: the blocking copy waited for the first kernel, so what
+ * the host wrote after it is an input of the second */
+static void blockingcopy(CUdevice dev, CUdeviceptr x) {
+  float *hy;
+  CK(cuMemHostAlloc((void **)&hy, N * sizeof(float), 2 /* DEVICEMAP */));
+  CUdeviceptr y = (CUdeviceptr)(uintptr_t)hy;
+  static float back[N];
+  memset(hy, 0, N * sizeof(float));
+  for (int round = 0; round < 2; round++) {
+    axpy(1.0f, x, y, NULL);
+    if (round == 0) {
+      CK(cuMemcpy((CUdeviceptr)(uintptr_t)back, x, sizeof back));
+    } else {
+      CUDA_MEMCPY2D c = {0};
+      c.srcMemoryType = 2 /* DEVICE */;
+      c.srcDevice = x;
+      c.srcPitch = sizeof back;
+      c.dstMemoryType = 1 /* HOST */;
+      c.dstHost = back;
+      c.dstPitch = sizeof back;
+      c.WidthInBytes = sizeof back;
+      c.Height = 1;
+      CK(cuMemcpy2D_v2(&c));
+    }
+    for (int i = 0; i < N; i += 2) hy[i] = (float)(round + 5);
+    axpy(2.0f, x, y, NULL);
+    CK(cuCtxSynchronize());
+    printf("blockingcopy%d sum=%.1f back=%.1f\n", round, fsum(hy, N), fsum(back, N));
+  }
   CK(cuMemFreeHost(hy));
 }
 
@@ -548,7 +586,7 @@ static const struct mode {
 } k_modes[] = {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
-  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"escape", 1, escape},   {"hosttable", 0, hosttable},     {"regthen", 0, regthen},
+  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"escape", 1, escape},   {"hosttable", 0, hosttable}, {"blockingcopy", 1, blockingcopy},     {"regthen", 0, regthen},
   {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten}, {"manyfrees", 0, manyfrees},
   {"vmmnocopy", 0, vmmnocopy},
 };
@@ -565,6 +603,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|escape|nocopy|halfwritten|manyfrees|vmmnocopy\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|blockingcopy|escape|nocopy|halfwritten|manyfrees|vmmnocopy\n");
   return 2;
 }

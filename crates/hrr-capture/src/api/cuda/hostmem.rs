@@ -361,6 +361,9 @@ struct CallState {
     synced: Option<u64>,
     /// The D2H call being made leaves its copy running ([`async_copy`]).
     async_copy: bool,
+    /// The copy being made is a blocking download its call's kind does not tell
+    /// ([`blocking_download`]).
+    blocking_download: bool,
     /// The chunks (region base, chunk range) a blocking copy's result made known during the
     /// call ([`result_recorded`]): the scan after it skips them.
     just_known: Option<(u64, std::ops::Range<usize>)>,
@@ -374,6 +377,7 @@ thread_local! {
             pending: false,
             synced: None,
             async_copy: false,
+            blocking_download: false,
             just_known: None,
             copy_writes: None,
         })
@@ -697,6 +701,14 @@ pub fn async_copy() {
     this_call(|c| c.async_copy = true);
 }
 
+/// The copy being made on this thread is a blocking download whose call's kind does not say so
+/// (`cuMemcpy`, `cuMemcpy2D`/`3D`: their direction comes from the pointers): like
+/// `cuMemcpyDtoH`, it returns once the work before it completed, a synchronisation of the
+/// device ([`after`]).
+pub fn blocking_download() {
+    this_call(|c| c.blocking_download = true);
+}
+
 /// Whether the D2H call being made on this thread leaves its copy running ([`async_copy`]):
 /// then it is no synchronisation.
 pub fn copy_left_running() -> bool {
@@ -713,7 +725,7 @@ pub fn after(kind: Kind) {
     if COUNT.load(Ordering::Acquire) != 0 && take_first() {
         IDLE.store(true, Ordering::Release); // its hook submitted nothing after all
     }
-    if !matches!(kind, Kind::Sync | Kind::D2h) || call.async_copy {
+    if !(matches!(kind, Kind::Sync | Kind::D2h) || call.blocking_download) || call.async_copy {
         return;
     }
     if COUNT.load(Ordering::Acquire) != 0 {

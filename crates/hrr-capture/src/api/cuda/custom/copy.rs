@@ -290,6 +290,9 @@ unsafe fn generic_copy(
     let dir = direction::of(is_device_ptr(src), is_device_ptr(dst));
     if dir == direction::D2H {
         crate::hook::results::claim(dst as usize, n);
+        if stream.is_none() {
+            crate::api::cuda::hostmem::blocking_download();
+        }
     }
     // an async upload from page-locked memory: its source is read after the call
     let later = dir == direction::H2D && stream.is_some_and(|s| source_later_applies(h, src, n, s));

@@ -42,6 +42,9 @@ unsafe fn pitched(
     let src_dev = side_is_device(c.src_type, c.src_device);
     let dst_dev = side_is_device(c.dst_type, c.dst_device);
     c.direction = direction::of(src_dev, dst_dev);
+    if c.direction == direction::D2H && stream.is_none() {
+        crate::api::cuda::hostmem::blocking_download();
+    }
     copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0)
 }
 
