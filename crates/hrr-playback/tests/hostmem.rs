@@ -213,6 +213,17 @@ fn blocking_copies_of_any_direction_complete_earlier_work() {
     assert_mismatch_without(&dir, "hrrHostMemWrite", "h2d_blob", writes - 1);
 }
 
+/// Mapped memory a kernel reads only through a texture object over it (`texmapped`): no
+/// argument word points into it, yet the object hands it to device code, so the host's writes
+/// of each round are recorded before the round's kernel, which replay checks (the kernel copies
+/// them out: without them its results differ).
+#[test]
+fn memory_reached_through_a_texture_object_replays() {
+    let (_tmp, dir) = captured("texmapped");
+    assert_pass(&dir, 3);
+    assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
+}
+
 #[test]
 fn zero_copy_host_reads_are_checked() {
     let (_tmp, dir) = captured("zerocopy");

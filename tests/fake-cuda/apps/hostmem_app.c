@@ -17,6 +17,7 @@
  *             the same memory: what the kernel wrote is read at the synchronisation
  *   table     mapped flags a kernel reads only through pointers kept in device memory
  *   hosttable as table, the pointers kept in managed memory the host writes
+ *   texmapped mapped memory a kernel reads only through a texture object over it
  *   blockingcopy  mapped memory a kernel writes, a blocking cuMemcpy / cuMemcpy2D, host writes
  *             to that memory, a kernel reading it: the host's writes are the second's input
  *   escape    mapped memory the host rewrites between kernels that reach device memory only,
@@ -66,6 +67,8 @@ CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpy(CUdeviceptr, CUdeviceptr, size_t);
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *);
+CUresult cuTexObjectCreate(unsigned long long *, const CUDA_RESOURCE_DESC *, const void *, const void *);
+CUresult cuTexObjectDestroy(unsigned long long);
 CUresult cuMemHostAlloc(void **, size_t, unsigned);
 CUresult cuMemFreeHost(void *);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
@@ -98,8 +101,9 @@ CUresult cuDeviceSetMemPool(CUdevice, CUmemoryPool);
 #define GRID ((N + BLOCK - 1) / BLOCK)
 
 static const char k_lib_text[] =
-    "// hrr fake-cuda fatbin payload\n.entry axpy\n.entry fill_u32\n.entry axpy_params\n.entry gather\n";
-static CUfunction g_axpy, g_fill, g_axpy_params, g_gather;
+    "// hrr fake-cuda fatbin payload\n.entry axpy\n.entry fill_u32\n.entry axpy_params\n.entry gather\n"
+    ".entry tex_fetch\n";
+static CUfunction g_axpy, g_fill, g_axpy_params, g_gather, g_tex_fetch;
 
 static void setup(CUdevice *dev) {
   static unsigned char fatbin[256] __attribute__((aligned(16)));
@@ -129,6 +133,8 @@ static void setup(CUdevice *dev) {
   CK(cuKernelGetFunction(&g_axpy_params, k));
   CK(cuLibraryGetKernel(&k, lib, "gather"));
   CK(cuKernelGetFunction(&g_gather, k));
+  CK(cuLibraryGetKernel(&k, lib, "tex_fetch"));
+  CK(cuKernelGetFunction(&g_tex_fetch, k));
 }
 
 static void axpy(float a, CUdeviceptr x, CUdeviceptr y, CUstream s) {
@@ -191,6 +197,38 @@ static void zerocopy(CUdevice dev, CUdeviceptr x) {
   CK(cuMemHostUnregister(reg));
   free(reg);
   CK(cuMemFreeHost(hy));
+}
+
+/* Mapped memory read by a kernel only through a texture object over it (linear): the host
+ * rewrites it between rounds, each round's kernel the first work after a synchronisation */
+static void texmapped(CUdevice dev, CUdeviceptr x) {
+  enum { T = 256 };
+  uint32_t *h;
+  CK(cuMemHostAlloc((void **)&h, T * sizeof(uint32_t), 2 /* DEVICEMAP */));
+  CUDA_RESOURCE_DESC rd;
+  memset(&rd, 0, sizeof rd);
+  rd.resType = 2 /* LINEAR */;
+  rd.res.linear.devPtr = (CUdeviceptr)(uintptr_t)h;
+  rd.res.linear.format = 0x03 /* UNSIGNED_INT32 */;
+  rd.res.linear.numChannels = 1;
+  rd.res.linear.sizeInBytes = T * sizeof(uint32_t);
+  unsigned char td[104] = {0}; /* CUDA_TEXTURE_DESC, all defaults */
+  unsigned long long tex;
+  CK(cuTexObjectCreate(&tex, &rd, td, NULL));
+  CUdeviceptr out;
+  CK(cuMemAlloc_v2(&out, T * sizeof(uint32_t)));
+  static uint32_t back[T];
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < T; i++) h[i] = (uint32_t)(1000 * round + i);
+    int n = T;
+    void *params[] = {&tex, &out, &n};
+    CK(cuLaunchKernel(g_tex_fetch, 1, 1, 1, T, 1, 1, 0, NULL, params, NULL));
+    CK(cuMemcpyDtoH_v2(back, out, sizeof back));
+    printf("texmapped%d sum=%llu\n", round, usum(back, T));
+  }
+  CK(cuTexObjectDestroy(tex));
+  CK(cuMemFree_v2(out));
+  CK(cuMemFreeHost(h));
 }
 
 /* Mapped memory a kernel writes, a blocking copy through cuMemcpy (unified addressing: its
@@ -586,7 +624,7 @@ static const struct mode {
 } k_modes[] = {
   {"zerocopy", 1, zerocopy}, {"managed", 1, managed}, {"concurrent", 1, concurrent},
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
-  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"escape", 1, escape},   {"hosttable", 0, hosttable}, {"blockingcopy", 1, blockingcopy},     {"regthen", 0, regthen},
+  {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"escape", 1, escape},   {"hosttable", 0, hosttable}, {"blockingcopy", 1, blockingcopy}, {"texmapped", 0, texmapped},     {"regthen", 0, regthen},
   {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten}, {"manyfrees", 0, manyfrees},
   {"vmmnocopy", 0, vmmnocopy},
 };
@@ -603,6 +641,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|blockingcopy|escape|nocopy|halfwritten|manyfrees|vmmnocopy\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|blockingcopy|texmapped|escape|nocopy|halfwritten|manyfrees|vmmnocopy\n");
   return 2;
 }

@@ -199,8 +199,18 @@ pub fn promote(host: u64) {
             track(base, len);
         }
     }
+    handed_over(host);
+}
+
+/// Device code is handed `addr` in a way whose words capture does not read (a texture or
+/// surface object over linear memory, a tensor map's global address): the region holding it
+/// is [`Region::escaped`].
+pub fn handed_over(addr: u64) {
+    if COUNT.load(Ordering::Acquire) == 0 {
+        return;
+    }
     let mut regs = regions();
-    if let Some(base) = region_of(&regs, host) {
+    if let Some(base) = region_of(&regs, addr) {
         if escape(&mut regs, base) {
             recount_unescaped(&regs);
         }

@@ -58,6 +58,10 @@ pub unsafe fn mipmapped_array_create(h: Export, a: args::MipmappedArrayCreate, r
     rec(h, r, |_| fields_3d(a, d, levels));
 }
 
+/// `CU_RESOURCE_TYPE_LINEAR` and `CU_RESOURCE_TYPE_PITCH2D`: a device pointer at offset 8.
+const RESOURCE_LINEAR: u32 = 2;
+const RESOURCE_PITCH2D: u32 = 3;
+
 /// The resource type (first field of `CUDA_RESOURCE_DESC`) of its bytes.
 fn res_type(res: &[u8]) -> u32 {
     res.get(..4)
@@ -65,8 +69,16 @@ fn res_type(res: &[u8]) -> u32 {
 }
 
 /// The object `*o` created from the resource descriptor at `res` (the other descriptors empty).
+/// Linear and pitched resources hand device code their memory through the object: host-visible
+/// memory there is taken as handed over (`hostmem::handed_over`).
 unsafe fn object_fields(o: *mut u64, res: *const u8) -> ObjectCreate {
     let res_desc = bytes_at(res, RESOURCE_DESC_BYTES).to_vec();
+    if matches!(res_type(&res_desc), RESOURCE_LINEAR | RESOURCE_PITCH2D) {
+        if let Some(p) = res_desc.get(8..16) {
+            let p = u64::from_le_bytes(p.try_into().unwrap_or_default());
+            crate::api::cuda::hostmem::handed_over(p);
+        }
+    }
     ObjectCreate {
         object: out(o),
         res_type: res_type(&res_desc),

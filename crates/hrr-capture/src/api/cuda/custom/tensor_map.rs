@@ -83,6 +83,7 @@ macro_rules! encoded {
 }
 
 pub unsafe fn tensor_map_encode_tiled(h: Export, a: args::TensorMapEncodeTiled, r: CUresult) {
+    crate::api::cuda::hostmem::handed_over(a.addr as u64);
     rec(h, r, |_| {
         let mut s = encoded!(r, a);
         if !s.map.is_empty() {
@@ -93,6 +94,7 @@ pub unsafe fn tensor_map_encode_tiled(h: Export, a: args::TensorMapEncodeTiled, 
 }
 
 pub unsafe fn tensor_map_encode_im2col(h: Export, a: args::TensorMapEncodeIm2col, r: CUresult) {
+    crate::api::cuda::hostmem::handed_over(a.addr as u64);
     rec(h, r, |_| {
         let mut s = encoded!(r, a);
         s.im2col = 1;
@@ -113,6 +115,7 @@ pub unsafe fn tensor_map_replace_address(
     call: impl Call,
 ) -> CUresult {
     let args::TensorMapReplaceAddress { map, addr } = a;
+    crate::api::cuda::hostmem::handed_over(addr as u64);
     let before = bytes_at(map, TENSOR_MAP_BYTES).to_vec();
     let r = call();
     rec(h, r, |_| TensorMapReplace {
