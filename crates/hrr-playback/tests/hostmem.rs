@@ -171,20 +171,15 @@ fn unreached_tracked_memory_is_not_read_before_work() {
         4,
         ("hrrHostMemWrite", "h2d_blob", 0),
     );
-    let (_tmp, arch) = temp_path("escape-all.hrr");
-    let env = [("HRR_CAPTURE_HOSTMEM_READ_ALL", "1")];
-    succeeded(fake().capture_env(&arch, "hostmem_app", &["escape"], &env));
-    let dir = pid_dirs(&arch).remove(0);
-    assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
-    assert_pass(&dir, 4);
-    // a program that asks for the device pointer means to hand it to device code: read at
-    // every round's first kernel too
-    let (_tmp, arch) = temp_path("escape-asked.hrr");
-    let env = [("HOSTMEM_APP_ASK", "1")];
-    succeeded(fake().capture_env(&arch, "hostmem_app", &["escape"], &env));
-    let dir = pid_dirs(&arch).remove(0);
-    assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
-    assert_pass(&dir, 4);
+    // with the switch, and in a program that asks for the device pointer (it means to hand it
+    // to device code), every round's first kernel reads it
+    for var in ["HRR_CAPTURE_HOSTMEM_READ_ALL", "HOSTMEM_APP_ASK"] {
+        let (_tmp, arch) = temp_path("escape-read.hrr");
+        succeeded(fake().capture_env(&arch, "hostmem_app", &["escape"], &[(var, "1")]));
+        let dir = pid_dirs(&arch).remove(0);
+        assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
+        assert_pass(&dir, 4);
+    }
 }
 
 /// As `table`, the pointers to the mapped flags written by the host into managed memory the
