@@ -377,6 +377,14 @@ pub fn async_digests() -> bool {
 /// stream, which only the fake driver's tests have exercised so far.
 pub const ASYNC_DIGESTS_DEFAULT: bool = false;
 
+/// Does the first work after a synchronisation of the whole device read every region of
+/// host-visible memory (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`), not only those device code was
+/// handed a pointer into (`api::cuda::hostmem`)?
+pub fn hostmem_read_all() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| flag("HRR_CAPTURE_HOSTMEM_READ_ALL").unwrap_or(false))
+}
+
 /// A boolean variable: `None` unset or empty, `false` for `0`, else `true`.
 fn flag(name: &str) -> Option<bool> {
     let v = std::env::var_os(name).filter(|v| !v.is_empty())?;

@@ -143,7 +143,7 @@ fn publish(r: &BTreeMap<u64, Region>) {
     let end = regions.iter().map(|&(_, end)| end).max().unwrap_or(0);
     *BOUNDS.write().unwrap_or_else(|e| e.into_inner()) = Bounds { regions, end };
     COUNT.store(r.len(), Ordering::Release);
-    UNESCAPED.store(r.values().filter(|g| !g.escaped).count(), Ordering::Release);
+    recount_unescaped(r);
 }
 
 fn pinned() -> std::sync::MutexGuard<'static, BTreeMap<u64, usize>> {
@@ -211,9 +211,7 @@ pub fn handed_over(addr: u64) {
     }
     let mut regs = regions();
     if let Some(base) = region_of(&regs, addr) {
-        if escape(&mut regs, base) {
-            recount_unescaped(&regs);
-        }
+        escape(&mut regs, [base]);
     }
 }
 
@@ -476,20 +474,16 @@ pub fn submit(target: Target) {
         _ => None,
     };
     let mut regs = regions();
+    // (only escapes below change it: read once)
     let unescaped = UNESCAPED.load(Ordering::Acquire) != 0;
-    let mut escaped_now = false;
     match (&target, &hits) {
         // work whose reach is not known may hold a pointer into any region from now on
         (Target::All | Target::Launch { args: None, .. }, _) if unescaped => {
-            for r in regs.values_mut() {
-                r.escaped = true;
-            }
-            escaped_now = true;
+            let all: Vec<u64> = regs.keys().copied().collect();
+            escape(&mut regs, all);
         }
         (_, Some(hit)) if unescaped => {
-            for b in hit {
-                escaped_now |= escape(&mut regs, *b);
-            }
+            escape(&mut regs, hit.iter().copied());
         }
         _ => {}
     }
@@ -529,7 +523,7 @@ pub fn submit(target: Target) {
             (reached, written, ANY_STREAM)
         }
     };
-    let mut reached = if first && !read_all_at_first() {
+    let mut reached = if first && !crate::hook::profile::hostmem_read_all() {
         // the first work since the device was idle may reach, through pointers kept in memory
         // (NCCL's flags), any region device code was handed a pointer into: those are read, as
         // the work's own are
@@ -567,24 +561,17 @@ pub fn submit(target: Target) {
         let bytes = unsafe { std::slice::from_raw_parts(base as usize as *const u8, r.len) };
         let runs = HOSTMEM_BEFORE_WORK.time(|| changed_runs(&mut r.known, bytes, skip));
         for (off, len) in runs {
-            if UNESCAPED.load(Ordering::Acquire) != 0 || escaped_now {
+            if unescaped {
                 // a pointer the host wrote here reaches device code with it: the region it
                 // points into is read now too (the work may follow it)
-                let found = pointed_into(&bytes[off..off + len]);
-                for b in found {
-                    if escape(&mut regs, b) {
-                        escaped_now = true;
-                        if !reached.iter().any(|(a, _)| *a == b) {
-                            reached.push((b, 0..0));
-                        }
+                for b in escape(&mut regs, pointed_into(&bytes[off..off + len])) {
+                    if !reached.iter().any(|(a, _)| *a == b) {
+                        reached.push((b, 0..0));
                     }
                 }
             }
             emit(base, off, len, false);
         }
-    }
-    if escaped_now {
-        recount_unescaped(&regs);
     }
     for base in written {
         if let Some(r) = regs.get_mut(&base) {
@@ -599,10 +586,20 @@ pub fn submit(target: Target) {
     }
 }
 
-/// Mark region `base` [`Region::escaped`]; whether it was not before.
-fn escape(regs: &mut BTreeMap<u64, Region>, base: u64) -> bool {
-    regs.get_mut(&base)
-        .is_some_and(|r| !std::mem::replace(&mut r.escaped, true))
+/// Mark the regions `bases` names [`Region::escaped`]: those that were not before (the count
+/// of unescaped regions updated).
+fn escape(regs: &mut BTreeMap<u64, Region>, bases: impl IntoIterator<Item = u64>) -> Vec<u64> {
+    let newly: Vec<u64> = bases
+        .into_iter()
+        .filter(|b| {
+            regs.get_mut(b)
+                .is_some_and(|r| !std::mem::replace(&mut r.escaped, true))
+        })
+        .collect();
+    if !newly.is_empty() {
+        recount_unescaped(regs);
+    }
+    newly
 }
 
 fn recount_unescaped(regs: &BTreeMap<u64, Region>) {
@@ -637,26 +634,9 @@ pub unsafe fn uploaded(src: *const u8, n: usize, dst: u64) {
     // SAFETY: the caller's.
     let bytes = unsafe { std::slice::from_raw_parts(src.add(lead), n - lead) };
     let hit = pointed_into(bytes);
-    if hit.is_empty() {
-        return;
+    if !hit.is_empty() {
+        escape(&mut regions(), hit);
     }
-    let mut regs = regions();
-    let mut any = false;
-    for b in hit {
-        any |= escape(&mut regs, b);
-    }
-    if any {
-        recount_unescaped(&regs);
-    }
-}
-
-/// Whether the first work after a synchronisation of the whole device reads every region
-/// (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`), not only those device code was handed a pointer into.
-fn read_all_at_first() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var_os("HRR_CAPTURE_HOSTMEM_READ_ALL").is_some_and(|v| !v.is_empty() && v != "0")
-    })
 }
 
 /// The real call of a hook is about to be made: device work whose hook did not say what it
