@@ -162,7 +162,8 @@ fn memory_reached_through_pointers_in_device_memory_replays() {
 /// not read it; the kernel then handed a pointer into it does, before its launch: one host
 /// write, its last contents, which replay needs (the result it feeds is a MISMATCH without).
 /// With `HRR_CAPTURE_HOSTMEM_READ_ALL=1` each round's first kernel reads it, as before, and so
-/// it does when the program asked for its device pointer.
+/// it does when the program asked for its device pointer; downloading through 2D copies does
+/// not make it read.
 #[test]
 fn unreached_tracked_memory_is_not_read_before_work() {
     assert_replays_checked(
@@ -180,6 +181,14 @@ fn unreached_tracked_memory_is_not_read_before_work() {
         assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
         assert_pass(&dir, 4);
     }
+    // downloads through 2D copies (their reach told from the descriptor, not taken as every
+    // region): still read before the last kernel only
+    let (_tmp, arch) = temp_path("escape-pitched.hrr");
+    let pitched = [("HOSTMEM_APP_PITCHED", "1")];
+    succeeded(fake().capture_env(&arch, "hostmem_app", &["escape"], &pitched));
+    let dir = pid_dirs(&arch).remove(0);
+    assert_name_counts(&dir, &[("hrrHostMemWrite", 1)]);
+    assert_pass(&dir, 4);
 }
 
 /// As `table`, the pointers to the mapped flags written by the host into managed memory the
@@ -217,6 +226,19 @@ fn memory_reached_through_a_texture_object_replays() {
     let (_tmp, dir) = captured("texmapped");
     assert_pass(&dir, 3);
     assert_name_counts(&dir, &[("hrrHostMemWrite", 3)]);
+}
+
+/// A 2D memset over mapped memory whose rows have a gap between them (`memsetgap`): the host's
+/// bytes in the gap are not overwritten, so they are read (and recorded) before the memset, and
+/// the bytes the synchronisation after it sees replay as they were captured.
+#[test]
+fn memsets_with_gaps_between_rows_keep_the_host_bytes_between() {
+    assert_replays_checked(
+        "memsetgap",
+        &[("hrrHostMemWrite", 1)],
+        1,
+        ("hrrHostMemWrite", "h2d_blob", 0),
+    );
 }
 
 #[test]

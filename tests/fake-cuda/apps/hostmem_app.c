@@ -22,7 +22,9 @@
  *             to that memory, a kernel reading it: the host's writes are the second's input
  *   escape    mapped memory the host rewrites between kernels that reach device memory only,
  *             then hands to a kernel as its input: read before that kernel only (with
- *             HOSTMEM_APP_ASK set its device pointer is asked first: read at every round)
+ *             HOSTMEM_APP_ASK set its device pointer is asked first: read at every round;
+ *             with HOSTMEM_APP_PITCHED its downloads are 2D copies)
+ *   memsetgap mapped memory the host fills, then a 2D memset of rows with a gap between them
  *   nocopy    kernels writing device memory that is freed unread (nothing copied back): what
  *             each free releases is what replay can check
  *   halfwritten  a buffer a kernel writes half of, freed unread: its other half is what the
@@ -67,6 +69,7 @@ CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpy(CUdeviceptr, CUdeviceptr, size_t);
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *);
+CUresult cuMemsetD2D32_v2(CUdeviceptr, size_t, unsigned, size_t, size_t);
 CUresult cuTexObjectCreate(unsigned long long *, const CUDA_RESOURCE_DESC *, const void *, const void *);
 CUresult cuTexObjectDestroy(unsigned long long);
 CUresult cuMemHostAlloc(void **, size_t, unsigned);
@@ -265,6 +268,25 @@ static void blockingcopy(CUdevice dev, CUdeviceptr x) {
   CK(cuMemFreeHost(hy));
 }
 
+/* A blocking download of `n` bytes at `src` into `dst`: a 2D copy of one row with
+ * HOSTMEM_APP_PITCHED set (its reach is told from its descriptor), else cuMemcpyDtoH */
+static void download(void *dst, CUdeviceptr src, size_t n) {
+  if (!getenv("HOSTMEM_APP_PITCHED")) {
+    CK(cuMemcpyDtoH_v2(dst, src, n));
+    return;
+  }
+  CUDA_MEMCPY2D c = {0};
+  c.srcMemoryType = 2 /* DEVICE */;
+  c.srcDevice = src;
+  c.srcPitch = n;
+  c.dstMemoryType = 1 /* HOST */;
+  c.dstHost = dst;
+  c.dstPitch = n;
+  c.WidthInBytes = n;
+  c.Height = 1;
+  CK(cuMemcpy2D_v2(&c));
+}
+
 /* Mapped memory the host rewrites between kernels whose arguments point into device memory
  * only (each the first work after a synchronisation), then hands to a kernel as its input */
 static void escape(CUdevice dev, CUdeviceptr x) {
@@ -281,7 +303,7 @@ static void escape(CUdevice dev, CUdeviceptr x) {
     for (int i = 0; i < N; i++) hy[i] = (float)(10 * round + i % 3);
     fill(y, 0u, N, NULL);
     axpy(1.0f, x, y, NULL);
-    CK(cuMemcpyDtoH_v2(back, y, sizeof back));
+    download(back, y, sizeof back);
     printf("escape%d sum=%.1f\n", round, fsum(back, N));
   }
   axpy(2.0f, (CUdeviceptr)(uintptr_t)hy, y, NULL); /* the kernel reads it: by UVA */
@@ -615,6 +637,25 @@ static void vmmnocopy(CUdevice dev, CUdeviceptr x) {
   printf("vmmnocopy done\n");
 }
 
+/* Mapped memory of three 64 KiB chunks the host fills, then a 2D memset of its first and last
+ * chunk (one row each, the middle chunk the gap between them): the host's bytes in the gap
+ * stay, and a copy after the synchronisation reads them back */
+static void memsetgap(CUdevice dev, CUdeviceptr x) {
+  (void)x;
+  const size_t chunk = 64 << 10;
+  unsigned char *h;
+  CK(cuMemHostAlloc((void **)&h, 3 * chunk, 2 /* DEVICEMAP */));
+  for (size_t i = 0; i < 3 * chunk; i++) h[i] = (unsigned char)(i % 7 + 1);
+  CK(cuMemsetD2D32_v2((CUdeviceptr)(uintptr_t)h, 2 * chunk, 0x5a5a5a5au, chunk / 4, 2));
+  CK(cuCtxSynchronize());
+  static unsigned char gap[64 << 10]; /* the gap, read back by the device */
+  CK(cuMemcpyDtoH_v2(gap, (CUdeviceptr)(uintptr_t)(h + chunk), chunk));
+  unsigned long sum = 0;
+  for (size_t i = 0; i < chunk; i++) sum += gap[i];
+  printf("memsetgap gap sum=%lu\n", sum);
+  CK(cuMemFreeHost(h));
+}
+
 /* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
  * buffer (else 0), which is freed after the mode. */
 static const struct mode {
@@ -626,7 +667,7 @@ static const struct mode {
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
   {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"escape", 1, escape},   {"hosttable", 0, hosttable}, {"blockingcopy", 1, blockingcopy}, {"texmapped", 0, texmapped},     {"regthen", 0, regthen},
   {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten}, {"manyfrees", 0, manyfrees},
-  {"vmmnocopy", 0, vmmnocopy},
+  {"vmmnocopy", 0, vmmnocopy}, {"memsetgap", 0, memsetgap},
 };
 
 int main(int argc, char **argv) {
@@ -641,6 +682,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|blockingcopy|texmapped|escape|nocopy|halfwritten|manyfrees|vmmnocopy\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|blockingcopy|texmapped|escape|nocopy|halfwritten|manyfrees|vmmnocopy|memsetgap\n");
   return 2;
 }

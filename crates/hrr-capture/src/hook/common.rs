@@ -604,12 +604,15 @@ pub unsafe fn memset_2d_async<E: ApiExport, D: Addr, V: MemsetValue>(
     stream: *mut c_void,
     call: impl FnOnce() -> c_int,
 ) -> c_int {
+    // bytes it overwrites whole: rows with gaps between them are read first (the gaps stay)
     let row = width.saturating_mul(std::mem::size_of::<V>());
-    let span = match (row, height) {
+    let whole = match (row, height) {
         (0, _) | (_, 0) => 0,
-        _ => pitch.saturating_mul(height - 1).saturating_add(row),
+        (row, 1) => row,
+        (row, h) if row == pitch => row.saturating_mul(h),
+        _ => 0,
     };
-    submit_copy(dst.into_field(), None, span);
+    submit_copy(dst.into_field(), None, whole);
     let r = call();
     rec(h, r, |_| Memset2d {
         dst: dst.into_field(),

@@ -95,6 +95,35 @@ impl HostSide {
         }
     }
 
+    /// The address of the first byte of row `row` of slice `slice` the copy covers.
+    fn row_start(&self, row: u64, slice: u64) -> Option<u64> {
+        let rows = (self.z.checked_add(slice)?)
+            .checked_mul(self.height)?
+            .checked_add(self.y.checked_add(row)?)?;
+        self.base
+            .checked_add(rows.checked_mul(self.pitch)?)?
+            .checked_add(self.x)
+    }
+
+    /// What a copy of `depth` slices of `height` rows of `width` bytes reaches on this side:
+    /// the address of its first byte and, where its rows lie back to back (one row; rows as
+    /// wide as the pitch, slices as tall as their height), the bytes it covers, else 0 (it
+    /// writes some bytes between its first and last, not all).
+    pub fn reach(&self, width: u64, height: u64, depth: u64) -> Option<(u64, u64)> {
+        let first = self.row_start(0, 0)?;
+        let one_row = height <= 1 && depth <= 1;
+        let back_to_back =
+            self.x == 0 && width == self.pitch && (depth <= 1 || height == self.height);
+        let bytes = if one_row || back_to_back {
+            width
+                .checked_mul(height.max(1))?
+                .checked_mul(depth.max(1))?
+        } else {
+            0
+        };
+        Some((first, bytes))
+    }
+
     /// Store the rows the copy covers, packed, as a blob; `None` when the geometry is one the
     /// driver refuses (rows wider than the pitch, slices taller than their height), so nothing
     /// outside the program's buffer is read.
@@ -119,14 +148,7 @@ impl HostSide {
         if depth > 1 && self.y.checked_add(height)? > self.height {
             return None;
         }
-        let start = |row: u64, slice: u64| -> Option<u64> {
-            let rows = (self.z + slice)
-                .checked_mul(self.height)?
-                .checked_add(self.y + row)?;
-            self.base
-                .checked_add(rows.checked_mul(self.pitch)?)?
-                .checked_add(self.x)
-        };
+        let start = |row, slice| self.row_start(row, slice);
         if !many_rows {
             return recorder::put_host_blob(api, start(0, 0)? as *const c_void, width as usize);
         }

@@ -19,7 +19,7 @@ use hrr_calls::shapes::{direction, CopyPitched};
 
 use super::copy::{is_device_ptr, sync_stream};
 use crate::api::cuda::calls::Export;
-use crate::hook::pitched::copy_and_record;
+use crate::hook::pitched::{copy_and_record, HostSide};
 
 /// Is one side of a copy device memory (device, array, or a unified pointer the driver calls
 /// device memory)?
@@ -45,7 +45,26 @@ unsafe fn pitched(
     if c.direction == direction::D2H && stream.is_none() {
         crate::api::cuda::hostmem::blocking_download();
     }
+    submit_pitched(&c);
     copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0)
+}
+
+/// Before the pitched copy `c` (its direction set) is made: the host-visible memory its sides
+/// reach is read for host writes first and its destination taken as written by it, as for a 1D
+/// copy (`hook::common::submit_copy`); an array side reaches none, and a host source's rows are
+/// recorded with the copy. Rows with gaps between them overwrite nothing whole: read first.
+fn submit_pitched(c: &CopyPitched) {
+    let (width, height, depth) = (c.width_bytes, c.height, c.depth);
+    let reach = |ty: u32, side: HostSide| match ty {
+        CU_MEMORYTYPE_ARRAY => None,
+        _ => side.reach(width, height, depth),
+    };
+    let (dst, written) = reach(c.dst_type, HostSide::dst(c)).unwrap_or((0, 0));
+    let src = match c.direction {
+        direction::H2D => None,
+        _ => reach(c.src_type, HostSide::src(c)).map(|(first, _)| first),
+    };
+    crate::hook::common::submit_copy(dst, src, written as usize);
 }
 
 /// Set the named fields of `$c` (a [`CopyPitched`]) to the same-named fields of `$d` (a
