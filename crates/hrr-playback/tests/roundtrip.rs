@@ -235,6 +235,28 @@ fn blocking_unified_copies_to_the_host_are_recorded_as_digests() {
     assert_eq!(v["d2h_checks"]["by_digest"], 3, "{v}");
 }
 
+/// The digest kernels are loaded into a context when the program allocates memory that can
+/// hold a result digested on the GPU, not inside the first such result's copy, which programs
+/// time: in the driver's trace, capture's module load comes between the allocation and the
+/// copy, and the copy's result is still a digest.
+#[test]
+fn digest_kernels_are_loaded_at_the_allocation_not_inside_the_copy() {
+    let (_tmp, arch) = temp_path("run.hrr");
+    let env = [("HRR_CAPTURE_DIGEST_MIN", "1"), ("FAKE_CUDA_TRACE", "1")];
+    let o = fake().capture_env(&arch, "copy_app", &["d2h", "1", "1", "unified"], &env);
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let at = |call: &str| {
+        err.find(&format!("[fake-cuda] {call} -> 0"))
+            .unwrap_or_else(|| panic!("{call} not traced: {err}"))
+    };
+    let (alloc, load, copy) = (at("cuMemAlloc_v2"), at("cuModuleLoadData"), at("cuMemcpy"));
+    assert!(alloc < load && load < copy, "{err}");
+    let (code, v) = fake().replay_json(&pid_dirs(&arch).remove(0), &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["d2h_checks"]["by_digest"], 1, "{v}");
+}
+
 #[test]
 fn gpu_digests_that_disagree_with_the_host_are_caught_and_the_host_takes_over() {
     let wrong = [("FAKE_CUDA_DIGEST_WRONG", "1")];

@@ -32,11 +32,11 @@ macro_rules! cuda_calls {
             CtxPopCurrent [cuCtxPopCurrent_v2] (ctx: *mut Handle => ctx) : Ctx, Context;
             CtxSynchronize [cuCtxSynchronize] () : NoFields, Sync;
             CtxSynchronizeCtx [cuCtxSynchronize_v2] (ctx: Handle = ctx) : Ctx, Sync;
-            MemAlloc [cuMemAlloc_v2] (dptr: *mut u64 => dptr, size: usize = bytesize) : MemAlloc, Alloc, ordered;
+            MemAlloc [cuMemAlloc_v2] (dptr: *mut u64, size: usize) : MemAlloc, Alloc, ordered after mem_alloc;
             MemAllocPitch [cuMemAllocPitch_v2] (dptr: *mut u64 => dptr, pitch: *mut usize => pitch, width: usize = width, height: usize = height, elem: c_uint = element_bytes) : MemAllocPitch, Alloc, ordered;
             MemAllocManaged [cuMemAllocManaged] (dptr: *mut u64, size: usize, flags: c_uint) : MemAllocFlags, Managed, ordered after mem_alloc_managed;
             MemFree [cuMemFree_v2] (dptr: u64) : DevicePtr, Free, ordered => mem_free;
-            MemAllocAsync [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, stream: Handle = stream) : MemAllocAsync, Alloc, ordered;
+            MemAllocAsync [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64, size: usize, stream: Handle) : MemAllocAsync, Alloc, ordered after mem_alloc_async;
             MemAllocFromPoolAsync [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, pool: Handle = pool, stream: Handle = stream) : MemAllocFromPool, Alloc, ordered;
             MemFreeAsync [cuMemFreeAsync, cuMemFreeAsync_ptsz] (dptr: u64 = dptr, stream: Handle = stream) : MemFreeAsync, Free, ordered;
             MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void, size: usize, flags: c_uint) : HostAlloc, HostMem, ordered after mem_host_alloc;

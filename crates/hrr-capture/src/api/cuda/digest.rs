@@ -455,6 +455,33 @@ pub unsafe fn plain_device_memory(attribute: PointerAttributeFn, ptr: u64) -> bo
         && managed == 0
 }
 
+/// The program allocated `bytes` of device memory in the current context: where that is enough
+/// for a result digested on the GPU ([`crate::recorder::digest_min`]), the kernels are loaded
+/// into the context now (once), so that the module load, stream and pinned buffer (about a
+/// millisecond) are not paid inside the first such result's copy, which programs time
+/// (cudaTensorCoreGemm's timed region ends with its 64 MiB result's copy). A context that
+/// never copies a large result back pays them once for nothing.
+///
+/// # Safety
+/// Called on the thread that made the allocation, right after it succeeded.
+pub unsafe fn prepare(bytes: usize) {
+    if (bytes as u64) < crate::recorder::digest_min() {
+        return;
+    }
+    let Some(f) = fns() else {
+        return;
+    };
+    let (mut ctx, mut id): (Ptr, u64) = (std::ptr::null_mut(), 0);
+    if (f.ctx_get_current)(&mut ctx) != 0 || ctx.is_null() || (f.ctx_get_id)(ctx, &mut id) != 0 {
+        return;
+    }
+    let mut map = contexts();
+    if !map.contains_key(&id) {
+        let _relaxed = Relaxed::enter(f);
+        map.insert(id, load(f));
+    }
+}
+
 /// Load the kernels into the current context, with a stream and a buffer of its own.
 unsafe fn load(f: &Fns) -> Slot {
     let null = std::ptr::null_mut;

@@ -14,7 +14,7 @@ use hrr_calls::shapes::*;
 
 use super::rec;
 use crate::api::cuda::calls::Export;
-use crate::api::cuda::hostmem;
+use crate::api::cuda::{digest, hostmem};
 use crate::hook::args::{bytes_at, out, out_addr};
 use crate::hook::common;
 
@@ -24,6 +24,32 @@ pub(crate) const DEVICEMAP: c_uint = 2;
 const POOL_PROPS_BYTES: usize = 88;
 /// `sizeof(CUmemAccessDesc)`.
 const ACCESS_DESC_BYTES: usize = 12;
+
+/// `cuMemAlloc`, recorded; an allocation that can hold a result the GPU digests has the digest
+/// kernels loaded into its context now, not inside that result's copy ([`digest::prepare`]).
+pub unsafe fn mem_alloc(h: Export, a: args::MemAlloc, r: CUresult) {
+    let args::MemAlloc { dptr, size } = a;
+    rec(h, r, |_| MemAlloc {
+        dptr: out(dptr),
+        bytesize: size as u64,
+    });
+    if r == 0 {
+        digest::prepare(size);
+    }
+}
+
+/// `cuMemAllocAsync`, as [`mem_alloc`].
+pub unsafe fn mem_alloc_async(h: Export, a: args::MemAllocAsync, r: CUresult) {
+    let args::MemAllocAsync { dptr, size, stream } = a;
+    rec(h, r, |_| MemAllocAsync {
+        dptr: out(dptr),
+        bytesize: size as u64,
+        stream: stream as u64,
+    });
+    if r == 0 {
+        digest::prepare(size);
+    }
+}
 
 pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, r: CUresult) {
     let args::MemAllocManaged { dptr, size, flags } = a;
