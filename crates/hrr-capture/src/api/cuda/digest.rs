@@ -475,10 +475,9 @@ pub unsafe fn prepare(bytes: usize) {
     if (f.ctx_get_current)(&mut ctx) != 0 || ctx.is_null() || (f.ctx_get_id)(ctx, &mut id) != 0 {
         return;
     }
-    let mut map = contexts();
-    if !map.contains_key(&id) {
+    if let std::collections::hash_map::Entry::Vacant(slot) = contexts().entry(id) {
         let _relaxed = Relaxed::enter(f);
-        map.insert(id, load(f));
+        slot.insert(load(f));
     }
 }
 
