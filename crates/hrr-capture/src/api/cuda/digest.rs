@@ -459,8 +459,9 @@ pub unsafe fn plain_device_memory(attribute: PointerAttributeFn, ptr: u64) -> bo
 /// for a result digested on the GPU ([`crate::recorder::digest_min`]), the kernels are loaded
 /// into the context now (once), so that the module load, stream and pinned buffer (about a
 /// millisecond) are not paid inside the first such result's copy, which programs time
-/// (cudaTensorCoreGemm's timed region ends with its 64 MiB result's copy). A context that
-/// never copies a large result back pays them once for nothing.
+/// (simpleStreams' first timed region is one async 64 MiB download, with [`behind`] the kernel
+/// enqueued behind it). A context that never copies a large result back pays them once for
+/// nothing.
 ///
 /// # Safety
 /// Called on the thread that made the allocation, right after it succeeded.
