@@ -241,6 +241,21 @@ fn memsets_with_gaps_between_rows_keep_the_host_bytes_between() {
     );
 }
 
+/// A blocking download into mapped memory, 1D or one row of a 2D copy (`pitcheddown`): its
+/// result is held by the copy's own event, so the synchronisations after it store no check of
+/// the same bytes again, and replay checks the copy.
+#[test]
+fn results_of_blocking_downloads_into_tracked_memory_are_stored_once() {
+    for pitched in ["", "1"] {
+        let (_tmp, arch) = temp_path("pitcheddown.hrr");
+        let env = [("HOSTMEM_APP_PITCHED", pitched)];
+        succeeded(fake().capture_env(&arch, "hostmem_app", &["pitcheddown"], &env));
+        let dir = pid_dirs(&arch).remove(0);
+        assert_name_counts(&dir, &[("hrrHostMemCheck", 0)]);
+        assert_pass(&dir, 1);
+    }
+}
+
 #[test]
 fn zero_copy_host_reads_are_checked() {
     let (_tmp, dir) = captured("zerocopy");

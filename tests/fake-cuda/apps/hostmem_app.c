@@ -24,6 +24,8 @@
  *             then hands to a kernel as its input: read before that kernel only (with
  *             HOSTMEM_APP_ASK set its device pointer is asked first: read at every round;
  *             with HOSTMEM_APP_PITCHED its downloads are 2D copies)
+ *   pitcheddown  a kernel's result copied into mapped memory by a blocking copy (a 2D one with
+ *             HOSTMEM_APP_PITCHED)
  *   memsetgap mapped memory the host fills, then a 2D memset of rows with a gap between them
  *   nocopy    kernels writing device memory that is freed unread (nothing copied back): what
  *             each free releases is what replay can check
@@ -271,7 +273,8 @@ static void blockingcopy(CUdevice dev, CUdeviceptr x) {
 /* A blocking download of `n` bytes at `src` into `dst`: a 2D copy of one row with
  * HOSTMEM_APP_PITCHED set (its reach is told from its descriptor), else cuMemcpyDtoH */
 static void download(void *dst, CUdeviceptr src, size_t n) {
-  if (!getenv("HOSTMEM_APP_PITCHED")) {
+  const char *pitched = getenv("HOSTMEM_APP_PITCHED");
+  if (!pitched || !*pitched) {
     CK(cuMemcpyDtoH_v2(dst, src, n));
     return;
   }
@@ -656,6 +659,26 @@ static void memsetgap(CUdevice dev, CUdeviceptr x) {
   CK(cuMemFreeHost(h));
 }
 
+/* A kernel's result copied back into mapped memory by a blocking 2D copy of one row of four
+ * 64 KiB chunks, the host reading it: the copy's own event holds the result */
+static void pitcheddown(CUdevice dev, CUdeviceptr x) {
+  (void)x;
+  const size_t n = 4 * (64 << 10);
+  unsigned *h;
+  CK(cuMemHostAlloc((void **)&h, n, 2 /* DEVICEMAP */));
+  memset(h, 0, n);
+  CUdeviceptr d;
+  CK(cuMemAlloc_v2(&d, n));
+  fill(d, 0xabcd0123u, n / 4, NULL);
+  download(h, d, n);
+  CK(cuCtxSynchronize());
+  unsigned long sum = 0;
+  for (size_t i = 0; i < n / 4; i++) sum += h[i] & 0xff;
+  printf("pitcheddown sum=%lu\n", sum);
+  CK(cuMemFree_v2(d));
+  CK(cuMemFreeHost(h));
+}
+
 /* The modes: each runs after `setup`, given the device and, where `uses_x`, `device_x()`'s
  * buffer (else 0), which is freed after the mode. */
 static const struct mode {
@@ -667,7 +690,7 @@ static const struct mode {
   {"streams", 1, streams},   {"async", 0, async},     {"regasync", 0, regasync}, {"regloop", 0, regloop},
   {"h2dsrc", 0, h2dsrc},     {"table", 0, table},     {"escape", 1, escape},   {"hosttable", 0, hosttable}, {"blockingcopy", 1, blockingcopy}, {"texmapped", 0, texmapped},     {"regthen", 0, regthen},
   {"nocopy", 1, nocopy},     {"halfwritten", 0, halfwritten}, {"manyfrees", 0, manyfrees},
-  {"vmmnocopy", 0, vmmnocopy}, {"memsetgap", 0, memsetgap},
+  {"vmmnocopy", 0, vmmnocopy}, {"memsetgap", 0, memsetgap}, {"pitcheddown", 0, pitcheddown},
 };
 
 int main(int argc, char **argv) {
@@ -682,6 +705,6 @@ int main(int argc, char **argv) {
     if (m->uses_x) CK(cuMemFree_v2(x));
     return 0;
   }
-  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|blockingcopy|texmapped|escape|nocopy|halfwritten|manyfrees|vmmnocopy|memsetgap\n");
+  fprintf(stderr, "usage: hostmem_app zerocopy|managed|concurrent|streams|async|regasync|regloop|regthen|h2dsrc|table|hosttable|blockingcopy|texmapped|escape|nocopy|halfwritten|manyfrees|vmmnocopy|memsetgap|pitcheddown\n");
   return 2;
 }

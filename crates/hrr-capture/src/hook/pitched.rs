@@ -48,7 +48,7 @@ pub unsafe fn copy_and_record<E: ApiExport>(
 
 /// The largest copy whose host side is packed into a blob (larger ones are recorded without:
 /// replay skips their H2D or cannot check their D2H).
-const MAX_PACKED: u64 = 1 << 34;
+pub const MAX_PACKED: u64 = 1 << 34;
 
 /// One host side of a copy: base address, offsets, pitch and height (of a 3D slice).
 pub struct HostSide {

@@ -19,7 +19,8 @@ use hrr_calls::shapes::{direction, CopyPitched};
 
 use super::copy::{is_device_ptr, sync_stream};
 use crate::api::cuda::calls::Export;
-use crate::hook::pitched::{copy_and_record, HostSide};
+use crate::api::cuda::hostmem;
+use crate::hook::pitched::{copy_and_record, HostSide, MAX_PACKED};
 
 /// Is one side of a copy device memory (device, array, or a unified pointer the driver calls
 /// device memory)?
@@ -42,18 +43,25 @@ unsafe fn pitched(
     let src_dev = side_is_device(c.src_type, c.src_device);
     let dst_dev = side_is_device(c.dst_type, c.dst_device);
     c.direction = direction::of(src_dev, dst_dev);
-    if c.direction == direction::D2H && stream.is_none() {
-        crate::api::cuda::hostmem::blocking_download();
+    let blocking_download = c.direction == direction::D2H && stream.is_none();
+    if blocking_download {
+        hostmem::blocking_download();
     }
-    submit_pitched(&c);
-    copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0)
+    let (dst, whole) = submit_pitched(&c);
+    let r = copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0);
+    if blocking_download && r == 0 && whole > 0 && whole <= MAX_PACKED {
+        // the copy's event holds the result (packed whole): the scan after it skips it
+        hostmem::result_recorded(dst, whole as usize, hostmem::Recorded::Blocking);
+    }
+    r
 }
 
 /// Before the pitched copy `c` (its direction set) is made: the host-visible memory its sides
 /// reach is read for host writes first and its destination taken as written by it, as for a 1D
 /// copy (`hook::common::submit_copy`); an array side reaches none, and a host source's rows are
 /// recorded with the copy. Rows with gaps between them overwrite nothing whole: read first.
-fn submit_pitched(c: &CopyPitched) {
+/// Returns the destination's first byte and the bytes it overwrites whole (0: none or gaps).
+fn submit_pitched(c: &CopyPitched) -> (u64, u64) {
     let (width, height, depth) = (c.width_bytes, c.height, c.depth);
     let reach = |ty: u32, side: HostSide| match ty {
         CU_MEMORYTYPE_ARRAY => None,
@@ -65,6 +73,7 @@ fn submit_pitched(c: &CopyPitched) {
         _ => reach(c.src_type, HostSide::src(c)).map(|(first, _)| first),
     };
     crate::hook::common::submit_copy(dst, src, written as usize);
+    (dst, written)
 }
 
 /// Set the named fields of `$c` (a [`CopyPitched`]) to the same-named fields of `$d` (a
