@@ -18,7 +18,8 @@ use crate::recorder;
 /// export `h`, for every API: a host source packed before the call, a host result packed after
 /// it when it is there (a blocking copy that succeeded; an async one once `result_there` said
 /// so of its `stream`, having synchronised it), buffered events flushed after a blocking D2H
-/// copy (the program may act on the result).
+/// copy (the program may act on the result). Returns the status and whether the copy's event
+/// holds its D2H result.
 ///
 /// # Safety
 /// The host sides `c` names are the program's buffers, readable for the rows it covers.
@@ -28,7 +29,7 @@ pub unsafe fn copy_and_record<E: ApiExport>(
     stream: Option<*mut c_void>,
     call: impl FnOnce() -> c_int,
     result_there: impl FnOnce(*mut c_void) -> bool,
-) -> c_int {
+) -> (c_int, bool) {
     c.stream = stream.unwrap_or(std::ptr::null_mut()) as u64;
     let (width, rows, slices) = (c.width_bytes, c.height.max(1), c.depth.max(1));
     if c.direction == direction::H2D {
@@ -39,16 +40,17 @@ pub unsafe fn copy_and_record<E: ApiExport>(
     if d2h && stream.is_none_or(result_there) {
         c.d2h_blob = HostSide::dst(&c).packed(E::api(), width, rows, slices);
     }
+    let result_held = c.d2h_blob.is_some();
     rec(h, r, |_| c);
     if d2h && stream.is_none() {
         recorder::flush_soft();
     }
-    r
+    (r, result_held)
 }
 
 /// The largest copy whose host side is packed into a blob (larger ones are recorded without:
 /// replay skips their H2D or cannot check their D2H).
-pub const MAX_PACKED: u64 = 1 << 34;
+const MAX_PACKED: u64 = 1 << 34;
 
 /// One host side of a copy: base address, offsets, pitch and height (of a 3D slice).
 pub struct HostSide {

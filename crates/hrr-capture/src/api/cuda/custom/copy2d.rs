@@ -20,7 +20,7 @@ use hrr_calls::shapes::{direction, CopyPitched};
 use super::copy::{is_device_ptr, sync_stream};
 use crate::api::cuda::calls::Export;
 use crate::api::cuda::hostmem;
-use crate::hook::pitched::{copy_and_record, HostSide, MAX_PACKED};
+use crate::hook::pitched::{copy_and_record, HostSide};
 
 /// Is one side of a copy device memory (device, array, or a unified pointer the driver calls
 /// device memory)?
@@ -48,9 +48,9 @@ unsafe fn pitched(
         hostmem::blocking_download();
     }
     let (dst, whole) = submit_pitched(&c);
-    let r = copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0);
-    if blocking_download && r == 0 && whole > 0 && whole <= MAX_PACKED {
-        // the copy's event holds the result (packed whole): the scan after it skips it
+    let (r, result_held) = copy_and_record(h, c, stream, call, |s| sync_stream(h, s) == 0);
+    if blocking_download && result_held && whole > 0 {
+        // the copy's event holds the result: the scan after it skips it
         hostmem::result_recorded(dst, whole as usize, hostmem::Recorded::Blocking);
     }
     r

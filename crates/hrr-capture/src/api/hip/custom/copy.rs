@@ -356,5 +356,5 @@ unsafe fn pitched_3d(
 /// result is read after waiting for its stream (never a capturing one).
 unsafe fn pitched(h: Export, c: CopyPitched, stream: Option<Handle>, call: impl Call) -> HipError {
     let result_there = |s: Handle| !capturing(s) && sync_stream(s) == 0;
-    crate::hook::pitched::copy_and_record(h, c, stream, call, result_there)
+    crate::hook::pitched::copy_and_record(h, c, stream, call, result_there).0
 }
