@@ -162,6 +162,47 @@ fn async_results_in_flight_together_are_each_digested_behind_their_copy() {
     assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
 }
 
+/// capture's buffers for the digests of pending async results, and its kernels' first launches,
+/// come at the program's allocation, before its first async download: on a GPU,
+/// `cuMemHostAlloc` waits for the device to go idle (asyncAPI's host loop, which should
+/// overlap the GPU, ran 22 times instead of thousands with one allocated behind its download),
+/// and a kernel's first launch makes it resident (a millisecond inside simpleMultiCopy's timed
+/// download). In the driver's trace: no `cuMemHostAlloc` and a launch of `hrr_digest` before the
+/// first `cuMemcpyDtoHAsync`, no `cuMemHostAlloc` after it, and every result still a digest.
+#[test]
+fn digest_buffers_and_first_launches_come_before_the_first_async_download() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("digested.hrr");
+    let o = succeeded(fake().capture_env(
+        &arch,
+        "copy_app",
+        &["overlap", "6", "1"],
+        &[
+            ("FAKE_CUDA_ASYNC_GBPS", "1"),
+            ("FAKE_CUDA_TRACE", "1"),
+            ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+            ("HRR_CAPTURE_ASYNC_DIGESTS", "1"),
+        ],
+    ));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let first = |line: &str| {
+        err.find(line)
+            .unwrap_or_else(|| panic!("no `{line}`: {err}"))
+    };
+    let download = first("[fake-cuda] cuMemcpyDtoHAsync_v2 -> 0");
+    assert!(first("[fake-cuda] kernel hrr_digest ") < download, "{err}");
+    let host_allocs = err.match_indices("[fake-cuda] cuMemHostAlloc -> 0");
+    let allocs: Vec<usize> = host_allocs.map(|(at, _)| at).collect();
+    assert!(!allocs.is_empty(), "capture allocated no buffer: {err}");
+    assert!(allocs.iter().all(|&at| at < download), "{err}");
+    let events = events_json(&pid_dirs(&arch).remove(0));
+    let results = all_named(&events, "hrrMemcpyResult");
+    assert!(results.len() >= 6, "{} results", results.len());
+    let (code, v) = fake().replay_json(&arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["d2h_checks"]["by_digest"], results.len(), "{v}");
+}
+
 /// With `HRR_CAPTURE_PROFILE=1`, capture's profile times the work async copies leave it: one
 /// record per `hrrMemcpyResult` and per `hrrMemcpySource` event, and the synchronisations that
 /// waited for them, so that where a synchronisation's added time goes can be told.

@@ -52,6 +52,10 @@ const THREADS: c_uint = 256;
 const SEGMENT_CHUNKS: usize = 1 << 16;
 /// Threads `hrr_fingerprint` takes per chunk (a warp).
 const FINGERPRINT_THREADS: usize = 32;
+/// Buffers for the digests of pending async results allocated with the module, and the bytes
+/// of each ([`spare_buffers`]).
+const SPARE_BUFFERS: usize = 16;
+const SPARE_BYTES: usize = 64 << 10;
 /// How long a launch is waited for before the host takes over.
 const WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 /// `CU_POINTER_ATTRIBUTE_CONTEXT`; `CUDA_ERROR_NOT_READY`; `CU_STREAM_CAPTURE_MODE_RELAXED`.
@@ -503,15 +507,63 @@ unsafe fn load(f: &Fns) -> Slot {
     let fingerprint =
         ((f.module_get_function)(&mut fingerprint, module, c"hrr_fingerprint".as_ptr()) == 0)
             .then_some(fingerprint);
-    Slot::Ready(Loaded {
+    let gpu = Loaded {
         function,
         fingerprint,
         stream,
         out: (out, out_dev),
         checked: false,
         fingerprints_checked: false,
-        spare: Vec::new(),
-    })
+        spare: spare_buffers(f),
+    };
+    warm_up(f, &gpu);
+    Slot::Ready(gpu)
+}
+
+/// Buffers [`behind`] hands to pending results, allocated with the module: `cuMemHostAlloc`
+/// waits for the device to go idle, so one allocated behind a program's async download blocked
+/// the program until its queued work was done (asyncAPI's host loop, meant to overlap the GPU,
+/// ran 22 times instead of thousands; simpleMultiCopy's timed D2H took five times as long).
+/// [`SPARE_BUFFERS`] of [`SPARE_BYTES`] (each holds the digests of a 256 MiB result) carved
+/// from one allocation; a larger result, or more pending at once, still allocates its own.
+/// None unless async digests are on (`crate::hook::profile::async_digests`).
+unsafe fn spare_buffers(f: &Fns) -> Vec<(Ptr, u64, usize)> {
+    if !crate::hook::profile::async_digests() {
+        return Vec::new();
+    }
+    let (mut host, mut dev) = (std::ptr::null_mut(), 0u64);
+    if (f.host_alloc)(&mut host, SPARE_BUFFERS * SPARE_BYTES, DEVICEMAP) != 0
+        || (f.host_device_pointer)(&mut dev, host, 0) != 0
+    {
+        return Vec::new(); // (allocated as results need them)
+    }
+    (0..SPARE_BUFFERS)
+        .map(|i| {
+            let at = i * SPARE_BYTES;
+            (
+                host.cast::<u8>().wrapping_add(at).cast(),
+                dev + at as u64,
+                SPARE_BYTES,
+            )
+        })
+        .collect()
+}
+
+/// Launch each kernel once over nothing on capture's stream: a context's first launch of a
+/// kernel pays for making it resident, which would otherwise fall inside the first async
+/// download [`behind`] follows, a region programs time (simpleMultiCopy's D2H figure: 0.31 ms
+/// plain, 1.47 ms with the digest kernel's first launch behind it, H100). Not waited for: the
+/// stream orders it before capture's later use of the buffer. A failure here is left to the
+/// real launches, which report it.
+unsafe fn warm_up(f: &Fns, gpu: &Loaded) {
+    // (no words, no chunks: `hrr_digest` writes one empty chunk's digest into the buffer,
+    // `hrr_fingerprint` returns at once)
+    let at = gpu.out.1;
+    launch(f, gpu.function, 1, [at, 0, at], gpu.stream);
+    if let Some(function) = gpu.fingerprint {
+        let half = (SEGMENT_CHUNKS * 16) as u64;
+        launch(f, function, 1, [at, 0, at + half], gpu.stream);
+    }
 }
 
 /// Run `hrr_digest` over the `n` bytes at `src`, a segment at a time, waiting for each (at
