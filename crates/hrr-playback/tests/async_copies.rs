@@ -125,6 +125,33 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
     panic!("the capture waited for the copies: {outs:?}");
 }
 
+/// `copy_app overlap 6 1` captured into `arch` with async digests for every result of 64 KiB or
+/// more (the fake's copies taking time), `env` besides: capture's output and the async
+/// results recorded (at least the 6 downloads).
+fn overlap_with_async_digests(
+    arch: &Path,
+    env: &[(&str, &str)],
+) -> (Output, Vec<serde_json::Value>) {
+    let digests = [
+        ("FAKE_CUDA_ASYNC_GBPS", "1"),
+        ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+        ("HRR_CAPTURE_ASYNC_DIGESTS", "1"),
+    ];
+    let o = succeeded(fake().capture_env(
+        arch,
+        "copy_app",
+        &["overlap", "6", "1"],
+        &[&digests[..], env].concat(),
+    ));
+    let events = events_json(&pid_dirs(arch).remove(0));
+    let results: Vec<_> = all_named(&events, "hrrMemcpyResult")
+        .into_iter()
+        .cloned()
+        .collect();
+    assert!(results.len() >= 6, "{} results", results.len());
+    (o, results)
+}
+
 /// With `HRR_CAPTURE_ASYNC_DIGESTS=1`, every async result of the digest size or more is
 /// digested by the kernel capture enqueues behind its copy, over an overlap loop's copies (the
 /// fake's copies take time, the digests' buffers go back to the context as results are
@@ -134,20 +161,8 @@ fn async_d2h_results_are_recorded_at_completion_and_replay_compares_them() {
 fn async_results_in_flight_together_are_each_digested_behind_their_copy() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("digested.hrr");
-    succeeded(fake().capture_env(
-        &arch,
-        "copy_app",
-        &["overlap", "6", "1"],
-        &[
-            ("FAKE_CUDA_ASYNC_GBPS", "1"),
-            ("HRR_CAPTURE_DIGEST_MIN", "65536"),
-            ("HRR_CAPTURE_ASYNC_DIGESTS", "1"),
-        ],
-    ));
+    let (_, results) = overlap_with_async_digests(&arch, &[]);
     let dir = pid_dirs(&arch).remove(0);
-    let events = events_json(&dir);
-    let results = all_named(&events, "hrrMemcpyResult");
-    assert!(results.len() >= 6, "{} results", results.len());
     for e in &results {
         let n = e["fields"]["bytes"].as_u64().unwrap() as usize;
         let stored = std::fs::read(blob_path(&dir, e["fields"]["d2h_blob"].as_str().unwrap()));
@@ -173,17 +188,7 @@ fn async_results_in_flight_together_are_each_digested_behind_their_copy() {
 fn digest_buffers_and_first_launches_come_before_the_first_async_download() {
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("digested.hrr");
-    let o = succeeded(fake().capture_env(
-        &arch,
-        "copy_app",
-        &["overlap", "6", "1"],
-        &[
-            ("FAKE_CUDA_ASYNC_GBPS", "1"),
-            ("FAKE_CUDA_TRACE", "1"),
-            ("HRR_CAPTURE_DIGEST_MIN", "65536"),
-            ("HRR_CAPTURE_ASYNC_DIGESTS", "1"),
-        ],
-    ));
+    let (o, results) = overlap_with_async_digests(&arch, &[("FAKE_CUDA_TRACE", "1")]);
     let err = String::from_utf8_lossy(&o.stderr);
     let first = |line: &str| {
         err.find(line)
@@ -195,9 +200,6 @@ fn digest_buffers_and_first_launches_come_before_the_first_async_download() {
     let allocs: Vec<usize> = host_allocs.map(|(at, _)| at).collect();
     assert!(!allocs.is_empty(), "capture allocated no buffer: {err}");
     assert!(allocs.iter().all(|&at| at < download), "{err}");
-    let events = events_json(&pid_dirs(&arch).remove(0));
-    let results = all_named(&events, "hrrMemcpyResult");
-    assert!(results.len() >= 6, "{} results", results.len());
     let (code, v) = fake().replay_json(&arch, &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["d2h_checks"]["by_digest"], results.len(), "{v}");

@@ -139,7 +139,7 @@ fn a_corrupted_d2h_blob_fails_replay_and_names_the_event() {
 }
 
 /// `driver_app` captured with every D2H result recorded as digests
-/// (`HRR_CAPTURE_DIGEST_MIN=1`, `HRR_CAPTURE_ASYNC_DIGESTS=1`): the folder (kept alive), its
+/// (`HRR_CAPTURE_DIGEST_MIN=1`, async digests by default): the folder (kept alive), its
 /// process folder, the blocking copies and the async results (`hrrMemcpyResult`, digested by
 /// the kernel capture enqueues behind their copies, or whole where the host took over) with
 /// their digests; any other
@@ -154,10 +154,8 @@ fn captured_as_digests(
     String,
 ) {
     let (tmp, arch) = temp_path("run.hrr");
-    let digests = [
-        ("HRR_CAPTURE_DIGEST_MIN", "1"),
-        ("HRR_CAPTURE_ASYNC_DIGESTS", "1"),
-    ];
+    // (async digests are on by default: not asked for here, so that this checks the default)
+    let digests = [("HRR_CAPTURE_DIGEST_MIN", "1")];
     let env = [&digests[..], env].concat();
     let o = fake().capture_env(&arch, "driver_app", &[], &env);
     assert!(o.status.success(), "{o:?}");
@@ -290,12 +288,15 @@ fn a_result_differing_from_its_recorded_digest_is_a_mismatch_naming_the_chunk() 
     altered_digest_is_a_mismatch_naming_the_chunk("cuMemcpyDtoH_v2");
 }
 
-/// Unless `HRR_CAPTURE_ASYNC_DIGESTS=1`, no kernel is enqueued behind an async copy: its
-/// result is stored whole, whatever the digest size, and replay checks its bytes.
+/// With `HRR_CAPTURE_ASYNC_DIGESTS=0`, no kernel is enqueued behind an async copy: its result
+/// is stored whole, whatever the digest size, and replay checks its bytes.
 #[test]
-fn async_results_stay_whole_unless_asked_to_be_digested_behind_their_copies() {
+fn async_results_stay_whole_when_async_digests_are_off() {
     let (_tmp, arch) = temp_path("run.hrr");
-    let env = [("HRR_CAPTURE_DIGEST_MIN", "1")];
+    let env = [
+        ("HRR_CAPTURE_DIGEST_MIN", "1"),
+        ("HRR_CAPTURE_ASYNC_DIGESTS", "0"),
+    ];
     let o = fake().capture_env(&arch, "driver_app", &[], &env);
     assert!(o.status.success(), "{o:?}");
     let dir = pid_dirs(&arch).remove(0);

@@ -1,14 +1,14 @@
 //! Large D2H results digested on the GPU ([`hrr_archive::digest`], FORMAT.md §7): the kernel of
-//! `crates/hrr-capture/gpu/digest.cu`, its PTX embedded, loaded into a context at the first
-//! large result the context copies back, launched after the program's blocking copy returned,
+//! `crates/hrr-capture/gpu/digest.cu`, its PTX embedded, loaded into a context at the program's
+//! first allocation that can hold a large result ([`prepare`]; else at the first large result
+//! the context copies back), launched after the program's blocking copy returned,
 //! on a stream of capture's own, writing the digests into mapped pinned memory. A 64 MiB
 //! result takes ~40 µs there (H100) against milliseconds on the host, so a loop copying back
-//! 64 MiB per repetition no longer waits for the host to read every byte. With
-//! `HRR_CAPTURE_ASYNC_DIGESTS=1` (off by default until a GPU run checks it), a large async result
+//! 64 MiB per repetition no longer waits for the host to read every byte. A large async result
 //! ([`behind`]) has the same kernel enqueued on the copy's own stream right behind the copy,
 //! writing into a mapped buffer the pending result holds; its digests are read when the result
 //! is recorded (the synchronisation that made it visible), so that synchronisation does not
-//! read the result on the host.
+//! read the result on the host (`HRR_CAPTURE_ASYNC_DIGESTS=0`: the host reads async results).
 //!
 //! Only where the kernel can read what the copy read, and without disturbing the program: the
 //! source is device memory of the current context itself (not managed memory, whose pages the
@@ -257,8 +257,8 @@ unsafe fn context_holding(f: &Fns, src: u64) -> Option<u64> {
 /// result (simpleMultiCopy's loops synchronise behind a 16 MiB download each time). For
 /// results of [`crate::recorder::digest_min`] bytes or more (as blocking ones), under the
 /// conditions of the [module docs](self); `None`: the host takes the result's bytes. The
-/// program's stream runs one more kernel (~10 us for 16 MiB on an H100). Off unless
-/// `HRR_CAPTURE_ASYNC_DIGESTS=1` (`crate::hook::profile::async_digests`): not yet run on a GPU.
+/// program's stream runs one more kernel (~10 us for 16 MiB on an H100). Off with
+/// `HRR_CAPTURE_ASYNC_DIGESTS=0` (`crate::hook::profile::async_digests`).
 ///
 /// # Safety
 /// Called on the thread whose current context enqueued the copy, right after it was.
