@@ -205,6 +205,43 @@ fn digest_buffers_and_first_launches_come_before_the_first_async_download() {
     assert_eq!(v["d2h_checks"]["by_digest"], results.len(), "{v}");
 }
 
+/// More async results pending at once than capture allocated digest buffers for (100 of
+/// 64 KiB before one synchronisation): capture allocates no more behind the copies (that would
+/// wait for the device to go idle), the results beyond its buffers are stored whole, and
+/// replay checks every one, by digest or by bytes.
+#[test]
+fn results_beyond_the_digest_buffers_are_stored_whole_without_allocating() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("pending.hrr");
+    let env = [
+        ("FAKE_CUDA_TRACE", "1"),
+        ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+    ];
+    let o = succeeded(fake().capture_env(&arch, "copy_app", &["pending", "100", "64"], &env));
+    assert_contains(&String::from_utf8_lossy(&o.stdout), "same=1");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let download = err
+        .find("[fake-cuda] cuMemcpyDtoHAsync_v2 -> 0")
+        .expect("no download");
+    let allocs: Vec<usize> = err
+        .match_indices("[fake-cuda] cuMemHostAlloc -> 0")
+        .map(|(at, _)| at)
+        .collect();
+    assert!(
+        !allocs.is_empty() && allocs.iter().all(|&at| at < download),
+        "{err}"
+    );
+    let dir = pid_dirs(&arch).remove(0);
+    let results = all_named(&events_json(&dir), "hrrMemcpyResult").len();
+    assert_eq!(results, 100);
+    let (code, v) = fake().replay_json(&arch, &[]);
+    assert_eq!(code, 0, "{v}");
+    let by_digest = v["d2h_checks"]["by_digest"].as_u64().unwrap();
+    assert!((64..100).contains(&by_digest), "{v}");
+    assert!(v["d2h_checks"]["pass"].as_u64().unwrap() >= 100, "{v}");
+    assert_eq!(v["d2h_checks"]["fail"], 0, "{v}");
+}
+
 /// With `HRR_CAPTURE_PROFILE=1`, capture's profile times the work async copies leave it: one
 /// record per `hrrMemcpyResult` and per `hrrMemcpySource` event, and the synchronisations that
 /// waited for them, so that where a synchronisation's added time goes can be told.

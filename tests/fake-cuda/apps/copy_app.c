@@ -7,6 +7,10 @@
  *                                      host loop counting cuEventQuery NOT_READY answers until
  *                                      the event completes; checks the bytes came back (`any`:
  *                                      the H2D copy through cuMemcpyAsync)
+ *   copy_app pending COUNT KIB         COUNT async downloads of KIB each, distinct bytes, into
+ *                                      page-locked memory, all queued before one stream
+ *                                      synchronisation (simpleStreams queues 40 of 16 MiB);
+ *                                      checks the bytes came back
  *   copy_app step ITER                 ITER rounds of a training step's synchronisation path: an
  *                                      async upload of 8 fresh bytes from pageable memory, a
  *                                      memset, an async download of 8 bytes into pageable memory
@@ -353,6 +357,22 @@ int main(int argc, char **argv) {
     return 0;
   }
   int same = argc == 5 && !strcmp(argv[4], "same");
+  if (!strcmp(mode, "pending") && argc == 4) {
+    long count = atol(argv[2]);
+    size_t n = (size_t)atol(argv[3]) << 10;
+    if (count < 1 || !n) return 2;
+    unsigned char *src = malloc(n * count), *h;
+    CUdeviceptr d;
+    fill(src, n * count, 7);
+    CK(cuMemAllocHost_v2((void **)&h, n * count));
+    CK(cuMemAlloc_v2(&d, n * count));
+    CK(cuMemcpyHtoD_v2(d, src, n * count));
+    for (long i = 0; i < count; i++) CK(cuMemcpyDtoHAsync_v2(h + i * n, d + i * n, n, s));
+    CK(cuStreamSynchronize(s));
+    int same_bytes = !memcmp(h, src, n * count);
+    printf("pending copies=%ld bytes=%zu same=%d\n", count, n, same_bytes);
+    return same_bytes ? 0 : 1;
+  }
   if (!strcmp(mode, "multicopy") && (argc == 4 || same)) {
     /* simpleMultiCopy's serialized loop: 4 input and 4 output buffers of MIB each, page-locked
      * and mapped into the device (which capture's tracker of host-visible memory follows);
@@ -579,6 +599,6 @@ int main(int argc, char **argv) {
     printf("waiting sum=%u\n", g_back_sum);
     return 0;
   }
-  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | load MIB KIB | overlap ITER MIB [any] | d2h ITER MIB [registered|unified] | multicopy ITER MIB [same] | pageable | reuse | killsync | waiting | destroy | streamgone | callback | many\n");
+  fprintf(stderr, "usage: copy_app h2d TOTAL_MIB CHUNK_MIB | load MIB KIB | overlap ITER MIB [any] | pending COUNT KIB | d2h ITER MIB [registered|unified] | multicopy ITER MIB [same] | pageable | reuse | killsync | waiting | destroy | streamgone | callback | many\n");
   return 2;
 }

@@ -37,7 +37,7 @@ macro_rules! cuda_calls {
             MemAllocManaged [cuMemAllocManaged] (dptr: *mut u64, size: usize, flags: c_uint) : MemAllocFlags, Managed, ordered after mem_alloc_managed;
             MemFree [cuMemFree_v2] (dptr: u64) : DevicePtr, Free, ordered => mem_free;
             MemAllocAsync [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64, size: usize, stream: Handle) : MemAllocAsync, Alloc, ordered after mem_alloc_async;
-            MemAllocFromPoolAsync [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut u64 => dptr, size: usize = bytesize, pool: Handle = pool, stream: Handle = stream) : MemAllocFromPool, Alloc, ordered;
+            MemAllocFromPoolAsync [cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz] (dptr: *mut u64, size: usize, pool: Handle, stream: Handle) : MemAllocFromPool, Alloc, ordered after mem_alloc_from_pool_async;
             MemFreeAsync [cuMemFreeAsync, cuMemFreeAsync_ptsz] (dptr: u64 = dptr, stream: Handle = stream) : MemFreeAsync, Free, ordered;
             MemHostAlloc [cuMemHostAlloc] (pp: *mut *mut c_void, size: usize, flags: c_uint) : HostAlloc, HostMem, ordered after mem_host_alloc;
             MemAllocHost [cuMemAllocHost_v2] (pp: *mut *mut c_void, size: usize) : HostAllocPlain, HostMem, ordered after mem_alloc_host;

@@ -22,8 +22,9 @@
 //! context where the module does not load, a launch fails, that check disagrees or the wait
 //! runs out gets its digests from the host from then on (said once on stderr). Each context
 //! holds the module, a stream and 2 MiB of mapped pinned memory for the digests and
-//! fingerprints (a result of more than 4 GiB is digested 4 GiB at a time); a context destroyed
-//! or reset forgets them ([`forget`]).
+//! fingerprints (a result of more than 4 GiB is digested 4 GiB at a time), and 2 MiB more for
+//! the digests of pending async results ([`spare_buffers`]); a context destroyed or reset
+//! forgets them ([`forget`]).
 //!
 //! A result that lands in host-visible memory the tracker watches (`super::hostmem`: mapped
 //! pinned memory, simpleStreams' registered buffer) also has the tracker's fingerprints of the
@@ -52,10 +53,9 @@ const THREADS: c_uint = 256;
 const SEGMENT_CHUNKS: usize = 1 << 16;
 /// Threads `hrr_fingerprint` takes per chunk (a warp).
 const FINGERPRINT_THREADS: usize = 32;
-/// Buffers for the digests of pending async results allocated with the module, and the bytes
-/// of each ([`spare_buffers`]).
-const SPARE_BUFFERS: usize = 16;
-const SPARE_BYTES: usize = 64 << 10;
+/// The buffers for the digests of pending async results allocated with the module: (how many,
+/// bytes each; 16 bytes hold a 64 KiB chunk's digest), [`spare_buffers`].
+const SPARE: [(usize, usize); 2] = [(64, 16 << 10), (8, 128 << 10)];
 /// How long a launch is waited for before the host takes over.
 const WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 /// `CU_POINTER_ATTRIBUTE_CONTEXT`; `CUDA_ERROR_NOT_READY`; `CU_STREAM_CAPTURE_MODE_RELAXED`.
@@ -284,21 +284,12 @@ pub unsafe fn behind(
     let Slot::Ready(gpu) = map.entry(ctx).or_insert_with(|| load(f)) else {
         return None;
     };
+    // (the smallest spare buffer that holds the digests; none: the host reads the result,
+    // as allocating one here would wait for the device to go idle, [`spare_buffers`])
     let bytes = chunks * 16;
-    let buffer = match gpu.spare.iter().position(|b| b.2 >= bytes) {
-        Some(i) => gpu.spare.swap_remove(i),
-        None => {
-            let cap = bytes.next_power_of_two();
-            let (mut host, mut dev) = (std::ptr::null_mut(), 0u64);
-            if (f.host_alloc)(&mut host, cap, DEVICEMAP) != 0 {
-                return None;
-            }
-            if (f.host_device_pointer)(&mut dev, host, 0) != 0 {
-                return None; // (the buffer is left to the context)
-            }
-            (host, dev, cap)
-        }
-    };
+    let fits = gpu.spare.iter().enumerate().filter(|(_, b)| b.2 >= bytes);
+    let (i, _) = fits.min_by_key(|(_, b)| b.2)?;
+    let buffer = gpu.spare.swap_remove(i);
     if !launch(
         f,
         gpu.function,
@@ -520,31 +511,39 @@ unsafe fn load(f: &Fns) -> Slot {
     Slot::Ready(gpu)
 }
 
-/// Buffers [`behind`] hands to pending results, allocated with the module: `cuMemHostAlloc`
-/// waits for the device to go idle, so one allocated behind a program's async download blocked
-/// the program until its queued work was done (asyncAPI's host loop, meant to overlap the GPU,
-/// ran 22 times instead of thousands; simpleMultiCopy's timed D2H took five times as long).
-/// [`SPARE_BUFFERS`] of [`SPARE_BYTES`] (each holds the digests of a 256 MiB result) carved
-/// from one allocation; a larger result, or more pending at once, still allocates its own.
-/// None unless async digests are on (`crate::hook::profile::async_digests`).
+/// Buffers [`behind`] hands to pending results, allocated with the module and never later:
+/// `cuMemHostAlloc` waits for the device to go idle, so one allocated behind a program's async
+/// download blocked the program until its queued work was done (asyncAPI's host loop, meant to
+/// overlap the GPU, ran 22 times instead of thousands; simpleMultiCopy's timed D2H took five
+/// times as long). [`SPARE`]: (buffers, bytes each), carved from one allocation of 2 MiB:
+/// 64 pending results of up to 64 MiB (simpleStreams queues 40 of 16 MiB before it waits) and
+/// 8 more of up to 512 MiB. A result with none free, or larger, is read by the host when
+/// recorded, as with async digests off. None unless async digests are on
+/// (`crate::hook::profile::async_digests`).
 unsafe fn spare_buffers(f: &Fns) -> Vec<(Ptr, u64, usize)> {
     if !crate::hook::profile::async_digests() {
         return Vec::new();
     }
+    let total = SPARE.iter().map(|(count, bytes)| count * bytes).sum();
     let (mut host, mut dev) = (std::ptr::null_mut(), 0u64);
-    if (f.host_alloc)(&mut host, SPARE_BUFFERS * SPARE_BYTES, DEVICEMAP) != 0
+    if (f.host_alloc)(&mut host, total, DEVICEMAP) != 0
         || (f.host_device_pointer)(&mut dev, host, 0) != 0
     {
-        return Vec::new(); // (allocated as results need them)
+        return Vec::new(); // (the host reads async results)
     }
-    (0..SPARE_BUFFERS)
-        .map(|i| {
-            let at = i * SPARE_BYTES;
-            (
+    let sizes = SPARE
+        .iter()
+        .flat_map(|&(count, bytes)| std::iter::repeat_n(bytes, count));
+    let mut at = 0;
+    sizes
+        .map(|bytes| {
+            let buffer = (
                 host.cast::<u8>().wrapping_add(at).cast(),
                 dev + at as u64,
-                SPARE_BYTES,
-            )
+                bytes,
+            );
+            at += bytes;
+            buffer
         })
         .collect()
 }

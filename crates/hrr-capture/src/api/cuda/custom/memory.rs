@@ -51,6 +51,25 @@ pub unsafe fn mem_alloc_async(h: Export, a: args::MemAllocAsync, r: CUresult) {
     }
 }
 
+/// `cuMemAllocFromPoolAsync`, as [`mem_alloc`].
+pub unsafe fn mem_alloc_from_pool_async(h: Export, a: args::MemAllocFromPoolAsync, r: CUresult) {
+    let args::MemAllocFromPoolAsync {
+        dptr,
+        size,
+        pool,
+        stream,
+    } = a;
+    rec(h, r, |_| MemAllocFromPool {
+        dptr: out(dptr),
+        bytesize: size as u64,
+        pool: pool as u64,
+        stream: stream as u64,
+    });
+    if r == 0 {
+        digest::prepare(size);
+    }
+}
+
 pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, r: CUresult) {
     let args::MemAllocManaged { dptr, size, flags } = a;
     let p = out(dptr);
