@@ -5,7 +5,8 @@
 #
 # SAMPLES_DIR is a checkout (or `git archive` export) of NVIDIA/cuda-samples with Samples/ and
 # Common/; BIN_DIR holds hrr-capture, hrr-playback and libhrr_capture.so. For
-# cudaTensorCoreGemm and bf16TensorCoreGemm (built with nvcc for sm_90): plain and captured runs
+# cudaTensorCoreGemm, bf16TensorCoreGemm and tf32TensorCoreGemm (built with nvcc for sm_90; the
+# thirteenth session measured tf32 at 0.94-0.95 of plain, not profiled): plain and captured runs
 # alternated, with the runtime's lazy module loading and with CUDA_MODULE_LOADING=EAGER (the
 # lazy load falls inside the samples' event-timed region), the captured run's
 # HRR_CAPTURE_PROFILE=1 table and its events around the region (`--events`, timestamps in ms).
@@ -14,10 +15,13 @@
 # first calls). Last, what creating a small file costs on the disk the archives go to (a new
 # small blob is one file). Everything lands in OUT_DIR and in OUT_DIR/diag.tgz (the device tool
 # brings back only a few files: fetch the tarball).
-# Environment: HRR_DIAG_REPS (2), HRR_DIAG_STEPS (transformer steps, 50), PYTHON (python3).
+# Environment: HRR_DIAG_REPS (2), HRR_DIAG_STEPS (transformer steps, 50), PYTHON (python3),
+# HRR_DIAG_ONLY=REGEX (only the GEMM samples whose name matches, e.g. tf32; the transformer
+# and the small-file timing are then left out).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
+skip_without_gpu gpu-capture-diag "$OUT/diag.txt"
 REPS=${HRR_DIAG_REPS:-2}
 STEPS=${HRR_DIAG_STEPS:-50}
 PY=${PYTHON:-python3}
@@ -26,7 +30,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { echo "[gpu-capture-diag] $*" | tee -a "$OUT/diag.txt"; }
 
-for n in cudaTensorCoreGemm bf16TensorCoreGemm; do
+ONLY=${HRR_DIAG_ONLY:-}
+for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
+    if [ -n "$ONLY" ] && ! grep -qE "$ONLY" <<<"$n"; then continue; fi
     src=$SAMPLES/Samples/3_CUDA_Features/$n
     if ! (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/$n" "$n.cu") \
         >"$OUT/build-$n.log" 2>&1; then
@@ -51,6 +57,11 @@ for n in cudaTensorCoreGemm bf16TensorCoreGemm; do
             >"$OUT/$n-region-events.txt"
 done
 
+if [ -n "$ONLY" ]; then
+    tar czf "$OUT/diag.tgz" -C "$OUT" --exclude diag.tgz . 2>/dev/null
+    log "done (HRR_DIAG_ONLY: GEMM samples only): $OUT/diag.txt, $OUT/diag.tgz"
+    exit 0
+fi
 cd "$root/tests/gpu" || exit 1
 for i in $(seq "$REPS"); do
     t=$(CUBLAS_WORKSPACE_CONFIG=:4096:8 "$PY" transformer.py --steps "$STEPS" 2>&1 | grep ' steps in ')

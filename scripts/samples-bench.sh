@@ -24,6 +24,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
+skip_without_gpu samples-bench "$OUT/samples-bench.txt"
 REPS=${HRR_BENCH_REPS:-3}
 STEP_TIMEOUT=${HRR_BENCH_STEP_TIMEOUT:-120}
 BASE=${HRR_BENCH_BASELINE:+$(cd "$HRR_BENCH_BASELINE" && pwd)}
