@@ -208,10 +208,13 @@ add_wl torch_graph torch "gemm elementwise" "CUBLAS_WORKSPACE_CONFIG=:4096:8" \
 add_wl torch_compile triton "gemm triton" "CUBLAS_WORKSPACE_CONFIG=:4096:8" \
     "$PY" "$root/tests/gpu/torch_graph.py" --compile
 add_wl tiny_launches tiny_launches "tiny_kernel" "" "$B/tiny_launches" "$TINY_COUNT"
-# Async copies: D2H results recorded when the copies complete (hrrMemcpyResult), 64 MiB blobs.
-add_wl async_copies async_copies "fill_kernel increment_kernel" "" "$B/async_copies" 3
+# Async copies: D2H results recorded when the copies complete (hrrMemcpyResult), 64 MiB blobs
+# (async digests off: the results stored whole).
+add_wl async_copies async_copies "fill_kernel increment_kernel" "HRR_CAPTURE_ASYNC_DIGESTS=0" \
+    "$B/async_copies" 3
 # The same with the 64 MiB async results digested on the GPU behind their copies
-# (HRR_CAPTURE_ASYNC_DIGESTS=1, off by default): replay must check them by digest.
+# (HRR_CAPTURE_ASYNC_DIGESTS=1, the default, asked for explicitly): replay must check them by
+# digest.
 add_wl async_digests async_copies "fill_kernel increment_kernel" "HRR_CAPTURE_ASYNC_DIGESTS=1" \
     "$B/async_copies" 3
 # The math libraries' own kernels (cuFFT reaches its functions through a private export table).

@@ -18,7 +18,7 @@
 # alternate with the others, and its ratios are printed beside), HRR_BENCH_ONLY=REGEX (only the
 # samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy'), HRR_BENCH_CAPTURED_ENV='VAR=V
 # ...' (set for the captured runs only, not the baseline's: one build with and without a switch,
-# e.g. HRR_CAPTURE_ASYNC_DIGESTS=1 with HRR_BENCH_BASELINE the same BIN_DIR). HRR_CAPTURE_PROFILE=1 passes
+# e.g. HRR_CAPTURE_ASYNC_DIGESTS=0 with HRR_BENCH_BASELINE the same BIN_DIR). HRR_CAPTURE_PROFILE=1 passes
 # through to the captured runs: each OUT_DIR/<sample>.captured.<rep>.log then ends with capture's
 # profile (which calls added time, and the `slow` ones: where a stalled pair's time went).
 set -euo pipefail

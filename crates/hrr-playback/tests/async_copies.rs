@@ -152,7 +152,7 @@ fn overlap_with_async_digests(
     (o, results)
 }
 
-/// With `HRR_CAPTURE_ASYNC_DIGESTS=1`, every async result of the digest size or more is
+/// With async digests (the default), every async result of the digest size or more is
 /// digested by the kernel capture enqueues behind its copy, over an overlap loop's copies (the
 /// fake's copies take time, the digests' buffers go back to the context as results are
 /// recorded and are taken again): each result is a digest object and replay checks every one
