@@ -181,8 +181,7 @@ fn async_results_in_flight_together_are_each_digested_behind_their_copy() {
 /// come at the program's allocation, before its first async download: on a GPU,
 /// `cuMemHostAlloc` waits for the device to go idle (asyncAPI's host loop, which should
 /// overlap the GPU, ran 22 times instead of thousands with one allocated behind its download),
-/// and a kernel's first launch makes it resident (a millisecond inside simpleMultiCopy's timed
-/// download). In the driver's trace: no `cuMemHostAlloc` and a launch of `hrr_digest` before the
+/// and whatever a kernel's first launch costs is paid there too. In the driver's trace: no `cuMemHostAlloc` and a launch of `hrr_digest` before the
 /// first `cuMemcpyDtoHAsync`, no `cuMemHostAlloc` after it, and every result still a digest.
 #[test]
 fn digest_buffers_and_first_launches_come_before_the_first_async_download() {

@@ -514,8 +514,8 @@ unsafe fn load(f: &Fns) -> Slot {
 /// Buffers [`behind`] hands to pending results, allocated with the module and never later:
 /// `cuMemHostAlloc` waits for the device to go idle, so one allocated behind a program's async
 /// download blocked the program until its queued work was done (asyncAPI's host loop, meant to
-/// overlap the GPU, ran 22 times instead of thousands; simpleMultiCopy's timed D2H took five
-/// times as long). [`SPARE`]: (buffers, bytes each), carved from one allocation of 2 MiB:
+/// overlap the GPU, ran 22 times instead of thousands; simpleMultiCopy's timed D2H took nearly
+/// three times as long). [`SPARE`]: (buffers, bytes each), carved from one allocation of 2 MiB:
 /// 64 pending results of up to 64 MiB (simpleStreams queues 40 of 16 MiB before it waits) and
 /// 8 more of up to 512 MiB. A result with none free, or larger, is read by the host when
 /// recorded, as with async digests off. None unless async digests are on
@@ -548,12 +548,13 @@ unsafe fn spare_buffers(f: &Fns) -> Vec<(Ptr, u64, usize)> {
         .collect()
 }
 
-/// Launch each kernel once over nothing on capture's stream: a context's first launch of a
-/// kernel pays for making it resident, which would otherwise fall inside the first async
-/// download [`behind`] follows, a region programs time (simpleMultiCopy's D2H figure: 0.31 ms
-/// plain, 1.47 ms with the digest kernel's first launch behind it, H100). Not waited for: the
-/// stream orders it before capture's later use of the buffer. A failure here is left to the
-/// real launches, which report it.
+/// Launch each kernel once over nothing on capture's stream, so that whatever a context's first
+/// launch of a kernel costs (making it resident) is not paid behind the first async download
+/// [`behind`] follows, a region programs time. A precaution: on the H100 its own effect was not
+/// separable from the noise (simpleMultiCopy's D2H 0.215 of plain before, 0.322 after; the
+/// buffer allocation [`spare_buffers`] removes was the cost). Not waited for: the stream orders
+/// it before capture's later use of the buffer. A failure here is left to the real launches,
+/// which report it.
 unsafe fn warm_up(f: &Fns, gpu: &Loaded) {
     // (no words, no chunks: `hrr_digest` writes one empty chunk's digest into the buffer,
     // `hrr_fingerprint` returns at once)
