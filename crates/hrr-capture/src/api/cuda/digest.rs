@@ -239,15 +239,19 @@ unsafe fn digests_at(host: Ptr, chunks: usize) -> impl Iterator<Item = [u8; 16]>
         .map(|d| <[u8; 16]>::try_from(d).expect("16"))
 }
 
-/// The unique id of the current context, when it holds `src` itself ([`in_this_context`]).
-unsafe fn context_holding(f: &Fns, src: u64) -> Option<u64> {
+/// The current context and its unique id; `None` without one.
+unsafe fn current_context(f: &Fns) -> Option<(Ptr, u64)> {
     let mut ctx: Ptr = std::ptr::null_mut();
     let mut id = 0u64;
-    let ok = (f.ctx_get_current)(&mut ctx) == 0
-        && !ctx.is_null()
-        && (f.ctx_get_id)(ctx, &mut id) == 0
-        && in_this_context(f, src, ctx);
-    ok.then_some(id)
+    let ok =
+        (f.ctx_get_current)(&mut ctx) == 0 && !ctx.is_null() && (f.ctx_get_id)(ctx, &mut id) == 0;
+    ok.then_some((ctx, id))
+}
+
+/// The unique id of the current context, when it holds `src` itself ([`in_this_context`]).
+unsafe fn context_holding(f: &Fns, src: u64) -> Option<u64> {
+    let (ctx, id) = current_context(f)?;
+    in_this_context(f, src, ctx).then_some(id)
 }
 
 /// Right after an async D2H copy of `n` bytes from `src` was enqueued on `stream` (not being
@@ -467,10 +471,9 @@ pub unsafe fn prepare(bytes: usize) {
     let Some(f) = fns() else {
         return;
     };
-    let (mut ctx, mut id): (Ptr, u64) = (std::ptr::null_mut(), 0);
-    if (f.ctx_get_current)(&mut ctx) != 0 || ctx.is_null() || (f.ctx_get_id)(ctx, &mut id) != 0 {
+    let Some((_, id)) = current_context(f) else {
         return;
-    }
+    };
     if let std::collections::hash_map::Entry::Vacant(slot) = contexts().entry(id) {
         let _relaxed = Relaxed::enter(f);
         slot.insert(load(f));
