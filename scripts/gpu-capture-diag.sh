@@ -17,7 +17,9 @@
 # brings back only a few files: fetch the tarball).
 # Environment: HRR_DIAG_REPS (2), HRR_DIAG_STEPS (transformer steps, 50), PYTHON (python3),
 # HRR_DIAG_ONLY=REGEX (only the GEMM samples whose name matches, e.g. tf32; the transformer
-# and the small-file timing are then left out).
+# and the small-file timing are then left out), HRR_DIAG_PREBUILT=DIR (the samples' binaries
+# as scripts/cuda-samples.sh built them, DIR being its OUT_DIR/work, instead of nvcc's: the
+# fourteenth session saw tf32 at 0.98 of plain built with nvcc and 0.94 built with CMake).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
@@ -34,7 +36,12 @@ ONLY=${HRR_DIAG_ONLY:-}
 for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
     if [ -n "$ONLY" ] && ! grep -qE "$ONLY" <<<"$n"; then continue; fi
     src=$SAMPLES/Samples/3_CUDA_Features/$n
-    if ! (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/$n" "$n.cu") \
+    if [ -n "${HRR_DIAG_PREBUILT:-}" ]; then
+        if ! cp "$HRR_DIAG_PREBUILT/3_CUDA_Features_$n/bin/$n" "$work/$n" 2>"$OUT/build-$n.log"; then
+            log "$n: no prebuilt binary under $HRR_DIAG_PREBUILT (build-$n.log)"
+            continue
+        fi
+    elif ! (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/$n" "$n.cu") \
         >"$OUT/build-$n.log" 2>&1; then
         log "$n: build failed (build-$n.log)"
         continue

@@ -327,7 +327,8 @@ static void hidden_workload(struct outbuf *out) {
 /* The `reload` mode: `axpy` of a module built from PTX launched, the module unloaded, then
  * `axpy` of a fatbin module launched: the fake hands the second function out at the freed
  * first one's address (it reuses freed function blocks, as drivers reuse handles), so capture must not take what it
- * knew of that address for the new function (its code object is the fatbin's). */
+ * knew of that address for the new function (its code object is the fatbin's). Then the same
+ * address once more, for another kernel reached as cuFFT reaches its kernels. */
 static void reload_workload(struct outbuf *out) {
   const struct cu_api *cu = &g_cu;
   const int n = N_ELEMS;
@@ -355,6 +356,28 @@ static void reload_workload(struct outbuf *out) {
   CK(cu->MemcpyDtoH(b.hy, b.y, n * sizeof(float)), "cuMemcpyDtoH");
   outf(out, "reload same_handle=%d sum=%.3f", f1 == f2, fsum(b.hy, n));
   CK(cu->ModuleUnload(second), "cuModuleUnload");
+  /* Third, as cuFFT does: a module whose first function is `fill_u32`, that function reached
+   * through the export table (no recorded look-up) at the address `axpy` had, an attribute
+   * set on it, then launched. */
+  static const char third_text[] = "// hrr fake-cuda fatbin payload\n.entry fill_u32\n.entry axpy\n";
+  unsigned char fatbin3[256] __attribute__((aligned(16)));
+  if (!make_fatbin(fatbin3, sizeof fatbin3, third_text)) die_call("make_fatbin", -1);
+  CUmodule third;
+  CUfunction f3;
+  CK(cu->ModuleLoadData(&third, fatbin3), "cuModuleLoadData");
+  const void *table = NULL;
+  CUuuid id = {{0}};
+  CK(cu->GetExportTable(&table, &id), "cuGetExportTable");
+  typedef CUresult (*hidden_fn)(CUfunction *, CUmodule, const char *);
+  CK(((hidden_fn)((void *const *)table)[1])(&f3, third, "fill_u32"), "export table get_function");
+  CK(cu->FuncSetAttribute(f3, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, 1024), "cuFuncSetAttribute");
+  unsigned v = 0xC0DE0003u;
+  unsigned long long count = (unsigned long long)n;
+  void *fill[] = {&b.z, &v, &count};
+  CK(cu->LaunchKernel(f3, GRID, 1, 1, BLOCK, 1, 1, 0, NULL, fill, NULL), "cuLaunchKernel");
+  CK(cu->MemcpyDtoH(b.hz, b.z, n * sizeof(unsigned)), "cuMemcpyDtoH");
+  outf(out, "reload hidden same_handle=%d fill sum=%llu", f3 == f1, usum(b.hz, n));
+  CK(cu->ModuleUnload(third), "cuModuleUnload");
   free(b.hx);
   free(b.hy);
   free(b.hz);

@@ -70,12 +70,12 @@ macro_rules! cuda_calls {
             ModuleLoadData [cuModuleLoadData] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data(..);
             ModuleLoadDataEx [cuModuleLoadDataEx] (m: *mut Handle, image: *const c_void, n: c_uint, opts: *mut c_int, vals: *mut *mut c_void) : ModuleLoad, Load, ordered => module_load_data_ex;
             ModuleLoadFatBinary [cuModuleLoadFatBinary] (m: *mut Handle, image: *const c_void) : ModuleLoad, Load, ordered => module_load_data(..);
-            ModuleUnload [cuModuleUnload] (m: Handle = module) : Module, Unload, ordered;
+            ModuleUnload [cuModuleUnload] (m: Handle = module) : Module, Unload, ordered => unload(..);
             ModuleGetFunction [cuModuleGetFunction] (f: *mut Handle, m: Handle, name: *const c_char) : ModuleGetFunction, Lookup, ordered after module_get_function;
             ModuleGetGlobal [cuModuleGetGlobal_v2] (dptr: *mut u64, bytes: *mut usize, m: Handle, name: *const c_char) : Global, Lookup, ordered => get_global(..);
             LibraryLoadData [cuLibraryLoadData] (lib: *mut Handle, code: *const c_void, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) : LibraryLoad, Load, ordered => library_load_data;
             LibraryLoadFromFile [cuLibraryLoadFromFile] (lib: *mut Handle, fname: *const c_char, jo: *mut c_int, jv: *mut *mut c_void, njo: c_uint, lo: *mut c_int, lv: *mut *mut c_void, nlo: c_uint) : LibraryLoad, Load, ordered => library_load_from_file;
-            LibraryUnload [cuLibraryUnload] (lib: Handle = library) : Library, Unload, ordered;
+            LibraryUnload [cuLibraryUnload] (lib: Handle = library) : Library, Unload, ordered => unload(..);
             LibraryGetKernel [cuLibraryGetKernel] (k: *mut Handle, lib: Handle, name: *const c_char) : LibraryGetKernel, Lookup, ordered after library_get_kernel;
             LibraryGetModule [cuLibraryGetModule] (m: *mut Handle, lib: Handle) : LibraryGetModule, Lookup, ordered after library_get_module;
             LibraryGetGlobal [cuLibraryGetGlobal] (dptr: *mut u64, bytes: *mut usize, lib: Handle, name: *const c_char) : Global, Lookup, ordered => get_global(..);

@@ -28,6 +28,8 @@ pub struct KernelInfo {
     pub code: Option<ObjectId>,
     /// True for `CUkernel` handles (library kernels), false for `CUfunction`.
     pub is_library_kernel: bool,
+    /// The module or library it was found in (0: unknown), so its unload forgets it.
+    pub owner: u64,
 }
 
 /// A host region a graph's memcpy node reads (`to_host` false) or writes (`to_host` true).
@@ -82,6 +84,9 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 /// Bumped whenever what capture knows of a function or kernel handle may change (a handle
 /// defined again): what a thread remembers of a handle from an earlier generation is stale.
 static KERNELS_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Bumped whenever capture forgets functions or kernels (their module or library unloaded): a
+/// thread's memory of handles it found known is stale ([`forgotten_generation`]).
+static FORGOTTEN_GENERATION: AtomicU64 = AtomicU64::new(0);
 /// How many streams are in stream capture (the size of [`State::capturing`]), read without the
 /// state's lock.
 static CAPTURING: AtomicUsize = AtomicUsize::new(0);
@@ -89,6 +94,11 @@ static CAPTURING: AtomicUsize = AtomicUsize::new(0);
 /// The generation of what capture knows of function and kernel handles ([`KERNELS_GENERATION`]).
 pub fn kernels_generation() -> u64 {
     KERNELS_GENERATION.load(Ordering::Acquire)
+}
+
+/// The generation of capture forgetting functions and kernels ([`FORGOTTEN_GENERATION`]).
+pub fn forgotten_generation() -> u64 {
+    FORGOTTEN_GENERATION.load(Ordering::Acquire)
 }
 
 /// Whether any stream is in stream capture (without the state's lock).
@@ -109,6 +119,27 @@ impl State {
         self.layouts.remove(&handle);
         self.kernels.insert(handle, info);
         KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Module or library `owner` was unloaded: it and the functions and kernels found in it
+    /// are forgotten. The driver hands their handle values out again, for other modules'
+    /// functions; what capture knew of a value must not be taken for the new function (a
+    /// launch would name the old kernel and code object, and a function reached without a
+    /// recorded look-up, as cuFFT's are, would not be bound again).
+    pub fn forget_owner(&mut self, owner: u64) {
+        self.modules.remove(&owner);
+        let gone: Vec<u64> = self
+            .kernels
+            .iter()
+            .filter(|(_, k)| k.owner == owner)
+            .map(|(&h, _)| h)
+            .collect();
+        for h in gone {
+            self.kernels.remove(&h);
+            self.layouts.remove(&h);
+        }
+        KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
+        FORGOTTEN_GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Stream `s` began a stream capture.

@@ -196,6 +196,7 @@ fn define_kernel(handle: u64, owner: u64, name: &str, is_library_kernel: bool) {
                 name: name.into(),
                 code,
                 is_library_kernel,
+                owner,
             },
         );
     });
@@ -312,14 +313,20 @@ pub unsafe fn func_get_module(h: Export, a: args::FuncGetModule, r: CUresult) {
 /// (the program made no such call) lets replay look it up by name there. Else replay cannot
 /// bind it, and says so at the launch.
 pub(super) unsafe fn bind_unseen_function(f: Handle) {
-    // Capture's state never forgets a function it knows (a handle redefined is still known),
-    // so a thread remembers the last ones it found known without asking the state again.
+    // Capture's state forgets a function only when its module or library is unloaded (a
+    // handle redefined is still known), so a thread remembers the last ones it found known,
+    // with the forgetting generation they were found in, without asking the state again.
     thread_local! {
         static KNOWN: [std::cell::Cell<u64>; KNOWN_SLOTS] =
             const { [const { std::cell::Cell::new(0) }; KNOWN_SLOTS] };
+        static KNOWN_GENERATION: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     }
     let key = f as u64;
     let slot = (key >> 4) as usize % KNOWN_SLOTS;
+    let generation = state::forgotten_generation();
+    if KNOWN_GENERATION.with(|g| g.replace(generation)) != generation {
+        KNOWN.with(|k| k.iter().for_each(|c| c.set(0)));
+    }
     if key != 0 && KNOWN.with(|k| k[slot].get()) == key {
         return;
     }
@@ -348,6 +355,7 @@ pub(super) unsafe fn bind_unseen_function(f: Handle) {
                     name,
                     code: None,
                     is_library_kernel: false,
+                    owner: 0,
                 },
             )
         });
@@ -394,6 +402,22 @@ pub unsafe fn enumerate_functions(
             names: names.join("\n"),
         }
     });
+    r
+}
+
+/// `cuModuleUnload` / `cuLibraryUnload` (one row each, same shape): what capture knew of the
+/// module or library and of its functions and kernels is forgotten first
+/// ([`state::State::forget_owner`]: the driver may hand the values out again as soon as the
+/// call returns; a handle that is no module or library has nothing to forget).
+pub unsafe fn unload(h: Export, owner: Handle, call: impl Call) -> CUresult {
+    state::with(|st| st.forget_owner(owner as u64));
+    let r = call();
+    let owner = owner as u64;
+    if h == Export::cuLibraryUnload {
+        rec(h, r, |_| Library { library: owner });
+    } else {
+        rec(h, r, |_| Module { module: owner });
+    }
     r
 }
 

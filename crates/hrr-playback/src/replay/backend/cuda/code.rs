@@ -151,10 +151,13 @@ impl Cuda {
 
     /// `cuFuncGetModule`: the program asked the module of a bound function, or capture recorded
     /// the module of a launched function it never saw looked up; then the function is looked up
-    /// by name in that module.
+    /// by name in that module. A recorded name in a bound module always wins: the function's
+    /// value may be bound still to a function of a module since unloaded (the driver hands
+    /// values out again; replay keeps code loaded), and the name says which one it is now.
     pub(super) fn func_get_module(&mut self, ev: &Event) -> Result<Outcome> {
         let (api, s) = (&self.api, ev.read::<FuncGetModule>()?);
-        if self.handles.get(s.function).is_ok() {
+        let by_name = !s.name.is_empty() && self.handles.get(s.module).is_ok();
+        if !by_name && self.handles.get(s.function).is_ok() {
             return code_calls::look_up(
                 &mut self.handles,
                 (s.function, s.module),
