@@ -19,7 +19,10 @@
 # HRR_DIAG_ONLY=REGEX (only the GEMM samples whose name matches, e.g. tf32; the transformer
 # and the small-file timing are then left out), HRR_DIAG_PREBUILT=DIR (the samples' binaries
 # as scripts/cuda-samples.sh built them, DIR being its OUT_DIR/work, instead of nvcc's: the
-# fourteenth session saw tf32 at 0.98 of plain built with nvcc and 0.94 built with CMake).
+# fourteenth session saw tf32 at 0.98 of plain built with nvcc and 0.94 built with CMake),
+# HRR_DIAG_REGION=1 (a copy of each sample's source made to print `host region ms`: the host's
+# time from its start event to its launch returned, the part of the event-timed region that is
+# not the kernel; built with the samples' CMake flags; each run's line then gives it too).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
@@ -31,12 +34,31 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { echo "[gpu-capture-diag] $*" | tee -a "$OUT/diag.txt"; }
+# A GEMM run's figures: `24.51 TFLOPS`, with `(host region 1.42 ms)` when it prints one.
+figures() {
+    awk '/^TFLOPS/ { t = $2 } /^host region ms/ { r = " (host region " $4 " ms)" }
+         END { printf "%s TFLOPS%s", (t == "" ? "?" : t), r }'
+}
 
 ONLY=${HRR_DIAG_ONLY:-}
 for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
     if [ -n "$ONLY" ] && ! grep -qE "$ONLY" <<<"$n"; then continue; fi
     src=$SAMPLES/Samples/3_CUDA_Features/$n
-    if [ -n "${HRR_DIAG_PREBUILT:-}" ]; then
+    if [ "${HRR_DIAG_REGION:-0}" = 1 ]; then
+        # the region's host time: a clock read after `cudaEventRecord(start)`, printed before
+        # `cudaEventRecord(stop)` (the kernel launches between them are asynchronous)
+        awk 'NR == 1 { print "#include <chrono>\n#include <cstdio>" }
+             /cudaEventRecord\(stop\)/ { print "printf(\"host region ms %.3f\\n\", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - hrr_t0).count());" }
+             { print }
+             /cudaEventRecord\(start\)/ { print "auto hrr_t0 = std::chrono::steady_clock::now();" }' \
+            "$src/$n.cu" >"$work/hrr-region-$n.cu"
+        if ! nvcc -lineinfo -O3 -DNDEBUG -std=c++17 --extended-lambda \
+            "--generate-code=arch=compute_90,code=[compute_90,sm_90]" -I"$src" -I"$SAMPLES/Common" \
+            -o "$work/$n" "$work/hrr-region-$n.cu" >"$OUT/build-$n.log" 2>&1; then
+            log "$n: build of the region-timed copy failed (build-$n.log)"
+            continue
+        fi
+    elif [ -n "${HRR_DIAG_PREBUILT:-}" ]; then
         if ! cp "$HRR_DIAG_PREBUILT/3_CUDA_Features_$n/bin/$n" "$work/$n" 2>"$OUT/build-$n.log"; then
             log "$n: no prebuilt binary under $HRR_DIAG_PREBUILT (build-$n.log)"
             continue
@@ -48,13 +70,13 @@ for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
     fi
     for i in $(seq "$REPS"); do
         for loading in LAZY EAGER; do
-            plain=$(cd "$work" && CUDA_MODULE_LOADING=$loading "./$n" 2>&1 | grep -E '^TFLOPS')
+            plain=$(cd "$work" && CUDA_MODULE_LOADING=$loading "./$n" 2>&1 | figures)
             rm -rf "$work/$n.hrr"
             (cd "$work" && CUDA_MODULE_LOADING=$loading HRR_CAPTURE_PROFILE=1 \
                 "$BIN/hrr-capture" -o "$work/$n.hrr" -- "./$n" \
                 >"$OUT/$n-$loading-$i.out" 2>"$OUT/$n-$loading-$i.profile")
-            captured=$(grep -E '^TFLOPS' "$OUT/$n-$loading-$i.out")
-            log "$n $loading run $i: plain ${plain#TFLOPS: } captured ${captured#TFLOPS: } TFLOPS"
+            captured=$(figures <"$OUT/$n-$loading-$i.out")
+            log "$n $loading run $i: plain $plain captured $captured"
         done
     done
     # the timed region: from the last cuEventCreate to the cuEventSynchronize after it
