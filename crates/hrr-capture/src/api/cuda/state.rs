@@ -54,6 +54,9 @@ pub type ParamLayout = Arc<[(u32, u32)]>;
 pub struct State {
     /// Module or library handle → code object.
     pub modules: HandleMap<Option<ObjectId>>,
+    /// Module handle → the library it is the module of (`cuLibraryGetModule`): unloading the
+    /// library unloads it.
+    pub library_modules: HandleMap<u64>,
     /// Function or kernel handle → what it is.
     pub kernels: HandleMap<KernelInfo>,
     layouts: HandleMap<Option<ParamLayout>>,
@@ -121,17 +124,27 @@ impl State {
         KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Module or library `owner` was unloaded: it and the functions and kernels found in it
-    /// are forgotten. The driver hands their handle values out again, for other modules'
+    /// Module or library `owner` was unloaded: it (a library with its module) and the
+    /// functions and kernels found in them are forgotten. The driver hands their handle values out again, for other modules'
     /// functions; what capture knew of a value must not be taken for the new function (a
     /// launch would name the old kernel and code object, and a function reached without a
     /// recorded look-up, as cuFFT's are, would not be bound again).
     pub fn forget_owner(&mut self, owner: u64) {
-        self.modules.remove(&owner);
+        let mut owners = vec![owner];
+        owners.extend(
+            self.library_modules
+                .iter()
+                .filter(|(_, &lib)| lib == owner)
+                .map(|(&m, _)| m),
+        );
+        for o in &owners {
+            self.modules.remove(o);
+            self.library_modules.remove(o);
+        }
         let gone: Vec<u64> = self
             .kernels
             .iter()
-            .filter(|(_, k)| k.owner == owner)
+            .filter(|(_, k)| owners.contains(&k.owner))
             .map(|(&h, _)| h)
             .collect();
         for h in gone {
@@ -239,4 +252,43 @@ fn query_layout(handle: u64, order: [&CStr; 2]) -> Option<ParamLayout> {
         layout = Some(Arc::from(Vec::new()));
     }
     layout
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(name: &str, owner: u64) -> KernelInfo {
+        KernelInfo {
+            name: name.into(),
+            owner,
+            ..KernelInfo::default()
+        }
+    }
+
+    /// Unloading a library forgets its kernels, its module and the functions looked up in that
+    /// module; another module's stay known.
+    #[test]
+    fn an_unloaded_library_takes_its_module_and_their_functions_with_it() {
+        let mut st = State::default();
+        let (lib, lib_module, other) = (0x100, 0x200, 0x300);
+        for m in [lib, lib_module, other] {
+            st.modules.insert(m, None);
+        }
+        st.library_modules.insert(lib_module, lib);
+        st.define_kernel(0x10, kernel("k", lib));
+        st.define_kernel(0x20, kernel("f", lib_module));
+        st.define_kernel(0x30, kernel("g", other));
+        let generation = kernels_generation();
+        st.forget_owner(lib);
+        assert!(kernels_generation() > generation);
+        assert!(!st.kernels.contains_key(&0x10));
+        assert!(!st.kernels.contains_key(&0x20));
+        assert_eq!(st.kernels[&0x30].name, "g");
+        assert!(!st.modules.contains_key(&lib) && !st.modules.contains_key(&lib_module));
+        assert!(st.modules.contains_key(&other));
+        assert!(st.library_modules.is_empty());
+        st.forget_owner(other);
+        assert!(st.kernels.is_empty() && st.modules.is_empty());
+    }
 }

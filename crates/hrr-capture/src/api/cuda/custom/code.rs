@@ -249,6 +249,7 @@ pub unsafe fn library_get_module(h: Export, a: args::LibraryGetModule, r: CUresu
         state::with(|st| {
             let code = st.code_of(lib as u64);
             st.modules.insert(module, code);
+            st.library_modules.insert(module, lib as u64);
         });
         LibraryGetModule {
             module,
