@@ -22,7 +22,8 @@
 # fourteenth session saw tf32 at 0.98 of plain built with nvcc and 0.94 built with CMake),
 # HRR_DIAG_REGION=1 (a copy of each sample's source made to print `host region ms`: the host's
 # time from its start event to its launch returned, the part of the event-timed region that is
-# not the kernel; built with the samples' CMake flags; each run's line then gives it too).
+# not the kernel; built with the samples' CMake flags, `-rdc=true` included: their CMake sets
+# CUDA_SEPARABLE_COMPILATION; each run's line then gives it too).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
@@ -52,7 +53,7 @@ for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
              { print }
              /cudaEventRecord\(start\)/ { print "auto hrr_t0 = std::chrono::steady_clock::now();" }' \
             "$src/$n.cu" >"$work/hrr-region-$n.cu"
-        if ! nvcc -lineinfo -O3 -DNDEBUG -std=c++17 --extended-lambda \
+        if ! nvcc -lineinfo -O3 -DNDEBUG -std=c++17 --extended-lambda -rdc=true \
             "--generate-code=arch=compute_90,code=[compute_90,sm_90]" -I"$src" -I"$SAMPLES/Common" \
             -o "$work/$n" "$work/hrr-region-$n.cu" >"$OUT/build-$n.log" 2>&1; then
             log "$n: build of the region-timed copy failed (build-$n.log)"
