@@ -100,8 +100,8 @@ macro_rules! cuda_calls {
             StreamEndCapture [cuStreamEndCapture, cuStreamEndCapture_ptsz] (s: Handle, g: *mut Handle) : EndCapture, Capture => stream_end_capture;
             GraphInstantiateWithFlags [cuGraphInstantiateWithFlags] (exec: *mut Handle, g: Handle, flags: u64) : GraphInstantiate, Graph, ordered after graph_instantiate;
             GraphLaunch [cuGraphLaunch, cuGraphLaunch_ptsz] (exec: Handle, s: Handle) : GraphLaunch, GraphLaunch => graph_launch;
-            GraphDestroy [cuGraphDestroy] (g: Handle = graph) : Graph, Graph, ordered;
-            GraphExecDestroy [cuGraphExecDestroy] (g: Handle = graph) : Graph, Graph, ordered;
+            GraphDestroy [cuGraphDestroy] (g: Handle = graph) : Graph, Graph, ordered => graph_destroy(..);
+            GraphExecDestroy [cuGraphExecDestroy] (g: Handle = graph) : Graph, Graph, ordered => graph_destroy(..);
             LaunchHostFunc [cuLaunchHostFunc, cuLaunchHostFunc_ptsz] (s: Handle, func: *mut c_void, data: *mut c_void) : HostFunc, HostFunc => launch_host_func;
             GraphInstantiate [cuGraphInstantiate_v2] (exec: *mut Handle, g: Handle, err_node: *mut Handle, log: *mut c_char, log_size: usize) : GraphInstantiate, Graph, ordered after graph_instantiate_v2;
             GraphInstantiateWithParams [cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz] (exec: *mut Handle, g: Handle, params: *mut InstantiateParams) : GraphInstantiateParams, Graph, ordered after graph_instantiate_params;

@@ -155,6 +155,33 @@ impl State {
         FORGOTTEN_GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Graph `g` was destroyed: what capture kept of it (its nodes' host regions, the nodes'
+    /// graph, whether a stream capture made it) and of its conditional nodes' bodies (the
+    /// driver destroys them with it) is dropped, so a long run that builds and destroys graphs
+    /// does not keep them all, and a graph given the value again starts from nothing.
+    pub fn forget_graph(&mut self, g: u64) {
+        let mut graphs = vec![g];
+        let mut i = 0;
+        while i < graphs.len() && graphs.len() <= 1 << 16 {
+            if let Some(bodies) = self.graph_bodies.remove(&graphs[i]) {
+                // each entry is taken once, so a body named twice adds nothing the second time
+                graphs.extend(bodies);
+            }
+            i += 1;
+        }
+        for g in graphs {
+            self.captured_graphs.remove(&g);
+            for node in self
+                .graph_nodes
+                .remove(&g)
+                .into_iter()
+                .flat_map(|n| n.into_keys())
+            {
+                self.node_graph.remove(&node);
+            }
+        }
+    }
+
     /// Stream `s` began a stream capture.
     pub fn begin_capture(&mut self, s: u64) {
         self.capturing.insert(s);
@@ -290,5 +317,30 @@ mod tests {
         assert!(st.library_modules.is_empty());
         st.forget_owner(other);
         assert!(st.kernels.is_empty() && st.modules.is_empty());
+    }
+
+    /// Destroying a graph drops its nodes, its conditional nodes' bodies and theirs; another
+    /// graph's stay.
+    #[test]
+    fn a_destroyed_graph_takes_its_nodes_and_bodies_with_it() {
+        let mut st = State::default();
+        let region = HostRegion {
+            ptr: 0x1000,
+            len: 64,
+            to_host: true,
+        };
+        for (graph, node) in [(1, 10), (2, 20), (3, 30)] {
+            st.graph_nodes
+                .entry(graph)
+                .or_default()
+                .insert(node, vec![region]);
+            st.node_graph.insert(node, graph);
+        }
+        st.graph_bodies.insert(1, vec![2]);
+        st.captured_graphs.insert(1);
+        st.forget_graph(1);
+        assert_eq!(st.graph_nodes.keys().collect::<Vec<_>>(), [&3]);
+        assert_eq!(st.node_graph.keys().collect::<Vec<_>>(), [&30]);
+        assert!(st.captured_graphs.is_empty() && st.graph_bodies.is_empty());
     }
 }

@@ -316,6 +316,23 @@ pub unsafe fn graph_instantiate_params(
     });
 }
 
+/// `cuGraphDestroy` / `cuGraphExecDestroy` (one row each, same shape): what capture kept of
+/// the graph or instantiation is dropped first ([`state::State::forget_graph`]), then the
+/// call is made and recorded.
+pub unsafe fn graph_destroy(h: Export, g: Handle, call: impl Call) -> CUresult {
+    let graph = g as u64;
+    state::with(|st| {
+        if h == Export::cuGraphExecDestroy {
+            st.exec_nodes.remove(&graph);
+        } else {
+            st.forget_graph(graph);
+        }
+    });
+    let r = call();
+    rec(h, r, |_| Graph { graph });
+    r
+}
+
 pub unsafe fn graph_create(h: Export, a: args::GraphCreate, r: CUresult) {
     let args::GraphCreate { g, flags } = a;
     rec(h, r, |_| {
