@@ -10,7 +10,10 @@
 #   2. capture's cost by the samples' own figures: scripts/samples-bench.sh, captured runs as
 #      shipped against the same build with HRR_CAPTURE_ASYNC_DIGESTS=0 as the baseline (or
 #      HRR_BENCH_BASELINE, another build, when set);
-#   3. scripts/gpu-e2e.sh on every workload (HRR_E2E_WORKLOADS to pick).
+#   3. only when HRR_ACCEPT_STEPS names it, `region`: where tf32TensorCoreGemm's captured
+#      figure loses (scripts/gpu-capture-diag.sh with HRR_DIAG_REGION=1: its timed region's
+#      host part, plain and captured, built with and without separable compilation; ~2 min);
+#   4. scripts/gpu-e2e.sh on every workload (HRR_E2E_WORKLOADS to pick).
 # OUT_DIR/summary.txt gathers the totals line of the corpus, the samples-bench table and the
 # e2e table, with each step's exit status and seconds; OUT_DIR/acceptance.tgz holds every
 # step's output (the device tool brings back only a few files: fetch these two).
@@ -18,7 +21,7 @@
 # the deadline only just; a step the deadline stops says so in the summary. To be sure, split
 # them over two calls: HRR_ACCEPT_STEPS="corpus bench", then HRR_ACCEPT_STEPS=e2e.
 # Environment: HRR_ACCEPT_DEADLINE seconds for the whole run (default 585: the device tool stops a command at 600),
-# HRR_ACCEPT_STEPS (default "corpus bench e2e"), HRR_SAMPLES_TIMEOUT (default 120 here),
+# HRR_ACCEPT_STEPS (default "corpus bench e2e"; `region` too when named), HRR_SAMPLES_TIMEOUT (default 120 here),
 # HRR_BENCH_ONLY and HRR_BENCH_REPS (passed on), HRR_E2E_STEP_TIMEOUT (default 120 here).
 # Exit status: 0 when every step that ran exited 0, 1 otherwise, 2 on a usage error; 0 with a
 # SKIP line when the machine has no GPU.
@@ -69,12 +72,20 @@ if has bench; then
         bash "$root/scripts/samples-bench.sh" "$OUT/corpus" "$BIN" "$OUT/bench"
     cat "$OUT/bench/samples-bench.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
 fi
+if has region; then
+    # tf32TensorCoreGemm's timed region: its host part before the kernel, plain and captured,
+    # built as the samples' CMake does and without separable compilation (gpu-capture-diag.sh)
+    step region "$(has e2e && echo 280 || echo 10)" env HRR_DIAG_REGION=1 \
+        HRR_DIAG_ONLY="${HRR_DIAG_ONLY:-tf32}" HRR_DIAG_REPS="${HRR_DIAG_REPS:-3}" \
+        bash "$root/scripts/gpu-capture-diag.sh" "$SAMPLES" "$BIN" "$OUT/region"
+    grep ' run ' "$OUT/region/diag.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
+fi
 if has e2e; then
     step e2e 10 env HRR_E2E_STEP_TIMEOUT="${HRR_E2E_STEP_TIMEOUT:-120}" \
         bash "$root/scripts/gpu-e2e.sh" "$BIN" "$OUT/e2e"
     cat "$OUT/e2e/summary.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
 fi
 tar czf "$OUT/acceptance.tgz" -C "$OUT" --exclude acceptance.tgz --exclude '*.hrr' \
-    --exclude 'work' . 2>/dev/null
+    --exclude 'work' --exclude 'build' --exclude 'src' --exclude diag.tgz . 2>/dev/null
 echo "[gpu-acceptance] done in $(($(date +%s) - start)) s: $OUT/summary.txt, $OUT/acceptance.tgz"
 exit $status

@@ -22,8 +22,9 @@
 # fourteenth session saw tf32 at 0.98 of plain built with nvcc and 0.94 built with CMake),
 # HRR_DIAG_REGION=1 (a copy of each sample's source made to print `host region ms`: the host's
 # time from its start event to its launch returned, the part of the event-timed region that is
-# not the kernel; built with the samples' CMake flags, `-rdc=true` included: their CMake sets
-# CUDA_SEPARABLE_COMPILATION; each run's line then gives it too).
+# not the kernel; built with the samples' CMake flags twice, `<name>-rdc` with `-rdc=true` as
+# their CMake's CUDA_SEPARABLE_COMPILATION gives, `<name>-nordc` without, the two alternated;
+# each run's line then gives it too).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
@@ -45,41 +46,47 @@ ONLY=${HRR_DIAG_ONLY:-}
 for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
     if [ -n "$ONLY" ] && ! grep -qE "$ONLY" <<<"$n"; then continue; fi
     src=$SAMPLES/Samples/3_CUDA_Features/$n
+    variants=("$n")
     if [ "${HRR_DIAG_REGION:-0}" = 1 ]; then
         # the region's host time: a clock read after `cudaEventRecord(start)`, printed before
-        # `cudaEventRecord(stop)` (the kernel launches between them are asynchronous)
+        # `cudaEventRecord(stop)` (the kernel launches between them are asynchronous); built
+        # as the samples' CMake builds it (`-rdc=true`: CUDA_SEPARABLE_COMPILATION) and without
+        # separable compilation, the two alternated
         awk 'NR == 1 { print "#include <chrono>\n#include <cstdio>" }
              /cudaEventRecord\(stop\)/ { print "printf(\"host region ms %.3f\\n\", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - hrr_t0).count());" }
              { print }
              /cudaEventRecord\(start\)/ { print "auto hrr_t0 = std::chrono::steady_clock::now();" }' \
             "$src/$n.cu" >"$work/hrr-region-$n.cu"
-        if ! nvcc -lineinfo -O3 -DNDEBUG -std=c++17 --extended-lambda -rdc=true \
-            "--generate-code=arch=compute_90,code=[compute_90,sm_90]" -I"$src" -I"$SAMPLES/Common" \
-            -o "$work/$n" "$work/hrr-region-$n.cu" >"$OUT/build-$n.log" 2>&1; then
-            log "$n: build of the region-timed copy failed (build-$n.log)"
-            continue
-        fi
+        variants=("$n-rdc" "$n-nordc")
+        for v in "${variants[@]}"; do
+            rdc=$([ "$v" = "$n-rdc" ] && echo -rdc=true || echo -rdc=false)
+            nvcc -lineinfo -O3 -DNDEBUG -std=c++17 --extended-lambda "$rdc" \
+                "--generate-code=arch=compute_90,code=[compute_90,sm_90]" -I"$src" -I"$SAMPLES/Common" \
+                -o "$work/$v" "$work/hrr-region-$n.cu" >>"$OUT/build-$n.log" 2>&1 ||
+                log "$v: build of the region-timed copy failed (build-$n.log)"
+        done
     elif [ -n "${HRR_DIAG_PREBUILT:-}" ]; then
-        if ! cp "$HRR_DIAG_PREBUILT/3_CUDA_Features_$n/bin/$n" "$work/$n" 2>"$OUT/build-$n.log"; then
+        cp "$HRR_DIAG_PREBUILT/3_CUDA_Features_$n/bin/$n" "$work/$n" 2>"$OUT/build-$n.log" ||
             log "$n: no prebuilt binary under $HRR_DIAG_PREBUILT (build-$n.log)"
-            continue
-        fi
-    elif ! (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/$n" "$n.cu") \
-        >"$OUT/build-$n.log" 2>&1; then
-        log "$n: build failed (build-$n.log)"
-        continue
+    else
+        (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/$n" "$n.cu") \
+            >"$OUT/build-$n.log" 2>&1 || log "$n: build failed (build-$n.log)"
     fi
     for i in $(seq "$REPS"); do
         for loading in LAZY EAGER; do
-            plain=$(cd "$work" && CUDA_MODULE_LOADING=$loading "./$n" 2>&1 | figures)
-            rm -rf "$work/$n.hrr"
-            (cd "$work" && CUDA_MODULE_LOADING=$loading HRR_CAPTURE_PROFILE=1 \
-                "$BIN/hrr-capture" -o "$work/$n.hrr" -- "./$n" \
-                >"$OUT/$n-$loading-$i.out" 2>"$OUT/$n-$loading-$i.profile")
-            captured=$(figures <"$OUT/$n-$loading-$i.out")
-            log "$n $loading run $i: plain $plain captured $captured"
+            for v in "${variants[@]}"; do
+                [ -x "$work/$v" ] || continue
+                plain=$(cd "$work" && CUDA_MODULE_LOADING=$loading "./$v" 2>&1 | figures)
+                rm -rf "$work/$n.hrr"
+                (cd "$work" && CUDA_MODULE_LOADING=$loading HRR_CAPTURE_PROFILE=1 \
+                    "$BIN/hrr-capture" -o "$work/$n.hrr" -- "./$v" \
+                    >"$OUT/$v-$loading-$i.out" 2>"$OUT/$v-$loading-$i.profile")
+                captured=$(figures <"$OUT/$v-$loading-$i.out")
+                log "$v $loading run $i: plain $plain captured $captured"
+            done
         done
     done
+    [ -d "$work/$n.hrr" ] || continue
     # the timed region: from the last cuEventCreate to the cuEventSynchronize after it
     "$BIN/hrr-playback" "$work/$n.hrr" --events 2>&1 |
         awk '/cuEventCreate/ { keep = 1; n = 0; buf = "" } keep { buf = buf $0 "\n" }
