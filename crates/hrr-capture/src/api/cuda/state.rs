@@ -54,9 +54,11 @@ pub type ParamLayout = Arc<[(u32, u32)]>;
 pub struct State {
     /// Module or library handle → code object.
     pub modules: HandleMap<Option<ObjectId>>,
-    /// Module handle → the library it is the module of (`cuLibraryGetModule`): unloading the
-    /// library unloads it.
-    pub library_modules: HandleMap<u64>,
+    /// Library handle → its modules (`cuLibraryGetModule`): unloading the library unloads them.
+    pub library_modules: HandleMap<Vec<u64>>,
+    /// Module or library handle → the function and kernel handles defined as found in it
+    /// ([`KernelInfo::owner`]), so its unload finds them without a walk of every kernel.
+    owned: HandleMap<Vec<u64>>,
     /// Function or kernel handle → what it is.
     pub kernels: HandleMap<KernelInfo>,
     layouts: HandleMap<Option<ParamLayout>>,
@@ -120,36 +122,35 @@ impl State {
     /// is destroyed, so what was cached under the value is dropped.
     pub fn define_kernel(&mut self, handle: u64, info: KernelInfo) {
         self.layouts.remove(&handle);
+        // once per owner (a program may look the same function up before every launch)
+        let known_here = self
+            .kernels
+            .get(&handle)
+            .is_some_and(|k| k.owner == info.owner);
+        if info.owner != 0 && !known_here {
+            self.owned.entry(info.owner).or_default().push(handle);
+        }
         self.kernels.insert(handle, info);
         KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Module or library `owner` was unloaded: it (a library with its module) and the
-    /// functions and kernels found in them are forgotten. The driver hands their handle values out again, for other modules'
-    /// functions; what capture knew of a value must not be taken for the new function (a
+    /// functions and kernels found in them are forgotten. The driver hands their handle values
+    /// out again, for other modules' functions; what capture knew of a value must not be taken for the new function (a
     /// launch would name the old kernel and code object, and a function reached without a
     /// recorded look-up, as cuFFT's are, would not be bound again).
     pub fn forget_owner(&mut self, owner: u64) {
         let mut owners = vec![owner];
-        owners.extend(
-            self.library_modules
-                .iter()
-                .filter(|(_, &lib)| lib == owner)
-                .map(|(&m, _)| m),
-        );
-        for o in &owners {
-            self.modules.remove(o);
-            self.library_modules.remove(o);
-        }
-        let gone: Vec<u64> = self
-            .kernels
-            .iter()
-            .filter(|(_, k)| owners.contains(&k.owner))
-            .map(|(&h, _)| h)
-            .collect();
-        for h in gone {
-            self.kernels.remove(&h);
-            self.layouts.remove(&h);
+        owners.extend(self.library_modules.remove(&owner).unwrap_or_default());
+        for o in owners {
+            self.modules.remove(&o);
+            for h in self.owned.remove(&o).unwrap_or_default() {
+                // a value defined again since under another owner is that owner's now
+                if self.kernels.get(&h).is_some_and(|k| k.owner == o) {
+                    self.kernels.remove(&h);
+                    self.layouts.remove(&h);
+                }
+            }
         }
         KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
         FORGOTTEN_GENERATION.fetch_add(1, Ordering::AcqRel);
@@ -302,10 +303,12 @@ mod tests {
         for m in [lib, lib_module, other] {
             st.modules.insert(m, None);
         }
-        st.library_modules.insert(lib_module, lib);
+        st.library_modules.insert(lib, vec![lib_module]);
         st.define_kernel(0x10, kernel("k", lib));
         st.define_kernel(0x20, kernel("f", lib_module));
         st.define_kernel(0x30, kernel("g", other));
+        st.define_kernel(0x30, kernel("g", other));
+        assert_eq!(st.owned[&other], [0x30]);
         let generation = kernels_generation();
         st.forget_owner(lib);
         assert!(kernels_generation() > generation);
@@ -315,8 +318,12 @@ mod tests {
         assert!(!st.modules.contains_key(&lib) && !st.modules.contains_key(&lib_module));
         assert!(st.modules.contains_key(&other));
         assert!(st.library_modules.is_empty());
+        // a value defined again under another owner stays when its first owner goes
+        st.define_kernel(0x30, kernel("h", 0x400));
         st.forget_owner(other);
-        assert!(st.kernels.is_empty() && st.modules.is_empty());
+        assert_eq!(st.kernels[&0x30].name, "h");
+        st.forget_owner(0x400);
+        assert!(st.kernels.is_empty() && st.modules.is_empty() && st.owned.is_empty());
     }
 
     /// Destroying a graph drops its nodes, its conditional nodes' bodies and theirs; another

@@ -249,7 +249,10 @@ pub unsafe fn library_get_module(h: Export, a: args::LibraryGetModule, r: CUresu
         state::with(|st| {
             let code = st.code_of(lib as u64);
             st.modules.insert(module, code);
-            st.library_modules.insert(module, lib as u64);
+            let modules = st.library_modules.entry(lib as u64).or_default();
+            if !modules.contains(&module) {
+                modules.push(module);
+            }
         });
         LibraryGetModule {
             module,
