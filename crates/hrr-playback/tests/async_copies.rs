@@ -195,13 +195,62 @@ fn digest_buffers_and_first_launches_come_before_the_first_async_download() {
     };
     let download = first("[fake-cuda] cuMemcpyDtoHAsync_v2 -> 0");
     assert!(first("[fake-cuda] kernel hrr_digest ") < download, "{err}");
-    let host_allocs = err.match_indices("[fake-cuda] cuMemHostAlloc -> 0");
-    let allocs: Vec<usize> = host_allocs.map(|(at, _)| at).collect();
-    assert!(!allocs.is_empty(), "capture allocated no buffer: {err}");
-    assert!(allocs.iter().all(|&at| at < download), "{err}");
+    assert_host_allocations_before(&err, download);
     let (code, v) = fake().replay_json(&arch, &[]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["d2h_checks"]["by_digest"], results.len(), "{v}");
+}
+
+/// Every page-locked allocation in a fake driver's trace `err` (capture's digest buffers:
+/// the program's own come first in these programs) comes before offset `download`, and there
+/// is one.
+fn assert_host_allocations_before(err: &str, download: usize) {
+    let allocs: Vec<usize> = err
+        .match_indices("[fake-cuda] cuMemHostAlloc -> 0")
+        .map(|(at, _)| at)
+        .collect();
+    assert!(!allocs.is_empty(), "capture allocated no buffer: {err}");
+    assert!(allocs.iter().all(|&at| at < download), "{err}");
+}
+
+/// Device memory from `cuMemAllocPitch` loads the digest kernels and buffers as `cuMemAlloc`
+/// does: the first async download finds them there (nothing of capture's is allocated behind
+/// it, which would wait for the device) and every result is checked by its digest. Memory
+/// mapped into a reserved range (`cuMemMap`: PyTorch's expandable segments) belongs to no
+/// context, so its results are read by the host, whole, and checked; nothing is allocated
+/// behind the download either.
+#[test]
+fn pitched_memory_loads_the_digests_before_the_first_download_and_mapped_memory_is_read_whole() {
+    for (how, by_digest) in [("pitch", 4), ("vmm", 0)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let arch = tmp.path().join(format!("{how}.hrr"));
+        let env = [
+            ("FAKE_CUDA_TRACE", "1"),
+            ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+        ];
+        let o =
+            succeeded(fake().capture_env(&arch, "copy_app", &["pending", "4", "64", how], &env));
+        assert_contains(&String::from_utf8_lossy(&o.stdout), "same=1");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let download = err
+            .find("[fake-cuda] cuMemcpyDtoHAsync_v2 -> 0")
+            .expect("no download");
+        if by_digest > 0 {
+            let digest = err.find("[fake-cuda] kernel hrr_digest ");
+            assert!(digest.is_some_and(|at| at < download), "{how}: {err}");
+            assert_host_allocations_before(&err, download);
+        } else {
+            let allocs = err.match_indices("[fake-cuda] cuMemHostAlloc -> 0");
+            assert!(
+                allocs.map(|(at, _)| at).all(|at| at < download),
+                "{how}: {err}"
+            );
+        }
+        let (code, v) = fake().replay_json(&arch, &[]);
+        assert_eq!(code, 0, "{how}: {v}");
+        assert_eq!(v["d2h_checks"]["by_digest"], by_digest, "{how}: {v}");
+        assert_eq!(v["d2h_checks"]["pass"], 4, "{how}: {v}");
+    }
 }
 
 /// More async results pending at once than capture allocated digest buffers for (100 of
@@ -222,14 +271,7 @@ fn results_beyond_the_digest_buffers_are_stored_whole_without_allocating() {
     let download = err
         .find("[fake-cuda] cuMemcpyDtoHAsync_v2 -> 0")
         .expect("no download");
-    let allocs: Vec<usize> = err
-        .match_indices("[fake-cuda] cuMemHostAlloc -> 0")
-        .map(|(at, _)| at)
-        .collect();
-    assert!(
-        !allocs.is_empty() && allocs.iter().all(|&at| at < download),
-        "{err}"
-    );
+    assert_host_allocations_before(&err, download);
     let dir = pid_dirs(&arch).remove(0);
     let results = all_named(&events_json(&dir), "hrrMemcpyResult").len();
     assert_eq!(results, 100);

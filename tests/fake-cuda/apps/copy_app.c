@@ -7,10 +7,12 @@
  *                                      host loop counting cuEventQuery NOT_READY answers until
  *                                      the event completes; checks the bytes came back (`any`:
  *                                      the H2D copy through cuMemcpyAsync)
- *   copy_app pending COUNT KIB         COUNT async downloads of KIB each, distinct bytes, into
+ *   copy_app pending COUNT KIB [HOW]   COUNT async downloads of KIB each, distinct bytes, into
  *                                      page-locked memory, all queued before one stream
  *                                      synchronisation (simpleStreams queues 40 of 16 MiB);
- *                                      checks the bytes came back
+ *                                      checks the bytes came back; the device memory from
+ *                                      cuMemAlloc, or HOW `pitch` (cuMemAllocPitch) or `vmm`
+ *                                      (reserved, created, mapped: PyTorch's expandable segments)
  *   copy_app step ITER                 ITER rounds of a training step's synchronisation path: an
  *                                      async upload of 8 fresh bytes from pageable memory, a
  *                                      memset, an async download of 8 bytes into pageable memory
@@ -68,6 +70,13 @@ CUresult cuInit(unsigned);
 CUresult cuDeviceGet(int *, int);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned, int);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemAllocPitch_v2(CUdeviceptr *, size_t *, size_t, size_t, unsigned);
+/* VMM, the allocation properties and access descriptor passed as the driver lays them out
+ * (fake_cuda_abi.h: 32 and 12 bytes) */
+CUresult cuMemAddressReserve(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+CUresult cuMemCreate(unsigned long long *, size_t, const void *, unsigned long long);
+CUresult cuMemMap(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
+CUresult cuMemSetAccess(CUdeviceptr, size_t, const void *, size_t);
 CUresult cuMemAllocHost_v2(void **, size_t);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuMemHostAlloc(void **, size_t, unsigned);
@@ -357,15 +366,32 @@ int main(int argc, char **argv) {
     return 0;
   }
   int same = argc == 5 && !strcmp(argv[4], "same");
-  if (!strcmp(mode, "pending") && argc == 4) {
+  if (!strcmp(mode, "pending") && (argc == 4 || argc == 5)) {
     long count = atol(argv[2]);
     size_t n = (size_t)atol(argv[3]) << 10;
+    const char *how = argc == 5 ? argv[4] : "alloc";
     if (count < 1 || !n) return 2;
     unsigned char *src = malloc(n * count), *h;
     CUdeviceptr d;
     fill(src, n * count, 7);
     CK(cuMemAllocHost_v2((void **)&h, n * count));
-    CK(cuMemAlloc_v2(&d, n * count));
+    if (!strcmp(how, "pitch")) {
+      size_t pitch;
+      CK(cuMemAllocPitch_v2(&d, &pitch, n * count, 1, 4));
+    } else if (!strcmp(how, "vmm")) {
+      const size_t gran = (size_t)2 << 20, size = (n * count + gran - 1) / gran * gran;
+      int prop[8] = {1, 0, 1, 0}; /* pinned, on device 0 */
+      int access[3] = {1, 0, 3};   /* device 0, read-write */
+      unsigned long long handle;
+      CK(cuMemAddressReserve(&d, size, 0, 0, 0));
+      CK(cuMemCreate(&handle, size, prop, 0));
+      CK(cuMemMap(d, size, 0, handle, 0));
+      CK(cuMemSetAccess(d, size, access, 1));
+    } else if (!strcmp(how, "alloc")) {
+      CK(cuMemAlloc_v2(&d, n * count));
+    } else {
+      return 2;
+    }
     CK(cuMemcpyHtoD_v2(d, src, n * count));
     for (long i = 0; i < count; i++) CK(cuMemcpyDtoHAsync_v2(h + i * n, d + i * n, n, s));
     CK(cuStreamSynchronize(s));

@@ -33,7 +33,7 @@ macro_rules! cuda_calls {
             CtxSynchronize [cuCtxSynchronize] () : NoFields, Sync;
             CtxSynchronizeCtx [cuCtxSynchronize_v2] (ctx: Handle = ctx) : Ctx, Sync;
             MemAlloc [cuMemAlloc_v2] (dptr: *mut u64, size: usize) : MemAlloc, Alloc, ordered after mem_alloc;
-            MemAllocPitch [cuMemAllocPitch_v2] (dptr: *mut u64 => dptr, pitch: *mut usize => pitch, width: usize = width, height: usize = height, elem: c_uint = element_bytes) : MemAllocPitch, Alloc, ordered;
+            MemAllocPitch [cuMemAllocPitch_v2] (dptr: *mut u64, pitch: *mut usize, width: usize, height: usize, elem: c_uint) : MemAllocPitch, Alloc, ordered after mem_alloc_pitch;
             MemAllocManaged [cuMemAllocManaged] (dptr: *mut u64, size: usize, flags: c_uint) : MemAllocFlags, Managed, ordered after mem_alloc_managed;
             MemFree [cuMemFree_v2] (dptr: u64) : DevicePtr, Free, ordered => mem_free;
             MemAllocAsync [cuMemAllocAsync, cuMemAllocAsync_ptsz] (dptr: *mut u64, size: usize, stream: Handle) : MemAllocAsync, Alloc, ordered after mem_alloc_async;

@@ -70,6 +70,28 @@ pub unsafe fn mem_alloc_from_pool_async(h: Export, a: args::MemAllocFromPoolAsyn
     }
 }
 
+/// `cuMemAllocPitch`, as [`mem_alloc`] (its size: the pitch times the height).
+pub unsafe fn mem_alloc_pitch(h: Export, a: args::MemAllocPitch, r: CUresult) {
+    let args::MemAllocPitch {
+        dptr,
+        pitch,
+        width,
+        height,
+        elem,
+    } = a;
+    let pitch = out(pitch) as u64;
+    rec(h, r, |_| MemAllocPitch {
+        dptr: out(dptr),
+        pitch,
+        width: width as u64,
+        height: height as u64,
+        element_bytes: elem,
+    });
+    if r == 0 {
+        digest::prepare((pitch as usize).saturating_mul(height));
+    }
+}
+
 pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, r: CUresult) {
     let args::MemAllocManaged { dptr, size, flags } = a;
     let p = out(dptr);
