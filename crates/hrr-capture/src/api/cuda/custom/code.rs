@@ -409,14 +409,16 @@ pub unsafe fn enumerate_functions(
     r
 }
 
-/// `cuModuleUnload` / `cuLibraryUnload` (one row each, same shape): what capture knew of the
-/// module or library and of its functions and kernels is forgotten first
-/// ([`state::State::forget_owner`]: the driver may hand the values out again as soon as the
-/// call returns; a handle that is no module or library has nothing to forget).
+/// `cuModuleUnload` / `cuLibraryUnload` (one row each, same shape): once it succeeded, what
+/// capture knew of the module or library and of its functions and kernels is forgotten
+/// ([`state::State::forget_owner`]). The row is ordered, as the loads are: no load on another
+/// thread comes between the unload and the forgetting (a failed unload forgets nothing).
 pub unsafe fn unload(h: Export, owner: Handle, call: impl Call) -> CUresult {
-    state::with(|st| st.forget_owner(owner as u64));
     let r = call();
     let owner = owner as u64;
+    if r == 0 {
+        state::with(|st| st.forget_owner(owner));
+    }
     if h == Export::cuLibraryUnload {
         rec(h, r, |_| Library { library: owner });
     } else {

@@ -318,7 +318,8 @@ pub unsafe fn graph_instantiate_params(
 
 /// `cuGraphDestroy` / `cuGraphExecDestroy` (one row each, same shape): what capture kept of
 /// the graph or instantiation is dropped first ([`state::State::forget_graph`]), then the
-/// call is made and recorded.
+/// call is made and recorded. First, not once it returned: `cuStreamEndCapture` on another
+/// thread is not ordered with it and may be handed the value as soon as the call returns.
 pub unsafe fn graph_destroy(h: Export, g: Handle, call: impl Call) -> CUresult {
     let graph = g as u64;
     state::with(|st| {
