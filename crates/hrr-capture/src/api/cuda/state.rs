@@ -136,9 +136,9 @@ impl State {
 
     /// Module or library `owner` was unloaded: it (a library with its module) and the
     /// functions and kernels found in them are forgotten. The driver hands their handle values
-    /// out again, for other modules' functions; what capture knew of a value must not be taken for the new function (a
-    /// launch would name the old kernel and code object, and a function reached without a
-    /// recorded look-up, as cuFFT's are, would not be bound again).
+    /// out again, for other modules' functions; what capture knew of a value must not be taken
+    /// for the new function (a launch would name the old kernel and code object, and a
+    /// function reached without a recorded look-up, as cuFFT's are, would not be bound again).
     pub fn forget_owner(&mut self, owner: u64) {
         let mut owners = vec![owner];
         owners.extend(self.library_modules.remove(&owner).unwrap_or_default());

@@ -25,33 +25,41 @@ const POOL_PROPS_BYTES: usize = 88;
 /// `sizeof(CUmemAccessDesc)`.
 const ACCESS_DESC_BYTES: usize = 12;
 
-/// `cuMemAlloc`, recorded; an allocation that can hold a result the GPU digests has the digest
-/// kernels loaded into its context now, not inside that result's copy ([`digest::prepare`]).
-pub unsafe fn mem_alloc(h: Export, a: args::MemAlloc, r: CUresult) {
-    let args::MemAlloc { dptr, size } = a;
-    rec(h, r, |_| MemAlloc {
-        dptr: out(dptr),
-        bytesize: size as u64,
-    });
+/// A device allocation of `size` bytes returned `r`: recorded as `shape()`; one that can hold a
+/// result the GPU digests has the digest kernels loaded into its context now, not inside that
+/// result's copy ([`digest::prepare`]).
+unsafe fn allocated<S: hrr_calls::Shape>(
+    h: Export,
+    r: CUresult,
+    size: usize,
+    shape: impl FnOnce() -> S,
+) {
+    rec(h, r, |_| shape());
     if r == 0 {
         digest::prepare(size);
     }
 }
 
-/// `cuMemAllocAsync`, as [`mem_alloc`].
+/// `cuMemAlloc` ([`allocated`]).
+pub unsafe fn mem_alloc(h: Export, a: args::MemAlloc, r: CUresult) {
+    let args::MemAlloc { dptr, size } = a;
+    allocated(h, r, size, || MemAlloc {
+        dptr: out(dptr),
+        bytesize: size as u64,
+    });
+}
+
+/// `cuMemAllocAsync` ([`allocated`]).
 pub unsafe fn mem_alloc_async(h: Export, a: args::MemAllocAsync, r: CUresult) {
     let args::MemAllocAsync { dptr, size, stream } = a;
-    rec(h, r, |_| MemAllocAsync {
+    allocated(h, r, size, || MemAllocAsync {
         dptr: out(dptr),
         bytesize: size as u64,
         stream: stream as u64,
     });
-    if r == 0 {
-        digest::prepare(size);
-    }
 }
 
-/// `cuMemAllocFromPoolAsync`, as [`mem_alloc`].
+/// `cuMemAllocFromPoolAsync` ([`allocated`]).
 pub unsafe fn mem_alloc_from_pool_async(h: Export, a: args::MemAllocFromPoolAsync, r: CUresult) {
     let args::MemAllocFromPoolAsync {
         dptr,
@@ -59,18 +67,15 @@ pub unsafe fn mem_alloc_from_pool_async(h: Export, a: args::MemAllocFromPoolAsyn
         pool,
         stream,
     } = a;
-    rec(h, r, |_| MemAllocFromPool {
+    allocated(h, r, size, || MemAllocFromPool {
         dptr: out(dptr),
         bytesize: size as u64,
         pool: pool as u64,
         stream: stream as u64,
     });
-    if r == 0 {
-        digest::prepare(size);
-    }
 }
 
-/// `cuMemAllocPitch`, as [`mem_alloc`] (its size: the pitch times the height).
+/// `cuMemAllocPitch` ([`allocated`]; its size: the pitch times the height).
 pub unsafe fn mem_alloc_pitch(h: Export, a: args::MemAllocPitch, r: CUresult) {
     let args::MemAllocPitch {
         dptr,
@@ -79,17 +84,14 @@ pub unsafe fn mem_alloc_pitch(h: Export, a: args::MemAllocPitch, r: CUresult) {
         height,
         elem,
     } = a;
-    let pitch = out(pitch) as u64;
-    rec(h, r, |_| MemAllocPitch {
+    let pitch = out(pitch);
+    allocated(h, r, pitch.saturating_mul(height), || MemAllocPitch {
         dptr: out(dptr),
-        pitch,
+        pitch: pitch as u64,
         width: width as u64,
         height: height as u64,
         element_bytes: elem,
     });
-    if r == 0 {
-        digest::prepare((pitch as usize).saturating_mul(height));
-    }
 }
 
 pub unsafe fn mem_alloc_managed(h: Export, a: args::MemAllocManaged, r: CUresult) {
