@@ -3,7 +3,8 @@
  * (scripts/bench-capture-cpu.sh) and the async-copy tests. Linked with -lcuda.
  *
  *   copy_app h2d TOTAL_MIB CHUNK_MIB   blocking H2D copies of distinct contents, CHUNK_MIB each
- *   copy_app overlap ITER MIB [any]    per iteration: async H2D and D2H of MIB, an event, then a
+ *   copy_app overlap ITER MIB [any]    an event starting the timed loop (asyncAPI's), then per
+ *                                      iteration: async H2D and D2H of MIB, an event, then a
  *                                      host loop counting cuEventQuery NOT_READY answers until
  *                                      the event completes; checks the bytes came back (`any`:
  *                                      the H2D copy through cuMemcpyAsync)
@@ -12,7 +13,9 @@
  *                                      synchronisation (simpleStreams queues 40 of 16 MiB);
  *                                      checks the bytes came back; the device memory from
  *                                      cuMemAlloc, or HOW `pitch` (cuMemAllocPitch) or `vmm`
- *                                      (reserved, created, mapped: PyTorch's expandable segments)
+ *                                      (reserved, created, mapped: PyTorch's expandable segments);
+ *                                      then one more cuMemAlloc of KIB (tf32TensorCoreGemm's
+ *                                      later matrices) and an event starting the downloads' region
  *   copy_app step ITER                 ITER rounds of a training step's synchronisation path: an
  *                                      async upload of 8 fresh bytes from pageable memory, a
  *                                      memset, an async download of 8 bytes into pageable memory
@@ -342,6 +345,7 @@ int main(int argc, char **argv) {
     CK(cuMemAllocHost_v2((void **)&back, n));
     CK(cuMemAlloc_v2(&d, n));
     CK(cuEventCreate(&e, 0));
+    CK(cuEventRecord(e, s)); /* the start of the timed loop */
     unsigned long long spins = 0;
     double t0 = now_s();
     for (long i = 0; i < iters; i++) {
@@ -392,7 +396,12 @@ int main(int argc, char **argv) {
     } else {
       return 2;
     }
+    CUdeviceptr later;
+    CUevent start;
+    CK(cuMemAlloc_v2(&later, n));
+    CK(cuEventCreate(&start, 0));
     CK(cuMemcpyHtoD_v2(d, src, n * count));
+    CK(cuEventRecord(start, s));
     for (long i = 0; i < count; i++) CK(cuMemcpyDtoHAsync_v2(h + i * n, d + i * n, n, s));
     CK(cuStreamSynchronize(s));
     int same_bytes = !memcmp(h, src, n * count);

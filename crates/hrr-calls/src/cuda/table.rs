@@ -92,8 +92,8 @@ macro_rules! cuda_calls {
             StreamSynchronize [cuStreamSynchronize, cuStreamSynchronize_ptsz] (s: Handle = stream) : Stream, Sync => stream_synchronize;
             StreamWaitEvent [cuStreamWaitEvent, cuStreamWaitEvent_ptsz] (s: Handle = stream, e: Handle = event, flags: c_uint = flags) : StreamWaitEvent, Event;
             EventCreate [cuEventCreate] (e: *mut Handle => event, flags: c_uint = flags) : EventCreate, Event, ordered;
-            EventRecord [cuEventRecord, cuEventRecord_ptsz] (e: Handle = event, s: Handle = stream) : EventRecord, Event;
-            EventRecordWithFlags [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (e: Handle = event, s: Handle = stream, flags: c_uint = flags) : EventRecordFlags, Event;
+            EventRecord [cuEventRecord, cuEventRecord_ptsz] (e: Handle = event, s: Handle = stream) : EventRecord, Event => event_record(..);
+            EventRecordWithFlags [cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz] (e: Handle = event, s: Handle = stream, flags: c_uint = flags) : EventRecordFlags, Event => event_record_with_flags(..);
             EventSynchronize [cuEventSynchronize] (e: Handle = event) : Event, Sync;
             EventDestroy [cuEventDestroy_v2] (e: Handle = event) : Event, Event, ordered;
             StreamBeginCapture [cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz] (s: Handle, mode: c_int) : BeginCapture, Capture after stream_begin_capture;

@@ -1,14 +1,15 @@
 //! Large D2H results digested on the GPU ([`hrr_archive::digest`], FORMAT.md §7): the kernel of
 //! `crates/hrr-capture/gpu/digest.cu`, its PTX embedded, loaded into a context at the program's
-//! first allocation that can hold a large result ([`prepare`]; else at the first large result
-//! the context copies back), launched after the program's blocking copy returned,
-//! on a stream of capture's own, writing the digests into mapped pinned memory. A 64 MiB
-//! result takes ~40 µs there (H100) against milliseconds on the host, so a loop copying back
-//! 64 MiB per repetition no longer waits for the host to read every byte. A large async result
-//! ([`behind`]) has the same kernel enqueued on the copy's own stream right behind the copy,
-//! writing into a mapped buffer the pending result holds; its digests are read when the result
-//! is recorded (the synchronisation that made it visible), so that synchronisation does not
-//! read the result on the host (`HRR_CAPTURE_ASYNC_DIGESTS=0`: the host reads async results).
+//! first event record after an allocation that can hold a large result ([`prepare`],
+//! [`before_event_record`]; else at the first large result the context copies back), launched
+//! after the program's blocking copy returned, on a stream of capture's own, writing the
+//! digests into mapped pinned memory. A 64 MiB result takes ~40 µs there (H100) against
+//! milliseconds on the host, so a loop copying back 64 MiB per repetition no longer waits for
+//! the host to read every byte. A large async result ([`behind`]) has the same kernel enqueued
+//! on the copy's own stream right behind the copy, writing into a mapped buffer the pending
+//! result holds; its digests are read when the result is recorded (the synchronisation that
+//! made it visible), so that synchronisation does not read the result on the host
+//! (`HRR_CAPTURE_ASYNC_DIGESTS=0`: the host reads async results).
 //!
 //! Only where the kernel can read what the copy read, and without disturbing the program: the
 //! source is device memory of the current context itself (not managed memory, whose pages the
@@ -37,6 +38,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hrr_archive::digest::{chunk_digest, CHUNK};
@@ -401,9 +403,13 @@ pub unsafe fn forget(ctx: Option<Ptr>) {
             let mut id = 0u64;
             if (f.ctx_get_id)(c, &mut id) == 0 {
                 map.remove(&id);
+                waiting().remove(&id);
             }
         }
-        None => map.clear(),
+        None => {
+            map.clear();
+            waiting().clear();
+        }
     }
 }
 
@@ -455,12 +461,15 @@ pub unsafe fn plain_device_memory(attribute: PointerAttributeFn, ptr: u64) -> bo
 }
 
 /// The program allocated `bytes` of device memory in the current context: where that is enough
-/// for a result digested on the GPU ([`crate::recorder::digest_min`]), the kernels are loaded
-/// into the context now (once), so that the module load, stream and pinned buffer (about a
-/// millisecond) are not paid inside the first such result's copy, which programs time
-/// (simpleStreams' first timed region is one async 64 MiB download, with [`behind`] the kernel
-/// enqueued behind it). A context that never copies a large result back pays them once for
-/// nothing.
+/// for a result digested on the GPU ([`crate::recorder::digest_min`]), the context is marked
+/// for the kernels to be loaded at its next event record ([`before_event_record`]), so that the
+/// module load, stream and pinned buffer (about a millisecond) are not paid inside the first
+/// such result's copy, which programs time (simpleStreams' first timed region is one async
+/// 64 MiB download, with [`behind`] the kernel enqueued behind it). Not loaded here: what the
+/// load allocates on the device would move every later allocation of the program, and where
+/// the program's data lands changes how fast its kernels run (tf32TensorCoreGemm built with
+/// `-rdc=true` ran 6% slower on an H100 with 2 MiB allocated before its matrices, plainly as
+/// captured). A context that never records an event loads them at its first large result.
 ///
 /// # Safety
 /// Called on the thread that made the allocation, right after it succeeded.
@@ -474,6 +483,46 @@ pub unsafe fn prepare(bytes: usize) {
     let Some((_, id)) = current_context(f) else {
         return;
     };
+    if !contexts().contains_key(&id) {
+        let mut waiting = waiting();
+        waiting.insert(id);
+        ANY_WAITING.store(true, Ordering::Release);
+    }
+}
+
+/// Contexts [`prepare`] marked whose kernels are not loaded yet, by unique id.
+fn waiting() -> std::sync::MutexGuard<'static, std::collections::HashSet<u64>> {
+    static SET: OnceLock<Mutex<std::collections::HashSet<u64>>> = OnceLock::new();
+    SET.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether [`waiting`] holds any context: an event record's whole cost while none does.
+static ANY_WAITING: AtomicBool = AtomicBool::new(false);
+
+/// The program is about to record an event: where the current context is marked
+/// ([`prepare`]), the kernels are loaded into it now, before the region the event may start.
+///
+/// # Safety
+/// Called on the thread about to record the event, before the call.
+pub unsafe fn before_event_record() {
+    if !ANY_WAITING.load(Ordering::Acquire) {
+        return;
+    }
+    let Some(f) = fns() else {
+        return;
+    };
+    let Some((_, id)) = current_context(f) else {
+        return;
+    };
+    {
+        let mut waiting = waiting();
+        if !waiting.remove(&id) {
+            return;
+        }
+        ANY_WAITING.store(!waiting.is_empty(), Ordering::Release);
+    }
     if let std::collections::hash_map::Entry::Vacant(slot) = contexts().entry(id) {
         let _relaxed = Relaxed::enter(f);
         slot.insert(load(f));
