@@ -24,7 +24,11 @@
 # time from its start event to its launch returned, the part of the event-timed region that is
 # not the kernel; built with the samples' CMake flags twice, `<name>-rdc` with `-rdc=true` as
 # their CMake's CUDA_SEPARABLE_COMPILATION gives, `<name>-nordc` without, the two alternated;
-# each run's line then gives it too).
+# each run's line then gives it too, and two more plain runs: with 2 MiB of device memory
+# allocated before the sample's matrices (`HRR_PAD_BEFORE_MB`), then after them
+# (`HRR_PAD_AFTER_MB`): on an H100 the `-rdc` tf32 kernel ran 6% slower with the 2 MiB
+# before, as it did captured while capture loaded its digest kernels at the first large
+# allocation; on an H200 neither mattered).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
@@ -52,9 +56,11 @@ for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
         # `cudaEventRecord(stop)` (the kernel launches between them are asynchronous); built
         # as the samples' CMake builds it (`-rdc=true`: CUDA_SEPARABLE_COMPILATION) and without
         # separable compilation, the two alternated
-        awk 'NR == 1 { print "#include <chrono>\n#include <cstdio>" }
+        awk 'NR == 1 { print "#include <chrono>\n#include <cstdio>\n#include <cstdlib>" }
              /cudaEventRecord\(stop\)/ { print "printf(\"host region ms %.3f\\n\", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - hrr_t0).count());" }
+             /cudaMalloc\(.*&A[),]/ { print "if (getenv(\"HRR_PAD_BEFORE_MB\")) { void *hrr_pad; cudaMalloc(&hrr_pad, (size_t)atoi(getenv(\"HRR_PAD_BEFORE_MB\")) << 20); }" }
              { print }
+             /cudaMalloc\(.*&D[),]/ { print "if (getenv(\"HRR_PAD_AFTER_MB\")) { void *hrr_pad; cudaMalloc(&hrr_pad, (size_t)atoi(getenv(\"HRR_PAD_AFTER_MB\")) << 20); }" }
              /cudaEventRecord\(start\)/ { print "auto hrr_t0 = std::chrono::steady_clock::now();" }' \
             "$src/$n.cu" >"$work/hrr-region-$n.cu"
         variants=("$n-rdc" "$n-nordc")
@@ -82,7 +88,14 @@ for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
                     "$BIN/hrr-capture" -o "$work/$n.hrr" -- "./$v" \
                     >"$OUT/$v-$loading-$i.out" 2>"$OUT/$v-$loading-$i.profile")
                 captured=$(figures <"$OUT/$v-$loading-$i.out")
-                log "$v $loading run $i: plain $plain captured $captured"
+                pads=
+                if [ "${HRR_DIAG_REGION:-0}" = 1 ]; then
+                    # plain again with 2 MiB of device memory allocated before the matrices,
+                    # then after them: where the program's data lands, without capture
+                    pads=" plain+2MiB before $(cd "$work" && CUDA_MODULE_LOADING=$loading HRR_PAD_BEFORE_MB=2 "./$v" 2>&1 | figures)"
+                    pads+=" plain+2MiB after $(cd "$work" && CUDA_MODULE_LOADING=$loading HRR_PAD_AFTER_MB=2 "./$v" 2>&1 | figures)"
+                fi
+                log "$v $loading run $i: plain $plain captured $captured$pads"
             done
         done
     done
