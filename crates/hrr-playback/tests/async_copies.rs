@@ -213,6 +213,18 @@ fn assert_host_allocations_before(err: &str, download: usize) {
     assert!(allocs.iter().all(|&at| at < download), "{err}");
 }
 
+/// `copy_app pending 4 64 HOW` captured into `dir/HOW.hrr` with the fake driver's trace and
+/// results of 64 KiB or more digested: the archive and the capture's output.
+fn pending_traced(dir: &Path, how: &str) -> (PathBuf, Output) {
+    let arch = dir.join(format!("{how}.hrr"));
+    let env = [
+        ("FAKE_CUDA_TRACE", "1"),
+        ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+    ];
+    let o = succeeded(fake().capture_env(&arch, "copy_app", &["pending", "4", "64", how], &env));
+    (arch, o)
+}
+
 /// Device memory from `cuMemAllocPitch` loads the digest kernels and buffers as `cuMemAlloc`
 /// does: the first async download finds them there (nothing of capture's is allocated behind
 /// it, which would wait for the device) and every result is checked by its digest. Memory
@@ -223,13 +235,7 @@ fn assert_host_allocations_before(err: &str, download: usize) {
 fn pitched_memory_loads_the_digests_before_the_first_download_and_mapped_memory_is_read_whole() {
     for (how, by_digest) in [("pitch", 4), ("vmm", 0)] {
         let tmp = tempfile::tempdir().unwrap();
-        let arch = tmp.path().join(format!("{how}.hrr"));
-        let env = [
-            ("FAKE_CUDA_TRACE", "1"),
-            ("HRR_CAPTURE_DIGEST_MIN", "65536"),
-        ];
-        let o =
-            succeeded(fake().capture_env(&arch, "copy_app", &["pending", "4", "64", how], &env));
+        let (arch, o) = pending_traced(tmp.path(), how);
         assert_contains(&String::from_utf8_lossy(&o.stdout), "same=1");
         let err = String::from_utf8_lossy(&o.stderr);
         let download = err
@@ -264,13 +270,7 @@ fn pitched_memory_loads_the_digests_before_the_first_download_and_mapped_memory_
 fn the_digest_kernels_load_at_the_event_after_the_program_s_allocations() {
     for how in ["alloc", "pitch"] {
         let tmp = tempfile::tempdir().unwrap();
-        let arch = tmp.path().join(format!("{how}.hrr"));
-        let env = [
-            ("FAKE_CUDA_TRACE", "1"),
-            ("HRR_CAPTURE_DIGEST_MIN", "65536"),
-        ];
-        let o =
-            succeeded(fake().capture_env(&arch, "copy_app", &["pending", "4", "64", how], &env));
+        let (arch, o) = pending_traced(tmp.path(), how);
         let err = String::from_utf8_lossy(&o.stderr);
         let at = |line: &str| {
             err.find(line)
