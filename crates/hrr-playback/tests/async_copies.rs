@@ -265,10 +265,12 @@ fn pitched_memory_loads_the_digests_before_the_first_download_and_mapped_memory_
 /// an H100, tf32TensorCoreGemm built with `-rdc=true` ran 6% slower with 2 MiB allocated before
 /// its matrices, plainly as captured). In the driver's trace: capture's module load comes after
 /// the program's last allocation, before the event starting its region, and so before its
-/// first download; every result is still checked by its digest.
+/// first download; every result is still checked by its digest. An event recorded inside a
+/// stream capture (`capture`: PyTorch records them in the graphs it captures) loads nothing:
+/// the load allocates, which the capture would not allow; the next record does.
 #[test]
 fn the_digest_kernels_load_at_the_event_after_the_program_s_allocations() {
-    for how in ["alloc", "pitch"] {
+    for how in ["alloc", "pitch", "capture"] {
         let tmp = tempfile::tempdir().unwrap();
         let (arch, o) = pending_traced(tmp.path(), how);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -280,13 +282,24 @@ fn the_digest_kernels_load_at_the_event_after_the_program_s_allocations() {
             .rfind("[fake-cuda] cuMemAlloc_v2 -> 0")
             .expect("the program's allocation");
         let load = at("[fake-cuda] cuModuleLoadData -> 0");
-        let record = at("[fake-cuda] cuEventRecord -> 0");
         let download = at("[fake-cuda] cuMemcpyDtoHAsync_v2 -> 0");
+        // (the event starting the downloads' region: the last one before them)
+        let record = err[..download]
+            .rfind("[fake-cuda] cuEventRecord -> 0")
+            .expect("no event");
         assert!(
             last_alloc < load,
             "{how}: loaded among the allocations: {err}"
         );
         assert!(load < record && record < download, "{how}: {err}");
+        if how == "capture" {
+            // not at the event recorded inside the stream capture: after it ended
+            let ended = at("[fake-cuda] cuStreamEndCapture -> 0");
+            assert!(
+                ended < load,
+                "{how}: loaded inside the stream capture: {err}"
+            );
+        }
         let (code, v) = fake().replay_json(&arch, &[]);
         assert_eq!(code, 0, "{how}: {v}");
         assert_eq!(v["d2h_checks"]["by_digest"], 4, "{how}: {v}");

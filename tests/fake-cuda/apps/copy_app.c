@@ -15,7 +15,9 @@
  *                                      cuMemAlloc, or HOW `pitch` (cuMemAllocPitch) or `vmm`
  *                                      (reserved, created, mapped: PyTorch's expandable segments);
  *                                      then one more cuMemAlloc of KIB (tf32TensorCoreGemm's
- *                                      later matrices) and an event starting the downloads' region
+ *                                      later matrices) and an event starting the downloads' region;
+ *                                      HOW `capture`: cuMemAlloc, and first an event recorded in a
+ *                                      stream capture (PyTorch's graphs), the graph then destroyed
  *   copy_app step ITER                 ITER rounds of a training step's synchronisation path: an
  *                                      async upload of 8 fresh bytes from pageable memory, a
  *                                      memset, an async download of 8 bytes into pageable memory
@@ -99,6 +101,9 @@ CUresult cuCtxSynchronize(void);
 CUresult cuEventCreate(CUevent *, unsigned);
 CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuEventQuery(CUevent);
+CUresult cuStreamBeginCapture_v2(CUstream, int);
+CUresult cuStreamEndCapture(CUstream, void **);
+CUresult cuGraphDestroy(void *);
 CUresult cuCtxSynchronize(void);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
@@ -391,7 +396,7 @@ int main(int argc, char **argv) {
       CK(cuMemCreate(&handle, size, prop, 0));
       CK(cuMemMap(d, size, 0, handle, 0));
       CK(cuMemSetAccess(d, size, access, 1));
-    } else if (!strcmp(how, "alloc")) {
+    } else if (!strcmp(how, "alloc") || !strcmp(how, "capture")) {
       CK(cuMemAlloc_v2(&d, n * count));
     } else {
       return 2;
@@ -400,6 +405,13 @@ int main(int argc, char **argv) {
     CUevent start;
     CK(cuMemAlloc_v2(&later, n));
     CK(cuEventCreate(&start, 0));
+    if (!strcmp(how, "capture")) {
+      void *g;
+      CK(cuStreamBeginCapture_v2(s, 0)); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+      CK(cuEventRecord(start, s));
+      CK(cuStreamEndCapture(s, &g));
+      CK(cuGraphDestroy(g));
+    }
     CK(cuMemcpyHtoD_v2(d, src, n * count));
     CK(cuEventRecord(start, s));
     for (long i = 0; i < count; i++) CK(cuMemcpyDtoHAsync_v2(h + i * n, d + i * n, n, s));
