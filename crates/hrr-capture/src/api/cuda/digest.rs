@@ -139,10 +139,13 @@ struct Loaded {
     spare: Vec<(Ptr, u64, usize)>,
 }
 
-/// A context's state: loaded, or digests taken by the host.
+/// A context's state: loaded, digests taken by the host, or waiting to be loaded ([`prepare`]).
 enum Slot {
     Ready(Loaded),
     Off,
+    /// Marked by [`prepare`]: loaded at the context's next event record
+    /// ([`before_event_record`]) or first large result ([`loaded`]).
+    Wanted,
 }
 
 // SAFETY: the handles are the driver's, usable from any thread; the map's lock orders their use.
@@ -155,6 +158,19 @@ fn contexts() -> std::sync::MutexGuard<'static, HashMap<u64, Slot>> {
     MAP.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Context `id`'s slot, the kernels loaded into the current context first where they are not
+/// yet (none, or [`Slot::Wanted`]).
+///
+/// # Safety
+/// `id` is the current context's; called in the relaxed capture mode ([`Relaxed`]).
+unsafe fn loaded<'m>(map: &'m mut HashMap<u64, Slot>, id: u64, f: &Fns) -> &'m mut Slot {
+    let slot = map.entry(id).or_insert(Slot::Wanted);
+    if matches!(slot, Slot::Wanted) {
+        *slot = load(f);
+    }
+    slot
 }
 
 /// The chunk digests of the `host.len()` bytes a blocking copy just copied from device address
@@ -192,7 +208,7 @@ unsafe fn taken_on_device(
     let id = context_holding(f, src)?;
     let _relaxed = Relaxed::enter(f);
     let mut map = contexts();
-    let slot = map.entry(id).or_insert_with(|| load(f));
+    let slot = loaded(&mut map, id, f);
     let Slot::Ready(gpu) = slot else {
         return None;
     };
@@ -287,7 +303,7 @@ pub unsafe fn behind(
     let grid = c_uint::try_from(chunks).ok()?;
     let _relaxed = Relaxed::enter(f);
     let mut map = contexts();
-    let Slot::Ready(gpu) = map.entry(ctx).or_insert_with(|| load(f)) else {
+    let Slot::Ready(gpu) = loaded(&mut map, ctx, f) else {
         return None;
     };
     // (the smallest spare buffer that holds the digests; none: the host reads the result,
@@ -403,13 +419,9 @@ pub unsafe fn forget(ctx: Option<Ptr>) {
             let mut id = 0u64;
             if (f.ctx_get_id)(c, &mut id) == 0 {
                 map.remove(&id);
-                waiting().remove(&id);
             }
         }
-        None => {
-            map.clear();
-            waiting().clear();
-        }
+        None => map.clear(),
     }
 }
 
@@ -483,23 +495,14 @@ pub unsafe fn prepare(bytes: usize) {
     let Some((_, id)) = current_context(f) else {
         return;
     };
-    if !contexts().contains_key(&id) {
-        let mut waiting = waiting();
-        waiting.insert(id);
-        ANY_WAITING.store(true, Ordering::Release);
+    if let std::collections::hash_map::Entry::Vacant(slot) = contexts().entry(id) {
+        slot.insert(Slot::Wanted);
+        ANY_WANTED.store(true, Ordering::Release);
     }
 }
 
-/// Contexts [`prepare`] marked whose kernels are not loaded yet, by unique id.
-fn waiting() -> std::sync::MutexGuard<'static, std::collections::HashSet<u64>> {
-    static SET: OnceLock<Mutex<std::collections::HashSet<u64>>> = OnceLock::new();
-    SET.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-}
-
-/// Whether [`waiting`] holds any context: an event record's whole cost while none does.
-static ANY_WAITING: AtomicBool = AtomicBool::new(false);
+/// Whether a context may be [`Slot::Wanted`]: an event record's whole cost while none is.
+static ANY_WANTED: AtomicBool = AtomicBool::new(false);
 
 /// The program is about to record an event: where the current context is marked
 /// ([`prepare`]), the kernels are loaded into it now, before the region the event may start.
@@ -507,7 +510,7 @@ static ANY_WAITING: AtomicBool = AtomicBool::new(false);
 /// # Safety
 /// Called on the thread about to record the event, before the call.
 pub unsafe fn before_event_record() {
-    if !ANY_WAITING.load(Ordering::Acquire) {
+    if !ANY_WANTED.load(Ordering::Acquire) {
         return;
     }
     let Some(f) = fns() else {
@@ -516,17 +519,13 @@ pub unsafe fn before_event_record() {
     let Some((_, id)) = current_context(f) else {
         return;
     };
-    {
-        let mut waiting = waiting();
-        if !waiting.remove(&id) {
-            return;
-        }
-        ANY_WAITING.store(!waiting.is_empty(), Ordering::Release);
-    }
-    if let std::collections::hash_map::Entry::Vacant(slot) = contexts().entry(id) {
+    let mut map = contexts();
+    if matches!(map.get(&id), Some(Slot::Wanted)) {
         let _relaxed = Relaxed::enter(f);
-        slot.insert(load(f));
+        loaded(&mut map, id, f);
     }
+    let any = map.values().any(|slot| matches!(slot, Slot::Wanted));
+    ANY_WANTED.store(any, Ordering::Release);
 }
 
 /// Load the kernels into the current context, with a stream and a buffer of its own.
