@@ -43,7 +43,7 @@
 #   HRR_E2E_STEP_TIMEOUT  seconds per step (default 300)
 #   HRR_E2E_WORKLOADS     space-separated subset of: driver_api driver_api_ptx
 #                         axpy_static axpy_shared gemm mlp mlp_expandable
-#                         triton_add tiny_launches async_copies async_digests cupy_fft cupy_rand
+#                         triton_add tiny_launches async_copies async_digests vmm_digests cupy_fft cupy_rand
 #                         cupy_sparse torch_fft conv2d solve graph_nodes
 #                         graph_conditional copies2d tma hostmem limits ipc torch_ipc torch_graph torch_compile
 #                         threads (replayed with --multi-thread)
@@ -217,6 +217,12 @@ add_wl async_copies async_copies "fill_kernel increment_kernel" "HRR_CAPTURE_ASY
 # digest.
 add_wl async_digests async_copies "fill_kernel increment_kernel" "HRR_CAPTURE_ASYNC_DIGESTS=1" \
     "$B/async_copies" 3
+# driver_api's results of 1 MiB or more digested on the GPU, among them its 4 MiB read back
+# from memory mapped into a reserved range (cuMemMap, two mappings: PyTorch's expandable
+# segments), which belongs to no context: capture checks the device's access to each mapping
+# first. Replay must check some by digest.
+add_wl vmm_digests driver_api "hrr_fill hrr_saxpy hrr_chase" "HRR_CAPTURE_DIGEST_MIN=1048576" \
+    "$B/driver_api" "$B/driver_api_kernels.cubin"
 # The math libraries' own kernels (cuFFT reaches its functions through a private export table).
 add_wl cupy_fft cupy "fft" "" "$PY" "$root/tests/gpu/libs.py" cupy_fft
 add_wl cupy_rand cupy "rand|generate|normal" "" "$PY" "$root/tests/gpu/libs.py" cupy_rand
@@ -495,7 +501,7 @@ if [ $plain_only = 0 ]; then
             R_REPLAY[$name]=PASS
             # (async results digested behind their copies: some must be checked by digest, and
             # capture must not have given the GPU's digests up)
-            if [ "$name" = async_digests ] && { ! grep -qE ', [1-9][0-9]* by digest' "$d/replay.out" ||
+            if [[ " async_digests vmm_digests " == *" $name "* ]] && { ! grep -qE ', [1-9][0-9]* by digest' "$d/replay.out" ||
                 grep -q 'GPU digests' "$d/capture.err" 2>/dev/null; }; then
                 R_REPLAY[$name]=PASS-NO-DIGESTS
                 fail_note "$name: no result checked by digest, or capture gave the GPU's digests up (see $d/replay.out, $d/capture.err)"

@@ -475,8 +475,9 @@ CUresult i_host_get_dptr(CUdeviceptr *pd, void *p, unsigned flags) {
   return E_SUCCESS;
 }
 
-/* bool-typed attributes are written as one byte */
-static CUresult ptr_attr(void *data, int attr, CUdeviceptr p) {
+/* bool-typed attributes are written as one byte; `c`: the current context (ACCESS_FLAGS is its
+ * device's access to a VMM mapping) */
+static CUresult ptr_attr(struct fc_ctx *c, void *data, int attr, CUdeviceptr p) {
   if (!data) return E_INVALID_VALUE;
   long i = region_find(p);
   struct region *r = i >= 0 ? &g_reg[i] : NULL;
@@ -502,6 +503,16 @@ static CUresult ptr_attr(void *data, int attr, CUdeviceptr p) {
   case 9: *(int *)data = 0; break;                              /* DEVICE_ORDINAL */
   case 11: *(CUdeviceptr *)data = r->base; break;               /* RANGE_START_ADDR */
   case 12: *(size_t *)data = r->size; break;                    /* RANGE_SIZE */
+  case 16:                                                      /* ACCESS_FLAGS (VMM mappings) */
+    if (r->kind != R_VMM) return E_INVALID_VALUE;
+    *(int *)data = (r->reach >> c->dev & 1) ? r->access : 0;
+    break;
+  case 18:                                                      /* MAPPING_SIZE */
+  case 19:                                                      /* MAPPING_BASE_ADDR */
+    if (r->kind != R_VMM) return E_INVALID_VALUE;
+    if (attr == 18) *(size_t *)data = r->size;
+    else *(CUdeviceptr *)data = r->base;
+    break;
   default: return E_INVALID_VALUE;
   }
   return E_SUCCESS;
@@ -509,7 +520,7 @@ static CUresult ptr_attr(void *data, int attr, CUdeviceptr p) {
 CUresult i_ptr_get_attr(void *data, int attr, CUdeviceptr p) {
   struct fc_ctx *c;
   NEED_CTX(c);
-  return ptr_attr(data, attr, p);
+  return ptr_attr(c, data, attr, p);
 }
 static size_t ptr_attr_size(int attr) {
   switch (attr) {
@@ -531,7 +542,7 @@ CUresult i_ptr_get_attrs(unsigned n, int *attrs, void **data, CUdeviceptr p) {
       memset(data[k], 0, ptr_attr_size(a)); /* unknown pointer: zeros, MEMORY_TYPE 0 */
       continue;
     }
-    CUresult e = ptr_attr(data[k], a, p);
+    CUresult e = ptr_attr(c, data[k], a, p);
     if (e) memset(data[k], 0, ptr_attr_size(a));
   }
   return E_SUCCESS;

@@ -133,7 +133,8 @@ CUresult gpu_wait(void) {
 CUresult gpu_query(void) { return g_hung || async_busy() ? E_NOT_READY : g_sticky; }
 /* ---- work in flight ----
  * Kernels run at launch, but like the real driver's they count as in flight on their stream
- * until a synchronisation, or a completed event recorded after them, says they are done.
+ * until a synchronisation, a query of the stream answering done, or a completed event recorded
+ * after them, says they are done.
  * Unmapping memory a kernel in flight uses (cuMemUnmap does not wait) faults that kernel: every
  * later wait returns CUDA_ERROR_ILLEGAL_ADDRESS.  NULL and CU_STREAM_LEGACY stand for all. */
 struct busy { uintptr_t base; size_t size; const void *s; unsigned long long seq; };
@@ -219,7 +220,9 @@ CUresult i_stream_query(CUstream s) {
   struct fc_ctx *c;
   NEED_CTX(c);
   CUresult e = chk_stream(s);
-  return e ? e : gpu_query();
+  if (!e) e = gpu_query();
+  if (!e) busy_done(s, ~0ull); /* done: its work is no longer in flight (as cuEventQuery) */
+  return e;
 }
 CUresult i_stream_wait_event(CUstream s, CUevent ev, unsigned flags) {
   struct fc_ctx *c;

@@ -220,6 +220,7 @@ fn pending_traced(dir: &Path, how: &str) -> (PathBuf, Output) {
     let env = [
         ("FAKE_CUDA_TRACE", "1"),
         ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+        ("FAKE_CUDA_DEVICES", "2"),
     ];
     let o = succeeded(fake().capture_env(&arch, "copy_app", &["pending", "4", "64", how], &env));
     (arch, o)
@@ -227,13 +228,16 @@ fn pending_traced(dir: &Path, how: &str) -> (PathBuf, Output) {
 
 /// Device memory from `cuMemAllocPitch` loads the digest kernels and buffers as `cuMemAlloc`
 /// does: the first async download finds them there (nothing of capture's is allocated behind
-/// it, which would wait for the device) and every result is checked by its digest. Memory
-/// mapped into a reserved range (`cuMemMap`: PyTorch's expandable segments) belongs to no
-/// context, so its results are read by the host, whole, and checked; nothing is allocated
-/// behind the download either.
+/// it, which would wait for the device) and every result is checked by its digest. So is
+/// memory mapped into a reserved range (`cuMemMap`: PyTorch's expandable segments), which
+/// belongs to no context, where the device may read every mapping a result spans (two here,
+/// one download across them); a large mapping asks for the kernels as an allocation does (this
+/// program allocates nothing else). Where it may not (`vmm-elsewhere`: access granted to another
+/// device only), capture's kernel would fault: those results are read by the host, whole, and
+/// checked; nothing is allocated behind a download either way.
 #[test]
-fn pitched_memory_loads_the_digests_before_the_first_download_and_mapped_memory_is_read_whole() {
-    for (how, by_digest) in [("pitch", 4), ("vmm", 0)] {
+fn pitched_and_mapped_memory_is_digested_on_the_gpu_where_the_device_may_read_it() {
+    for (how, by_digest) in [("pitch", 4), ("vmm", 4), ("vmm-elsewhere", 0)] {
         let tmp = tempfile::tempdir().unwrap();
         let (arch, o) = pending_traced(tmp.path(), how);
         assert_contains(&String::from_utf8_lossy(&o.stdout), "same=1");
@@ -246,13 +250,16 @@ fn pitched_memory_loads_the_digests_before_the_first_download_and_mapped_memory_
             assert!(digest.is_some_and(|at| at < download), "{how}: {err}");
             assert_host_allocations_before(&err, download);
         } else {
+            // (the load's warm-up launches come before the downloads; none behind them)
+            let behind = err[download..].contains("[fake-cuda] kernel hrr_digest ");
+            assert!(!behind, "{how}: {err}");
             let allocs = err.match_indices("[fake-cuda] cuMemHostAlloc -> 0");
             assert!(
                 allocs.map(|(at, _)| at).all(|at| at < download),
                 "{how}: {err}"
             );
         }
-        let (code, v) = fake().replay_json(&arch, &[]);
+        let (code, v) = fake().replay_json_env(&arch, &[], &[("FAKE_CUDA_DEVICES", "2")]);
         assert_eq!(code, 0, "{how}: {v}");
         assert_eq!(v["d2h_checks"]["by_digest"], by_digest, "{how}: {v}");
         assert_eq!(v["d2h_checks"]["pass"], 4, "{how}: {v}");
@@ -317,6 +324,7 @@ fn results_beyond_the_digest_buffers_are_stored_whole_without_allocating() {
     let env = [
         ("FAKE_CUDA_TRACE", "1"),
         ("HRR_CAPTURE_DIGEST_MIN", "65536"),
+        ("FAKE_CUDA_DEVICES", "2"),
     ];
     let o = succeeded(fake().capture_env(&arch, "copy_app", &["pending", "100", "64"], &env));
     assert_contains(&String::from_utf8_lossy(&o.stdout), "same=1");

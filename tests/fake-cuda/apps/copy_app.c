@@ -13,7 +13,10 @@
  *                                      synchronisation (simpleStreams queues 40 of 16 MiB);
  *                                      checks the bytes came back; the device memory from
  *                                      cuMemAlloc, or HOW `pitch` (cuMemAllocPitch) or `vmm`
- *                                      (reserved, created, mapped: PyTorch's expandable segments);
+ *                                      (reserved, created, mapped: PyTorch's expandable segments;
+ *                                      two mappings, a download across them, no cuMemAlloc at all;
+ *                                      `vmm-elsewhere`: access for device 1 only,
+ *                                      FAKE_CUDA_DEVICES=2);
  *                                      then one more cuMemAlloc of KIB (tf32TensorCoreGemm's
  *                                      later matrices) and an event starting the downloads' region;
  *                                      HOW `capture`: cuMemAlloc, and first an event recorded in a
@@ -387,15 +390,22 @@ int main(int argc, char **argv) {
     if (!strcmp(how, "pitch")) {
       size_t pitch;
       CK(cuMemAllocPitch_v2(&d, &pitch, n * count, 1, 4));
-    } else if (!strcmp(how, "vmm")) {
-      const size_t gran = (size_t)2 << 20, size = (n * count + gran - 1) / gran * gran;
-      int prop[8] = {1, 0, 1, 0}; /* pinned, on device 0 */
-      int access[3] = {1, 0, 3};   /* device 0, read-write */
-      unsigned long long handle;
-      CK(cuMemAddressReserve(&d, size, 0, 0, 0));
-      CK(cuMemCreate(&handle, size, prop, 0));
-      CK(cuMemMap(d, size, 0, handle, 0));
-      CK(cuMemSetAccess(d, size, access, 1));
+    } else if (!strcmp(how, "vmm") || !strcmp(how, "vmm-elsewhere")) {
+      /* two mappings of their own allocations, the bytes across the boundary between them and
+       * one download straddling it; `vmm-elsewhere`: only device 1 granted access (capture's
+       * kernel, on device 0, may not read it; the fake's copies ignore that) */
+      const size_t gran = (size_t)2 << 20, half = (n * count + gran - 1) / gran * gran;
+      int prop[8] = {1, 0, 1, 0};                               /* pinned, on device 0 */
+      int access[3] = {1, !strcmp(how, "vmm-elsewhere"), 3};   /* that device, read-write */
+      unsigned long long handles[2];
+      CUdeviceptr base;
+      CK(cuMemAddressReserve(&base, 2 * half, 0, 0, 0));
+      for (int k = 0; k < 2; k++) {
+        CK(cuMemCreate(&handles[k], half, prop, 0));
+        CK(cuMemMap(base + k * half, half, 0, handles[k], 0));
+      }
+      CK(cuMemSetAccess(base, 2 * half, access, 1));
+      d = base + half - n * count / 2 - n / 2;
     } else if (!strcmp(how, "alloc") || !strcmp(how, "capture")) {
       CK(cuMemAlloc_v2(&d, n * count));
     } else {
@@ -403,7 +413,7 @@ int main(int argc, char **argv) {
     }
     CUdeviceptr later;
     CUevent start;
-    CK(cuMemAlloc_v2(&later, n));
+    if (strncmp(how, "vmm", 3) != 0) CK(cuMemAlloc_v2(&later, n)); /* (VMM programs map only) */
     CK(cuEventCreate(&start, 0));
     if (!strcmp(how, "capture")) {
       void *g;

@@ -49,7 +49,7 @@ macro_rules! cuda_calls {
             MemAddressFree [cuMemAddressFree] (ptr: u64 = ptr, size: usize = size) : Range, Vmm, ordered;
             MemCreate [cuMemCreate] (handle: *mut u64, size: usize, prop: *const u8, flags: u64) : MemCreate, Vmm, ordered => mem_create(..);
             MemRelease [cuMemRelease] (handle: u64 = handle) : MemHandle, Vmm, ordered;
-            MemMap [cuMemMap] (ptr: u64 = ptr, size: usize = size, offset: usize = offset, handle: u64 = handle, flags: u64 = flags) : MemMap, Vmm, ordered;
+            MemMap [cuMemMap] (ptr: u64 = ptr, size: usize = size, offset: usize = offset, handle: u64 = handle, flags: u64 = flags) : MemMap, Vmm, ordered after mem_map;
             MemUnmap [cuMemUnmap] (ptr: u64, size: usize) : Range, Vmm, ordered => mem_unmap;
             MemSetAccess [cuMemSetAccess] (ptr: u64, size: usize, desc: *const u8, count: usize) : MemSetAccess, Vmm => mem_set_access(..);
             MemcpyHtoD [cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds] (dst: u64, src: *const c_void, n: usize) : CopyH2d, H2d => memcpy_htod(..);

@@ -379,6 +379,18 @@ pub fn async_digests() -> bool {
 /// 0.53 with the host reading each result. `HRR_CAPTURE_ASYNC_DIGESTS=0` turns it off.
 pub const ASYNC_DIGESTS_DEFAULT: bool = true;
 
+/// Does a device allocation large enough for a digested result have the digest kernels loaded
+/// at its context's next event record (`api::cuda::digest::prepare`)?
+/// `HRR_CAPTURE_DIGEST_PRELOAD` (`1` or `0`) decides, else on; off, they load at the context's
+/// first large result. A diagnostic: on an H100 (sixteenth session, 3 pairs, captured / plain)
+/// off kept tf32TensorCoreGemm at 0.989 against 0.930 on, but loading behind the first async
+/// download cost simpleStreams' memcopy 0.318 (0.925 on), simpleMultiCopy's pinned D2H 0.090
+/// (0.882) and asyncAPI's overlap loop all its iterations (0.789).
+pub fn digest_preload() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| flag("HRR_CAPTURE_DIGEST_PRELOAD").unwrap_or(true))
+}
+
 /// Does the first work after a synchronisation of the whole device read every region of
 /// host-visible memory (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`), not only those device code was
 /// handed a pointer into (`api::cuda::hostmem`)?

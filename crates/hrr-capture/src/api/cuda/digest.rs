@@ -12,10 +12,13 @@
 //! (`HRR_CAPTURE_ASYNC_DIGESTS=0`: the host reads async results).
 //!
 //! Only where the kernel can read what the copy read, and without disturbing the program: the
-//! source is device memory of the current context itself (not managed memory, whose pages the
-//! kernel would migrate; not another context's or device's memory, which the kernel could not
-//! reach: a fault there would break the program's context), 8-byte aligned, a whole number of
-//! 8-byte words. capture's driver calls run in the relaxed stream-capture mode
+//! source is device memory of the current context itself, or memory that belongs to no context
+//! (mapped into a reserved range with `cuMemMap`: PyTorch's expandable segments; allocated from
+//! a memory pool: `cuMemAllocAsync`) where the current device may read every mapping the result
+//! spans (its access flags; on an H100 both kinds answer a null context and their mappings'
+//! access, base and size); not managed memory, whose pages the kernel would migrate; not another
+//! context's or device's memory, which the kernel could not reach: a fault there would break the
+//! program's context. 8-byte aligned, a whole number of 8-byte words. capture's driver calls run in the relaxed stream-capture mode
 //! (`cuThreadExchangeStreamCaptureMode`), so a graph another thread is capturing is not
 //! invalidated by them. The kernel is waited for at most [`WAIT`]: a GPU kept busy by the
 //! program's own kernels gets the host's digests instead of stalling the program's copy. The
@@ -62,6 +65,12 @@ const SPARE: [(usize, usize); 2] = [(64, 16 << 10), (8, 128 << 10)];
 const WAIT: std::time::Duration = std::time::Duration::from_millis(250);
 /// `CU_POINTER_ATTRIBUTE_CONTEXT`; `CUDA_ERROR_NOT_READY`; `CU_STREAM_CAPTURE_MODE_RELAXED`.
 const ATTR_CONTEXT: c_int = 1;
+/// `CU_POINTER_ATTRIBUTE_ACCESS_FLAGS`, `_MAPPING_SIZE`, `_MAPPING_BASE_ADDR`; the read bit of
+/// `CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ` (1) and `_READWRITE` (3).
+const ATTR_ACCESS_FLAGS: c_int = 16;
+const ATTR_MAPPING_SIZE: c_int = 18;
+const ATTR_MAPPING_BASE: c_int = 19;
+const ACCESS_READ: c_int = 1;
 const NOT_READY: c_int = 600;
 const CAPTURE_MODE_RELAXED: c_int = 2;
 /// `CU_STREAM_NON_BLOCKING`: capture's stream waits for no work of the program's.
@@ -205,7 +214,7 @@ unsafe fn taken_on_device(
         return None;
     }
     let f = fns()?;
-    let id = context_holding(f, src)?;
+    let id = context_holding(f, src, n)?;
     let _relaxed = Relaxed::enter(f);
     let mut map = contexts();
     let slot = loaded(&mut map, id, f);
@@ -266,10 +275,11 @@ unsafe fn current_context(f: &Fns) -> Option<(Ptr, u64)> {
     ok.then_some((ctx, id))
 }
 
-/// The unique id of the current context, when it holds `src` itself ([`in_this_context`]).
-unsafe fn context_holding(f: &Fns, src: u64) -> Option<u64> {
+/// The unique id of the current context, when its kernels can read the `n` bytes at `src`
+/// ([`in_this_context`]).
+unsafe fn context_holding(f: &Fns, src: u64, n: usize) -> Option<u64> {
     let (ctx, id) = current_context(f)?;
-    in_this_context(f, src, ctx).then_some(id)
+    in_this_context(f, src, n, ctx).then_some(id)
 }
 
 /// Right after an async D2H copy of `n` bytes from `src` was enqueued on `stream` (not being
@@ -298,7 +308,7 @@ pub unsafe fn behind(
         return None;
     }
     let f = fns()?;
-    let ctx = context_holding(f, src)?;
+    let ctx = context_holding(f, src, n)?;
     let chunks = n.div_ceil(CHUNK);
     let grid = c_uint::try_from(chunks).ok()?;
     let _relaxed = Relaxed::enter(f);
@@ -447,12 +457,55 @@ impl Drop for Relaxed {
     }
 }
 
-/// Is `src` device memory of context `ctx` itself (not managed)?
-unsafe fn in_this_context(f: &Fns, src: u64, ctx: Ptr) -> bool {
+/// Can a kernel of context `ctx` read the `n` bytes at `src`: device memory (not managed) of
+/// `ctx` itself, or memory mapped into a reserved range (`cuMemMap`, which belongs to no
+/// context: PyTorch's expandable segments) that `ctx`'s device may read in every mapping the
+/// bytes span ([`readable_mappings`])?
+unsafe fn in_this_context(f: &Fns, src: u64, n: usize, ctx: Ptr) -> bool {
     let mut owner: Ptr = std::ptr::null_mut();
-    plain_device_memory(f.pointer_attribute, src)
-        && (f.pointer_attribute)(&mut owner as *mut Ptr as *mut c_void, ATTR_CONTEXT, src) == 0
-        && owner == ctx
+    if !plain_device_memory(f.pointer_attribute, src) {
+        return false;
+    }
+    match (f.pointer_attribute)(&mut owner as *mut Ptr as *mut c_void, ATTR_CONTEXT, src) {
+        0 if owner == ctx => true,
+        0 if owner.is_null() => readable_mappings(f.pointer_attribute, src, n),
+        _ => false,
+    }
+}
+
+/// Does the current context's device have read access to every mapping that the `n` bytes at
+/// `src` span (`CU_POINTER_ATTRIBUTE_ACCESS_FLAGS` of each, stepping from one mapping to the next
+/// by their base and size)? Access is set per mapping (`cuMemSetAccess`): a kernel reading one
+/// the device may not would fault and break the program's context. `false` where the driver
+/// does not answer these attributes.
+///
+/// # Safety
+/// `attribute` is the driver's `cuPointerGetAttribute`.
+unsafe fn readable_mappings(attribute: PointerAttributeFn, src: u64, n: usize) -> bool {
+    let Some(end) = src.checked_add(n as u64) else {
+        return false;
+    };
+    let mut at = src;
+    while at < end {
+        let (mut access, mut base, mut size): (c_int, u64, usize) = (0, 0, 0);
+        let answered = attribute(
+            &mut access as *mut c_int as *mut c_void,
+            ATTR_ACCESS_FLAGS,
+            at,
+        ) == 0
+            && attribute(&mut base as *mut u64 as *mut c_void, ATTR_MAPPING_BASE, at) == 0
+            && attribute(
+                &mut size as *mut usize as *mut c_void,
+                ATTR_MAPPING_SIZE,
+                at,
+            ) == 0;
+        let next = base.saturating_add(size as u64);
+        if !answered || access & ACCESS_READ == 0 || base > at || next <= at {
+            return false;
+        }
+        at = next;
+    }
+    true
 }
 
 /// `cuPointerGetAttribute`.
@@ -486,7 +539,7 @@ pub unsafe fn plain_device_memory(attribute: PointerAttributeFn, ptr: u64) -> bo
 /// # Safety
 /// Called on the thread that made the allocation, right after it succeeded.
 pub unsafe fn prepare(bytes: usize) {
-    if (bytes as u64) < crate::recorder::digest_min() {
+    if (bytes as u64) < crate::recorder::digest_min() || !crate::hook::profile::digest_preload() {
         return;
     }
     let Some(f) = fns() else {

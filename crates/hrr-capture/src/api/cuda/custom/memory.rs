@@ -49,6 +49,25 @@ pub unsafe fn mem_alloc(h: Export, a: args::MemAlloc, r: CUresult) {
     });
 }
 
+/// `cuMemMap` ([`allocated`]): memory mapped into a reserved range (PyTorch's expandable
+/// segments) holds results the GPU digests too, where the device may read it.
+pub unsafe fn mem_map(h: Export, a: args::MemMap, r: CUresult) {
+    let args::MemMap {
+        ptr,
+        size,
+        offset,
+        handle,
+        flags,
+    } = a;
+    allocated(h, r, size, || MemMap {
+        ptr,
+        size: size as u64,
+        offset: offset as u64,
+        handle,
+        flags,
+    });
+}
+
 /// `cuMemAllocAsync` ([`allocated`]).
 pub unsafe fn mem_alloc_async(h: Export, a: args::MemAllocAsync, r: CUresult) {
     let args::MemAllocAsync { dptr, size, stream } = a;
