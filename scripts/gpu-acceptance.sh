@@ -13,7 +13,9 @@
 #   3. only when HRR_ACCEPT_STEPS names it, `region`: where tf32TensorCoreGemm's captured
 #      figure loses (scripts/gpu-capture-diag.sh with HRR_DIAG_REGION=1: its timed region's
 #      host part, plain and captured, built with and without separable compilation; ~2 min);
-#   4. scripts/gpu-e2e.sh on every workload (HRR_E2E_WORKLOADS to pick).
+#   4. only when named, `placement`: which part of capture's digest-kernel load slows
+#      tf32TensorCoreGemm on an H100 (scripts/gpu-placement-diag.sh; ~2 min);
+#   5. scripts/gpu-e2e.sh on every workload (HRR_E2E_WORKLOADS to pick).
 # OUT_DIR/summary.txt gathers the totals line of the corpus, the samples-bench table and the
 # e2e table, with each step's exit status and seconds; OUT_DIR/acceptance.tgz holds every
 # step's output (the device tool brings back only a few files: fetch these two).
@@ -21,7 +23,7 @@
 # the deadline only just; a step the deadline stops says so in the summary. To be sure, split
 # them over two calls: HRR_ACCEPT_STEPS="corpus bench", then HRR_ACCEPT_STEPS=e2e.
 # Environment: HRR_ACCEPT_DEADLINE seconds for the whole run (default 585: the device tool stops a command at 600),
-# HRR_ACCEPT_STEPS (default "corpus bench e2e"; `region` too when named), HRR_SAMPLES_TIMEOUT (default 120 here),
+# HRR_ACCEPT_STEPS (default "corpus bench e2e"; `region`, `placement` too when named), HRR_SAMPLES_TIMEOUT (default 120 here),
 # HRR_BENCH_ONLY and HRR_BENCH_REPS (passed on), HRR_E2E_STEP_TIMEOUT (default 120 here).
 # Exit status: 0 when every step that ran exited 0, 1 otherwise, 2 on a usage error; 0 with a
 # SKIP line when the machine has no GPU.
@@ -79,6 +81,13 @@ if has region; then
         HRR_DIAG_ONLY="${HRR_DIAG_ONLY:-tf32}" HRR_DIAG_REPS="${HRR_DIAG_REPS:-3}" \
         bash "$root/scripts/gpu-capture-diag.sh" "$SAMPLES" "$BIN" "$OUT/region"
     grep ' run ' "$OUT/region/diag.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
+fi
+if has placement; then
+    # which part of capture's kernel load moves tf32TensorCoreGemm's data (gpu-placement-diag.sh)
+    step placement "$(has e2e && echo 280 || echo 10)" bash "$root/scripts/gpu-placement-diag.sh" \
+        "$SAMPLES" "$BIN" "$OUT/placement"
+    grep -v '^inject ' "$OUT/placement/placement.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
+    grep '^inject .*local' "$OUT/placement/placement.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
 fi
 if has e2e; then
     step e2e 10 env HRR_E2E_STEP_TIMEOUT="${HRR_E2E_STEP_TIMEOUT:-120}" \

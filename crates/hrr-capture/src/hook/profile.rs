@@ -391,6 +391,16 @@ pub fn digest_preload() -> bool {
     *ON.get_or_init(|| flag("HRR_CAPTURE_DIGEST_PRELOAD").unwrap_or(true))
 }
 
+/// Is the fingerprint kernel launched once when the digest kernels load (with `hrr_digest`,
+/// `api::cuda::digest::warm_up`)? `HRR_CAPTURE_WARM_FINGERPRINT` (`1` or `0`) decides, else on.
+/// A diagnostic: `hrr_fingerprint` uses 64 bytes of local memory a thread, which its first
+/// launch may have the driver allocate, after the program's allocations, where a kernel's own
+/// local memory would otherwise land (`scripts/gpu-capture-diag.sh`, `HRR_DIAG_PLACEMENT=1`).
+pub fn warm_fingerprint() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| flag("HRR_CAPTURE_WARM_FINGERPRINT").unwrap_or(true))
+}
+
 /// Does the first work after a synchronisation of the whole device read every region of
 /// host-visible memory (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`), not only those device code was
 /// handed a pointer into (`api::cuda::hostmem`)?
