@@ -4,8 +4,8 @@
 #   bash scripts/gpu-placement-diag.sh SAMPLES_DIR BIN_DIR OUT_DIR
 #
 # SAMPLES_DIR is a checkout (or `git archive` export) of NVIDIA/cuda-samples; BIN_DIR holds
-# hrr-capture and libhrr_capture.so. The sample is built as its CMake builds it (`-rdc=true`:
-# 255 registers, 1,288 bytes of local memory a thread), with one line added after it allocates
+# hrr-capture and libhrr_capture.so. The sample is built as its CMake builds it (`-rdc=true`;
+# tf32's kernel: 255 registers, 1,288 bytes of local memory a thread), with one line added after it allocates
 # its matrices: `hrr_inject()`, which does what `HRR_INJECT` names (comma-separated), each
 # standing for one part of what capture does when it loads its kernels (at the program's first
 # event record after a large allocation, i.e. there):
@@ -22,9 +22,14 @@
 #                over nothing, as capture's warm-up does
 # Each round runs the sample plain, captured, captured with HRR_CAPTURE_DIGEST_PRELOAD=0 (the
 # kernels load at the first large result, after the sample's kernel), captured with
-# HRR_CAPTURE_WARM_FINGERPRINT=0 (no warm-up launch of hrr_fingerprint), then plain with each
+# HRR_CAPTURE_WARM_FINGERPRINT=0 (no warm-up launch of hrr_fingerprint), captured with
+# HRR_CAPTURE_ASYNC_DIGESTS=0 (no 2 MiB of mapped pinned buffers for pending results:
+# cudaTensorCoreGemm gave 0.839 with them, 0.989 without, in one sixteenth-session run), then plain with each
 # injection, and prints one line of TFLOPS (and each injected kernel's local bytes a thread on
 # stderr, inject.err). Environment: HRR_DIAG_REPS (3), CUDA_MODULE_LOADING (EAGER here),
+# HRR_PLACEMENT_SAMPLE (tf32TensorCoreGemm; cudaTensorCoreGemm or bf16TensorCoreGemm: all three
+# allocate A, B, C, D; always built with `-rdc=true`, as tf32's and cudaTensorCoreGemm's CMake
+# files ask),
 # HRR_PLACEMENT_CASES (the injections, space-separated; default all of the above).
 # Output: OUT_DIR/placement.txt. Exit 0 with a SKIP line without a GPU.
 set -uo pipefail
@@ -35,7 +40,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REPS=${HRR_DIAG_REPS:-3}
 CASES=${HRR_PLACEMENT_CASES:-malloc2 malloc32 code const lmem stream host digest-load digest-warm fingerprint-warm}
 export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
-n=tf32TensorCoreGemm
+n=${HRR_PLACEMENT_SAMPLE:-tf32TensorCoreGemm}
 src=$SAMPLES/Samples/3_CUDA_Features/$n
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -146,6 +151,7 @@ for i in $(seq "$REPS"); do
     line+=" captured $(captured HRR_CAPTURE_DIGEST_PRELOAD=1)"
     line+=" captured-at-result $(captured HRR_CAPTURE_DIGEST_PRELOAD=0)"
     line+=" captured-no-fingerprint-warm-up $(captured HRR_CAPTURE_WARM_FINGERPRINT=0)"
+    line+=" captured-async-digests-off $(captured HRR_CAPTURE_ASYNC_DIGESTS=0)"
     for c in $CASES; do
         line+=" | $c $(cd "$work" && HRR_INJECT=$c "./$n" 2>>"$OUT/inject.err" | tflops)"
     done
