@@ -52,19 +52,12 @@ pub unsafe fn mem_alloc(h: Export, a: args::MemAlloc, r: CUresult) {
 /// `cuMemMap` ([`allocated`]): memory mapped into a reserved range (PyTorch's expandable
 /// segments) holds results the GPU digests too, where the device may read it.
 pub unsafe fn mem_map(h: Export, a: args::MemMap, r: CUresult) {
-    let args::MemMap {
-        ptr,
-        size,
-        offset,
-        handle,
-        flags,
-    } = a;
-    allocated(h, r, size, || MemMap {
-        ptr,
-        size: size as u64,
-        offset: offset as u64,
-        handle,
-        flags,
+    allocated(h, r, a.size, || MemMap {
+        ptr: a.ptr,
+        size: a.size as u64,
+        offset: a.offset as u64,
+        handle: a.handle,
+        flags: a.flags,
     });
 }
 
