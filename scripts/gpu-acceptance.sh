@@ -14,7 +14,8 @@
 #      figure loses (scripts/gpu-capture-diag.sh with HRR_DIAG_REGION=1: its timed region's
 #      host part, plain and captured, built with and without separable compilation; ~2 min);
 #   4. only when named, `placement`: which part of capture's digest-kernel load slows
-#      tf32TensorCoreGemm on an H100 (scripts/gpu-placement-diag.sh; ~2 min);
+#      tf32TensorCoreGemm and cudaTensorCoreGemm on an H100 (scripts/gpu-placement-diag.sh
+#      for each of HRR_PLACEMENT_SAMPLES; ~3 min a sample);
 #   5. scripts/gpu-e2e.sh on every workload (HRR_E2E_WORKLOADS to pick).
 # OUT_DIR/summary.txt gathers the totals line of the corpus, the samples-bench table and the
 # e2e table, with each step's exit status and seconds; OUT_DIR/acceptance.tgz holds every
@@ -83,11 +84,13 @@ if has region; then
     grep ' run ' "$OUT/region/diag.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
 fi
 if has placement; then
-    # which part of capture's kernel load moves tf32TensorCoreGemm's data (gpu-placement-diag.sh)
-    step placement "$(has e2e && echo 280 || echo 10)" bash "$root/scripts/gpu-placement-diag.sh" \
-        "$SAMPLES" "$BIN" "$OUT/placement"
-    grep -v '^inject ' "$OUT/placement/placement.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
-    grep '^inject .*local' "$OUT/placement/placement.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
+    # which part of capture's kernel load moves the GEMMs' data (gpu-placement-diag.sh; ~3 min
+    # a sample)
+    for sample in ${HRR_PLACEMENT_SAMPLES:-tf32TensorCoreGemm cudaTensorCoreGemm}; do
+        step "placement-$sample" "$(has e2e && echo 280 || echo 10)" env HRR_PLACEMENT_SAMPLE="$sample" \
+            bash "$root/scripts/gpu-placement-diag.sh" "$SAMPLES" "$BIN" "$OUT/placement-$sample"
+        sed "s/^/$sample: /" "$OUT/placement-$sample/placement.txt" 2>/dev/null | tee -a "$OUT/summary.txt"
+    done
 fi
 if has e2e; then
     step e2e 10 env HRR_E2E_STEP_TIMEOUT="${HRR_E2E_STEP_TIMEOUT:-120}" \
