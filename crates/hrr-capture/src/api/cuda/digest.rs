@@ -758,3 +758,59 @@ unsafe fn launch_and_wait(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// What the fake `cuPointerGetAttribute` answers for: mappings (base, size, access flags).
+        static MAPPINGS: RefCell<Vec<(u64, usize, c_int)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The driver's answers for VMM mappings, as an H100 gave them: access flags of the
+    /// mapping holding `ptr`, its base and size; an error for an address no mapping holds.
+    unsafe extern "C" fn attribute(data: *mut c_void, attr: c_int, ptr: u64) -> c_int {
+        MAPPINGS.with_borrow(|mappings| {
+            let holding = mappings
+                .iter()
+                .find(|(b, s, _)| ptr >= *b && ptr - b < *s as u64);
+            let Some(&(base, size, access)) = holding else {
+                return 1;
+            };
+            match attr {
+                ATTR_ACCESS_FLAGS => *(data as *mut c_int) = access,
+                ATTR_MAPPING_BASE => *(data as *mut u64) = base,
+                ATTR_MAPPING_SIZE => *(data as *mut usize) = size,
+                _ => return 1,
+            }
+            0
+        })
+    }
+
+    fn readable(mappings: &[(u64, usize, c_int)], src: u64, n: usize) -> bool {
+        MAPPINGS.set(mappings.to_vec());
+        // SAFETY: `attribute` writes each attribute's type, as the driver does.
+        unsafe { readable_mappings(attribute, src, n) }
+    }
+
+    const GRANULE: usize = 2 << 20;
+
+    #[test]
+    fn a_result_is_read_on_the_gpu_only_where_every_mapping_it_spans_may_be_read() {
+        let (a, b, c) = (0x1000_0000, 0x1020_0000, 0x1040_0000);
+        let three = [(a, GRANULE, 3), (b, GRANULE, 1), (c, GRANULE, 3)];
+        // across all three (the middle one read-only), within one, the whole of one
+        assert!(readable(&three, a + 0x10_0000, 2 * GRANULE));
+        assert!(readable(&three, b + 8, 64));
+        assert!(readable(&three, a, GRANULE));
+        // the device may not read the middle one; it is not mapped; the range wraps around
+        let denied = [(a, GRANULE, 3), (b, GRANULE, 0), (c, GRANULE, 3)];
+        assert!(!readable(&denied, a + 0x10_0000, 2 * GRANULE));
+        assert!(!readable(&denied, b + 8, 64));
+        let gap = [(a, GRANULE, 3), (c, GRANULE, 3)];
+        assert!(!readable(&gap, a + 0x10_0000, 2 * GRANULE));
+        assert!(!readable(&three, u64::MAX - 8, 16));
+    }
+}
