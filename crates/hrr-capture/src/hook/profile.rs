@@ -395,7 +395,7 @@ pub fn digest_preload() -> bool {
 /// `api::cuda::digest::warm_up`)? `HRR_CAPTURE_WARM_FINGERPRINT` (`1` or `0`) decides, else on.
 /// A diagnostic: `hrr_fingerprint` uses 64 bytes of local memory a thread, which its first
 /// launch may have the driver allocate, after the program's allocations, where a kernel's own
-/// local memory would otherwise land (`scripts/gpu-capture-diag.sh`, `HRR_DIAG_PLACEMENT=1`).
+/// local memory would otherwise land (`scripts/gpu-placement-diag.sh`).
 pub fn warm_fingerprint() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| flag("HRR_CAPTURE_WARM_FINGERPRINT").unwrap_or(true))

@@ -18,7 +18,8 @@
 //! spans (its access flags; on an H100 both kinds answer a null context and their mappings'
 //! access, base and size); not managed memory, whose pages the kernel would migrate; not another
 //! context's or device's memory, which the kernel could not reach: a fault there would break the
-//! program's context. 8-byte aligned, a whole number of 8-byte words. capture's driver calls run in the relaxed stream-capture mode
+//! program's context. 8-byte aligned, a whole number of 8-byte words. capture's driver calls
+//! run in the relaxed stream-capture mode
 //! (`cuThreadExchangeStreamCaptureMode`), so a graph another thread is capturing is not
 //! invalidated by them. The kernel is waited for at most [`WAIT`]: a GPU kept busy by the
 //! program's own kernels gets the host's digests instead of stalling the program's copy. The
@@ -462,13 +463,12 @@ impl Drop for Relaxed {
 /// context: PyTorch's expandable segments) that `ctx`'s device may read in every mapping the
 /// bytes span ([`readable_mappings`])?
 unsafe fn in_this_context(f: &Fns, src: u64, n: usize, ctx: Ptr) -> bool {
-    let mut owner: Ptr = std::ptr::null_mut();
     if !plain_device_memory(f.pointer_attribute, src) {
         return false;
     }
-    match (f.pointer_attribute)(&mut owner as *mut Ptr as *mut c_void, ATTR_CONTEXT, src) {
-        0 if owner == ctx => true,
-        0 if owner.is_null() => readable_mappings(f.pointer_attribute, src, n),
+    match pointer_attr::<usize>(f.pointer_attribute, ATTR_CONTEXT, src) {
+        Some(owner) if owner == ctx as usize => true,
+        Some(0) => readable_mappings(f.pointer_attribute, src, n),
         _ => false,
     }
 }
@@ -487,25 +487,30 @@ unsafe fn readable_mappings(attribute: PointerAttributeFn, src: u64, n: usize) -
     };
     let mut at = src;
     while at < end {
-        let (mut access, mut base, mut size): (c_int, u64, usize) = (0, 0, 0);
-        let answered = attribute(
-            &mut access as *mut c_int as *mut c_void,
-            ATTR_ACCESS_FLAGS,
-            at,
-        ) == 0
-            && attribute(&mut base as *mut u64 as *mut c_void, ATTR_MAPPING_BASE, at) == 0
-            && attribute(
-                &mut size as *mut usize as *mut c_void,
-                ATTR_MAPPING_SIZE,
-                at,
-            ) == 0;
+        let (Some(access), Some(base), Some(size)) = (
+            pointer_attr::<c_int>(attribute, ATTR_ACCESS_FLAGS, at),
+            pointer_attr::<u64>(attribute, ATTR_MAPPING_BASE, at),
+            pointer_attr::<usize>(attribute, ATTR_MAPPING_SIZE, at),
+        ) else {
+            return false;
+        };
         let next = base.saturating_add(size as u64);
-        if !answered || access & ACCESS_READ == 0 || base > at || next <= at {
+        if access & ACCESS_READ == 0 || base > at || next <= at {
             return false;
         }
         at = next;
     }
     true
+}
+
+/// Attribute `a` of `ptr` read as a `T` (the attribute's C type), or `None` where the driver
+/// (`attribute`) does not answer.
+///
+/// # Safety
+/// `attribute` is the driver's `cuPointerGetAttribute`; `T` is the attribute's type.
+unsafe fn pointer_attr<T: Default>(attribute: PointerAttributeFn, a: c_int, ptr: u64) -> Option<T> {
+    let mut value = T::default();
+    (attribute(&mut value as *mut T as *mut c_void, a, ptr) == 0).then_some(value)
 }
 
 /// `cuPointerGetAttribute`.
@@ -517,12 +522,8 @@ pub type PointerAttributeFn = unsafe extern "C" fn(*mut c_void, c_int, u64) -> c
 /// # Safety
 /// `attribute` is the driver's entry point.
 pub unsafe fn plain_device_memory(attribute: PointerAttributeFn, ptr: u64) -> bool {
-    let (mut kind, mut managed): (c_uint, c_uint) = (0, 0);
-    let attr = |v: *mut c_uint, a: c_int| attribute(v as *mut c_void, a, ptr) == 0;
-    attr(&mut kind, ATTR_MEMORY_TYPE)
-        && kind == MEMORYTYPE_DEVICE
-        && attr(&mut managed, ATTR_IS_MANAGED)
-        && managed == 0
+    pointer_attr::<c_uint>(attribute, ATTR_MEMORY_TYPE, ptr) == Some(MEMORYTYPE_DEVICE)
+        && pointer_attr::<c_uint>(attribute, ATTR_IS_MANAGED, ptr) == Some(0)
 }
 
 /// The program allocated `bytes` of device memory in the current context: where that is enough
