@@ -214,19 +214,24 @@ static const char k_ptx_text[] =
 
 /* k_ptx_text with a comment of 320 KiB after it, as large as a real module whose image capture
  * stores on a thread of its own while the driver loads it (crates/hrr-capture, code.rs). */
+static char *g_large_ptx;
+static void make_large_ptx(void) {
+  size_t n = strlen(k_ptx_text), pad = 320 << 10;
+  char *text = malloc(n + pad + 2);
+  if (!text) exit(1);
+  memcpy(text, k_ptx_text, n);
+  memcpy(text + n, "//", 2);
+  memset(text + n + 2, 'x', pad - 3);
+  text[n + pad - 1] = '\n';
+  text[n + pad] = 0;
+  g_large_ptx = text;
+}
+/* Built once (pthread_once: the `threads` mode's two threads ask at once; a thread handed the
+ * text while the other still filled it loaded, and capture recorded, a half-written image). */
 static const char *large_ptx_text(void) {
-  static char *text;
-  if (!text) {
-    size_t n = strlen(k_ptx_text), pad = 320 << 10;
-    text = malloc(n + pad + 2);
-    if (!text) exit(1);
-    memcpy(text, k_ptx_text, n);
-    memcpy(text + n, "//", 2);
-    memset(text + n + 2, 'x', pad - 3);
-    text[n + pad - 1] = '\n';
-    text[n + pad] = 0;
-  }
-  return text;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, make_large_ptx);
+  return g_large_ptx;
 }
 
 struct fatbin_wrapper {
