@@ -15,7 +15,7 @@
 #   const        a module with 384 bytes of `.const` data (capture's has its XXH3 secret there),
 #                its kernel launched
 #   lmem         a kernel using 64 bytes of local memory a thread (capture's hrr_fingerprint
-#                does), launched
+#                did before 17th session), launched
 #   stream       a non-blocking stream (no loss); host: 2 MiB of mapped pinned memory (no loss)
 #   digest-load  capture's own module (crates/hrr-capture/gpu/digest.ptx) loaded;
 #   digest-warm / fingerprint-warm  that module's hrr_digest / hrr_fingerprint launched once
@@ -30,7 +30,9 @@
 # HRR_PLACEMENT_SAMPLE (tf32TensorCoreGemm; cudaTensorCoreGemm or bf16TensorCoreGemm: all three
 # allocate A, B, C, D; always built with `-rdc=true`, as tf32's and cudaTensorCoreGemm's CMake
 # files ask),
-# HRR_PLACEMENT_CASES (the injections, space-separated; default all of the above).
+# HRR_PLACEMENT_CASES (the injections, space-separated; default all of the above),
+# HRR_PLACEMENT_PTX (a PTX file of capture's kernels, e.g. from an edited digest.cu: one more
+# captured column with HRR_CAPTURE_DIGEST_PTX set to it).
 # Output: OUT_DIR/placement.txt. Exit 0 with a SKIP line without a GPU.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
@@ -117,7 +119,8 @@ static void hrr_inject() {
         continue;
       }
       CUdeviceptr second = out + (2 << 20);
-      void *params[] = {&out, &zero, k == "fingerprint-warm" ? &second : &out};
+      unsigned long long secret[24] = {0}; // (hrr_fingerprint's 4th parameter; no chunks read)
+      void *params[] = {&out, &zero, k == "fingerprint-warm" ? &second : &out, secret};
       if (k == "digest-load") {
         CUmodule m;
         hrr_say("digest-load", ptx.empty() ? CUDA_ERROR_FILE_NOT_FOUND : cuModuleLoadData(&m, ptx.c_str()));
@@ -152,6 +155,8 @@ for i in $(seq "$REPS"); do
     line+=" captured-at-result $(captured HRR_CAPTURE_DIGEST_PRELOAD=0)"
     line+=" captured-no-fingerprint-warm-up $(captured HRR_CAPTURE_WARM_FINGERPRINT=0)"
     line+=" captured-async-digests-off $(captured HRR_CAPTURE_ASYNC_DIGESTS=0)"
+    [ -z "${HRR_PLACEMENT_PTX:-}" ] ||
+        line+=" captured-with-that-ptx $(captured HRR_CAPTURE_DIGEST_PTX="$HRR_PLACEMENT_PTX")"
     for c in $CASES; do
         line+=" | $c $(cd "$work" && HRR_INJECT=$c "./$n" 2>>"$OUT/inject.err" | tflops)"
     done

@@ -40,9 +40,10 @@ static const struct builtin {
   /* hrr_digest(const u64 *src, u64 nwords, u64 *out): capture's GPU digests of a D2H result
    * (crates/hrr-capture/gpu/digest.cu), computed the same way here */
   {"hrr_digest", K_DIGEST, 3, {{0, 8}, {8, 8}, {16, 8}}},
-  /* hrr_fingerprint(const u64 *src, u64 nchunks, u64 *out): capture's GPU fingerprints of the
-   * 64 KiB chunks of a result that lands in host-visible memory (the same file) */
-  {"hrr_fingerprint", K_FINGERPRINT, 3, {{0, 8}, {8, 8}, {16, 8}}},
+  /* hrr_fingerprint(const u64 *src, u64 nchunks, u64 *out, Secret secret): capture's GPU
+   * fingerprints of the 64 KiB chunks of a result that lands in host-visible memory (the same
+   * file; XXH3's 192-byte secret by value, unused here: the reference has it) */
+  {"hrr_fingerprint", K_FINGERPRINT, 4, {{0, 8}, {8, 8}, {16, 8}, {24, 192}}},
 };
 
 

@@ -63,25 +63,22 @@ hrr_digest(const unsigned long long *src, unsigned long long nwords, unsigned lo
 #define P64_2 0xC2B2AE3D27D4EB4Full
 #define PMX1 0x165667919E3779F9ull
 
-// The default secret's 8-byte words at offsets 0, 8, ..., 184 (stripe s reads words s..s+7,
-// the scramble words 16..23), and its unaligned words at 121 (the last stripe's), 11 and 117
-// (the final merges of the low and high halves).
-__constant__ unsigned long long XW[24] = {
-    0xbe4ba423396cfeb8ull, 0x1cad21f72c81017cull, 0xdb979083e96dd4deull, 0x1f67b3b7a4a44072ull,
-    0x78e5c0cc4ee679cbull, 0x2172ffcc7dd05a82ull, 0x8e2443f7744608b8ull, 0x4c263a81e69035e0ull,
-    0xcb00c391bb52283cull, 0xa32e531b8b65d088ull, 0x4ef90da297486471ull, 0xd8acdea946ef1938ull,
-    0x3f349ce33f76faa8ull, 0x1d4f0bc7c7bbdcf9ull, 0x3159b4cd4be0518aull, 0x647378d9c97e9fc8ull,
-    0xc3ebd33483acc5eaull, 0xeb6313faffa081c5ull, 0x49daf0b751dd0d17ull, 0x9e68d429265516d3ull,
-    0xfca1477d58be162bull, 0xce31d07ad1b8f88full, 0x280416958f3acb45ull, 0x7e404bbbcafbd7afull};
-__constant__ unsigned long long XLAST[8] = {
-    0xea647378d9c97e9full, 0xc5c3ebd33483acc5ull, 0x17eb6313faffa081ull, 0xd349daf0b751dd0dull,
-    0x2b9e68d429265516ull, 0x8ffca1477d58be16ull, 0x45ce31d07ad1b8f8ull, 0xaf280416958f3acbull};
-__constant__ unsigned long long XLO[8] = {
-    0x6dd4de1cad21f72cull, 0xa44072db979083e9ull, 0xe679cb1f67b3b7a4ull, 0xd05a8278e5c0cc4eull,
-    0x4608b82172ffcc7dull, 0x9035e08e2443f774ull, 0x52283c4c263a81e6ull, 0x65d088cb00c391bbull};
-__constant__ unsigned long long XHI[8] = {
-    0xd9c97e9fc83159b4ull, 0x3483acc5ea647378ull, 0xfaffa081c5c3ebd3ull, 0xb751dd0d17eb6313ull,
-    0x29265516d349daf0ull, 0x7d58be162b9e68d4ull, 0x7ad1b8f88ffca147ull, 0x958f3acb45ce31d0ull};
+// XXH3's 192-byte default secret as 24 little-endian words, passed by value in the launch's
+// parameters (capture's digest.rs, FINGERPRINT_SECRET), not held as `.const` data: a module
+// with constant data has the driver allocate a constant bank for it in device memory when it
+// loads, which, loaded between a program's allocations and its kernel's first launch, slowed
+// tf32TensorCoreGemm's kernel by 6% on an H100 (sixteenth and seventeenth sessions,
+// scripts/gpu-placement-diag.sh). Stripe s reads words s..s+7, the scramble words 16..23; the
+// last stripe, the final merges of the low and high halves read the unaligned words at byte
+// offsets 121, 11 and 117.
+struct Secret {
+  unsigned long long w[24];
+};
+
+// The secret's 8 bytes at byte offset 8 * q + r (0 < r < 8; q and r known at compile time).
+__device__ __forceinline__ unsigned long long unaligned(const Secret &s, int q, int r) {
+  return (s.w[q] >> (8 * r)) | (s.w[q + 1] << (64 - 8 * r));
+}
 
 __device__ __forceinline__ unsigned long long merge(const unsigned long long *acc,
                                                     const unsigned long long *secret,
@@ -96,16 +93,30 @@ __device__ __forceinline__ unsigned long long merge(const unsigned long long *ac
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-hrr_fingerprint(const unsigned long long *src, unsigned long long nchunks, unsigned long long *out) {
+hrr_fingerprint(const unsigned long long *src, unsigned long long nchunks, unsigned long long *out,
+                const Secret secret) {
   const unsigned long long chunk = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   if (chunk >= nchunks) return; // whole warps leave together
   const unsigned lane = threadIdx.x & 31, stripe = lane >> 1, half = lane & 1;
-  // this lane's four accumulators: acc[4 * half + k]
-  const unsigned long long init[8] = {0xC2B2AE3Dull, P64_1, P64_2, 0x165667B19E3779F9ull,
-                                      0x85EBCA77C2B2AE63ull, 0x85EBCA77ull, 0x27D4EB2F165667C5ull,
-                                      P32_1};
-  unsigned long long acc[4];
-  for (int k = 0; k < 4; k++) acc[k] = init[4 * half + k];
+  // this lane's four of XXH3's eight initial accumulators, chosen by selects (an array
+  // indexed by `half` would be local memory)
+  unsigned long long acc[4] = {half ? 0x85EBCA77C2B2AE63ull : 0xC2B2AE3Dull,
+                               half ? 0x85EBCA77ull : P64_1,
+                               half ? 0x27D4EB2F165667C5ull : P64_2,
+                               half ? P32_1 : 0x165667B19E3779F9ull};
+  // this lane's secret words: key[k] its stripe's (word stripe + 4 * half + k, picked by
+  // compares, as indexing the parameter by the lane would copy it to local memory),
+  // last_key[k] the last stripe's, scramble[k] the scramble's
+  unsigned long long key[4], last_key[4], scramble[4];
+  for (int k = 0; k < 4; k++) {
+    const unsigned j = stripe + 4 * half + k;
+    unsigned long long v = 0;
+#pragma unroll
+    for (int t = 0; t < 23; t++) v = j == t ? secret.w[t] : v;
+    key[k] = v;
+    last_key[k] = half ? unaligned(secret, 19 + k, 1) : unaligned(secret, 15 + k, 1);
+    scramble[k] = half ? secret.w[20 + k] : secret.w[16 + k];
+  }
   const unsigned long long *c = src + chunk * 8192;
   for (int block = 0; block < 64; block++) {
     const unsigned long long *w = c + block * 128 + stripe * 8 + half * 4;
@@ -114,17 +125,15 @@ hrr_fingerprint(const unsigned long long *src, unsigned long long nchunks, unsig
     // the last block's 16th stripe is XXH3's "last stripe": another secret
     if (!last || stripe < 15) {
       for (int k = 0; k < 4; k++) {
-        const unsigned i = half * 4 + k;
-        const unsigned long long v = w[k], key = v ^ XW[stripe + i];
+        const unsigned long long v = w[k], x = v ^ key[k];
         part[k ^ 1] += v;
-        part[k] += (key & 0xffffffffull) * (key >> 32);
+        part[k] += (x & 0xffffffffull) * (x >> 32);
       }
     } else {
       for (int k = 0; k < 4; k++) {
-        const unsigned i = half * 4 + k;
-        const unsigned long long v = w[k], key = v ^ XLAST[i];
+        const unsigned long long v = w[k], x = v ^ last_key[k];
         part[k ^ 1] += v;
-        part[k] += (key & 0xffffffffull) * (key >> 32);
+        part[k] += (x & 0xffffffffull) * (x >> 32);
       }
     }
     for (int o = 2; o < 32; o <<= 1)
@@ -133,7 +142,7 @@ hrr_fingerprint(const unsigned long long *src, unsigned long long nchunks, unsig
       acc[k] += part[k];
       if (!last) {
         acc[k] ^= acc[k] >> 47;
-        acc[k] ^= XW[16 + half * 4 + k];
+        acc[k] ^= scramble[k];
         acc[k] *= P32_1;
       }
     }
@@ -145,8 +154,13 @@ hrr_fingerprint(const unsigned long long *src, unsigned long long nchunks, unsig
     all[4 + k] = half ? acc[k] : other;
   }
   if (lane == 0) {
+    unsigned long long lo[8], hi[8];
+    for (int i = 0; i < 8; i++) {
+      lo[i] = unaligned(secret, 1 + i, 3);
+      hi[i] = unaligned(secret, 14 + i, 5);
+    }
     const unsigned long long len = 65536;
-    out[2 * chunk] = merge(all, XLO, len * P64_1);
-    out[2 * chunk + 1] = merge(all, XHI, ~(len * P64_2));
+    out[2 * chunk] = merge(all, lo, len * P64_1);
+    out[2 * chunk + 1] = merge(all, hi, ~(len * P64_2));
   }
 }

@@ -256,6 +256,35 @@ fn digest_kernels_of_a_program_recording_no_event_load_at_its_first_result() {
     assert_eq!(v["d2h_checks"]["by_digest"], 1, "{v}");
 }
 
+/// `HRR_CAPTURE_DIGEST_PTX` (a diagnostic) loads the digest kernels from a file: one without
+/// them leaves the host to take the digests, with a notice; a missing file says so and the
+/// built-in kernels load. Either way the result is recorded as a digest and replay checks it.
+#[test]
+fn digest_kernels_from_a_ptx_file_are_loaded_or_the_host_takes_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let no_kernels = tmp.path().join("empty.ptx");
+    std::fs::write(&no_kernels, "// no kernels here\n").unwrap();
+    let missing = tmp.path().join("missing.ptx");
+    const NOT_LOADED: &str = "the kernel did not load";
+    for (file, loaded) in [(&no_kernels, false), (&missing, true)] {
+        let (_tmp, arch) = temp_path("run.hrr");
+        let ptx = file.to_str().unwrap();
+        let env = [
+            ("HRR_CAPTURE_DIGEST_MIN", "1"),
+            ("HRR_CAPTURE_DIGEST_PTX", ptx),
+        ];
+        let o = fake().capture_env(&arch, "copy_app", &["d2h", "1", "1", "unified"], &env);
+        assert!(o.status.success(), "{o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.contains(NOT_LOADED), !loaded, "{err}");
+        assert_eq!(err.contains("missing.ptx"), loaded, "{err}");
+        let (code, v) = fake().replay_json(&pid_dirs(&arch).remove(0), &[]);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["d2h_checks"]["pass"], 1, "{v}");
+        assert_eq!(v["d2h_checks"]["by_digest"], 1, "{v}");
+    }
+}
+
 #[test]
 fn gpu_digests_that_disagree_with_the_host_are_caught_and_the_host_takes_over() {
     let wrong = [("FAKE_CUDA_DIGEST_WRONG", "1")];

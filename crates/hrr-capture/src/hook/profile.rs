@@ -401,6 +401,33 @@ pub fn warm_fingerprint() -> bool {
     *ON.get_or_init(|| flag("HRR_CAPTURE_WARM_FINGERPRINT").unwrap_or(true))
 }
 
+/// The digest kernels' PTX from the file `HRR_CAPTURE_DIGEST_PTX` names instead of the one built
+/// in (NUL-terminated; `None` when unset or unreadable, with a notice). A diagnostic: a PTX
+/// regenerated from an edited `gpu/digest.cu` on a GPU machine (`scripts/gen-digest-ptx.sh`)
+/// tried without rebuilding capture. Capture checks the kernels' first chunk against the
+/// host's at first use as it does the built-in ones, so a wrong file costs speed, not results.
+pub fn digest_ptx() -> Option<&'static [u8]> {
+    static PTX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    PTX.get_or_init(|| {
+        let path = std::env::var_os("HRR_CAPTURE_DIGEST_PTX")?;
+        match std::fs::read(&path) {
+            Ok(mut text) if !text.contains(&0) => {
+                text.push(0);
+                Some(text)
+            }
+            Ok(_) => {
+                crate::recorder::notice("HRR_CAPTURE_DIGEST_PTX: the file holds a NUL byte, not PTX text; the built-in kernels are used");
+                None
+            }
+            Err(e) => {
+                crate::recorder::notice(&format!("HRR_CAPTURE_DIGEST_PTX: {}: {e}; the built-in kernels are used", std::path::Path::new(&path).display()));
+                None
+            }
+        }
+    })
+    .as_deref()
+}
+
 /// Does the first work after a synchronisation of the whole device read every region of
 /// host-visible memory (`HRR_CAPTURE_HOSTMEM_READ_ALL=1`), not only those device code was
 /// handed a pointer into (`api::cuda::hostmem`)?
