@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Which part of capture's digest-kernel load slows tf32TensorCoreGemm on an H100, in one GPU run:
+# Which part of capture's digest-kernel load slows tf32TensorCoreGemm on an H100, in one GPU run
+# (it found the module's constant data, seventeenth session; kept to check a changed digest.cu):
 #
 #   bash scripts/gpu-placement-diag.sh SAMPLES_DIR BIN_DIR OUT_DIR
 #
@@ -10,12 +11,14 @@
 # standing for one part of what capture does when it loads its kernels (at the program's first
 # event record after a large allocation, i.e. there):
 #   mallocN      cuMemAlloc of N MiB (the sixteenth session: 1 or 2 MiB slowed the kernel
-#                from 25.2-25.7 to 23.9-24.2 TFLOPS; 32 or 64 MiB: 24.6-25.1)
+#                from 25.2-25.7 to 23.9-24.2 TFLOPS; 32 or 64 MiB: 24.6-25.1; a small
+#                allocation there, as a module's constant bank is, moves the kernel's data)
 #   code         a module of one empty kernel, loaded and launched (no loss)
-#   const        a module with 384 bytes of `.const` data (capture's has its XXH3 secret there),
-#                its kernel launched
-#   lmem         a kernel using 64 bytes of local memory a thread (capture's hrr_fingerprint
-#                did before 17th session), launched
+#   const        a module with 384 bytes of `.const` data, its kernel launched (capture's
+#                module had its XXH3 secret there: **the cause**, seventeenth session, H100:
+#                23.8-24.2 against plain 25.1-25.7; the secret is a kernel parameter since)
+#   lmem         a kernel using 64 bytes of local memory a thread (as capture's hrr_fingerprint
+#                did until then), launched (no loss)
 #   stream       a non-blocking stream (no loss); host: 2 MiB of mapped pinned memory (no loss)
 #   digest-load  capture's own module (crates/hrr-capture/gpu/digest.ptx) loaded;
 #   digest-warm / fingerprint-warm  that module's hrr_digest / hrr_fingerprint launched once

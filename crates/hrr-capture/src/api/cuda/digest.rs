@@ -57,22 +57,16 @@ const THREADS: c_uint = 256;
 /// Chunks one launch digests or fingerprints (each of the two halves of a context's buffer,
 /// 16 bytes a chunk).
 const SEGMENT_CHUNKS: usize = 1 << 16;
-/// XXH3's default secret, `hrr_fingerprint`'s fourth parameter (by value: the module holds no
-/// constant data, whose device memory the driver would allocate at its load; `digest.cu`).
-static FINGERPRINT_SECRET: [u8; 192] = [
-    0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad, 0x1c,
-    0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3, 0x67, 0x1f,
-    0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc, 0xff, 0x72, 0x21,
-    0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c,
-    0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3,
-    0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8,
-    0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d,
-    0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64,
-    0xea, 0xc5, 0xac, 0x83, 0x34, 0xd3, 0xeb, 0xc3, 0xc5, 0x81, 0xa0, 0xff, 0xfa, 0x13, 0x63, 0xeb,
-    0x17, 0x0d, 0xdd, 0x51, 0xb7, 0xf0, 0xda, 0x49, 0xd3, 0x16, 0x55, 0x26, 0x29, 0xd4, 0x68, 0x9e,
-    0x2b, 0x16, 0xbe, 0x58, 0x7d, 0x47, 0xa1, 0xfc, 0x8f, 0xf8, 0xb8, 0xd1, 0x7a, 0xd0, 0x31, 0xce,
-    0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
-];
+/// XXH3's default secret (192 bytes, as twox_hash has it), `hrr_fingerprint`'s fourth
+/// parameter: by value, so that the module holds no constant data, whose device memory the
+/// driver would allocate at its load (`digest.cu`).
+fn fingerprint_secret() -> &'static [u8] {
+    static SECRET: OnceLock<Box<[u8]>> = OnceLock::new();
+    SECRET.get_or_init(|| twox_hash::XxHash3_128::new().into_secret())
+}
+/// The secret's length, as `hrr_fingerprint` declares it.
+#[cfg(test)]
+const SECRET_BYTES: usize = 192;
 /// Threads `hrr_fingerprint` takes per chunk (a warp).
 const FINGERPRINT_THREADS: usize = 32;
 /// The buffers for the digests of pending async results allocated with the module: (how many,
@@ -742,7 +736,7 @@ unsafe fn fingerprints(
     Ok(parts)
 }
 
-/// Launch `function` with three 8-byte parameters and [`FINGERPRINT_SECRET`] on `stream`,
+/// Launch `function` with three 8-byte parameters and [`fingerprint_secret`] on `stream`,
 /// `grid` blocks of [`THREADS`]: whether the driver took it. (`hrr_digest` declares the three
 /// only; the driver reads as many parameters as the kernel declares.)
 unsafe fn launch(f: &Fns, function: Ptr, grid: c_uint, mut args: [u64; 3], stream: Ptr) -> bool {
@@ -750,7 +744,7 @@ unsafe fn launch(f: &Fns, function: Ptr, grid: c_uint, mut args: [u64; 3], strea
         &mut args[0] as *mut u64 as Ptr,
         &mut args[1] as *mut u64 as Ptr,
         &mut args[2] as *mut u64 as Ptr,
-        FINGERPRINT_SECRET.as_ptr() as Ptr,
+        fingerprint_secret().as_ptr() as Ptr,
     ];
     let (p, null) = (params.as_mut_ptr(), std::ptr::null_mut());
     (f.launch)(function, grid, 1, 1, THREADS, 1, 1, 0, stream, p, null) == 0
@@ -784,14 +778,16 @@ mod tests {
     use super::*;
     use std::cell::RefCell;
 
-    /// The secret `hrr_fingerprint` is handed is XXH3's default: with it, twox_hash gives the
-    /// fingerprint the tracker takes (its default secret, seed 0).
+    /// The secret `hrr_fingerprint` is handed is as long as the kernel reads, and XXH3's
+    /// default: with it, twox_hash gives the fingerprint the tracker takes (its default
+    /// secret, seed 0).
     #[test]
     fn the_fingerprint_kernels_secret_is_xxh3s_default() {
+        assert_eq!(fingerprint_secret().len(), SECRET_BYTES);
         let data: Vec<u8> = (0..65536u32)
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
-        let with = twox_hash::XxHash3_128::oneshot_with_secret(&FINGERPRINT_SECRET, &data);
+        let with = twox_hash::XxHash3_128::oneshot_with_secret(fingerprint_secret(), &data);
         assert_eq!(with.expect("a valid secret"), crate::fingerprint::of(&data));
     }
 
