@@ -410,20 +410,19 @@ pub fn digest_ptx() -> Option<&'static [u8]> {
     static PTX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     PTX.get_or_init(|| {
         let path = std::env::var_os("HRR_CAPTURE_DIGEST_PTX")?;
-        match std::fs::read(&path) {
+        let why = match std::fs::read(&path) {
             Ok(mut text) if !text.contains(&0) => {
                 text.push(0);
-                Some(text)
+                return Some(text);
             }
-            Ok(_) => {
-                crate::recorder::notice("HRR_CAPTURE_DIGEST_PTX: the file holds a NUL byte, not PTX text; the built-in kernels are used");
-                None
-            }
-            Err(e) => {
-                crate::recorder::notice(&format!("HRR_CAPTURE_DIGEST_PTX: {}: {e}; the built-in kernels are used", std::path::Path::new(&path).display()));
-                None
-            }
-        }
+            Ok(_) => "the file holds a NUL byte, not PTX text".to_string(),
+            Err(e) => e.to_string(),
+        };
+        let path = std::path::Path::new(&path).display();
+        crate::recorder::notice(&format!(
+            "HRR_CAPTURE_DIGEST_PTX: {path}: {why}; the built-in kernels are used"
+        ));
+        None
     })
     .as_deref()
 }
