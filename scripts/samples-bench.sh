@@ -21,10 +21,12 @@
 # e.g. HRR_CAPTURE_ASYNC_DIGESTS=0 with HRR_BENCH_BASELINE the same BIN_DIR). HRR_CAPTURE_PROFILE=1 passes
 # through to the captured runs: each OUT_DIR/<sample>.captured.<rep>.log then ends with capture's
 # profile (which calls added time, and the `slow` ones: where a stalled pair's time went).
+# HRR_BENCH_REPORT_ONLY=1 runs nothing: the table from the OUT_DIR/samples-bench.tsv an earlier
+# run left (one a deadline stopped, as scripts/gpu-acceptance.sh does; no GPU needed).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/gpu.sh"
 samples_args "${BASH_SOURCE[0]}" "$@"
-skip_without_gpu samples-bench "$OUT/samples-bench.txt"
+[ -n "${HRR_BENCH_REPORT_ONLY:-}" ] || skip_without_gpu samples-bench "$OUT/samples-bench.txt"
 REPS=${HRR_BENCH_REPS:-3}
 STEP_TIMEOUT=${HRR_BENCH_STEP_TIMEOUT:-120}
 BASE=${HRR_BENCH_BASELINE:+$(cd "$HRR_BENCH_BASELINE" && pwd)}
@@ -62,7 +64,12 @@ done
 [ ${#keys[@]} -gt 0 ] || { echo "[samples-bench] no sample matches HRR_BENCH_ONLY=$HRR_BENCH_ONLY" >&2; exit 2; }
 
 tsv=$OUT/samples-bench.tsv
-printf 'sample\trep\tmode\tfigure\tvalue\n' >"$tsv"
+if [ -n "${HRR_BENCH_REPORT_ONLY:-}" ]; then
+    [ -s "$tsv" ] || { echo "[samples-bench] no $tsv to report" >&2; exit 2; }
+    keys=()
+else
+    printf 'sample\trep\tmode\tfigure\tvalue\n' >"$tsv"
+fi
 for k in "${keys[@]}"; do
     dir=$SAMPLES/work/$k/bin
     # the binary is named as the sample's folder, the key less its category

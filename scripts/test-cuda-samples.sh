@@ -2,6 +2,7 @@
 # CPU test of scripts/cuda-samples.sh: its syntax, the --list dry run, the parsing of replay
 # JSON, and a whole run (nvcc fallback) over a fake samples checkout whose "nvcc" installs the
 # fake CUDA driver's driver_app (tests/fake-cuda) as each sample, captured and replayed for real.
+# Then samples-bench.sh's table from the figures of a stopped run (HRR_BENCH_REPORT_ONLY).
 #
 #   bash scripts/test-cuda-samples.sh [BIN_DIR]     (default target/debug, after cargo build --workspace)
 #
@@ -97,4 +98,23 @@ grep -q '^| 0_Introduction/vectorAdd | nvcc | 0 | 0 | TIMEOUT | - | - | replay r
     fail "timeout row: $(cat "$md") $(cat "$tmp/run2.log")"
 grep -q '^| 0_Introduction/other | nvcc | 0 | 0 | NO JSON | - | - | replay exit 3: replay stopped here' "$md" ||
     fail "no-report row: $(cat "$md")"
-echo "cuda-samples.sh: all checks passed"
+
+# samples-bench.sh's table from the figures a stopped run took (HRR_BENCH_REPORT_ONLY, as
+# gpu-acceptance.sh asks after a deadline): ratios as medians of pairs, a missing pair left out.
+bench=$repo/scripts/samples-bench.sh
+bash -n "$bench" || fail "bash -n samples-bench.sh"
+mkdir -p "$tmp/bench"
+printf 'sample\trep\tmode\tfigure\tvalue\n%s\n%s\n%s\n%s\n%s\n' \
+    $'3_CUDA_Features_tf32TensorCoreGemm\t1\tplain\tTFLOPS\t25.0' \
+    $'3_CUDA_Features_tf32TensorCoreGemm\t1\tcaptured\tTFLOPS\t24.0' \
+    $'3_CUDA_Features_tf32TensorCoreGemm\t2\tplain\tTFLOPS\t20.0' \
+    $'3_CUDA_Features_tf32TensorCoreGemm\t2\tcaptured\tTFLOPS\t20.0' \
+    $'3_CUDA_Features_tf32TensorCoreGemm\t3\tplain\tTFLOPS\t30.0' >"$tmp/bench/samples-bench.tsv"
+HRR_BENCH_REPORT_ONLY=1 HRR_BENCH_ONLY=tf32 bash "$bench" "$tmp/samples" "$bin" "$tmp/bench" >"$tmp/bench.log" 2>&1 ||
+    fail "report-only: $(cat "$tmp/bench.log")"
+grep -qE '^3_CUDA_Features_tf32TensorCoreGemm +TFLOPS +25\.00 +22\.00 +0\.980 +0\.96-1\.00$' "$tmp/bench/samples-bench.txt" ||
+    fail "report-only table: $(cat "$tmp/bench/samples-bench.txt")"
+rc=0
+HRR_BENCH_REPORT_ONLY=1 bash "$bench" "$tmp/samples" "$bin" "$tmp/none" >/dev/null 2>&1 || rc=$?
+[ $rc = 2 ] || fail "report-only without figures: exit $rc"
+echo "cuda-samples.sh, samples-bench.sh (report only): all checks passed"
