@@ -25,7 +25,6 @@
 #                over nothing, as capture's warm-up does
 # Each round runs the sample plain, captured, captured with HRR_CAPTURE_DIGEST_PRELOAD=0 (the
 # kernels load at the first large result, after the sample's kernel), captured with
-# HRR_CAPTURE_WARM_FINGERPRINT=0 (no warm-up launch of hrr_fingerprint), captured with
 # HRR_CAPTURE_ASYNC_DIGESTS=0 (no 2 MiB of mapped pinned buffers for pending results:
 # cudaTensorCoreGemm gave 0.839 with them, 0.989 without, in one sixteenth-session run), then plain with each
 # injection, and prints one line of TFLOPS (and each injected kernel's local bytes a thread on
@@ -156,7 +155,6 @@ for i in $(seq "$REPS"); do
     line="run $i: plain $(cd "$work" && "./$n" 2>&1 | tflops)"
     line+=" captured $(captured HRR_CAPTURE_DIGEST_PRELOAD=1)"
     line+=" captured-at-result $(captured HRR_CAPTURE_DIGEST_PRELOAD=0)"
-    line+=" captured-no-fingerprint-warm-up $(captured HRR_CAPTURE_WARM_FINGERPRINT=0)"
     line+=" captured-async-digests-off $(captured HRR_CAPTURE_ASYNC_DIGESTS=0)"
     [ -z "${HRR_PLACEMENT_PTX:-}" ] ||
         line+=" captured-with-that-ptx $(captured HRR_CAPTURE_DIGEST_PTX="$HRR_PLACEMENT_PTX")"

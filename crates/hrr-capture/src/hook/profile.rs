@@ -391,16 +391,6 @@ pub fn digest_preload() -> bool {
     *ON.get_or_init(|| flag("HRR_CAPTURE_DIGEST_PRELOAD").unwrap_or(true))
 }
 
-/// Is the fingerprint kernel launched once when the digest kernels load (with `hrr_digest`,
-/// `api::cuda::digest::warm_up`)? `HRR_CAPTURE_WARM_FINGERPRINT` (`1` or `0`) decides, else on.
-/// A diagnostic: `hrr_fingerprint` uses 64 bytes of local memory a thread, which its first
-/// launch may have the driver allocate, after the program's allocations, where a kernel's own
-/// local memory would otherwise land (`scripts/gpu-placement-diag.sh`).
-pub fn warm_fingerprint() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| flag("HRR_CAPTURE_WARM_FINGERPRINT").unwrap_or(true))
-}
-
 /// The digest kernels' PTX from the file `HRR_CAPTURE_DIGEST_PTX` names instead of the one built
 /// in (NUL-terminated; `None` when unset or unreadable, with a notice). A diagnostic: a PTX
 /// regenerated from an edited `gpu/digest.cu` on a GPU machine (`scripts/gen-digest-ptx.sh`)

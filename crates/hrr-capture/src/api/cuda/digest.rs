@@ -679,10 +679,7 @@ unsafe fn warm_up(f: &Fns, gpu: &Loaded) {
     // `hrr_fingerprint` returns at once)
     let at = gpu.out.1;
     launch(f, gpu.function, 1, [at, 0, at], gpu.stream);
-    if let Some(function) = gpu
-        .fingerprint
-        .filter(|_| crate::hook::profile::warm_fingerprint())
-    {
+    if let Some(function) = gpu.fingerprint {
         let half = (SEGMENT_CHUNKS * 16) as u64;
         launch(f, function, 1, [at, 0, at + half], gpu.stream);
     }
