@@ -65,12 +65,13 @@ parse_replay() {
         printf 'NO JSON\t-\t-\t-\n'
         return
     fi
-    local verdict pass fail nd kernels err
+    local verdict pass fail nd kernels err rechecks
     verdict=$(sed -n 's/.*"verdict":"\([^"]*\)".*/\1/p' <<<"$j")
     pass=$(sed -n 's/.*"d2h_checks":{[^}]*"pass":\([0-9]*\).*/\1/p' <<<"$j")
     fail=$(sed -n 's/.*"d2h_checks":{[^}]*"fail":\([0-9]*\).*/\1/p' <<<"$j")
     nd=$(sed -n 's/.*"d2h_checks":{[^}]*"nondeterministic":\([0-9]*\).*/\1/p' <<<"$j")
     kernels=$(sed -n 's/.*"kernels_launched":\([0-9]*\).*/\1/p' <<<"$j")
+    rechecks=$(sed -n 's/.*"recheck_replays":\([0-9]*\).*/\1/p' <<<"$j")
     err=$(sed -n 's/.*"error":"\(\([^"\\]\|\\.\)*\)".*/\1/p' <<<"$j")
     if [ -z "$err" ]; then # no error: the first result that differed, if any
         err=$(sed -n 's/.*"mismatches":\["\(\([^"\\]\|\\.\)*\)".*/\1/p' <<<"$j")
@@ -81,6 +82,10 @@ parse_replay() {
     local checks="${pass:--}/${fail:--}"
     if [ -n "$nd" ] && [ "$nd" != 0 ]; then
         checks="$checks +$nd nondet"
+    fi
+    if [ -n "$fail" ] && [ "$fail" != 0 ] && [ -n "$rechecks" ] && [ "$rechecks" != 0 ]; then
+        # results still differing after the recheck: how many replays found them stable
+        checks="$checks ($rechecks rechecks)"
     fi
     printf '%s\t%s\t%s\t%s\n' "$verdict" "$checks" "${kernels:--}" "$(clean "$err")"
 }

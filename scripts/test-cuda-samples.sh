@@ -46,6 +46,8 @@ p() { printf '%s\n' "$1" >"$tmp/r.json" && bash "$script" --parse-replay "$tmp/r
     $'FAULT\t1/3\t2\tevent #9 cuMemcpy: a \\"b\\" / c' ] || fail "parse fault"
 [ "$(p '{"kernels_launched":1,"d2h_checks":{"pass":0,"fail":1,"nondeterministic":0},"mismatches":["event #40 cuMemcpyDtoH_v2: 3 of 4 bytes differ, first at offset 0","event #41 x"],"error":null,"verdict":"MISMATCH"}')" = \
     $'MISMATCH\t0/1\t1\tevent #40 cuMemcpyDtoH_v2: 3 of 4 bytes differ, first at offset 0' ] || fail "parse mismatch"
+[ "$(p '{"kernels_launched":144,"d2h_checks":{"pass":52,"fail":1,"nondeterministic":1},"mismatches":["event #9 x"],"recheck_replays":12,"error":null,"verdict":"MISMATCH"}')" = \
+    $'MISMATCH\t52/1 +1 nondet (12 rechecks)\t144\tevent #9 x' ] || fail "parse mismatch after a recheck"
 [ "$(p '{"schema":"hrr.error/1","ok":false,"error":"x: no such file","hint":null,"exit_code":1}')" = \
     $'ERROR\t-/-\t-\tx: no such file' ] || fail "parse error object"
 [ "$(p 'not json')" = $'NO JSON\t-\t-\t-' ] || fail "parse no json"
