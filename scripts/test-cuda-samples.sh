@@ -2,7 +2,8 @@
 # CPU test of scripts/cuda-samples.sh: its syntax, the --list dry run, the parsing of replay
 # JSON, and a whole run (nvcc fallback) over a fake samples checkout whose "nvcc" installs the
 # fake CUDA driver's driver_app (tests/fake-cuda) as each sample, captured and replayed for real.
-# Then samples-bench.sh's table from the figures of a stopped run (HRR_BENCH_REPORT_ONLY).
+# Then samples-bench.sh's table from the figures of a stopped run (HRR_BENCH_REPORT_ONLY), and a
+# whole samples-bench run on stand-ins (how many pairs each sample gets).
 #
 #   bash scripts/test-cuda-samples.sh [BIN_DIR]     (default target/debug, after cargo build --workspace)
 #
@@ -114,9 +115,27 @@ printf 'sample\trep\tmode\tfigure\tvalue\n%s\n%s\n%s\n%s\n%s\n' \
     $'3_CUDA_Features_tf32TensorCoreGemm\t3\tplain\tTFLOPS\t30.0' >"$tmp/bench/samples-bench.tsv"
 HRR_BENCH_REPORT_ONLY=1 HRR_BENCH_ONLY=tf32 bash "$bench" "$tmp/samples" "$bin" "$tmp/bench" >"$tmp/bench.log" 2>&1 ||
     fail "report-only: $(cat "$tmp/bench.log")"
-grep -qE '^3_CUDA_Features_tf32TensorCoreGemm +TFLOPS +25\.00 +22\.00 +0\.980 +0\.96-1\.00$' "$tmp/bench/samples-bench.txt" ||
+grep -qE '^3_CUDA_Features_tf32TensorCoreGemm +TFLOPS +25\.00 +22\.00 +0\.980 +2: 0\.96-1\.00$' "$tmp/bench/samples-bench.txt" ||
     fail "report-only table: $(cat "$tmp/bench/samples-bench.txt")"
 rc=0
 HRR_BENCH_REPORT_ONLY=1 bash "$bench" "$tmp/samples" "$bin" "$tmp/none" >/dev/null 2>&1 || rc=$?
 [ $rc = 2 ] || fail "report-only without figures: exit $rc"
-echo "cuda-samples.sh, samples-bench.sh (report only): all checks passed"
+
+# A whole samples-bench run on stand-ins (an nvidia-smi that lists a GPU, samples that print
+# their figure, an hrr-capture that runs its command): the noisy samples get 3 times the pairs.
+mkdir -p "$tmp/sb/bin" "$tmp/sb/cap" "$tmp/sb/out/work/6_Performance_transpose/bin" \
+    "$tmp/sb/out/work/0_Introduction_matrixMul/bin"
+printf '#!/bin/sh\necho "GPU 0: stand-in"\n' >"$tmp/sb/bin/nvidia-smi"
+printf '#!/bin/sh\nwhile [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n' >"$tmp/sb/cap/hrr-capture"
+: >"$tmp/sb/cap/libhrr_capture.so"
+printf '#!/bin/sh\necho "transpose optimized         , Throughput = 1500.5 GB/s"\n' \
+    >"$tmp/sb/out/work/6_Performance_transpose/bin/transpose"
+printf '#!/bin/sh\necho "Performance= 4900.0 GFlop/s"\n' >"$tmp/sb/out/work/0_Introduction_matrixMul/bin/matrixMul"
+chmod +x "$tmp/sb/bin/nvidia-smi" "$tmp/sb/cap/hrr-capture" "$tmp/sb/out/work"/*/bin/*
+PATH="$tmp/sb/bin:$PATH" HRR_BENCH_REPS=2 HRR_BENCH_ONLY='transpose|matrixMul' \
+    bash "$bench" "$tmp/sb/out" "$tmp/sb/cap" "$tmp/sb/bench" >"$tmp/sb.log" 2>&1 || fail "stand-in bench: $(cat "$tmp/sb.log")"
+grep -qE '^6_Performance_transpose +optimized GB/s +1500\.50 +1500\.50 +1\.000 +6: 1\.00-1\.00$' "$tmp/sb/bench/samples-bench.txt" ||
+    fail "stand-in bench, transpose: $(cat "$tmp/sb/bench/samples-bench.txt")"
+grep -qE '^0_Introduction_matrixMul +GFlop/s +4900\.00 +4900\.00 +1\.000 +2: 1\.00-1\.00$' "$tmp/sb/bench/samples-bench.txt" ||
+    fail "stand-in bench, matrixMul: $(cat "$tmp/sb/bench/samples-bench.txt")"
+echo "cuda-samples.sh, samples-bench.sh (report only, stand-in run): all checks passed"
