@@ -12,11 +12,13 @@
 # HRR_CAPTURE_PROFILE=1 table and its events around the region (`--events`, timestamps in ms).
 # Then tests/gpu/transformer.py plain and captured with the profile (its timed steps are
 # launches only: the profile's `slow` columns say how much of the launches' added time is
-# first calls). Last, what creating a small file costs on the disk the archives go to (a new
+# first calls). transpose (per-kernel times of its eight variants, plain and captured alternated
+# 3*REPS times, the captured runs' profiles: is its figure capture's cost per launch or noise?).
+# Last, what creating a small file costs on the disk the archives go to (a new
 # small blob is one file). Everything lands in OUT_DIR and in OUT_DIR/diag.tgz (the device tool
 # brings back only a few files: fetch the tarball).
 # Environment: HRR_DIAG_REPS (2), HRR_DIAG_STEPS (transformer steps, 50), PYTHON (python3),
-# HRR_DIAG_ONLY=REGEX (only the GEMM samples whose name matches, e.g. tf32; the transformer
+# HRR_DIAG_ONLY=REGEX (only the GEMM samples, or transpose, whose name matches, e.g. tf32; the transformer
 # and the small-file timing are then left out), HRR_DIAG_PREBUILT=DIR (the samples' binaries
 # as scripts/cuda-samples.sh built them, DIR being its OUT_DIR/work, instead of nvcc's: the
 # fourteenth session saw tf32 at 0.98 of plain built with nvcc and 0.94 built with CMake),
@@ -107,9 +109,32 @@ for n in cudaTensorCoreGemm bf16TensorCoreGemm tf32TensorCoreGemm; do
             >"$OUT/$n-region-events.txt"
 done
 
+# transpose: 100 kernels of ~4 us back to back per variant, event-timed, so its figures follow
+# the host's launch rate when capture's cost per launch nears the kernels' time: each run's
+# per-kernel times (ms) of its eight variants, plain and captured alternated, the first
+# captured run's profile (the launches' added time)
+if [ -z "$ONLY" ] || grep -qE "$ONLY" <<<transpose; then
+    src=$SAMPLES/Samples/6_Performance/transpose
+    (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/transpose" transpose.cu) \
+        >"$OUT/build-transpose.log" 2>&1 || log "transpose: build failed (build-transpose.log)"
+    times() { grep -o 'Time = [0-9.]*' | awk '{ printf "%s ", $3 }'; }
+    for i in $(seq $((REPS * 3))); do
+        [ -x "$work/transpose" ] || break
+        plain=$(cd "$work" && ./transpose 2>&1 | times)
+        rm -rf "$work/transpose.hrr"
+        # the first captured run profiled (its clock reads add to each call), the others not
+        prof=$([ "$i" = 1 ] && echo 1 || echo 0)
+        (cd "$work" && HRR_CAPTURE_PROFILE=$prof "$BIN/hrr-capture" -o "$work/transpose.hrr" -- ./transpose \
+            >"$OUT/transpose-$i.out" 2>"$OUT/transpose-$i.profile")
+        log "transpose run $i: plain ${plain}captured$([ "$prof" = 1 ] && echo ' (profiled)') $(times <"$OUT/transpose-$i.out")"
+    done
+    # the first run's launches: calls, added and driver time, us a call
+    grep -E '^  (call |cuLaunchKernel|cuEventRecord)' "$OUT/transpose-1.profile" 2>/dev/null | tee -a "$OUT/diag.txt"
+fi
+
 if [ -n "$ONLY" ]; then
     tar czf "$OUT/diag.tgz" -C "$OUT" --exclude diag.tgz . 2>/dev/null
-    log "done (HRR_DIAG_ONLY: GEMM samples only): $OUT/diag.txt, $OUT/diag.tgz"
+    log "done (HRR_DIAG_ONLY: those samples only): $OUT/diag.txt, $OUT/diag.tgz"
     exit 0
 fi
 cd "$root/tests/gpu" || exit 1

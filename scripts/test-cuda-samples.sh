@@ -3,7 +3,8 @@
 # JSON, and a whole run (nvcc fallback) over a fake samples checkout whose "nvcc" installs the
 # fake CUDA driver's driver_app (tests/fake-cuda) as each sample, captured and replayed for real.
 # Then samples-bench.sh's table from the figures of a stopped run (HRR_BENCH_REPORT_ONLY), and a
-# whole samples-bench run on stand-ins (how many pairs each sample gets).
+# whole samples-bench run on stand-ins (how many pairs each sample gets), and gpu-capture-diag.sh's
+# transpose case on them.
 #
 #   bash scripts/test-cuda-samples.sh [BIN_DIR]     (default target/debug, after cargo build --workspace)
 #
@@ -138,4 +139,18 @@ grep -qE '^6_Performance_transpose +optimized GB/s +1500\.50 +1500\.50 +1\.000 +
     fail "stand-in bench, transpose: $(cat "$tmp/sb/bench/samples-bench.txt")"
 grep -qE '^0_Introduction_matrixMul +GFlop/s +4900\.00 +4900\.00 +1\.000 +2: 1\.00-1\.00$' "$tmp/sb/bench/samples-bench.txt" ||
     fail "stand-in bench, matrixMul: $(cat "$tmp/sb/bench/samples-bench.txt")"
-echo "cuda-samples.sh, samples-bench.sh (report only, stand-in run): all checks passed"
+
+# gpu-capture-diag.sh's transpose case on the same stand-ins (an nvcc that makes a "transpose"
+# printing two variants' times): plain and captured alternated, the first captured run profiled.
+printf '#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\nprintf "#!/bin/sh\\necho \\"copy, Time = 0.00400 ms\\"\\necho \\"optimized, Time = 0.00450 ms\\"\\necho \\"p=\\$HRR_CAPTURE_PROFILE\\" >&2\\n" >"$2"\nchmod +x "$2"\n' \
+    >"$tmp/sb/bin/nvcc"
+chmod +x "$tmp/sb/bin/nvcc"
+mkdir -p "$tmp/sb/cs/Samples/6_Performance/transpose" "$tmp/sb/cs/Common"
+PATH="$tmp/sb/bin:$PATH" HRR_DIAG_ONLY=transpose HRR_DIAG_REPS=1 \
+    bash "$repo/scripts/gpu-capture-diag.sh" "$tmp/sb/cs" "$tmp/sb/cap" "$tmp/sb/diag" >"$tmp/diag.log" 2>&1 ||
+    fail "stand-in diag: $(cat "$tmp/diag.log")"
+grep -q '^\[gpu-capture-diag\] transpose run 1: plain 0.00400 0.00450 captured (profiled) 0.00400 0.00450 $' "$tmp/sb/diag/diag.txt" &&
+    grep -q '^\[gpu-capture-diag\] transpose run 3: plain 0.00400 0.00450 captured 0.00400 0.00450 $' "$tmp/sb/diag/diag.txt" &&
+    grep -q '^p=1$' "$tmp/sb/diag/transpose-1.profile" && grep -q '^p=0$' "$tmp/sb/diag/transpose-2.profile" ||
+    fail "stand-in diag, transpose: $(cat "$tmp/sb/diag/diag.txt")"
+echo "cuda-samples.sh, samples-bench.sh (report only, stand-in run), gpu-capture-diag.sh (transpose, stand-in): all checks passed"
