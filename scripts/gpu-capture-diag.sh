@@ -13,7 +13,7 @@
 # Then tests/gpu/transformer.py plain and captured with the profile (its timed steps are
 # launches only: the profile's `slow` columns say how much of the launches' added time is
 # first calls). transpose (per-kernel times of its eight variants, plain and captured alternated
-# 3*REPS times, the captured runs' profiles: is its figure capture's cost per launch or noise?).
+# 3*REPS times, the first captured run's profile: is its figure capture's cost per launch or noise?).
 # Last, what creating a small file costs on the disk the archives go to (a new
 # small blob is one file). Everything lands in OUT_DIR and in OUT_DIR/diag.tgz (the device tool
 # brings back only a few files: fetch the tarball).
@@ -117,16 +117,16 @@ if [ -z "$ONLY" ] || grep -qE "$ONLY" <<<transpose; then
     src=$SAMPLES/Samples/6_Performance/transpose
     (cd "$src" && nvcc -O3 -arch=sm_90 -I"$SAMPLES/Common" -o "$work/transpose" transpose.cu) \
         >"$OUT/build-transpose.log" 2>&1 || log "transpose: build failed (build-transpose.log)"
-    times() { grep -o 'Time = [0-9.]*' | awk '{ printf "%s ", $3 }'; }
+    kernel_times() { grep -o 'Time = [0-9.]*' | awk '{ printf "%s ", $3 }'; }
     for i in $(seq $((REPS * 3))); do
         [ -x "$work/transpose" ] || break
-        plain=$(cd "$work" && ./transpose 2>&1 | times)
+        plain=$(cd "$work" && ./transpose 2>&1 | kernel_times)
         rm -rf "$work/transpose.hrr"
         # the first captured run profiled (its clock reads add to each call), the others not
         prof=$([ "$i" = 1 ] && echo 1 || echo 0)
         (cd "$work" && HRR_CAPTURE_PROFILE=$prof "$BIN/hrr-capture" -o "$work/transpose.hrr" -- ./transpose \
             >"$OUT/transpose-$i.out" 2>"$OUT/transpose-$i.profile")
-        log "transpose run $i: plain ${plain}captured$([ "$prof" = 1 ] && echo ' (profiled)') $(times <"$OUT/transpose-$i.out")"
+        log "transpose run $i: plain ${plain}captured$([ "$prof" = 1 ] && echo ' (profiled)') $(kernel_times <"$OUT/transpose-$i.out")"
     done
     # the first run's launches: calls, added and driver time, us a call
     grep -E '^  (call |cuLaunchKernel|cuEventRecord)' "$OUT/transpose-1.profile" 2>/dev/null | tee -a "$OUT/diag.txt"
