@@ -350,6 +350,13 @@ impl PayloadBuilder {
     pub fn appending(buf: Vec<u8>) -> Self {
         PayloadBuilder { buf }
     }
+    /// Make room for `additional` more bytes at once (a record whose size is known up front
+    /// then grows its buffer once, not at each field).
+    #[inline]
+    pub fn reserve(&mut self, additional: usize) -> &mut Self {
+        self.buf.reserve(additional);
+        self
+    }
     /// Append bytes already encoded (a whole payload).
     #[inline]
     pub fn encoded(&mut self, b: &[u8]) -> &mut Self {

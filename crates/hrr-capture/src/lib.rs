@@ -20,6 +20,7 @@ pub mod crash;
 pub mod elf;
 pub mod fingerprint;
 pub mod hook;
+pub mod hot;
 pub mod recorder;
 pub mod signals;
 pub mod warm;

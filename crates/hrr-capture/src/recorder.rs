@@ -13,10 +13,11 @@
 //! blocking D2H copies, finish, stop, fatal and terminating signals) first waits for (or writes)
 //! the queued blobs, so an event handed to the kernel never names a blob that is not.
 
+use crate::hot::HOT;
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hrr_archive::journal::JOURNAL_OBJECT_MAX;
@@ -32,19 +33,21 @@ const MODE_OFF: u8 = 1;
 const MODE_ON: u8 = 2;
 const MODE_STOPPED: u8 = 3;
 
-static MODE: AtomicU8 = AtomicU8::new(MODE_UNDECIDED);
-/// This process's id, kept current across `fork` by an atfork handler (no syscall per event).
-static PID: AtomicU32 = AtomicU32::new(0);
+// MODE_UNDECIDED at start: `HOT.mode` (crate::hot)
+const _: () = assert!(MODE_UNDECIDED == 0);
+// This process's id (`HOT.pid`), kept current across `fork` by an atfork handler (no
+// syscall per event).
 
 extern "C" fn after_fork_in_child() {
     crate::hook::forward::reset_counts();
     // SAFETY: getpid is async-signal-safe and has no preconditions.
-    PID.store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
+    HOT.pid
+        .store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
 }
 
 /// This process's id (cached; correct in fork children).
 pub fn current_pid() -> u32 {
-    match PID.load(Ordering::Relaxed) {
+    match HOT.pid.load(Ordering::Relaxed) {
         0 => std::process::id(),
         pid => pid,
     }
@@ -70,7 +73,7 @@ pub struct Recorder {
 /// Decide once whether this process records: the output variable is set and this is not a
 /// secure-execution (setuid) process.
 pub fn init_from_env() {
-    if MODE.load(Ordering::Acquire) != MODE_UNDECIDED {
+    if HOT.mode.load(Ordering::Acquire) != MODE_UNDECIDED {
         return;
     }
     let out = std::env::var_os("HIP_HRR_CAPTURE_OUTPUT")
@@ -89,7 +92,7 @@ pub fn init_from_env() {
                     .unwrap_or(path)
             };
             let _ = OUTPUT.set(abs);
-            PID.store(std::process::id(), Ordering::Relaxed);
+            HOT.pid.store(std::process::id(), Ordering::Relaxed);
             // SAFETY: registering plain extern "C" functions.
             unsafe {
                 libc::atexit(at_exit);
@@ -99,13 +102,13 @@ pub fn init_from_env() {
         }
         _ => MODE_OFF,
     };
-    MODE.store(mode, Ordering::Release);
+    HOT.mode.store(mode, Ordering::Release);
 }
 
 /// Is recording on (and not stopped) in this process?
 #[inline]
 pub fn active() -> bool {
-    MODE.load(Ordering::Relaxed) == MODE_ON
+    HOT.mode.load(Ordering::Relaxed) == MODE_ON
 }
 
 fn thread_id() -> u64 {
@@ -135,7 +138,7 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
         rec.note_forwarded_calls();
         let _ = rec.writer.finish();
     }
-    MODE.store(MODE_STOPPED, Ordering::Release);
+    HOT.mode.store(MODE_STOPPED, Ordering::Release);
 }
 
 fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
@@ -194,7 +197,7 @@ fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
         }
         Err(e) => {
             notice(&format!("Capture disabled: cannot create the archive: {e}"));
-            MODE.store(MODE_STOPPED, Ordering::Release);
+            HOT.mode.store(MODE_STOPPED, Ordering::Release);
             false
         }
     }
@@ -629,7 +632,7 @@ pub fn finish() {
         }
     }
     if active() {
-        MODE.store(MODE_STOPPED, Ordering::Release);
+        HOT.mode.store(MODE_STOPPED, Ordering::Release);
     }
 }
 

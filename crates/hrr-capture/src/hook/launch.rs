@@ -84,7 +84,13 @@ pub struct LaunchBufs {
 }
 
 thread_local! {
-    static BUFS: std::cell::RefCell<LaunchBufs> = std::cell::RefCell::new(LaunchBufs::default());
+    // const-initialised: no first-use check at each of a launch's accesses
+    static BUFS: std::cell::RefCell<LaunchBufs> = const {
+        std::cell::RefCell::new(LaunchBufs {
+            name: String::new(),
+            args: Vec::new(),
+        })
+    };
 }
 
 /// `f` on this thread's kept launch buffers, left in place (a launch's record is prepared in

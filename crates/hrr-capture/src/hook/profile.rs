@@ -11,10 +11,11 @@
 //! waiting for the ordering lock, hashing on the caller, tracker scans) is `total - driver`.
 //! Work moved to background threads (blob hashing and writing) is not in it.
 
+use crate::hot::HOT;
 use std::cell::Cell;
 use std::ffi::CStr;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Exports per table the profile can tell apart (more than either table has).
@@ -25,7 +26,8 @@ const MAX_TABLES: usize = 2;
 const UNKNOWN: u8 = 0;
 const OFF: u8 = 1;
 const ON: u8 = 2;
-static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+// `HOT.profile`: UNKNOWN at start
+const _: () = assert!(UNKNOWN == 0);
 
 /// Per table: its `NAMES` (registered on first use) and per export calls, total and driver ns.
 struct Table {
@@ -75,7 +77,7 @@ thread_local! {
 /// Is profiling on (`HRR_CAPTURE_PROFILE` set to anything but `0` or empty)?
 #[inline(always)]
 pub fn enabled() -> bool {
-    match STATE.load(Ordering::Relaxed) {
+    match HOT.profile.load(Ordering::Relaxed) {
         ON => true,
         OFF => false,
         _ => decide(),
@@ -85,7 +87,8 @@ pub fn enabled() -> bool {
 #[cold]
 fn decide() -> bool {
     let on = flag("HRR_CAPTURE_PROFILE").unwrap_or(false);
-    STATE.store(if on { ON } else { OFF }, Ordering::Relaxed);
+    HOT.profile
+        .store(if on { ON } else { OFF }, Ordering::Relaxed);
     on
 }
 
@@ -102,7 +105,7 @@ pub fn start() -> Option<Instant> {
 /// Make the real call `f`, adding its time to the running wrapper's driver time when on.
 #[inline(always)]
 pub fn driver<R>(f: impl FnOnce() -> R) -> R {
-    if STATE.load(Ordering::Relaxed) != ON {
+    if HOT.profile.load(Ordering::Relaxed) != ON {
         return f();
     }
     let t = Instant::now();
@@ -468,7 +471,7 @@ pub fn report() {
     if REPORTED.swap(true, Ordering::AcqRel) {
         return;
     }
-    if STATE.load(Ordering::Relaxed) == ON {
+    if HOT.profile.load(Ordering::Relaxed) == ON {
         let rows = rows();
         if !rows.is_empty() {
             eprint!("{}", render(&rows, 25));

@@ -46,6 +46,7 @@
 //! memsets and graph launches (their stream is not tracked); regions are read by the recorder's thread
 //! at these points only, so a region freed by another thread meanwhile is not guarded against.
 
+use crate::hot::HOT;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -104,8 +105,7 @@ static REGIONS: Mutex<BTreeMap<u64, Region>> = Mutex::new(BTreeMap::new());
 /// Pinned allocations not tracked (yet): base → length, promoted when the program asks for
 /// their device pointer.
 static PINNED: Mutex<BTreeMap<u64, usize>> = Mutex::new(BTreeMap::new());
-/// Number of tracked regions (fast path: no lock when none).
-static COUNT: AtomicUsize = AtomicUsize::new(0);
+// `HOT.hostmem_regions`: the number of tracked regions (fast path: no lock when none).
 /// Number of tracked regions not [`Region::escaped`] (uploads are looked at for pointers into
 /// them only while there are some).
 static UNESCAPED: AtomicUsize = AtomicUsize::new(0);
@@ -113,7 +113,7 @@ static UNESCAPED: AtomicUsize = AtomicUsize::new(0);
 /// ([`uploaded`]); larger ones are not (README: what capture does not record yet).
 pub const UPLOAD_SCAN_MAX: usize = 1 << 20;
 /// The tracked regions' bounds: what a launch's argument words are matched against on the
-/// launch path, without the regions' lock (set with [`COUNT`] wherever regions come and go,
+/// launch path, without the regions' lock (set with `HOT.hostmem_regions` wherever regions come and go,
 /// the regions' lock held).
 static BOUNDS: RwLock<Bounds> = RwLock::new(Bounds {
     regions: Vec::new(),
@@ -142,7 +142,7 @@ fn publish(r: &BTreeMap<u64, Region>) {
     let regions: Vec<(u64, u64)> = r.iter().map(|(&b, g)| (b, b + g.len as u64)).collect();
     let end = regions.iter().map(|&(_, end)| end).max().unwrap_or(0);
     *BOUNDS.write().unwrap_or_else(|e| e.into_inner()) = Bounds { regions, end };
-    COUNT.store(r.len(), Ordering::Release);
+    HOT.hostmem_regions.store(r.len(), Ordering::Release);
     recount_unescaped(r);
 }
 
@@ -152,7 +152,7 @@ fn pinned() -> std::sync::MutexGuard<'static, BTreeMap<u64, usize>> {
 
 /// Whether any region is tracked.
 pub fn tracking() -> bool {
-    COUNT.load(Ordering::Acquire) != 0
+    HOT.hostmem_regions.load(Ordering::Acquire) != 0
 }
 
 /// Track `[base, base+len)` (its first contents are recorded at the next scan).
@@ -206,7 +206,7 @@ pub fn promote(host: u64) {
 /// surface object over linear memory, a tensor map's global address): the region holding it
 /// is [`Region::escaped`].
 pub fn handed_over(addr: u64) {
-    if COUNT.load(Ordering::Acquire) == 0 {
+    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
         return;
     }
     let mut regs = regions();
@@ -236,7 +236,7 @@ pub enum Recorded {
 /// behind each async download into mapped memory: the scan after it hashed the 16 MiB the
 /// result had just hashed).
 pub fn result_recorded(dst: u64, n: usize, how: Recorded) {
-    if COUNT.load(Ordering::Acquire) == 0 || n < CHUNK {
+    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 || n < CHUNK {
         return;
     }
     let mut regs = regions();
@@ -281,7 +281,7 @@ fn chunks_covered(regs: &BTreeMap<u64, Region>, dst: u64, n: usize) -> Option<(u
 /// to be taken where the result's bytes came from (`super::digest`; handed over with
 /// `crate::fingerprint::remember_pieces`). `None`: it covers none.
 pub fn chunks_to_cover(dst: u64, n: usize) -> Option<(u64, usize)> {
-    if COUNT.load(Ordering::Acquire) == 0 || n < CHUNK {
+    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 || n < CHUNK {
         return None;
     }
     let (base, first, last) = chunks_covered(&regions(), dst, n)?;
@@ -296,7 +296,7 @@ pub fn copy_writes() -> Option<(u64, u64)> {
 
 /// Whether `ptr` lies in a tracked region (memory the device may write without a copy).
 pub fn tracks(ptr: u64) -> bool {
-    if COUNT.load(Ordering::Acquire) == 0 {
+    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
         return false;
     }
     regions()
@@ -450,7 +450,7 @@ fn region_of(regs: &BTreeMap<u64, Region>, addr: u64) -> Option<u64> {
 /// (matched against the published bounds, without the regions' lock), and neither does a copy
 /// between device memory and host memory hrr does not track.
 pub fn submit(target: Target) {
-    if COUNT.load(Ordering::Acquire) == 0 {
+    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
         return;
     }
     if !matches!(target, Target::Launch { .. } | Target::Nothing) {
@@ -642,7 +642,9 @@ pub unsafe fn uploaded(src: *const u8, n: usize, dst: u64) {
 /// The real call of a hook is about to be made: device work whose hook did not say what it
 /// reaches ([`submit`]) may reach every region.
 pub fn before_real_call() {
-    if COUNT.load(Ordering::Acquire) != 0 && this_call(|c| std::mem::take(&mut c.pending)) {
+    if HOT.hostmem_regions.load(Ordering::Acquire) != 0
+        && this_call(|c| std::mem::take(&mut c.pending))
+    {
         submit(Target::All);
     }
 }
@@ -650,7 +652,7 @@ pub fn before_real_call() {
 /// The synchronisation about to be made on this thread waits for stream `stream` only (as
 /// the program passed it: the legacy default stream, 0 or 1, waits for the whole device).
 pub fn synchronising_stream(stream: u64) {
-    if COUNT.load(Ordering::Acquire) != 0 && stream > 1 {
+    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 && stream > 1 {
         this_call(|c| c.synced = Some(stream));
     }
 }
@@ -660,7 +662,7 @@ pub fn synchronising_stream(stream: u64) {
 /// are not: every launch hook says what its launch reaches (`custom/launch.rs`), which spares
 /// the launch path this thread-local's accesses.
 pub fn before(kind: Kind) {
-    if COUNT.load(Ordering::Acquire) == 0 || !submits(kind) {
+    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 || !submits(kind) {
         return;
     }
     if IDLE.swap(false, Ordering::AcqRel) {
@@ -707,18 +709,18 @@ pub fn copy_left_running() -> bool {
 
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 pub fn after(kind: Kind) {
-    if kind == Kind::Launch && COUNT.load(Ordering::Acquire) == 0 {
+    if kind == Kind::Launch && HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
         return; // (a launch hook writes no call state: `before`; the most common call)
     }
     // taken whole: a hook that never made its real call submitted nothing
     let call = this_call(std::mem::take);
-    if COUNT.load(Ordering::Acquire) != 0 && take_first() {
+    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 && take_first() {
         IDLE.store(true, Ordering::Release); // its hook submitted nothing after all
     }
     if !(matches!(kind, Kind::Sync | Kind::D2h) || call.blocking_download) || call.async_copy {
         return;
     }
-    if COUNT.load(Ordering::Acquire) != 0 {
+    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 {
         scan(
             call.synced.map_or(Point::Device, Point::Stream),
             call.just_known,

@@ -6,9 +6,10 @@
 //! Lock order: the recorder's lock, then this one (custom functions take it inside the closure
 //! that fills an event), never the other way round.
 
+use crate::hot::HOT;
 use hrr_calls::handles::{HandleMap, HandleSet};
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use hrr_archive::ObjectId;
@@ -86,19 +87,18 @@ pub struct State {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// Bumped whenever what capture knows of a function or kernel handle may change (a handle
-/// defined again): what a thread remembers of a handle from an earlier generation is stale.
-static KERNELS_GENERATION: AtomicU64 = AtomicU64::new(0);
+// `HOT.kernels_generation`: bumped whenever what capture knows of a function or kernel
+// handle may change (a handle defined again): what a thread remembers of a handle from an
+// earlier generation is stale.
 /// Bumped whenever capture forgets functions or kernels (their module or library unloaded): a
 /// thread's memory of handles it found known is stale ([`forgotten_generation`]).
 static FORGOTTEN_GENERATION: AtomicU64 = AtomicU64::new(0);
-/// How many streams are in stream capture (the size of [`State::capturing`]), read without the
-/// state's lock.
-static CAPTURING: AtomicUsize = AtomicUsize::new(0);
+// `HOT.capturing`: how many streams are in stream capture (the size of
+// [`State::capturing`]), read without the state's lock.
 
-/// The generation of what capture knows of function and kernel handles ([`KERNELS_GENERATION`]).
+/// The generation of what capture knows of function and kernel handles (`crate::hot::HOT.kernels_generation`).
 pub fn kernels_generation() -> u64 {
-    KERNELS_GENERATION.load(Ordering::Acquire)
+    HOT.kernels_generation.load(Ordering::Acquire)
 }
 
 /// The generation of capture forgetting functions and kernels ([`FORGOTTEN_GENERATION`]).
@@ -108,7 +108,7 @@ pub fn forgotten_generation() -> u64 {
 
 /// Whether any stream is in stream capture (without the state's lock).
 pub fn any_capturing() -> bool {
-    CAPTURING.load(Ordering::Acquire) != 0
+    HOT.capturing.load(Ordering::Acquire) != 0
 }
 
 /// Run `f` on the state.
@@ -131,7 +131,7 @@ impl State {
             self.owned.entry(info.owner).or_default().push(handle);
         }
         self.kernels.insert(handle, info);
-        KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
+        HOT.kernels_generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Module or library `owner` was unloaded: it (a library with its module) and the
@@ -152,7 +152,7 @@ impl State {
                 }
             }
         }
-        KERNELS_GENERATION.fetch_add(1, Ordering::AcqRel);
+        HOT.kernels_generation.fetch_add(1, Ordering::AcqRel);
         FORGOTTEN_GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -186,13 +186,13 @@ impl State {
     /// Stream `s` began a stream capture.
     pub fn begin_capture(&mut self, s: u64) {
         self.capturing.insert(s);
-        CAPTURING.store(self.capturing.len(), Ordering::Release);
+        HOT.capturing.store(self.capturing.len(), Ordering::Release);
     }
 
     /// Stream `s` ended its stream capture.
     pub fn end_capture(&mut self, s: u64) {
         self.capturing.remove(&s);
-        CAPTURING.store(self.capturing.len(), Ordering::Release);
+        HOT.capturing.store(self.capturing.len(), Ordering::Release);
     }
 
     /// Whether stream `s` is in stream capture.
