@@ -15,7 +15,7 @@
 # Results: OUT_DIR/samples-bench.txt (and samples-bench.tsv, raw numbers); logs beside.
 # Environment: HRR_BENCH_REPS (3), HRR_BENCH_STEP_TIMEOUT (120 s per run),
 # HRR_BENCH_BASELINE=DIR (another build's hrr-capture and libhrr_capture.so: its captured runs
-# alternate with the others, and its ratios are printed beside), HRR_BENCH_ONLY=REGEX (only the
+# alternate with the others, before them in every other pair, and its ratios are printed beside), HRR_BENCH_ONLY=REGEX (only the
 # samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy'), HRR_BENCH_CAPTURED_ENV='VAR=V
 # ...' (set for the captured runs only, not the baseline's: one build with and without a switch,
 # e.g. HRR_CAPTURE_ASYNC_DIGESTS=0 with HRR_BENCH_BASELINE the same BIN_DIR). HRR_CAPTURE_PROFILE=1 passes
@@ -89,7 +89,12 @@ for k in "${keys[@]}"; do
         [ "$fk" = "$k" ] && [ "${m:-1}" -gt "$mult" ] && mult=$m
     done
     for rep in $(seq 1 $((REPS * mult))); do
-        for mode in "${modes[@]}"; do
+        # two builds compared: every other pair runs the baseline first, so neither build gains
+        # from its place after the plain run (an H100 comparison of two builds of the same code
+        # paths read 0.926 one way and 1.008 with the places swapped)
+        order=("${modes[@]}")
+        [ -z "$BASE" ] || [ $((rep % 2)) = 1 ] || order=(plain baseline captured)
+        for mode in "${order[@]}"; do
             log=$OUT/$k.$mode.$rep.log
             if [ $mode = plain ]; then
                 (cd "$dir" && timeout "$STEP_TIMEOUT" "./$name" >"$log" 2>&1) || true

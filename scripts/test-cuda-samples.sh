@@ -3,7 +3,8 @@
 # JSON, and a whole run (nvcc fallback) over a fake samples checkout whose "nvcc" installs the
 # fake CUDA driver's driver_app (tests/fake-cuda) as each sample, captured and replayed for real.
 # Then samples-bench.sh's table from the figures of a stopped run (HRR_BENCH_REPORT_ONLY), and a
-# whole samples-bench run on stand-ins (how many pairs each sample gets), and gpu-capture-diag.sh's
+# whole samples-bench run on stand-ins (how many pairs each sample gets; with a baseline build, the
+# order of the two builds alternating), and gpu-capture-diag.sh's
 # transpose case on them.
 #
 #   bash scripts/test-cuda-samples.sh [BIN_DIR]     (default target/debug, after cargo build --workspace)
@@ -139,6 +140,20 @@ grep -qE '^6_Performance_transpose +optimized GB/s +1500\.50 +1500\.50 +1\.000 +
     fail "stand-in bench, transpose: $(cat "$tmp/sb/bench/samples-bench.txt")"
 grep -qE '^0_Introduction_matrixMul +GFlop/s +4900\.00 +4900\.00 +1\.000 +2: 1\.00-1\.00$' "$tmp/sb/bench/samples-bench.txt" ||
     fail "stand-in bench, matrixMul: $(cat "$tmp/sb/bench/samples-bench.txt")"
+
+# With a baseline build, every other pair runs it before the build measured: the stand-in
+# captures log their turn.
+mkdir -p "$tmp/sb/cap2"
+printf '#!/bin/sh\necho captured >>"${SB_ORDER:-/dev/null}"\nwhile [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n' >"$tmp/sb/cap/hrr-capture"
+printf '#!/bin/sh\necho baseline >>"${SB_ORDER:-/dev/null}"\nwhile [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n' >"$tmp/sb/cap2/hrr-capture"
+: >"$tmp/sb/cap2/libhrr_capture.so"
+chmod +x "$tmp/sb/cap/hrr-capture" "$tmp/sb/cap2/hrr-capture"
+SB_ORDER=$tmp/sb/order PATH="$tmp/sb/bin:$PATH" HRR_BENCH_REPS=3 HRR_BENCH_ONLY=matrixMul HRR_BENCH_BASELINE="$tmp/sb/cap2" \
+    bash "$bench" "$tmp/sb/out" "$tmp/sb/cap" "$tmp/sb/bench2" >"$tmp/sb2.log" 2>&1 || fail "stand-in bench with a baseline: $(cat "$tmp/sb2.log")"
+[ "$(tr '\n' ' ' <"$tmp/sb/order")" = "captured baseline baseline captured captured baseline " ] ||
+    fail "stand-in bench with a baseline, order: $(tr '\n' ' ' <"$tmp/sb/order")"
+grep -qE '^0_Introduction_matrixMul +GFlop/s +4900\.00 +4900\.00 +1\.000 +3: 1\.00-1\.00 +4900\.00 +1\.000 +3: 1\.00-1\.00$' "$tmp/sb/bench2/samples-bench.txt" ||
+    fail "stand-in bench with a baseline: $(cat "$tmp/sb/bench2/samples-bench.txt")"
 
 # gpu-capture-diag.sh's transpose case on the same stand-ins (an nvcc that makes a "transpose"
 # printing two variants' times): plain and captured alternated, the first captured run profiled.
