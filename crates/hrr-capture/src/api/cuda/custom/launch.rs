@@ -2,7 +2,7 @@
 //! info, with the kernel's name and code object (the record built by the APIs' shared
 //! [`crate::hook::launch`]). Graph kernel nodes (`graph/nodes.rs`) record their parameters
 //! through the same [`launch_fields`]. What capture knows of a launched function (name, code
-//! object, argument layout) a thread remembers between launches ([`kernel_facts`]), until any
+//! object, argument layout) a thread remembers between launches ([`remember_kernel`]), until any
 //! handle is defined again.
 
 #![allow(clippy::missing_safety_doc)]
@@ -38,13 +38,13 @@ unsafe fn extra_buffer<'a>(extra: *mut *mut c_void) -> Option<&'a [u8]> {
     (!buf.is_null()).then(|| std::slice::from_raw_parts(buf, size))
 }
 
-/// What a launch's record holds that is known before its call, beside the kernel's name and
-/// packed arguments (prepared in this thread's kept launch buffers): its code object and
-/// argument layout, whether the layout was known, and whether its stream is being captured
-/// into a graph.
+/// What a launch's record holds that is known before its call, beside its packed arguments
+/// (prepared in this thread's kept launch buffers): the slot where this thread remembers the
+/// function (name, code object, argument layout: [`with_kernel`]), whether the layout was known,
+/// and whether its stream is being captured into a graph.
 pub(super) struct Prepared {
-    code: Option<ObjectId>,
-    layout: Option<ParamLayout>,
+    f: u64,
+    slot: usize,
     known: bool,
     in_capture: bool,
 }
@@ -52,7 +52,8 @@ pub(super) struct Prepared {
 /// What a launch needs of what capture knows of a function, as a thread last found it: the
 /// function, the generation of that knowledge ([`state::kernels_generation`]), its name, code
 /// object and argument layout. Launches of the kernels a thread launched before read the
-/// state's lock-guarded maps once, not at every launch.
+/// state's lock-guarded maps once, not at every launch, and their records take the name and
+/// layout from here (no copy, no reference count touched).
 struct KnownKernel {
     f: u64,
     generation: u64,
@@ -70,48 +71,63 @@ thread_local! {
         const { std::cell::RefCell::new([const { None }; KNOWN_KERNELS]) };
 }
 
-/// Function `f`'s code object and argument layout, its name written into `name`: from what
-/// this thread found of `f` before when no handle was defined since, else from the state (a
-/// function capture never saw looked up is bound first: `bind_unseen_function`).
-unsafe fn kernel_facts(f: u64, name: &mut String) -> (Option<ObjectId>, Option<ParamLayout>) {
+/// The slot where this thread remembers function `f`, filled from the state first unless it
+/// holds `f` as of the current generation (a function capture never saw looked up is bound
+/// first: `bind_unseen_function`).
+unsafe fn remember_kernel(f: u64) -> usize {
     let generation = state::kernels_generation();
     let slot = (f >> 4) as usize % KNOWN_KERNELS;
-    let hit = LAUNCHED.with(|known| {
-        let known = known.borrow();
-        let k = known[slot]
+    let fresh = LAUNCHED.with(|known| {
+        known.borrow()[slot]
             .as_ref()
-            .filter(|k| k.f == f && k.generation == generation)?;
-        name.clear();
-        name.push_str(&k.name);
-        Some((k.code, k.layout.clone()))
+            .is_some_and(|k| k.f == f && k.generation == generation)
     });
-    if let Some(facts) = hit {
-        return facts;
+    if fresh {
+        return slot;
     }
     bind_unseen_function(f as Handle);
-    let (code, layout) = state::with(|st| {
-        name.clear();
-        let code = st.kernels.get(&f).and_then(|k| {
-            name.push_str(&k.name);
-            k.code
-        });
-        (code, st.param_layout(f))
-    });
     LAUNCHED.with(|known| {
         let mut known = known.borrow_mut();
         // the slot's name buffer is reused: a loop alternating kernels allocates nothing
-        let mut kept = known[slot].take().map(|k| k.name).unwrap_or_default();
-        kept.clear();
-        kept.push_str(name);
+        let mut name = known[slot].take().map(|k| k.name).unwrap_or_default();
+        name.clear();
+        let (code, layout) = state::with(|st| {
+            let code = st.kernels.get(&f).and_then(|k| {
+                name.push_str(&k.name);
+                k.code
+            });
+            (code, st.param_layout(f))
+        });
         known[slot] = Some(KnownKernel {
             f,
             generation,
-            name: kept,
+            name,
             code,
-            layout: layout.clone(),
+            layout,
         });
     });
-    (code, layout)
+    slot
+}
+
+/// `each` on what this thread remembers of `p`'s function (in the slot `prepare` filled; filled
+/// again should it hold another function by then, which no recorded call between the two does).
+fn with_kernel<R>(p: &Prepared, each: impl FnOnce(&KnownKernel) -> R) -> R {
+    let mut each = Some(each);
+    let hit = LAUNCHED.with(|known| {
+        let known = known.borrow();
+        let k = known[p.slot].as_ref().filter(|k| k.f == p.f)?;
+        Some(each.take().expect("called once")(k))
+    });
+    if let Some(r) = hit {
+        return r;
+    }
+    // SAFETY: `p.f` is the function handle the program passed to its launch.
+    let slot = unsafe { remember_kernel(p.f) };
+    LAUNCHED.with(|known| {
+        let known = known.borrow();
+        let k = known[slot].as_ref().expect("just remembered");
+        each.take().expect("called once")(k)
+    })
 }
 
 /// Prepare the record of launch `l` with arguments `params` or `extra` (before its call: the
@@ -124,9 +140,8 @@ pub(super) unsafe fn prepare(
     let f = l.f as u64;
     let stream = l.stream as u64;
     let in_capture = state::any_capturing() && state::with(|st| st.is_capturing(stream));
-    with_bufs(|bufs| {
-        let (code, layout) = kernel_facts(f, &mut bufs.name);
-        let known = match (extra_buffer(extra), layout.as_deref()) {
+    let pack =
+        |bufs: &mut LaunchBufs, k: &KnownKernel| match (extra_buffer(extra), k.layout.as_deref()) {
             (Some(b), _) => {
                 bufs.args.clear();
                 bufs.args.extend_from_slice(b);
@@ -135,13 +150,32 @@ pub(super) unsafe fn prepare(
             (None, Some(layout)) => pack_args_into(&mut bufs.args, layout, params, false),
             (None, None) => false,
         };
-        Prepared {
-            code,
-            layout,
-            known,
-            in_capture,
+    let generation = state::kernels_generation();
+    let slot = (f >> 4) as usize % KNOWN_KERNELS;
+    let mut p = Prepared {
+        f,
+        slot,
+        known: false,
+        in_capture,
+    };
+    // a function this thread launched before: one look at its slot
+    let hit = with_bufs(|bufs| {
+        LAUNCHED.with(|known| {
+            let known = known.borrow();
+            let k = known[slot]
+                .as_ref()
+                .filter(|k| k.f == f && k.generation == generation)?;
+            Some(pack(bufs, k))
+        })
+    });
+    p.known = match hit {
+        Some(known) => known,
+        None => {
+            p.slot = remember_kernel(f);
+            with_bufs(|bufs| with_kernel(&p, |k| pack(bufs, k)))
         }
-    })
+    };
+    p
 }
 
 /// Launch `l`, prepared as `p`, is about to be made: the host-visible memory its arguments
@@ -175,18 +209,21 @@ unsafe fn launch_and_record(
     let p = prepare(&l, params, extra);
     submit_launch(&l, &p);
     let r = call();
-    // written from this thread's kept buffers, where `prepare` left the name and arguments
+    // written from this thread's kept buffers, where `prepare` left the arguments, and its
+    // memory of the function
     with_bufs(|bufs| {
         crate::hook::record_written(&API, h.id(), Some(r), |rc, payload| {
-            launch_view(rc, "cuLaunchKernel", &l, &p, bufs).write(payload)
+            with_kernel(&p, |k| {
+                launch_view(rc, "cuLaunchKernel", &l, &p, bufs, k).write(payload)
+            })
         })
     });
     r
 }
 
 /// The `Launch` record of launch `l` as `p` prepared it, a view of this thread's kept buffers
-/// `bufs` (`call`: the call named in a note when the argument layout is unknown: its arguments
-/// are not recorded and replay cannot make it).
+/// `bufs` and its memory of the function `k` (`call`: the call named in a note when the
+/// argument layout is unknown: its arguments are not recorded and replay cannot make it).
 #[inline]
 fn launch_view<'a>(
     rc: &mut Recorder,
@@ -194,19 +231,20 @@ fn launch_view<'a>(
     l: &'a LaunchCall,
     p: &'a Prepared,
     bufs: &'a LaunchBufs,
+    k: &'a KnownKernel,
 ) -> LaunchView<'a> {
     if !p.known {
-        let why = format!("argument layout unknown for kernel `{}`", bufs.name);
+        let why = format!("argument layout unknown for kernel `{}`", k.name);
         rc.note_unreplayable(call, &why);
     }
-    let layout = p.layout.as_deref().unwrap_or(&[]);
+    let layout = k.layout.as_deref().unwrap_or(&[]);
     let args = (&bufs.args[..], p.known);
-    l.view(&bufs.name, p.code, layout, args, p.in_capture)
+    l.view(&k.name, k.code, layout, args, p.in_capture)
 }
 
 /// The owned `Launch` record of launch `l` as `p` prepared it (a graph kernel node's).
 pub(super) fn launch_fields(rc: &mut Recorder, call: &str, l: LaunchCall, p: Prepared) -> Launch {
-    with_bufs(|bufs| launch_view(rc, call, &l, &p, bufs).to_launch())
+    with_bufs(|bufs| with_kernel(&p, |k| launch_view(rc, call, &l, &p, bufs, k).to_launch()))
 }
 
 pub unsafe fn launch_kernel(h: Export, a: args::LaunchKernel, call: impl Call) -> CUresult {
