@@ -403,8 +403,10 @@ pub struct LaunchView<'a> {
     pub args_known: bool,
 }
 
-/// Bytes of a launch record's grid, block, shared memory (`u32` each) and stream (`u64`).
-const LAUNCH_DIMS_BYTES: usize = 7 * 4 + 8;
+/// Bytes of a launch record's grid, block and shared memory (`u32` each)...
+const LAUNCH_WORDS_BYTES: usize = 7 * 4;
+/// ... and its stream (`u64`) after them.
+const LAUNCH_DIMS_BYTES: usize = LAUNCH_WORDS_BYTES + 8;
 
 impl LaunchView<'_> {
     /// The owned [`Launch`] of the same values (a graph kernel node keeps its launch's fields).
@@ -456,7 +458,7 @@ impl LaunchView<'_> {
         for (chunk, v) in dims.chunks_exact_mut(4).zip(words) {
             chunk.copy_from_slice(&v.to_le_bytes());
         }
-        dims[28..].copy_from_slice(&self.stream.to_le_bytes());
+        dims[LAUNCH_WORDS_BYTES..].copy_from_slice(&self.stream.to_le_bytes());
         p.encoded(&dims).bytes(self.args);
         p.u64s_from(self.layout.iter().map(|&(offset, _)| offset as u64));
         p.u64s_from(self.layout.iter().map(|&(_, size)| size as u64));

@@ -2,8 +2,8 @@
 //! info, with the kernel's name and code object (the record built by the APIs' shared
 //! [`crate::hook::launch`]). Graph kernel nodes (`graph/nodes.rs`) record their parameters
 //! through the same [`launch_fields`]. What capture knows of a launched function (name, code
-//! object, argument layout) a thread remembers between launches ([`remember_kernel`]), until any
-//! handle is defined again.
+//! object, argument layout) a thread remembers between launches ([`remember_kernel`], read by
+//! [`with_kernel`]), until any handle is defined again.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -71,20 +71,22 @@ thread_local! {
         const { std::cell::RefCell::new([const { None }; KNOWN_KERNELS]) };
 }
 
-/// The slot where this thread remembers function `f`, filled from the state first unless it
-/// holds `f` as of the current generation (a function capture never saw looked up is bound
-/// first: `bind_unseen_function`).
-unsafe fn remember_kernel(f: u64) -> usize {
-    let generation = state::kernels_generation();
-    let slot = (f >> 4) as usize % KNOWN_KERNELS;
-    let fresh = LAUNCHED.with(|known| {
-        known.borrow()[slot]
-            .as_ref()
-            .is_some_and(|k| k.f == f && k.generation == generation)
-    });
-    if fresh {
-        return slot;
+impl KnownKernel {
+    /// Whether this is what capture knows of `f` as of `generation`.
+    fn holds(&self, f: u64, generation: u64) -> bool {
+        self.f == f && self.generation == generation
     }
+}
+
+/// The slot where a thread remembers function `f`.
+fn slot_of(f: u64) -> usize {
+    (f >> 4) as usize % KNOWN_KERNELS
+}
+
+/// Remember function `f` in its slot, from the state as of `generation` (a function capture
+/// never saw looked up is bound first: `bind_unseen_function`); returns the slot.
+unsafe fn remember_kernel(f: u64, generation: u64) -> usize {
+    let slot = slot_of(f);
     bind_unseen_function(f as Handle);
     LAUNCHED.with(|known| {
         let mut known = known.borrow_mut();
@@ -122,7 +124,7 @@ fn with_kernel<R>(p: &Prepared, each: impl FnOnce(&KnownKernel) -> R) -> R {
         return r;
     }
     // SAFETY: `p.f` is the function handle the program passed to its launch.
-    let slot = unsafe { remember_kernel(p.f) };
+    let slot = unsafe { remember_kernel(p.f, state::kernels_generation()) };
     LAUNCHED.with(|known| {
         let known = known.borrow();
         let k = known[slot].as_ref().expect("just remembered");
@@ -151,7 +153,7 @@ pub(super) unsafe fn prepare(
             (None, None) => false,
         };
     let generation = state::kernels_generation();
-    let slot = (f >> 4) as usize % KNOWN_KERNELS;
+    let slot = slot_of(f);
     let mut p = Prepared {
         f,
         slot,
@@ -162,16 +164,14 @@ pub(super) unsafe fn prepare(
     let hit = with_bufs(|bufs| {
         LAUNCHED.with(|known| {
             let known = known.borrow();
-            let k = known[slot]
-                .as_ref()
-                .filter(|k| k.f == f && k.generation == generation)?;
+            let k = known[slot].as_ref().filter(|k| k.holds(f, generation))?;
             Some(pack(bufs, k))
         })
     });
     p.known = match hit {
         Some(known) => known,
         None => {
-            p.slot = remember_kernel(f);
+            p.slot = remember_kernel(f, generation);
             with_bufs(|bufs| with_kernel(&p, |k| pack(bufs, k)))
         }
     };
