@@ -24,6 +24,12 @@
 #               1 MiB last level): the instructions, D1 misses and last-level misses capture adds
 #               to a launch, i.e. the cache lines its hook touches (on a GPU machine a launch's
 #               added time is mostly these misses, not its instructions)
+#   launch_lines  the cache lines a launch's hook touches: `launches N 8` at N = 2000 and 4000
+#               under callgrind's cache simulation with 1 KiB first-level caches, so that
+#               nearly every line a launch touches misses in them: the code lines (I1) and data
+#               lines (D1) capture adds to a launch. After the driver's own launch work has run,
+#               a GPU machine's first-level caches hold little of the hook's: each of these
+#               lines is then a miss of its own (a few ns each), most of a hook's added time
 #   multicopy   `copy_app multicopy 10 4`: simpleMultiCopy's serialized loop over 8 mapped
 #               page-locked buffers (the tracker of host-visible memory, one buffer uploaded again)
 #   multicopy_same  the same with every round's result the same bytes (as simpleMultiCopy's
@@ -42,7 +48,7 @@ command -v valgrind >/dev/null || { echo "bench-capture-instructions: needs valg
 fake_bench_setup bench-capture-instructions hrr-capture libhrr_capture.so
 base=${BASELINE:-}
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(launch chain pinned launch_cold multicopy multicopy_same d2h_reg d2h h2d reupload)
+[ ${#cases[@]} -gt 0 ] || cases=(launch chain pinned launch_cold launch_lines multicopy multicopy_same d2h_reg d2h h2d reupload)
 
 # What callgrind counts and what is totalled: instructions, or (launch_cold) the cache
 # simulation's events too; `events` lists the totals, each a sum of callgrind events.
@@ -144,6 +150,33 @@ for c in "${cases[@]}"; do
             report "cold instr" "$ti"
             report "cold D1 miss" "$td"
             report "cold LL miss" "$tl"
+        fi
+        ;;
+    launch_lines)
+        vg_opts=(--cache-sim=yes --I1=1024,2,64 --D1=1024,2,64 --LL=1048576,16,64)
+        events=("I1mr" "D1mr D1mw")
+        lines=()
+        for n in 2000 4000; do
+            p=$(plain_ir driver_app launches $n 8)
+            lines+=("$p" "$(captured_ir "$bin" driver_app launches $n 8)")
+            [ -z "$base" ] || lines+=("$(captured_ir "$base" driver_app launches $n 8)")
+        done
+        vg_opts=()
+        events=(Ir)
+        # per launch: (captured - plain) at 4000 less the same at 2000, over 2000
+        per_lines() {
+            paste <(echo "${lines[$1]}") <(echo "${lines[$2]}") <(echo "${lines[$3]}") <(echo "${lines[$4]}") |
+                awk '{ printf "%d ", (($4 - $3) - ($2 - $1)) / 2000 }'
+        }
+        k=$((${#lines[@]} / 2))
+        read -r ti td <<<"$(per_lines 0 1 $k $((k + 1)))"
+        if [ -n "$base" ]; then
+            read -r bi bd <<<"$(per_lines 0 2 $k $((k + 2)))"
+            report "code lines" "$ti" "$bi"
+            report "data lines" "$td" "$bd"
+        else
+            report "code lines" "$ti"
+            report "data lines" "$td"
         fi
         ;;
     multicopy) read -r t b <<<"$(measure copy_app multicopy 10 4)" && report "$c" "$t" $b ;;

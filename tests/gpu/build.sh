@@ -3,13 +3,15 @@
 #
 #   bash tests/gpu/build.sh BUILD_DIR [TARGET...]
 #
-# TARGETs: driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem limits ipc
+# TARGETs: driver_api axpy gemm tiny_launches launch_cost bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem limits ipc
 # two_devices threads nondeterministic tma digest_kernels (default: all). Writes into
 # BUILD_DIR:
 #   driver_api, driver_api_kernels.cubin, driver_api_kernels.ptx
 #   axpy (static cudart), axpy_shared (-cudart shared)
 #   gemm (cuBLAS)
 #   tiny_launches
+#   launch_cost (the host's time a launch, in bursts the GPU's queue holds: capture's
+#     added time a launch, scripts/launch-cost.sh)
 #   bulk_copies (4 GiB of pageable H2D copies in 64 MiB chunks, 1 GiB back)
 #   async_copies (pinned async copy bandwidth, an overlap loop)
 #   failing (a faulting and a hanging program), failing_fixed.cubin (its fixed gather_bad)
@@ -36,7 +38,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:?usage: build.sh BUILD_DIR [TARGET...]}
 shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem limits ipc two_devices threads nondeterministic tma digest_kernels)
+[ ${#targets[@]} -eq 0 ] && targets=(driver_api axpy gemm tiny_launches launch_cost bulk_copies async_copies failing graph_nodes graph_conditional copies2d hostmem limits ipc two_devices threads nondeterministic tma digest_kernels)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/build.log
@@ -176,6 +178,7 @@ if want gemm; then
 fi
 
 single tiny_launches
+single launch_cost
 single bulk_copies
 
 single async_copies

@@ -99,6 +99,8 @@ impl EventWriter {
     /// of the buffer (no copy of the payload): write the payload into
     /// [`OpenRecord::payload`], then [`Self::end_record`] or [`Self::cancel_record`]. Nothing
     /// else may be appended meanwhile (the buffer is the open record's until then).
+    /// Inlined, as [`Self::end_record`] is: a record's framing is capture's per-call path.
+    #[inline]
     pub fn begin_record(&mut self) -> OpenRecord {
         let mut buf = std::mem::take(&mut self.buf);
         let start = buf.len();
@@ -112,6 +114,7 @@ impl EventWriter {
     /// Finish the open record `record` as one event (as [`Self::append_at`] appends one);
     /// returns its sequence number. A payload over the record limit is dropped, the buffer
     /// kept as it was before the record.
+    #[inline]
     pub fn end_record(
         &mut self,
         record: OpenRecord,
@@ -133,6 +136,7 @@ impl EventWriter {
 
     /// Give the buffer back with `record` closed: its header (record type, thread, time stamp)
     /// written in front of its payload.
+    #[inline]
     fn close_record(
         &mut self,
         record: OpenRecord,
@@ -140,12 +144,7 @@ impl EventWriter {
     ) -> Result<u64> {
         let total = (record.payload.as_bytes().len() - record.start) as u64;
         if total > MAX_RECORD_LEN as u64 {
-            self.cancel_record(record);
-            return Err(Error::TooLarge {
-                what: "event record",
-                size: total,
-                limit: MAX_RECORD_LEN as u64,
-            });
+            return Err(self.refuse_record(record, total));
         }
         let start = record.start;
         let mut buf = record.payload.into_bytes();
@@ -167,6 +166,19 @@ impl EventWriter {
     }
 
     /// An event was appended: count it, and write out or fsync as the policy says.
+    /// Drop `record`, `total` bytes long, over the record limit: the error saying so.
+    #[cold]
+    #[inline(never)]
+    fn refuse_record(&mut self, record: OpenRecord, total: u64) -> Error {
+        self.cancel_record(record);
+        Error::TooLarge {
+            what: "event record",
+            size: total,
+            limit: MAX_RECORD_LEN as u64,
+        }
+    }
+
+    #[inline]
     fn count_appended(&mut self) -> Result<()> {
         self.records += 1;
         self.since_flush += 1;

@@ -442,14 +442,44 @@ impl LaunchView<'_> {
     /// Append the record's fields, in [`Launch`]'s order and wire types.
     #[inline]
     pub fn write(&self, p: &mut PayloadBuilder) {
-        // Written once a launch (capture's hot path): the buffer grows once, and the
-        // fixed-width fields between the code object and the arguments go in as one block
-        // (53 fewer instructions a launch, `scripts/bench-capture-instructions.sh launch`).
+        // the buffer grows once; the fixed-width fields between the code object and the
+        // arguments go in as one block
         let n = self.layout.len();
         let strings = self.kernel.len() + self.args.len() + self.attrs.len();
         p.reserve(8 + 16 + LAUNCH_DIMS_BYTES + 3 * 4 + 2 * (4 + 8 * n) + 3 + strings);
         p.u64(self.function).str(self.kernel).object(self.code);
-        let mut dims = [0u8; LAUNCH_DIMS_BYTES];
+        p.encoded(&self.dims()).encoded(self.args);
+        write_layout(p, self.layout);
+        self.write_rest(p);
+    }
+
+    /// Append the record's fields as [`Self::write`] does, those every launch of the kernel
+    /// shares taken as `t` encoded them (`t` made of this view's function, kernel, code object
+    /// and layout): capture's launch hot path, a few copies and stores in all.
+    #[inline]
+    pub fn write_from(&self, t: &LaunchTemplate, p: &mut PayloadBuilder) {
+        p.reserve(
+            t.head.len()
+                + LAUNCH_DIMS_BYTES
+                + 4
+                + self.args.len()
+                + t.tail.len()
+                + 4
+                + self.attrs.len()
+                + 3,
+        );
+        p.encoded(&t.head)
+            .encoded(&self.dims())
+            .encoded(self.args)
+            .encoded(&t.tail);
+        self.write_rest(p);
+    }
+
+    /// Grid, block, shared memory and stream, as the record holds them, and the length of
+    /// the argument bytes that follow them (one block: one copy).
+    #[inline(always)]
+    fn dims(&self) -> [u8; LAUNCH_DIMS_BYTES + 4] {
+        let mut dims = [0u8; LAUNCH_DIMS_BYTES + 4];
         let words = self
             .grid
             .iter()
@@ -458,14 +488,75 @@ impl LaunchView<'_> {
         for (chunk, v) in dims.chunks_exact_mut(4).zip(words) {
             chunk.copy_from_slice(&v.to_le_bytes());
         }
-        dims[LAUNCH_WORDS_BYTES..].copy_from_slice(&self.stream.to_le_bytes());
-        p.encoded(&dims).bytes(self.args);
-        p.u64s_from(self.layout.iter().map(|&(offset, _)| offset as u64));
-        p.u64s_from(self.layout.iter().map(|&(_, size)| size as u64));
-        p.bytes(self.attrs);
-        p.u8(self.cooperative as u8)
-            .u8(self.in_capture as u8)
-            .u8(self.args_known as u8);
+        dims[LAUNCH_WORDS_BYTES..LAUNCH_DIMS_BYTES].copy_from_slice(&self.stream.to_le_bytes());
+        dims[LAUNCH_DIMS_BYTES..].copy_from_slice(&(self.args.len() as u32).to_le_bytes());
+        dims
+    }
+
+    /// The fields after the argument layout: attributes and flags (without attributes, the
+    /// common case, one block).
+    #[inline(always)]
+    fn write_rest(&self, p: &mut PayloadBuilder) {
+        let flags = [
+            self.cooperative as u8,
+            self.in_capture as u8,
+            self.args_known as u8,
+        ];
+        if self.attrs.is_empty() {
+            let mut rest = [0u8; 4 + 3];
+            rest[4..].copy_from_slice(&flags);
+            p.encoded(&rest);
+        } else {
+            p.bytes(self.attrs).encoded(&flags);
+        }
+    }
+}
+
+/// The argument offsets and sizes of `layout`, as a `Launch` record holds them.
+fn write_layout(p: &mut PayloadBuilder, layout: &[(u32, u32)]) {
+    p.u64s_from(layout.iter().map(|&(offset, _)| offset as u64));
+    p.u64s_from(layout.iter().map(|&(_, size)| size as u64));
+}
+
+/// The fields of a [`Launch`] record that every launch of one kernel shares, encoded once: the
+/// function handle, kernel name and code object before the launch's own fields, the argument
+/// layout after its arguments ([`LaunchView::write_from`]). Capture keeps one per kernel a
+/// thread launches, so that a launch's record is the copy of these two and its own values.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchTemplate {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl LaunchTemplate {
+    /// The template of launches of `function` (kernel `kernel` in code object `code`, its
+    /// arguments laid out as `layout`).
+    pub fn new(
+        function: u64,
+        kernel: &str,
+        code: Option<hrr_archive::ObjectId>,
+        layout: &[(u32, u32)],
+    ) -> Self {
+        let mut t = LaunchTemplate::default();
+        t.set(function, kernel, code, layout);
+        t
+    }
+
+    /// Make this the template of launches of `function`, as [`Self::new`] does, reusing its
+    /// buffers.
+    pub fn set(
+        &mut self,
+        function: u64,
+        kernel: &str,
+        code: Option<hrr_archive::ObjectId>,
+        layout: &[(u32, u32)],
+    ) {
+        let mut head = PayloadBuilder::with_buffer(std::mem::take(&mut self.head));
+        head.u64(function).str(kernel).object(code);
+        self.head = head.into_bytes();
+        let mut tail = PayloadBuilder::with_buffer(std::mem::take(&mut self.tail));
+        write_layout(&mut tail, layout);
+        self.tail = tail.into_bytes();
     }
 }
 
@@ -544,6 +635,19 @@ mod tests {
             view.write(&mut b);
             assert_eq!(a.as_bytes(), b.as_bytes());
             assert_eq!(view.to_launch(), owned);
+            // written through the kernel's template: the same bytes, after what the buffer held
+            // (set again over another kernel's: the buffers reused, nothing of it left)
+            let mut template = LaunchTemplate::new(1, "_Z5otherPfS_S_S_S_S_", None, &[(0, 8); 6]);
+            template.set(view.function, view.kernel, code, &layout);
+            assert_eq!(
+                template,
+                LaunchTemplate::new(view.function, view.kernel, code, &layout)
+            );
+            let mut c = PayloadBuilder::new();
+            c.u32(0xfeed);
+            view.write_from(&template, &mut c);
+            assert_eq!(&c.as_bytes()[..4], &0xfeedu32.to_le_bytes());
+            assert_eq!(&c.as_bytes()[4..], a.as_bytes());
         }
     }
 }

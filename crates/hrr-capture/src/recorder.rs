@@ -141,7 +141,21 @@ fn stop(state: &mut Option<Recorder>, why: &str) {
     HOT.mode.store(MODE_STOPPED, Ordering::Release);
 }
 
+/// Whether the recorder is open in this process for `api`: opened now if it was not (the first
+/// recorded call, or a fork child's). Inlined: a call of the API that opened it is two
+/// comparisons.
+#[inline(always)]
 fn open(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
+    match state.as_ref() {
+        Some(rec) if rec.pid == current_pid() && std::ptr::eq(rec.api, api) => true,
+        _ => open_slow(state, api),
+    }
+}
+
+/// [`open`] when this process's recorder is not open for `api`.
+#[cold]
+#[inline(never)]
+fn open_slow(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
     let pid = current_pid();
     if let Some(rec) = state.as_mut() {
         if rec.pid == pid {

@@ -41,7 +41,9 @@ pub fn record_written(
 /// synchronised D2H copy) first hands buffered events to the kernel, so a hang or a `kill -9`
 /// while it waits never loses a launch recorded before it (queued blobs are not waited for
 /// here: that would serialise every copy with the blob thread; they are at the flush after).
-#[inline]
+/// Inlined into each wrapper, whose `kind` is a constant: a launch's is one load of the hot
+/// flags (`crate::hot`), no call.
+#[inline(always)]
 pub fn before(kind: Kind) {
     crate::api::cuda::hostmem::before(kind);
     // Program code or host memory changes behind pending async D2H copies, without a
@@ -72,7 +74,8 @@ pub fn before_real_call() {
 /// ([`crate::api::cuda::hostmem`]). A copy that returned with its copy still running (an async
 /// D2H into page-locked memory) tells the program nothing completed: results are not waited
 /// for there (that wait held every async copy of a loop for the previous one's hashing).
-#[inline]
+/// Inlined into each wrapper, as [`before`] is.
+#[inline(always)]
 pub fn after(kind: Kind) {
     if matches!(kind, Kind::Sync | Kind::D2h | Kind::Copy)
         && !crate::api::cuda::hostmem::copy_left_running()

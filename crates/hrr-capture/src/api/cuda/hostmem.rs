@@ -661,10 +661,16 @@ pub fn synchronising_stream(stream: u64) {
 /// the work reaches ([`submit`]) or its real call is made ([`before_real_call`]). Launches
 /// are not: every launch hook says what its launch reaches (`custom/launch.rs`), which spares
 /// the launch path this thread-local's accesses.
+#[inline(always)]
 pub fn before(kind: Kind) {
-    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 || !submits(kind) {
-        return;
+    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 && submits(kind) {
+        before_tracked(kind);
     }
+}
+
+/// [`before`] a call of `kind`, which submits device work, while host memory is tracked.
+#[inline(never)]
+fn before_tracked(kind: Kind) {
     if IDLE.swap(false, Ordering::AcqRel) {
         // SAFETY: pthread_self has no preconditions.
         FIRST.store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
@@ -708,10 +714,17 @@ pub fn copy_left_running() -> bool {
 }
 
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
+#[inline(always)]
 pub fn after(kind: Kind) {
     if kind == Kind::Launch && HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
         return; // (a launch hook writes no call state: `before`; the most common call)
     }
+    after_call(kind)
+}
+
+/// [`after`] a call that may have left this thread's call state.
+#[inline(never)]
+fn after_call(kind: Kind) {
     // taken whole: a hook that never made its real call submitted nothing
     let call = this_call(std::mem::take);
     if HOT.hostmem_regions.load(Ordering::Acquire) != 0 && take_first() {

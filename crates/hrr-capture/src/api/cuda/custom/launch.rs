@@ -12,7 +12,7 @@ use crate::api::cuda::calls::args;
 use std::ffi::c_void;
 
 use hrr_calls::cuda::ffi::{CUresult, Handle, LAUNCH_ATTR_BYTES};
-use hrr_calls::shapes::{Launch, LaunchView};
+use hrr_calls::shapes::{Launch, LaunchTemplate, LaunchView};
 
 use super::code::bind_unseen_function;
 use crate::api::cuda::calls::Export;
@@ -60,6 +60,8 @@ struct KnownKernel {
     name: String,
     code: Option<ObjectId>,
     layout: Option<ParamLayout>,
+    /// What every launch record of the function holds beside the launch's own values.
+    template: LaunchTemplate,
 }
 
 /// Functions a thread remembers, by handle (direct-mapped: a slot holds the last function
@@ -90,8 +92,11 @@ unsafe fn remember_kernel(f: u64, generation: u64) -> usize {
     bind_unseen_function(f as Handle);
     LAUNCHED.with(|known| {
         let mut known = known.borrow_mut();
-        // the slot's name buffer is reused: a loop alternating kernels allocates nothing
-        let mut name = known[slot].take().map(|k| k.name).unwrap_or_default();
+        // the slot's buffers are reused: a loop alternating kernels allocates nothing
+        let (mut name, mut template) = known[slot]
+            .take()
+            .map(|k| (k.name, k.template))
+            .unwrap_or_default();
         name.clear();
         let (code, layout) = state::with(|st| {
             let code = st.kernels.get(&f).and_then(|k| {
@@ -100,12 +105,14 @@ unsafe fn remember_kernel(f: u64, generation: u64) -> usize {
             });
             (code, st.param_layout(f))
         });
+        template.set(f, &name, code, layout.as_deref().unwrap_or(&[]));
         known[slot] = Some(KnownKernel {
             f,
             generation,
             name,
             code,
             layout,
+            template,
         });
     });
     slot
@@ -182,10 +189,16 @@ pub(super) unsafe fn prepare(
 /// point into is read for host writes and taken as written by it ([`hostmem::submit`]);
 /// nothing when no such memory is tracked (the common case: one atomic load), nor for a launch
 /// into a stream being captured (it runs later, in a graph).
+#[inline(always)]
 fn submit_launch(l: &LaunchCall, p: &Prepared) {
-    if !hostmem::tracking() {
-        return;
+    if hostmem::tracking() {
+        submit_tracked(l, p);
     }
+}
+
+/// [`submit_launch`] while host-visible memory is tracked.
+#[inline(never)]
+fn submit_tracked(l: &LaunchCall, p: &Prepared) {
     if p.in_capture {
         return hostmem::submit(Target::Nothing);
     }
@@ -214,7 +227,7 @@ unsafe fn launch_and_record(
     with_bufs(|bufs| {
         crate::hook::record_written(&API, h.id(), Some(r), |rc, payload| {
             with_kernel(&p, |k| {
-                launch_view(rc, "cuLaunchKernel", &l, &p, bufs, k).write(payload)
+                launch_view(rc, "cuLaunchKernel", &l, &p, bufs, k).write_from(&k.template, payload)
             })
         })
     });
