@@ -157,7 +157,26 @@ pub unsafe fn pack_args_into(
             }
             continue;
         }
-        std::ptr::copy_nonoverlapping(src, buf.as_mut_ptr().add(o as usize), s as usize);
+        copy_arg(src, buf.as_mut_ptr().add(o as usize), s as usize);
     }
     true
+}
+
+/// Copy one argument of `size` bytes from `src` to `dst`: the common sizes (pointers, integers,
+/// floats) as one load and store each, not a call of `memcpy` (a kernel of 8 arguments made 8
+/// calls a launch).
+///
+/// # Safety
+/// `src` is readable and `dst` writable for `size` bytes.
+#[inline(always)]
+unsafe fn copy_arg(src: *const u8, dst: *mut u8, size: usize) {
+    match size {
+        8 => dst
+            .cast::<u64>()
+            .write_unaligned(src.cast::<u64>().read_unaligned()),
+        4 => dst
+            .cast::<u32>()
+            .write_unaligned(src.cast::<u32>().read_unaligned()),
+        _ => std::ptr::copy_nonoverlapping(src, dst, size),
+    }
 }
