@@ -17,6 +17,15 @@
 /* The `chain N` mode: N launches in a row on the default stream, each with arguments of its own
  * and their order significant (every 16th, `fill_u32`, overwrites what the `axpy`s before it
  * added; the `axpy`s scale by a factor of their own), then the result copied back. */
+/* 128 KiB of straight-line code (8-byte no-ops) that does nothing: run between launches, it
+ * evicts the previous launch's code from the first-level instruction cache
+ * (FAKE_APP_POLLUTE_CODE). */
+static void run_other_code(void) {
+#if defined(__x86_64__)
+  __asm__ volatile(".rept 16384\n\t.byte 0x0f,0x1f,0x84,0x00,0x00,0x00,0x00,0x00\n\t.endr" ::: "memory");
+#endif
+}
+
 static void chain_workload(long launches) {
   enum { CHAIN_N = 256 };
   CUlibrary lib = setup_library();
@@ -232,11 +241,26 @@ static int app_main(int argc, char **argv, const char *prog, void (*resolve)(voi
       fprintf(stderr, "%s: FAKE_APP_POLLUTE_KB: out of memory\n", g_prog);
       exit(1);
     }
+    /* FAKE_APP_POLLUTE_CODE=1: 128 KiB of other code run before each launch (as a real
+     * driver's launch path runs between two of the program's launches), so the first-level
+     * instruction cache holds nothing of the previous launch's hook: the cost of the code lines
+     * a hook touches, in wall time (scripts/bench-launch-wall.sh). x86-64 only. */
+    const char *pc = getenv("FAKE_APP_POLLUTE_CODE");
+    int pollute_code = pc && *pc == '1';
+    /* FAKE_APP_LOOP_TIME=1: the loop's ns a launch on stderr (scripts/bench-launch-wall.sh) */
+    const char *lt = getenv("FAKE_APP_LOOP_TIME");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (long i = 0; i < g_opts.loops; i++) {
       for (size_t b = 0; b < pollute; b += 64) other[b]++;
+      if (pollute_code) run_other_code();
       CK(g_cu.LaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, g_opts.arg_words ? NULL : params,
                            g_opts.arg_words ? extra : NULL), "cuLaunchKernel");
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (lt && *lt == '1')
+      fprintf(stderr, "loop_ns_per_launch %.1f\n",
+              ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)(g_opts.loops ? g_opts.loops : 1));
     CK(g_cu.CtxSynchronize(), "cuCtxSynchronize");
     printf("launches %ld done\n", g_opts.loops);
     return 0;
