@@ -23,6 +23,7 @@ pub mod hook;
 pub mod hot;
 pub mod recorder;
 pub mod signals;
+pub mod stamp;
 pub mod warm;
 
 extern "C" fn on_load() {

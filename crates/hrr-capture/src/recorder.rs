@@ -68,6 +68,8 @@ pub struct Recorder {
     /// are then written under the lock, as before).
     blobs: Option<crate::blobq::BlobQueue>,
     min_free: u64,
+    /// Event time stamps.
+    clock: crate::stamp::StampClock,
 }
 
 /// Decide once whether this process records: the output variable is set and this is not a
@@ -204,6 +206,7 @@ fn open_slow(state: &mut Option<Recorder>, api: &'static ApiDef) -> bool {
                 writer,
                 blobs,
                 min_free,
+                clock: crate::stamp::StampClock::new(),
             });
             crate::signals::install();
             start_flusher();
@@ -243,10 +246,8 @@ pub fn record(
         rec.writer.events().cancel_record(record);
         return None;
     }
-    let result = rec
-        .writer
-        .events()
-        .end_record(record, id, thread_id(), now_ns());
+    let ts = rec.clock.now();
+    let result = rec.writer.events().end_record(record, id, thread_id(), ts);
     match result {
         Ok(seq) => Some(seq),
         Err(e) => {
@@ -254,24 +255,6 @@ pub fn record(
             None
         }
     }
-}
-
-/// Nanoseconds since the Unix epoch, now (0 before it): every event's time stamp, read from
-/// `clock_gettime` directly. `SystemTime`'s checked arithmetic (hrr-archive's
-/// `framing::now_ns`, the same clock, in a crate without `unsafe`) cost a launch's record about
-/// 90 instructions more (`scripts/bench-capture-instructions.sh launch`).
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write.
-    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) } != 0 || ts.tv_sec < 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
 }
 
 /// The blob queue of this process's recorder, if it has one (never a fork parent's: its writer
@@ -723,19 +706,5 @@ pub fn emergency_flush() {
                 let _ = rec.writer.checkpoint_manifest();
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn event_time_stamps_are_the_system_clock_in_nanoseconds() {
-        let since = |t: std::time::SystemTime| {
-            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        };
-        let before = since(std::time::SystemTime::now());
-        let now = super::now_ns();
-        let after = since(std::time::SystemTime::now());
-        assert!(before <= now && now <= after, "{before} {now} {after}");
     }
 }
