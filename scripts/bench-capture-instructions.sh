@@ -108,6 +108,32 @@ measure() {
     echo "$t $b"
 }
 
+# per_launch_sim N LABEL...: under the callgrind options `vg_opts`, `launches N 8` and
+# `launches 2N 8` plainly and captured (and by the baseline); for each of `events` (LABEL names
+# it), per launch: (captured - plain) at 2N less the same at N, over N. `vg_opts` and `events`
+# are left as they were before the case set them.
+per_launch_sim() {
+    local n=$1 m k i runs=() this before=()
+    shift
+    for m in "$n" $((2 * n)); do
+        runs+=("$(plain_ir driver_app launches "$m" 8)" "$(captured_ir "$bin" driver_app launches "$m" 8)")
+        [ -z "$base" ] || runs+=("$(captured_ir "$base" driver_app launches "$m" 8)")
+    done
+    vg_opts=()
+    events=(Ir)
+    k=$((${#runs[@]} / 2))
+    # added A B: the per-launch difference of build A's runs (1: this, 2: the baseline's)
+    added_per() {
+        paste <(echo "${runs[0]}") <(echo "${runs[$1]}") <(echo "${runs[$k]}") <(echo "${runs[$((k + $1))]}") |
+            awk -v n="$n" '{ printf "%d ", (($4 - $3) - ($2 - $1)) / n }'
+    }
+    read -r -a this <<<"$(added_per 1)"
+    [ -z "$base" ] || read -r -a before <<<"$(added_per 2)"
+    for i in $(seq 0 $(($# - 1))); do
+        report "${@:$((i + 1)):1}" "${this[$i]}" ${base:+"${before[$i]}"}
+    done
+}
+
 echo "instructions capture adds (callgrind; fake driver; build $bin${base:+, baseline $base})"
 for c in "${cases[@]}"; do
     case $c in
@@ -124,60 +150,12 @@ for c in "${cases[@]}"; do
     launch_cold)
         vg_opts=(--cache-sim=yes --D1=32768,8,64 --LL=1048576,16,64)
         events=(Ir "D1mr D1mw" "DLmr DLmw")
-        export FAKE_APP_POLLUTE_KB=4096
-        cold=()
-        for n in 1000 2000; do
-            p=$(plain_ir driver_app launches $n 8)
-            cold+=("$p" "$(captured_ir "$bin" driver_app launches $n 8)")
-            [ -z "$base" ] || cold+=("$(captured_ir "$base" driver_app launches $n 8)")
-        done
-        unset FAKE_APP_POLLUTE_KB
-        vg_opts=()
-        events=(Ir)
-        # per launch: (captured - plain) at 2000 less the same at 1000, over 1000
-        per_cold() {
-            paste <(echo "${cold[$1]}") <(echo "${cold[$2]}") <(echo "${cold[$3]}") <(echo "${cold[$4]}") |
-                awk '{ printf "%d ", (($4 - $3) - ($2 - $1)) / 1000 }'
-        }
-        k=$((${#cold[@]} / 2))
-        read -r ti td tl <<<"$(per_cold 0 1 $k $((k + 1)))"
-        if [ -n "$base" ]; then
-            read -r bi bd bl <<<"$(per_cold 0 2 $k $((k + 2)))"
-            report "cold instr" "$ti" "$bi"
-            report "cold D1 miss" "$td" "$bd"
-            report "cold LL miss" "$tl" "$bl"
-        else
-            report "cold instr" "$ti"
-            report "cold D1 miss" "$td"
-            report "cold LL miss" "$tl"
-        fi
+        FAKE_APP_POLLUTE_KB=4096 per_launch_sim 1000 "cold instr" "cold D1 miss" "cold LL miss"
         ;;
     launch_lines)
         vg_opts=(--cache-sim=yes --I1=1024,2,64 --D1=1024,2,64 --LL=1048576,16,64)
         events=("I1mr" "D1mr D1mw")
-        lines=()
-        for n in 2000 4000; do
-            p=$(plain_ir driver_app launches $n 8)
-            lines+=("$p" "$(captured_ir "$bin" driver_app launches $n 8)")
-            [ -z "$base" ] || lines+=("$(captured_ir "$base" driver_app launches $n 8)")
-        done
-        vg_opts=()
-        events=(Ir)
-        # per launch: (captured - plain) at 4000 less the same at 2000, over 2000
-        per_lines() {
-            paste <(echo "${lines[$1]}") <(echo "${lines[$2]}") <(echo "${lines[$3]}") <(echo "${lines[$4]}") |
-                awk '{ printf "%d ", (($4 - $3) - ($2 - $1)) / 2000 }'
-        }
-        k=$((${#lines[@]} / 2))
-        read -r ti td <<<"$(per_lines 0 1 $k $((k + 1)))"
-        if [ -n "$base" ]; then
-            read -r bi bd <<<"$(per_lines 0 2 $k $((k + 2)))"
-            report "code lines" "$ti" "$bi"
-            report "data lines" "$td" "$bd"
-        else
-            report "code lines" "$ti"
-            report "data lines" "$td"
-        fi
+        per_launch_sim 2000 "code lines" "data lines"
         ;;
     multicopy) read -r t b <<<"$(measure copy_app multicopy 10 4)" && report "$c" "$t" $b ;;
     multicopy_same) read -r t b <<<"$(measure copy_app multicopy 10 4 same)" && report "$c" "$t" $b ;;
