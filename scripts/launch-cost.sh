@@ -29,16 +29,19 @@ base=${HRR_LAUNCH_BASELINE:-}
 bash "$root/tests/gpu/build.sh" "$OUT/build" launch_cost >/dev/null 2>&1 ||
     { echo "[launch-cost] launch_cost did not build: $OUT/build/build.log" >&2; exit 1; }
 prog=$OUT/build/launch_cost
+# the archives, not kept (each run's replaces the last)
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 status=0
 : >"$OUT/runs.tsv"
 # one WHO [CAPTURE_DIR]: one run, its median us a launch appended to runs.tsv as `round who us`.
 one() {
     local who=$1 dir=${2:-} line
-    rm -rf "$OUT/$who.hrr"
+    rm -rf "$scratch/$who.hrr"
     if [ -z "$dir" ]; then
         line=$("$prog" "$bursts" 2>"$OUT/$who.err")
     else
-        line=$(HRR_CAPTURE_LIB="$dir/libhrr_capture.so" "$dir/hrr-capture" -o "$OUT/$who.hrr" -- \
+        line=$(HRR_CAPTURE_LIB="$dir/libhrr_capture.so" "$dir/hrr-capture" -o "$scratch/$who.hrr" -- \
             "$prog" "$bursts" 2>"$OUT/$who.err")
     fi
     # shellcheck disable=SC2181
