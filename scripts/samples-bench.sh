@@ -15,7 +15,8 @@
 # Results: OUT_DIR/samples-bench.txt (and samples-bench.tsv, raw numbers); logs beside.
 # Environment: HRR_BENCH_REPS (3), HRR_BENCH_STEP_TIMEOUT (120 s per run),
 # HRR_BENCH_BASELINE=DIR (another build's hrr-capture and libhrr_capture.so: its captured runs
-# alternate with the others, before them in every other pair, and its ratios are printed beside), HRR_BENCH_ONLY=REGEX (only the
+# alternate with the others, before them in every other pair, and its ratios are printed beside; every other pair runs in the
+# opposite order: plain, captured, baseline then baseline, captured, plain), HRR_BENCH_ONLY=REGEX (only the
 # samples whose key matches, e.g. 'TensorCoreGemm|simpleMultiCopy'), HRR_BENCH_CAPTURED_ENV='VAR=V
 # ...' (set for the captured runs only, not the baseline's: one build with and without a switch,
 # e.g. HRR_CAPTURE_ASYNC_DIGESTS=0 with HRR_BENCH_BASELINE the same BIN_DIR). HRR_CAPTURE_PROFILE=1 passes
@@ -89,11 +90,15 @@ for k in "${keys[@]}"; do
         [ "$fk" = "$k" ] && [ "${m:-1}" -gt "$mult" ] && mult=$m
     done
     for rep in $(seq 1 $((REPS * mult))); do
-        # two builds compared: every other pair runs the baseline first, so neither build gains
-        # from its place after the plain run (an H100 comparison of two builds of the same code
-        # paths read 0.926 one way and 1.008 with the places swapped)
+        # every other pair runs in the opposite order, so no run gains from its place (the
+        # plain run was always first before; an H100 comparison of two builds of the same code
+        # paths read 0.926 one way and 1.008 with the builds' places swapped): plain, captured
+        # [, baseline] then [baseline,] captured, plain
         order=("${modes[@]}")
-        [ -z "$BASE" ] || [ $((rep % 2)) = 1 ] || order=(plain baseline captured)
+        if [ $((rep % 2)) = 0 ]; then
+            order=(captured plain)
+            [ -z "$BASE" ] || order=(baseline captured plain)
+        fi
         for mode in "${order[@]}"; do
             log=$OUT/$k.$mode.$rep.log
             if [ $mode = plain ]; then

@@ -132,7 +132,7 @@ printf '#!/bin/sh\nwhile [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n' >"$
 : >"$tmp/sb/cap/libhrr_capture.so"
 printf '#!/bin/sh\necho "transpose optimized         , Throughput = 1500.5 GB/s"\n' \
     >"$tmp/sb/out/work/6_Performance_transpose/bin/transpose"
-printf '#!/bin/sh\necho "Performance= 4900.0 GFlop/s"\n' >"$tmp/sb/out/work/0_Introduction_matrixMul/bin/matrixMul"
+printf '#!/bin/sh\necho sample >>"${SB_ORDER:-/dev/null}"\necho "Performance= 4900.0 GFlop/s"\n' >"$tmp/sb/out/work/0_Introduction_matrixMul/bin/matrixMul"
 chmod +x "$tmp/sb/bin/nvidia-smi" "$tmp/sb/cap/hrr-capture" "$tmp/sb/out/work"/*/bin/*
 PATH="$tmp/sb/bin:$PATH" HRR_BENCH_REPS=2 HRR_BENCH_ONLY='transpose|matrixMul' \
     bash "$bench" "$tmp/sb/out" "$tmp/sb/cap" "$tmp/sb/bench" >"$tmp/sb.log" 2>&1 || fail "stand-in bench: $(cat "$tmp/sb.log")"
@@ -141,8 +141,8 @@ grep -qE '^6_Performance_transpose +optimized GB/s +1500\.50 +1500\.50 +1\.000 +
 grep -qE '^0_Introduction_matrixMul +GFlop/s +4900\.00 +4900\.00 +1\.000 +2: 1\.00-1\.00$' "$tmp/sb/bench/samples-bench.txt" ||
     fail "stand-in bench, matrixMul: $(cat "$tmp/sb/bench/samples-bench.txt")"
 
-# With a baseline build, every other pair runs it before the build measured: the stand-in
-# captures log their turn.
+# With a baseline build, every other pair runs in the opposite order (plain, captured, baseline,
+# then baseline, captured, plain): the stand-in captures log their turn, the sample each run.
 mkdir -p "$tmp/sb/cap2"
 printf '#!/bin/sh\necho captured >>"${SB_ORDER:-/dev/null}"\nwhile [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n' >"$tmp/sb/cap/hrr-capture"
 printf '#!/bin/sh\necho baseline >>"${SB_ORDER:-/dev/null}"\nwhile [ "$1" != -- ]; do shift; done\nshift\nexec "$@"\n' >"$tmp/sb/cap2/hrr-capture"
@@ -150,7 +150,8 @@ printf '#!/bin/sh\necho baseline >>"${SB_ORDER:-/dev/null}"\nwhile [ "$1" != -- 
 chmod +x "$tmp/sb/cap/hrr-capture" "$tmp/sb/cap2/hrr-capture"
 SB_ORDER=$tmp/sb/order PATH="$tmp/sb/bin:$PATH" HRR_BENCH_REPS=3 HRR_BENCH_ONLY=matrixMul HRR_BENCH_BASELINE="$tmp/sb/cap2" \
     bash "$bench" "$tmp/sb/out" "$tmp/sb/cap" "$tmp/sb/bench2" >"$tmp/sb2.log" 2>&1 || fail "stand-in bench with a baseline: $(cat "$tmp/sb2.log")"
-[ "$(tr '\n' ' ' <"$tmp/sb/order")" = "captured baseline baseline captured captured baseline " ] ||
+odd="sample captured sample baseline sample" even="baseline sample captured sample sample"
+[ "$(tr '\n' ' ' <"$tmp/sb/order")" = "$odd $even $odd " ] ||
     fail "stand-in bench with a baseline, order: $(tr '\n' ' ' <"$tmp/sb/order")"
 grep -qE '^0_Introduction_matrixMul +GFlop/s +4900\.00 +4900\.00 +1\.000 +3: 1\.00-1\.00 +4900\.00 +1\.000 +3: 1\.00-1\.00$' "$tmp/sb/bench2/samples-bench.txt" ||
     fail "stand-in bench with a baseline: $(cat "$tmp/sb/bench2/samples-bench.txt")"
