@@ -44,7 +44,15 @@ fn replay_mismatching_at(target: &Path, event: &serde_json::Value) -> String {
 #[test]
 fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
     let (_tmp, arch) = temp_path("run.hrr");
+    let unix_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    };
+    let started = unix_ns();
     let o = fake().capture_as_plain(&arch, "driver_app", &[]);
+    let ended = unix_ns();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(
         stderr.matches("[HRR capture] Recording pid").count(),
@@ -77,6 +85,17 @@ fn capture_leaves_the_app_output_unchanged_and_replay_passes() {
             "cuMemcpyDtoH_v2",
             "cuMemFree_v2",
         ],
+    );
+    // time stamps (the system clock, read between counter ticks where the kernel uses them:
+    // capture's stamp.rs) fall within the run and never go back in recorded order
+    let stamps: Vec<u64> = events
+        .iter()
+        .map(|e| e["timestamp_ns"].as_u64().unwrap())
+        .collect();
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
+    assert!(
+        stamps.iter().all(|&t| (started..=ended).contains(&t)),
+        "{started} {stamps:?} {ended}"
     );
     // launches carry the kernel name and the packed arguments sized by the param info
     let axpy = events
