@@ -165,7 +165,6 @@ impl EventWriter {
         Ok(seq)
     }
 
-    /// An event was appended: count it, and write out or fsync as the policy says.
     /// Drop `record`, `total` bytes long, over the record limit: the error saying so.
     #[cold]
     #[inline(never)]
@@ -178,6 +177,7 @@ impl EventWriter {
         }
     }
 
+    /// An event was appended: count it, and write out or fsync as the policy says.
     #[inline]
     fn count_appended(&mut self) -> Result<()> {
         self.records += 1;

@@ -74,22 +74,19 @@ impl LaunchCall<'_> {
     }
 }
 
-/// The buffers of a launch record: the kernel's name and the argument bytes. Kept per thread
-/// between launches, so that recording a launch allocates nothing once they are large enough:
-/// a launch's record is written from them in place ([`LaunchCall::view`]).
+/// The buffer of a launch record's argument bytes (the kernel's name, code object and layout
+/// come from what each API remembers of the function). Kept per thread between launches, so
+/// that recording a launch allocates nothing once it is large enough: a launch's record is
+/// written from it in place ([`LaunchCall::view`]).
 #[derive(Default)]
 pub struct LaunchBufs {
-    pub name: String,
     pub args: Vec<u8>,
 }
 
 thread_local! {
     // const-initialised: no first-use check at each of a launch's accesses
     static BUFS: std::cell::RefCell<LaunchBufs> = const {
-        std::cell::RefCell::new(LaunchBufs {
-            name: String::new(),
-            args: Vec::new(),
-        })
+        std::cell::RefCell::new(LaunchBufs { args: Vec::new() })
     };
 }
 

@@ -150,7 +150,8 @@ fn pinned() -> std::sync::MutexGuard<'static, BTreeMap<u64, usize>> {
     PINNED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether any region is tracked.
+/// Whether any region is tracked (one load of the hot flags: every hook's fast path).
+#[inline(always)]
 pub fn tracking() -> bool {
     HOT.hostmem_regions.load(Ordering::Acquire) != 0
 }
@@ -206,7 +207,7 @@ pub fn promote(host: u64) {
 /// surface object over linear memory, a tensor map's global address): the region holding it
 /// is [`Region::escaped`].
 pub fn handed_over(addr: u64) {
-    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
+    if !tracking() {
         return;
     }
     let mut regs = regions();
@@ -236,7 +237,7 @@ pub enum Recorded {
 /// behind each async download into mapped memory: the scan after it hashed the 16 MiB the
 /// result had just hashed).
 pub fn result_recorded(dst: u64, n: usize, how: Recorded) {
-    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 || n < CHUNK {
+    if !tracking() || n < CHUNK {
         return;
     }
     let mut regs = regions();
@@ -281,7 +282,7 @@ fn chunks_covered(regs: &BTreeMap<u64, Region>, dst: u64, n: usize) -> Option<(u
 /// to be taken where the result's bytes came from (`super::digest`; handed over with
 /// `crate::fingerprint::remember_pieces`). `None`: it covers none.
 pub fn chunks_to_cover(dst: u64, n: usize) -> Option<(u64, usize)> {
-    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 || n < CHUNK {
+    if !tracking() || n < CHUNK {
         return None;
     }
     let (base, first, last) = chunks_covered(&regions(), dst, n)?;
@@ -296,7 +297,7 @@ pub fn copy_writes() -> Option<(u64, u64)> {
 
 /// Whether `ptr` lies in a tracked region (memory the device may write without a copy).
 pub fn tracks(ptr: u64) -> bool {
-    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
+    if !tracking() {
         return false;
     }
     regions()
@@ -450,7 +451,7 @@ fn region_of(regs: &BTreeMap<u64, Region>, addr: u64) -> Option<u64> {
 /// (matched against the published bounds, without the regions' lock), and neither does a copy
 /// between device memory and host memory hrr does not track.
 pub fn submit(target: Target) {
-    if HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
+    if !tracking() {
         return;
     }
     if !matches!(target, Target::Launch { .. } | Target::Nothing) {
@@ -642,9 +643,7 @@ pub unsafe fn uploaded(src: *const u8, n: usize, dst: u64) {
 /// The real call of a hook is about to be made: device work whose hook did not say what it
 /// reaches ([`submit`]) may reach every region.
 pub fn before_real_call() {
-    if HOT.hostmem_regions.load(Ordering::Acquire) != 0
-        && this_call(|c| std::mem::take(&mut c.pending))
-    {
+    if tracking() && this_call(|c| std::mem::take(&mut c.pending)) {
         submit(Target::All);
     }
 }
@@ -652,7 +651,7 @@ pub fn before_real_call() {
 /// The synchronisation about to be made on this thread waits for stream `stream` only (as
 /// the program passed it: the legacy default stream, 0 or 1, waits for the whole device).
 pub fn synchronising_stream(stream: u64) {
-    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 && stream > 1 {
+    if tracking() && stream > 1 {
         this_call(|c| c.synced = Some(stream));
     }
 }
@@ -663,7 +662,7 @@ pub fn synchronising_stream(stream: u64) {
 /// the launch path this thread-local's accesses.
 #[inline(always)]
 pub fn before(kind: Kind) {
-    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 && submits(kind) {
+    if tracking() && submits(kind) {
         before_tracked(kind);
     }
 }
@@ -716,7 +715,7 @@ pub fn copy_left_running() -> bool {
 /// After a call of `kind`: a synchronisation records what the device wrote as checks.
 #[inline(always)]
 pub fn after(kind: Kind) {
-    if kind == Kind::Launch && HOT.hostmem_regions.load(Ordering::Acquire) == 0 {
+    if kind == Kind::Launch && !tracking() {
         return; // (a launch hook writes no call state: `before`; the most common call)
     }
     after_call(kind)
@@ -727,13 +726,13 @@ pub fn after(kind: Kind) {
 fn after_call(kind: Kind) {
     // taken whole: a hook that never made its real call submitted nothing
     let call = this_call(std::mem::take);
-    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 && take_first() {
+    if tracking() && take_first() {
         IDLE.store(true, Ordering::Release); // its hook submitted nothing after all
     }
     if !(matches!(kind, Kind::Sync | Kind::D2h) || call.blocking_download) || call.async_copy {
         return;
     }
-    if HOT.hostmem_regions.load(Ordering::Acquire) != 0 {
+    if tracking() {
         scan(
             call.synced.map_or(Point::Device, Point::Stream),
             call.just_known,
